@@ -1,0 +1,44 @@
+// `lg`: the command-line front of lanegraph. Subcommands register themselves (see command.h);
+// this file only builds the app, dispatches, and turns lg::Error into a message and exit code 1.
+#include <algorithm>
+#include <iostream>
+#include <vector>
+
+#include "cli/command.h"
+#include "support/error.h"
+
+namespace lg::cli {
+
+static std::vector<Command>& registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+
+bool register_command(Command cmd) {
+  registry().push_back(std::move(cmd));
+  return true;
+}
+
+}  // namespace lg::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"lanegraph: compile and run language-model forward passes written in .lg", "lg"};
+  app.require_subcommand(1);
+  auto& commands = lg::cli::registry();
+  std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  std::vector<std::function<int()>> runs;
+  for (auto& c : commands) runs.push_back(c.setup(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (size_t i = 0; i < commands.size(); ++i)
+      if (app.got_subcommand(commands[i].name)) return runs[i]();
+  } catch (const lg::Error& e) {
+    std::cerr << "lg: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}

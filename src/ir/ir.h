@@ -1,0 +1,133 @@
+// The tensor IR: the forward pass of a .lg program, bound to a model's config, as an SSA graph of
+// typed tensor operations. It is the contract between the front end (which lowers the checked AST
+// into it), the CPU reference executor (which defines its meaning), and the lifter (which turns
+// it into stages). Plain data: one node type, one op enum with group predicates, attributes in
+// one struct. Layers are unrolled; state (the KV cache) is versioned so that ordering between a
+// write and later reads is an ordinary data dependency.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/dtype.h"
+
+namespace lg::ir {
+
+/// Index of a node (= the value it produces) in Graph::nodes.
+using ValueId = int32_t;
+
+/// A dimension: `coeff` if sym < 0, else coeff * (runtime symbol `sym`). Runtime symbols are the
+/// dims only known per step (T, the tokens in this step); everything else is bound from the
+/// config when the graph is built. `T*H` (from a view) is {H, T}.
+struct Dim {
+  int64_t coeff = 0;
+  int32_t sym = -1;
+  static Dim constant(int64_t v) { return {v, -1}; }
+  static Dim symbol(int32_t s, int64_t c = 1) { return {c, s}; }
+  bool is_const() const { return sym < 0; }
+  bool operator==(const Dim&) const = default;
+};
+using Shape = std::vector<Dim>;
+
+/// The primitives. Group predicates below are what passes key on.
+enum class Op : uint8_t {
+  // sources
+  Input,     ///< runtime input `attrs.index` (tokens i32[T], pos i32[T]); no operands
+  Param,     ///< weight `attrs.index` of Graph::params; no operands
+  State,     ///< initial version of state `attrs.index` (e.g. kcache); no operands
+  Const,     ///< scalar constant `attrs.scalar` of `dtype`, rank 0
+  Arange,    ///< i32[n]: 0, 1, ..., n-1 with n = shape[0]; no operands
+  // elementwise unary (shape of operand 0)
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Recip, Sin, Cos, Tanh, Sigmoid,
+  Cast,      ///< to `dtype`
+  // elementwise binary: operands have equal rank; a size-1 dim broadcasts against the other
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Lt, Le, Gt, Ge, Eq, Ne,  ///< produce bool
+  // elementwise ternary
+  Where,     ///< (cond: bool, a, b), broadcasting as binary ops
+  // reductions over `attrs.axis`; the reduced dim is kept with size 1 if attrs.keepdim
+  ReduceSum, ReduceMax,
+  // contraction: a[..., M, K] @ b[..., K, N] -> [..., M, N]; batch dims broadcast; b may be rank 2
+  MatMul,
+  // indexing
+  Gather,    ///< (table[N, ...], idx: i32[I...]) -> [I..., ...]: rows of table along axis 0
+  // movement (views: no arithmetic)
+  Reshape,   ///< to `shape` (same element count)
+  Permute,   ///< output axis i is operand axis attrs.perm[i]
+  Slice,     ///< along attrs.axis: elements start, start+step, ... < stop (attrs.start/stop/step)
+  Concat,    ///< operands joined along attrs.axis
+  // state and attention
+  StateWrite,  ///< (state, value, pos: i32[T]) -> new version of the state; see below
+  Attention,   ///< (q[T, H, Dh], k[KV, S, Dh], v[KV, S, Dh], pos: i32[T]) -> f32[T, H, Dh]
+};
+
+/// Op attributes; which fields mean something depends on the op (see Op).
+struct Attrs {
+  int32_t index = -1;           ///< Input/Param/State: which one
+  double scalar = 0;            ///< Const
+  int32_t axis = 0;             ///< reductions, Slice, Concat, StateWrite (scatter axis)
+  bool keepdim = false;         ///< reductions
+  std::vector<int32_t> perm;    ///< Permute
+  int64_t start = 0, stop = 0, step = 1;  ///< Slice (constant bounds)
+  /// StateWrite: the state's leading axes fixed to these constant indices (e.g. {l} picks layer
+  /// l of kcache[L, KV, S, Dh]); the value then has the remaining axes ([KV, T, Dh]), with the
+  /// axis `axis` of the remaining ones (1: S) replaced by T and written at rows pos[t].
+  std::vector<int64_t> fixed;
+  double scale = 0;             ///< Attention: softmax scale (1/sqrt(Dh) unless the source says)
+  int32_t gqa_group = 1;        ///< Attention: H / KV (query head h reads KV head h / gqa_group)
+};
+
+/// Where a node came from in the .lg source: the statement it was lowered from.
+struct Span {
+  int32_t file = -1;  ///< index into Graph::files
+  int32_t line = 0, col = 0, end_line = 0, end_col = 0;
+};
+
+/// One operation. Its value has `dtype` and `shape`.
+struct Node {
+  Op op;
+  DType dtype;
+  Shape shape;
+  std::vector<ValueId> operands;
+  Attrs attrs;
+  Span span;
+  std::string name;  ///< the .lg binding it was assigned to, if any (e.g. "l3.q"): for dumps
+};
+
+struct InputInfo { std::string name; DType dtype; Shape shape; };
+/// A weight: `tensor` is the checkpoint tensor name (layer templates already expanded).
+struct ParamInfo { std::string name; std::string tensor; DType dtype; Shape shape; };
+struct StateInfo { std::string name; DType dtype; Shape shape; };
+/// A runtime dim; `max` bounds it (T <= max sequence length).
+struct SymbolInfo { std::string name; int64_t max; };
+
+/// The forward graph. Nodes are in topological order (operands precede users).
+struct Graph {
+  std::string model;                 ///< the .lg model name (e.g. "qwen3")
+  std::vector<std::string> files;    ///< source files, for Span::file
+  std::vector<SymbolInfo> symbols;   ///< runtime dims; symbol 0 is T
+  std::vector<InputInfo> inputs;
+  std::vector<ParamInfo> params;
+  std::vector<StateInfo> states;
+  std::vector<Node> nodes;
+  std::vector<ValueId> outputs;      ///< the forward's return values (logits f32[T, V])
+  /// Last version of each state (indexed like `states`): what a step leaves in the cache.
+  std::vector<ValueId> final_states;
+
+  ValueId add(Node n) {
+    nodes.push_back(std::move(n));
+    return static_cast<ValueId>(nodes.size() - 1);
+  }
+  const Node& at(ValueId v) const { return nodes.at(static_cast<size_t>(v)); }
+};
+
+bool is_source(Op op);       ///< Input, Param, State, Const, Arange
+bool is_unary(Op op);        ///< Neg .. Cast
+bool is_binary(Op op);       ///< Add .. Ne
+bool is_elementwise(Op op);  ///< unary, binary, Where
+bool is_reduce(Op op);       ///< ReduceSum, ReduceMax
+bool is_movement(Op op);     ///< Reshape, Permute, Slice, Concat
+const char* op_name(Op op);
+
+}  // namespace lg::ir
