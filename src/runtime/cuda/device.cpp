@@ -1,0 +1,123 @@
+#include "runtime/cuda/device.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "runtime/cuda/cuda_check.h"
+
+namespace lg::cuda {
+
+bool cuda_device_available() {
+  int n = 0;
+  // cudart (static) loads libcuda lazily; without a driver this returns
+  // cudaErrorInsufficientDriver / cudaErrorNoDevice rather than crashing.
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+std::string device_description() {
+  cudaDeviceProp p{};
+  LG_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  char buf[768];
+  std::snprintf(buf, sizeof buf, "%s, sm_%d%d, %d SMs, %.1f GiB", p.name, p.major, p.minor, p.multiProcessorCount,
+                static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  cudaError_t err = cudaMalloc(&ptr_, bytes);
+  if (err != cudaSuccess) {
+    ptr_ = nullptr;
+    (void)cudaGetLastError();
+    throw Error("cudaMalloc of " + std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(err));
+  }
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* src, size_t n, size_t offset) {
+  if (offset + n > bytes_)
+    throw Error("DeviceBuffer::upload: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
+                " overflow a buffer of " + std::to_string(bytes_));
+  if (n) LG_CUDA_CHECK(cudaMemcpy(static_cast<char*>(ptr_) + offset, src, n, cudaMemcpyHostToDevice));
+}
+
+void DeviceBuffer::download(void* dst, size_t n, size_t offset) const {
+  if (offset + n > bytes_)
+    throw Error("DeviceBuffer::download: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
+                " overflow a buffer of " + std::to_string(bytes_));
+  if (n) LG_CUDA_CHECK(cudaMemcpy(dst, static_cast<const char*>(ptr_) + offset, n, cudaMemcpyDeviceToHost));
+}
+
+Stream::Stream() { LG_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+Stream::~Stream() {
+  if (s_) cudaStreamDestroy(s_);
+}
+void Stream::synchronize() const { LG_CUDA_CHECK(cudaStreamSynchronize(s_)); }
+
+Event::Event() { LG_CUDA_CHECK(cudaEventCreate(&e_)); }
+Event::~Event() {
+  if (e_) cudaEventDestroy(e_);
+}
+void Event::record(cudaStream_t s) { LG_CUDA_CHECK(cudaEventRecord(e_, s)); }
+float Event::elapsed_ms_since(const Event& start) const {
+  LG_CUDA_CHECK(cudaEventSynchronize(e_));
+  float ms = 0;
+  LG_CUDA_CHECK(cudaEventElapsedTime(&ms, start.e_, e_));
+  return ms;
+}
+
+GraphExec::~GraphExec() { reset(); }
+GraphExec::GraphExec(GraphExec&& o) noexcept
+    : graph_(std::exchange(o.graph_, nullptr)), exec_(std::exchange(o.exec_, nullptr)) {}
+GraphExec& GraphExec::operator=(GraphExec&& o) noexcept {
+  if (this != &o) {
+    reset();
+    graph_ = std::exchange(o.graph_, nullptr);
+    exec_ = std::exchange(o.exec_, nullptr);
+  }
+  return *this;
+}
+
+void GraphExec::reset() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+}
+
+void GraphExec::begin_capture(cudaStream_t s) {
+  reset();
+  LG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+}
+
+void GraphExec::end_capture(cudaStream_t s) {
+  LG_CUDA_CHECK(cudaStreamEndCapture(s, &graph_));
+  LG_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+}
+
+void GraphExec::launch(cudaStream_t s) const {
+  if (!exec_) throw Error("GraphExec::launch: no graph was captured");
+  LG_CUDA_CHECK(cudaGraphLaunch(exec_, s));
+}
+
+}  // namespace lg::cuda

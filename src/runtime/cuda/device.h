@@ -1,0 +1,105 @@
+// Small RAII helpers over the CUDA runtime shared by the GPU lanes (hand-written and compiled):
+// device detection that never crashes without a driver, device memory, streams, events and CUDA
+// graphs (capture once, replay every decode step). All errors become lg::Error (cuda_check.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace lg::cuda {
+
+/// True when a CUDA driver is loaded and at least one device is visible. False (no throw, no
+/// crash) on machines without a driver or GPU, e.g. CI with only the toolkit installed.
+bool cuda_device_available();
+
+/// "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB" for device 0; throws lg::Error without a device.
+std::string device_description();
+
+/// Owns one cudaMalloc allocation. Move-only; freed in the destructor.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  /// Allocates `bytes` (0 allowed: no allocation). Throws lg::Error when cudaMalloc fails, with
+  /// the size asked for.
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* data() const { return ptr_; }
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+  /// Host -> device copy of `n` bytes at byte offset `offset` (synchronous). Throws on overflow.
+  void upload(const void* src, size_t n, size_t offset = 0);
+  /// Device -> host copy of `n` bytes from byte offset `offset` (synchronous).
+  void download(void* dst, size_t n, size_t offset = 0) const;
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// Owns a non-blocking cudaStream_t (does not synchronise with the legacy default stream).
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+  /// Waits for all work on the stream; throws lg::Error on a device fault.
+  void synchronize() const;
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+/// A timing event pair helper: record() on a stream, elapsed_ms(other) after synchronising.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(cudaStream_t s);
+  /// Milliseconds from `start` to this event (both recorded and completed).
+  float elapsed_ms_since(const Event& start) const;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+/// One captured and instantiated CUDA graph. Decode steps whose kernels read their token and
+/// position from device memory are captured once and replayed with launch() every step.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  ~GraphExec();
+  GraphExec(GraphExec&& o) noexcept;
+  GraphExec& operator=(GraphExec&& o) noexcept;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+
+  /// Starts stream capture on `s` (thread-local mode). Work issued on `s` until end_capture() is
+  /// recorded, not run.
+  void begin_capture(cudaStream_t s);
+  /// Ends capture and instantiates the graph. Throws lg::Error if anything in between was not
+  /// capturable (e.g. a synchronous copy).
+  void end_capture(cudaStream_t s);
+  bool ready() const { return exec_ != nullptr; }
+  /// Replays the graph on `s`.
+  void launch(cudaStream_t s) const;
+  void reset();
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+}  // namespace lg::cuda
