@@ -1,0 +1,227 @@
+// Checkpoint: a name -> (file, tensor) index over one or several safetensors files, with the
+// sharded layout of transformers' save_pretrained (model.safetensors.index.json: {"metadata":
+// {...}, "weight_map": {tensor name: shard file name}}).
+#include "model/checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "support/error.h"
+
+namespace lg::model {
+
+namespace fs = std::filesystem;
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+void Checkpoint::add_file(SafetensorsFile file) {
+  const size_t fi = files_.size();
+  for (size_t ti = 0; ti < file.tensors().size(); ++ti) {
+    const std::string& name = file.tensors()[ti].name;
+    auto [it, inserted] = index_.emplace(name, Location{fi, ti});
+    if (!inserted)
+      throw Error(fmt::format("{}: tensor '{}' is also in {}: a tensor must be stored once", file.source(),
+                              name, files_[it->second.file].source()));
+  }
+  files_.push_back(std::move(file));
+}
+
+Checkpoint Checkpoint::open(const fs::path& dir) {
+  Checkpoint c;
+  c.source_ = dir;
+  if (fs::is_regular_file(dir)) {
+    c.add_file(SafetensorsFile::open(dir));
+    return c;
+  }
+  if (!fs::is_directory(dir)) throw Error(fmt::format("{}: no such checkpoint directory", dir.string()));
+  const fs::path single = dir / "model.safetensors";
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  if (fs::exists(single)) {
+    c.add_file(SafetensorsFile::open(single));
+    return c;
+  }
+  if (!fs::exists(index_path))
+    throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json", dir.string()));
+
+  const nlohmann::json index = read_json_file(index_path);
+  const std::string ip = index_path.string();
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    throw Error(fmt::format("{}: missing required field 'weight_map' (an object tensor -> shard file)", ip));
+  // shard file -> the tensors the index says it holds, in a stable order.
+  std::map<std::string, std::vector<std::string>> shards;
+  for (auto& [name, shard] : index["weight_map"].items()) {
+    if (!shard.is_string())
+      throw Error(fmt::format("{}: field 'weight_map.{}' must be a shard file name", ip, name));
+    const std::string file = shard.get<std::string>();
+    // Shards live next to the index; a path component would let an index point anywhere.
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
+      throw Error(fmt::format("{}: field 'weight_map.{}': shard name '{}' must be a plain file name", ip,
+                              name, file));
+    shards[file].push_back(name);
+  }
+  if (shards.empty()) throw Error(fmt::format("{}: field 'weight_map' is empty", ip));
+  for (auto& [file, names] : shards) {
+    const fs::path p = dir / file;
+    if (!fs::exists(p))
+      throw Error(fmt::format("{}: shard '{}' is missing (it holds '{}'{}); expected at {}", ip, file,
+                              names.front(),
+                              names.size() > 1 ? fmt::format(" and {} more tensors", names.size() - 1) : "",
+                              p.string()));
+    SafetensorsFile f = SafetensorsFile::open(p);
+    for (auto& n : names)
+      if (!f.find(n))
+        throw Error(fmt::format("{}: tensor '{}' is mapped to shard '{}' but {} does not hold it", ip, n,
+                                file, p.string()));
+    c.add_file(std::move(f));
+  }
+  return c;
+}
+
+bool Checkpoint::contains(std::string_view name) const { return index_.count(std::string(name)) != 0; }
+
+std::vector<std::string> Checkpoint::nearest_names(std::string_view name, size_t k) const {
+  std::vector<std::pair<size_t, const std::string*>> scored;
+  scored.reserve(index_.size());
+  for (auto& [n, loc] : index_) scored.emplace_back(edit_distance(name, n), &n);
+  std::sort(scored.begin(), scored.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && i < k; ++i) out.push_back(*scored[i].second);
+  return out;
+}
+
+void Checkpoint::throw_missing(std::string_view name) const {
+  throw Error(fmt::format("{}: missing tensor '{}' (nearest present: {})", source_.string(), name,
+                          fmt::join(nearest_names(name), ", ")));
+}
+
+const TensorInfo& Checkpoint::info(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  if (it == index_.end()) throw_missing(name);
+  return files_[it->second.file].tensors()[it->second.tensor];
+}
+
+std::span<const std::byte> Checkpoint::bytes(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  if (it == index_.end()) throw_missing(name);
+  const SafetensorsFile& f = files_[it->second.file];
+  return f.bytes(f.tensors()[it->second.tensor]);
+}
+
+std::vector<float> Checkpoint::to_f32(std::string_view name) const {
+  const TensorInfo& t = info(name);
+  auto b = bytes(name);
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  switch (t.dtype) {
+    case DType::F32:
+      std::memcpy(out.data(), b.data(), n * 4);
+      break;
+    case DType::BF16:
+    case DType::F16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t v;
+        std::memcpy(&v, b.data() + 2 * i, 2);  // the data may be only 1-byte aligned
+        out[i] = t.dtype == DType::BF16 ? bf16_to_f32(v) : f16_to_f32(v);
+      }
+      break;
+    default:
+      throw Error(fmt::format("{}: tensor '{}' is {}, not a float type: cannot read it as f32",
+                              source_.string(), name, dtype_name(t.dtype)));
+  }
+  return out;
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  out.reserve(index_.size());
+  for (auto& [n, loc] : index_) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Checkpoint::require(const std::vector<TensorSpec>& specs) const {
+  std::vector<std::string> problems;
+  for (auto& s : specs) {
+    auto it = index_.find(s.name);
+    if (it == index_.end()) {
+      problems.push_back(fmt::format("missing tensor '{}' (nearest present: {})", s.name,
+                                     fmt::join(nearest_names(s.name), ", ")));
+      continue;
+    }
+    const TensorInfo& t = files_[it->second.file].tensors()[it->second.tensor];
+    if (s.dtype && *s.dtype != t.dtype)
+      problems.push_back(fmt::format("tensor '{}': dtype is {}, expected {}", s.name, dtype_name(t.dtype),
+                                     dtype_name(*s.dtype)));
+    if (s.shape && *s.shape != t.shape)
+      problems.push_back(fmt::format("tensor '{}': shape is [{}], expected [{}]", s.name,
+                                     fmt::join(t.shape, ", "), fmt::join(*s.shape, ", ")));
+  }
+  if (!problems.empty())
+    throw Error(fmt::format("{}: checkpoint does not match the model ({} problem{}):\n  {}", source_.string(),
+                            problems.size(), problems.size() == 1 ? "" : "s", fmt::join(problems, "\n  ")));
+}
+
+uint64_t Checkpoint::parameter_count() const {
+  uint64_t n = 0;
+  for (auto& f : files_)
+    for (auto& t : f.tensors()) n += t.numel();
+  return n;
+}
+
+uint64_t Checkpoint::byte_size() const {
+  uint64_t n = 0;
+  for (auto& f : files_)
+    for (auto& t : f.tensors()) n += t.nbytes;
+  return n;
+}
+
+namespace {
+// FNV-1a, 64-bit (Fowler/Noll/Vo): tiny, dependency-free, and fast enough (~1 GB/s) for locks.
+struct Fnv1a64 {
+  uint64_t h = 0xcbf29ce484222325ull;
+  void add(const void* p, size_t n) {
+    auto* b = static_cast<const unsigned char*>(p);
+    uint64_t x = h;
+    for (size_t i = 0; i < n; ++i) x = (x ^ b[i]) * 0x100000001b3ull;
+    h = x;
+  }
+  void add_u64(uint64_t v) { add(&v, 8); }
+};
+}  // namespace
+
+std::string Checkpoint::weights_hash() const {
+  Fnv1a64 h;
+  for (auto& name : names()) {
+    const TensorInfo& t = info(name);
+    h.add(name.data(), name.size());
+    h.add("", 1);  // terminator so that names cannot run into the dtype
+    auto dn = safetensors_dtype_name(t.dtype);
+    h.add(dn.data(), dn.size());
+    h.add_u64(t.shape.size());
+    for (int64_t d : t.shape) h.add_u64(static_cast<uint64_t>(d));
+    auto b = bytes(name);
+    h.add(b.data(), b.size());
+  }
+  return fmt::format("{:016x}", h.h);
+}
+
+}  // namespace lg::model

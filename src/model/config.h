@@ -1,0 +1,80 @@
+// config.json of a Hugging Face Qwen2 / Qwen2.5 / Qwen3 dense model, parsed into the fields the
+// compiler and the lanes need. Field names and defaults follow transformers' Qwen2Config and
+// Qwen3Config (v5.17); where a config is ambiguous or asks for something lanegraph does not
+// implement (RoPE scaling, sliding-window attention), parsing fails loudly instead of guessing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/dtype.h"
+
+namespace lg::model {
+
+/// A parsed config.json. Dimensions are element counts; all are > 0 after parsing.
+struct ModelConfig {
+  std::string source;                      ///< file name used in messages ("config.json" path)
+  std::string model_type;                  ///< "qwen2", "qwen3", ...
+  std::vector<std::string> architectures;  ///< e.g. {"Qwen3ForCausalLM"}
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  ///< defaults to num_attention_heads (MHA) when absent
+  bool num_key_value_heads_defaulted = false;
+  int64_t head_dim = 0;             ///< absent in Qwen2 configs: hidden_size / num_attention_heads
+  bool head_dim_derived = false;
+
+  double rms_norm_eps = 0;
+  double rope_theta = 0;            ///< from `rope_theta` or `rope_parameters.rope_theta`
+  std::string rope_theta_field;     ///< which of the two it came from
+  std::string rope_type = "default";  ///< only "default" is accepted for now
+  int64_t max_position_embeddings = 0;
+  std::string hidden_act = "silu";
+
+  bool tie_word_embeddings = false;  ///< HF default false: lm_head.weight is its own tensor
+  /// Bias terms. Qwen2 always has q/k/v bias and no o bias (its config has no field for it);
+  /// Qwen3 puts `attention_bias` (default false) on q, k, v and o alike.
+  bool attention_bias = false;       ///< the field as read (false if absent)
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool qk_norm = false;              ///< Qwen3: RMSNorm on q and k per head before RoPE
+
+  std::string dtype_name;            ///< `dtype` (transformers >= 4.56) or `torch_dtype`; "" if absent
+  std::optional<DType> dtype;        ///< dtype_name mapped ("bfloat16" -> BF16, ...)
+
+  std::optional<int64_t> bos_token_id;
+  std::optional<int64_t> pad_token_id;
+  std::vector<int64_t> eos_token_ids;  ///< `eos_token_id`: a number or a list
+
+  /// Sliding-window fields, read and reported. parse_config refuses a config in which sliding
+  /// window attention would apply to any layer (lanegraph implements full causal attention only).
+  bool use_sliding_window = false;
+  std::optional<int64_t> sliding_window;
+  std::optional<int64_t> max_window_layers;
+  std::vector<std::string> layer_types;  ///< one per layer when present
+
+  nlohmann::json raw;  ///< the whole file, for `config.x.y` lookups by the front end
+};
+
+/// Parses a config.json document. `source_name` names the file in messages. Throws lg::Error
+/// "<source>: missing required field 'hidden_size'" for a missing required field (vocab_size,
+/// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, rms_norm_eps,
+/// max_position_embeddings, model_type, rope theta), on a wrong type or a non-positive dimension,
+/// on head counts that do not divide, on a rope type other than "default", and on sliding-window
+/// attention that would apply.
+ModelConfig parse_config(const nlohmann::json& json, const std::string& source_name);
+/// Reads and parses a config.json file (malformed JSON is an lg::Error naming the file).
+ModelConfig load_config(const std::filesystem::path& path);
+
+/// Reads a JSON file into a document; lg::Error naming the file if it is missing or malformed.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+
+}  // namespace lg::model

@@ -1,0 +1,35 @@
+// generation_config.json: the decoding defaults a Hugging Face model ships with. Absent file ->
+// the defaults below (greedy). Note HF's own GenerationConfig defaults top_k to 50, which only
+// matters when sampling; lanegraph uses 0 (= no top-k filter) so an absent field means "off".
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+
+namespace lg::model {
+
+/// Decoding defaults. eos_token_ids is the union of generation_config's and config.json's.
+struct GenerationConfig {
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> bos_token_id, pad_token_id;
+  bool do_sample = false;
+  double temperature = 1, top_p = 1;
+  int64_t top_k = 0;
+  double repetition_penalty = 1;
+  std::optional<int64_t> max_new_tokens;
+};
+
+/// Parses a generation_config.json document (fields of the wrong type are an lg::Error naming
+/// `source_name` and the field) and merges eos/bos/pad from `config` where it leaves them out.
+GenerationConfig parse_generation_config(const nlohmann::json& json, const std::string& source_name,
+                                         const ModelConfig& config);
+/// Loads `path` if it exists; otherwise the defaults with eos/bos/pad taken from `config`.
+GenerationConfig load_generation_config(const std::filesystem::path& path, const ModelConfig& config);
+
+}  // namespace lg::model

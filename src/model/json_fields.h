@@ -1,0 +1,35 @@
+// Typed access to the fields of a Hugging Face JSON file (config.json, generation_config.json).
+// A JSON null counts as absent, as transformers writes `"bos_token_id": null` for "not set".
+// Every error names the file and the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lg::model::json_fields {
+
+/// The field `key` of `obj`, or nullptr when absent or null.
+const nlohmann::json* find(const nlohmann::json& obj, const std::string& key);
+
+/// Optional typed reads: nullopt when absent/null; lg::Error "<source>: field '<key>' must be ..."
+/// on a wrong type. `path` is the dotted name used in messages (defaults to key).
+std::optional<int64_t> opt_int(const nlohmann::json& obj, const std::string& key, const std::string& source,
+                               const std::string& path = "");
+std::optional<double> opt_number(const nlohmann::json& obj, const std::string& key, const std::string& source,
+                                 const std::string& path = "");
+std::optional<bool> opt_bool(const nlohmann::json& obj, const std::string& key, const std::string& source,
+                             const std::string& path = "");
+std::optional<std::string> opt_string(const nlohmann::json& obj, const std::string& key,
+                                      const std::string& source, const std::string& path = "");
+/// A token id field that may be a number or a list of numbers (eos_token_id); empty when absent.
+std::vector<int64_t> int_or_list(const nlohmann::json& obj, const std::string& key, const std::string& source);
+
+/// Required reads: lg::Error "<source>: missing required field '<key>'" when absent.
+int64_t req_int(const nlohmann::json& obj, const std::string& key, const std::string& source);
+double req_number(const nlohmann::json& obj, const std::string& key, const std::string& source);
+
+}  // namespace lg::model::json_fields
