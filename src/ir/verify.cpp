@@ -1,0 +1,306 @@
+#include "ir/verify.h"
+
+#include <map>
+#include <string>
+
+#include "ir/print.h"
+#include "support/error.h"
+
+namespace lg::ir {
+
+namespace {
+
+enum class Cls { Float, Int, Bool };
+Cls cls(DType t) { return is_float(t) ? Cls::Float : t == DType::Bool ? Cls::Bool : Cls::Int; }
+
+/// A product of dims as coeff * prod(symbol^power), so that reshapes between T*H and [T, H]
+/// can be checked without knowing T.
+struct Volume {
+  int64_t coeff = 1;
+  std::map<int32_t, int> powers;
+  bool operator==(const Volume&) const = default;
+};
+Volume volume(const Shape& s) {
+  Volume v;
+  for (const Dim& d : s) {
+    v.coeff *= d.coeff;
+    if (!d.is_const()) ++v.powers[d.sym];
+  }
+  if (v.coeff == 0) v.powers.clear();
+  return v;
+}
+
+bool is_one(const Dim& d) { return d.is_const() && d.coeff == 1; }
+
+class Verifier {
+ public:
+  explicit Verifier(const Graph& g) : g_(g) {}
+
+  void run() {
+    for (size_t s = 0; s < g_.states.size(); ++s)
+      for (const Dim& d : g_.states[s].shape)
+        if (!d.is_const()) throw Error("IR: state " + g_.states[s].name + " has a runtime dim; states must have a fixed size");
+    for (size_t p = 0; p < g_.params.size(); ++p)
+      for (const Dim& d : g_.params[p].shape)
+        if (!d.is_const()) throw Error("IR: param " + g_.params[p].name + " has a runtime dim");
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      id_ = static_cast<ValueId>(k);
+      check_node(g_.nodes[k]);
+    }
+    for (ValueId o : g_.outputs)
+      if (o < 0 || static_cast<size_t>(o) >= g_.nodes.size()) throw Error("IR: output %" + std::to_string(o) + " is not a node");
+    if (g_.final_states.size() != g_.states.size())
+      throw Error("IR: " + std::to_string(g_.final_states.size()) + " final states for " + std::to_string(g_.states.size()) + " states");
+    for (size_t s = 0; s < g_.final_states.size(); ++s) {
+      const ValueId f = g_.final_states[s];
+      if (f < 0 || static_cast<size_t>(f) >= g_.nodes.size())
+        throw Error("IR: final state of " + g_.states[s].name + " is not a node");
+      ValueId root = f;  // follow the version chain back to its State node
+      while (g_.at(root).op == Op::StateWrite) root = g_.at(root).operands[0];
+      if (g_.at(root).op != Op::State || g_.at(root).attrs.index != static_cast<int32_t>(s))
+        throw Error("IR: final state of " + g_.states[s].name + " (%" + std::to_string(f) + ") is not a version of that state");
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    const Node& n = g_.at(id_);
+    throw Error(span_string(g_, n.span) + ": IR node " + node_string(g_, id_) +
+                (n.name.empty() ? "" : " (" + n.name + ")") + ": " + why);
+  }
+  const Node& operand(const Node& n, size_t k) const { return g_.at(n.operands[k]); }
+  std::string type(const Node& n) const { return type_string(g_, n.dtype, n.shape); }
+
+  void expect_operands(const Node& n, size_t count) const {
+    if (n.operands.size() != count)
+      fail("expects " + std::to_string(count) + " operands, has " + std::to_string(n.operands.size()));
+  }
+  void expect_shape(const Node& n, const Shape& s) const {
+    if (n.shape != s) fail("shape should be " + type_string(g_, n.dtype, s));
+  }
+  Shape broadcast(const Shape& a, const Shape& b) const {
+    const size_t r = std::max(a.size(), b.size());
+    Shape out(r);
+    for (size_t k = 0; k < r; ++k) {
+      const Dim da = k + a.size() >= r ? a[k + a.size() - r] : Dim::constant(1);
+      const Dim db = k + b.size() >= r ? b[k + b.size() - r] : Dim::constant(1);
+      if (!(da == db || is_one(da) || is_one(db)))
+        fail("operand shapes " + type_string(g_, DType::F32, a) + " and " + type_string(g_, DType::F32, b) + " do not broadcast");
+      out[k] = is_one(da) ? db : da;
+    }
+    return out;
+  }
+  int64_t axis_of(int32_t axis, size_t rank) const {
+    const int64_t a = axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+    if (a < 0 || a >= static_cast<int64_t>(rank)) fail("axis " + std::to_string(axis) + " out of range");
+    return a;
+  }
+
+  template <class Info>
+  void check_source(const Node& n, const std::vector<Info>& infos, const char* what) const {
+    const auto i = static_cast<size_t>(n.attrs.index);
+    if (n.attrs.index < 0 || i >= infos.size()) fail(std::string("refers to ") + what + " #" + std::to_string(n.attrs.index) + ", which does not exist");
+    if (infos[i].dtype != n.dtype || infos[i].shape != n.shape)
+      fail(std::string("type differs from ") + what + " " + infos[i].name + ": " + type_string(g_, infos[i].dtype, infos[i].shape));
+  }
+
+  void check_node(const Node& n) {
+    for (ValueId o : n.operands)
+      if (o < 0 || o >= id_) fail("operand %" + std::to_string(o) + " does not precede the node (graph not in topological order)");
+    for (const Dim& d : n.shape) {
+      if (!d.is_const() && (d.sym < 0 || static_cast<size_t>(d.sym) >= g_.symbols.size())) fail("dim refers to an unknown symbol");
+      if (d.coeff < 0) fail("negative dim");
+    }
+    if (is_source(n.op)) {
+      expect_operands(n, 0);
+      switch (n.op) {
+        case Op::Input: check_source(n, g_.inputs, "input"); break;
+        case Op::Param: check_source(n, g_.params, "param"); break;
+        case Op::State: check_source(n, g_.states, "state"); break;
+        case Op::Const: if (!n.shape.empty()) fail("a constant must be rank 0"); break;
+        case Op::Arange:
+          if (n.shape.size() != 1 || n.dtype != DType::I32) fail("arange must be i32[n]");
+          break;
+        default: break;
+      }
+      return;
+    }
+    if (is_unary(n.op)) {
+      expect_operands(n, 1);
+      const Node& x = operand(n, 0);
+      expect_shape(n, x.shape);
+      if (n.op == Op::Cast) return;
+      if (n.op == Op::Neg || n.op == Op::Abs) {
+        if (cls(n.dtype) != cls(x.dtype) || cls(x.dtype) == Cls::Bool) fail("needs a numeric operand of the result's dtype class");
+        return;
+      }
+      if (cls(x.dtype) != Cls::Float || cls(n.dtype) != Cls::Float) fail("needs a float operand and result (cast first)");
+      return;
+    }
+    if (is_binary(n.op)) {
+      expect_operands(n, 2);
+      const Node& a = operand(n, 0);
+      const Node& b = operand(n, 1);
+      expect_shape(n, broadcast(a.shape, b.shape));
+      if (cls(a.dtype) != cls(b.dtype)) fail("operands " + type(a) + " and " + type(b) + " have different dtype classes (cast first)");
+      const bool cmp = n.op >= Op::Lt && n.op <= Op::Ne;
+      if (cmp && n.dtype != DType::Bool) fail("a comparison produces bool");
+      if (!cmp && (cls(n.dtype) != cls(a.dtype) || cls(a.dtype) == Cls::Bool))
+        fail("arithmetic needs numeric operands of the result's dtype class");
+      return;
+    }
+    switch (n.op) {
+      case Op::Where: {
+        expect_operands(n, 3);
+        const Node& c = operand(n, 0);
+        const Node& a = operand(n, 1);
+        const Node& b = operand(n, 2);
+        if (c.dtype != DType::Bool) fail("the condition must be bool");
+        if (cls(a.dtype) != cls(n.dtype) || cls(b.dtype) != cls(n.dtype)) fail("both branches must have the result's dtype class");
+        expect_shape(n, broadcast(c.shape, broadcast(a.shape, b.shape)));
+        return;
+      }
+      case Op::ReduceSum:
+      case Op::ReduceMax: {
+        expect_operands(n, 1);
+        const Node& x = operand(n, 0);
+        const auto ax = static_cast<size_t>(axis_of(n.attrs.axis, x.shape.size()));
+        Shape s = x.shape;
+        if (n.attrs.keepdim) s[ax] = Dim::constant(1);
+        else s.erase(s.begin() + static_cast<int64_t>(ax));
+        expect_shape(n, s);
+        if (n.dtype != x.dtype && !(x.dtype == DType::Bool && n.dtype == DType::I32)) fail("a reduction keeps its operand's dtype");
+        return;
+      }
+      case Op::MatMul: {
+        expect_operands(n, 2);
+        const Node& a = operand(n, 0);
+        const Node& b = operand(n, 1);
+        if (a.shape.size() < 2 || b.shape.size() < 2) fail("matmul needs operands of rank >= 2");
+        if (!is_float(a.dtype) || !is_float(b.dtype) || !is_float(n.dtype)) fail("matmul is over floats");
+        if (a.shape[a.shape.size() - 1] != b.shape[b.shape.size() - 2])
+          fail("contraction dims differ: " + type(a) + " @ " + type(b));
+        Shape s = broadcast(Shape(a.shape.begin(), a.shape.end() - 2), Shape(b.shape.begin(), b.shape.end() - 2));
+        s.push_back(a.shape[a.shape.size() - 2]);
+        s.push_back(b.shape.back());
+        expect_shape(n, s);
+        return;
+      }
+      case Op::Gather: {
+        expect_operands(n, 2);
+        const Node& table = operand(n, 0);
+        const Node& idx = operand(n, 1);
+        if (table.shape.empty()) fail("gather needs a table of rank >= 1");
+        if (idx.dtype != DType::I32) fail("gather indices must be i32");
+        if (cls(n.dtype) != cls(table.dtype)) fail("gather keeps the table's dtype");
+        Shape s = idx.shape;
+        s.insert(s.end(), table.shape.begin() + 1, table.shape.end());
+        expect_shape(n, s);
+        return;
+      }
+      case Op::Reshape: {
+        expect_operands(n, 1);
+        const Node& x = operand(n, 0);
+        if (volume(x.shape) != volume(n.shape)) fail("reshape of " + type(x) + " changes the element count");
+        if (n.dtype != x.dtype) fail("a view keeps its operand's dtype");
+        return;
+      }
+      case Op::Permute: {
+        expect_operands(n, 1);
+        const Node& x = operand(n, 0);
+        const auto& perm = n.attrs.perm;
+        if (perm.size() != x.shape.size()) fail("perm has the wrong length");
+        std::vector<bool> seen(perm.size(), false);
+        Shape s;
+        for (int32_t p : perm) {
+          if (p < 0 || static_cast<size_t>(p) >= perm.size() || seen[static_cast<size_t>(p)]) fail("perm is not a permutation");
+          seen[static_cast<size_t>(p)] = true;
+          s.push_back(x.shape[static_cast<size_t>(p)]);
+        }
+        expect_shape(n, s);
+        if (n.dtype != x.dtype) fail("a view keeps its operand's dtype");
+        return;
+      }
+      case Op::Slice: {
+        expect_operands(n, 1);
+        const Node& x = operand(n, 0);
+        const auto ax = static_cast<size_t>(axis_of(n.attrs.axis, x.shape.size()));
+        const Attrs& a = n.attrs;
+        if (a.step < 1 || a.start < 0 || a.start > a.stop) fail("bad slice bounds");
+        if (x.shape[ax].is_const() && a.stop > x.shape[ax].coeff) fail("slice stop beyond the dim");
+        Shape s = x.shape;
+        s[ax] = Dim::constant((a.stop - a.start + a.step - 1) / a.step);
+        expect_shape(n, s);
+        if (n.dtype != x.dtype) fail("a view keeps its operand's dtype");
+        return;
+      }
+      case Op::Concat: {
+        if (n.operands.empty()) fail("concat needs operands");
+        const Node& x0 = operand(n, 0);
+        const auto ax = static_cast<size_t>(axis_of(n.attrs.axis, x0.shape.size()));
+        Dim total = Dim::constant(0);
+        for (size_t k = 0; k < n.operands.size(); ++k) {
+          const Node& x = operand(n, k);
+          if (x.shape.size() != x0.shape.size() || cls(x.dtype) != cls(n.dtype)) fail("concat operands differ in rank or dtype");
+          for (size_t d = 0; d < x.shape.size(); ++d)
+            if (d != ax && x.shape[d] != x0.shape[d]) fail("concat operands differ off the concat axis");
+          const Dim& d = x.shape[ax];
+          if (total.coeff == 0) total = d;
+          else if (d.sym == total.sym) total.coeff += d.coeff;
+          else return;  // mixed symbols: the sum is not a Dim; checked at run time
+        }
+        Shape s = x0.shape;
+        s[ax] = total;
+        expect_shape(n, s);
+        return;
+      }
+      case Op::StateWrite: {
+        expect_operands(n, 3);
+        const Node& st = operand(n, 0);
+        const Node& val = operand(n, 1);
+        const Node& pos = operand(n, 2);
+        if (st.op != Op::State && st.op != Op::StateWrite) fail("operand 0 must be a version of a state");
+        if (n.dtype != st.dtype || n.shape != st.shape) fail("a state write keeps the state's type " + type(st));
+        if (pos.dtype != DType::I32 || pos.shape.size() != 1) fail("positions must be i32[T]");
+        const size_t nf = n.attrs.fixed.size();
+        if (nf > st.shape.size()) fail("more fixed indices than state axes");
+        for (size_t k = 0; k < nf; ++k)
+          if (n.attrs.fixed[k] < 0 || n.attrs.fixed[k] >= st.shape[k].coeff) fail("fixed index out of range");
+        Shape s(st.shape.begin() + static_cast<int64_t>(nf), st.shape.end());
+        if (s.empty()) fail("no axis left to write rows into");
+        s[static_cast<size_t>(axis_of(n.attrs.axis, s.size()))] = pos.shape[0];
+        if (val.shape != s) fail("value " + type(val) + " should be " + type_string(g_, val.dtype, s));
+        if (cls(val.dtype) != cls(st.dtype)) fail("value and state dtype classes differ");
+        return;
+      }
+      case Op::Attention: {
+        expect_operands(n, 4);
+        const Node& q = operand(n, 0);
+        const Node& k = operand(n, 1);
+        const Node& v = operand(n, 2);
+        const Node& pos = operand(n, 3);
+        if (q.shape.size() != 3 || k.shape.size() != 3 || v.shape != k.shape)
+          fail("expects q[T,H,Dh], k[KV,S,Dh], v[KV,S,Dh]");
+        if (q.shape[2] != k.shape[2]) fail("q and k head dims differ");
+        if (pos.dtype != DType::I32 || pos.shape.size() != 1 || pos.shape[0] != q.shape[0]) fail("positions must be i32[T] for q's T");
+        if (n.attrs.gqa_group < 1) fail("gqa_group must be >= 1");
+        if (q.shape[1].is_const() && k.shape[0].is_const() && q.shape[1].coeff != k.shape[0].coeff * n.attrs.gqa_group)
+          fail("query heads != KV heads * gqa_group");
+        if (!(n.attrs.scale > 0)) fail("the softmax scale must be positive");
+        if (!is_float(q.dtype) || !is_float(k.dtype) || !is_float(v.dtype) || n.dtype != DType::F32) fail("attention is over floats and produces f32");
+        expect_shape(n, q.shape);
+        return;
+      }
+      default: fail("unknown op");
+    }
+  }
+
+  const Graph& g_;
+  ValueId id_ = 0;
+};
+
+}  // namespace
+
+void verify(const Graph& g) { Verifier(g).run(); }
+
+}  // namespace lg::ir
