@@ -1,0 +1,68 @@
+// Golden-token locks: greedy token sequences that the .lg forward (CPU reference lane, fp32)
+// produced for a model, with the top-2 logit margin at every step. Hand-written lanes are not
+// compiled from the .lg forward; locks hold every lane to it. See docs/locks.md for the rule
+// that decides when a bf16 lane may differ from an fp32 lock.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lanes/lane.h"
+
+namespace lg::locks {
+
+/// One prompt and what the reference produced from it.
+struct LockCase {
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> tokens;   ///< greedy tokens, one per step (exactly new_tokens of them)
+  std::vector<float> margins;    ///< top-1 minus top-2 logit at each step (>= 0)
+};
+
+/// A lock file (JSON, locks/<name>.lock.json).
+struct Lock {
+  std::string model;         ///< model directory as written (relative paths: to the repo root)
+  std::string weights_hash;  ///< model::Checkpoint::weights_hash() when the lock was made
+  int64_t new_tokens = 0;
+  std::string made_by;       ///< lane and provenance that produced it ("cpu / Reference")
+  std::vector<LockCase> cases;
+};
+
+/// Reads a lock file; lg::Error names the file and the field at fault.
+Lock read_lock(const std::filesystem::path& file);
+/// Writes a lock file (pretty JSON, one case per block).
+void write_lock(const std::filesystem::path& file, const Lock& lock);
+
+/// Greedy generation with teacher forcing recorded as a lock case: runs `prompt` then
+/// `new_tokens` decode steps on `lane`, recording argmax and top-2 margin of each step.
+LockCase record_case(Lane& lane, const std::vector<int32_t>& prompt, int64_t new_tokens);
+
+/// The rule of docs/locks.md: a lane may pick another token than the lock only at a step whose
+/// recorded margin is below `margin_threshold` (a near tie that its arithmetic may flip).
+struct CheckRule {
+  float margin_threshold = 0.0f;
+};
+
+/// Outcome of checking one case.
+struct CaseResult {
+  int64_t steps_checked = 0;
+  int64_t excused = 0;          ///< steps that differed at a margin below the threshold
+  bool failed = false;
+  int64_t fail_step = -1;       ///< first diverging step (0-based) when failed
+  int32_t expected = -1, got = -1;
+  float margin = 0;             ///< the lock's margin at fail_step
+};
+
+/// Runs the lane over the case teacher-forced: the lock's tokens are fed back at every step, so
+/// every step is compared even after an excused near-tie. Stops at the first failing step.
+CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule);
+
+/// Default margin thresholds (docs/locks.md justifies both): the fp32 CPU reference may only
+/// differ where another fp32 summation order could flip the step; bf16 GPU lanes where bf16
+/// rounding of activations could.
+inline constexpr float kFp32MarginThreshold = 1e-3f;
+inline constexpr float kBf16MarginThreshold = 0.1f;
+float default_threshold(const std::string& lane_name);
+
+}  // namespace lg::locks

@@ -1,0 +1,129 @@
+// Golden-token locks: recording, the margin rule, the file format's errors, and (once the CPU
+// lane exists) `lg lock check` over the repo's locks/ as CI's proof that the .lg forward still
+// produces the recorded tokens.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "locks/lock.h"
+#include "support/error.h"
+
+namespace fs = std::filesystem;
+
+namespace lg::locks {
+namespace {
+
+/// A deterministic toy lane: logits are a fixed random function of (last token, position), so
+/// recording and checking can be tested without a model.
+class ToyLane : public Lane {
+ public:
+  /// flip_pos: at that position the lane answers argmax+1, as a lane whose arithmetic flipped a
+  /// near tie would.
+  explicit ToyLane(uint32_t seed, int64_t flip_pos = -1) : seed_(seed), flip_pos_(flip_pos) {}
+  std::string name() const override { return "toy"; }
+  Provenance provenance() const override { return Reference{}; }
+  int64_t max_seq() const override { return 1024; }
+  void reset() override {}
+  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
+    const int64_t pos = start_pos + static_cast<int64_t>(tokens.size()) - 1;
+    std::mt19937 rng(seed_ ^ static_cast<uint32_t>(tokens.back() * 7919 + pos * 104729));
+    std::normal_distribution<float> n;
+    StepResult r;
+    std::vector<float> logits(kVocab);
+    for (auto& x : logits) x = n(rng);
+    r.argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (pos == flip_pos_) r.argmax = (r.argmax + 1) % kVocab;
+    if (want_logits) r.logits = std::move(logits);
+    return r;
+  }
+  static constexpr int kVocab = 64;
+
+ private:
+  uint32_t seed_;
+  int64_t flip_pos_;
+};
+
+TEST(Lock, RecordedCaseChecksClean) {
+  ToyLane lane(std::random_device{}());
+  const auto c = record_case(lane, {3, 1, 4}, 20);
+  ASSERT_EQ(c.tokens.size(), 20u);
+  for (float m : c.margins) EXPECT_GE(m, 0.0f);
+  const auto r = check_case(lane, c, {0.0f});
+  EXPECT_FALSE(r.failed);
+  EXPECT_EQ(r.steps_checked, 20);
+  EXPECT_EQ(r.excused, 0);
+}
+
+TEST(Lock, AlteredTokenFailsAtItsStep) {
+  ToyLane lane(std::random_device{}());
+  auto c = record_case(lane, {5, 9}, 16);
+  const size_t step = 7;
+  c.tokens[step] = (c.tokens[step] + 1) % ToyLane::kVocab;
+  c.margins[step] = 1.0f;  // a clear decision: no excuse
+  const auto r = check_case(lane, c, {0.1f});
+  ASSERT_TRUE(r.failed);
+  EXPECT_EQ(r.fail_step, static_cast<int64_t>(step));
+  EXPECT_EQ(r.expected, c.tokens[step]);
+  EXPECT_NE(r.got, r.expected);
+}
+
+TEST(Lock, FlipAtAClearMarginFails) {
+  const uint32_t seed = std::random_device{}();
+  ToyLane reference(seed);
+  auto c = record_case(reference, {2, 7}, 12);
+  c.margins[6] = 0.5f;
+  ToyLane flipped(seed, /*flip_pos=*/1 + 6);
+  const auto r = check_case(flipped, c, {0.1f});
+  ASSERT_TRUE(r.failed);
+  EXPECT_EQ(r.fail_step, 6);
+  EXPECT_FLOAT_EQ(r.margin, 0.5f);
+}
+
+TEST(Lock, NearTieDifferenceIsExcusedAndCheckingGoesOn) {
+  const uint32_t seed = std::random_device{}();
+  ToyLane reference(seed);
+  auto c = record_case(reference, {2}, 12);
+  c.margins[4] = 0.05f;  // below the threshold: arithmetic may flip it
+  ToyLane flipped(seed, /*flip_pos=*/0 + 4);  // step i is predicted at position prompt_len - 1 + i
+  const auto r = check_case(flipped, c, {0.1f});
+  EXPECT_FALSE(r.failed);
+  EXPECT_EQ(r.excused, 1);
+  EXPECT_EQ(r.steps_checked, 12);  // teacher forcing: later steps still compared
+}
+
+TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_test_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  Lock lock{"models/x", "0123456789abcdef", 2, "toy / Reference", {{{1, 2}, {3, 4}, {0.5f, 0.25f}}}};
+  write_lock(dir / "a.lock.json", lock);
+  const Lock back = read_lock(dir / "a.lock.json");
+  EXPECT_EQ(back.model, lock.model);
+  EXPECT_EQ(back.cases.at(0).tokens, lock.cases[0].tokens);
+  EXPECT_FLOAT_EQ(back.cases[0].margins[1], 0.25f);
+
+  std::ofstream(dir / "b.lock.json") << R"({"format": "lanegraph-lock/1", "model": "m", "weights_hash": "h",
+    "new_tokens": 3, "cases": [{"prompt_ids": [1], "tokens": [1, 2], "margins": [0, 0]}]})";
+  try {
+    read_lock(dir / "b.lock.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("b.lock.json: cases[0]: 'tokens' and 'margins' must each hold new_tokens (3)"),
+              std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "c.lock.json") << R"({"format": "lanegraph-lock/1", "weights_hash": "h"})";
+  try {
+    read_lock(dir / "c.lock.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.lock.json: missing field 'model'"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lg::locks
