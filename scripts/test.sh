@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: configure, build, and run every test through ctest.
+# The README's test command: install packages if missing, configure, build, run every test (ctest).
+# Tests that need a GPU skip on a machine without one and say so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
