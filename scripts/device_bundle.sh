@@ -11,7 +11,8 @@ for exe in "$@"; do
   ldd "$exe" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$lib" in
       /lib/x86_64-linux-gnu/libc.so*|/lib/x86_64-linux-gnu/libm.so*|/lib/x86_64-linux-gnu/libpthread*|\
-      /lib/x86_64-linux-gnu/libdl*|/lib/x86_64-linux-gnu/librt*|/lib64/ld-linux*|/usr/local/cuda*) ;;
+      /lib/x86_64-linux-gnu/libdl*|/lib/x86_64-linux-gnu/librt*|/lib64/ld-linux*|/usr/local/cuda*|\
+      */libstdc++.so*|*/libgcc_s.so*) ;;  # the GPU machine (Ubuntu 24.04) has newer, compatible ones
       *) cp -L "$lib" .carry/lib/ ;;
     esac
   done
