@@ -1,0 +1,96 @@
+// `lg tokenize --model DIR [--ids] TEXT` and `lg detokenize --model DIR IDS...`: the model
+// directory's tokenizer.json (Qwen byte-level BPE) from the command line. TEXT "-" reads stdin.
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "support/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+struct TokenizeArgs {
+  std::string model;
+  std::string text;
+  bool ids_only = false;
+};
+
+std::string read_stdin() {
+  std::cin >> std::noskipws;
+  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+lg::tokenizer::Tokenizer load(const std::string& model_dir) {
+  return lg::tokenizer::Tokenizer::from_file(std::filesystem::path(model_dir) / "tokenizer.json");
+}
+
+LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
+  auto args = std::make_shared<TokenizeArgs>();
+  auto* sub = app.add_subcommand("tokenize", "Encode text with a model directory's tokenizer.json");
+  sub->add_option("--model", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
+  sub->add_flag("--ids", args->ids_only, "Print only the ids, space-separated");
+  sub->add_option("text", args->text, "Text to encode, or - to read stdin")->required();
+  return [args] {
+    const auto tok = load(args->model);
+    const std::string text = args->text == "-" ? read_stdin() : args->text;
+    const auto ids = tok.encode(text);
+    if (args->ids_only) {
+      for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+      std::cout << "\n";
+      return 0;
+    }
+    // One line per token: id, token in tokenizer.json form, and its bytes as text.
+    for (const int32_t id : ids)
+      std::cout << id << "\t" << tok.id_to_token(id).value_or("?") << "\t" << tok.decode(std::vector<int32_t>{id})
+                << "\n";
+    std::cout << ids.size() << " tokens\n";
+    return 0;
+  };
+});
+
+struct DetokenizeArgs {
+  std::string model;
+  std::vector<std::string> ids;
+};
+
+LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
+  auto args = std::make_shared<DetokenizeArgs>();
+  auto* sub = app.add_subcommand("detokenize", "Decode token ids with a model directory's tokenizer.json");
+  sub->add_option("--model", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
+  sub->add_option("ids", args->ids, "Token ids (space- or comma-separated)")->required();
+  return [args] {
+    const auto tok = load(args->model);
+    std::vector<int32_t> ids;
+    for (const auto& arg : args->ids) {
+      size_t start = 0;
+      while (start <= arg.size()) {
+        size_t end = arg.find(',', start);
+        if (end == std::string::npos) end = arg.size();
+        const std::string item = arg.substr(start, end - start);
+        start = end + 1;
+        if (item.empty()) continue;
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(item, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != item.size()) throw lg::Error("detokenize: \"" + item + "\" is not a token id");
+        // The library skips ids without a token, as the reference does; on the command line an
+        // unknown id is more likely a typo, so it is an error.
+        if (v < 0 || v > std::numeric_limits<int32_t>::max() || !tok.id_to_token(static_cast<int32_t>(v)))
+          throw lg::Error("detokenize: id " + item + " has no token (the tokenizer has ids 0.." +
+                          std::to_string(tok.vocab_size() - 1) + ")");
+        ids.push_back(static_cast<int32_t>(v));
+      }
+    }
+    std::cout << tok.decode(ids) << "\n";
+    return 0;
+  };
+});
+
+}  // namespace

@@ -1,0 +1,211 @@
+#include "tokenizer/bpe.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "support/error.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
+
+namespace lg::tokenizer {
+namespace {
+
+constexpr size_t kCacheMaxIds = size_t{1} << 22;  // 16 MiB of ids, then the cache starts over
+constexpr size_t kCacheMaxWordBytes = 256;        // longer pre-tokens are rare; don't cache them
+
+uint64_t mix(uint64_t k) {  // splitmix64 finalizer: ids are small, so spread them
+  k ^= k >> 31;
+  k *= 0x7fb5d329728ea185ull;
+  k ^= k >> 27;
+  k *= 0x81dadef4bc2dd44dull;
+  k ^= k >> 33;
+  return k;
+}
+
+std::string field_error(const std::string& file, const std::string& field, const std::string& what) {
+  return file + ": " + field + ": " + what;
+}
+
+// A vocab or merge entry in byte-level text -> bytes; nullopt if it uses code points outside the
+// byte alphabet (such a token can never come out of byte-level input).
+std::optional<std::string> entry_bytes(const std::string& text) {
+  if (utf8::first_invalid(text) != std::string_view::npos) return std::nullopt;
+  return byte_level::to_bytes(text);
+}
+
+}  // namespace
+
+Bpe::Bpe(const nlohmann::json& model, const std::string& file) {
+  auto must_be_unset = [&](const char* key, auto&& is_unset) {
+    if (model.contains(key) && !model[key].is_null() && !is_unset(model[key]))
+      throw Error(field_error(file, std::string("model.") + key,
+                              "unsupported value " + model[key].dump() + " (lanegraph supports " +
+                                  "byte-level BPE without it)"));
+  };
+  must_be_unset("dropout", [](const nlohmann::json& v) { return v.is_number() && v.get<double>() == 0.0; });
+  must_be_unset("continuing_subword_prefix", [](const nlohmann::json& v) { return v == ""; });
+  must_be_unset("end_of_word_suffix", [](const nlohmann::json& v) { return v == ""; });
+  must_be_unset("byte_fallback", [](const nlohmann::json& v) { return v == false; });
+  if (model.contains("ignore_merges")) {
+    if (!model["ignore_merges"].is_boolean())
+      throw Error(field_error(file, "model.ignore_merges", "expected true or false"));
+    ignore_merges_ = model["ignore_merges"].get<bool>();
+  }
+
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    throw Error(field_error(file, "model.vocab", "missing or not an object of token -> id"));
+  std::fill(std::begin(byte_id_), std::end(byte_id_), -1);
+  for (const auto& [token, id_json] : model["vocab"].items()) {
+    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 ||
+        id_json.get<int64_t>() > INT32_MAX)
+      throw Error(field_error(file, "model.vocab[\"" + token + "\"]", "id must be an integer in [0, 2^31)"));
+    const auto id = id_json.get<int32_t>();
+    vocab_.emplace(token, id);
+    if (auto bytes = entry_bytes(token)) {
+      if (bytes->size() == 1) byte_id_[static_cast<unsigned char>((*bytes)[0])] = id;
+      bytes_to_id_.emplace(std::move(*bytes), id);
+    }
+  }
+  for (int b = 0; b < 256; ++b)
+    if (byte_id_[b] < 0)
+      throw Error(field_error(file, "model.vocab",
+                              "no token for byte " + std::to_string(b) + " (\"" +
+                                  byte_level::from_bytes(std::string(1, static_cast<char>(b))) +
+                                  "\"): a byte-level BPE needs all 256"));
+
+  if (!model.contains("merges") || !model["merges"].is_array())
+    throw Error(field_error(file, "model.merges", "missing or not an array"));
+  const auto& merges = model["merges"];
+  size_t capacity = 16;
+  while (capacity < merges.size() * 2) capacity <<= 1;
+  merge_keys_.assign(capacity, kEmpty);
+  merge_values_.assign(capacity, Merge{0, 0});
+  merge_mask_ = capacity - 1;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& m = merges[rank];
+    const std::string where = "model.merges[" + std::to_string(rank) + "]";
+    std::string left, right;
+    if (m.is_string()) {
+      // Legacy form "left right": exactly one space, as in the reference.
+      const auto& s = m.get_ref<const std::string&>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+        throw Error(field_error(file, where, "expected \"left right\" with one space, got \"" + s + "\""));
+      left = s.substr(0, sp);
+      right = s.substr(sp + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      left = m[0].get<std::string>();
+      right = m[1].get<std::string>();
+    } else {
+      throw Error(field_error(file, where, "expected \"left right\" or [left, right], got " + m.dump()));
+    }
+    const auto l = vocab_.find(left), r = vocab_.find(right), n = vocab_.find(left + right);
+    if (l == vocab_.end() || r == vocab_.end() || n == vocab_.end())
+      throw Error(field_error(file, where,
+                              "\"" + (l == vocab_.end() ? left : r == vocab_.end() ? right : left + right) +
+                                  "\" is not in model.vocab"));
+    // Later duplicates overwrite earlier ones, as when the reference collects merges into a map.
+    const uint64_t key = (uint64_t(uint32_t(l->second)) << 32) | uint32_t(r->second);
+    uint64_t slot = mix(key) & merge_mask_;
+    while (merge_keys_[slot] != kEmpty && merge_keys_[slot] != key) slot = (slot + 1) & merge_mask_;
+    merge_keys_[slot] = key;
+    merge_values_[slot] = Merge{static_cast<uint32_t>(rank), n->second};
+  }
+}
+
+std::optional<Bpe::Merge> Bpe::find_merge(int32_t left, int32_t right) const {
+  const uint64_t key = (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
+  uint64_t slot = mix(key) & merge_mask_;
+  while (true) {
+    const uint64_t k = merge_keys_[slot];
+    if (k == key) return merge_values_[slot];
+    if (k == kEmpty) return std::nullopt;
+    slot = (slot + 1) & merge_mask_;
+  }
+}
+
+void Bpe::encode_word_uncached(std::string_view word, std::vector<int32_t>& out) const {
+  const size_t n = word.size();
+  if (n == 1) {
+    out.push_back(byte_id_[static_cast<unsigned char>(word[0])]);
+    return;
+  }
+  if (ignore_merges_) {
+    if (auto it = bytes_to_id_.find(word); it != bytes_to_id_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  // Symbols form a doubly linked list over the word; a merge absorbs the right neighbour.
+  struct Symbol {
+    int32_t id;
+    int32_t prev;
+    int32_t next;
+  };
+  struct Candidate {
+    uint32_t rank;
+    int32_t pos;
+    int32_t id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  thread_local std::vector<Symbol> symbols;
+  thread_local std::vector<Candidate> heap;  // min-heap on (rank, pos) through std::greater
+  const auto push = [](Candidate c) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+  };
+  symbols.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    symbols[i] = {byte_id_[static_cast<unsigned char>(word[i])], static_cast<int32_t>(i) - 1,
+                  i + 1 < n ? static_cast<int32_t>(i + 1) : -1};
+  heap.clear();
+  for (size_t i = 0; i + 1 < n; ++i)
+    if (auto m = find_merge(symbols[i].id, symbols[i + 1].id)) push({m->rank, static_cast<int32_t>(i), m->id});
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const Candidate top = heap.back();
+    heap.pop_back();
+    Symbol& left = symbols[top.pos];
+    if (left.id < 0 || left.next < 0) continue;  // absorbed, or nothing to its right any more
+    Symbol& right = symbols[left.next];
+    // Stale entry: the pair at this position changed since it was queued.
+    const auto current = find_merge(left.id, right.id);
+    if (!current || current->id != top.id) continue;
+    left.id = top.id;
+    right.id = -1;  // absorbed
+    left.next = right.next;
+    if (left.next >= 0) symbols[left.next].prev = top.pos;
+    if (left.prev >= 0)
+      if (auto m = find_merge(symbols[left.prev].id, left.id)) push({m->rank, left.prev, m->id});
+    if (left.next >= 0)
+      if (auto m = find_merge(left.id, symbols[left.next].id)) push({m->rank, top.pos, m->id});
+  }
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) out.push_back(symbols[i].id);
+}
+
+void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.size() == 1 || word.size() > kCacheMaxWordBytes) {
+    encode_word_uncached(word, out);
+    return;
+  }
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (auto it = cache_.find(word); it != cache_.end()) {
+      const auto [offset, length] = it->second;
+      out.insert(out.end(), cache_ids_.begin() + offset, cache_ids_.begin() + offset + length);
+      return;
+    }
+  }
+  const size_t first = out.size();
+  encode_word_uncached(word, out);
+  std::lock_guard lock(cache_mutex_);
+  if (cache_ids_.size() + (out.size() - first) > kCacheMaxIds) {
+    cache_.clear();
+    cache_ids_.clear();
+  }
+  const auto offset = static_cast<uint32_t>(cache_ids_.size());
+  cache_ids_.insert(cache_ids_.end(), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  cache_.emplace(std::string(word), std::pair{offset, static_cast<uint32_t>(out.size() - first)});
+}
+
+}  // namespace lg::tokenizer

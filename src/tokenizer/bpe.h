@@ -1,0 +1,69 @@
+// The BPE model of a byte-level tokenizer (HF tokenizers `models::bpe::BPE`, Sennrich et al. 2016
+// "Neural Machine Translation of Rare Words with Subword Units"): a pre-token's bytes start as
+// one symbol each and the adjacent pair with the lowest merge rank is merged (leftmost first on
+// ties) until no pair has a merge. Works on raw bytes; tokenizer.json's byte-level text is
+// translated once at load.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace lg::tokenizer {
+
+/// Merge table and vocabulary of one BPE model, with a cache of merged pre-tokens.
+class Bpe {
+ public:
+  /// Reads tokenizer.json's "model" object (type "BPE"). Throws lg::Error naming `file` and the
+  /// field (model.vocab, model.merges[i], model.dropout, ...) for anything malformed or not
+  /// supported: dropout, a subword prefix/suffix, byte fallback, a merge whose parts or result are
+  /// not in the vocab, or a vocab missing one of the 256 single-byte tokens.
+  Bpe(const nlohmann::json& model, const std::string& file);
+
+  /// Appends the ids of one pre-token (raw bytes, non-empty) to `out`.
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+
+  /// The same without the cache (tests compare both; the benchmark measures the cache's worth).
+  void encode_word_uncached(std::string_view word, std::vector<int32_t>& out) const;
+
+  /// Vocabulary in tokenizer.json form (byte-level text) -> id.
+  const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+
+ private:
+  struct Merge {
+    uint32_t rank;
+    int32_t id;
+  };
+  std::optional<Merge> find_merge(int32_t left, int32_t right) const;
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  std::unordered_map<std::string, int32_t> vocab_;  // byte-level text -> id
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> bytes_to_id_;
+  int32_t byte_id_[256];
+  bool ignore_merges_ = false;
+
+  // Open-addressing table: (left id << 32 | right id) -> Merge. Keys never equal kEmpty because
+  // ids are non-negative int32.
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  std::vector<uint64_t> merge_keys_;
+  std::vector<Merge> merge_values_;
+  uint64_t merge_mask_ = 0;
+
+  // Cache of merged pre-tokens: word bytes -> [offset, length) in cache_ids_. Cleared when full
+  // so memory stays bounded on endless input.
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
+      cache_;
+  mutable std::vector<int32_t> cache_ids_;
+};
+
+}  // namespace lg::tokenizer

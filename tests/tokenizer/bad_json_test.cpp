@@ -1,0 +1,149 @@
+// tokenizer.json files of kinds lanegraph does not implement are refused with an lg::Error that
+// names the file and the field, instead of tokenizing wrongly. Built from a small valid file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "support/error.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lg::tokenizer {
+namespace {
+
+using nlohmann::json;
+
+// A minimal Qwen-shaped tokenizer: the 256 byte tokens, merges "h e", "he l", "l o" and one
+// special token.
+json small_tokenizer() {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level::from_bytes(std::string(1, static_cast<char>(b)))] = b;
+  vocab["he"] = 256;
+  vocab["hel"] = 257;
+  vocab["lo"] = 258;
+  json j;
+  j["version"] = "1.0";
+  j["truncation"] = nullptr;
+  j["padding"] = nullptr;
+  j["added_tokens"] = json::array({{{"id", 259}, {"content", "<|end|>"}, {"single_word", false},
+                                    {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+                                    {"special", true}}});
+  j["normalizer"] = {{"type", "NFC"}};
+  j["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       json::array({{{"type", "Split"}, {"pattern", {{"Regex", "\\p{L}+|\\s+|[^\\s\\p{L}]+"}}},
+                     {"behavior", "Isolated"}, {"invert", false}},
+                    {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
+                     {"use_regex", false}}})}};
+  j["post_processor"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  j["model"] = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
+                {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false},
+                {"ignore_merges", false}, {"vocab", vocab},
+                {"merges", json::array({json::array({"h", "e"}), "he l", json::array({"l", "o"})})}};
+  return j;
+}
+
+std::filesystem::path write_temp(const std::string& text) {
+  static int counter = 0;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("lg_tokenizer_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / ("tokenizer" + std::to_string(counter++) + ".json");
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+// Loads the small tokenizer after `mutate`, expecting an lg::Error whose message names the file
+// and contains `field`.
+void expect_refused(const std::function<void(json&)>& mutate, const std::string& field) {
+  json j = small_tokenizer();
+  mutate(j);
+  const auto path = write_temp(j.dump());
+  try {
+    Tokenizer::from_file(path);
+    ADD_FAILURE() << "accepted a tokenizer.json with a bad " << field;
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find(field), std::string::npos) << msg;
+  }
+}
+
+TEST(TokenizerJson, SmallValidTokenizerWorks) {
+  const auto t = Tokenizer::from_file(write_temp(small_tokenizer().dump()));
+  EXPECT_EQ(t.encode("hello<|end|> lo"), (std::vector<int32_t>{257, 258, 259, ' ', 258}));
+  EXPECT_EQ(t.decode(std::vector<int32_t>{257, 258, 259}), "hello<|end|>");
+  EXPECT_EQ(t.vocab_size(), 260);
+}
+
+TEST(TokenizerJson, UnsupportedKindsNameTheirField) {
+  expect_refused([](json& j) { j["model"]["type"] = "WordPiece"; }, "model.type");
+  expect_refused([](json& j) { j.erase("model"); }, "model");
+  expect_refused([](json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout");
+  expect_refused([](json& j) { j["model"]["continuing_subword_prefix"] = "##"; }, "model.continuing_subword_prefix");
+  expect_refused([](json& j) { j["model"]["byte_fallback"] = true; }, "model.byte_fallback");
+  expect_refused([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer.type");
+  expect_refused([](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }, "pre_tokenizer.type");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; },
+                 "pre_tokenizer.pretokenizers[0].behavior");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"String", " "}}; },
+                 "pre_tokenizer.pretokenizers[0].pattern");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = true; },
+                 "pre_tokenizer.pretokenizers[0].invert");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true; },
+                 "pre_tokenizer.pretokenizers[1].add_prefix_space");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["type"] = "Digits"; },
+                 "pre_tokenizer.pretokenizers[1].type");
+  expect_refused([](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder.type");
+  expect_refused([](json& j) { j["decoder"] = nullptr; }, "decoder");
+  expect_refused([](json& j) { j["post_processor"] = {{"type", "TemplateProcessing"}}; }, "post_processor.type");
+}
+
+TEST(TokenizerJson, MalformedEntriesNameTheirField) {
+  expect_refused([](json& j) { j["model"]["merges"][1] = "he l o"; }, "model.merges[1]");
+  expect_refused([](json& j) { j["model"]["merges"][2] = json::array({"l", "zz"}); }, "model.merges[2]");
+  expect_refused([](json& j) { j["model"]["merges"][0] = 7; }, "model.merges[0]");
+  expect_refused([](json& j) { j["model"]["vocab"].erase("a"); }, "model.vocab");
+  expect_refused([](json& j) { j["model"]["vocab"]["he"] = "x"; }, "model.vocab[\"he\"]");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(\\p{L}"; },
+                 "pre_tokenizer.pretokenizers[0].pattern.Regex");
+  expect_refused([](json& j) { j["added_tokens"][0].erase("id"); }, "added_tokens[0].id");
+  expect_refused([](json& j) { j["added_tokens"][0]["content"] = ""; }, "added_tokens[0].content");
+  expect_refused([](json& j) { j["added_tokens"][0]["special"] = "yes"; }, "added_tokens[0].special");
+}
+
+TEST(TokenizerJson, UnreadableFilesAreErrors) {
+  const auto missing = std::filesystem::temp_directory_path() / "lg_no_such_dir/tokenizer.json";
+  EXPECT_THROW(Tokenizer::from_file(missing), Error);
+  try {
+    Tokenizer::from_file(write_temp("{\"model\": "));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerJson, AddedTokenFlags) {
+  json j = small_tokenizer();
+  j["added_tokens"].push_back({{"id", 260}, {"content", "[W]"}, {"single_word", true}, {"lstrip", false},
+                               {"rstrip", false}, {"normalized", false}, {"special", false}});
+  j["added_tokens"].push_back({{"id", 261}, {"content", "[S]"}, {"single_word", false}, {"lstrip", true},
+                               {"rstrip", true}, {"normalized", false}, {"special", true}});
+  const auto t = Tokenizer::from_file(write_temp(j.dump()));
+  // single_word: inside a word it is plain text.
+  EXPECT_EQ(t.encode("[W]"), std::vector<int32_t>{260});
+  EXPECT_EQ(t.encode("a [W] b").at(2), 260);
+  const auto inside = t.encode("a[W]b");
+  EXPECT_EQ(std::count(inside.begin(), inside.end(), 260), 0);
+  // lstrip/rstrip: the whitespace around goes into the token.
+  EXPECT_EQ(t.encode("lo  [S]  lo"), (std::vector<int32_t>{258, 261, 258}));
+  EXPECT_TRUE(t.is_special(261));
+  EXPECT_FALSE(t.is_special(260));
+}
+
+}  // namespace
+}  // namespace lg::tokenizer
