@@ -1,0 +1,297 @@
+// config.json / generation_config.json / model directories: the shared checkpoints' configs,
+// published Qwen2.5-style and Qwen3-style variants, and every refusal naming the file and field.
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include "model/generation_config.h"
+#include "model/model_dir.h"
+#include "test_util.h"
+
+namespace lg::model {
+namespace {
+
+using test::error_of;
+using test::TempDir;
+using test::write_file;
+using nlohmann::json;
+
+#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
+
+const std::filesystem::path kShared = LG_SHARED_DIR;
+
+json qwen3_22m() { return read_json_file(kShared / "models/qwen3-pycode-22m/config.json"); }
+
+// The shape of Qwen2.5-7B-Instruct's published config.json (transformers 4.43 era): no head_dim,
+// torch_dtype, top-level rope_theta, rope_scaling null, a sliding window that is switched off.
+json qwen25_style() {
+  return json::parse(R"({
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+    "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28,
+    "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": true,
+    "use_sliding_window": false, "vocab_size": 152064, "rope_scaling": null})");
+}
+
+TEST(Config, Qwen3Pycode22m) {
+  auto c = load_config(kShared / "models/qwen3-pycode-22m/config.json");
+  EXPECT_EQ(c.model_type, "qwen3");
+  EXPECT_EQ(c.architectures, std::vector<std::string>{"Qwen3ForCausalLM"});
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.hidden_size, 128);
+  EXPECT_EQ(c.intermediate_size, 512);
+  EXPECT_EQ(c.num_hidden_layers, 8);
+  EXPECT_EQ(c.num_attention_heads, 4);
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_EQ(c.head_dim, 128);  // != hidden / heads = 32: must come from the field, not be derived
+  EXPECT_FALSE(c.head_dim_derived);
+  EXPECT_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_theta_field, "rope_parameters.rope_theta");
+  EXPECT_EQ(c.max_position_embeddings, 4096);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.dtype, DType::BF16);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{151643});
+  EXPECT_EQ(c.bos_token_id, 151643);
+  EXPECT_EQ(c.layer_types.size(), 8u);
+  EXPECT_FALSE(c.use_sliding_window);
+  EXPECT_FALSE(c.sliding_window.has_value());
+  EXPECT_EQ(c.max_window_layers, 28);
+  EXPECT_EQ(c.raw["rope_parameters"]["rope_type"], "default");  // raw kept for config.x.y lookups
+  EXPECT_HAS(c.source, "config.json");
+}
+
+TEST(Config, TinyFixtures) {
+  auto q3 = load_config(kShared / "fixtures/tiny-qwen3/config.json");
+  EXPECT_EQ(q3.head_dim, 32);
+  EXPECT_TRUE(q3.tie_word_embeddings);
+  EXPECT_TRUE(q3.eos_token_ids.empty());  // "eos_token_id": null
+  EXPECT_FALSE(q3.bos_token_id.has_value());
+  EXPECT_EQ(q3.dtype, DType::F32);
+  auto mqa = load_config(kShared / "fixtures/tiny-qwen3-untied-mqa/config.json");
+  EXPECT_EQ(mqa.num_key_value_heads, 1);
+  EXPECT_EQ(mqa.head_dim, 16);
+  EXPECT_FALSE(mqa.tie_word_embeddings);
+}
+
+TEST(Config, Qwen2WithoutHeadDimDerivesIt) {
+  auto c = load_config(kShared / "fixtures/tiny-qwen2/config.json");
+  EXPECT_EQ(c.model_type, "qwen2");
+  EXPECT_FALSE(c.raw.contains("head_dim"));
+  EXPECT_EQ(c.head_dim, 16);  // 64 / 4
+  EXPECT_TRUE(c.head_dim_derived);
+  EXPECT_TRUE(c.qkv_bias);  // Qwen2: q/k/v bias always, no config field
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_FALSE(c.tie_word_embeddings);
+
+  auto j = qwen25_style();
+  c = parse_config(j, "qwen25/config.json");
+  EXPECT_EQ(c.head_dim, 128);  // 3584 / 28
+  EXPECT_TRUE(c.head_dim_derived);
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_theta_field, "rope_theta");
+  EXPECT_EQ(c.dtype_name, "bfloat16");  // from torch_dtype
+  EXPECT_EQ(c.dtype, DType::BF16);
+  EXPECT_EQ(c.sliding_window, 131072);  // read and reported, not applied (use_sliding_window false)
+  EXPECT_FALSE(c.use_sliding_window);
+
+  j["hidden_size"] = 3585;
+  EXPECT_HAS(error_of([&] { parse_config(j, "qwen25/config.json"); }), "no field 'head_dim'");
+}
+
+TEST(Config, MissingRequiredFieldsAreNamed) {
+  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                            "num_attention_heads", "rms_norm_eps", "max_position_embeddings", "model_type"}) {
+    auto j = qwen3_22m();
+    j.erase(field);
+    EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }),
+              std::string("config.json: missing required field '") + field + "'");
+  }
+  auto j = qwen3_22m();
+  j.erase("rope_parameters");
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "missing required field 'rope_theta'");
+  // null counts as missing.
+  j = qwen3_22m();
+  j["hidden_size"] = nullptr;
+  EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }), "config.json: missing required field 'hidden_size'");
+}
+
+TEST(Config, MissingFieldInAFileNamesTheFile) {
+  TempDir dir;
+  auto j = qwen3_22m();
+  j.erase("hidden_size");
+  write_file(dir / "config.json", j.dump());
+  EXPECT_EQ(error_of([&] { load_config(dir / "config.json"); }),
+            (dir / "config.json").string() + ": missing required field 'hidden_size'");
+  write_file(dir / "config.json", "{\"hidden_size\": 12,");
+  EXPECT_HAS(error_of([&] { load_config(dir / "config.json"); }), "config.json: malformed JSON");
+  EXPECT_HAS(error_of([&] { load_config(dir / "absent.json"); }), "absent.json: cannot open");
+}
+
+TEST(Config, WrongTypesAndValuesAreNamed) {
+  auto bad = [](const char* field, json value) {
+    auto j = qwen3_22m();
+    j[field] = value;
+    return error_of([&] { parse_config(j, "config.json"); });
+  };
+  EXPECT_HAS(bad("hidden_size", "128"), "field 'hidden_size' must be an integer, got string");
+  EXPECT_HAS(bad("hidden_size", 0), "field 'hidden_size' must be positive");
+  EXPECT_HAS(bad("num_key_value_heads", 3), "not a multiple of num_key_value_heads (3)");
+  EXPECT_HAS(bad("tie_word_embeddings", 1), "field 'tie_word_embeddings' must be true or false");
+  EXPECT_HAS(bad("rms_norm_eps", "1e-6"), "field 'rms_norm_eps' must be a number");
+  EXPECT_HAS(bad("eos_token_id", "</s>"), "field 'eos_token_id' must be a token id");
+  EXPECT_HAS(bad("eos_token_id", json::array({1, "x"})), "field 'eos_token_id[1]'");
+  EXPECT_HAS(bad("architectures", "Qwen3ForCausalLM"), "field 'architectures'");
+  // An integer written as a float is accepted when exact.
+  auto j = qwen3_22m();
+  j["max_position_embeddings"] = 4096.0;
+  EXPECT_EQ(parse_config(j, "config.json").max_position_embeddings, 4096);
+  j["max_position_embeddings"] = 4096.5;
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "field 'max_position_embeddings' must be an integer");
+}
+
+TEST(Config, DefaultsWhenOptionalFieldsAreAbsent) {
+  auto j = qwen3_22m();
+  for (const char* f : {"num_key_value_heads", "tie_word_embeddings", "attention_bias", "dtype", "eos_token_id",
+                        "bos_token_id", "layer_types", "use_sliding_window", "sliding_window"})
+    j.erase(f);
+  auto c = parse_config(j, "config.json");
+  EXPECT_EQ(c.num_key_value_heads, 4);  // = num_attention_heads
+  EXPECT_TRUE(c.num_key_value_heads_defaulted);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.dtype.has_value());
+  EXPECT_TRUE(c.eos_token_ids.empty());
+}
+
+TEST(Config, EosTokenIdList) {
+  auto j = qwen3_22m();
+  j["eos_token_id"] = json::array({151645, 151643});
+  EXPECT_EQ(parse_config(j, "config.json").eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+}
+
+TEST(Config, AttentionBiasOnQwen3AppliesToAllFourProjections) {
+  auto j = qwen3_22m();
+  j["attention_bias"] = true;
+  auto c = parse_config(j, "config.json");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_TRUE(c.o_bias);
+}
+
+TEST(Config, DtypeWinsOverTorchDtype) {
+  auto j = qwen3_22m();
+  j["torch_dtype"] = "float32";
+  EXPECT_EQ(parse_config(j, "config.json").dtype, DType::BF16);
+  j.erase("dtype");
+  EXPECT_EQ(parse_config(j, "config.json").dtype, DType::F32);
+}
+
+TEST(Config, RopeVariants) {
+  auto j = qwen3_22m();
+  j["rope_theta"] = 1e6;  // both places, agreeing: fine
+  EXPECT_EQ(parse_config(j, "config.json").rope_theta, 1e6);
+  j["rope_theta"] = 1e4;
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "disagree");
+
+  j = qwen3_22m();
+  j["rope_parameters"]["rope_type"] = "yarn";
+  j["rope_parameters"]["factor"] = 4.0;
+  auto msg = error_of([&] { parse_config(j, "config.json"); });
+  EXPECT_HAS(msg, "config.json: field 'rope_parameters.rope_type' is 'yarn'");
+
+  j = qwen25_style();
+  j["rope_scaling"] = json{{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  msg = error_of([&] { parse_config(j, "config.json"); });
+  EXPECT_HAS(msg, "field 'rope_scaling'");
+  EXPECT_HAS(msg, "'yarn'");
+  j["rope_scaling"] = json{{"rope_type", "default"}};
+  EXPECT_EQ(parse_config(j, "config.json").rope_type, "default");
+}
+
+TEST(Config, SlidingWindowThatWouldApplyIsRefused) {
+  // Qwen2 style: window on layers >= max_window_layers.
+  auto j = qwen25_style();
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 4096;
+  j["max_window_layers"] = 26;
+  auto msg = error_of([&] { parse_config(j, "config.json"); });
+  EXPECT_HAS(msg, "config.json: sliding-window attention (window 4096) would apply to layers [26, 27]");
+  // All layers below max_window_layers: no layer uses it, so the model is plain causal.
+  j["max_window_layers"] = 28;
+  EXPECT_EQ(parse_config(j, "config.json").sliding_window, 4096);
+
+  // transformers >= 5 style: explicit layer_types.
+  j = qwen3_22m();
+  j["sliding_window"] = 512;
+  j["layer_types"][5] = "sliding_attention";
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "would apply to layers [5]");
+  j["layer_types"][5] = "linear_attention";
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "field 'layer_types[5]'");
+  j = qwen3_22m();
+  j["layer_types"].erase(0);
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "'layer_types' has 7 entries");
+}
+
+TEST(GenerationConfig, DefaultsWhenAbsentAndEosMerged) {
+  TempDir dir;
+  auto j = qwen3_22m();
+  j["eos_token_id"] = json::array({151645, 151643});
+  auto c = parse_config(j, "config.json");
+  auto g = load_generation_config(dir / "generation_config.json", c);
+  EXPECT_FALSE(g.do_sample);
+  EXPECT_EQ(g.temperature, 1.0);
+  EXPECT_EQ(g.top_p, 1.0);
+  EXPECT_EQ(g.top_k, 0);
+  EXPECT_EQ(g.repetition_penalty, 1.0);
+  EXPECT_FALSE(g.max_new_tokens.has_value());
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+  EXPECT_EQ(g.bos_token_id, 151643);
+
+  // Qwen3-8B's published generation_config.json.
+  write_file(dir / "generation_config.json", R"({"bos_token_id": 151643, "do_sample": true,
+    "eos_token_id": [151645, 151643], "pad_token_id": 151643, "temperature": 0.6, "top_k": 20,
+    "top_p": 0.95, "transformers_version": "4.51.0"})");
+  c.eos_token_ids = {151643, 7};
+  g = load_generation_config(dir / "generation_config.json", c);
+  EXPECT_TRUE(g.do_sample);
+  EXPECT_EQ(g.temperature, 0.6);
+  EXPECT_EQ(g.top_k, 20);
+  EXPECT_EQ(g.top_p, 0.95);
+  EXPECT_EQ(g.pad_token_id, 151643);
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{151645, 151643, 7}));  // union, generation's first
+
+  write_file(dir / "generation_config.json", R"({"top_k": "20"})");
+  EXPECT_HAS(error_of([&] { load_generation_config(dir / "generation_config.json", c); }),
+             "generation_config.json: field 'top_k' must be an integer");
+  write_file(dir / "generation_config.json", R"({"top_p": 0})");
+  EXPECT_HAS(error_of([&] { load_generation_config(dir / "generation_config.json", c); }), "field 'top_p'");
+}
+
+TEST(ModelDir, Qwen3Pycode22m) {
+  auto m = ModelDir::open(kShared / "models/qwen3-pycode-22m");
+  EXPECT_EQ(m.config.hidden_size, 128);
+  EXPECT_EQ(m.checkpoint.parameter_count(), 22'597'760u);
+  ASSERT_TRUE(m.tokenizer_json.has_value());
+  EXPECT_EQ(m.tokenizer_json->filename(), "tokenizer.json");
+  EXPECT_EQ(m.generation.eos_token_ids, std::vector<int64_t>{151643});
+  EXPECT_EQ(m.generation.pad_token_id, 151643);
+  EXPECT_FALSE(ModelDir::open(kShared / "fixtures/tiny-qwen2").tokenizer_json.has_value());
+}
+
+TEST(ModelDir, MissingDirectoryOrConfig) {
+  TempDir dir;
+  EXPECT_HAS(error_of([&] { ModelDir::open(dir / "nope"); }), "nope: model directory does not exist");
+  EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "missing config.json");
+  // A config but no weights.
+  write_file(dir / "config.json", qwen3_22m().dump());
+  EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "no model.safetensors");
+}
+
+}  // namespace
+}  // namespace lg::model
