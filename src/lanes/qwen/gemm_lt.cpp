@@ -1,0 +1,86 @@
+#include "lanes/qwen/gemm_lt.h"
+
+#include <cublasLt.h>
+
+#include <string>
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device.h"
+
+namespace lg::qwen {
+
+namespace {
+
+void lt_check(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("cuBLASLt: ") + what + " failed with status " + std::to_string(static_cast<int>(st)));
+}
+
+constexpr size_t kWorkspaceBytes = 32u << 20;  // what cuBLAS recommends for Hopper
+
+}  // namespace
+
+struct LtGemm::Impl {
+  cublasLtHandle_t handle = nullptr;
+  cuda::DeviceBuffer workspace{kWorkspaceBytes};
+  // Row-major out[T,N] = in[T,K] W[N,K]^T is, column-major, out^T[N,T] = W^T(op T) in^T: m = N,
+  // n = T, k = K with A = W (transposed) and B = in.
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  std::map<std::tuple<int, int, int>, Plan> plans;
+
+  Plan& plan(int T, int N, int K) {
+    auto key = std::make_tuple(T, N, K);
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+    Plan p;
+    lt_check(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    lt_check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
+    lt_check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "set TRANSB");
+    lt_check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K), "layout A");
+    lt_check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, T, K), "layout B");
+    lt_check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, N, T, N), "layout C");
+    cublasLtMatmulPreference_t pref = nullptr;
+    lt_check(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
+    size_t ws = kWorkspaceBytes;
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+             "set workspace");
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    lt_check(st, "AlgoGetHeuristic");
+    if (found == 0)
+      throw Error("cuBLASLt: no algorithm for bf16 GEMM T=" + std::to_string(T) + " N=" + std::to_string(N) +
+                  " K=" + std::to_string(K));
+    p.algo = result.algo;
+    return plans.emplace(key, p).first->second;
+  }
+};
+
+LtGemm::LtGemm() : impl_(std::make_unique<Impl>()) { lt_check(cublasLtCreate(&impl_->handle), "cublasLtCreate"); }
+
+LtGemm::~LtGemm() {
+  for (auto& [key, p] : impl_->plans) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.op);
+  }
+  if (impl_->handle) cublasLtDestroy(impl_->handle);
+}
+
+void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out, int T, int N, int K,
+                    bool accumulate, cudaStream_t stream) {
+  Impl::Plan& p = impl_->plan(T, N, K);
+  const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
+  lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, out, p.c, out, p.c, &p.algo,
+                          impl_->workspace.data(), kWorkspaceBytes, stream),
+           "Matmul");
+}
+
+}  // namespace lg::qwen

@@ -1,0 +1,88 @@
+// Host launchers of the hand-written Qwen kernels (kernels/*.cuh). Plain C++ so the lane and the
+// tests compile without nvcc. Every launcher enqueues on `stream`, checks the launch
+// (LG_CUDA_CHECK_LAUNCH) and never synchronises, so all of them can be captured into a graph.
+// Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lg::qwen {
+
+using bf16 = __nv_bfloat16;
+
+/// What the GEMV does before the dot products.
+enum class GemvInput {
+  kRmsNorm,  ///< x_f32 [K] -> rms_norm(x, norm_w [K] f32, eps) rounded to bf16
+  kBf16,     ///< in_bf16 [K] used as is
+};
+/// What it does with y = W x.
+enum class GemvOutput {
+  kStore,     ///< out_f32[N] = y
+  kResidual,  ///< out_f32[N] += y
+  kSwiGLU,    ///< out_bf16[N/2], i-th = silu(y[2i]) * y[2i+1]
+};
+
+/// Inputs of one GEMV launch. W bf16 [N, K]; N even; K a multiple of 8 and at most kGemvMaxK.
+struct GemvArgs {
+  const bf16* W = nullptr;
+  int N = 0, K = 0;
+  const float* x_f32 = nullptr;
+  const bf16* in_bf16 = nullptr;
+  const float* norm_w = nullptr;
+  float eps = 0.f;
+  float* out_f32 = nullptr;
+  bf16* out_bf16 = nullptr;
+};
+
+/// Largest K the GEMV accepts (its input vector lives in shared memory as bf16, under the 48 KB default limit).
+constexpr int kGemvMaxK = 20480;
+
+/// y = W x with the chosen prologue and epilogue (kernels/gemv.cuh). Throws lg::Error on an
+/// unsupported N/K.
+void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t stream);
+
+/// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
+void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t stream);
+
+/// Bias + qk-norm + RoPE + KV-cache write (kernels/rope_kv.cuh). qkv f32 [T, (H+2KV)*Dh];
+/// bias f32 [(H+2KV)*Dh] or null; q_norm/k_norm f32 [Dh] or null; inv_freq f32 [Dh/2];
+/// pos0 device int; q_out f32 [T, H, Dh]; caches bf16 [KV, S, Dh] of this layer. Dh <= 256, even.
+void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, const float* k_norm,
+                    const float* inv_freq, const int* pos0, float eps, int T, int H, int KV, int Dh, int S,
+                    float* q_out, bf16* k_cache, bf16* v_cache, cudaStream_t stream);
+
+/// Floats of scratch the split-KV decode attention needs for H query heads of head_dim Dh.
+size_t decode_attention_scratch_floats(int H, int Dh);
+
+/// Decode attention of one query at position *pos0 over cached positions 0..*pos0 (causal GQA,
+/// split-KV + combine). q f32 [H, Dh]; caches bf16 [KV, S, Dh]; scratch f32
+/// [decode_attention_scratch_floats]; out bf16 [H * Dh]. Dh in {16, 32, 64, 128}.
+void launch_attention_decode(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int H,
+                             int KV, int Dh, int S, float* scratch, bf16* out, cudaStream_t stream);
+
+/// Causal prefill attention of T queries at positions *pos0 + t. q f32 [T, H, Dh]; out bf16
+/// [T, H * Dh]. Dh in {16, 32, 64, 128}.
+void launch_attention_prefill(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int T,
+                              int H, int KV, int Dh, int S, bf16* out, cudaStream_t stream);
+
+/// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n].
+void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t stream);
+
+/// x[t] = f32(table[tokens[t]]) for t < T; table bf16 [V, D]; tokens device int [T].
+void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t stream);
+
+/// *out = argmax(logits[0..V)), lowest index on a tie.
+void launch_argmax(const float* logits, int V, int* out, cudaStream_t stream);
+
+/// dst = bf16(src), n elements.
+void launch_f32_to_bf16(const float* src, size_t n, bf16* dst, cudaStream_t stream);
+/// dst [2*rows, K] = rows of gate [rows, K] and up [rows, K] interleaved (gate_0, up_0, ...). K % 8 == 0.
+void launch_interleave_rows(const bf16* gate, const bf16* up, size_t rows, size_t K, bf16* dst, cudaStream_t stream);
+/// dst[i] = bf16(uniform(-amplitude, amplitude)), deterministic in (seed, i).
+void launch_fill_uniform(bf16* dst, size_t n, uint64_t seed, float amplitude, cudaStream_t stream);
+
+}  // namespace lg::qwen

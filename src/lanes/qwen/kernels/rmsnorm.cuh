@@ -1,0 +1,21 @@
+// Prefill RMSNorm: h[t] = bf16(x[t] * rsqrt(mean(x[t]^2) + eps) * w), one block per token row.
+// x is the fp32 residual stream; h feeds a tensor-core GEMM, hence bf16. Qwen's RMSNorm (HF
+// Qwen2RMSNorm / Qwen3RMSNorm) normalises in fp32 and multiplies by the weight afterwards.
+#pragma once
+
+#include "lanes/qwen/kernels/common.cuh"
+
+namespace lg::qwen::dev {
+
+__global__ void rmsnorm_rows_kernel(const float* __restrict__ x, const float* __restrict__ w, int D, float eps,
+                                    bf16* __restrict__ h) {
+  __shared__ float scratch[32];
+  const float* xr = x + static_cast<size_t>(blockIdx.x) * D;
+  float ss = 0.f;
+  for (int k = threadIdx.x; k < D; k += blockDim.x) ss = fmaf(xr[k], xr[k], ss);
+  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(D) + eps);
+  bf16* hr = h + static_cast<size_t>(blockIdx.x) * D;
+  for (int k = threadIdx.x; k < D; k += blockDim.x) hr[k] = __float2bfloat16(xr[k] * inv * w[k]);
+}
+
+}  // namespace lg::qwen::dev

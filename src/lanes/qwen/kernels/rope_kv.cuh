@@ -1,0 +1,65 @@
+// After the fused QKV projection: q/k/v bias (Qwen2), per-head RMSNorm of q and k (Qwen3's
+// qk-norm), RoPE on q and k, and the KV-cache write, in one launch. One block per (token, head)
+// of the H + 2 KV heads, one thread per element of head_dim.
+// RoPE is HF's rotate-half form: for i < Dh/2, with angle = pos * inv_freq[i] in fp32 and
+// inv_freq[i] = theta^(-2i/Dh) (computed on the host in fp32 as transformers does):
+//   out[i]        = x[i] cos - x[i + Dh/2] sin
+//   out[i + Dh/2] = x[i + Dh/2] cos + x[i] sin
+// Positions are read from device memory (pos0 + token index) so a captured decode graph replays
+// at every position.
+#pragma once
+
+#include "lanes/qwen/kernels/common.cuh"
+
+namespace lg::qwen::dev {
+
+struct RopeKvArgs {
+  const float* qkv;      ///< f32 [T, (H + 2 KV) * Dh], straight out of the projection
+  const float* bias;     ///< f32 [(H + 2 KV) * Dh] or null
+  const float* q_norm;   ///< f32 [Dh] or null (no qk-norm)
+  const float* k_norm;   ///< f32 [Dh] or null
+  const float* inv_freq; ///< f32 [Dh / 2]
+  const int* pos0;       ///< device: position of token 0
+  float eps;
+  int H, KV, Dh, S;      ///< S: KV-cache capacity (positions)
+  float* q_out;          ///< f32 [T, H, Dh]
+  bf16* k_cache;         ///< bf16 [KV, S, Dh] (this layer)
+  bf16* v_cache;         ///< bf16 [KV, S, Dh]
+};
+
+__global__ void rope_kv_kernel(RopeKvArgs a) {
+  __shared__ float s_vec[256];
+  __shared__ float scratch[32];
+  const int head = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
+  const int Dh = a.Dh, width = (a.H + 2 * a.KV) * Dh;
+  const int pos = *a.pos0 + t;
+  float v = a.qkv[static_cast<size_t>(t) * width + head * Dh + d];
+  if (a.bias) v += a.bias[head * Dh + d];
+  if (head >= a.H + a.KV) {  // value head: straight into the cache
+    const int kvh = head - a.H - a.KV;
+    a.v_cache[(static_cast<size_t>(kvh) * a.S + pos) * Dh + d] = __float2bfloat16(v);
+    return;
+  }
+  const bool is_q = head < a.H;
+  const float* nw = is_q ? a.q_norm : a.k_norm;
+  if (nw) {
+    const float ss = block_sum(v * v, scratch);
+    v = v * rsqrtf(ss / static_cast<float>(Dh) + a.eps) * nw[d];
+  }
+  s_vec[d] = v;
+  __syncthreads();
+  const int half = Dh / 2;
+  const int i = d < half ? d : d - half;
+  const float ang = static_cast<float>(pos) * a.inv_freq[i];
+  float sn, cs;
+  sincosf(ang, &sn, &cs);
+  const float out = d < half ? v * cs - s_vec[d + half] * sn : v * cs + s_vec[d - half] * sn;
+  if (is_q) {
+    a.q_out[(static_cast<size_t>(t) * a.H + head) * Dh + d] = out;
+  } else {
+    const int kvh = head - a.H;
+    a.k_cache[(static_cast<size_t>(kvh) * a.S + pos) * Dh + d] = __float2bfloat16(out);
+  }
+}
+
+}  // namespace lg::qwen::dev

@@ -1,0 +1,15 @@
+// make_handwritten_lane: the hand-written lane for a model directory (kept apart so the lane
+// itself does not depend on the checkpoint reader).
+#include "lanes/qwen/handwritten_lane.h"
+#include "lanes/qwen/weight_source.h"
+#include "model/model_dir.h"
+
+namespace lg::qwen {
+
+std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, int64_t max_seq) {
+  const QwenShape shape = qwen_shape_from_config(dir.config);
+  CheckpointWeights weights(dir.checkpoint);
+  return std::make_unique<HandwrittenQwenLane>(shape, weights, max_seq);
+}
+
+}  // namespace lg::qwen
