@@ -1,0 +1,65 @@
+#include "lift/explain.h"
+
+#include <map>
+#include <sstream>
+
+namespace lg::lift {
+
+namespace {
+std::string node_text(const ir::Graph& g, ir::ValueId v) {
+  const ir::Node& n = g.at(v);
+  return (n.name.empty() ? "%" + std::to_string(v) : n.name) + "=" + ir::op_name(n.op);
+}
+
+std::string signature(const StagedProgram& p, const Launch& l) {
+  std::string sig;
+  for (int32_t s : l.stages) {
+    sig += stage_kind_name(p.stages[static_cast<size_t>(s)].kind);
+    for (const auto& line : stage_lines(p, p.stages[static_cast<size_t>(s)])) sig += " " + line;
+    sig += ";";
+  }
+  return sig;
+}
+}  // namespace
+
+std::string explain(const StagedProgram& p) {
+  std::ostringstream os;
+  for (size_t li = 0; li < p.launches.size(); ++li) {
+    const Launch& l = p.launches[li];
+    os << "launch " << li << (l.stages.size() > 1 ? " (stages run together)" : "") << "\n";
+    for (int32_t s : l.stages) {
+      const Stage& st = p.stages[static_cast<size_t>(s)];
+      os << "  stage " << s << " " << stage_kind_name(st.kind) << "\n    computes:";
+      for (ir::ValueId v : st.nodes) os << " " << node_text(p.graph, v);
+      os << "\n    stores:";
+      for (ir::ValueId v : st.stores) os << " " << node_text(p.graph, v);
+      for (ir::ValueId v : st.nodes)
+        if (p.graph.at(v).op == ir::Op::StateWrite)
+          os << " " << node_text(p.graph, v) << "(in place)";
+      os << "\n    lines:";
+      for (const auto& line : stage_lines(p, st)) os << " " << line;
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+int64_t launches_per_layer(const StagedProgram& p) {
+  std::map<std::string, int64_t> count;
+  for (const Launch& l : p.launches) ++count[signature(p, l)];
+  // L: the most common repeat count (a layer's launches all repeat L times; an unfused layer
+  // repeats some signatures a multiple of L times).
+  std::map<int64_t, int64_t> freq;
+  for (auto& [sig, c] : count)
+    if (c > 1) ++freq[c];
+  if (freq.empty()) return static_cast<int64_t>(p.launches.size());
+  int64_t layers = 0, best = 0;
+  for (auto& [c, f] : freq)
+    if (f >= best) best = f, layers = c;
+  int64_t in_layers = 0;
+  for (auto& [sig, c] : count)
+    if (c % layers == 0) in_layers += c;
+  return in_layers / layers;
+}
+
+}  // namespace lg::lift

@@ -1,0 +1,159 @@
+// Lifting IR nodes into unfused stages, and the refusals (see lift.h, docs/lifting.md).
+#include "lift/lift.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "support/error.h"
+
+namespace lg::lift {
+
+namespace {
+
+std::string node_label(const ir::Graph& g, ir::ValueId v) {
+  const ir::Node& n = g.at(v);
+  return "`" + (n.name.empty() ? std::string(ir::op_name(n.op)) : n.name) + "` (" + ir::op_name(n.op) + ")";
+}
+
+[[noreturn]] void refuse(const ir::Graph& g, ir::ValueId v, const std::string& why) {
+  throw Error(span_text(g, g.at(v).span) + ": cannot lift " + node_label(g, v) + ": " + why);
+}
+
+int32_t norm_axis(int32_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int32_t>(rank) : axis;
+}
+
+bool is_float_math(ir::Op op) {
+  switch (op) {
+    case ir::Op::Exp: case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Recip:
+    case ir::Op::Sin: case ir::Op::Cos: case ir::Op::Tanh: case ir::Op::Sigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The shape and op checks that do not depend on other nodes.
+void check_node(const ir::Graph& g, ir::ValueId v) {
+  const ir::Node& n = g.at(v);
+  if (n.shape.size() > kMaxRank)
+    refuse(g, v, "rank " + std::to_string(n.shape.size()) + " exceeds the " + std::to_string(kMaxRank) +
+                     " axes a stage indexes");
+  for (const auto& d : n.shape)
+    if (d.sym > 0) {
+      std::string name = static_cast<size_t>(d.sym) < g.symbols.size() ? g.symbols[static_cast<size_t>(d.sym)].name
+                                                                        : "#" + std::to_string(d.sym);
+      refuse(g, v, "its shape has the runtime dim `" + name +
+                       "`; kernels are specialised on every dim but T, the tokens of the step");
+    }
+  auto operand = [&](size_t i) -> const ir::Node& { return g.at(n.operands.at(i)); };
+  if (is_float_math(n.op) && !is_float(operand(0).dtype))
+    refuse(g, v, std::string(ir::op_name(n.op)) + " of a " + std::string(dtype_name(operand(0).dtype)) +
+                     " value has no kernel form (cast it to a float type first)");
+  if (ir::is_reduce(n.op)) {
+    const auto& in = operand(0).shape;
+    int32_t axis = norm_axis(n.attrs.axis, in.size());
+    if (axis < 0 || static_cast<size_t>(axis) >= in.size()) refuse(g, v, "reduction axis out of range");
+    if (!in[static_cast<size_t>(axis)].is_const())
+      refuse(g, v, "it reduces over the runtime dim T: a reduction across tokens would make a token's "
+                   "result depend on the other tokens of the step (prefill and decode would disagree)");
+  }
+  if (n.op == ir::Op::MatMul) {
+    const auto& a = operand(0).shape;
+    if (a.empty() || !a.back().is_const())
+      refuse(g, v, "it contracts over the runtime dim T: a GEMM's K must be known at compile time, and a "
+                   "sum across tokens would mix the tokens of the step");
+  }
+  if (n.op == ir::Op::Slice) {
+    const auto& in = operand(0).shape;
+    int32_t axis = norm_axis(n.attrs.axis, in.size());
+    if (axis >= 0 && static_cast<size_t>(axis) < in.size() && !in[static_cast<size_t>(axis)].is_const())
+      refuse(g, v, "it slices the runtime dim T with constant bounds: its extent would depend on how many "
+                   "tokens the step has");
+  }
+  if (n.op == ir::Op::Gather && operand(1).dtype != DType::I32)
+    refuse(g, v, "gather index is " + std::string(dtype_name(operand(1).dtype)) + ", the gather stage takes i32");
+  if (n.op == ir::Op::Attention) {
+    const auto& q = operand(0).shape;
+    const auto& k = operand(1).shape;
+    const auto& vv = operand(2).shape;
+    if (q.size() != 3 || k.size() != 3 || vv.size() != 3)
+      refuse(g, v, "the attention stage takes q[T, H, Dh], k[KV, S, Dh], v[KV, S, Dh]");
+    if (!q[2].is_const() || !k[1].is_const() || !k[0].is_const() || !q[1].is_const())
+      refuse(g, v, "attention heads, head_dim and cache length must be bound at compile time");
+    if (q[2].coeff > kMaxHeadDim)
+      refuse(g, v, "head_dim " + std::to_string(q[2].coeff) + " exceeds the attention stage's " +
+                       std::to_string(kMaxHeadDim));
+    if (n.attrs.gqa_group < 1 || k[0].coeff * n.attrs.gqa_group != q[1].coeff)
+      refuse(g, v, "query heads must be KV heads times gqa_group");
+  }
+}
+
+bool is_inline_op(ir::Op op) {
+  return ir::is_movement(op) || op == ir::Op::Const || op == ir::Op::Arange;
+}
+
+StageKind kind_of(ir::Op op) {
+  if (ir::is_reduce(op)) return StageKind::Reduce;
+  switch (op) {
+    case ir::Op::MatMul: return StageKind::Gemm;
+    case ir::Op::Gather: return StageKind::Gather;
+    case ir::Op::StateWrite: return StageKind::StateWrite;
+    case ir::Op::Attention: return StageKind::Attention;
+    default: return StageKind::Map;
+  }
+}
+
+// A state version must not be read by a compute node after a write has replaced it: the write is
+// in place (the cache is never copied per step). Views of the old version are followed.
+void check_state_hazards(const ir::Graph& g) {
+  std::vector<std::vector<ir::ValueId>> users(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ir::ValueId o : g.nodes[i].operands) users[static_cast<size_t>(o)].push_back(static_cast<ir::ValueId>(i));
+  for (size_t w = 0; w < g.nodes.size(); ++w) {
+    if (g.nodes[w].op != ir::Op::StateWrite) continue;
+    ir::ValueId old = g.nodes[w].operands.at(0);
+    std::function<void(ir::ValueId)> visit = [&](ir::ValueId v) {
+      for (ir::ValueId u : users[static_cast<size_t>(v)]) {
+        if (static_cast<size_t>(u) == w) continue;
+        if (ir::is_movement(g.at(u).op)) { visit(u); continue; }
+        if (static_cast<size_t>(u) > w || g.at(u).op == ir::Op::StateWrite)
+          refuse(g, u, "it reads the state as it was before the write at " + span_text(g, g.nodes[w].span) +
+                           ", but state writes happen in place");
+      }
+    };
+    visit(old);
+  }
+}
+
+}  // namespace
+
+StagedProgram lift(const ir::Graph& g) {
+  StagedProgram p;
+  p.graph = g;
+  p.is_inline.assign(g.nodes.size(), false);
+  p.stage_of.assign(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    auto v = static_cast<ir::ValueId>(i);
+    const ir::Node& n = g.nodes[i];
+    for (ir::ValueId o : n.operands)
+      if (o < 0 || o >= v) throw Error(span_text(g, n.span) + ": cannot lift " + node_label(g, v) +
+                                       ": operand is not an earlier node (graph is not in topological order)");
+    check_node(g, v);
+    if (ir::is_source(n.op) && n.op != ir::Op::Const && n.op != ir::Op::Arange) continue;
+    bool is_output = std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+    if (is_inline_op(n.op) && !is_output) {
+      p.is_inline[i] = true;
+      continue;
+    }
+    p.stages.push_back({kind_of(n.op), {v}, {}});
+  }
+  for (ir::ValueId o : g.outputs)
+    if (ir::is_source(g.at(o).op) && g.at(o).op != ir::Op::Const && g.at(o).op != ir::Op::Arange)
+      refuse(g, o, "the forward returns an input, weight or state unchanged; return a computed value");
+  check_state_hazards(g);
+  normalize(p);
+  return p;
+}
+
+}  // namespace lg::lift

@@ -1,0 +1,62 @@
+#include "lift/passes/helpers.h"
+
+#include <algorithm>
+#include <set>
+
+namespace lg::lift::detail {
+
+std::vector<int32_t> readers_of_stage(const StagedProgram& p, int32_t s) {
+  std::set<int32_t> out;
+  for (ir::ValueId v : p.stages[static_cast<size_t>(s)].nodes)
+    for (int32_t r : reader_stages(p, v))
+      if (r != s) out.insert(r);
+  return {out.begin(), out.end()};
+}
+
+bool reads_state(const StagedProgram& p, int32_t s) {
+  for (ir::ValueId in : stage_inputs(p, s)) {
+    ir::Op op = p.graph.at(in).op;
+    if (op == ir::Op::State || op == ir::Op::StateWrite) return true;
+  }
+  return false;
+}
+
+bool all_elementwise(const StagedProgram& p, int32_t s) {
+  const auto& nodes = p.stages[static_cast<size_t>(s)].nodes;
+  return std::all_of(nodes.begin(), nodes.end(), [&](ir::ValueId v) { return ir::is_elementwise(p.graph.at(v).op); });
+}
+
+bool inline_maps(StagedProgram& p, bool into_gemm) {
+  bool any = false;
+  for (bool changed = true; changed;) {
+    changed = false;
+    // Last stage first: a dissolved consumer makes its producer's reader set smaller.
+    for (int32_t s = static_cast<int32_t>(p.stages.size()) - 1; s >= 0; --s) {
+      Stage& st = p.stages[static_cast<size_t>(s)];
+      if (st.kind != StageKind::Map || st.nodes.empty() || !all_elementwise(p, s) || reads_state(p, s)) continue;
+      auto readers = readers_of_stage(p, s);
+      if (readers.empty() || readers.front() == -1) continue;
+      bool gemm_reader = std::any_of(readers.begin(), readers.end(), [&](int32_t r) {
+        return p.stages[static_cast<size_t>(r)].kind == StageKind::Gemm;
+      });
+      if (gemm_reader && !into_gemm) continue;
+      // Recomputing in several readers is only cheap when the inputs are sources (e.g. RoPE's
+      // cos/sin from pos): recomputing a chain that reads other stages would grow with depth.
+      auto inputs = stage_inputs(p, s);
+      bool from_sources = std::all_of(inputs.begin(), inputs.end(), [&](ir::ValueId v) {
+        return ir::is_source(p.graph.at(v).op);
+      });
+      if (readers.size() != 1 && !from_sources) continue;
+      for (ir::ValueId v : st.nodes) {
+        p.is_inline[static_cast<size_t>(v)] = true;
+        p.stage_of[static_cast<size_t>(v)] = -1;
+      }
+      st.nodes.clear();
+      changed = any = true;
+    }
+    if (changed) normalize(p);
+  }
+  return any;
+}
+
+}  // namespace lg::lift::detail

@@ -1,0 +1,96 @@
+// Stages: the unit the compiled lane launches. Lifting (lift.h) turns every compute node of the
+// IR into a stage of one of a few kinds; the fusion passes (passes.h) merge stages; the CPU
+// staged executor (staged_executor.h) and the CUDA renderer (emit/cuda) both read this one
+// structure, so the program the CPU checks is the program the GPU runs.
+//
+// Nodes fall in three classes:
+//   - buffers: sources (Input, Param, State), read by a load;
+//   - inline nodes: views (Reshape, Permute, Slice, Concat), Const, Arange, and elementwise nodes
+//     that a fusion pass dissolved into their readers. They are recomputed inside every stage that
+//     reads them: a view becomes index arithmetic, an elementwise node an expression;
+//   - stage nodes: every other node belongs to exactly one stage. Its value leaves the stage only
+//     through a store (a buffer of its own) when a node outside the stage reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace lg::lift {
+
+/// What a stage computes, i.e. which kernel template the emitter uses for it.
+enum class StageKind : uint8_t {
+  Map,         ///< elementwise over the shape of its stores (views folded into indexing)
+  Reduce,      ///< one or more reductions over rows, with elementwise prologue and epilogue
+  Gemm,        ///< one or more MatMuls sharing their A operand, with prologue and epilogue
+  Gather,      ///< rows of a table picked by an index (embedding lookup), with epilogue
+  StateWrite,  ///< writes a value into a state (KV cache) at runtime positions
+  Attention,   ///< causal GQA attention over a KV cache
+};
+const char* stage_kind_name(StageKind k);
+
+/// One stage: a set of IR nodes computed together by one kernel body.
+struct Stage {
+  StageKind kind = StageKind::Map;
+  /// The stage nodes, in graph (topological) order. Inline nodes are not listed.
+  std::vector<ir::ValueId> nodes;
+  /// The nodes whose values leave the stage into a buffer of their own (recomputed by
+  /// `update_stores` after every pass). StateWrite nodes in `nodes` write into their state.
+  std::vector<ir::ValueId> stores;
+};
+
+/// A kernel launch: stages that do not depend on each other, run by one kernel whose blocks are
+/// split between them (horizontal fusion). Most launches hold one stage.
+struct Launch {
+  std::vector<int32_t> stages;
+};
+
+/// A lifted program: the graph, which of its nodes are inline, the stages in execution order,
+/// and the launches that run them.
+struct StagedProgram {
+  ir::Graph graph;
+  /// Per node: index of its stage, or -1 (buffer or inline).
+  std::vector<int32_t> stage_of;
+  /// Per node: true if the node is recomputed by its readers (see the file comment).
+  std::vector<bool> is_inline;
+  std::vector<Stage> stages;
+  std::vector<Launch> launches;
+};
+
+/// Rebuilds `stage_of`, every stage's `stores`, sorts stages into a valid execution order
+/// (producers first, readers of a state version before its overwrite), and resets `launches`
+/// to one stage each. Called by lifting and after every fusion pass.
+void normalize(StagedProgram& p);
+
+/// The stages that read node `v`'s value directly (through inline nodes, which are traversed).
+/// -1 in the result stands for "a graph output".
+std::vector<int32_t> reader_stages(const StagedProgram& p, ir::ValueId v);
+
+/// The buffer-backed or stage-computed nodes that stage `s` reads (inline nodes traversed).
+std::vector<ir::ValueId> stage_inputs(const StagedProgram& p, int32_t s);
+
+/// Stage indices that stage `s` must run after (producers of its inputs, readers of a state
+/// version that `s` overwrites).
+std::vector<int32_t> stage_deps(const StagedProgram& p, int32_t s);
+
+/// True if merging stages a and b into one would create a dependency cycle through a third stage.
+bool merge_makes_cycle(const StagedProgram& p, int32_t a, int32_t b);
+
+/// Moves every node of stage `from` into stage `into` (kind of `into` kept) and removes `from`.
+/// Callers run normalize() afterwards.
+void merge_stages(StagedProgram& p, int32_t into, int32_t from);
+
+/// The source lines a stage covers, as "file:line" strings, sorted and unique.
+std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s);
+
+/// "file:line:col" of a span ("<unknown>" when the graph has no file for it).
+std::string span_text(const ir::Graph& g, const ir::Span& span);
+
+/// Value of dim `d` for a given T (the runtime token count; symbol 0).
+inline int64_t dim_value(const ir::Dim& d, int64_t T) { return d.is_const() ? d.coeff : d.coeff * T; }
+/// Number of elements of `shape` for a given T.
+int64_t numel(const ir::Shape& shape, int64_t T);
+
+}  // namespace lg::lift

@@ -1,0 +1,172 @@
+// Kernel-count tests (as tinygrad's "this schedules to N kernels"): each fusion pass, on the
+// smallest graph that needs it, and what the count is with that pass switched off. Each test also
+// checks that the fused program computes what the CPU reference computes.
+#include <gtest/gtest.h>
+
+#include "lift/explain.h"
+#include "tiny_models.h"
+
+namespace lg::lift::test {
+namespace {
+
+size_t stages_of(const ir::Graph& g, const FuseOptions& opts = {}) {
+  StagedProgram p = lift(g);
+  fuse(p, opts);
+  return p.stages.size();
+}
+
+// x = embed[tokens] as the float input of the small graphs.
+struct Small {
+  Builder b;
+  ValueId tokens, x;
+  explicit Small(int64_t D = 24, int64_t V = 20) {
+    tokens = b.input("tokens", {T()});
+    b.input("pos", {T()});
+    x = b.gather(b.param("embed", {C(V), C(D)}), tokens, "x");
+  }
+};
+
+const std::vector<std::vector<int32_t>> kSteps = {{3, 1, 4, 1, 5}, {9}, {2}};
+
+TEST(Fusion, UnfusedLiftIsOneStagePerComputeNode) {
+  Small s;
+  s.b.output(s.b.unary(Op::Exp, s.b.binary(Op::Add, s.b.unary(Op::Neg, s.x), s.b.constant(1.0, 2))));
+  StagedProgram p = lift(s.b.g);
+  EXPECT_EQ(p.stages.size(), 4u);  // gather, neg, add, exp (the constant is inline)
+}
+
+TEST(Fusion, ElementwiseChainAfterGatherIsOneStage) {
+  Small s;
+  s.b.output(s.b.unary(Op::Exp, s.b.binary(Op::Add, s.b.unary(Op::Neg, s.x), s.b.constant(1.0, 2))));
+  EXPECT_EQ(stages_of(s.b.g), 1u);
+  FuseOptions no_gather;
+  no_gather.gather_epilogue = false;
+  EXPECT_EQ(stages_of(s.b.g, no_gather), 2u);  // gather | one map for the whole chain
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 1), kSteps), 1e-6);
+}
+
+TEST(Fusion, RmsNormIsOneStage) {
+  Small s;
+  s.b.output(s.b.rms_norm(s.x, s.b.param("w", {C(24)}), 1e-6));
+  EXPECT_EQ(stages_of(s.b.g), 2u);  // gather | rms_norm
+  FuseOptions off;
+  off.reduce_epilogue = false;
+  EXPECT_EQ(stages_of(s.b.g, off), 3u);  // gather | sum(x*x) | x * rsqrt(..) * w
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 2), kSteps), 1e-6);
+}
+
+TEST(Fusion, SoftmaxIsOneStage) {
+  Small s;
+  ValueId mx = s.b.reduce(Op::ReduceMax, s.x, -1, true);
+  ValueId e = s.b.unary(Op::Exp, s.b.binary(Op::Sub, s.x, mx));
+  s.b.output(s.b.binary(Op::Div, e, s.b.reduce(Op::ReduceSum, e, -1, true)));
+  EXPECT_EQ(stages_of(s.b.g), 2u);  // gather | max, exp-sum, divide
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 3), kSteps), 1e-6);
+}
+
+TEST(Fusion, GemmWithBiasAndResidualIsOneStage) {
+  Small s;
+  ValueId y = s.b.matmul(s.x, s.b.transpose(s.b.param("w", {C(24), C(24)})));
+  y = s.b.binary(Op::Add, y, s.b.reshape(s.b.param("bias", {C(24)}), {C(1), C(24)}));
+  s.b.output(s.b.binary(Op::Add, s.x, y));
+  EXPECT_EQ(stages_of(s.b.g), 2u);  // gather | gemm + bias + residual
+  FuseOptions off;
+  off.gemm_epilogue = false;
+  EXPECT_EQ(stages_of(s.b.g, off), 3u);
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 4), kSteps), 1e-6);
+}
+
+TEST(Fusion, SwiGluMergesGateUpAndFusesTheProduct) {
+  Small s;
+  ValueId g = s.b.matmul(s.x, s.b.transpose(s.b.param("wg", {C(40), C(24)})));
+  ValueId u = s.b.matmul(s.x, s.b.transpose(s.b.param("wu", {C(40), C(24)})));
+  ValueId m = s.b.binary(Op::Mul, s.b.silu(g), u);
+  s.b.output(s.b.matmul(m, s.b.transpose(s.b.param("wd", {C(24), C(40)}))));
+  StagedProgram p = lift(s.b.g);
+  fuse(p);
+  ASSERT_EQ(p.stages.size(), 3u);  // gather | gate/up + silu(g)*u | down
+  EXPECT_EQ(p.stages[1].kind, StageKind::Gemm);
+  ASSERT_EQ(p.stages[1].stores.size(), 1u);
+  EXPECT_EQ(p.graph.at(p.stages[1].stores[0]).op, Op::Mul);  // only the product leaves the stage
+  FuseOptions off;
+  off.merge_gemm_siblings = false;
+  EXPECT_EQ(stages_of(s.b.g, off), 4u);
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 5), kSteps), 1e-6);
+}
+
+TEST(Fusion, QkvGemmsMergeIntoOne) {
+  Small s;
+  for (const char* n : {"wq", "wk", "wv"})
+    s.b.output(s.b.matmul(s.x, s.b.transpose(s.b.param(n, {C(16), C(24)}))));
+  EXPECT_EQ(stages_of(s.b.g), 2u);
+  FuseOptions off;
+  off.merge_gemm_siblings = false;
+  EXPECT_EQ(stages_of(s.b.g, off), 4u);
+}
+
+TEST(Fusion, RopeIsFusedWithTheKvCacheWrite) {
+  Small s(32);
+  ValueId pos = 1;  // the "pos" input
+  ValueId kc = s.b.state("kcache", {C(1), C(2), C(16), C(16)});
+  ValueId k = s.b.reshape(s.b.matmul(s.x, s.b.transpose(s.b.param("wk", {C(32), C(32)}))), {T(), C(2), C(16)});
+  k = s.b.rope(k, pos, 10000.0);
+  ValueId w = s.b.state_write(kc, s.b.permute(k, {1, 0, 2}), pos, {0}, 1);
+  s.b.output(s.b.reduce(Op::ReduceSum, s.b.reshape(s.b.slice(w, 2, 0, 4), {C(2), C(4), C(16)}), 2, false));
+  StagedProgram p = lift(s.b.g);
+  fuse(p);
+  // gather | k gemm | rope + cache write | the read-back of the cache
+  ASSERT_EQ(p.stages.size(), 4u);
+  EXPECT_EQ(p.stages[2].kind, StageKind::StateWrite);
+  EXPECT_EQ(p.stages[2].nodes.size(), 1u);  // RoPE is inline in the write
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 6), kSteps), 1e-6);
+}
+
+TEST(Fusion, QkNormRopeAndCacheWriteAreOneStage) {
+  QwenShape c;
+  ir::Graph g = qwen_like(c);
+  StagedProgram p = lift(g);
+  fuse(p);
+  // k's stage: its rms_norm reduction and the cache write together.
+  bool found = false;
+  for (const auto& st : p.stages) {
+    bool has_write = false, has_reduce = false;
+    for (ValueId v : st.nodes) {
+      const auto& n = p.graph.at(v);
+      if (n.op == Op::StateWrite && n.attrs.fixed == std::vector<int64_t>{0} && n.operands[0] == 3) has_write = true;
+      if (n.op == Op::ReduceSum) has_reduce = true;
+    }
+    if (has_write && has_reduce) found = true;
+  }
+  EXPECT_TRUE(found) << explain(p);
+}
+
+TEST(Fusion, QwenLikeDecodeLayerTakesAtMostEightLaunches) {
+  for (bool qk : {true, false}) {
+    QwenShape c;
+    c.L = 3;
+    c.qk_norm = qk;
+    c.qkv_bias = !qk;
+    StagedProgram p = lift(qwen_like(c));
+    fuse(p);
+    EXPECT_LE(launches_per_layer(p), 8) << explain(p);
+    StagedProgram unfused = lift(qwen_like(c));
+    EXPECT_GT(launches_per_layer(unfused), 30);
+  }
+}
+
+TEST(Fusion, QwenLikeStagedEqualsReferenceOverPrefillAndDecode) {
+  for (bool qk : {true, false}) {
+    QwenShape c;
+    c.qk_norm = qk;
+    c.qkv_bias = !qk;
+    ir::Graph g = qwen_like(c);
+    auto params = random_params(g, 7);
+    std::vector<std::vector<int32_t>> steps = {{1, 5, 9, 2, 30, 7}, {11}, {3}, {39}};
+    EXPECT_LT(staged_vs_reference(g, params, steps), 1e-5) << "fused, qk_norm " << qk;
+    FuseOptions none{false, false, false, false, false, false, false, false};
+    EXPECT_LT(staged_vs_reference(g, params, steps, none), 1e-5) << "unfused, qk_norm " << qk;
+  }
+}
+
+}  // namespace
+}  // namespace lg::lift::test
