@@ -33,18 +33,27 @@ bool nfc_quick_yes(std::string_view s) {
 }
 
 void append_nfc(std::string_view s, std::string& out) {
-  if (nfc_quick_yes(s)) {
-    out.append(s);
-    return;
+  // NFC never acts across a line feed (a starter that composes with nothing), so normalize line
+  // by line and hand utf8proc only the lines that need it: most of a mixed text is inert.
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\n', start);
+    end = end == std::string_view::npos ? s.size() : end + 1;
+    const std::string_view line = s.substr(start, end - start);
+    start = end;
+    if (nfc_quick_yes(line)) {
+      out.append(line);
+      continue;
+    }
+    utf8proc_uint8_t* mapped = nullptr;
+    const utf8proc_ssize_t n =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(line.data()),
+                     static_cast<utf8proc_ssize_t>(line.size()), &mapped,
+                     static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0) throw Error(std::string("NFC normalization failed: ") + utf8proc_errmsg(n));
+    out.append(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
+    std::free(mapped);
   }
-  utf8proc_uint8_t* mapped = nullptr;
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                   static_cast<utf8proc_ssize_t>(s.size()), &mapped,
-                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-  if (n < 0) throw Error(std::string("NFC normalization failed: ") + utf8proc_errmsg(n));
-  out.append(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
-  std::free(mapped);
 }
 
 std::string nfc(std::string_view s) {

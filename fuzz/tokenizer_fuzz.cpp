@@ -1,0 +1,65 @@
+// Fuzz target for the tokenizer: arbitrary bytes are encoded (lg::Error for invalid UTF-8 is the
+// expected answer, anything else escaping is a bug), decode(encode(s)) must equal NFC(s) for
+// valid UTF-8 (modulo NFC across added tokens), the bytes read as little-endian int32 ids must decode without crashing, and
+// streaming decode must equal the full decode. The real Qwen3 tokenizer is loaded once, from
+// $LG_TOKENIZER_JSON or the model shipped in the repo.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support/error.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace {
+
+const lg::tokenizer::Tokenizer& tokenizer() {
+  static const lg::tokenizer::Tokenizer t = [] {
+    const char* env = std::getenv("LG_TOKENIZER_JSON");
+    return lg::tokenizer::Tokenizer::from_file(env ? env : LG_TOKENIZER_JSON_DEFAULT);
+  }();
+  return t;
+}
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "tokenizer_fuzz: %s\n", what);
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const auto& tok = tokenizer();
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  const bool valid = lg::tokenizer::utf8::first_invalid(text) == std::string_view::npos;
+  try {
+    const auto ids = tok.encode(text);
+    if (!valid) fail("encode accepted invalid UTF-8");
+    const std::string decoded = tok.decode(ids);
+    // Text around an added token is normalized on its own (as in the reference), so NFC can
+    // differ across that boundary (">" + U+0338 composes to U+226F): compare modulo NFC.
+    if (decoded != lg::tokenizer::nfc(text) && lg::tokenizer::nfc(decoded) != lg::tokenizer::nfc(text))
+      fail("decode(encode(s)) != NFC(s)");
+  } catch (const lg::Error&) {
+    if (valid) fail("encode refused valid UTF-8");
+  }
+  // The same bytes as ids: any int32 must be safe to decode, whole or streamed.
+  std::vector<int32_t> ids(size / 4);
+  if (!ids.empty()) std::memcpy(ids.data(), data, ids.size() * 4);
+  for (auto& id : ids) id %= static_cast<int32_t>(tok.vocab_size() + 300);  // mostly real ids
+  const std::string full = tok.decode(ids);
+  if (lg::tokenizer::utf8::first_invalid(full) != std::string_view::npos) fail("decode gave invalid UTF-8");
+  lg::tokenizer::StreamDecoder stream(tok);
+  std::string joined;
+  for (const int32_t id : ids) {
+    const std::string piece = stream.push(id);
+    if (lg::tokenizer::utf8::first_invalid(piece) != std::string_view::npos) fail("stream gave partial UTF-8");
+    joined += piece;
+  }
+  joined += stream.finish();
+  if (joined != full) fail("streaming decode != full decode");
+  return 0;
+}
