@@ -2,8 +2,12 @@
 #include "tokenizer/split_regex.h"
 
 #include <pcre2.h>
+#include <utf8proc.h>
+
+#include <cstdio>
 
 #include "support/error.h"
+#include "tokenizer/utf8.h"
 
 namespace lg::tokenizer {
 namespace {
@@ -36,7 +40,116 @@ Scratch& scratch() {
   return s;
 }
 
+// --- Unicode agreement with the reference ------------------------------------------------------
+// HF tokenizers runs the pattern on Oniguruma (Unicode 15.0). Two things differ in PCRE2 10.42:
+//  * \s: PCRE2 takes \p{Z} plus \h and \v, which adds U+180E MONGOLIAN VOWEL SEPARATOR (a format
+//    character since Unicode 6.3); Oniguruma takes the White_Space property. So \s and \S are
+//    rewritten as explicit White_Space classes.
+//  * \p{L} and \p{N}: PCRE2 10.42 knows Unicode 14; letters and numbers added in Unicode 15 (CJK
+//    Extension H, Kawi, Nag Mundari, Kaktovik numerals, ...) would fall into the "other" branch.
+//    The code points that utf8proc (Unicode 15) calls letters/numbers but PCRE2 does not match are
+//    appended to those classes.
+constexpr const char* kWhiteSpace =
+    "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+bool is_letter(utf8proc_category_t c) {
+  return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT ||
+         c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_LO;
+}
+bool is_number(utf8proc_category_t c) {
+  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
+
+// Code points of `want` (per utf8proc) that PCRE2's `\p{<cls>}` misses, as class ranges
+// "\x{a}-\x{b}..." (empty when PCRE2's tables are as new as utf8proc's).
+std::string missing_from_pcre2(bool (*want)(utf8proc_category_t), const char* cls) {
+  std::string subject;
+  for (char32_t c = 0; c <= 0x10FFFF; ++c) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    if (want(utf8proc_category(static_cast<utf8proc_int32_t>(c)))) utf8::append_code_point(c, subject);
+  }
+  const std::string pattern = std::string("[^\\p{") + cls + "}]";
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                 PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
+  std::vector<char32_t> missing;
+  size_t pos = 0;
+  while (re && pos < subject.size() &&
+         pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), pos,
+                     PCRE2_NO_UTF_CHECK, md, nullptr) >= 0) {
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    size_t i = ov[0];
+    missing.push_back(utf8::next_code_point(subject, i));
+    pos = i;
+  }
+  pcre2_match_data_free(md);
+  pcre2_code_free(re);
+  std::string ranges;
+  char buf[40];
+  for (size_t i = 0; i < missing.size();) {
+    size_t j = i;
+    while (j + 1 < missing.size() && missing[j + 1] == missing[j] + 1) ++j;
+    std::snprintf(buf, sizeof buf, "\\x{%X}-\\x{%X}", static_cast<unsigned>(missing[i]),
+                  static_cast<unsigned>(missing[j]));
+    ranges += buf;
+    i = j + 1;
+  }
+  return ranges;
+}
+
+const std::string& extra_letters() {
+  static const std::string s = missing_from_pcre2(is_letter, "L");
+  return s;
+}
+const std::string& extra_numbers() {
+  static const std::string s = missing_from_pcre2(is_number, "N");
+  return s;
+}
+
 }  // namespace
+
+std::string onig_compatible_pattern(const std::string& pattern, const std::string& where) {
+  std::string out;
+  bool in_class = false;
+  size_t class_start = 0;  // index just after "[" or "[^"
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[i + 1];
+      if (e == 's') {
+        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+        ++i;
+      } else if (e == 'S') {
+        if (in_class)
+          throw Error(where + ": \\S inside a character class is not supported (offset " + std::to_string(i) + ")");
+        out += "[^" + std::string(kWhiteSpace) + "]";
+        ++i;
+      } else if (pattern.compare(i, 5, "\\p{L}") == 0 || pattern.compare(i, 5, "\\p{N}") == 0) {
+        const std::string& extra = pattern[i + 3] == 'L' ? extra_letters() : extra_numbers();
+        const std::string cls = pattern.substr(i, 5) + extra;
+        out += in_class || extra.empty() ? cls : "[" + cls + "]";
+        i += 4;
+      } else {
+        out += c;
+        out += e;
+        ++i;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      class_start = i + 1;
+      continue;
+    }
+    if (in_class && c == ']' && i != class_start) in_class = false;
+    out += c;
+  }
+  return out;
+}
 
 struct SplitRegex::Code {
   pcre2_code* code = nullptr;
@@ -48,7 +161,8 @@ SplitRegex::SplitRegex(const std::string& pattern, const std::string& where)
     : code_(std::make_unique<Code>()) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  const std::string translated = onig_compatible_pattern(pattern, where);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
                               PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
   if (!code_->code)
     throw Error(where + ": the split regex does not compile at offset " + std::to_string(offset) +

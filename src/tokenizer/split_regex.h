@@ -11,6 +11,12 @@
 
 namespace lg::tokenizer {
 
+/// `pattern` (an Oniguruma pattern from tokenizer.json) rewritten so that PCRE2 matches what
+/// Oniguruma with Unicode 15 matches: \s/\S become explicit White_Space classes, \p{L}/\p{N} gain
+/// the letters/numbers newer than PCRE2's Unicode tables. Throws lg::Error naming `where` for
+/// \S inside a class.
+std::string onig_compatible_pattern(const std::string& pattern, const std::string& where);
+
 /// A compiled split pattern. Thread-safe: match state lives in per-thread scratch.
 class SplitRegex {
  public:

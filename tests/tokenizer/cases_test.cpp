@@ -116,3 +116,30 @@ TEST(TokenizerEncode, LongRunsDoNotExhaustTheRegexEngine) {
 
 }  // namespace
 }  // namespace lg::tokenizer
+
+namespace lg::tokenizer {
+namespace {
+
+// 1,500 seeded random strings built to stress the edges (tests/tokenizer/make_hf_random_cases.py):
+// every kind of whitespace, contractions in any case (and with U+017F, which folds to 's'),
+// combining marks and jamo that NFC composes, other scripts' digits, emoji sequences, and added
+// tokens next to all of these; ids and decode from HF tokenizers 0.23.2 on the GPU machine.
+TEST(TokenizerHfRandomCases, EncodeAndDecodeMatchTheReference) {
+  std::ifstream in(std::filesystem::path(LG_SOURCE_DIR) / "tests/tokenizer/hf_random_cases.json");
+  ASSERT_TRUE(in) << "tests/tokenizer/hf_random_cases.json is missing";
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.at("cases").size(), 1500u);
+  int failures = 0;
+  for (const auto& c : j.at("cases")) {
+    const std::string text = c.at("text");
+    const auto ids = c.at("ids").get<std::vector<int32_t>>();
+    const auto got = testing::qwen().encode(text);
+    EXPECT_EQ(got, ids) << "text: " << nlohmann::json(text).dump();
+    EXPECT_EQ(testing::qwen().decode(ids), c.at("decoded").get<std::string>()) << nlohmann::json(text).dump();
+    failures += got != ids;
+    ASSERT_LT(failures, 10) << "stopping after 10 mismatches";
+  }
+}
+
+}  // namespace
+}  // namespace lg::tokenizer

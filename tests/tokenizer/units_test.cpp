@@ -13,7 +13,9 @@
 #include "test_paths.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
+#include "support/error.h"
 #include "tokenizer/normalizer.h"
+#include "tokenizer/split_regex.h"
 #include "tokenizer/utf8.h"
 
 namespace lg::tokenizer {
@@ -154,6 +156,34 @@ TEST(Nfc, ShortcutRangesAreInert) {
   EXPECT_FALSE(nfc_quick_yes("e\xCC\x81"));
   EXPECT_EQ(nfc("e\xCC\x81"), "\xC3\xA9");
   EXPECT_EQ(nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");  // jamo G + A -> 가
+}
+
+}  // namespace
+}  // namespace lg::tokenizer
+
+namespace lg::tokenizer {
+namespace {
+
+TEST(SplitRegex, FollowsOnigurumaOnWhitespaceAndUnicode15Letters) {
+  const std::string translated = onig_compatible_pattern("[^\\s\\p{L}]+|\\s+(?!\\S)|\\p{N}", "test");
+  EXPECT_EQ(translated.find("\\s"), std::string::npos) << translated;
+  EXPECT_EQ(translated.find("\\S"), std::string::npos) << translated;
+  EXPECT_THROW(onig_compatible_pattern("[\\S]", "test"), Error);
+  const SplitRegex re("\\p{L}+|\\s+|[^\\s\\p{L}]+", "test");
+  auto pieces = [&](std::string_view text) {
+    std::vector<std::string_view> out;
+    re.split(text, out);
+    return std::vector<std::string>(out.begin(), out.end());
+  };
+  // U+180E is not White_Space (since Unicode 6.3) though PCRE2's \h includes it.
+  EXPECT_EQ(pieces("a\xE1\xA0\x8E b"), (std::vector<std::string>{"a", "\xE1\xA0\x8E", " ", "b"}));
+  // U+320F1 (CJK Extension H, Unicode 15) is a letter.
+  EXPECT_EQ(pieces("x\xF0\xB2\x83\xB1'"), (std::vector<std::string>{"x\xF0\xB2\x83\xB1", "'"}));
+  // Pieces cover the text exactly, also where nothing matches.
+  const SplitRegex digits("[0-9]+", "test");
+  std::vector<std::string_view> out;
+  digits.split("ab12cd3", out);
+  EXPECT_EQ(std::vector<std::string>(out.begin(), out.end()), (std::vector<std::string>{"ab", "12", "cd", "3"}));
 }
 
 }  // namespace
