@@ -1,6 +1,7 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
@@ -10,8 +11,16 @@
 namespace lg::tokenizer {
 namespace {
 
-constexpr size_t kCacheMaxIds = size_t{1} << 22;  // 16 MiB of ids, then the cache starts over
-constexpr size_t kCacheMaxWordBytes = 256;        // longer pre-tokens are rare; don't cache them
+constexpr size_t kCacheSlots = size_t{1} << 18;  // 262,144 slots (6 MiB), half of them used at most
+constexpr size_t kCacheMaxWordBytes = 256;       // longer pre-tokens are rare; don't cache them
+
+// FNV-1a, 64-bit: pre-tokens are short, so a byte loop beats block hashes here. Never 0, which
+// marks an empty slot.
+uint64_t hash_word(std::string_view w) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char c : w) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h | 1;
+}
 
 uint64_t mix(uint64_t k) {  // splitmix64 finalizer: ids are small, so spread them
   k ^= k >> 31;
@@ -183,29 +192,52 @@ void Bpe::encode_word_uncached(std::string_view word, std::vector<int32_t>& out)
   for (int32_t i = 0; i >= 0; i = symbols[i].next) out.push_back(symbols[i].id);
 }
 
+bool Bpe::cache_find(uint64_t hash, std::string_view word, std::vector<int32_t>& out) const {
+  if (cache_slots_.empty()) return false;
+  const size_t mask = cache_slots_.size() - 1;
+  for (size_t slot = mix(hash) & mask;; slot = (slot + 1) & mask) {
+    const CacheSlot& s = cache_slots_[slot];
+    if (s.hash == 0) return false;
+    if (s.hash == hash && s.word_length == word.size() &&
+        std::memcmp(cache_words_.data() + s.word_offset, word.data(), word.size()) == 0) {
+      out.insert(out.end(), cache_ids_.begin() + s.ids_offset, cache_ids_.begin() + s.ids_offset + s.ids_length);
+      return true;
+    }
+  }
+}
+
+void Bpe::cache_insert(uint64_t hash, std::string_view word, std::span<const int32_t> ids) const {
+  if (cache_slots_.empty() || cache_used_ >= kCacheSlots / 2) {
+    cache_slots_.assign(kCacheSlots, CacheSlot{});
+    cache_words_.clear();
+    cache_ids_.clear();
+    cache_used_ = 0;
+  }
+  const size_t mask = cache_slots_.size() - 1;
+  size_t slot = mix(hash) & mask;
+  while (cache_slots_[slot].hash != 0) slot = (slot + 1) & mask;
+  cache_slots_[slot] = CacheSlot{hash, static_cast<uint32_t>(cache_words_.size()),
+                                 static_cast<uint32_t>(cache_ids_.size()), static_cast<uint16_t>(word.size()),
+                                 static_cast<uint16_t>(ids.size())};
+  cache_words_.append(word);
+  cache_ids_.insert(cache_ids_.end(), ids.begin(), ids.end());
+  ++cache_used_;
+}
+
 void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() == 1 || word.size() > kCacheMaxWordBytes) {
     encode_word_uncached(word, out);
     return;
   }
+  const uint64_t hash = hash_word(word);
   {
     std::lock_guard lock(cache_mutex_);
-    if (auto it = cache_.find(word); it != cache_.end()) {
-      const auto [offset, length] = it->second;
-      out.insert(out.end(), cache_ids_.begin() + offset, cache_ids_.begin() + offset + length);
-      return;
-    }
+    if (cache_find(hash, word, out)) return;
   }
   const size_t first = out.size();
   encode_word_uncached(word, out);
   std::lock_guard lock(cache_mutex_);
-  if (cache_ids_.size() + (out.size() - first) > kCacheMaxIds) {
-    cache_.clear();
-    cache_ids_.clear();
-  }
-  const auto offset = static_cast<uint32_t>(cache_ids_.size());
-  cache_ids_.insert(cache_ids_.end(), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
-  cache_.emplace(std::string(word), std::pair{offset, static_cast<uint32_t>(out.size() - first)});
+  cache_insert(hash, word, std::span<const int32_t>(out).subspan(first));
 }
 
 }  // namespace lg::tokenizer

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,12 +59,23 @@ class Bpe {
   std::vector<Merge> merge_values_;
   uint64_t merge_mask_ = 0;
 
-  // Cache of merged pre-tokens: word bytes -> [offset, length) in cache_ids_. Cleared when full
-  // so memory stays bounded on endless input.
+  // Cache of merged pre-tokens: an open-addressing table over two arenas (word bytes, ids), so a
+  // hit costs one hash, one or two probes and a memcmp, with no allocation. When half full it
+  // starts over, which keeps memory bounded on endless input.
+  struct CacheSlot {
+    uint64_t hash = 0;  // 0 = empty
+    uint32_t word_offset = 0;
+    uint32_t ids_offset = 0;
+    uint16_t word_length = 0;
+    uint16_t ids_length = 0;
+  };
+  bool cache_find(uint64_t hash, std::string_view word, std::vector<int32_t>& out) const;
+  void cache_insert(uint64_t hash, std::string_view word, std::span<const int32_t> ids) const;
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
-      cache_;
+  mutable std::vector<CacheSlot> cache_slots_;
+  mutable std::string cache_words_;
   mutable std::vector<int32_t> cache_ids_;
+  mutable size_t cache_used_ = 0;
 };
 
 }  // namespace lg::tokenizer
