@@ -1,0 +1,190 @@
+// emit_program: renders every launch, dedupes kernels by source, lays out the arena by liveness
+// and writes plan.json.
+#include "emit/cuda/program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "emit/cuda/render.h"
+#include "support/error.h"
+
+namespace lg::emit::cuda {
+
+int64_t LaunchPlan::grid(int64_t T) const {
+  int64_t work = 0;
+  for (size_t i = 0; i < work_const.size(); ++i) {
+    int64_t w = work_const[i];
+    for (int32_t k = 0; k < work_t_power[i]; ++k) w *= T;
+    work = std::max(work, w);
+  }
+  int64_t blocks = std::max<int64_t>(1, (work + per_block - 1) / per_block);
+  return max_blocks > 0 ? std::min(blocks, max_blocks) : blocks;
+}
+
+std::string CudaProgram::source() const {
+  std::string s = "// " + model + ": compiled by lanegraph (provenance " + to_string(provenance) + ").\n" + prelude;
+  for (const auto& k : kernels) s += "\n" + k.source;
+  return s;
+}
+
+namespace {
+
+const char* kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Weight: return "weight";
+    case BufferKind::State: return "state";
+    case BufferKind::Arena: return "arena";
+  }
+  return "?";
+}
+
+Buffer make_buffer(BufferKind kind, int32_t index, ir::ValueId node, std::string name, DType dt, const ir::Shape& shape,
+                   int64_t max_t) {
+  Buffer b{kind, index, node, std::move(name), dt, 1, 0, 0, 0, -1, -1};
+  for (const auto& d : shape) {
+    b.elems_const *= d.coeff;
+    if (!d.is_const()) ++b.elems_t_power;
+  }
+  int64_t n = b.elems_const;
+  for (int32_t k = 0; k < b.elems_t_power; ++k) n *= max_t;
+  b.bytes = n * static_cast<int64_t>(dtype_size(dt));
+  return b;
+}
+
+}  // namespace
+
+std::string CudaProgram::plan_json() const {
+  nlohmann::json j;
+  j["model"] = model;
+  j["provenance"] = nlohmann::json::parse(to_json(provenance));
+  j["max_t"] = max_t;
+  j["arena_bytes"] = arena_bytes;
+  j["prefill_gemm"] = "emitted warp-per-output GEMM kernels (cuBLASLt is not used)";
+  for (const auto& b : buffers) {
+    nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
+                        {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
+    if (b.kind == BufferKind::Arena) {
+      e["offset"] = b.offset;
+      e["live"] = {b.first_launch, b.last_launch};
+    }
+    if (b.kind != BufferKind::Arena) e["index"] = b.index;
+    j["buffers"].push_back(e);
+  }
+  for (const auto& l : launches) {
+    j["launches"].push_back({{"kernel", kernels[static_cast<size_t>(l.kernel)].name},
+                             {"stages", l.stages},
+                             {"args", l.args},
+                             {"block", l.block},
+                             {"grid", {{"work", l.work_const}, {"t_power", l.work_t_power}, {"per_block", l.per_block},
+                                       {"max_blocks", l.max_blocks}}}});
+  }
+  j["outputs"] = outputs;
+  return j.dump(1);
+}
+
+CudaProgram emit_program(const lift::StagedProgram& p) {
+  const ir::Graph& g = p.graph;
+  CudaProgram prog;
+  prog.model = g.model;
+  prog.max_t = g.symbols.empty() ? 1 : g.symbols[0].max;
+  prog.prelude = device_prelude();
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    prog.buffers.push_back(make_buffer(BufferKind::Input, static_cast<int32_t>(i), -1, g.inputs[i].name, DType::I32,
+                                       g.inputs[i].shape, prog.max_t));
+  for (size_t i = 0; i < g.params.size(); ++i)
+    prog.buffers.push_back(make_buffer(BufferKind::Weight, static_cast<int32_t>(i), -1, g.params[i].tensor,
+                                       g.params[i].dtype == DType::BF16 ? DType::BF16 : DType::F32, g.params[i].shape,
+                                       prog.max_t));
+  for (size_t i = 0; i < g.states.size(); ++i)
+    prog.buffers.push_back(make_buffer(BufferKind::State, static_cast<int32_t>(i), -1, g.states[i].name, DType::F32,
+                                       g.states[i].shape, prog.max_t));
+  std::map<ir::ValueId, int32_t> arena_of;
+  for (const auto& st : p.stages)
+    for (ir::ValueId v : st.stores) {
+      arena_of[v] = static_cast<int32_t>(prog.buffers.size());
+      const ir::Node& n = g.at(v);
+      prog.buffers.push_back(make_buffer(BufferKind::Arena, -1, v, n.name.empty() ? "%" + std::to_string(v) : n.name,
+                                         DType::F32, n.shape, prog.max_t));
+    }
+  auto buffer_id = [&](ir::ValueId node) -> int32_t {
+    const ir::Node& n = g.at(node);
+    size_t ni = g.inputs.size(), np = g.params.size();
+    switch (n.op) {
+      case ir::Op::Input: return n.attrs.index;
+      case ir::Op::Param: return static_cast<int32_t>(ni) + n.attrs.index;
+      case ir::Op::State: return static_cast<int32_t>(ni + np) + n.attrs.index;
+      default: return arena_of.at(node);
+    }
+  };
+  std::map<std::string, int32_t> kernel_of;
+  for (size_t li = 0; li < p.launches.size(); ++li) {
+    const auto& stages = p.launches[li].stages;
+    RenderedLaunch r = render_launch(p, stages);
+    auto it = kernel_of.find(r.source);
+    int32_t k;
+    if (it == kernel_of.end()) {
+      k = static_cast<int32_t>(prog.kernels.size());
+      std::string name = "k" + std::to_string(k) + "_" + lift::stage_kind_name(p.stages[static_cast<size_t>(stages[0])].kind);
+      std::string src = r.source;
+      src.replace(src.find("KERNEL_NAME"), 11, name);
+      prog.kernels.push_back({name, src});
+      kernel_of[r.source] = k;
+    } else {
+      k = it->second;
+    }
+    LaunchPlan lp;
+    lp.kernel = k;
+    lp.stages = stages;
+    for (const auto& a : r.args) {
+      int32_t b = buffer_id(a.node);
+      lp.args.push_back(b);
+      Buffer& buf = prog.buffers[static_cast<size_t>(b)];
+      if (buf.kind == BufferKind::Arena) {
+        if (buf.first_launch < 0) buf.first_launch = static_cast<int32_t>(li);
+        buf.last_launch = std::max(buf.last_launch, static_cast<int32_t>(li));
+      }
+    }
+    lp.work_const = r.work_const;
+    lp.work_t_power = r.work_t_power;
+    lp.per_block = r.per_block;
+    lp.block = r.block;
+    lp.max_blocks = r.per_block == 256 ? 4096 : 0;  // element kernels stride over the grid
+    prog.launches.push_back(lp);
+  }
+  for (ir::ValueId o : g.outputs) {
+    int32_t b = arena_of.at(o);
+    prog.outputs.push_back(b);
+    prog.buffers[static_cast<size_t>(b)].last_launch = static_cast<int32_t>(p.launches.size());
+  }
+  // Arena: largest first, each at the lowest 256-aligned offset free over its live range.
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < prog.buffers.size(); ++i)
+    if (prog.buffers[i].kind == BufferKind::Arena) order.push_back(static_cast<int32_t>(i));
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return prog.buffers[static_cast<size_t>(a)].bytes > prog.buffers[static_cast<size_t>(b)].bytes;
+  });
+  std::vector<int32_t> placed;
+  for (int32_t i : order) {
+    Buffer& b = prog.buffers[static_cast<size_t>(i)];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (int32_t j : placed) {
+      const Buffer& o = prog.buffers[static_cast<size_t>(j)];
+      if (o.first_launch <= b.last_launch && b.first_launch <= o.last_launch) busy.push_back({o.offset, o.offset + o.bytes});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t off = 0;
+    for (auto [s, e] : busy) {
+      if (off + b.bytes <= s) break;
+      off = std::max(off, (e + 255) / 256 * 256);
+    }
+    b.offset = off;
+    prog.arena_bytes = std::max(prog.arena_bytes, off + b.bytes);
+    placed.push_back(i);
+  }
+  return prog;
+}
+
+}  // namespace lg::emit::cuda

@@ -1,0 +1,81 @@
+// A CudaProgram: what `lg compile` writes and the compiled lane runs. CUDA C++ source with one
+// kernel per distinct launch (identical launches of different layers share one kernel: dedupe by
+// source text), the launch plan (kernel, grid as a function of T, block, buffer arguments), the
+// buffer arena (activations placed by liveness, so buffers whose lifetimes do not overlap share
+// memory), and the weights binding (which checkpoint tensor each weight buffer holds).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lanes/provenance.h"
+#include "lift/stage.h"
+
+namespace lg::emit::cuda {
+
+/// Where a buffer lives.
+enum class BufferKind : uint8_t {
+  Input,   ///< a runtime input (tokens, pos): i32, uploaded per step
+  Weight,  ///< a Graph param, bf16 (or f32 when the .lg declares f32) at its own allocation
+  State,   ///< a state (KV cache): f32, persists across steps
+  Arena,   ///< an activation stored by a stage, at `offset` in the arena
+};
+
+/// One device buffer. Sizes are for T = the program's max T (Graph::symbols[0].max).
+struct Buffer {
+  BufferKind kind;
+  int32_t index = -1;          ///< Input/Weight/State: index in Graph::inputs/params/states
+  ir::ValueId node = -1;       ///< Arena: the stored node
+  std::string name;            ///< for plan.json: the .lg name, or the checkpoint tensor
+  DType dtype = DType::F32;    ///< element type on the device
+  int64_t elems_const = 0;     ///< element count = elems_const * T^elems_t_power
+  int32_t elems_t_power = 0;
+  int64_t bytes = 0;           ///< at max T
+  int64_t offset = 0;          ///< Arena: byte offset (256-aligned)
+  int32_t first_launch = -1, last_launch = -1;  ///< Arena: liveness
+};
+
+/// The work of a launch: blocks = ceil(max_i(work_const[i] * T^work_t_power[i]) / per_block).
+struct LaunchPlan {
+  int32_t kernel = -1;                 ///< index into CudaProgram::kernels
+  std::vector<int32_t> stages;         ///< the lifted stages it runs
+  std::vector<int32_t> args;           ///< buffer ids, in the kernel's parameter order
+  std::vector<int64_t> work_const;
+  std::vector<int32_t> work_t_power;
+  int64_t per_block = 1;               ///< work items per block
+  int32_t block = 256;                 ///< threads per block
+  int64_t max_blocks = 0;              ///< 0: no cap (grid-stride kernels may be capped)
+
+  /// Blocks for a step of T tokens.
+  int64_t grid(int64_t T) const;
+};
+
+struct Kernel {
+  std::string name;    ///< "k3_gemm"
+  std::string source;  ///< one extern "C" __global__ function
+};
+
+struct CudaProgram {
+  std::string model;
+  Provenance provenance = Compiled{};
+  int64_t max_t = 0;
+  std::string prelude;                ///< device helpers shared by all kernels
+  std::vector<Kernel> kernels;
+  std::vector<LaunchPlan> launches;
+  std::vector<Buffer> buffers;
+  int64_t arena_bytes = 0;
+  std::vector<int32_t> outputs;       ///< buffer ids of the graph outputs
+
+  /// The whole translation unit: prelude + every kernel.
+  std::string source() const;
+  /// The launch plan, buffers and weights binding as JSON text (plan.json).
+  std::string plan_json() const;
+};
+
+/// Renders a fused staged program into CUDA for sm_90: per launch one kernel specialised on
+/// every bound dim (T stays a kernel argument), the arena laid out by liveness.
+/// Throws lg::Error if a stage has a form the renderer does not take (named by its stage).
+CudaProgram emit_program(const lift::StagedProgram& p);
+
+}  // namespace lg::emit::cuda
