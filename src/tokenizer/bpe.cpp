@@ -64,15 +64,18 @@ Bpe::Bpe(const nlohmann::json& model, const std::string& file) {
   if (!model.contains("vocab") || !model["vocab"].is_object())
     throw Error(field_error(file, "model.vocab", "missing or not an object of token -> id"));
   std::fill(std::begin(byte_id_), std::end(byte_id_), -1);
+  vocab_.reserve(model["vocab"].size());
   for (const auto& [token, id_json] : model["vocab"].items()) {
     if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 ||
         id_json.get<int64_t>() > INT32_MAX)
       throw Error(field_error(file, "model.vocab[\"" + token + "\"]", "id must be an integer in [0, 2^31)"));
     const auto id = id_json.get<int32_t>();
     vocab_.emplace(token, id);
+    // Only single bytes are needed to start BPE, and whole words only for ignore_merges.
+    if (token.size() > 2 && !ignore_merges_) continue;  // a byte's char is at most 2 UTF-8 bytes
     if (auto bytes = entry_bytes(token)) {
       if (bytes->size() == 1) byte_id_[static_cast<unsigned char>((*bytes)[0])] = id;
-      bytes_to_id_.emplace(std::move(*bytes), id);
+      if (ignore_merges_) bytes_to_id_.emplace(std::move(*bytes), id);
     }
   }
   for (int b = 0; b < 256; ++b)
@@ -90,25 +93,26 @@ Bpe::Bpe(const nlohmann::json& model, const std::string& file) {
   merge_keys_.assign(capacity, kEmpty);
   merge_values_.assign(capacity, Merge{0, 0});
   merge_mask_ = capacity - 1;
+  std::string left, right, joined;  // reused: this loop runs 151k times for Qwen
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& m = merges[rank];
     const std::string where = "model.merges[" + std::to_string(rank) + "]";
-    std::string left, right;
     if (m.is_string()) {
       // Legacy form "left right": exactly one space, as in the reference.
       const auto& s = m.get_ref<const std::string&>();
       const size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
         throw Error(field_error(file, where, "expected \"left right\" with one space, got \"" + s + "\""));
-      left = s.substr(0, sp);
-      right = s.substr(sp + 1);
+      left.assign(s, 0, sp);
+      right.assign(s, sp + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
+      left = m[0].get_ref<const std::string&>();
+      right = m[1].get_ref<const std::string&>();
     } else {
       throw Error(field_error(file, where, "expected \"left right\" or [left, right], got " + m.dump()));
     }
-    const auto l = vocab_.find(left), r = vocab_.find(right), n = vocab_.find(left + right);
+    joined.assign(left).append(right);
+    const auto l = vocab_.find(left), r = vocab_.find(right), n = vocab_.find(joined);
     if (l == vocab_.end() || r == vocab_.end() || n == vocab_.end())
       throw Error(field_error(file, where,
                               "\"" + (l == vocab_.end() ? left : r == vocab_.end() ? right : left + right) +

@@ -2,6 +2,7 @@
 // byte-level BPE; decode through the byte-level alphabet and lossy UTF-8.
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -175,6 +176,12 @@ Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
   if (const std::string type = impl->type_of(model, "model"); type != "BPE")
     impl->fail("model.type", "unsupported model \"" + type + "\" (lanegraph supports BPE)");
   impl->bpe = std::make_unique<Bpe>(model, impl->file);
+  int32_t max_id = -1;
+  for (const auto& [text, id] : impl->bpe->vocab()) max_id = std::max(max_id, id);
+  impl->exists.resize(static_cast<size_t>(max_id) + 1, 0);
+  impl->special.resize(impl->exists.size(), 0);
+  impl->token_text.resize(impl->exists.size());
+  impl->token_bytes.resize(impl->exists.size());
   for (const auto& [text, id] : impl->bpe->vocab()) impl->set_token(id, text);
 
   impl->read_normalizer(j.value("normalizer", json()));
