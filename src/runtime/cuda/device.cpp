@@ -121,3 +121,22 @@ void GraphExec::launch(cudaStream_t s) const {
 }
 
 }  // namespace lg::cuda
+
+namespace lg::cuda {
+
+double measure_copy_bandwidth(size_t bytes, int reps) {
+  DeviceBuffer a(bytes), b(bytes);
+  LG_CUDA_CHECK(cudaMemset(a.data(), 1, bytes));
+  Stream s;
+  for (int i = 0; i < 3; ++i)
+    LG_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, s.get()));
+  Event e0, e1;
+  e0.record(s.get());
+  for (int i = 0; i < reps; ++i)
+    LG_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, s.get()));
+  e1.record(s.get());
+  const double ms = e1.elapsed_ms_since(e0);
+  return 2.0 * static_cast<double>(bytes) * reps / (ms / 1e3);
+}
+
+}  // namespace lg::cuda

@@ -103,3 +103,12 @@ class GraphExec {
 };
 
 }  // namespace lg::cuda
+
+namespace lg::cuda {
+
+/// Device-to-device copy bandwidth in bytes per second, counting bytes read plus bytes written
+/// (the convention of the brief's 4.2-4.3 TB/s and of shared/peers/hf_peer.py): `bytes` copied
+/// `reps` times after 3 warm-up copies, timed with events. Throws lg::Error without a device.
+double measure_copy_bandwidth(size_t bytes = size_t{2} << 30, int reps = 10);
+
+}  // namespace lg::cuda
