@@ -1,0 +1,30 @@
+#include "lanes/factory.h"
+
+#include "support/error.h"
+
+#if defined(LG_HAVE_LG_LANE_CPU)
+#include "lanes/cpu/cpu_lane.h"
+#endif
+
+namespace lg {
+
+std::vector<std::string> lane_names() {
+  std::vector<std::string> names;
+#if defined(LG_HAVE_LG_LANE_CPU)
+  names.push_back("cpu");
+#endif
+  return names;
+}
+
+std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq) {
+#if defined(LG_HAVE_LG_LANE_CPU)
+  if (name == "cpu") return make_cpu_lane(dir, max_seq);
+#endif
+  std::string known;
+  for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;
+  (void)dir;
+  (void)max_seq;
+  throw Error("unknown lane '" + name + "' (this build has: " + (known.empty() ? "none" : known) + ")");
+}
+
+}  // namespace lg

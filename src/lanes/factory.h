@@ -1,0 +1,26 @@
+// A lane by the name a user types (`lg run --lane`, `lg lock check`, `lg bench`): the one place
+// that knows every lane. Each lane adds itself in factory.cpp, behind its library's define.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lanes/lane.h"
+
+namespace lg::model {
+struct ModelDir;
+}
+
+namespace lg {
+
+/// The lane names this build provides ("cpu" always; "compiled"/"handwritten" with CUDA).
+std::vector<std::string> lane_names();
+
+/// Builds lane `name` for the model in `dir` with a KV cache of `max_seq` tokens (0: the model's
+/// max_position_embeddings). Throws lg::Error for an unknown name (listing the known ones) and
+/// whatever the lane throws for a model it cannot run.
+std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq);
+
+}  // namespace lg

@@ -1,0 +1,54 @@
+#include "runtime/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "support/error.h"
+
+namespace lg::runtime {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateOptions& options) {
+  if (prompt.empty()) throw Error("the prompt is empty: generation needs at least one prompt token");
+  const auto n = static_cast<int64_t>(prompt.size());
+  if (n > lane.max_seq())
+    throw Error("the prompt has " + std::to_string(n) + " tokens, more than the context of " +
+                std::to_string(lane.max_seq()) + " tokens");
+  if (options.max_new_tokens < 1) throw Error("max new tokens must be >= 1, got " + std::to_string(options.max_new_tokens));
+  Sampler sampler(options.sampling);
+  const bool want_logits = !sampler.greedy();
+  auto next = [&](const StepResult& r) { return want_logits ? sampler.pick(r.logits) : r.argmax; };
+  auto is_eos = [&](int32_t t) { return std::find(options.eos_ids.begin(), options.eos_ids.end(), t) != options.eos_ids.end(); };
+
+  Generation g;
+  g.stats.prompt_tokens = n;
+  lane.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  StepResult r = lane.step(prompt, 0, want_logits);
+  g.stats.prefill_s = seconds_since(t0);
+  int32_t tok = next(r);
+  g.stats.first_token_s = seconds_since(t0);
+  int64_t pos = n;
+  const auto t1 = std::chrono::steady_clock::now();
+  while (true) {
+    g.tokens.push_back(tok);
+    if (options.on_token) options.on_token(tok);
+    if (is_eos(tok)) { g.stats.stop = "eos"; break; }
+    if (static_cast<int64_t>(g.tokens.size()) >= options.max_new_tokens) { g.stats.stop = "max_tokens"; break; }
+    if (pos >= lane.max_seq()) { g.stats.stop = "context"; break; }
+    const int32_t one[1] = {tok};
+    r = lane.step(one, pos, want_logits);
+    ++pos;
+    ++g.stats.decode_steps;
+    tok = next(r);
+  }
+  g.stats.decode_s = seconds_since(t1);
+  return g;
+}
+
+}  // namespace lg::runtime

@@ -1,0 +1,45 @@
+// The generation loop over any lane: prefill the prompt, then decode one token per step until
+// an end-of-sequence id, the token limit, or the end of the KV cache, timing both phases the
+// way serving people report them (prefill tokens/s, time to first token, decode tokens/s).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lanes/lane.h"
+#include "runtime/sampler.h"
+
+namespace lg::runtime {
+
+struct GenerateOptions {
+  int64_t max_new_tokens = 128;  ///< >= 1
+  SamplingOptions sampling;      ///< temperature 0: greedy
+  std::vector<int64_t> eos_ids;  ///< stop after producing one of these (config + generation_config)
+  /// Called with every new token as soon as it is picked (the eos token included).
+  std::function<void(int32_t)> on_token;
+};
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  double prefill_s = 0;        ///< the prefill step
+  double first_token_s = 0;    ///< prefill plus picking the first token
+  int64_t decode_steps = 0;    ///< steps after the prefill (one token each)
+  double decode_s = 0;
+  std::string stop;            ///< "eos", "max_tokens" or "context" (KV cache full)
+  double prefill_tokens_per_s() const { return prefill_s > 0 ? static_cast<double>(prompt_tokens) / prefill_s : 0; }
+  double decode_tokens_per_s() const { return decode_s > 0 ? static_cast<double>(decode_steps) / decode_s : 0; }
+};
+
+struct Generation {
+  std::vector<int32_t> tokens;  ///< the new tokens, the stopping eos included
+  GenerationStats stats;
+};
+
+/// Generates after `prompt` on `lane` (which is reset first). Throws lg::Error for an empty
+/// prompt, a prompt longer than the lane's context (max_seq), or max_new_tokens < 1.
+Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateOptions& options);
+
+}  // namespace lg::runtime

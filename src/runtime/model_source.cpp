@@ -1,0 +1,47 @@
+#include "runtime/model_source.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <system_error>
+
+#include "support/error.h"
+
+#ifndef LG_REPO_MODELS_DIR
+#define LG_REPO_MODELS_DIR ""
+#endif
+
+namespace lg::runtime {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> model_source_dirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) dirs.emplace_back(env);
+  if (std::string(LG_REPO_MODELS_DIR).size()) dirs.emplace_back(LG_REPO_MODELS_DIR);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "lanegraph" / "models");
+  return dirs;
+}
+
+std::filesystem::path find_model_source(const model::ModelConfig& config) {
+  const std::string& type = config.model_type;
+  std::string archs;
+  for (const auto& a : config.architectures) archs += (archs.empty() ? "" : ", ") + a;
+  const std::string what = "model_type '" + type + "'" + (archs.empty() ? "" : " (" + archs + ")") + " in " + config.source;
+  // model_type becomes a file name: refuse anything that could leave the folder.
+  bool plain = !type.empty();
+  for (char c : type) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  if (!plain) throw Error("no .lg program covers " + what + ": not a valid model_type");
+  std::string searched;
+  for (const fs::path& dir : model_source_dirs()) {
+    const fs::path file = dir / (type + ".lg");
+    std::error_code ec;
+    if (fs::is_regular_file(file, ec)) return file;
+    searched += "\n  " + file.string();
+  }
+  throw Error("no .lg program covers " + what + "; lanegraph knows the architectures with a <model_type>.lg file, looked for:" +
+              searched + "\n(set LG_MODELS_DIR to a folder holding " + type + ".lg to add one)");
+}
+
+}  // namespace lg::runtime
