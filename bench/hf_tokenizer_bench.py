@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Encode throughput of Hugging Face `tokenizers` on the corpus that bench/tokenizer_bench writes,
-one thread, measured the same way (whole corpus in one `encode` call, no special tokens added,
-then per section), for a side-by-side with lanegraph's tokenizer_bench. Optionally checks that
+one thread, measured the same way (whole corpus in one `encode` call, no special tokens added;
+the corpus as ~2 KB documents, one call each; each section in one call), for a side-by-side with lanegraph's tokenizer_bench. Optionally checks that
 the ids equal the ones tokenizer_bench wrote (--expect-ids, little-endian int32).
 
 Usage (on a machine with `tokenizers`):
@@ -71,6 +71,18 @@ def main():
     warm = median_seconds(lambda: tok.encode(text, add_special_tokens=False), args.repeats)
     print(f"whole corpus: {len(ids)} tokens; cold {mb / cold:.2f} MB/s, "
           f"warm median {mb / warm:.2f} MB/s ({args.repeats} runs)")
+    # The same ~2 KB documents as tokenizer_bench: whole lines, closed at 2,000 bytes.
+    docs, start, at = [], 0, 0
+    while at < len(data):
+        nl = data.find(b"\n", at)
+        at = len(data) if nl < 0 else nl + 1
+        if at - start >= 2000 or at == len(data):
+            docs.append(data[start:at].decode("utf-8"))
+            start = at
+    counts = []
+    t = median_seconds(lambda: counts.append(sum(len(tok.encode(d, add_special_tokens=False).ids) for d in docs)),
+                       args.repeats)
+    print(f"documents: {len(docs)} of ~2 KB, {counts[-1]} tokens; warm median {mb / t:.2f} MB/s")
     for name, s in sections:
         t = median_seconds(lambda: tok.encode(s, add_special_tokens=False), args.repeats)
         print(f"  {name:<7} {len(s.encode()) / 1e6 / t:8.2f} MB/s warm median")
