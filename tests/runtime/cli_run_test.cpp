@@ -1,0 +1,93 @@
+// `lg run` as a user meets it: the built binary on the shipped 22M model, and its messages and
+// exit codes for bad input (prompt longer than the context, empty prompt, an architecture no
+// .lg program covers).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSource = LG_SOURCE_DIR;
+const std::string kShared = LG_SHARED_DIR;
+const std::string kModel = kSource + "/models/qwen3-pycode-22m";
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Single-quotes an argument for /bin/sh.
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+Result run_lg(const std::vector<std::string>& args) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string cmd = quote(LG_BINARY);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote((dir / "out").string()) + " 2>" + quote((dir / "err").string());
+  const int status = std::system(cmd.c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+  fs::remove_all(dir);
+  return r;
+}
+
+TEST(LgRun, GreedyTextOfThe22mModelMatchesTransformers) {
+  std::ifstream in(kShared + "/fixtures/qwen3-pycode-22m-golden.json");
+  const auto golden = nlohmann::json::parse(in);
+  const auto& cs = golden["cases"][0];
+  const Result r = run_lg({"run", "--model", kModel, "--prompt", cs["prompt"].get<std::string>(), "--max-tokens", "48"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, cs["prompt"].get<std::string>() + cs["fp32_cpu_text"].get<std::string>() + "\n");
+  EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("time to first token"), std::string::npos) << r.err;
+}
+
+TEST(LgRun, PromptLongerThanTheContextIsAnError) {
+  std::string prompt;
+  for (int k = 0; k < 20; ++k) prompt += "def f" + std::to_string(k) + "(x):\n";
+  const Result r = run_lg({"run", "--model", kModel, "--prompt", prompt, "--max-seq", "16"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("lg: error: the prompt has"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("more than the context of 16 tokens"), std::string::npos) << r.err;
+}
+
+TEST(LgRun, EmptyPromptIsAnError) {
+  const Result r = run_lg({"run", "--model", kModel, "--prompt", ""});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("lg: error: the prompt is empty"), std::string::npos) << r.err;
+}
+
+TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_llama_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ifstream in(kModel + "/config.json");
+  auto config = nlohmann::json::parse(in);
+  config["model_type"] = "llama";
+  config["architectures"] = {"LlamaForCausalLM"};
+  std::ofstream(dir / "config.json") << config.dump(2);
+  for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    fs::create_symlink(fs::path(kModel) / f, dir / f);
+  const Result r = run_lg({"run", "--model", dir.string(), "--prompt", "def "});
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("lg: error: no .lg program covers model_type 'llama' (LlamaForCausalLM)"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+// The generation loop over a scripted lane: where it stops (eos, token limit, full cache), the
+// positions it steps at, and the errors for an empty or too long prompt.
+#include <gtest/gtest.h>
+
+#include "runtime/generate.h"
+#include "support/error.h"
+
+namespace lg::runtime {
+namespace {
+
+/// A lane whose next token is (last token + 1) mod 50, recording every step.
+class CountingLane : public Lane {
+ public:
+  explicit CountingLane(int64_t max_seq) : max_seq_(max_seq) {}
+  std::string name() const override { return "counting"; }
+  Provenance provenance() const override { return Reference{}; }
+  int64_t max_seq() const override { return max_seq_; }
+  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
+    if (tokens.empty() || start_pos + static_cast<int64_t>(tokens.size()) > max_seq_) throw Error("bad step");
+    steps.push_back({start_pos, static_cast<int64_t>(tokens.size())});
+    StepResult r;
+    r.argmax = (tokens.back() + 1) % 50;
+    if (want_logits) {
+      r.logits.assign(50, 0.0f);
+      r.logits[static_cast<size_t>(r.argmax)] = 100.0f;  // sampling picks it too
+    }
+    return r;
+  }
+  void reset() override { ++resets; }
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  int resets = 0;
+
+ private:
+  int64_t max_seq_;
+};
+
+TEST(Generate, StopsAtTheTokenLimitAndStepsAtTheRightPositions) {
+  CountingLane lane(100);
+  GenerateOptions o;
+  o.max_new_tokens = 4;
+  std::vector<int32_t> seen;
+  o.on_token = [&](int32_t t) { seen.push_back(t); };
+  const std::vector<int32_t> prompt = {7, 8, 9};
+  const Generation g = generate(lane, prompt, o);
+  EXPECT_EQ(g.tokens, (std::vector<int32_t>{10, 11, 12, 13}));
+  EXPECT_EQ(seen, g.tokens);
+  EXPECT_EQ(g.stats.stop, "max_tokens");
+  EXPECT_EQ(lane.resets, 1);
+  const std::vector<std::pair<int64_t, int64_t>> want = {{0, 3}, {3, 1}, {4, 1}, {5, 1}};
+  EXPECT_EQ(lane.steps, want);
+  EXPECT_EQ(g.stats.prompt_tokens, 3);
+  EXPECT_EQ(g.stats.decode_steps, 3);
+}
+
+TEST(Generate, StopsAtEosIncludingIt) {
+  CountingLane lane(100);
+  GenerateOptions o;
+  o.max_new_tokens = 40;
+  o.eos_ids = {99, 12};
+  o.sampling.temperature = 0.8;  // the sampling path stops the same way
+  const std::vector<int32_t> prompt = {9};
+  const Generation g = generate(lane, prompt, o);
+  EXPECT_EQ(g.tokens, (std::vector<int32_t>{10, 11, 12}));
+  EXPECT_EQ(g.stats.stop, "eos");
+}
+
+TEST(Generate, StopsWhenTheCacheIsFull) {
+  CountingLane lane(6);
+  GenerateOptions o;
+  o.max_new_tokens = 100;
+  const std::vector<int32_t> prompt = {1, 2, 3, 4};
+  const Generation g = generate(lane, prompt, o);
+  // Positions 4 and 5 are decoded; the token after position 5 is produced but has no slot.
+  EXPECT_EQ(g.tokens, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(g.stats.stop, "context");
+}
+
+TEST(Generate, RejectsEmptyAndTooLongPrompts) {
+  CountingLane lane(4);
+  GenerateOptions o;
+  try {
+    generate(lane, std::vector<int32_t>{}, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt is empty"), std::string::npos) << e.what();
+  }
+  try {
+    generate(lane, std::vector<int32_t>{1, 2, 3, 4, 5}, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("5 tokens, more than the context of 4"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(lane.steps.empty());
+}
+
+}  // namespace
+}  // namespace lg::runtime

@@ -1,0 +1,87 @@
+// Choosing the .lg program from config.json and binding params to a checkpoint: the errors a
+// user sees for an uncovered architecture and for a checkpoint that does not fit.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "model/model_dir.h"
+#include "runtime/bind_params.h"
+#include "runtime/model_source.h"
+#include "support/error.h"
+
+namespace lg::runtime {
+namespace {
+
+const std::string kShared = LG_SHARED_DIR;
+
+std::string error_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelSource, PicksTheLgFileByModelTypeAndNamesAnUncoveredOne) {
+  const auto tmp = std::filesystem::temp_directory_path() / ("lg_models_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  std::ofstream(tmp / "qwen3.lg") << "# test\n";
+  ::setenv("LG_MODELS_DIR", tmp.c_str(), 1);
+  model::ModelConfig c;
+  c.source = "some/config.json";
+  c.model_type = "qwen3";
+  EXPECT_EQ(find_model_source(c), tmp / "qwen3.lg");  // the environment comes first
+  c.model_type = "mamba";
+  c.architectures = {"MambaForCausalLM"};
+  const std::string m = error_of([&] { find_model_source(c); });
+  EXPECT_NE(m.find("no .lg program covers model_type 'mamba' (MambaForCausalLM) in some/config.json"), std::string::npos) << m;
+  EXPECT_NE(m.find((tmp / "mamba.lg").string()), std::string::npos) << m;
+  c.model_type = "../qwen3";
+  EXPECT_NE(error_of([&] { find_model_source(c); }).find("not a valid model_type"), std::string::npos);
+  ::unsetenv("LG_MODELS_DIR");
+  std::filesystem::remove_all(tmp);
+}
+
+ir::Graph graph_with_params(std::vector<ir::ParamInfo> params) {
+  ir::Graph g;
+  g.model = "qwen3";
+  g.params = std::move(params);
+  return g;
+}
+
+TEST(BindParams, OneErrorListsEveryMissingAndMismatchedTensor) {
+  const model::Checkpoint ck = model::Checkpoint::open(kShared + "/fixtures/tiny-qwen3");
+  using ir::Dim;
+  const ir::Graph g = graph_with_params({
+      {"embed", "model.embed_tokens.weight", DType::BF16, {Dim::constant(512), Dim::constant(64)}},
+      {"l0.wq", "model.layers.0.self_attn.q_proj.weigth", DType::BF16, {Dim::constant(128), Dim::constant(64)}},
+      {"norm", "model.norm.weight", DType::BF16, {Dim::constant(65)}},
+  });
+  const std::string m = error_of([&] { check_params(g, ck); });
+  EXPECT_NE(m.find("2 problems"), std::string::npos) << m;
+  EXPECT_NE(m.find("missing tensor \"model.layers.0.self_attn.q_proj.weigth\" (param l0.wq [128,64]); nearest present: "
+                   "model.layers.0.self_attn.q_proj.weight"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("tensor \"model.norm.weight\" is [64], param norm declares [65]"), std::string::npos) << m;
+}
+
+TEST(BindParams, WidensOnceAndSharesTiedTensors) {
+  const model::Checkpoint ck = model::Checkpoint::open(kShared + "/fixtures/tiny-qwen3");
+  using ir::Dim;
+  const ir::Graph g = graph_with_params({
+      {"embed", "model.embed_tokens.weight", DType::BF16, {Dim::constant(512), Dim::constant(64)}},
+      {"head", "model.embed_tokens.weight", DType::BF16, {Dim::constant(512), Dim::constant(64)}},
+      {"norm", "model.norm.weight", DType::F32, {Dim::constant(64)}},
+  });
+  const auto ps = bind_params(g, ck);
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(ps[0].f.get(), ps[1].f.get());
+  EXPECT_EQ(ps[2].to_f32(), ck.to_f32("model.norm.weight"));
+}
+
+}  // namespace
+}  // namespace lg::runtime

@@ -1,0 +1,78 @@
+// The sampler: greedy is argmax with the lowest id winning a tie; sampling follows the
+// tempered softmax; top-k / top-p cut the candidates; a seed makes a run reproducible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/sampler.h"
+#include "support/error.h"
+
+namespace lg::runtime {
+namespace {
+
+TEST(Sampler, GreedyIsArgmaxLowestIdOnTies) {
+  const std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f};
+  EXPECT_EQ(argmax(l), 1);
+  Sampler s({});
+  EXPECT_TRUE(s.greedy());
+  EXPECT_EQ(s.pick(l), 1);
+}
+
+TEST(Sampler, FrequenciesFollowTheTemperedSoftmax) {
+  const std::vector<float> l = {1.0f, 0.0f, -0.5f, 2.0f};
+  const double temp = 0.7;
+  std::vector<double> p(l.size());
+  double z = 0;
+  for (size_t k = 0; k < l.size(); ++k) z += p[k] = std::exp(l[k] / temp);
+  for (double& x : p) x /= z;
+  Sampler s({temp, 0, 1, std::random_device{}()});
+  const int n = 40000;
+  std::vector<int> count(l.size(), 0);
+  for (int k = 0; k < n; ++k) ++count[static_cast<size_t>(s.pick(l))];
+  // Standard error of a frequency is sqrt(p(1-p)/n) <= 0.0025 here: 0.015 is 6 sigma.
+  for (size_t k = 0; k < l.size(); ++k) EXPECT_NEAR(count[k] / double(n), p[k], 0.015) << "token " << k;
+}
+
+TEST(Sampler, TopKAndTopPCutTheTail) {
+  const std::vector<float> l = {3.0f, 2.9f, 0.0f, -1.0f, 2.8f};
+  Sampler k1({1.0, 1, 1, 7});
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(k1.pick(l), 0);
+  Sampler k2({5.0, 2, 1, 7});  // hot temperature, but only ids 0 and 1 survive
+  for (int i = 0; i < 500; ++i) {
+    const int32_t t = k2.pick(l);
+    EXPECT_TRUE(t == 0 || t == 1) << t;
+  }
+  // Probabilities at temperature 1: ~{0.36, 0.33, 0.02, 0.01, 0.29}; top_p 0.5 keeps {0, 1}.
+  Sampler p({1.0, 0, 0.5, 9});
+  for (int i = 0; i < 500; ++i) {
+    const int32_t t = p.pick(l);
+    EXPECT_TRUE(t == 0 || t == 1) << t;
+  }
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  std::vector<float> l(1000);
+  std::mt19937 g(std::random_device{}());
+  std::normal_distribution<float> d;
+  for (float& x : l) x = d(g);
+  Sampler a({1.0, 50, 0.9, 42}), b({1.0, 50, 0.9, 42}), c({1.0, 50, 0.9, 43});
+  std::vector<int32_t> ta, tb, tc;
+  for (int i = 0; i < 64; ++i) {
+    ta.push_back(a.pick(l));
+    tb.push_back(b.pick(l));
+    tc.push_back(c.pick(l));
+  }
+  EXPECT_EQ(ta, tb);
+  EXPECT_NE(ta, tc);
+}
+
+TEST(Sampler, RejectsBadOptions) {
+  EXPECT_THROW(Sampler({-1.0, 0, 1, 0}), Error);
+  EXPECT_THROW(Sampler({1.0, -2, 1, 0}), Error);
+  EXPECT_THROW(Sampler({1.0, 0, 0.0, 0}), Error);
+  EXPECT_THROW(Sampler({1.0, 0, 1.5, 0}), Error);
+}
+
+}  // namespace
+}  // namespace lg::runtime
