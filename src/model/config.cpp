@@ -105,18 +105,28 @@ void parse_sliding_window(const nlohmann::json& j, const std::string& src, Model
       throw Error(fmt::format("{}: field 'layer_types' has {} entries but num_hidden_layers is {}", src,
                               c.layer_types.size(), c.num_hidden_layers));
   }
+  // transformers: sliding_window = sliding_window if use_sliding_window else None; when layer_types
+  // is absent, layer i is "sliding_attention" iff that window is set and i >= max_window_layers
+  // (class default 28).
+  const bool has_window = c.use_sliding_window && c.sliding_window.has_value();
+  const int64_t window = has_window ? *c.sliding_window : 0;
   std::vector<int64_t> sliding;
   if (!c.layer_types.empty()) {
     for (size_t i = 0; i < c.layer_types.size(); ++i)
       if (c.layer_types[i] == "sliding_attention") sliding.push_back(static_cast<int64_t>(i));
-  } else if (c.use_sliding_window) {
-    for (int64_t i = c.max_window_layers.value_or(0); i < c.num_hidden_layers; ++i) sliding.push_back(i);
+  } else if (has_window) {
+    for (int64_t i = c.max_window_layers.value_or(28); i < c.num_hidden_layers; ++i) sliding.push_back(i);
   }
-  if (!sliding.empty() && c.sliding_window)
+  if (sliding.empty()) return;
+  if (has_window)
     throw Error(fmt::format("{}: sliding-window attention (window {}) would apply to layers [{}] (fields "
                             "'use_sliding_window', 'max_window_layers', 'layer_types'): lanegraph implements "
                             "full causal attention only",
-                            src, *c.sliding_window, fmt::join(sliding, ", ")));
+                            src, window, fmt::join(sliding, ", ")));
+  throw Error(fmt::format("{}: field 'layer_types' marks layers [{}] as sliding_attention but no window is in "
+                          "effect (use_sliding_window {}, sliding_window {}): refusing an ambiguous config",
+                          src, fmt::join(sliding, ", "), c.use_sliding_window,
+                          c.sliding_window ? fmt::format("{}", *c.sliding_window) : "null"));
 }
 
 }  // namespace
@@ -142,10 +152,18 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   c.intermediate_size = positive(src, "intermediate_size", req_int(j, "intermediate_size", src));
   c.num_hidden_layers = positive(src, "num_hidden_layers", req_int(j, "num_hidden_layers", src));
   c.num_attention_heads = positive(src, "num_attention_heads", req_int(j, "num_attention_heads", src));
+  const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3";
   if (auto kv = opt_int(j, "num_key_value_heads", src)) {
     c.num_key_value_heads = positive(src, "num_key_value_heads", *kv);
   } else {
-    c.num_key_value_heads = c.num_attention_heads;  // HF: None -> MHA
+    // An explicit null means MHA (num_key_value_heads = num_attention_heads) in transformers. A
+    // field left out entirely takes the Qwen config classes' default, 32: refuse when that and MHA
+    // disagree rather than guess which one the checkpoint was trained with.
+    if (qwen && !j.contains("num_key_value_heads") && c.num_attention_heads != 32)
+      throw Error(fmt::format("{}: missing field 'num_key_value_heads': transformers' {} default is 32, "
+                              "not num_attention_heads ({}); write the field explicitly",
+                              src, c.model_type, c.num_attention_heads));
+    c.num_key_value_heads = c.num_attention_heads;
     c.num_key_value_heads_defaulted = true;
   }
   if (c.num_attention_heads % c.num_key_value_heads != 0)
@@ -156,6 +174,11 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
     c.head_dim = positive(src, "head_dim", *hd);
   } else {
     // Qwen2 configs have no head_dim: the modeling code uses hidden_size // num_attention_heads.
+    // Qwen3Config instead has a class default of 128, so an absent field means 128 there.
+    if (c.model_type == "qwen3" && c.hidden_size != 128 * c.num_attention_heads)
+      throw Error(fmt::format("{}: missing field 'head_dim': transformers' qwen3 default is 128, not "
+                              "hidden_size / num_attention_heads ({} / {}); write the field explicitly",
+                              src, c.hidden_size, c.num_attention_heads));
     if (c.hidden_size % c.num_attention_heads != 0)
       throw Error(fmt::format("{}: no field 'head_dim', and hidden_size ({}) is not divisible by "
                               "num_attention_heads ({}) to derive it",

@@ -27,9 +27,13 @@ struct ModelConfig {
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;  ///< defaults to num_attention_heads (MHA) when absent
+  /// null -> num_attention_heads (MHA). Absent: transformers' Qwen classes default to 32, so an
+  /// absent field is accepted only where 32 == num_attention_heads.
+  int64_t num_key_value_heads = 0;
   bool num_key_value_heads_defaulted = false;
-  int64_t head_dim = 0;             ///< absent in Qwen2 configs: hidden_size / num_attention_heads
+  /// Absent in Qwen2 configs: hidden_size / num_attention_heads. Qwen3Config defaults it to 128,
+  /// so for qwen3 an absent field is accepted only where both readings agree.
+  int64_t head_dim = 0;
   bool head_dim_derived = false;
 
   double rms_norm_eps = 0;
@@ -58,7 +62,7 @@ struct ModelConfig {
   /// window attention would apply to any layer (lanegraph implements full causal attention only).
   bool use_sliding_window = false;
   std::optional<int64_t> sliding_window;
-  std::optional<int64_t> max_window_layers;
+  std::optional<int64_t> max_window_layers;  ///< as read; transformers' default when absent is 28
   std::vector<std::string> layer_types;  ///< one per layer when present
 
   nlohmann::json raw;  ///< the whole file, for `config.x.y` lookups by the front end
@@ -67,7 +71,8 @@ struct ModelConfig {
 /// Parses a config.json document. `source_name` names the file in messages. Throws lg::Error
 /// "<source>: missing required field 'hidden_size'" for a missing required field (vocab_size,
 /// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, rms_norm_eps,
-/// max_position_embeddings, model_type, rope theta), on a wrong type or a non-positive dimension,
+/// max_position_embeddings, model_type, rope theta), on an absent field whose transformers default
+/// is ambiguous (num_key_value_heads, qwen3 head_dim), on a wrong type or a non-positive dimension,
 /// on head counts that do not divide, on a rope type other than "default", and on sliding-window
 /// attention that would apply.
 ModelConfig parse_config(const nlohmann::json& json, const std::string& source_name);

@@ -183,8 +183,9 @@ void SafetensorsFile::parse_header() {
       }
       continue;
     }
+    const std::string& tname = key;  // clang < 16 cannot capture a structured binding
     auto where = [&](std::string_view what) {
-      return fmt::format("{}: tensor '{}': {}", source_, key, what);
+      return fmt::format("{}: tensor '{}': {}", source_, tname, what);
     };
     if (!entry.is_object()) throw Error(where("entry must be an object with dtype, shape, data_offsets"));
     TensorInfo t;

@@ -158,7 +158,8 @@ TEST(Config, WrongTypesAndValuesAreNamed) {
 
 TEST(Config, DefaultsWhenOptionalFieldsAreAbsent) {
   auto j = qwen3_22m();
-  for (const char* f : {"num_key_value_heads", "tie_word_embeddings", "attention_bias", "dtype", "eos_token_id",
+  j["num_key_value_heads"] = nullptr;  // transformers: null means MHA
+  for (const char* f : {"tie_word_embeddings", "attention_bias", "dtype", "eos_token_id",
                         "bos_token_id", "layer_types", "use_sliding_window", "sliding_window"})
     j.erase(f);
   auto c = parse_config(j, "config.json");
@@ -168,6 +169,27 @@ TEST(Config, DefaultsWhenOptionalFieldsAreAbsent) {
   EXPECT_FALSE(c.qkv_bias);
   EXPECT_FALSE(c.dtype.has_value());
   EXPECT_TRUE(c.eos_token_ids.empty());
+}
+
+TEST(Config, AbsentFieldsWhoseTransformersDefaultIsAmbiguousAreRefused) {
+  // Qwen2Config/Qwen3Config default num_key_value_heads to 32 when the key is absent (null means
+  // MHA), and Qwen3Config defaults head_dim to 128: lanegraph refuses rather than pick one.
+  auto j = qwen3_22m();
+  j.erase("num_key_value_heads");
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }),
+             "config.json: missing field 'num_key_value_heads': transformers' qwen3 default is 32");
+  j["num_attention_heads"] = 32;
+  j["hidden_size"] = 4096;
+  auto c = parse_config(j, "config.json");  // 32 heads: both readings agree
+  EXPECT_EQ(c.num_key_value_heads, 32);
+  j = qwen3_22m();
+  j.erase("head_dim");  // hidden 128 / 4 heads = 32, but transformers would use 128
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }),
+             "config.json: missing field 'head_dim': transformers' qwen3 default is 128");
+  j["hidden_size"] = 512;  // 512 / 4 = 128: both readings agree
+  c = parse_config(j, "config.json");
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_TRUE(c.head_dim_derived);
 }
 
 TEST(Config, EosTokenIdList) {
@@ -226,11 +248,22 @@ TEST(Config, SlidingWindowThatWouldApplyIsRefused) {
   j["max_window_layers"] = 28;
   EXPECT_EQ(parse_config(j, "config.json").sliding_window, 4096);
 
+  // max_window_layers absent: transformers' default 28, so a 28-layer model has no sliding layer.
+  j.erase("max_window_layers");
+  EXPECT_NO_THROW(parse_config(j, "config.json"));
+  j["num_hidden_layers"] = 30;
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "would apply to layers [28, 29]");
+
   // transformers >= 5 style: explicit layer_types.
   j = qwen3_22m();
+  j["use_sliding_window"] = true;
   j["sliding_window"] = 512;
   j["layer_types"][5] = "sliding_attention";
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "would apply to layers [5]");
+  // A sliding layer with no window in effect is contradictory: refused, not guessed.
+  j["use_sliding_window"] = false;
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }),
+             "field 'layer_types' marks layers [5] as sliding_attention but no window is in effect");
   j["layer_types"][5] = "linear_attention";
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "field 'layer_types[5]'");
   j = qwen3_22m();
