@@ -3,11 +3,15 @@
 // our writer load the same, and missing shards / tensors / mismatches give errors naming them.
 #include "model/checkpoint.h"
 
+#include "model/checkpoint_writer.h"
+#include "model/config.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -170,6 +174,38 @@ TEST(Checkpoint, ShardedCheckpointLoadsLikeTheSingleFile) {
     auto a = sharded.bytes(n), b = single.bytes(n);
     EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << n;
   }
+}
+
+TEST(CheckpointWriter, ShardsLikeSavePretrainedAndLoadsBack) {
+  TempDir dir;
+  auto src = Checkpoint::open(kShared / "fixtures/tiny-qwen3-untied-mqa");
+  std::vector<OwnedTensor> ts;
+  for (auto& n : src.names()) {
+    auto b = src.bytes(n);
+    ts.push_back({n, src.info(n).dtype, src.info(n).shape, std::vector<std::byte>(b.begin(), b.end())});
+  }
+  // 200 KB shards: lm_head and embed_tokens (128 KB each) each fill one; the layers pack after.
+  auto files = write_checkpoint(dir / "sharded", ts, 200'000);
+  ASSERT_GE(files.size(), 5u);
+  EXPECT_EQ(files.back().filename(), "model.safetensors.index.json");
+  EXPECT_EQ(files.front().filename(), "model-00001-of-" + fmt::format("{:05d}", files.size() - 1) + ".safetensors");
+  for (size_t i = 0; i + 1 < files.size(); ++i)
+    EXPECT_LE(Checkpoint::open(files[i]).byte_size(), 200'000u) << files[i];
+  auto index = read_json_file(files.back());
+  EXPECT_EQ(index["metadata"]["total_size"], src.byte_size());
+  EXPECT_EQ(index["weight_map"]["lm_head.weight"], "model-00001-of-" + fmt::format("{:05d}", files.size() - 1) + ".safetensors");
+  auto back = Checkpoint::open(dir / "sharded");
+  EXPECT_EQ(back.files().size(), files.size() - 1);
+  EXPECT_EQ(back.names(), src.names());
+  EXPECT_EQ(back.weights_hash(), src.weights_hash());
+  // Under the limit: a single model.safetensors, no index.
+  files = write_checkpoint(dir / "single", ts);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].filename(), "model.safetensors");
+  EXPECT_EQ(Checkpoint::open(dir / "single").weights_hash(), src.weights_hash());
+  // Data that does not match its shape is refused before anything is written.
+  ts[0].data.pop_back();
+  EXPECT_HAS(error_of([&] { write_checkpoint(dir / "bad", ts); }), "'lm_head.weight'");
 }
 
 TEST(Checkpoint, MissingShardNamesIt) {
