@@ -1,0 +1,127 @@
+// The .lg abstract syntax tree: what the parser produces and the checker/lowering walks. Every
+// node carries the Span it was parsed from. Plain data; no semantics here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lang/source.h"
+#include "lang/token.h"
+
+namespace lg::lang {
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+enum class ExprKind : uint8_t {
+  Int,       ///< int_value
+  Float,     ///< float_value
+  Bool,      ///< bool_value
+  String,    ///< text
+  None,      ///< `none`
+  Name,      ///< text
+  Config,    ///< config.a.b: path in `path`
+  Unary,     ///< op, args[0]
+  Binary,    ///< op, args[0], args[1]
+  Ternary,   ///< args[0] ? args[1] : args[2]
+  Member,    ///< args[0].text
+  Call,      ///< args[0] is the callee (Name or Member), args[1..] the arguments, arg_names[i-1]
+  Index,     ///< args[0][args[1], ...]
+  Slice,     ///< start:stop:step inside an Index; absent parts are null
+  Ellipsis,  ///< `...` inside an Index
+};
+
+struct Expr {
+  ExprKind kind;
+  Span span;
+  Tok op = Tok::End;
+  std::string text;
+  std::vector<std::string> path;
+  int64_t int_value = 0;
+  double float_value = 0;
+  bool bool_value = false;
+  std::vector<ExprPtr> args;
+  std::vector<std::string> arg_names;  ///< Call: keyword of each argument ("" if positional)
+};
+
+/// `dtype[d0, d1, ...]`: a tensor type. The dtype is a name (bf16, f32, or a `dtype` declaration).
+struct TypeExpr {
+  Span span;
+  std::string dtype;
+  Span dtype_span;
+  std::vector<ExprPtr> dims;
+};
+
+enum class StmtKind : uint8_t {
+  Let,     ///< name = value
+  Write,   ///< target[...] = value, target an Index expression (a state write)
+  For,     ///< for name in layers { body }
+  Return,  ///< return value
+};
+
+struct Stmt {
+  StmtKind kind;
+  Span span;
+  std::string name;
+  Span name_span;
+  ExprPtr target;
+  ExprPtr value;
+  std::string range;  ///< For: what is iterated ("layers")
+  Span range_span;
+  std::vector<Stmt> body;
+};
+
+enum class DeclKind : uint8_t { Dim, Const, DType, Param, Layers, State, Require };
+
+/// A declaration of the model block, kept in source order because later ones may use earlier ones.
+struct Decl {
+  DeclKind kind;
+  Span span;
+  std::string name;  ///< Dim/Const/DType/Param/State name; Layers: the layer variable
+  Span name_span;
+  ExprPtr value;     ///< Dim/Const/DType value; Param tensor name; Require condition; Layers range start
+  ExprPtr value2;    ///< Layers: range end; Require: message
+  TypeExpr type;     ///< Param/State
+  std::vector<Decl> body;  ///< Layers: its params
+};
+
+struct InputDecl {
+  std::string name;
+  Span span;
+  TypeExpr type;
+};
+
+struct Forward {
+  Span span;      ///< the `forward` keyword
+  Span end_span;  ///< the closing brace
+  std::vector<InputDecl> inputs;
+  TypeExpr result;
+  std::vector<Stmt> body;
+  bool present = false;
+};
+
+struct Model {
+  std::string name;
+  Span span;
+  std::vector<Decl> decls;
+  Forward forward;
+};
+
+/// A pure function: params in, one tensor out; inlined at every call.
+struct FnDecl {
+  std::string name;
+  Span span;
+  std::vector<std::string> params;
+  std::vector<Span> param_spans;
+  std::vector<Stmt> body;  ///< `fn f(x) = e` is parsed as a body of one Return
+};
+
+/// One parsed file.
+struct Module {
+  std::vector<FnDecl> fns;
+  std::vector<Model> models;
+};
+
+}  // namespace lg::lang

@@ -1,0 +1,305 @@
+// Binding the model's declarations to a config.json: dims, consts, dtypes, params (with per-layer
+// tensor name templates), state, and requirements.
+#include <fmt/format.h>
+
+#include "lang/elaborator.h"
+
+namespace lg::lang {
+
+namespace {
+/// Dims above this are rejected: no model has them, and element counts must not overflow.
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+constexpr int64_t kMaxLayers = 4096;
+
+std::string render_value(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Int: return std::to_string(v.i);
+    case Value::Kind::Float: return fmt::format("{}", v.f);
+    case Value::Kind::Bool: return v.b ? "true" : "false";
+    case Value::Kind::Str: return "\"" + v.s + "\"";
+    case Value::Kind::Null: return "none";
+    case Value::Kind::DType: return std::string(dtype_name(v.dtype));
+    default: return "?";
+  }
+}
+}  // namespace
+
+std::optional<DType> dtype_from_string(const std::string& s) {
+  if (s == "bfloat16") return DType::BF16;
+  if (s == "float16" || s == "half") return DType::F16;
+  if (s == "float32" || s == "float") return DType::F32;
+  if (s == "int32") return DType::I32;
+  auto t = parse_dtype(s);
+  if (t && (*t == DType::I64 || *t == DType::U8)) return std::nullopt;
+  return t;
+}
+
+Elaborator::Elaborator(Program& program, const nlohmann::json& config, const BindOptions& opts, CheckReport& report)
+    : p_(program), config_(config), opts_(opts), report_(report), g_(report.graph), diags_(program.diags) {}
+
+std::optional<DType> Elaborator::resolve_dtype(const std::string& name) const {
+  if (name == "bf16" || name == "f16" || name == "f32" || name == "i32" || name == "bool") return parse_dtype(name);
+  auto it = globals_.find(name);
+  if (it != globals_.end() && it->second.kind == Value::Kind::DType) return it->second.dtype;
+  return std::nullopt;
+}
+
+void Elaborator::declare_global(const std::string& name, const Span& span, Value v) {
+  if (globals_.count(name) || params_.count(name) || states_.count(name)) {
+    err(span, "'" + name + "' is already declared");
+    return;
+  }
+  globals_[name] = std::move(v);
+}
+
+bool Elaborator::eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, ir::Shape& shape) {
+  bool ok = true;
+  auto dt = resolve_dtype(t.dtype);
+  if (!dt) {
+    err(t.dtype_span, "unknown dtype '" + t.dtype + "': expected bf16, f16, f32, i32, bool or a `dtype` declaration");
+    ok = false;
+  } else {
+    dtype = *dt;
+  }
+  shape.clear();
+  for (const auto& d : t.dims) {
+    Value v = eval(*d);
+    if (v.is_error()) {
+      ok = false;
+      continue;
+    }
+    if (v.kind == Value::Kind::Int) {
+      if (v.i <= 0 || v.i > kMaxDim) {
+        err(d->span, "dim must be a positive integer below 2^40, found " + std::to_string(v.i));
+        ok = false;
+        continue;
+      }
+      shape.push_back(ir::Dim::constant(v.i));
+    } else if (v.kind == Value::Kind::Dim && allow_runtime) {
+      shape.push_back(v.dim);
+    } else if (v.kind == Value::Kind::Dim) {
+      err(d->span, "runtime dim " + format_dim(v.dim, sym_names_) + " in a declaration: params and state have sizes bound from the config");
+      ok = false;
+    } else {
+      err(d->span, "expected an integer dim, found " + show(v));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t layer,
+                            std::unordered_map<std::string, ParamSlot>& into) {
+  ParamSlot slot;
+  slot.name = display;
+  slot.span = d.span;
+  if (into.count(d.name) || (layer < 0 && (globals_.count(d.name) || states_.count(d.name)))) {
+    err(d.name_span, "'" + d.name + "' is already declared");
+    return;
+  }
+  bool ok = eval_type(d.type, false, slot.dtype, slot.shape);
+  Value name = eval_maybe_missing(*d.value);
+  std::string tensor;
+  if (name.kind == Value::Kind::Null) {
+    slot.absent = true;
+  } else if (name.kind == Value::Kind::Str) {
+    tensor = name.s;
+    // Expand the layer template: "{l}" is the layer index; any other placeholder is a mistake.
+    std::string out;
+    bool has_index = false;
+    for (size_t k = 0; k < tensor.size(); ++k) {
+      if (tensor[k] != '{') {
+        out += tensor[k];
+        continue;
+      }
+      size_t close = tensor.find('}', k);
+      std::string key = close == std::string::npos ? "" : tensor.substr(k + 1, close - k - 1);
+      if (layer >= 0 && key == layer_var_) {
+        out += std::to_string(layer);
+        has_index = true;
+        k = close;
+      } else {
+        err(d.value->span, layer >= 0 ? "unknown placeholder '{" + key + "}' in tensor name \"" + tensor +
+                                            "\": the layer index is {" + layer_var_ + "}"
+                                      : "placeholder '{" + key + "}' in tensor name \"" + tensor +
+                                            "\" outside a layers block");
+        ok = false;
+        break;
+      }
+    }
+    if (ok && layer >= 0 && !has_index) {
+      err(d.value->span, "param template \"" + tensor + "\" names no layer index: write {" + layer_var_ +
+                             "} where the layer number goes");
+      ok = false;
+    }
+    tensor = out;
+    if (tensor.empty()) {
+      err(d.value->span, "empty tensor name");
+      ok = false;
+    }
+  } else if (!name.is_error()) {
+    err(d.value->span, "expected a tensor name (a string, or none if absent), found " + show(name));
+    ok = false;
+  } else {
+    ok = false;
+  }
+  slot.ok = ok;
+  if (ok && !slot.absent) {
+    // Params bound to the same checkpoint tensor (tied embeddings) share one graph param.
+    auto it = tensor_to_param_.find(tensor);
+    if (it != tensor_to_param_.end()) {
+      const ir::ParamInfo& prev = g_.params[static_cast<size_t>(it->second)];
+      if (prev.dtype != slot.dtype || prev.shape != slot.shape) {
+        err(d.span, "tensor \"" + tensor + "\" is bound to '" + prev.name + "' as " + show(prev.dtype, prev.shape) +
+                        " and to '" + display + "' as " + show(slot.dtype, slot.shape));
+        slot.ok = false;
+      }
+      slot.index = it->second;
+    } else {
+      slot.index = static_cast<int32_t>(g_.params.size());
+      tensor_to_param_[tensor] = slot.index;
+      g_.params.push_back({display, tensor, slot.dtype, slot.shape});
+    }
+  }
+  if (slot.ok) report_.params.push_back({display, slot.absent ? "" : tensor, slot.dtype, slot.shape});
+  into[d.name] = std::move(slot);
+}
+
+void Elaborator::bind() {
+  const Model& m = *p_.model;
+  g_.model = m.name;
+  report_.model = m.name;
+  // S: the KV-cache capacity, the bound of every runtime dim.
+  int64_t S = opts_.max_seq;
+  if (S <= 0) {
+    auto it = config_.find("max_position_embeddings");
+    if (it == config_.end() || !it->is_number_integer()) {
+      err(m.span, "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given");
+      S = 0;
+    } else {
+      S = it->get<int64_t>();
+    }
+  }
+  if (S > 0 && S <= kMaxDim) {
+    globals_["S"] = Value::of_int(S);
+    report_.dims.push_back({"S", std::to_string(S)});
+  } else {
+    if (S != 0) err(m.span, "max sequence length " + std::to_string(S) + " is out of range");
+    globals_["S"] = Value::error();
+  }
+  global_kind_["S"] = "dim";
+
+  std::unordered_map<std::string, ParamSlot> dummy;
+  for (const Decl& d : m.decls) {
+    switch (d.kind) {
+      case DeclKind::Dim: {
+        Value v = eval(*d.value);
+        if (!v.is_error() && (v.kind != Value::Kind::Int || v.i <= 0 || v.i > kMaxDim)) {
+          err(d.value->span, "dim '" + d.name + "' must be a positive integer, found " + show(v));
+          v = Value::error();
+        }
+        declare_global(d.name, d.name_span, v);
+        global_kind_[d.name] = "dim";
+        if (!v.is_error()) report_.dims.push_back({d.name, std::to_string(v.i)});
+        break;
+      }
+      case DeclKind::Const: {
+        Value v = eval(*d.value);
+        if (!v.is_error() && v.kind != Value::Kind::Int && v.kind != Value::Kind::Float &&
+            v.kind != Value::Kind::Bool && v.kind != Value::Kind::Str && v.kind != Value::Kind::Null) {
+          err(d.value->span, "const '" + d.name + "' must be a number, bool or string, found " + show(v));
+          v = Value::error();
+        }
+        declare_global(d.name, d.name_span, v);
+        global_kind_[d.name] = "const";
+        if (!v.is_error()) report_.consts.push_back({d.name, render_value(v)});
+        break;
+      }
+      case DeclKind::DType: {
+        Value v = eval(*d.value);
+        if (v.kind == Value::Kind::Str) {
+          auto t = dtype_from_string(v.s);
+          if (!t) {
+            err(d.value->span, "unknown dtype \"" + v.s + "\": expected bf16, f16, f32 (or bfloat16, float16, float32)");
+            v = Value::error();
+          } else {
+            v = Value::of_dtype(*t);
+          }
+        } else if (!v.is_error() && v.kind != Value::Kind::DType) {
+          err(d.value->span, "dtype '" + d.name + "' must be a dtype or its name, found " + show(v));
+          v = Value::error();
+        }
+        declare_global(d.name, d.name_span, v);
+        global_kind_[d.name] = "dtype";
+        if (!v.is_error()) report_.consts.push_back({d.name, render_value(v)});
+        break;
+      }
+      case DeclKind::Param: bind_param(d, d.name, -1, params_); break;
+      case DeclKind::Layers: {
+        if (has_layers_) {
+          err(d.span, "a model has one layers block; this is a second one");
+          break;
+        }
+        Value lo = eval(*d.value), hi = eval(*d.value2);
+        if (lo.is_error() || hi.is_error()) break;
+        if (lo.kind != Value::Kind::Int || hi.kind != Value::Kind::Int) {
+          err(join(d.value->span, d.value2->span), "layers range must be integers, found " + show(lo) + " .. " + show(hi));
+          break;
+        }
+        if (lo.i < 0 || hi.i < lo.i || hi.i - lo.i > kMaxLayers) {
+          err(join(d.value->span, d.value2->span), fmt::format("layers range {}..{} must be ascending, from 0 or more, at most {} layers", lo.i, hi.i, kMaxLayers));
+          break;
+        }
+        has_layers_ = true;
+        layer_var_ = d.name;
+        layer_lo_ = lo.i;
+        layer_params_.resize(static_cast<size_t>(hi.i - lo.i));
+        for (int64_t l = lo.i; l < hi.i; ++l) {
+          frames_.push_back(Frame{});
+          frames_.back().vars[d.name] = Value::of_int(l);
+          for (const Decl& pd : d.body)
+            bind_param(pd, "l" + std::to_string(l) + "." + pd.name, l, layer_params_[static_cast<size_t>(l - lo.i)]);
+          frames_.pop_back();
+        }
+        break;
+      }
+      case DeclKind::State: {
+        StateSlot s;
+        s.name = d.name;
+        s.span = d.span;
+        if (globals_.count(d.name) || params_.count(d.name) || states_.count(d.name)) {
+          err(d.name_span, "'" + d.name + "' is already declared");
+          break;
+        }
+        s.ok = eval_type(d.type, false, s.dtype, s.shape);
+        if (s.ok) {
+          s.index = static_cast<int32_t>(g_.states.size());
+          g_.states.push_back({d.name, s.dtype, s.shape});
+          report_.states.push_back({d.name, show(s.dtype, s.shape)});
+        }
+        state_order_.push_back(d.name);
+        states_[d.name] = std::move(s);
+        break;
+      }
+      case DeclKind::Require: {
+        Value c = eval(*d.value);
+        if (c.is_error()) break;
+        if (c.kind != Value::Kind::Bool) {
+          err(d.value->span, "require needs a bool condition, found " + show(c));
+          break;
+        }
+        if (!c.b) {
+          std::string msg = "requirement failed";
+          if (d.value2) {
+            Value mv = eval(*d.value2);
+            if (mv.kind == Value::Kind::Str) msg += ": " + mv.s;
+          }
+          err(d.span, msg);
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace lg::lang

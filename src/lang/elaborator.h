@@ -1,0 +1,154 @@
+// The checker and lowering in one walk (internal to lg_lang). Declarations are bound against the
+// config (dims, consts, dtypes, params, state), then the forward is evaluated statement by
+// statement: compile-time values are folded, tensor expressions are type- and shape-checked and
+// emitted as IR nodes, layers unrolled and fns inlined. An error yields an Error value that every
+// later use accepts silently, so one mistake is reported once and independent ones are all
+// reported. Checking is done per bound config because the config decides what the program is
+// (tied embeddings, head_dim, bias present): see docs/language.md, "Why check per config".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lang/lower.h"
+#include "lang/program.h"
+#include "lang/value.h"
+
+namespace lg::lang {
+
+class Elaborator {
+ public:
+  Elaborator(Program& program, const nlohmann::json& config, const BindOptions& opts, CheckReport& report);
+  /// Binds the declarations and lowers the forward; errors go to program.diags.
+  void run();
+
+ private:
+  struct ParamSlot {
+    std::string name;  ///< display name: "embed", "l3.wq"
+    Span span;
+    bool ok = false;
+    bool absent = false;
+    DType dtype = DType::F32;
+    ir::Shape shape;
+    int32_t index = -1;      ///< into graph.params
+    ir::ValueId node = -1;   ///< its Param node once used
+  };
+  struct StateSlot {
+    std::string name;
+    Span span;
+    bool ok = false;
+    DType dtype = DType::F32;
+    ir::Shape shape;
+    int32_t index = -1;
+    ir::ValueId version = -1;  ///< latest version (State node or last StateWrite)
+  };
+  struct Frame {
+    std::unordered_map<std::string, Value> vars;
+    const FnDecl* fn = nullptr;  ///< set for an inlined fn (pure: no model names)
+    Span call_span;
+  };
+  struct Arg {
+    std::string name;
+    Value value;
+    Span span;
+  };
+  /// Thrown when the graph would exceed BindOptions::max_nodes.
+  struct TooLarge {};
+
+  // ---- declarations (bind.cpp)
+  void bind();
+  void bind_param(const Decl& d, const std::string& display, int64_t layer, std::unordered_map<std::string, ParamSlot>& into);
+  bool eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, ir::Shape& shape);
+  std::optional<DType> resolve_dtype(const std::string& name) const;
+  void declare_global(const std::string& name, const Span& span, Value v);
+
+  // ---- statements (lower.cpp)
+  void lower_forward();
+  /// Runs a block; returns the value of its `return` (Error if none or failed).
+  Value exec_block(const std::vector<Stmt>& body, bool top_level_forward);
+  void exec_let(const Stmt& s);
+  void exec_write(const Stmt& s);
+  void exec_for(const Stmt& s);
+  void record(const Stmt& s, const std::string& target, const std::string& type);
+
+  // ---- expressions (eval.cpp)
+  Value eval(const Expr& e);
+  Value eval_maybe_missing(const Expr& e);
+  Value lookup(const std::string& name, const Span& span);
+  Value config_value(const Expr& e, bool allow_missing);
+  Value unary(const Expr& e);
+  Value binary(Tok op, const Value& a, const Value& b, const Expr& e);
+  Value fold(Tok op, const Value& a, const Value& b, const Expr& e);
+  Value coalesce(const Expr& e, bool allow_missing);
+  Value member(const Expr& e);
+  Value index(const Expr& e);
+  Value call(const Expr& e);
+  Value call_fn(const FnDecl& fn, const std::vector<Arg>& args, const Expr& call);
+  Value param_value(ParamSlot& p, const Span& span);
+  Value state_value(StateSlot& s);
+
+  // ---- primitives (primitives.cpp)
+  Value call_primitive(const std::string& name, const std::vector<Arg>& args, const Expr& call);
+  Value call_method(const Value& self, const std::string& name, const std::vector<Arg>& args, const Expr& call);
+  Value tensor_binary(Tok op, const Value& a, const Value& b, const Expr& e);
+  Value matmul(const Value& a, const Value& b, const Expr& e);
+  Value unary_math(ir::Op op, const std::string& name, const Value& x, const Expr& e);
+  Value reduce(ir::Op op, const std::string& name, const Value& x, int64_t axis, bool keepdim, const Expr& e);
+  Value view(const Value& x, const std::vector<Arg>& dims, const Expr& e);
+  Value gather(const Value& table, const Value& idx, const Expr& e);
+  Value attention(const std::vector<Arg>& args, const Expr& e);
+  Value concat(const std::vector<Arg>& args, const Expr& e);
+  Value arange(const std::vector<Arg>& args, const Expr& e);
+
+  // ---- IR emission helpers (primitives.cpp)
+  ir::ValueId emit(ir::Op op, DType dtype, ir::Shape shape, std::vector<ir::ValueId> operands, ir::Attrs attrs = {});
+  Value emit_value(ir::Op op, DType dtype, ir::Shape shape, std::vector<ir::ValueId> operands, ir::Attrs attrs = {});
+  ir::ValueId cast(ir::ValueId v, DType to);
+  ir::ValueId reshape(ir::ValueId v, ir::Shape shape);
+  ir::ValueId scalar_const(double value, DType dtype, size_t rank);
+  ir::ValueId to_rank(ir::ValueId v, size_t rank);
+  /// Broadcast shape of a and b (numpy rules, right-aligned); nullopt and an error if they don't.
+  std::optional<ir::Shape> broadcast_shape(const ir::Shape& a, const ir::Shape& b, const std::string& what, const Span& span);
+  std::optional<int64_t> norm_axis(int64_t axis, size_t rank, const Span& span);
+
+  // ---- diagnostics
+  Value err(const Span& span, const std::string& message);
+  std::string show(const Value& v) const { return describe(v, sym_names_); }
+  std::string show(const ir::Shape& s) const { return format_shape(s, sym_names_); }
+  std::string show(DType t, const ir::Shape& s) const { return format_type(t, s, sym_names_); }
+
+  Program& p_;
+  const nlohmann::json& config_;
+  BindOptions opts_;
+  CheckReport& report_;
+  ir::Graph& g_;
+  Diagnostics& diags_;
+
+  std::unordered_map<std::string, Value> globals_;      ///< dims, consts, dtypes, S, runtime dims
+  std::unordered_map<std::string, std::string> global_kind_;  ///< "dim", "const", ... for messages
+  std::unordered_map<std::string, ParamSlot> params_;
+  std::vector<std::unordered_map<std::string, ParamSlot>> layer_params_;
+  std::string layer_var_;
+  int64_t layer_lo_ = 0;
+  bool has_layers_ = false;
+  std::unordered_map<std::string, StateSlot> states_;
+  std::vector<std::string> state_order_;
+  std::unordered_map<std::string, int32_t> tensor_to_param_;
+  std::unordered_map<int32_t, ir::ValueId> param_nodes_;  ///< graph param index -> its Param node
+  std::vector<Frame> frames_;
+  std::vector<std::string> sym_names_;
+  bool allow_missing_ = false;
+
+  Span stmt_span_;          ///< the forward statement being lowered (span of its nodes)
+  std::string stmt_name_;   ///< its binding name with the layer prefix (name of its nodes)
+  int32_t cur_layer_ = -1;
+  bool recording_ = true;
+};
+
+/// Maps a dtype spelling to a DType: the language's (bf16, f16, f32, i32, bool) or Hugging Face's
+/// config spelling (bfloat16, float16, float32, int32).
+std::optional<DType> dtype_from_string(const std::string& s);
+
+}  // namespace lg::lang

@@ -1,0 +1,523 @@
+// Evaluating expressions: names, config keys, constant folding, member access, indexing, calls.
+#include <cmath>
+#include <fmt/format.h>
+
+#include "lang/elaborator.h"
+
+namespace lg::lang {
+
+using K = Value::Kind;
+
+Value Elaborator::err(const Span& span, const std::string& message) {
+  std::vector<Diagnostic::Note> notes;
+  for (auto it = frames_.rbegin(); it != frames_.rend(); ++it)
+    if (it->fn) notes.push_back({it->call_span, "in fn '" + it->fn->name + "', inlined here"});
+  diags_.error(span, message, std::move(notes));
+  return Value::error();
+}
+
+Value Elaborator::eval(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::Int: return Value::of_int(e.int_value);
+    case ExprKind::Float: return Value::of_float(e.float_value);
+    case ExprKind::Bool: return Value::of_bool(e.bool_value);
+    case ExprKind::String: return Value::of_str(e.text);
+    case ExprKind::None: return Value::null();
+    case ExprKind::Name: return lookup(e.text, e.span);
+    case ExprKind::Config: return config_value(e, false);
+    case ExprKind::Unary: return unary(e);
+    case ExprKind::Binary: {
+      if (e.op == Tok::QuestionQuestion) return coalesce(e, false);
+      Value a = eval(*e.args[0]);
+      if (e.op == Tok::AndAnd || e.op == Tok::OrOr) {
+        if (a.is_error()) return a;
+        if (a.kind != K::Bool) return err(e.args[0]->span, std::string("expected a bool before ") + tok_name(e.op) + ", found " + show(a));
+        if (a.b == (e.op == Tok::OrOr)) return a;  // short-circuit
+        Value b = eval(*e.args[1]);
+        if (b.is_error()) return b;
+        if (b.kind != K::Bool) return err(e.args[1]->span, std::string("expected a bool after ") + tok_name(e.op) + ", found " + show(b));
+        return b;
+      }
+      Value b = eval(*e.args[1]);
+      return binary(e.op, a, b, e);
+    }
+    case ExprKind::Ternary: {
+      Value c = eval(*e.args[0]);
+      if (c.is_error()) return c;
+      if (c.kind != K::Bool)
+        return err(e.args[0]->span, "the condition of '? :' must be a compile-time bool, found " + show(c) +
+                                        " (for tensors use where(cond, a, b))");
+      return eval(*e.args[c.b ? 1 : 2]);
+    }
+    case ExprKind::Member: return member(e);
+    case ExprKind::Call: return call(e);
+    case ExprKind::Index: return index(e);
+    case ExprKind::Slice:
+    case ExprKind::Ellipsis: return err(e.span, "a slice is only allowed inside [...]");
+  }
+  return Value::error();
+}
+
+Value Elaborator::eval_maybe_missing(const Expr& e) {
+  if (e.kind == ExprKind::Config) return config_value(e, true);
+  if (e.kind == ExprKind::Binary && e.op == Tok::QuestionQuestion) return coalesce(e, true);
+  if (e.kind == ExprKind::Name || e.kind == ExprKind::Member) {
+    bool saved = allow_missing_;
+    allow_missing_ = true;
+    Value v = eval(e);
+    allow_missing_ = saved;
+    return v;
+  }
+  return eval(e);
+}
+
+Value Elaborator::coalesce(const Expr& e, bool allow_missing) {
+  Value a = eval_maybe_missing(*e.args[0]);
+  if (a.kind != K::Null) return a;
+  return allow_missing ? eval_maybe_missing(*e.args[1]) : eval(*e.args[1]);
+}
+
+Value Elaborator::config_value(const Expr& e, bool allow_missing) {
+  const nlohmann::json* j = &config_;
+  std::string key;
+  for (const auto& part : e.path) {
+    key += (key.empty() ? "" : ".") + part;
+    if (!j->is_object() || !j->contains(part) || (*j)[part].is_null()) {
+      if (allow_missing) return Value::null();
+      bool is_null = j->is_object() && j->contains(part);
+      return err(e.span, "config key '" + key + "' is " + (is_null ? "null" : "missing") +
+                             " in config.json and has no default (write `config." + key + " ?? <default>`)");
+    }
+    j = &(*j)[part];
+  }
+  if (j->is_boolean()) return Value::of_bool(j->get<bool>());
+  if (j->is_number_integer()) {
+    if (j->is_number_unsigned() && j->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return err(e.span, "config key '" + key + "' is out of range");
+    return Value::of_int(j->get<int64_t>());
+  }
+  if (j->is_number()) return Value::of_float(j->get<double>());
+  if (j->is_string()) return Value::of_str(j->get<std::string>());
+  if (j->is_object()) return err(e.span, "config key '" + key + "' is an object, not a value (name one of its keys)");
+  return err(e.span, "config key '" + key + "' is an array; arrays are not supported");
+}
+
+Value Elaborator::param_value(ParamSlot& p, const Span& span) {
+  if (!p.ok) return Value::error();
+  if (p.absent) {
+    if (allow_missing_) return Value::null();
+    return err(span, "param '" + p.name + "' is absent for this config (its tensor name is none)");
+  }
+  if (frames_.empty()) return err(span, "param '" + p.name + "' is a tensor; declarations can only use compile-time values");
+  if (p.node < 0) {
+    // Params bound to one tensor (a tied head) share one Param node.
+    if (auto it = param_nodes_.find(p.index); it != param_nodes_.end()) {
+      p.node = it->second;
+      return Value::tensor(p.node, p.dtype, p.shape);
+    }
+    const ir::ParamInfo& info = g_.params[static_cast<size_t>(p.index)];
+    ir::Attrs a;
+    a.index = p.index;
+    Span saved = stmt_span_;
+    std::string saved_name = stmt_name_;
+    stmt_span_ = p.span;
+    stmt_name_ = p.name;
+    p.node = emit(ir::Op::Param, info.dtype, info.shape, {}, a);
+    param_nodes_[p.index] = p.node;
+    stmt_span_ = saved;
+    stmt_name_ = saved_name;
+  }
+  return Value::tensor(p.node, p.dtype, p.shape);
+}
+
+Value Elaborator::state_value(StateSlot& s) {
+  if (!s.ok) return Value::error();
+  if (s.version < 0) {
+    ir::Attrs a;
+    a.index = s.index;
+    Span saved = stmt_span_;
+    stmt_span_ = s.span;
+    s.version = emit(ir::Op::State, s.dtype, s.shape, {}, a);
+    g_.nodes[static_cast<size_t>(s.version)].name = s.name;
+    stmt_span_ = saved;
+  }
+  return Value::tensor(s.version, s.dtype, s.shape);
+}
+
+Value Elaborator::lookup(const std::string& name, const Span& span) {
+  if (!frames_.empty()) {
+    auto& vars = frames_.back().vars;
+    auto it = vars.find(name);
+    if (it != vars.end()) return it->second;
+  }
+  if (auto t = resolve_dtype(name); t && (globals_.find(name) == globals_.end() || globals_[name].kind == K::DType))
+    return Value::of_dtype(*t);
+  bool in_fn = !frames_.empty() && frames_.back().fn;
+  bool is_model_name = globals_.count(name) || params_.count(name) || states_.count(name);
+  if (in_fn) {
+    if (is_model_name)
+      return err(span, "fn '" + frames_.back().fn->name + "' uses '" + name +
+                           "' of the model: fns are pure, pass it as an argument");
+    return err(span, "unknown name '" + name + "'");
+  }
+  if (auto it = globals_.find(name); it != globals_.end()) return it->second;
+  if (auto it = params_.find(name); it != params_.end()) return param_value(it->second, span);
+  if (auto it = states_.find(name); it != states_.end()) {
+    if (frames_.empty()) return err(span, "state '" + name + "' is a tensor; declarations can only use compile-time values");
+    return state_value(it->second);
+  }
+  if (p_.fns.count(name) || is_primitive(name)) return err(span, "'" + name + "' is a function: call it with (...)");
+  return err(span, "unknown name '" + name + "'");
+}
+
+Value Elaborator::unary(const Expr& e) {
+  Value v = eval(*e.args[0]);
+  if (v.is_error()) return v;
+  if (e.op == Tok::Not) {
+    if (v.kind != K::Bool) return err(e.span, "'!' needs a bool, found " + show(v));
+    return Value::of_bool(!v.b);
+  }
+  if (v.kind == K::Int) {
+    if (v.i == INT64_MIN) return err(e.span, "integer overflow");
+    return Value::of_int(-v.i);
+  }
+  if (v.kind == K::Float) return Value::of_float(-v.f);
+  if (v.kind == K::Tensor) {
+    if (v.dtype == DType::Bool) return err(e.span, "'-' needs a number, found " + show(v));
+    return emit_value(ir::Op::Neg, v.dtype, v.shape, {v.id});
+  }
+  return err(e.span, "'-' needs a number or tensor, found " + show(v));
+}
+
+Value Elaborator::binary(Tok op, const Value& a, const Value& b, const Expr& e) {
+  if (a.is_error() || b.is_error()) return Value::error();
+  if (a.is_tensor() || b.is_tensor()) return tensor_binary(op, a, b, e);
+  return fold(op, a, b, e);
+}
+
+Value Elaborator::fold(Tok op, const Value& a, const Value& b, const Expr& e) {
+  auto bad = [&]() {
+    return err(e.span, std::string("operator ") + tok_name(op) + " cannot combine " + show(a) + " and " + show(b));
+  };
+  bool cmp = op == Tok::Eq || op == Tok::Ne || op == Tok::Lt || op == Tok::Le || op == Tok::Gt || op == Tok::Ge;
+  if (a.kind == K::Str && b.kind == K::Str) {
+    if (op == Tok::Eq) return Value::of_bool(a.s == b.s);
+    if (op == Tok::Ne) return Value::of_bool(a.s != b.s);
+    if (op == Tok::Plus && a.s.size() + b.s.size() < 4096) return Value::of_str(a.s + b.s);
+    return bad();
+  }
+  if ((a.kind == K::Bool && b.kind == K::Bool) || (a.kind == K::DType && b.kind == K::DType)) {
+    bool eq = a.kind == K::Bool ? a.b == b.b : a.dtype == b.dtype;
+    if (op == Tok::Eq) return Value::of_bool(eq);
+    if (op == Tok::Ne) return Value::of_bool(!eq);
+    return bad();
+  }
+  if (a.kind == K::Null || b.kind == K::Null) {
+    if (op == Tok::Eq) return Value::of_bool(a.kind == b.kind);
+    if (op == Tok::Ne) return Value::of_bool(a.kind != b.kind);
+    return bad();
+  }
+  if (a.kind == K::Dim || b.kind == K::Dim) {
+    // A runtime dim may only be scaled by a constant: shapes stay of the form c*T.
+    if (op == Tok::Star && (a.kind == K::Int || b.kind == K::Int)) {
+      const Value& d = a.kind == K::Dim ? a : b;
+      int64_t c = a.kind == K::Int ? a.i : b.i;
+      int64_t out;
+      if (c <= 0 || __builtin_mul_overflow(d.dim.coeff, c, &out) || out > (int64_t{1} << 40))
+        return err(e.span, "runtime dim " + format_dim(d.dim, sym_names_) + " scaled by " + std::to_string(c) + " is out of range");
+      return Value::of_dim(ir::Dim::symbol(d.dim.sym, out));
+    }
+    return err(e.span, std::string("operator ") + tok_name(op) + " cannot combine " + show(a) + " and " + show(b) +
+                           ": a runtime dim can only be multiplied by a positive constant");
+  }
+  if (!a.is_number() || !b.is_number()) return bad();
+  if (a.kind == K::Int && b.kind == K::Int) {
+    int64_t x = a.i, y = b.i, r = 0;
+    switch (op) {
+      case Tok::Plus: if (__builtin_add_overflow(x, y, &r)) return err(e.span, "integer overflow"); return Value::of_int(r);
+      case Tok::Minus: if (__builtin_sub_overflow(x, y, &r)) return err(e.span, "integer overflow"); return Value::of_int(r);
+      case Tok::Star: if (__builtin_mul_overflow(x, y, &r)) return err(e.span, "integer overflow"); return Value::of_int(r);
+      case Tok::SlashSlash:
+      case Tok::Percent: {
+        if (y == 0) return err(e.span, "division by zero");
+        if (x == INT64_MIN && y == -1) return err(e.span, "integer overflow");
+        int64_t q = x / y, m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) {  // floor semantics, as Python
+          --q;
+          m += y;
+        }
+        return Value::of_int(op == Tok::SlashSlash ? q : m);
+      }
+      case Tok::StarStar:
+        if (y >= 0) {
+          int64_t acc = 1;
+          for (int64_t k = 0; k < y; ++k) {
+            if (__builtin_mul_overflow(acc, x, &acc)) return err(e.span, "integer overflow");
+            if (acc == 0 || acc == 1) break;
+          }
+          return Value::of_int(acc);
+        }
+        break;
+      case Tok::Eq: return Value::of_bool(x == y);
+      case Tok::Ne: return Value::of_bool(x != y);
+      case Tok::Lt: return Value::of_bool(x < y);
+      case Tok::Le: return Value::of_bool(x <= y);
+      case Tok::Gt: return Value::of_bool(x > y);
+      case Tok::Ge: return Value::of_bool(x >= y);
+      default: break;
+    }
+  }
+  double x = a.as_double(), y = b.as_double(), r = 0;
+  switch (op) {
+    case Tok::Plus: r = x + y; break;
+    case Tok::Minus: r = x - y; break;
+    case Tok::Star: r = x * y; break;
+    case Tok::Slash:
+      if (y == 0) return err(e.span, "division by zero");
+      r = x / y;
+      break;
+    case Tok::SlashSlash:
+      if (y == 0) return err(e.span, "division by zero");
+      r = std::floor(x / y);
+      break;
+    case Tok::Percent:
+      if (y == 0) return err(e.span, "division by zero");
+      r = x - y * std::floor(x / y);
+      break;
+    case Tok::StarStar: r = std::pow(x, y); break;
+    case Tok::Eq: return Value::of_bool(x == y);
+    case Tok::Ne: return Value::of_bool(x != y);
+    case Tok::Lt: return Value::of_bool(x < y);
+    case Tok::Le: return Value::of_bool(x <= y);
+    case Tok::Gt: return Value::of_bool(x > y);
+    case Tok::Ge: return Value::of_bool(x >= y);
+    case Tok::At: return err(e.span, "'@' needs tensors, found " + show(a) + " and " + show(b));
+    default: return bad();
+  }
+  (void)cmp;
+  if (!std::isfinite(r)) return err(e.span, "constant expression is not finite");
+  return Value::of_float(r);
+}
+
+Value Elaborator::member(const Expr& e) {
+  Value self = eval(*e.args[0]);
+  if (self.is_error()) return self;
+  const std::string& f = e.text;
+  if (self.kind == K::Layer) {
+    auto& layer = layer_params_[static_cast<size_t>(self.i - layer_lo_)];
+    auto it = layer.find(f);
+    if (it == layer.end()) return err(e.span, "layers have no param '" + f + "'");
+    return param_value(it->second, e.span);
+  }
+  if (self.kind == K::Tensor) {
+    if (f == "T") {
+      if (self.shape.size() != 2)
+        return err(e.span, "wrong rank: .T needs a rank-2 tensor, found " + show(self) + " (use transpose(a, b))");
+      ir::Attrs a;
+      a.perm = {1, 0};
+      return emit_value(ir::Op::Permute, self.dtype, {self.shape[1], self.shape[0]}, {self.id}, a);
+    }
+    if (f == "shape") {
+      Value s;
+      s.kind = K::Shape;
+      s.shape = self.shape;
+      return s;
+    }
+    if (f == "dtype") return Value::of_dtype(self.dtype);
+    if (f == "rank") return Value::of_int(static_cast<int64_t>(self.shape.size()));
+    return err(e.span, "tensors have no field '" + f + "' (methods are called: x." + f + "(...))");
+  }
+  return err(e.span, show(self) + " has no field '" + f + "'");
+}
+
+Value Elaborator::index(const Expr& e) {
+  Value base = eval(*e.args[0]);
+  if (base.is_error()) return base;
+  size_t n_items = e.args.size() - 1;
+  if (base.kind == K::Shape) {
+    if (n_items != 1 || e.args[1]->kind == ExprKind::Slice || e.args[1]->kind == ExprKind::Ellipsis)
+      return err(e.span, "a shape is indexed by one integer");
+    Value k = eval(*e.args[1]);
+    if (k.is_error()) return k;
+    if (k.kind != K::Int) return err(e.args[1]->span, "expected an integer index, found " + show(k));
+    auto ax = norm_axis(k.i, base.shape.size(), e.args[1]->span);
+    if (!ax) return Value::error();
+    return Value::of_dim(base.shape[static_cast<size_t>(*ax)]);
+  }
+  if (base.kind != K::Tensor) return err(e.args[0]->span, "cannot index " + show(base));
+
+  struct Item {
+    enum { Int, Slice, Ellipsis } kind;
+    int64_t a = 0;
+    std::optional<int64_t> start, stop;
+    int64_t step = 1;
+    Span span;
+  };
+  std::vector<Item> items;
+  bool ok = true;
+  for (size_t k = 1; k <= n_items; ++k) {
+    const Expr& x = *e.args[k];
+    if (x.kind == ExprKind::Ellipsis) {
+      items.push_back({Item::Ellipsis, 0, {}, {}, 1, x.span});
+      continue;
+    }
+    if (x.kind == ExprKind::Slice) {
+      Item it{Item::Slice, 0, {}, {}, 1, x.span};
+      for (int part = 0; part < 3; ++part) {
+        if (!x.args[static_cast<size_t>(part)]) continue;
+        Value v = eval(*x.args[static_cast<size_t>(part)]);
+        if (v.is_error()) {
+          ok = false;
+          continue;
+        }
+        if (v.kind != K::Int) {
+          err(x.args[static_cast<size_t>(part)]->span, "slice bounds must be compile-time integers, found " + show(v));
+          ok = false;
+          continue;
+        }
+        if (part == 0) it.start = v.i;
+        if (part == 1) it.stop = v.i;
+        if (part == 2) it.step = v.i;
+      }
+      if (it.step <= 0) {
+        err(x.span, "slice step must be positive");
+        ok = false;
+      }
+      items.push_back(it);
+      continue;
+    }
+    Value v = eval(x);
+    if (v.is_error()) {
+      ok = false;
+      continue;
+    }
+    if (v.kind == K::Tensor) {
+      if (n_items != 1)
+        return err(x.span, "indexing by a tensor is a gather and must be the only index: table[idx]");
+      return gather(base, v, e);
+    }
+    if (v.kind == K::Int || v.kind == K::Layer) {
+      items.push_back({Item::Int, v.i, {}, {}, 1, x.span});
+      continue;
+    }
+    err(x.span, "expected an integer, slice or index tensor, found " + show(v));
+    ok = false;
+  }
+  if (!ok) return Value::error();
+  size_t rank = base.shape.size();
+  size_t ellipses = 0, explicit_axes = 0;
+  for (auto& it : items) (it.kind == Item::Ellipsis ? ellipses : explicit_axes)++;
+  if (ellipses > 1) return err(e.span, "at most one '...' in an index");
+  if (explicit_axes > rank)
+    return err(e.span, fmt::format("too many indices: {} for {}", explicit_axes, show(base)));
+  // Expand '...' to full slices so there is one item per axis.
+  std::vector<Item> per_axis;
+  for (auto& it : items) {
+    if (it.kind == Item::Ellipsis) {
+      for (size_t k = 0; k < rank - explicit_axes; ++k) per_axis.push_back({Item::Slice, 0, {}, {}, 1, it.span});
+    } else {
+      per_axis.push_back(it);
+    }
+  }
+  while (per_axis.size() < rank) per_axis.push_back({Item::Slice, 0, {}, {}, 1, e.span});
+
+  ir::ValueId cur = base.id;
+  ir::Shape shape = base.shape;
+  ir::Shape kept;
+  bool dropped = false;
+  for (size_t ax = 0; ax < rank; ++ax) {
+    Item& it = per_axis[ax];
+    ir::Dim d = shape[ax];
+    bool full = it.kind == Item::Slice && !it.start && !it.stop && it.step == 1;
+    if (full) {
+      kept.push_back(d);
+      continue;
+    }
+    if (!d.is_const())
+      return err(it.span, "cannot index the runtime dim " + format_dim(d, sym_names_) + " with constants (only ':' is allowed on it)");
+    int64_t n = d.coeff, start, stop, step = 1;
+    if (it.kind == Item::Int) {
+      int64_t k = it.a < 0 ? it.a + n : it.a;
+      if (k < 0 || k >= n) return err(it.span, fmt::format("index {} is out of range for a dim of size {}", it.a, n));
+      start = k;
+      stop = k + 1;
+      dropped = true;
+    } else {
+      auto clampi = [&](int64_t v) { return std::clamp(v < 0 ? v + n : v, int64_t{0}, n); };
+      start = it.start ? clampi(*it.start) : 0;
+      stop = it.stop ? clampi(*it.stop) : n;
+      step = it.step;
+      if (stop <= start) return err(it.span, fmt::format("empty slice {}:{} of a dim of size {}", start, stop, n));
+    }
+    int64_t len = (stop - start + step - 1) / step;
+    ir::Attrs a;
+    a.axis = static_cast<int32_t>(ax);
+    a.start = start;
+    a.stop = stop;
+    a.step = step;
+    shape[ax] = ir::Dim::constant(len);
+    cur = emit(ir::Op::Slice, base.dtype, shape, {cur}, a);
+    if (it.kind != Item::Int) kept.push_back(shape[ax]);
+  }
+  if (dropped) cur = reshape(cur, kept);
+  return Value::tensor(cur, base.dtype, dropped ? kept : shape);
+}
+
+Value Elaborator::call(const Expr& e) {
+  const Expr& callee = *e.args[0];
+  std::vector<Arg> args;
+  bool failed = false;
+  bool seen_kw = false;
+  for (size_t k = 1; k < e.args.size(); ++k) {
+    const std::string& kw = e.arg_names[k - 1];
+    if (kw.empty() && seen_kw) {
+      err(e.args[k]->span, "positional argument after a keyword argument");
+      failed = true;
+    }
+    seen_kw = seen_kw || !kw.empty();
+    Value v = eval(*e.args[k]);
+    failed = failed || v.is_error();
+    args.push_back({kw, std::move(v), e.args[k]->span});
+  }
+  if (callee.kind == ExprKind::Member) {
+    Value self = eval(*callee.args[0]);
+    if (self.is_error() || failed) return Value::error();
+    return call_method(self, callee.text, args, e);
+  }
+  if (callee.kind != ExprKind::Name) return err(callee.span, "this expression cannot be called");
+  const std::string& name = callee.text;
+  bool local = !frames_.empty() && frames_.back().vars.count(name);
+  if (!local) {
+    if (auto it = p_.fns.find(name); it != p_.fns.end()) {
+      if (failed) return Value::error();
+      return call_fn(*it->second, args, e);
+    }
+    if (is_primitive(name)) {
+      if (failed) return Value::error();
+      return call_primitive(name, args, e);
+    }
+  }
+  if (local || globals_.count(name) || params_.count(name) || states_.count(name))
+    return err(callee.span, "'" + name + "' is not a function");
+  return err(callee.span, "unknown function '" + name + "'");
+}
+
+Value Elaborator::call_fn(const FnDecl& fn, const std::vector<Arg>& args, const Expr& call) {
+  if (p_.recursive.count(fn.name)) return Value::error();  // reported where the cycle closes
+  if (frames_.size() > 64) return err(call.span, "fns nested more than 64 calls deep");
+  for (const auto& a : args)
+    if (!a.name.empty()) return err(a.span, "fn '" + fn.name + "' takes positional arguments only");
+  if (args.size() != fn.params.size())
+    return err(call.span, fmt::format("fn '{}' takes {} argument{}, found {}", fn.name, fn.params.size(),
+                                      fn.params.size() == 1 ? "" : "s", args.size()));
+  Frame f;
+  f.fn = &fn;
+  f.call_span = call.span;
+  for (size_t k = 0; k < args.size(); ++k) f.vars[fn.params[k]] = args[k].value;
+  frames_.push_back(std::move(f));
+  Value out = exec_block(fn.body, false);
+  frames_.pop_back();
+  return out;
+}
+
+}  // namespace lg::lang

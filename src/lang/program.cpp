@@ -1,0 +1,113 @@
+#include "lang/program.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+
+#include "lang/lexer.h"
+#include "lang/parser.h"
+
+namespace lg::lang {
+namespace {
+
+void collect_calls(const Expr& e, std::vector<const Expr*>& out) {
+  if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) out.push_back(&e);
+  for (const auto& a : e.args)
+    if (a) collect_calls(*a, out);
+}
+
+void collect_calls(const std::vector<Stmt>& body, std::vector<const Expr*>& out) {
+  for (const auto& s : body) {
+    if (s.target) collect_calls(*s.target, out);
+    if (s.value) collect_calls(*s.value, out);
+    collect_calls(s.body, out);
+  }
+}
+
+/// Reports each call cycle once, at the call that closes it. Fns are inlined at every call, so a
+/// cycle would inline forever.
+void check_recursion(Program& p) {
+  std::unordered_map<std::string, std::vector<const Expr*>> calls;
+  for (auto& [name, fn] : p.fns) collect_calls(fn->body, calls[name]);
+  std::unordered_map<std::string, int> color;  // 0 unvisited, 1 on the stack, 2 done
+  std::vector<std::string> stack;
+  std::function<void(const std::string&)> visit = [&](const std::string& f) {
+    color[f] = 1;
+    stack.push_back(f);
+    for (const Expr* c : calls[f]) {
+      const std::string& g = c->args[0]->text;
+      if (!p.fns.count(g)) continue;
+      if (color[g] == 1) {
+        std::string chain;
+        bool in = false;
+        for (const auto& s : stack) {
+          if (s == g) in = true;
+          if (in) {
+            chain += s + " -> ";
+            p.recursive.insert(s);
+          }
+        }
+        p.diags.error(c->args[0]->span, "recursive call: " + chain + g +
+                                            " (fns are inlined at every call, so they cannot recurse)");
+      } else if (color[g] == 0) {
+        visit(g);
+      }
+    }
+    stack.pop_back();
+    color[f] = 2;
+  };
+  std::vector<std::string> names;
+  for (auto& [name, fn] : p.fns) names.push_back(name);
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    const Span& x = p.fns[a]->span;
+    const Span& y = p.fns[b]->span;
+    return std::tie(x.file, x.line, x.col) < std::tie(y.file, y.line, y.col);
+  });
+  for (const auto& n : names)
+    if (color[n] == 0) visit(n);
+}
+
+}  // namespace
+
+std::unique_ptr<Program> load_program(std::string name, std::string text) {
+  auto p = std::make_unique<Program>();
+  int32_t main_file = p->sources.add(std::move(name), std::move(text));
+  int32_t prelude_file = p->sources.add("<prelude>", std::string(prelude_source()));
+  p->main = parse(lex(p->sources, main_file, p->diags), p->diags);
+  p->prelude = parse(lex(p->sources, prelude_file, p->diags), p->diags);
+
+  for (const auto& f : p->prelude.fns) p->fns[f.name] = &f;
+  std::unordered_set<std::string> seen;
+  for (const auto& f : p->main.fns) {
+    if (is_primitive(f.name)) {
+      p->diags.error(f.span, "fn '" + f.name + "' redefines a primitive");
+      continue;
+    }
+    if (!seen.insert(f.name).second) {
+      p->diags.error(f.span, "fn '" + f.name + "' is defined twice");
+      continue;
+    }
+    p->fns[f.name] = &f;  // a file's fn shadows the prelude's of the same name
+  }
+  for (auto& [fname, fn] : p->fns) {
+    std::unordered_set<std::string> params;
+    for (size_t k = 0; k < fn->params.size(); ++k)
+      if (!params.insert(fn->params[k]).second)
+        p->diags.error(fn->param_spans[k], "parameter '" + fn->params[k] + "' of fn '" + fname + "' appears twice");
+  }
+  check_recursion(*p);
+
+  if (p->main.models.empty()) {
+    Span end{main_file, static_cast<int32_t>(p->sources.file(main_file).line_starts.size()), 1, 0, 0};
+    if (!p->diags.has_errors()) p->diags.error(end, "expected a `model` block, found none in the file");
+  } else {
+    p->model = &p->main.models[0];
+    for (size_t k = 1; k < p->main.models.size(); ++k)
+      p->diags.error(p->main.models[k].span, "a file holds one model; this is a second one");
+    if (!p->model->forward.present)
+      p->diags.error(p->model->span, "model '" + p->model->name + "' has no forward");
+  }
+  return p;
+}
+
+}  // namespace lg::lang

@@ -1,0 +1,37 @@
+// A parsed .lg program: the model file and the prelude, parsed into one set of functions and
+// one model, with the checks that need the whole program (duplicate names, recursion).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lang/ast.h"
+#include "lang/diagnostics.h"
+
+namespace lg::lang {
+
+/// The prelude (src/lang/prelude.lg), compiled into the library: rms_norm, silu, rope, ...
+std::string_view prelude_source();
+
+/// Names of the primitives (exp, sum, attention, ...): a `fn` may not redefine them.
+bool is_primitive(std::string_view name);
+
+struct Program {
+  SourceManager sources;
+  Diagnostics diags{sources};
+  Module prelude;
+  Module main;
+  const Model* model = nullptr;                          ///< the file's model block
+  std::unordered_map<std::string, const FnDecl*> fns;    ///< the file's fns shadow the prelude's
+  std::unordered_set<std::string> recursive;             ///< fns on a call cycle (already reported)
+};
+
+/// Lexes and parses `text` (shown as `name` in diagnostics) and the prelude, resolves the function
+/// table and reports recursion, duplicate fns and a missing or repeated model block. Errors are in
+/// the result's `diags`; the result is usable (for further checking) even when there are errors.
+std::unique_ptr<Program> load_program(std::string name, std::string text);
+
+}  // namespace lg::lang

@@ -1,0 +1,43 @@
+// Source text and positions for the .lg front end: every token, AST node and diagnostic points
+// back into a file held here, so that errors can quote the line and the IR can name its origin.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lg::lang {
+
+/// A range in a source file; lines and columns are 1-based, columns count bytes, the end is
+/// exclusive. Same layout as ir::Span so that lowering copies it field by field.
+struct Span {
+  int32_t file = -1;
+  int32_t line = 0, col = 0, end_line = 0, end_col = 0;
+};
+
+/// The smallest span covering both `a` and `b` (same file assumed).
+Span join(const Span& a, const Span& b);
+
+/// One source file: its name as shown in diagnostics and its text.
+struct SourceFile {
+  std::string name;
+  std::string text;
+  std::vector<size_t> line_starts;  ///< byte offset of each line's first character
+  /// The text of 1-based line `line` without its newline; empty if out of range.
+  std::string_view line(int32_t line) const;
+};
+
+/// Owns the source files of one compilation (the program and the prelude).
+class SourceManager {
+ public:
+  /// Adds a file and returns its index (the Span::file of everything lexed from it).
+  int32_t add(std::string name, std::string text);
+  const SourceFile& file(int32_t index) const { return files_.at(static_cast<size_t>(index)); }
+  size_t size() const { return files_.size(); }
+
+ private:
+  std::vector<SourceFile> files_;
+};
+
+}  // namespace lg::lang

@@ -1,0 +1,135 @@
+// Lowering the shipped models (models/qwen3.lg, models/qwen2.lg) against the fixture configs and the
+// 22M model's config: the params must be exactly the checkpoint's tensors with their shapes, the
+// graph must pass the IR verifier, and its structure must follow the program (layers unrolled).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ir/verify.h"
+#include "lang/lower.h"
+#include "support/error.h"
+
+namespace {
+
+const std::string kSource = LG_SOURCE_DIR;
+const std::string kShared = LG_SHARED_DIR;
+
+nlohmann::json load_json(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return nlohmann::json::parse(in);
+}
+
+/// Tensor names and shapes from a safetensors header (the checkpoint is the ground truth).
+std::map<std::string, std::vector<int64_t>> checkpoint_shapes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  auto j = nlohmann::json::parse(header);
+  std::map<std::string, std::vector<int64_t>> out;
+  for (auto& [k, v] : j.items())
+    if (k != "__metadata__") out[k] = v["shape"].get<std::vector<int64_t>>();
+  return out;
+}
+
+struct Case {
+  std::string lg;
+  std::string dir;
+};
+
+void expect_matches_checkpoint(const Case& c) {
+  SCOPED_TRACE(c.dir);
+  auto config = load_json(c.dir + "/config.json");
+  lg::ir::Graph g = lg::lang::lower_file(kSource + "/models/" + c.lg, config, {});
+  EXPECT_NO_THROW(lg::ir::verify(g));
+  auto ckpt = checkpoint_shapes(c.dir + "/model.safetensors");
+  std::map<std::string, std::vector<int64_t>> bound;
+  for (const auto& p : g.params) {
+    std::vector<int64_t> shape;
+    for (const auto& d : p.shape) {
+      EXPECT_TRUE(d.is_const()) << p.name;
+      shape.push_back(d.coeff);
+    }
+    EXPECT_TRUE(bound.emplace(p.tensor, shape).second) << "tensor bound twice: " << p.tensor;
+  }
+  EXPECT_EQ(bound, ckpt);  // every checkpoint tensor, and nothing else, with the same shape
+}
+
+TEST(Lower, Qwen3MatchesTinyQwen3Checkpoint) { expect_matches_checkpoint({"qwen3.lg", kShared + "/fixtures/tiny-qwen3"}); }
+TEST(Lower, Qwen3MatchesUntiedMqaCheckpoint) {
+  expect_matches_checkpoint({"qwen3.lg", kShared + "/fixtures/tiny-qwen3-untied-mqa"});
+}
+TEST(Lower, Qwen2MatchesTinyQwen2Checkpoint) { expect_matches_checkpoint({"qwen2.lg", kShared + "/fixtures/tiny-qwen2"}); }
+TEST(Lower, Qwen3MatchesPycode22mCheckpoint) {
+  expect_matches_checkpoint({"qwen3.lg", kShared + "/models/qwen3-pycode-22m"});
+}
+
+TEST(Lower, Pycode22mGraphStructure) {
+  auto config = load_json(kShared + "/models/qwen3-pycode-22m/config.json");
+  lg::ir::Graph g = lg::lang::lower_file(kSource + "/models/qwen3.lg", config, {});
+  ASSERT_EQ(g.symbols.size(), 1u);
+  EXPECT_EQ(g.symbols[0].name, "T");
+  EXPECT_EQ(g.symbols[0].max, 4096);
+  ASSERT_EQ(g.inputs.size(), 2u);
+  EXPECT_EQ(g.inputs[0].name, "tokens");
+  EXPECT_EQ(g.inputs[1].name, "pos");
+  ASSERT_EQ(g.outputs.size(), 1u);
+  const auto& logits = g.at(g.outputs[0]);
+  EXPECT_EQ(logits.dtype, lg::DType::F32);
+  EXPECT_EQ(logits.shape, (lg::ir::Shape{lg::ir::Dim::symbol(0), lg::ir::Dim::constant(151936)}));
+  ASSERT_EQ(g.final_states.size(), 2u);
+  std::map<lg::ir::Op, int> count;
+  for (const auto& n : g.nodes) ++count[n.op];
+  // Per layer: q, k, v, o, gate, up, down projections; plus the lm_head.
+  EXPECT_EQ(count[lg::ir::Op::MatMul], 8 * 7 + 1);
+  EXPECT_EQ(count[lg::ir::Op::Attention], 8);
+  EXPECT_EQ(count[lg::ir::Op::StateWrite], 16);
+  EXPECT_EQ(count[lg::ir::Op::Gather], 1);
+  // RMSNorm: input, post-attention, q and k per layer, and the final norm.
+  EXPECT_EQ(count[lg::ir::Op::Rsqrt], 8 * 4 + 1);
+  EXPECT_EQ(count[lg::ir::Op::Param], 90);  // the tied head reuses the embedding param
+  // Attention: scale 1/sqrt(128), 4 query heads over 2 KV heads.
+  for (const auto& n : g.nodes) {
+    if (n.op != lg::ir::Op::Attention) continue;
+    EXPECT_DOUBLE_EQ(n.attrs.scale, 1.0 / std::sqrt(128.0));
+    EXPECT_EQ(n.attrs.gqa_group, 2);
+  }
+  // Every node keeps the statement it came from and a layer-prefixed name.
+  bool saw_l3q = false;
+  for (const auto& n : g.nodes) {
+    EXPECT_GT(n.span.line, 0) << n.name;
+    saw_l3q = saw_l3q || n.name == "l3.q";
+  }
+  EXPECT_TRUE(saw_l3q);
+}
+
+TEST(Lower, MaxSeqOverridesContext) {
+  auto config = load_json(kShared + "/fixtures/tiny-qwen3/config.json");
+  lg::ir::Graph g = lg::lang::lower_file(kSource + "/models/qwen3.lg", config, {.max_seq = 64});
+  EXPECT_EQ(g.symbols[0].max, 64);
+  EXPECT_EQ(g.states[0].shape[2], lg::ir::Dim::constant(64));
+}
+
+TEST(Lower, RopeThetaAtTopLevelOrInRopeParameters) {
+  auto config = load_json(kShared + "/fixtures/tiny-qwen3/config.json");
+  auto report = lg::lang::check_file(kSource + "/models/qwen3.lg", config, {});
+  auto theta = [](const lg::lang::CheckReport& r) {
+    for (const auto& c : r.consts)
+      if (c.name == "theta") return c.value;
+    return std::string("?");
+  };
+  EXPECT_EQ(theta(report), "10000");
+  config.erase("rope_parameters");
+  config["rope_theta"] = 500000.0;
+  EXPECT_EQ(theta(lg::lang::check_file(kSource + "/models/qwen3.lg", config, {})), "500000");
+}
+
+TEST(Lower, MissingFileIsAnError) {
+  EXPECT_THROW(lg::lang::lower_file("/nonexistent.lg", nlohmann::json::object(), {}), lg::Error);
+}
+
+}  // namespace
