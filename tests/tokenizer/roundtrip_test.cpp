@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <thread>
 
 #include "test_paths.h"
 #include "tokenizer/normalizer.h"
@@ -100,6 +101,37 @@ TEST(TokenizerRoundTrip, AddedTokensInRandomTextSurviveAndGetTheirIds) {
     // Random ASCII could spell a token itself, but never fewer than the ones inserted whole.
     EXPECT_GE(found, expected_specials) << text;
   }
+}
+
+}  // namespace
+}  // namespace lg::tokenizer
+
+namespace lg::tokenizer {
+namespace {
+
+// encode is const and shares one pre-token cache between threads: several threads encoding
+// random text at once must each get what a single
+// thread gets.
+TEST(TokenizerThreads, ConcurrentEncodeEqualsSequential) {
+  const uint64_t s = seed();
+  SCOPED_TRACE("LG_TEST_SEED=" + std::to_string(s));
+  std::mt19937_64 rng(s);
+  std::vector<std::string> texts;
+  for (int k = 0; k < 400; ++k) texts.push_back(random_text(rng, 200));
+  const Tokenizer& t = testing::qwen();
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& text : texts) expected.push_back(t.encode(text));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; ++w)
+    threads.emplace_back([&, w] {
+      for (size_t k = 0; k < texts.size(); ++k) {
+        const size_t i = (k * 7 + static_cast<size_t>(w) * 101) % texts.size();
+        mismatches[static_cast<size_t>(w)] += t.encode(texts[i]) != expected[i];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(mismatches[static_cast<size_t>(w)], 0) << "thread " << w;
 }
 
 }  // namespace
