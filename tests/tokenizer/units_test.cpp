@@ -188,3 +188,30 @@ TEST(SplitRegex, FollowsOnigurumaOnWhitespaceAndUnicode15Letters) {
 
 }  // namespace
 }  // namespace lg::tokenizer
+
+namespace lg::tokenizer {
+namespace {
+
+TEST(Bpe, CacheStartsOverWhenFullAndStaysCorrect) {
+  std::ifstream in(testing::qwen_tokenizer_json());
+  const auto j = nlohmann::json::parse(in);
+  const Bpe bpe(j["model"], "tokenizer.json");
+  // 200,000 distinct words: more than the cache holds (131,072), so it starts over at least once;
+  // every word, then the first ones again, must come out as without the cache.
+  auto word = [](uint32_t k) { return "w" + std::to_string(k * 2654435761u); };
+  for (uint32_t k = 0; k < 200'000; ++k) {
+    std::vector<int32_t> cached, plain;
+    bpe.encode_word(word(k), cached);
+    bpe.encode_word_uncached(word(k), plain);
+    ASSERT_EQ(cached, plain) << word(k);
+  }
+  for (uint32_t k = 0; k < 1000; ++k) {
+    std::vector<int32_t> cached, plain;
+    bpe.encode_word(word(k), cached);
+    bpe.encode_word_uncached(word(k), plain);
+    ASSERT_EQ(cached, plain) << word(k);
+  }
+}
+
+}  // namespace
+}  // namespace lg::tokenizer
