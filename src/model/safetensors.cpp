@@ -286,14 +286,19 @@ std::string make_header(const std::filesystem::path& path, const std::vector<Pla
   return out + json;
 }
 
+// Writes to "<path>.partial" and renames on close, so that an interrupted or failed write (a fill
+// callback throwing, a full disk) never leaves a truncated file under the final name.
 class OutFile {
  public:
-  explicit OutFile(const std::filesystem::path& path) : path_(path.string()) {
-    f_ = std::fopen(path_.c_str(), "wb");
+  explicit OutFile(const std::filesystem::path& path) : path_(path.string()), tmp_(path_ + ".partial") {
+    f_ = std::fopen(tmp_.c_str(), "wb");
     if (!f_) throw Error(fmt::format("{}: cannot create: {}", path_, std::strerror(errno)));
   }
   ~OutFile() {
-    if (f_) std::fclose(f_);
+    if (f_) {
+      std::fclose(f_);
+      std::remove(tmp_.c_str());
+    }
   }
   OutFile(const OutFile&) = delete;
   OutFile& operator=(const OutFile&) = delete;
@@ -303,11 +308,18 @@ class OutFile {
   }
   void close() {
     FILE* f = std::exchange(f_, nullptr);
-    if (std::fclose(f) != 0) throw Error(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
+    if (std::fclose(f) != 0) {
+      std::remove(tmp_.c_str());
+      throw Error(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      std::remove(tmp_.c_str());
+      throw Error(fmt::format("{}: rename from {} failed: {}", path_, tmp_, std::strerror(errno)));
+    }
   }
 
  private:
-  std::string path_;
+  std::string path_, tmp_;
   FILE* f_ = nullptr;
 };
 

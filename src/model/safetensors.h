@@ -107,6 +107,7 @@ struct StreamedTensor {
 
 /// Writes a safetensors file (data in the given order, header padded with spaces to 8 bytes as
 /// the reference writer does). Throws lg::Error on a duplicate name, a size mismatch, or I/O failure.
+/// The file is written as "<path>.partial" and renamed at the end: a failure leaves no file at `path`.
 void write_safetensors(const std::filesystem::path& path, const std::vector<OwnedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
 /// Streaming form: memory use is one 16 MiB chunk regardless of the checkpoint size.

@@ -155,6 +155,16 @@ TEST(Safetensors, WriterRefusesBadTensors) {
             std::string::npos);
 }
 
+TEST(Safetensors, FailedStreamingWriteLeavesNoFile) {
+  TempDir dir;
+  std::vector<StreamedTensor> ts{{"w", DType::F32, {1024}, [](std::span<std::byte>, uint64_t) {
+                                    throw lg::Error("generator failed");
+                                  }}};
+  EXPECT_EQ(error_of([&] { write_safetensors(dir / "x.safetensors", ts); }), "generator failed");
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.safetensors.partial"));
+}
+
 // ---- corrupt files: every message names the file, and the tensor or field at fault ----
 
 class Corrupt : public ::testing::Test {
