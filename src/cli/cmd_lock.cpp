@@ -1,0 +1,171 @@
+// `lg lock new|update|check`: golden-token locks (src/locks, docs/locks.md).
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "lanes/factory.h"
+#include "locks/lock.h"
+#include "model/model_dir.h"
+#include "support/error.h"
+
+namespace fs = std::filesystem;
+
+namespace lg::cli {
+namespace {
+
+struct LockOptions {
+  std::string locks_dir = "locks";
+  std::string shared_dir;  // remaps a lock's "../shared/..." model path (the GPU machine has none)
+  std::string lane = "cpu";
+  double threshold = -1;
+  // lock new
+  std::string model, golden, out;
+  int64_t new_tokens = 24;
+};
+
+/// Where a lock's model lives: relative paths are relative to the repo root (the locks folder's
+/// parent); `--shared` replaces a leading "../shared/".
+fs::path resolve_model(const locks::Lock& lock, const LockOptions& o) {
+  std::string m = lock.model;
+  const std::string prefix = "../shared/";
+  if (!o.shared_dir.empty() && m.rfind(prefix, 0) == 0) return fs::path(o.shared_dir) / m.substr(prefix.size());
+  fs::path p(m);
+  if (p.is_relative()) p = fs::absolute(o.locks_dir).parent_path() / p;
+  return p;
+}
+
+std::vector<fs::path> lock_files(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw Error(dir + ": no such locks folder");
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().string().ends_with(".lock.json")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw Error(dir + ": no *.lock.json files");
+  return files;
+}
+
+int64_t needed_seq(const locks::Lock& lock) {
+  size_t longest = 0;
+  for (auto& c : lock.cases) longest = std::max(longest, c.prompt_ids.size());
+  return static_cast<int64_t>(longest) + lock.new_tokens;
+}
+
+locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
+                   const std::vector<std::vector<int32_t>>& prompts, int64_t new_tokens) {
+  locks::Lock lock;
+  lock.model = model_field;
+  lock.weights_hash = dir.checkpoint.weights_hash();
+  lock.new_tokens = new_tokens;
+  size_t longest = 0;
+  for (auto& p : prompts) longest = std::max(longest, p.size());
+  auto lane = make_lane("cpu", dir, static_cast<int64_t>(longest) + new_tokens);
+  lock.made_by = lane->name() + " / " + to_string(lane->provenance());
+  for (auto& p : prompts) lock.cases.push_back(locks::record_case(*lane, p, new_tokens));
+  return lock;
+}
+
+int run_new(const LockOptions& o) {
+  auto dir = model::ModelDir::open(o.model);
+  std::ifstream in(o.golden);
+  if (!in) throw Error(o.golden + ": cannot open");
+  nlohmann::json g;
+  try {
+    g = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(o.golden + ": not valid JSON: " + e.what());
+  }
+  std::vector<std::vector<int32_t>> prompts;
+  if (!g.contains("cases") || !g["cases"].is_array()) throw Error(o.golden + ": missing array 'cases'");
+  for (auto& c : g["cases"]) {
+    if (!c.contains("prompt_ids")) throw Error(o.golden + ": a case has no 'prompt_ids'");
+    prompts.push_back(c["prompt_ids"].get<std::vector<int32_t>>());
+  }
+  auto lock = record(dir, o.model, prompts, o.new_tokens);
+  locks::write_lock(o.out, lock);
+  fmt::print("wrote {}: {} cases x {} tokens, weights {}\n", o.out, lock.cases.size(), lock.new_tokens,
+             lock.weights_hash);
+  return 0;
+}
+
+int run_update(const LockOptions& o) {
+  for (auto& file : lock_files(o.locks_dir)) {
+    auto old = locks::read_lock(file);
+    auto dir = model::ModelDir::open(resolve_model(old, o));
+    std::vector<std::vector<int32_t>> prompts;
+    for (auto& c : old.cases) prompts.push_back(c.prompt_ids);
+    auto lock = record(dir, old.model, prompts, old.new_tokens);
+    locks::write_lock(file, lock);
+    fmt::print("updated {}\n", file.string());
+  }
+  return 0;
+}
+
+int run_check(const LockOptions& o) {
+  const float threshold = o.threshold >= 0 ? static_cast<float>(o.threshold) : locks::default_threshold(o.lane);
+  bool printed_provenance = false;
+  int failures = 0;
+  for (auto& file : lock_files(o.locks_dir)) {
+    auto lock = locks::read_lock(file);
+    const fs::path model_path = resolve_model(lock, o);
+    auto dir = model::ModelDir::open(model_path);
+    const std::string hash = dir.checkpoint.weights_hash();
+    if (hash != lock.weights_hash)
+      throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
+                              "from other weights (re-record it with `lg lock update`)",
+                              file.string(), hash, model_path.string(), lock.weights_hash));
+    auto lane = make_lane(o.lane, dir, needed_seq(lock));
+    if (!printed_provenance) {
+      fmt::print("lane {}: provenance {}; margin threshold {}\n", lane->name(), to_string(lane->provenance()),
+                 threshold);
+      printed_provenance = true;
+    }
+    int64_t steps = 0, excused = 0;
+    for (size_t i = 0; i < lock.cases.size(); ++i) {
+      auto r = locks::check_case(*lane, lock.cases[i], {threshold});
+      steps += r.steps_checked;
+      excused += r.excused;
+      if (r.failed) {
+        fmt::print("FAIL {} case {} step {}: lock token {} (margin {:.4f}), lane {} gave {}\n", file.filename().string(),
+                   i, r.fail_step, r.expected, r.margin, lane->name(), r.got);
+        ++failures;
+        break;
+      }
+    }
+    if (failures) break;
+    fmt::print("ok   {}: {} cases, {} steps, {} near-tie steps excused\n", file.filename().string(),
+               lock.cases.size(), steps, excused);
+  }
+  return failures ? 1 : 0;
+}
+
+LG_COMMAND("lock", [](CLI::App& app) {
+  auto o = std::make_shared<LockOptions>();
+  auto* lock = app.add_subcommand("lock", "Golden-token locks: record them from the .lg forward, check lanes against them");
+  lock->require_subcommand(1);
+  auto* add = lock->add_subcommand("new", "Record a lock with the CPU reference lane from a golden.json's prompts");
+  add->add_option("--model", o->model, "Model directory (as it should be written in the lock)")->required();
+  add->add_option("--golden", o->golden, "JSON file with cases[].prompt_ids")->required();
+  add->add_option("--new-tokens", o->new_tokens, "Greedy tokens per prompt")->capture_default_str();
+  add->add_option("-o,--out", o->out, "Lock file to write")->required();
+  auto* update = lock->add_subcommand("update", "Re-record every lock in the folder with the CPU reference lane");
+  auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
+  for (auto* sub : {update, check}) {
+    sub->add_option("--locks", o->locks_dir, "Folder of *.lock.json")->capture_default_str();
+    sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");
+  }
+  check->add_option("--lane", o->lane, "Lane: cpu, compiled, handwritten")->capture_default_str();
+  check->add_option("--threshold", o->threshold,
+                    "Margin below which a differing token is excused (default: by lane, docs/locks.md)");
+  return [o, add, update, check]() {
+    if (add->parsed()) return run_new(*o);
+    if (update->parsed()) return run_update(*o);
+    if (check->parsed()) return run_check(*o);
+    return 2;
+  };
+});
+
+}  // namespace
+}  // namespace lg::cli
