@@ -214,6 +214,9 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
 }
 
 Tensor unary(Op op, const Tensor& x, DType out) {
+  // Every float dtype is fp32 here, so a cast between them (bf16 weight -> f32, the front end
+  // writes one per use) is the identity: share the buffer instead of copying the weight.
+  if (op == Op::Cast && exec_dtype(out) == x.dtype) return x;
   Store st(exec_dtype(out), x.shape);
   const std::vector<int64_t> cs = contiguous_strides(x.shape);
   std::array<const std::vector<int64_t>*, 2> strides{&x.strides, &cs};
