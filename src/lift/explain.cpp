@@ -1,6 +1,8 @@
 #include "lift/explain.h"
 
+#include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace lg::lift {
@@ -22,7 +24,13 @@ std::string signature(const StagedProgram& p, const Launch& l) {
 }
 }  // namespace
 
-std::string explain(const StagedProgram& p) {
+std::string explain(const StagedProgram& p, bool with_source) {
+  std::vector<std::vector<std::string>> text(p.graph.files.size());
+  if (with_source)
+    for (size_t f = 0; f < p.graph.files.size(); ++f) {
+      std::ifstream in(p.graph.files[f]);
+      for (std::string line; std::getline(in, line);) text[f].push_back(line);
+    }
   std::ostringstream os;
   for (size_t li = 0; li < p.launches.size(); ++li) {
     const Launch& l = p.launches[li];
@@ -39,6 +47,16 @@ std::string explain(const StagedProgram& p) {
       os << "\n    lines:";
       for (const auto& line : stage_lines(p, st)) os << " " << line;
       os << "\n";
+      if (with_source) {
+        std::set<std::pair<int32_t, int32_t>> seen;
+        for (ir::ValueId v : st.nodes) {
+          const ir::Span& sp = p.graph.at(v).span;
+          if (sp.file < 0 || static_cast<size_t>(sp.file) >= text.size() || !seen.insert({sp.file, sp.line}).second) continue;
+          const auto& lines = text[static_cast<size_t>(sp.file)];
+          if (sp.line >= 1 && static_cast<size_t>(sp.line) <= lines.size())
+            os << "      " << sp.line << " | " << lines[static_cast<size_t>(sp.line) - 1] << "\n";
+        }
+      }
     }
   }
   return os.str();

@@ -9,8 +9,9 @@
 namespace lg::lift {
 
 /// One block per launch: each stage's kind, its nodes (by .lg binding name), what it stores,
-/// and the source lines it covers ("qwen3.lg:31").
-std::string explain(const StagedProgram& p);
+/// and the source lines it covers ("qwen3.lg:31"); with `with_source`, the text of each line
+/// too (read from Graph::files; files that cannot be read are listed without text).
+std::string explain(const StagedProgram& p, bool with_source = false);
 
 /// Launches of one decoder layer. Layers are unrolled in the IR, so a layer's launches repeat
 /// with the same source lines: the count is the number of launches whose line signature repeats

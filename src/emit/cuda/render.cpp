@@ -429,8 +429,13 @@ struct Renderer {
         std::string K = dim(sa.back());
         const std::string& dn = dots[m];
         // Fast path: B = W.T of a bf16 weight W[N, K], K % 8 == 0: 16-byte loads of 8 weights.
-        const ir::Node& bn = g.at(b);
-        bool fast = bn.op == ir::Op::Permute && p.is_inline[static_cast<size_t>(b)] && sb.size() == 2 &&
+        // A float -> float cast of the weight (the .lg's bf16 widened to f32) is the load itself.
+        ir::ValueId bw = b;
+        while (g.at(bw).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(bw)] && is_float(g.at(bw).dtype) &&
+               is_float(g.at(g.at(bw).operands[0]).dtype))
+          bw = g.at(bw).operands[0];
+        const ir::Node& bn = g.at(bw);
+        bool fast = bn.op == ir::Op::Permute && p.is_inline[static_cast<size_t>(bw)] && sb.size() == 2 &&
                     bn.attrs.perm == std::vector<int32_t>{1, 0} && g.at(bn.operands[0]).op == ir::Op::Param &&
                     g.at(bn.operands[0]).dtype == DType::BF16 && sa.back().is_const() && sa.back().coeff % 8 == 0;
         os << "      { float acc = 0.0f;\n";

@@ -18,11 +18,12 @@ std::vector<ir::ValueId> matmuls(const StagedProgram& p, int32_t s) {
   return out;
 }
 
-// True if v is a weight: a Param seen through views.
+// True if v is a weight: a Param seen through views and casts.
 bool is_weight(const StagedProgram& p, ir::ValueId v) {
   const ir::Node& n = p.graph.at(v);
   if (n.op == ir::Op::Param) return true;
-  if (ir::is_movement(n.op) && p.is_inline[static_cast<size_t>(v)] && n.operands.size() == 1)
+  bool see_through = ir::is_movement(n.op) || n.op == ir::Op::Cast;
+  if (see_through && p.is_inline[static_cast<size_t>(v)] && n.operands.size() == 1)
     return is_weight(p, n.operands[0]);
   return false;
 }

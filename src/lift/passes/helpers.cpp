@@ -39,13 +39,15 @@ bool inline_maps(StagedProgram& p, bool into_gemm) {
       bool gemm_reader = std::any_of(readers.begin(), readers.end(), [&](int32_t r) {
         return p.stages[static_cast<size_t>(r)].kind == StageKind::Gemm;
       });
-      if (gemm_reader && !into_gemm) continue;
       // Recomputing in several readers is only cheap when the inputs are sources (e.g. RoPE's
       // cos/sin from pos): recomputing a chain that reads other stages would grow with depth.
       auto inputs = stage_inputs(p, s);
       bool from_sources = std::all_of(inputs.begin(), inputs.end(), [&](ir::ValueId v) {
         return ir::is_source(p.graph.at(v).op);
       });
+      // A map of sources only (a weight's bf16 -> f32 cast) is a GEMM operand's load, not an
+      // activation epilogue: it goes in at once so that GEMMs of the same input can merge.
+      if (gemm_reader && !into_gemm && !from_sources) continue;
       if (readers.size() != 1 && !from_sources) continue;
       for (ir::ValueId v : st.nodes) {
         p.is_inline[static_cast<size_t>(v)] = true;
