@@ -1,0 +1,45 @@
+// `lg ir FILE.lg --config config.json [--max-seq N]`: lowers an .lg program against a model's
+// config and prints the tensor IR, one line per node with its binding name and source line.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "ir/print.h"
+#include "ir/verify.h"
+#include "lang/lower.h"
+#include "support/error.h"
+
+LG_COMMAND("ir", [](CLI::App& app) {
+  struct Opts {
+    std::string file, config;
+    int64_t max_seq = 0;
+  };
+  auto opts = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("ir", "Lower an .lg program against a model's config.json and print the tensor IR");
+  sub->add_option("file", opts->file, "the .lg program (e.g. models/qwen3.lg)")->required()->check(CLI::ExistingFile);
+  sub->add_option("--config,-c", opts->config, "config.json of the model, or the model directory holding it")
+      ->required()
+      ->check(CLI::ExistingPath);
+  sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
+      ->check(CLI::PositiveNumber);
+  return [opts]() -> int {
+    std::filesystem::path path = opts->config;
+    if (std::filesystem::is_directory(path)) path /= "config.json";
+    std::ifstream in(path);
+    if (!in) throw lg::Error("cannot read config " + path.string());
+    nlohmann::json config;
+    try {
+      config = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw lg::Error(path.string() + ": not valid JSON: " + e.what());
+    }
+    lg::lang::BindOptions bind;
+    bind.max_seq = opts->max_seq;
+    const lg::ir::Graph g = lg::lang::lower_file(opts->file, config, bind);
+    lg::ir::verify(g);
+    std::cout << lg::ir::print(g);
+    return 0;
+  };
+});

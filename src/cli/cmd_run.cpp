@@ -1,0 +1,117 @@
+// `lg run --model DIR --prompt TEXT`: generates text from a Hugging Face model directory on a
+// lane (the CPU reference executor by default), streaming it as it is produced, then reports
+// prefill speed, time to first token and decode speed on stderr.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "cli/command.h"
+#include "lanes/factory.h"
+#include "model/model_dir.h"
+#include "runtime/generate.h"
+#include "support/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+struct RunOpts {
+  std::string model, prompt, device = "cpu", lane;
+  int64_t max_tokens = 128, max_seq = 0, top_k = -1;
+  std::optional<double> temperature, top_p;
+  uint64_t seed = 0;
+  bool quiet = false;
+};
+
+double secs_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(const RunOpts& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.device != "cpu" && o.device != "cuda") throw lg::Error("--device must be cpu or cuda, got '" + o.device + "'");
+  // The device picks the default lane; --lane names one explicitly.
+  const std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cpu" ? "cpu" : "handwritten");
+  if (o.device == "cpu" && lane_name != "cpu") throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
+
+  const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
+  if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
+  const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
+  if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
+  const std::vector<int32_t> prompt = tok.encode(o.prompt);
+  if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
+
+  // The context is the model's (or --max-seq); the KV cache only needs room for this run.
+  const int64_t context = o.max_seq > 0 ? o.max_seq : dir.config.max_position_embeddings;
+  if (context > dir.config.max_position_embeddings)
+    throw lg::Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
+                                dir.config.max_position_embeddings));
+  const auto n = static_cast<int64_t>(prompt.size());
+  if (n > context)
+    throw lg::Error(fmt::format("the prompt has {} tokens, more than the context of {} tokens", n, context));
+  const int64_t max_seq = std::min(context, n + o.max_tokens);
+
+  if (!o.quiet)
+    std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt tokens\n", o.model.c_str(),
+                 dir.config.model_type.c_str(), static_cast<double>(dir.checkpoint.parameter_count()) / 1e6,
+                 lane_name.c_str(), static_cast<long long>(n));
+  auto lane = lg::make_lane(lane_name, dir, max_seq);
+  if (!o.quiet)
+    std::fprintf(stderr, "lg: %s lane ready (%s) in %.2f s\n", lane->name().c_str(),
+                 lg::to_string(lane->provenance()).c_str(), secs_since(t0));
+
+  lg::runtime::GenerateOptions gen;
+  gen.max_new_tokens = o.max_tokens;
+  gen.eos_ids = dir.generation.eos_token_ids;
+  // Sampling defaults come from generation_config.json, as in transformers; flags override.
+  gen.sampling.temperature = o.temperature.value_or(dir.generation.do_sample ? dir.generation.temperature : 0.0);
+  gen.sampling.top_k = o.top_k >= 0 ? o.top_k : dir.generation.top_k;
+  gen.sampling.top_p = o.top_p.value_or(dir.generation.top_p);
+  gen.sampling.seed = o.seed;
+  lg::tokenizer::StreamDecoder stream(tok);
+  std::fputs(o.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  gen.on_token = [&](int32_t id) {
+    // End-of-sequence tokens stop generation; they are not part of the text.
+    for (int64_t e : gen.eos_ids)
+      if (e == id) return;
+    const std::string text = stream.push(id);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+  const lg::runtime::Generation g = lg::runtime::generate(*lane, prompt, gen);
+  const std::string rest = stream.finish();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+  const auto& s = g.stats;
+  std::fprintf(stderr,
+               "\nlg: prefill %lld tokens in %.1f ms (%.1f tok/s) | time to first token %.1f ms | decode %lld tokens in "
+               "%.1f ms (%.1f tok/s) | stop: %s\n",
+               static_cast<long long>(s.prompt_tokens), s.prefill_s * 1e3, s.prefill_tokens_per_s(), s.first_token_s * 1e3,
+               static_cast<long long>(s.decode_steps), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str());
+  return 0;
+}
+
+}  // namespace
+
+LG_COMMAND("run", [](CLI::App& app) {
+  auto o = std::make_shared<RunOpts>();
+  auto* sub = app.add_subcommand("run", "Generate text from a Hugging Face model directory, streaming it, then print speeds");
+  sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--prompt,-p", o->prompt, "prompt text")->required();
+  sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--device", o->device, "cpu or cuda")->capture_default_str();
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu on --device cpu");
+  sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(CLI::PositiveNumber);
+  sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)");
+  sub->add_option("--top-k", o->top_k, "keep the k most likely tokens when sampling (0 = off)");
+  sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");
+  sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str();
+  sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
+  return [o]() -> int { return run(*o); };
+});
