@@ -94,6 +94,13 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& w
   return rel_err(got, std::vector<double>(want.begin(), want.end()));
 }
 
+/// In each tiny fixture (tiny-qwen3, tiny-qwen3-untied-mqa, tiny-qwen2), the case with a 64-token
+/// prompt records greedy_ids that a fp32 CPU loop matching that case's prefill_last_logits to 7e-7
+/// does not reproduce (first disagreement at margins 0.15-0.37; for two fixtures greedy_ids[0] is
+/// not even the argmax of the recorded logits). Its greedy ids are therefore not compared with a
+/// lane; its logits are, and the lane is compared with the CPU loop on it.
+constexpr size_t kFixtureGreedyUntrustedPromptLen = 64;
+
 /// LG_SHARED_DIR / LG_SOURCE_DIR: the environment overrides the compiled-in paths (the GPU machine
 /// has the repository somewhere else and the fixtures copied into it).
 inline std::string shared_dir() {
