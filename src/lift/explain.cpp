@@ -1,6 +1,7 @@
 #include "lift/explain.h"
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -17,6 +18,8 @@ std::string signature(const StagedProgram& p, const Launch& l) {
   std::string sig;
   for (int32_t s : l.stages) {
     sig += stage_kind_name(p.stages[static_cast<size_t>(s)].kind);
+    // The ops too: two GEMMs of one statement (fc1, fc2) are different launches of a layer.
+    for (ir::ValueId v : p.stages[static_cast<size_t>(s)].nodes) sig += std::string(" ") + ir::op_name(p.graph.at(v).op);
     for (const auto& line : stage_lines(p, p.stages[static_cast<size_t>(s)])) sig += " " + line;
     sig += ";";
   }
@@ -39,6 +42,22 @@ std::string explain(const StagedProgram& p, bool with_source) {
       const Stage& st = p.stages[static_cast<size_t>(s)];
       os << "  stage " << s << " " << stage_kind_name(st.kind) << "\n    computes:";
       for (ir::ValueId v : st.nodes) os << " " << node_text(p.graph, v);
+      // Elementwise nodes recomputed inside the stage (dissolved maps), views omitted.
+      std::vector<bool> reached(p.graph.nodes.size(), false);
+      std::vector<std::string> inl;
+      std::function<void(ir::ValueId)> visit = [&](ir::ValueId v) {
+        for (ir::ValueId o : p.graph.at(v).operands) {
+          if (reached[static_cast<size_t>(o)] || !p.is_inline[static_cast<size_t>(o)]) continue;
+          reached[static_cast<size_t>(o)] = true;
+          if (ir::is_elementwise(p.graph.at(o).op)) inl.push_back(ir::op_name(p.graph.at(o).op));
+          visit(o);
+        }
+      };
+      for (ir::ValueId v : st.nodes) visit(v);
+      if (!inl.empty()) {
+        os << "\n    inline:";
+        for (const auto& o : inl) os << " " << o;
+      }
       os << "\n    stores:";
       for (ir::ValueId v : st.stores) os << " " << node_text(p.graph, v);
       for (ir::ValueId v : st.nodes)
@@ -73,7 +92,7 @@ int64_t launches_per_layer(const StagedProgram& p) {
   if (freq.empty()) return static_cast<int64_t>(p.launches.size());
   int64_t layers = 0, best = 0;
   for (auto& [c, f] : freq)
-    if (f >= best) best = f, layers = c;
+    if (f > best) best = f, layers = c;
   int64_t in_layers = 0;
   for (auto& [sig, c] : count)
     if (c % layers == 0) in_layers += c;
