@@ -92,8 +92,8 @@ TEST_P(Fixture, PrefillLogitsAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, Fixture, ::testing::Values("tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2"),
-                         [](const auto& info) {
-                           std::string s = info.param;
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
                            for (char& ch : s) if (ch == '-') ch = '_';
                            return s;
                          });
