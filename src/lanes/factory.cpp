@@ -5,6 +5,9 @@
 #if defined(LG_HAVE_LG_LANE_CPU)
 #include "lanes/cpu/cpu_lane.h"
 #endif
+#if defined(LG_HAVE_LG_LANE_COMPILED)
+#include "lanes/compiled/compiled_lane.h"
+#endif
 
 namespace lg {
 
@@ -13,12 +16,18 @@ std::vector<std::string> lane_names() {
 #if defined(LG_HAVE_LG_LANE_CPU)
   names.push_back("cpu");
 #endif
+#if defined(LG_HAVE_LG_LANE_COMPILED)
+  names.push_back("compiled");
+#endif
   return names;
 }
 
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq) {
 #if defined(LG_HAVE_LG_LANE_CPU)
   if (name == "cpu") return make_cpu_lane(dir, max_seq);
+#endif
+#if defined(LG_HAVE_LG_LANE_COMPILED)
+  if (name == "compiled") return make_compiled_lane(dir, max_seq);
 #endif
   std::string known;
   for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;

@@ -64,7 +64,7 @@ std::string linear(const ir::Shape& shape, const std::vector<std::string>& ix) {
 // Statements declaring `names[k]` = the multi-index of linear `lin` over `shape`.
 std::string delinear(const ir::Shape& shape, const std::string& lin, const std::vector<std::string>& names,
                      const std::string& tmp) {
-  std::string s = "long " + tmp + " = " + lin + ";";
+  std::string s = "long " + tmp + " = " + lin + "; (void)" + tmp + ";";
   for (size_t k = shape.size(); k-- > 0;) {
     if (k == 0) {
       s += " long " + names[k] + " = " + tmp + ";";
