@@ -140,9 +140,13 @@ class Elaborator {
   std::vector<Frame> frames_;
   std::vector<std::string> sym_names_;
   bool allow_missing_ = false;
+  int64_t steps_ = 0;      ///< expressions evaluated, bounded (see eval)
+  int eval_depth_ = 0;
+  static constexpr int kMaxEvalDepth = 600;
 
   Span stmt_span_;          ///< the forward statement being lowered (span of its nodes)
   std::string stmt_name_;   ///< its binding name with the layer prefix (name of its nodes)
+  Span return_span_;        ///< the forward's returned expression
   int32_t cur_layer_ = -1;
   bool recording_ = true;
 };

@@ -17,6 +17,15 @@ Value Elaborator::err(const Span& span, const std::string& message) {
 }
 
 Value Elaborator::eval(const Expr& e) {
+  // Bounds on work and stack: inlining multiplies both, and an input must not be able to hang
+  // or overflow the checker.
+  if (++steps_ > opts_.max_nodes * 20 + 100000) throw TooLarge{};
+  if (eval_depth_ >= kMaxEvalDepth) return err(e.span, "expression nested too deeply (through inlined fns)");
+  struct Depth {
+    int& d;
+    explicit Depth(int& x) : d(x) { ++d; }
+    ~Depth() { --d; }
+  } depth(eval_depth_);
   switch (e.kind) {
     case ExprKind::Int: return Value::of_int(e.int_value);
     case ExprKind::Float: return Value::of_float(e.float_value);

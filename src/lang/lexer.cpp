@@ -16,6 +16,7 @@ const char* tok_name(Tok t) {
     case Tok::Int: return "integer";
     case Tok::Float: return "number";
     case Tok::String: return "string";
+    case Tok::Invalid: return "invalid character";
     case Tok::KwModel: return "'model'";
     case Tok::KwDims: return "'dims'";
     case Tok::KwConst: return "'const'";
@@ -106,7 +107,6 @@ class Lexer {
       skip_space_and_comments(out);
       if (pos_ >= src_.size()) break;
       Token t = next();
-      if (t.kind == Tok::End) continue;  // an error was reported and the bad byte skipped
       out.push_back(std::move(t));
     }
     if (!out.empty() && out.back().kind != Tok::Newline) out.push_back(make(Tok::Newline, line_, col_));
@@ -177,8 +177,10 @@ class Lexer {
       case ')': if (depth_ > 0) --depth_; return punct(Tok::RParen, 1);
       case '[': ++depth_; return punct(Tok::LBracket, 1);
       case ']': if (depth_ > 0) --depth_; return punct(Tok::RBracket, 1);
-      case '{': return punct(Tok::LBrace, 1);
-      case '}': return punct(Tok::RBrace, 1);
+      // Braces never occur inside () or []: meeting one means a parenthesis was left open, and
+      // resetting the depth keeps that mistake from swallowing the rest of the file's newlines.
+      case '{': depth_ = 0; return punct(Tok::LBrace, 1);
+      case '}': depth_ = 0; return punct(Tok::RBrace, 1);
       case ',': return punct(Tok::Comma, 1);
       case ':': return punct(Tok::Colon, 1);
       case ';': return punct(Tok::Semi, 1);
@@ -206,9 +208,8 @@ class Lexer {
       default: break;
     }
     advance();
-    Token bad = make(Tok::End, line, col);
-    std::string shown = (c >= 32 && c < 127) ? std::string("'") + c + "'" : "byte " + std::to_string(static_cast<unsigned char>(c));
-    diags_.error(bad.span, "unexpected character " + shown);
+    Token bad = make(Tok::Invalid, line, col);
+    bad.text = (c >= 32 && c < 127) ? std::string("'") + c + "'" : "byte " + std::to_string(static_cast<unsigned char>(c));
     return bad;
   }
 

@@ -15,8 +15,8 @@ namespace lg::lang {
 using K = Value::Kind;
 
 void Elaborator::run() {
-  bind();
   try {
+    bind();
     lower_forward();
   } catch (const TooLarge&) {
     err(stmt_span_, fmt::format("program too large: more than {} IR nodes after unrolling layers and inlining fns",
@@ -77,7 +77,7 @@ void Elaborator::lower_forward() {
     if (!ret.is_tensor()) {
       err(f.result.span, "forward must return a tensor, found " + show(ret));
     } else if (ret_ok && (ret.dtype != ret_dtype || !(ret.shape == ret_shape))) {
-      err(f.result.span, "forward returns " + show(ret) + " but declares " + show(ret_dtype, ret_shape));
+      err(return_span_, "forward returns " + show(ret.dtype, ret.shape) + " but declares " + show(ret_dtype, ret_shape));
     } else {
       g_.outputs.push_back(ret.id);
     }
@@ -124,13 +124,18 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
           break;
         }
         if (k + 1 != body.size()) err(body[k + 1].span, "statement after return");
-        if (!in_fn) stmt_name_ = "return";
+        if (!in_fn) {
+          stmt_name_ = "return";
+          return_span_ = s.value->span;
+        }
         Value v = eval(*s.value);
         if (!in_fn && v.is_tensor()) record(s, "return", show(v.dtype, v.shape));
         return v;
       }
     }
   }
+  // A syntax error may have swallowed the return: don't report its absence too.
+  if (p_.syntax_errors > 0) return Value::error();
   if (in_fn) return err(frames_.back().fn->span, "fn '" + frames_.back().fn->name + "' does not end with return");
   if (top_level_forward) return err(p_.model->forward.end_span, "forward ends without return");
   return Value::error();

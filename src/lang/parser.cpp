@@ -56,7 +56,8 @@ class Parser {
     return true;
   }
   [[noreturn]] void fail(const std::string& expected) {
-    diags_.error(cur().span, expected + ", found " + describe(cur()));
+    if (at(Tok::Invalid)) diags_.error(cur().span, "unexpected character " + cur().text);
+    else diags_.error(cur().span, expected + ", found " + describe(cur()));
     throw SyntaxError{};
   }
   const Token& expect(Tok k, const char* what = nullptr) {
@@ -584,9 +585,10 @@ class Parser {
         return e;
       }
       case Tok::LParen: {
-        take();
+        Span open = take().span;
         ExprPtr e = expr();
         expect(Tok::RParen);
+        e->span = prev_end(join(open, e->span));  // the caret covers the parentheses too
         return e;
       }
       default: fail("expected an expression");

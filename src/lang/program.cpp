@@ -76,6 +76,7 @@ std::unique_ptr<Program> load_program(std::string name, std::string text) {
   p->main = parse(lex(p->sources, main_file, p->diags), p->diags);
   p->prelude = parse(lex(p->sources, prelude_file, p->diags), p->diags);
 
+  p->syntax_errors = p->diags.count();
   for (const auto& f : p->prelude.fns) p->fns[f.name] = &f;
   std::unordered_set<std::string> seen;
   for (const auto& f : p->main.fns) {

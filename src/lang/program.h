@@ -27,6 +27,7 @@ struct Program {
   const Model* model = nullptr;                          ///< the file's model block
   std::unordered_map<std::string, const FnDecl*> fns;    ///< the file's fns shadow the prelude's
   std::unordered_set<std::string> recursive;             ///< fns on a call cycle (already reported)
+  size_t syntax_errors = 0;  ///< errors from lexing and parsing: later checks skip what they may cause
 };
 
 /// Lexes and parses `text` (shown as `name` in diagnostics) and the prelude, resolves the function

@@ -10,6 +10,7 @@ namespace lg::lang {
 
 enum class Tok : uint8_t {
   End, Newline, Ident, Int, Float, String,
+  Invalid,  ///< a byte that starts no token; the parser reports it where it meets it
   // keywords
   KwModel, KwDims, KwConst, KwDtype, KwParam, KwLayers, KwState, KwForward, KwFn, KwFor, KwIn,
   KwReturn, KwRequire, KwConfig, KwTrue, KwFalse, KwNone,

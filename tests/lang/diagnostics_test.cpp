@@ -1,0 +1,246 @@
+// Bad programs: each must be rejected with one diagnostic at the exact line:col with the exact
+// message (what was expected, what was found). The programs are a small valid model with one
+// mistake spliced in (see program()); the valid base itself must check, so every failure below
+// is caused by the mistake.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lang/lower.h"
+
+namespace {
+
+const nlohmann::json& config() {
+  static const nlohmann::json c = [] {
+    std::ifstream in(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3/config.json");
+    return nlohmann::json::parse(in);
+  }();
+  return c;
+}
+
+const char* kReturn = "    return x\n";
+const char* kLayers = "  layers l in 0..2 {\n    param n: f32[D] = \"model.layers.{l}.norm\"\n  }\n";
+
+/// The base model (lines 1-4), then `decls`, the forward (its first statement `x = e[t]`), `body`,
+/// `ret`, the closing braces and `after` (top-level fns).
+std::string program(const std::string& decls, const std::string& body, const std::string& ret = kReturn,
+                    const std::string& after = "") {
+  return "model m {\n"
+         "  dims { D = config.hidden_size; V = config.vocab_size; H = config.num_attention_heads }\n"
+         "  param e: f32[V, D] = \"model.embed_tokens.weight\"\n"
+         "  state c: f32[2, S, D]\n" +
+         decls +
+         "  forward(t: i32[T], pos: i32[T]) -> f32[T, D] {\n"
+         "    x = e[t]\n" +
+         body + ret + "  }\n}\n" + after;
+}
+
+struct Case {
+  const char* name;
+  std::string source;
+  int line, col;
+  std::string message;
+};
+
+class BadProgram : public ::testing::TestWithParam<Case> {};
+
+TEST(BadProgramBase, TheBaseProgramChecks) {
+  auto out = lg::lang::check_source("bad.lg", program("", ""), config(), {});
+  EXPECT_TRUE(out.ok) << out.rendered;
+  auto layered = lg::lang::check_source("bad.lg", program(kLayers, "    for l in layers {\n      x = x * l.n\n    }\n"), config(), {});
+  EXPECT_TRUE(layered.ok) << layered.rendered;
+}
+
+TEST_P(BadProgram, IsRejectedAtTheFaultWithItsMessage) {
+  const Case& c = GetParam();
+  auto out = lg::lang::check_source("bad.lg", c.source, config(), {});
+  ASSERT_FALSE(out.ok) << c.source;
+  ASSERT_FALSE(out.diagnostics.empty());
+  const auto& d = out.diagnostics[0];
+  EXPECT_EQ(d.span.line, c.line) << out.rendered;
+  EXPECT_EQ(d.span.col, c.col) << out.rendered;
+  EXPECT_EQ(d.message, c.message) << out.rendered;
+  EXPECT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  // The rendering quotes the line and puts a caret under the column.
+  EXPECT_NE(out.rendered.find("bad.lg:" + std::to_string(c.line) + ":" + std::to_string(c.col) + ": error: "),
+            std::string::npos);
+  EXPECT_NE(out.rendered.find('^'), std::string::npos);
+}
+
+const Case kCases[] = {
+  {"MissingCloseParen", program("", "    y = (x + 1\n"),
+   8, 5, "expected ')', found 'return'"},
+  {"DanglingOperator", program("", "    y = x +\n"),
+   7, 12, "expected an expression, found end of line"},
+  {"StrayCharacter", program("", "    y = x $ 1\n"),
+   7, 11, "unexpected character '$'"},
+  {"UnterminatedString", program("  param q: f32[D] = \"q\n", ""),
+   5, 21, "unterminated string: expected '\"' before the end of the line"},
+  {"ForWithoutIn", program("", "    for l layers {\n    }\n"),
+   7, 11, "expected 'in', found 'layers'"},
+  {"UnknownName", program("", "    y = z + x\n"),
+   7, 9, "unknown name 'z'"},
+  {"UnknownFunction", program("", "    y = foo(x)\n"),
+   7, 9, "unknown function 'foo'"},
+  {"UnknownMethod", program("", "    y = x.frob()\n"),
+   7, 9, "tensors have no method 'frob'"},
+  {"MatmulInnerDimMismatch", program("", "    y = x @ e\n"),
+   7, 9, "shape mismatch in '@': [T, 64] @ [512, 64]: inner dims 64 and 512 differ"},
+  {"BroadcastMismatch", program("", "    y = x + e\n"),
+   7, 9, "shape mismatch in '+': [T, 64] and [512, 64] do not broadcast (T vs 512)"},
+  {"WrongRankTranspose", program("", "    y = x.view(T, H, 16).T\n"),
+   7, 9, "wrong rank: .T needs a rank-2 tensor, found tensor f32[T, 4, 16] (use transpose(a, b))"},
+  {"WrongRankMatmul", program("", "    y = x @ e[0]\n"),
+   7, 9, "wrong rank: '@' needs operands of rank 2 or more, found tensor f32[T, 64] @ tensor f32[64]"},
+  {"DtypeMismatchIntFloat", program("", "    y = x + t\n"),
+   7, 9, "dtype mismatch in '+': tensor f32[T, 64] and tensor i32[T] (cast one with .to(dtype))"},
+  {"BoolInArithmetic", program("", "    y = (x > 0.0) + x\n"),
+   7, 9, "dtype mismatch in '+': tensor bool[T, 64] and tensor f32[T, 64] (cast one with .to(dtype))"},
+  {"FloatConstantWithIntTensor", program("", "    y = t * 0.5\n"),
+   7, 9, "dtype mismatch in '*': tensor i32[T] and float 0.5 (cast the tensor with .to(f32))"},
+  {"WriteToLocal", program("", "    x[0, pos, :] = x\n"),
+   7, 5, "cannot write to 'x': it is not a state (only `state` declarations can be written)"},
+  {"WriteToParam", program("", "    e[pos] = x\n"),
+   7, 5, "cannot write to 'e': it is not a state (only `state` declarations can be written)"},
+  {"StateWriteShapeMismatch", program("", "    c[0, pos, :] = x.view(T, H, 16)\n"),
+   7, 20, "state write value has shape [T, 4, 16], expected [T, 64] for c f32[2, 1024, 64]"},
+  {"StateWriteIndexOutOfRange", program("", "    c[2, pos, :] = x\n"),
+   7, 7, "index 2 is out of range for state c f32[2, 1024, 64]"},
+  {"StateWriteUnsupportedForm", program("", "    c[0, :, :] = x\n"),
+   7, 5, "unsupported state write: write `state[i, ..., :, pos, :] = value` (constant leading indices, one i32 index vector, ':' elsewhere)"},
+  {"SelfRecursion", program("", "", kReturn, "fn r(a) = r(a) + 1\n"),
+   10, 11, "recursive call: r -> r (fns are inlined at every call, so they cannot recurse)"},
+  {"MutualRecursion", program("", "", kReturn, "fn f(a) = g(a)\nfn g(a) = f(a) * 2\n"),
+   11, 11, "recursive call: f -> g -> f (fns are inlined at every call, so they cannot recurse)"},
+  {"ConfigKeyMissingNoDefault", program("  const q = config.nope\n", ""),
+   5, 13, "config key 'nope' is missing in config.json and has no default (write `config.nope ?? <default>`)"},
+  {"ConfigKeyNullNoDefault", program("  const b = config.bos_token_id\n", ""),
+   5, 13, "config key 'bos_token_id' is null in config.json and has no default (write `config.bos_token_id ?? <default>`)"},
+  {"ConfigNestedKeyMissing", program("  const r = config.rope_parameters.factor\n", ""),
+   5, 13, "config key 'rope_parameters.factor' is missing in config.json and has no default (write `config.rope_parameters.factor ?? <default>`)"},
+  {"TemplateWithoutLayerIndex", program("  layers l in 0..2 {\n    param n: f32[D] = \"model.norm.weight\"\n  }\n", ""),
+   6, 23, "param template \"model.norm.weight\" names no layer index: write {l} where the layer number goes"},
+  {"TemplateUnknownPlaceholder", program("  layers l in 0..2 {\n    param n: f32[D] = \"model.layers.{k}.norm\"\n  }\n", ""),
+   6, 23, "unknown placeholder '{k}' in tensor name \"model.layers.{k}.norm\": the layer index is {l}"},
+  {"FnArity", program("", "    y = silu(x, x)\n"),
+   7, 9, "fn 'silu' takes 1 argument, found 2"},
+  {"FnImpure", program("", "    y = g(x)\n", kReturn, "fn g(a) = a * D\n"),
+   11, 15, "fn 'g' uses 'D' of the model: fns are pure, pass it as an argument"},
+  {"FnWritesState", program("", "    y = g(pos)\n", kReturn, "fn g(a) {\n  c[0, a, :] = a\n  return a\n}\n"),
+   12, 3, "fn 'g' writes state: fns are pure, write state in forward"},
+  {"ReturnTypeMismatch", program("", "", "    return x @ e.T\n"),
+   7, 12, "forward returns f32[T, 512] but declares f32[T, 64]"},
+  {"MissingReturn", program("", "", "    y = x\n"),
+   8, 3, "forward ends without return"},
+  {"ViewCountMismatch", program("", "    y = x.view(T, 3)\n"),
+   7, 9, "cannot view tensor f32[T, 64] as [T, 3]: the element counts differ"},
+  {"AxisOutOfRange", program("", "    y = sum(x, axis=2)\n"),
+   7, 9, "axis 2 is out of range for rank 2"},
+  {"ReductionWithoutAxis", program("", "    y = sum(x)\n"),
+   7, 9, "sum needs axis="},
+  {"RequireFails", program("  require D == 65, \"hidden size must be 65\"\n", ""),
+   5, 3, "requirement failed: hidden size must be 65"},
+  {"DimNotInteger", program("  dims { Z = config.rms_norm_eps }\n", ""),
+   5, 14, "dim 'Z' must be a positive integer, found float 1e-06"},
+  {"UnknownDtype", program("  param q: f64[D] = \"q\"\n", ""),
+   5, 12, "unknown dtype 'f64': expected bf16, f16, f32, i32, bool or a `dtype` declaration"},
+  {"TernaryConditionNotBool", program("  const k = config.hidden_size ? 1 : 2\n", ""),
+   5, 13, "the condition of '? :' must be a compile-time bool, found int 64 (for tensors use where(cond, a, b))"},
+  {"GatherWithFloatIndex", program("", "    y = e[x]\n"),
+   7, 11, "a gather index must be i32, found tensor f32[T, 64]"},
+  {"ForOverNonLayers", program("", "    for l in blocks {\n    }\n"),
+   7, 14, "expected 'layers' after 'in', found 'blocks'"},
+  {"DuplicateDeclaration", program("  const D = 3\n", ""),
+   5, 9, "'D' is already declared"},
+  {"BindingShadowsParam", program("", "    e = x\n"),
+   7, 5, "'e' is a param of the model; bind a different name"},
+  {"RuntimeDimArithmetic", program("", "    y = x.view(T + 1, D)\n"),
+   7, 16, "operator '+' cannot combine runtime dim T and int 1: a runtime dim can only be multiplied by a positive constant"},
+  {"SliceOfRuntimeDim", program("", "    y = x[1:3]\n"),
+   7, 11, "cannot index the runtime dim T with constants (only ':' is allowed on it)"},
+  {"MeanOverRuntimeDim", program("", "    y = mean(x, axis=0)\n"),
+   7, 9, "mean over the runtime dim T is not supported"},
+  {"PositionalAfterKeyword", program("", "    y = sum(axis=0, x)\n"),
+   7, 21, "positional argument after a keyword argument"},
+  {"NotAFunction", program("", "    y = x(1)\n"),
+   7, 9, "'x' is not a function"},
+  {"StatementWithoutAssign", program("", "    x + 1\n"),
+   7, 10, "expected '=' after the expression (a statement is `name = ...`, a state write `s[...] = ...`, `for` or `return`), found end of line"},
+  {"ReturnInsideFor", program(kLayers, "    for l in layers {\n" "      return x\n" "    }\n"),
+   11, 7, "return inside 'for': forward returns once, after the layers"},
+  {"ConcatShapeMismatch", program("", "    y = concat(x, e, axis=0)\n"),
+   7, 19, "concat along axis 0 of [T, 64] and [512, 64]: mixed runtime dims"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Lang, BadProgram, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+
+
+namespace {
+
+TEST(Diagnostics, IndependentErrorsAreAllReportedInOneRun) {
+  std::string src = program("  const q = config.nope\n",
+                            "    y = x +\n"          // line 8: syntax error
+                            "    z = w * 2\n"        // line 9: unknown name
+                            "    u = x @ e\n");      // line 10: shape mismatch
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 4u) << out.rendered;
+  // Syntax errors come first (the parse), then the checker's in source order.
+  EXPECT_EQ(out.diagnostics[0].span.line, 8);
+  EXPECT_EQ(out.diagnostics[1].span.line, 5);
+  EXPECT_EQ(out.diagnostics[2].span.line, 9);
+  EXPECT_EQ(out.diagnostics[3].span.line, 10);
+  EXPECT_NE(out.rendered.find("4 errors"), std::string::npos);
+}
+
+TEST(Diagnostics, ErrorsInsideAFnNoteTheCallSite) {
+  std::string src = program("", "    y = g(x)\n", kReturn, "fn g(a) = a @ a\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  const auto& d = out.diagnostics[0];
+  EXPECT_EQ(d.span.line, 11);
+  EXPECT_EQ(d.span.col, 11);
+  EXPECT_EQ(d.message, "shape mismatch in '@': [T, 64] @ [T, 64]: inner dims 64 and T differ");
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].span.line, 7);
+  EXPECT_EQ(d.notes[0].span.col, 9);
+  EXPECT_EQ(d.notes[0].message, "in fn 'g', inlined here");
+}
+
+TEST(Diagnostics, ALayerBodyErrorIsReportedOnceNotPerLayer) {
+  std::string src = program(kLayers, "    for l in layers {\n      x = x @ l.n\n    }\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 11);
+  EXPECT_EQ(out.diagnostics[0].message,
+            "wrong rank: '@' needs operands of rank 2 or more, found tensor f32[T, 64] @ tensor f32[64]");
+}
+
+TEST(Diagnostics, NoInputCanNestWithoutBound) {
+  std::string deep = "    y = " + std::string(5000, '(') + "x" + std::string(5000, ')') + "\n";
+  auto out = lg::lang::check_source("bad.lg", program("", deep), config(), {});
+  ASSERT_FALSE(out.ok);
+  EXPECT_EQ(out.diagnostics[0].message, "nesting too deep: more than 200 levels");
+}
+
+TEST(Diagnostics, UnrollingPastTheNodeBoundIsAnError) {
+  lg::lang::BindOptions opts;
+  opts.max_nodes = 20;
+  std::string src = program(kLayers, "    for l in layers {\n      x = rms_norm(x, l.n, 1e-6) + x\n    }\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), opts);
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message,
+            "program too large: more than 20 IR nodes after unrolling layers and inlining fns");
+}
+
+TEST(Diagnostics, MissingModelBlock) {
+  auto out = lg::lang::check_source("bad.lg", "fn f(x) = x\n", config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u);
+  EXPECT_EQ(out.diagnostics[0].message, "expected a `model` block, found none in the file");
+}
+
+}  // namespace
