@@ -38,7 +38,11 @@ CpuExecutor::CpuExecutor(Graph graph, std::vector<Tensor> params) : graph_(std::
   for (size_t k = 0; k < graph_.nodes.size(); ++k)
     for (ValueId o : graph_.nodes[k].operands) last_use_[static_cast<size_t>(o)] = k;
   // Outputs and final states outlive the loop.
-  for (ValueId o : graph_.outputs) last_use_[static_cast<size_t>(o)] = graph_.nodes.size();
+  is_output_.assign(graph_.nodes.size(), false);
+  for (ValueId o : graph_.outputs) {
+    last_use_[static_cast<size_t>(o)] = graph_.nodes.size();
+    is_output_[static_cast<size_t>(o)] = true;
+  }
   for (ValueId o : graph_.final_states) last_use_[static_cast<size_t>(o)] = graph_.nodes.size();
   reset();
 }
@@ -89,7 +93,17 @@ void CpuExecutor::bind_symbols(std::span<const Tensor> inputs) {
     if (!bound[s]) throw Error("runtime dim " + graph_.symbols[s].name + " is not bound by any input's shape");
 }
 
-std::vector<Tensor> CpuExecutor::run(std::span<const Tensor> inputs) {
+std::vector<Tensor> CpuExecutor::run(std::span<const Tensor> inputs) { return run_impl(inputs, false); }
+
+std::vector<Tensor> CpuExecutor::run_last_position(std::span<const Tensor> inputs) { return run_impl(inputs, true); }
+
+bool CpuExecutor::last_row_only(size_t id) const {
+  const Node& n = graph_.nodes[id];
+  return last_only_ && is_output_[id] && n.op == Op::MatMul && graph_.at(n.operands[0]).shape.size() == 2;
+}
+
+std::vector<Tensor> CpuExecutor::run_impl(std::span<const Tensor> inputs, bool last_only) {
+  last_only_ = last_only;
   bind_symbols(inputs);
   const size_t n = graph_.nodes.size();
   std::vector<Tensor> values(n);
@@ -153,7 +167,14 @@ Tensor CpuExecutor::eval(size_t id, std::vector<Tensor>& values) {
       case Op::Where: out = cpu::where(arg(0), arg(1), arg(2), node.dtype); break;
       case Op::ReduceSum:
       case Op::ReduceMax: out = cpu::reduce(node.op, arg(0), a.axis, a.keepdim); break;
-      case Op::MatMul: out = cpu::matmul(arg(0), arg(1)); break;
+      case Op::MatMul:
+        if (last_row_only(id)) {
+          const Tensor& x = arg(0);
+          out = cpu::matmul(cpu::slice(x, 0, x.shape[0] - 1, x.shape[0], 1), arg(1));
+        } else {
+          out = cpu::matmul(arg(0), arg(1));
+        }
+        break;
       case Op::Gather: out = cpu::gather(arg(0), arg(1)); break;
       case Op::Reshape: out = cpu::reshape(arg(0), concrete(node.shape)); break;
       case Op::Permute: out = cpu::permute(arg(0), a.perm); break;
@@ -177,7 +198,8 @@ Tensor CpuExecutor::eval(size_t id, std::vector<Tensor>& values) {
   }
   // Every value must come out with the type the graph declares: a mismatch is a bug in the front
   // end or here, and catching it at the node beats a wrong answer downstream.
-  const std::vector<int64_t> want = concrete(node.shape);
+  std::vector<int64_t> want = concrete(node.shape);
+  if (last_row_only(id)) want[0] = 1;
   if (out.shape != want || out.dtype != cpu::exec_dtype(node.dtype))
     throw Error("computed " + std::string(dtype_name(out.dtype)) + shape_str(out.shape) + ", the graph declares " +
                 std::string(dtype_name(cpu::exec_dtype(node.dtype))) + shape_str(want));

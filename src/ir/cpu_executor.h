@@ -28,6 +28,12 @@ class CpuExecutor {
   /// its source span; after an error the states are zeroed (the sequence is lost).
   std::vector<cpu::Tensor> run(std::span<const cpu::Tensor> inputs);
 
+  /// Like run, but an output that is a MatMul of a rank-2 operand [T, K] (the LM head) is
+  /// computed for its last row only, giving [1, N]: row t of such a product depends only on row
+  /// t of the operand, so this equals the last row of run()'s output, without the T-1 rows a
+  /// generation step throws away (for a long prompt, most of the prefill's time and memory).
+  std::vector<cpu::Tensor> run_last_position(std::span<const cpu::Tensor> inputs);
+
   /// Zeroes every state (forgets the sequence).
   void reset();
 
@@ -40,12 +46,17 @@ class CpuExecutor {
   std::vector<int64_t> concrete(const Shape& s) const;
   cpu::Tensor eval(size_t id, std::vector<cpu::Tensor>& values);
   void bind_symbols(std::span<const cpu::Tensor> inputs);
+  std::vector<cpu::Tensor> run_impl(std::span<const cpu::Tensor> inputs, bool last_only);
+  /// Whether node `id` is computed for its last row only in this run.
+  bool last_row_only(size_t id) const;
 
   Graph graph_;
   std::vector<cpu::Tensor> params_;
   std::vector<cpu::Tensor> states_;
   std::vector<int64_t> symbols_;
   std::vector<size_t> last_use_;  ///< per node: the last node that reads it (or nodes.size())
+  std::vector<bool> is_output_;
+  bool last_only_ = false;
 };
 
 }  // namespace lg::ir

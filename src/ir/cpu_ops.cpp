@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <thread>
 
 #include "support/error.h"
 
@@ -33,23 +32,6 @@ std::vector<int64_t> broadcast_strides(const Tensor& t, const std::vector<int64_
 Tensor as_float(const Tensor& t) {
   if (t.is_float()) return t;
   return unary(Op::Cast, t, DType::F32);
-}
-
-/// Runs fn(begin, end) over [0, n) split across the cores, when the work is worth a thread.
-template <class Fn>
-void parallel_for(int64_t n, int64_t work_per_item, Fn&& fn) {
-  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  // Below ~1M operations a thread start costs more than it saves.
-  const int64_t threads = std::min<int64_t>({cores, n, std::max<int64_t>(1, n * work_per_item / (1 << 20))});
-  if (threads <= 1) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const int64_t chunk = (n + threads - 1) / threads;
-  for (int64_t b = chunk; b < n; b += chunk) pool.emplace_back([&fn, b, chunk, n] { fn(b, std::min(n, b + chunk)); });
-  fn(int64_t{0}, std::min(n, chunk));
-  for (auto& th : pool) th.join();
 }
 
 float apply_unary_f(Op op, float x) {
@@ -124,7 +106,7 @@ int32_t to_int(float v) { return static_cast<int32_t>(v); }  // truncation towar
 /// Stores a computed value into the result buffer of class `out` (F32, I32 or Bool).
 struct Store {
   Tensor t;
-  explicit Store(DType out, const std::vector<int64_t>& shape) : t(Tensor::zeros(out, shape)) {}
+  explicit Store(DType out, const std::vector<int64_t>& shape) : t(Tensor::empty(out, shape)) {}
   void f(int64_t k, float v) {
     if (t.is_float()) t.f->data()[k] = v;
     else if (t.dtype == DType::Bool) t.i->data()[k] = v != 0.0f;
@@ -318,7 +300,7 @@ Tensor reduce(Op op, const Tensor& x, int32_t axis, bool keepdim) {
   std::vector<int64_t> shape = x.shape;
   if (keepdim) shape[static_cast<size_t>(ax)] = 1;
   else shape.erase(shape.begin() + ax);
-  Tensor out = Tensor::zeros(x.dtype == DType::Bool && op == Op::ReduceSum ? DType::I32 : x.dtype, shape);
+  Tensor out = Tensor::empty(x.dtype == DType::Bool && op == Op::ReduceSum ? DType::I32 : x.dtype, shape);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
       const int64_t base = o * n * inner + in;
@@ -356,8 +338,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   std::vector<int64_t> shape = batch;
   shape.push_back(m);
   shape.push_back(n);
-  Tensor out = Tensor::zeros(DType::F32, shape);
-  if (k == 0 || out.numel() == 0) return out;
+  if (k == 0 || numel_of(shape) == 0) return Tensor::zeros(DType::F32, shape);  // empty sums
+  Tensor out = Tensor::empty(DType::F32, shape);
   float* c = out.f->data();
   // Shared weight (b has no batch dims): fold a's batch into M when a's rows are evenly spaced.
   const Tensor ac = a.contiguous();
@@ -392,7 +374,7 @@ Tensor gather(const Tensor& table0, const Tensor& idx0) {
   const int64_t row = rows ? table.numel() / rows : 0;
   std::vector<int64_t> shape = idx0.shape;
   shape.insert(shape.end(), table.shape.begin() + 1, table.shape.end());
-  Tensor out = Tensor::zeros(table.dtype, shape);
+  Tensor out = Tensor::empty(table.dtype, shape);
   for (size_t j = 0; j < idx.size(); ++j) {
     if (idx[j] < 0 || idx[j] >= rows)
       throw Error("gather: index " + std::to_string(idx[j]) + " outside the table's " + std::to_string(rows) + " rows");
@@ -455,7 +437,7 @@ Tensor concat(std::span<const Tensor> xs, int32_t axis) {
     if (!ok) throw Error("concat: " + shape_str(t.shape) + " does not match " + shape_str(xs[0].shape));
     shape[ax] += t.shape[ax];
   }
-  Tensor out = Tensor::zeros(xs[0].dtype, shape);
+  Tensor out = Tensor::empty(xs[0].dtype, shape);
   int64_t at = 0;
   for (const Tensor& t : xs) {
     Tensor dst = slice(out, static_cast<int32_t>(ax), at, at + t.shape[ax], 1);
@@ -522,42 +504,35 @@ Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Ten
     throw Error("attention: " + std::to_string(pos.size()) + " positions for " + std::to_string(T) + " queries");
   for (int32_t p : pos)
     if (p < 0 || p >= S) throw Error("attention: position " + std::to_string(p) + " outside the cache's " + std::to_string(S) + " rows");
-  Tensor out = Tensor::zeros(DType::F32, {T, H, Dh});
-  const float* qp = q.fdata();
-  const float* kp = k.fdata();
-  const float* vp = v.fdata();
-  float* op = out.f->data();
-  const auto fscale = static_cast<float>(scale);
-  int64_t mean_len = 0;
-  for (int32_t p : pos) mean_len += p + 1;
-  mean_len = mean_len / std::max<int64_t>(T, 1);
-  parallel_for(T * H, 2 * mean_len * Dh, [&](int64_t begin, int64_t end) {
-    std::vector<float> w(static_cast<size_t>(S));
-    std::vector<double> acc(static_cast<size_t>(Dh));
-    for (int64_t th = begin; th < end; ++th) {
-      const int64_t t = th / H, h = th % H, g = h / gqa_group;
-      const float* qv = qp + (t * H + h) * Dh;
-      const int64_t n = pos[static_cast<size_t>(t)] + 1;
+  // Per query head h (KV head g = h / group): scores = scale * Q_h K_g^T over the rows any query
+  // of this step can see, causal mask, softmax per row, out_h = P V_g. Two GEMMs per head keep
+  // prefill on BLAS; q/out rows of one head are H*Dh apart, which BLAS takes as a leading dim.
+  int64_t n = 0;  // cache rows visible to the latest query
+  for (int32_t p : pos) n = std::max<int64_t>(n, p + 1);
+  Tensor out = Tensor::empty(DType::F32, {T, H, Dh});
+  std::vector<float> scores(static_cast<size_t>(T * n));
+  const int ldq = static_cast<int>(H * Dh), ldk = static_cast<int>(Dh), ldp = static_cast<int>(n);
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t g = h / gqa_group;
+    const float* qh = q.fdata() + h * Dh;
+    const float* kg = k.fdata() + g * S * Dh;
+    const float* vg = v.fdata() + g * S * Dh;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), static_cast<int>(n), static_cast<int>(Dh),
+                static_cast<float>(scale), qh, ldq, kg, ldk, 0.0f, scores.data(), ldp);
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = scores.data() + t * n;
+      const int64_t len = pos[static_cast<size_t>(t)] + 1;  // rows 0 .. pos[t]
       float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t s = 0; s < n; ++s) {
-        const float* kv = kp + (g * S + s) * Dh;
-        float d = 0;
-        for (int64_t j = 0; j < Dh; ++j) d += qv[j] * kv[j];
-        w[static_cast<size_t>(s)] = d * fscale;
-        mx = std::max(mx, w[static_cast<size_t>(s)]);
-      }
-      double denom = 0;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t s = 0; s < n; ++s) {
-        const double e = std::exp(static_cast<double>(w[static_cast<size_t>(s)] - mx));
-        denom += e;
-        const float* vv = vp + (g * S + s) * Dh;
-        for (int64_t j = 0; j < Dh; ++j) acc[static_cast<size_t>(j)] += e * vv[j];
-      }
-      float* o = op + (t * H + h) * Dh;
-      for (int64_t j = 0; j < Dh; ++j) o[j] = static_cast<float>(acc[static_cast<size_t>(j)] / denom);
+      for (int64_t s = 0; s < len; ++s) mx = std::max(mx, row[s]);
+      double sum = 0;
+      for (int64_t s = 0; s < len; ++s) sum += row[s] = std::exp(row[s] - mx);
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (int64_t s = 0; s < len; ++s) row[s] *= inv;
+      std::fill(row + len, row + n, 0.0f);  // future positions: masked out
     }
-  });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(Dh), static_cast<int>(n),
+                1.0f, scores.data(), ldp, vg, ldk, 0.0f, out.f->data() + h * Dh, ldq);
+  }
   return out;
 }
 

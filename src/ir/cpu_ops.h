@@ -66,8 +66,8 @@ Tensor state_write(Tensor state, const Tensor& value, const Tensor& pos,
 
 /// Causal attention over a KV cache with GQA: q[T, H, Dh], k/v[KV, S, Dh], pos i32[T].
 /// out[t, h] = sum_{s <= pos[t]} softmax_s(scale * q[t, h] . k[h / group, s]) v[h / group, s].
-/// Requires H == KV * group and 0 <= pos[t] < S. Two-pass softmax (max, then exp-sum) in fp32
-/// with a double accumulator for the denominator.
+/// Requires H == KV * group and 0 <= pos[t] < S. Scores and the weighted sum are GEMMs
+/// (cblas_sgemm); the softmax subtracts the row max and sums in double.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos, double scale,
                  int32_t gqa_group);
 

@@ -1,5 +1,6 @@
 #include "ir/cpu_tensor.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -32,16 +33,25 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
-Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
+Tensor Tensor::empty(DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.dtype = exec_dtype(dtype);
   t.strides = contiguous_strides(shape);
   const auto n = static_cast<size_t>(numel_of(shape));
   t.shape = std::move(shape);
   if (t.is_float())
-    t.f = std::make_shared<std::vector<float>>(n, 0.0f);
+    t.f = std::make_shared<FloatBuffer>(n);
   else
-    t.i = std::make_shared<std::vector<int32_t>>(n, 0);
+    t.i = std::make_shared<IntBuffer>(n);
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
+  Tensor t = empty(dtype, std::move(shape));
+  if (t.is_float())
+    std::fill(t.f->begin(), t.f->end(), 0.0f);
+  else
+    std::fill(t.i->begin(), t.i->end(), 0);
   return t;
 }
 
@@ -53,7 +63,7 @@ Tensor Tensor::from_f32(std::vector<int64_t> shape, std::vector<float> data) {
   t.dtype = DType::F32;
   t.strides = contiguous_strides(shape);
   t.shape = std::move(shape);
-  t.f = std::make_shared<std::vector<float>>(std::move(data));
+  t.f = std::make_shared<FloatBuffer>(data.begin(), data.end());
   return t;
 }
 
@@ -65,7 +75,7 @@ Tensor Tensor::from_i32(std::vector<int64_t> shape, std::vector<int32_t> data) {
   t.dtype = DType::I32;
   t.strides = contiguous_strides(shape);
   t.shape = std::move(shape);
-  t.i = std::make_shared<std::vector<int32_t>>(std::move(data));
+  t.i = std::make_shared<IntBuffer>(data.begin(), data.end());
   return t;
 }
 

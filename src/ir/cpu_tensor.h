@@ -7,11 +7,36 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "support/dtype.h"
 
 namespace lg::ir::cpu {
+
+/// std::allocator that leaves new elements uninitialised: results that every element of is
+/// written (a GEMM output, the logits) are not zeroed first, which for prefill logits
+/// ([T, 151936] fp32) costs as much as the GEMM.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-init: no zeroing for float/int
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using FloatBuffer = std::vector<float, UninitAllocator<float>>;
+using IntBuffer = std::vector<int32_t, UninitAllocator<int32_t>>;
 
 /// The executor computes every float dtype (bf16, f16, f32) in fp32 and stores i32 and bool
 /// (as 0/1) in int32. Maps an IR dtype to that storage class: F32, I32 or Bool.
@@ -30,11 +55,13 @@ struct Tensor {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   int64_t offset = 0;
-  std::shared_ptr<std::vector<float>> f;
-  std::shared_ptr<std::vector<int32_t>> i;
+  std::shared_ptr<FloatBuffer> f;
+  std::shared_ptr<IntBuffer> i;
 
   /// A fresh contiguous tensor of zeros; `dtype` is mapped through exec_dtype.
   static Tensor zeros(DType dtype, std::vector<int64_t> shape);
+  /// A fresh contiguous tensor whose elements are unspecified: for results that write them all.
+  static Tensor empty(DType dtype, std::vector<int64_t> shape);
   /// Takes ownership of row-major data; throws lg::Error if its size does not match the shape.
   static Tensor from_f32(std::vector<int64_t> shape, std::vector<float> data);
   static Tensor from_i32(std::vector<int64_t> shape, std::vector<int32_t> data);

@@ -61,6 +61,18 @@ TEST(CpuExecutor, DecodeAfterPrefillEqualsFullPrefill) {
   }
 }
 
+TEST(CpuExecutor, LastPositionRunEqualsTheLastRowOfAFullRun) {
+  const Graph g = test::tiny_attention_graph();
+  const std::vector<Tensor> params = random_params(g);
+  CpuExecutor a(g, params), b(g, params);
+  const std::vector<int32_t> seq = test::random_i32({9}, 0, 39).to_i32();
+  const Tensor full = a.run(step_inputs(seq, 0))[0];
+  const Tensor last = b.run_last_position(step_inputs(seq, 0))[0];
+  ASSERT_EQ(last.shape, (std::vector<int64_t>{1, 40}));
+  EXPECT_LT(rel_err(last.to_f32(), cpu::slice(full, 0, 8, 9, 1).to_f32()), 1e-6);
+  EXPECT_LT(rel_err(a.state(1).to_f32(), b.state(1).to_f32()), 1e-6);  // the cache is written the same
+}
+
 TEST(CpuExecutor, CacheIsUpdatedInPlaceAcrossSteps) {
   const Graph g = test::tiny_attention_graph();
   CpuExecutor ex(g, random_params(g));

@@ -31,7 +31,7 @@ CpuLane::CpuLane(ir::Graph graph, std::vector<ir::cpu::Tensor> params, int64_t m
   if (max_seq_ < 1) throw Error("max_seq must be >= 1");
 }
 
-ir::cpu::Tensor CpuLane::forward(std::span<const int32_t> tokens, int64_t start_pos) {
+std::vector<ir::cpu::Tensor> CpuLane::inputs(std::span<const int32_t> tokens, int64_t start_pos) const {
   if (tokens.empty()) throw Error("a step needs at least one token");
   const auto T = static_cast<int64_t>(tokens.size());
   if (start_pos < 0 || start_pos + T > max_seq_)
@@ -42,11 +42,16 @@ ir::cpu::Tensor CpuLane::forward(std::span<const int32_t> tokens, int64_t start_
   std::vector<ir::cpu::Tensor> in(2);
   in[tokens_input_] = ir::cpu::Tensor::from_i32({T}, {tokens.begin(), tokens.end()});
   in[pos_input_] = ir::cpu::Tensor::from_i32({T}, std::move(pos));
-  return executor_.run(in)[0];
+  return in;
+}
+
+ir::cpu::Tensor CpuLane::forward(std::span<const int32_t> tokens, int64_t start_pos) {
+  return executor_.run(inputs(tokens, start_pos))[0];
 }
 
 StepResult CpuLane::step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) {
-  const ir::cpu::Tensor logits = forward(tokens, start_pos);
+  // Only the last position's logits are returned: the LM head runs on that row alone.
+  const ir::cpu::Tensor logits = executor_.run_last_position(inputs(tokens, start_pos))[0];
   const int64_t T = logits.shape[0], V = logits.shape[1];
   const ir::cpu::Tensor last = ir::cpu::slice(logits, 0, T - 1, T, 1).contiguous();
   const std::span<const float> row(last.fdata(), static_cast<size_t>(V));

@@ -38,6 +38,8 @@ class CpuLane : public Lane {
   const ir::Graph& graph() const { return executor_.graph(); }
 
  private:
+  std::vector<ir::cpu::Tensor> inputs(std::span<const int32_t> tokens, int64_t start_pos) const;
+
   ir::CpuExecutor executor_;
   int64_t max_seq_;
   size_t tokens_input_ = 0, pos_input_ = 1;
