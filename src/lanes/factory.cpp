@@ -8,6 +8,9 @@
 #if defined(LG_HAVE_LG_LANE_COMPILED)
 #include "lanes/compiled/compiled_lane.h"
 #endif
+#if defined(LG_HAVE_LG_LANE_QWEN)
+#include "lanes/qwen/handwritten_lane.h"
+#endif
 
 namespace lg {
 
@@ -19,6 +22,9 @@ std::vector<std::string> lane_names() {
 #if defined(LG_HAVE_LG_LANE_COMPILED)
   names.push_back("compiled");
 #endif
+#if defined(LG_HAVE_LG_LANE_QWEN)
+  names.push_back("handwritten");
+#endif
   return names;
 }
 
@@ -28,6 +34,9 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
   if (name == "compiled") return make_compiled_lane(dir, max_seq);
+#endif
+#if defined(LG_HAVE_LG_LANE_QWEN)
+  if (name == "handwritten") return qwen::make_handwritten_lane(dir, max_seq);
 #endif
   std::string known;
   for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;

@@ -54,7 +54,8 @@ class HandwrittenQwenLane : public Lane {
   std::unique_ptr<State> st_;
 };
 
-/// The lane for a model directory (config.json + safetensors). Throws lg::Error when the config
+/// The lane for a model directory (config.json + safetensors); max_seq 0 means the config's
+/// max_position_embeddings. Throws lg::Error when the config
 /// is outside the templates (the message says so and names the config) or without a CUDA device.
 std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, int64_t max_seq);
 

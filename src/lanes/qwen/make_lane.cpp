@@ -9,7 +9,9 @@ namespace lg::qwen {
 std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, int64_t max_seq) {
   const QwenShape shape = qwen_shape_from_config(dir.config);
   CheckpointWeights weights(dir.checkpoint);
-  return std::make_unique<HandwrittenQwenLane>(shape, weights, max_seq);
+  // 0 (the factory's "model default"): the config's max_position_embeddings.
+  const int64_t seq = max_seq > 0 ? max_seq : dir.config.max_position_embeddings;
+  return std::make_unique<HandwrittenQwenLane>(shape, weights, seq);
 }
 
 }  // namespace lg::qwen
