@@ -26,35 +26,45 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(optio
 
 int32_t Sampler::pick(std::span<const float> logits) {
   if (greedy()) return argmax(logits);
-  // Candidates sorted by logit (ties: lower id first, so the result does not depend on sort internals).
-  std::vector<int32_t> ids(logits.size());
+  const size_t V = logits.size();
+  const double inv_t = 1.0 / options_.temperature;
+  // Candidates ordered by logit (ties: lower id first, so the result does not depend on sort
+  // internals). Sorting all 151,936 logits every step would cost more than the step itself, so
+  // only a head of the order is sorted, and grown when top-p needs more of it.
+  std::vector<int32_t> ids(V);
   std::iota(ids.begin(), ids.end(), 0);
   auto by_logit = [&](int32_t a, int32_t b) {
     const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
     return la != lb ? la > lb : a < b;
   };
-  size_t keep = ids.size();
-  if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < keep) {
-    keep = static_cast<size_t>(options_.top_k);
+  const size_t keep = options_.top_k > 0 ? std::min(V, static_cast<size_t>(options_.top_k)) : V;
+  // Softmax denominator over the kept candidates (the top_k of them), in double.
+  const double top = *std::max_element(logits.begin(), logits.end()) * inv_t;
+  auto weight = [&](int32_t id) { return std::exp(logits[static_cast<size_t>(id)] * inv_t - top); };
+  size_t sorted = std::min(keep, V < 1024 ? V : size_t{1024});
+  if (keep < V) {  // top-k: the k best, sorted
     std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(keep), ids.end(), by_logit);
-  } else {
-    std::sort(ids.begin(), ids.end(), by_logit);
+    sorted = keep;
+  } else if (options_.top_p < 1) {
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(sorted), ids.end(), by_logit);
   }
-  ids.resize(keep);
-  // Softmax of logits / temperature over the kept candidates, in double.
-  const double inv_t = 1.0 / options_.temperature;
-  const double top = logits[static_cast<size_t>(ids[0])] * inv_t;
-  std::vector<double> p(keep);
   double sum = 0;
-  for (size_t k = 0; k < keep; ++k) sum += p[k] = std::exp(logits[static_cast<size_t>(ids[k])] * inv_t - top);
-  for (double& x : p) x /= sum;
+  for (size_t k = 0; k < keep; ++k) sum += weight(ids[k]);
+  size_t n = keep;
   if (options_.top_p < 1) {
+    // Nucleus: the smallest prefix of the order whose probability reaches top_p.
     double cum = 0;
-    size_t n = 0;
-    while (n < keep && cum < options_.top_p) cum += p[n++];
-    keep = std::max<size_t>(n, 1);
-    p.resize(keep);
+    n = 0;
+    while (true) {
+      while (n < sorted && cum < options_.top_p) cum += weight(ids[n++]) / sum;
+      if (cum >= options_.top_p || sorted == keep) break;
+      std::sort(ids.begin() + static_cast<long>(sorted), ids.begin() + static_cast<long>(keep), by_logit);
+      sorted = keep;
+    }
+    n = std::max<size_t>(n, 1);
   }
+  std::vector<double> p(n);
+  for (size_t k = 0; k < n; ++k) p[k] = weight(ids[k]);
   std::discrete_distribution<size_t> draw(p.begin(), p.end());
   return ids[draw(rng_)];
 }

@@ -51,6 +51,20 @@ TEST(Sampler, TopKAndTopPCutTheTail) {
   }
 }
 
+TEST(Sampler, NucleusWiderThanTheSortedHeadIsExact) {
+  // 5000 equal logits: the order is by id and top_p 0.9001 keeps ids 0..4500 (4501/5000 is the
+  // first prefix reaching it, clear of rounding), far past the head the sampler sorts first.
+  const std::vector<float> l(5000, 0.25f);
+  Sampler s({1.0, 0, 0.9001, std::random_device{}()});
+  int beyond_head = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const int32_t t = s.pick(l);
+    ASSERT_LE(t, 4500);
+    beyond_head += t >= 1024;
+  }
+  EXPECT_GT(beyond_head, 3000 / 2);  // ~77% of the kept mass lies past id 1024
+}
+
 TEST(Sampler, SameSeedSameTokens) {
   std::vector<float> l(1000);
   std::mt19937 g(std::random_device{}());
