@@ -1,0 +1,94 @@
+// `lg lock check` end to end, as CI runs it: the CPU reference lane passes every lock in the
+// repo's locks/; a lock with an altered token fails at that step and prints it; a lock whose
+// weights hash is not the model's refuses to run.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int status;
+  std::string output;
+};
+
+CliRun run_lg(const std::string& args) {
+  const std::string cmd = std::string(LG_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+const fs::path kLocks = fs::path(LG_SOURCE_DIR) / "locks";
+const std::string kShared = LG_SHARED_DIR;
+
+/// A temp folder holding one lock from locks/, with its model path made absolute.
+fs::path copy_lock(const std::string& name, nlohmann::json& lock) {
+  std::ifstream in(kLocks / name);
+  lock = nlohmann::json::parse(in);
+  std::string model = lock["model"];
+  if (model.rfind("../shared/", 0) == 0) model = kShared + "/" + model.substr(10);
+  else model = (fs::path(LG_SOURCE_DIR) / model).string();
+  lock["model"] = model;
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_cli_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(LockCli, CpuLanePassesEveryLock) {
+  const CliRun r = run_lg("lock check --lane cpu --locks " + kLocks.string() + " --shared " + kShared);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("provenance Reference"), std::string::npos) << r.output;
+  size_t oks = 0;
+  for (size_t at = 0; (at = r.output.find("\nok ", at)) != std::string::npos; ++at) ++oks;
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(kLocks)) files += e.path().string().ends_with(".lock.json");
+  EXPECT_GE(files, 4u) << "the repo keeps a lock per fixture model and one for qwen3-pycode-22m";
+  EXPECT_EQ(oks, files) << r.output;
+}
+
+TEST(LockCli, AlteredTokenFailsWithTheStepPrinted) {
+  nlohmann::json lock;
+  const fs::path dir = copy_lock("tiny-qwen3.lock.json", lock);
+  // Alter a step whose recorded margin is clear, so no rule may excuse it.
+  auto& c = lock["cases"][1];
+  size_t step = 0;
+  while (c["margins"][step].get<double>() < 0.05) ++step;
+  const int tok = c["tokens"][step];
+  c["tokens"][step] = (tok + 1) % 512;
+  std::ofstream(dir / "altered.lock.json") << lock.dump();
+  const CliRun r = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("FAIL altered.lock.json case 1 step " + std::to_string(step) + ": lock token " +
+                          std::to_string((tok + 1) % 512)),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("gave " + std::to_string(tok)), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(LockCli, WeightsHashMismatchRefusesToRun) {
+  nlohmann::json lock;
+  const fs::path dir = copy_lock("tiny-qwen2.lock.json", lock);
+  lock["weights_hash"] = "0000000000000000";
+  std::ofstream(dir / "other.lock.json") << lock.dump();
+  const CliRun r = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("does not match the lock's 0000000000000000"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\nok "), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+}  // namespace
