@@ -4,6 +4,7 @@
 // prefill logits must be within 2e-2 relative error (max |diff| / max |ref|) of the CPU reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -30,6 +31,7 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
   std::ifstream f(kShared + "/fixtures/qwen3-pycode-22m-golden.json");
   auto golden = nlohmann::json::parse(f);
   int checked = 0;
+  double worst_rel = 0;
   double decode_s = 0;
   int64_t decode_steps = 0;
   for (const auto& c : golden["cases"]) {
@@ -46,6 +48,7 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
       den = std::max(den, std::fabs(static_cast<double>(want.logits[i])));
     }
     EXPECT_LT(num / den, 2e-2) << c["prompt"];
+    worst_rel = std::max(worst_rel, num / den);
     auto pos = static_cast<int64_t>(prompt.size());
     for (size_t s = 0; s < ids.size(); ++s) {
       if (margins[s] > 0.1) {
@@ -61,8 +64,46 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
     }
   }
   EXPECT_GT(checked, 300);
-  std::cout << "compiled lane, 22M model: " << checked << " steps checked; decode "
+  std::cout << "compiled lane, 22M model: " << checked << " steps checked; worst prefill logits rel err "
+            << worst_rel << "; decode "
             << 1e3 * decode_s / static_cast<double>(decode_steps) << " ms/token (step(), incl. the logits copy)\n";
+}
+
+}  // namespace
+}  // namespace lg
+
+namespace lg {
+namespace {
+
+// Speed at a real shape, on a checkpoint made on the GPU machine (random weights): run only when
+// $LG_BENCH_MODEL_DIR names one. Prints prefill and decode times; asserts nothing about speed.
+TEST(CompiledLane, SpeedAtRealShape) {
+  const char* dir_env = std::getenv("LG_BENCH_MODEL_DIR");
+  if (!dir_env) GTEST_SKIP() << "LG_BENCH_MODEL_DIR not set";
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  auto t_build = std::chrono::steady_clock::now();
+  auto dir = model::ModelDir::open(dir_env);
+  auto lane = make_lane("compiled", dir, 640);
+  double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_build).count();
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  std::vector<int32_t> prompt(512);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % 150000);
+  lane->step(prompt, 0, false);  // warm-up
+  lane->reset();
+  auto t0 = now();
+  int32_t next = lane->step(prompt, 0, false).argmax;
+  double prefill_s = secs(t0, now());
+  std::vector<double> steps;
+  for (int i = 0; i < 64; ++i) {
+    auto a = now();
+    next = lane->step(std::span<const int32_t>(&next, 1), 512 + i, false).argmax;
+    steps.push_back(secs(a, now()));
+  }
+  std::sort(steps.begin(), steps.end());
+  std::cout << "compiled lane at " << dir_env << ": build (lift, NVRTC, upload) " << build_s << " s; prefill T=512 "
+            << 1e3 * prefill_s << " ms; decode median " << 1e3 * steps[steps.size() / 2] << " ms/token (p10 "
+            << 1e3 * steps[steps.size() / 10] << ", p90 " << 1e3 * steps[steps.size() * 9 / 10] << ")\n";
 }
 
 }  // namespace

@@ -517,17 +517,19 @@ struct Renderer {
     std::string Q = name.at(n.operands[0]), K = name.at(n.operands[1]), V = name.at(n.operands[2]),
                 P = name.at(n.operands[3]);
     int64_t DC = (Dh + 31) / 32;
-    os << "  {  // attention stage: one block per (token, head), 4 warps over the KV length\n"
+    // 32 warps split the KV length: a decode step has only H blocks, and each warp's loop over its
+    // keys is latency-bound (load K, reduce, load V), so more warps in flight is what pays.
+    os << "  {  // attention stage: one block per (token, head), 32 warps over the KV length\n"
        << "    const long row = blockIdx.x; if (row >= T * " << H << "L) return;\n"
        << "    const long t = row / " << H << "L, h = row % " << H << "L, kvh = h / " << n.attrs.gqa_group << "L;\n"
        << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;\n"
-       << "    constexpr int DC = " << DC << "; constexpr long DH = " << Dh << "L;\n"
+       << "    constexpr int DC = " << DC << "; constexpr long DH = " << Dh << "L; constexpr int NW = 32;\n"
        << "    float q[DC], acc[DC];\n"
        << "    #pragma unroll\n    for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; q[c] = d < DH ? " << Q
        << "(t, h, d) : 0.0f; acc[c] = 0.0f; }\n"
        << "    const long last = (long)" << P << "(t);\n"
        << "    float m = __int_as_float(0xff800000), l = 0.0f;\n"
-       << "    for (long j = wid; j <= last; j += 4) {\n"
+       << "    for (long j = wid; j <= last; j += NW) {\n"
        << "      float sc = 0.0f;\n"
        << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; if (d < DH) sc += q[c] * " << K
        << "(kvh, j, d); }\n"
@@ -537,16 +539,19 @@ struct Renderer {
        << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; acc[c] = acc[c] * corr + (d < DH ? pj * "
        << V << "(kvh, j, d) : 0.0f); }\n"
        << "      m = mn;\n    }\n"
-       << "    __shared__ float sm[4], sl[4], sacc[4][DC * 32];\n"
+       << "    __shared__ float sm[NW], sl[NW], sacc[NW][DC * 32];\n"
        << "    if (lane == 0) { sm[wid] = m; sl[wid] = l; }\n"
        << "    #pragma unroll\n    for (int c = 0; c < DC; ++c) sacc[wid][lane + 32 * c] = acc[c];\n"
        << "    __syncthreads();\n"
        << "    if (wid == 0) {\n"
-       << "      float M = fmaxf(fmaxf(sm[0], sm[1]), fmaxf(sm[2], sm[3])), L = 0.0f, f[4];\n"
-       << "      for (int w = 0; w < 4; ++w) { f[w] = sl[w] > 0.0f ? expf(sm[w] - M) : 0.0f; L += sl[w] * f[w]; }\n"
-       << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; if (d >= DH) continue;\n"
-       << "        float o = 0.0f; for (int w = 0; w < 4; ++w) o += sacc[w][d] * f[w];\n"
-       << "        p" << arg(att, true) << "[(t * " << H << "L + h) * DH + d] = o / L; }\n"
+       << "      // Lane w rescales warp w's partial softmax to the common max (NW == warp size).\n"
+       << "      float M = sm[lane];\n"
+       << "      for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));\n"
+       << "      const float fw = sl[lane] > 0.0f ? expf(sm[lane] - M) : 0.0f;\n"
+       << "      const float L = lg_warp_sum(sl[lane] * fw);\n"
+       << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { const long d = lane + 32 * c;\n"
+       << "        float o = 0.0f; for (int w = 0; w < NW; ++w) o += sacc[w][d] * __shfl_sync(0xffffffffu, fw, w);\n"
+       << "        if (d < DH) p" << arg(att, true) << "[(t * " << H << "L + h) * DH + d] = o / L; }\n"
        << "    }\n  }\n";
   }
 };
@@ -567,7 +572,7 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
     } else if (k == StageKind::Attention) {
       r.attention_stage(s, body, out.work_const, out.work_t_power);
       out.per_block = 1;
-      out.block = 128;
+      out.block = 1024;
     } else {
       r.element_stage(s, body, out.work_const, out.work_t_power);
     }

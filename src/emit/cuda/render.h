@@ -6,7 +6,7 @@
 //   - GEMM stages: one warp per output element, lanes split K, bf16 weights read 16 bytes
 //     (8 values) per lane per load when the weight is a transposed bf16 param with K % 8 == 0;
 //     the epilogue and cache writes run on lane 0 with the dot products in registers;
-//   - attention: one block per (token, query head), 4 warps split the KV length, each an online
+//   - attention: one block per (token, query head), 32 warps split the KV length, each an online
 //     softmax (running max and sum), merged across warps in shared memory at the end.
 #pragma once
 
