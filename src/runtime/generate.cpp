@@ -39,6 +39,7 @@ Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateO
     g.tokens.push_back(tok);
     if (options.on_token) options.on_token(tok);
     if (is_eos(tok)) { g.stats.stop = "eos"; break; }
+    if (options.should_stop && options.should_stop()) { g.stats.stop = "caller"; break; }
     if (static_cast<int64_t>(g.tokens.size()) >= options.max_new_tokens) { g.stats.stop = "max_tokens"; break; }
     if (pos >= lane.max_seq()) { g.stats.stop = "context"; break; }
     const int32_t one[1] = {tok};

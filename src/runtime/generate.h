@@ -20,6 +20,9 @@ struct GenerateOptions {
   std::vector<int64_t> eos_ids;  ///< stop after producing one of these (config + generation_config)
   /// Called with every new token as soon as it is picked (the eos token included).
   std::function<void(int32_t)> on_token;
+  /// Asked after each new token (after on_token); true ends generation with stop "caller"
+  /// (a server's stop string matched, or its client went away). Empty: never.
+  std::function<bool()> should_stop;
 };
 
 struct GenerationStats {
@@ -28,7 +31,7 @@ struct GenerationStats {
   double first_token_s = 0;    ///< prefill plus picking the first token
   int64_t decode_steps = 0;    ///< steps after the prefill (one token each)
   double decode_s = 0;
-  std::string stop;            ///< "eos", "max_tokens" or "context" (KV cache full)
+  std::string stop;            ///< "eos", "max_tokens", "context" (KV cache full) or "caller" (should_stop)
   double prefill_tokens_per_s() const { return prefill_s > 0 ? static_cast<double>(prompt_tokens) / prefill_s : 0; }
   double decode_tokens_per_s() const { return decode_s > 0 ? static_cast<double>(decode_steps) / decode_s : 0; }
 };
