@@ -36,10 +36,10 @@ int run(const RunOpts& o) {
   const std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cpu" ? "cpu" : "handwritten");
   if (o.device == "cpu" && lane_name != "cpu") throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
 
+  if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
   const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
-  if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
   const std::vector<int32_t> prompt = tok.encode(o.prompt);
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
 
