@@ -64,6 +64,18 @@ TEST(Generate, StopsAtEosIncludingIt) {
   EXPECT_EQ(g.stats.stop, "eos");
 }
 
+TEST(Generate, StopsWhenTheCallerAsks) {
+  CountingLane lane(100);
+  GenerateOptions o;
+  o.max_new_tokens = 40;
+  int asked = 0;
+  o.should_stop = [&] { return ++asked == 3; };
+  const std::vector<int32_t> prompt = {1};
+  const Generation g = generate(lane, prompt, o);
+  EXPECT_EQ(g.tokens, (std::vector<int32_t>{2, 3, 4}));
+  EXPECT_EQ(g.stats.stop, "caller");
+}
+
 TEST(Generate, StopsWhenTheCacheIsFull) {
   CountingLane lane(6);
   GenerateOptions o;
