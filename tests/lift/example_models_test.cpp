@@ -3,11 +3,13 @@
 // editing one statement of it changes the stages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "lang/lower.h"
 #include "lift/explain.h"
+#include "support/error.h"
 #include "tiny_models.h"
 
 namespace lg::lift::test {
@@ -65,6 +67,42 @@ TEST(ExampleModels, EditingAStatementChangesTheStages) {
   StagedProgram p = staged(g);
   EXPECT_EQ(p.stages.size(), 1u + 2u * 2u + 2u) << explain(p);
   EXPECT_LT(staged_vs_reference(g, random_params(g, 12), {{1, 2, 3}, {4}}), 1e-5);
+}
+
+// Refusals of real .lg programs, through the front end: the lifter names the statement.
+std::string refusal_of(const std::string& file_name, const std::string& text, const nlohmann::json& config) {
+  auto out = lang::check_source(file_name, text, config, lang::BindOptions{16});
+  EXPECT_TRUE(out.ok) << out.rendered;
+  try {
+    lift(out.report.graph);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExampleModels, RankSevenViewIsRefusedAtItsStatement) {
+  std::string text = read(kFile);
+  const std::string norm = "h = layer_norm(x, l.ln_w, l.ln_b, eps)";
+  text.replace(text.find(norm), norm.size(), norm + ".view(T, 1, 1, 2, 1, 1, D // 2).view(T, D)");
+  std::string m = refusal_of("cc_mlp.lg", text, kConfig);
+  EXPECT_NE(m.find("cc_mlp.lg:30:7: cannot lift `l0.h` (reshape): rank 7 exceeds the 6 axes"), std::string::npos) << m;
+}
+
+TEST(ExampleModels, AttentionOverAStaleCacheIsRefusedAtItsStatement) {
+  std::string text = read(std::string(LG_SOURCE_DIR) + "/models/qwen3.lg");
+  const std::string write = "      kcache[l, :, pos, :] = k.transpose(0, 1)";
+  const std::string attn = "a = attention(q, kcache[l], vcache[l], pos)";
+  ASSERT_NE(text.find(write), std::string::npos);
+  size_t line = static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(text.find(write)), '\n')) + 1;
+  text.insert(text.find(write), "      old = kcache[l]\n");
+  text.replace(text.find(attn), attn.size(), "a = attention(q, old, vcache[l], pos)");
+  std::ifstream f(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3/config.json");
+  std::string m = refusal_of("qwen3.lg", text, nlohmann::json::parse(f));
+  // The write moved one line down; the attention statement is two lines after it.
+  std::string at = "qwen3.lg:" + std::to_string(line + 3) + ":7: cannot lift `l0.a` (attention): it reads the state as it "
+                   "was before the write at qwen3.lg:" + std::to_string(line + 1) + ":7";
+  EXPECT_NE(m.find(at), std::string::npos) << m << "\nexpected: " << at;
 }
 
 }  // namespace
