@@ -1,0 +1,50 @@
+// The non-Qwen example programs in models/examples/ check against configs of their families and
+// lower to graphs the IR verifier accepts.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "ir/verify.h"
+#include "lang/lower.h"
+#include "support/error.h"
+
+namespace {
+
+TEST(Examples, Gpt2ChecksAndLowers) {
+  // A small GPT-2 config in the Hugging Face layout (field names as GPT2Config spells them).
+  auto config = nlohmann::json::parse(R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 48, "n_head": 3,
+    "n_layer": 2, "n_positions": 128, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
+    "torch_dtype": "float32"})");
+  auto report = lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg", config, {.max_seq = 128});
+  const lg::ir::Graph& g = report.graph;
+  EXPECT_NO_THROW(lg::ir::verify(g));
+  EXPECT_EQ(g.params.size(), 4u + 2 * 12);
+  std::map<std::string, lg::ir::Shape> shapes;
+  for (const auto& p : g.params) shapes[p.tensor] = p.shape;
+  using lg::ir::Dim;
+  EXPECT_EQ(shapes["transformer.h.1.attn.c_attn.weight"], (lg::ir::Shape{Dim::constant(48), Dim::constant(144)}));
+  EXPECT_EQ(shapes["transformer.h.0.mlp.c_fc.weight"], (lg::ir::Shape{Dim::constant(48), Dim::constant(192)}));
+  std::map<lg::ir::Op, int> count;
+  for (const auto& n : g.nodes) ++count[n.op];
+  EXPECT_EQ(count[lg::ir::Op::Attention], 2);
+  EXPECT_EQ(count[lg::ir::Op::Gather], 2);  // token and position embeddings
+  EXPECT_EQ(count[lg::ir::Op::Tanh], 2);    // GELU, not SiLU
+  EXPECT_EQ(count[lg::ir::Op::Sigmoid], 0);
+  for (const auto& n : g.nodes)
+    if (n.op == lg::ir::Op::Attention) EXPECT_EQ(n.attrs.gqa_group, 1);
+}
+
+TEST(Examples, Gpt2RefusesOtherActivations) {
+  auto config = nlohmann::json::parse(R"({"vocab_size": 300, "n_embd": 48, "n_head": 3, "n_layer": 2,
+    "n_positions": 128, "activation_function": "relu"})");
+  try {
+    lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg", config, {.max_seq = 64});
+    ADD_FAILURE() << "relu accepted";
+  } catch (const lg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("error: requirement failed: gpt2.lg implements gelu_new only"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
