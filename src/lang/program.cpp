@@ -67,6 +67,62 @@ void check_recursion(Program& p) {
     if (color[n] == 0) visit(n);
 }
 
+/// Name resolution inside fn bodies, done once for every fn (called or not); type and shape
+/// checks need the arguments and happen where the fn is inlined. The messages equal the
+/// inliner's, so a mistake found both ways is reported once.
+class FnNameCheck {
+ public:
+  FnNameCheck(Program& p, const FnDecl& fn) : p_(p), fn_(fn) {
+    if (p.model)
+      for (const Decl& d : p.model->decls) model_names_.insert(d.name);
+  }
+  void run() {
+    for (const auto& prm : fn_.params) bound_.insert(prm);
+    for (const Stmt& s : fn_.body) {
+      if (s.kind == StmtKind::Write) {
+        p_.diags.error(s.span, "fn '" + fn_.name + "' writes state: fns are pure, write state in forward");
+        continue;
+      }
+      if (s.kind == StmtKind::For) {
+        p_.diags.error(s.span, "'for' is only allowed in forward, not in fn '" + fn_.name + "'");
+        continue;
+      }
+      if (s.value) expr(*s.value);
+      if (s.kind == StmtKind::Let) bound_.insert(s.name);
+    }
+  }
+
+ private:
+  void expr(const Expr& e) {
+    if (e.kind == ExprKind::Name) {
+      name(e);
+      return;
+    }
+    size_t first = 0;
+    if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) {
+      const std::string& f = e.args[0]->text;
+      if (!bound_.count(f) && !p_.fns.count(f) && !is_primitive(f) && !model_names_.count(f))
+        p_.diags.error(e.args[0]->span, "unknown function '" + f + "'");
+      first = 1;
+    }
+    for (size_t k = first; k < e.args.size(); ++k)
+      if (e.args[k]) expr(*e.args[k]);
+  }
+  void name(const Expr& e) {
+    const std::string& n = e.text;
+    static const std::unordered_set<std::string> dtypes = {"bf16", "f16", "f32", "i32", "bool"};
+    if (bound_.count(n) || dtypes.count(n)) return;
+    if (model_names_.count(n) || n == "S")
+      p_.diags.error(e.span, "fn '" + fn_.name + "' uses '" + n + "' of the model: fns are pure, pass it as an argument");
+    else if (!p_.fns.count(n) && !is_primitive(n))
+      p_.diags.error(e.span, "unknown name '" + n + "'");
+  }
+  Program& p_;
+  const FnDecl& fn_;
+  std::unordered_set<std::string> bound_;
+  std::unordered_set<std::string> model_names_;
+};
+
 }  // namespace
 
 std::unique_ptr<Program> load_program(std::string name, std::string text) {
@@ -98,6 +154,8 @@ std::unique_ptr<Program> load_program(std::string name, std::string text) {
   }
   check_recursion(*p);
 
+  if (!p->main.models.empty()) p->model = &p->main.models[0];
+  for (const auto& f : p->main.fns) FnNameCheck(*p, f).run();
   if (p->main.models.empty()) {
     Span end{main_file, static_cast<int32_t>(p->sources.file(main_file).line_starts.size()), 1, 0, 0};
     if (!p->diags.has_errors()) p->diags.error(end, "expected a `model` block, found none in the file");

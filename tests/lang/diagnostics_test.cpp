@@ -244,3 +244,15 @@ TEST(Diagnostics, MissingModelBlock) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Diagnostics, NamesInAnUncalledFnAreStillResolved) {
+  auto out = lg::lang::check_source("bad.lg", program("", "", kReturn, "fn unused(a) = a * b\n"), config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 10);
+  EXPECT_EQ(out.diagnostics[0].span.col, 20);
+  EXPECT_EQ(out.diagnostics[0].message, "unknown name 'b'");
+}
+
+}  // namespace
