@@ -1,5 +1,5 @@
 // The acceptance check of emission: the CUDA programs of models/qwen3.lg and models/qwen2.lg for
-// every fixture config and the 22M model, and of models/examples/cc_mlp.lg, compile for sm_90
+// every fixture config and the 22M model, and of models/examples/cc_mlp.lg and gpt2.lg, compile for sm_90
 // with NVRTC on a machine without a GPU.
 #include <gtest/gtest.h>
 
@@ -42,6 +42,8 @@ TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
 TEST(EmitLgPrograms, NonQwenProgramCompilesForSm90) {
   compiles("examples/cc_mlp.lg", {{"vocab_size", 50}, {"hidden_size", 32}, {"intermediate_size", 64},
                                   {"num_hidden_layers", 2}});
+  compiles("examples/gpt2.lg", {{"model_type", "gpt2"}, {"vocab_size", 300}, {"n_embd", 48}, {"n_head", 3},
+                                {"n_layer", 2}, {"n_positions", 128}, {"torch_dtype", "float32"}});
 }
 
 }  // namespace
