@@ -1,0 +1,43 @@
+// `lg serve --model DIR`: an OpenAI-compatible HTTP server (docs/server.md) over one lane. Loads
+// the model once, then serves requests one at a time until the process is stopped (Ctrl-C).
+#include <cstdio>
+
+#include "cli/command.h"
+#include "lanes/factory.h"
+#include "server/server.h"
+
+namespace {
+
+struct ServeOpts {
+  std::string model, lane = "cpu", host = "127.0.0.1";
+  int port = 8000;
+  int64_t max_seq = 0;
+};
+
+int serve(const ServeOpts& o) {
+  lg::server::Engine engine(o.model, {o.lane, o.max_seq});
+  lg::server::Server server(engine, {o.host, o.port});
+  std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens\n", engine.model_id().c_str(), o.lane.c_str(),
+               static_cast<long long>(engine.context()));
+  const int port = server.bind();
+  std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions)\n", o.host.c_str(),
+               port);
+  server.run();
+  return 0;
+}
+
+}  // namespace
+
+LG_COMMAND("serve", [](CLI::App& app) {
+  auto o = std::make_shared<ServeOpts>();
+  auto* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (batch 1)");
+  sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();
+  sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
+  sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
+  sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")
+      ->check(CLI::PositiveNumber);
+  return [o]() -> int { return serve(*o); };
+});

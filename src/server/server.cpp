@@ -1,0 +1,230 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "support/error.h"
+
+namespace lg::server {
+
+namespace {
+
+using nlohmann::json;
+
+int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string new_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}-{}-{}", prefix, now_unix(), counter.fetch_add(1));
+}
+
+// Generated text is valid UTF-8 by construction (StreamDecoder); replace, never throw, regardless.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
+json error_body(const std::string& message, const std::string& type, const std::string& param) {
+  return {{"error",
+           {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+}
+
+json usage_json(const EngineResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+}
+
+enum class Kind { completion, chat };
+
+// One request after validation: everything the handler needs to run it, now or in a stream.
+struct Job {
+  Kind kind;
+  GenerationRequest gen;
+  std::vector<int32_t> prompt_ids;
+  std::string id;
+  int64_t created;
+  std::string model;
+};
+
+json chunk_json(const Job& job, const json& choice) {
+  return {{"id", job.id},
+          {"object", job.kind == Kind::chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", job.created},
+          {"model", job.model},
+          {"choices", json::array({choice})}};
+}
+
+json piece_choice(const Job& job, const std::string& text, const json& finish) {
+  if (job.kind == Kind::chat) {
+    json delta = json::object();
+    if (!text.empty()) delta["content"] = text;
+    return {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  }
+  return {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+}
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+}  // namespace
+
+Server::Server(Engine& engine, const ServerOptions& options)
+    : engine_(engine), options_(options), http_(std::make_unique<httplib::Server>()) {
+  install_routes();
+}
+
+Server::~Server() { stop(); }
+
+void Server::install_routes() {
+  auto& h = *http_;
+  h.set_payload_max_length(options_.max_body_bytes);
+  h.set_read_timeout(30, 0);
+  h.set_write_timeout(30, 0);
+
+  h.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  h.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json model = {{"id", engine_.model_id()},
+                  {"object", "model"},
+                  {"created", now_unix()},
+                  {"owned_by", "lanegraph"},
+                  {"max_model_len", engine_.context()}};
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+  });
+
+  // Validation happens before any byte is sent, so every bad request is a clean 400 even when
+  // it asked for a stream.
+  auto handle = [this](Kind kind, const httplib::Request& req, httplib::Response& res) {
+    auto job = std::make_shared<Job>();
+    job->kind = kind;
+    job->created = now_unix();
+    job->model = engine_.model_id();
+    try {
+      if (kind == Kind::completion) {
+        CompletionRequest r = parse_completion_request(req.body);
+        job->gen = std::move(r.gen);
+        job->prompt_ids = engine_.encode_prompt(r.prompt, "prompt");
+      } else {
+        ChatRequest r = parse_chat_request(req.body);
+        job->gen = std::move(r.gen);
+        job->prompt_ids = engine_.encode_prompt(render_chatml(r.messages), "messages");
+      }
+    } catch (const RequestError& e) {
+      send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
+      return;
+    }
+    if (job->gen.model && *job->gen.model != engine_.model_id()) {
+      send_json(res, 404, error_body(fmt::format("The model '{}' does not exist; this server serves '{}'", *job->gen.model,
+                                                 engine_.model_id()),
+                                     "NotFoundError", "model"));
+      return;
+    }
+    // OpenAI's completions default is 16 tokens; chat runs to eos or the end of the context.
+    const int64_t default_max = kind == Kind::completion ? 16 : 0;
+    job->id = new_id(kind == Kind::chat ? "chatcmpl" : "cmpl");
+
+    if (!job->gen.stream) {
+      const EngineResult r = engine_.generate(job->prompt_ids, job->gen, default_max, nullptr);
+      json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
+      if (kind == Kind::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+      else choice["text"] = r.text;
+      send_json(res, 200,
+                {{"id", job->id},
+                 {"object", kind == Kind::chat ? "chat.completion" : "text_completion"},
+                 {"created", job->created},
+                 {"model", job->model},
+                 {"choices", json::array({choice})},
+                 {"usage", usage_json(r)}});
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider("text/event-stream", [this, job, default_max](size_t, httplib::DataSink& sink) {
+      auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+      try {
+        bool ok = true;
+        if (job->kind == Kind::chat) {
+          json first = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                        {"finish_reason", nullptr}};
+          ok = write(sse(chunk_json(*job, first)));
+        }
+        if (!ok) return false;
+        const EngineResult r = engine_.generate(job->prompt_ids, job->gen, default_max, [&](const std::string& piece) {
+          return write(sse(chunk_json(*job, piece_choice(*job, piece, nullptr))));
+        });
+        ok = write(sse(chunk_json(*job, piece_choice(*job, "", r.finish_reason))));
+        if (ok && job->gen.include_usage) {
+          json last = chunk_json(*job, nullptr);
+          last["choices"] = json::array();
+          last["usage"] = usage_json(r);
+          ok = write(sse(last));
+        }
+        if (ok) ok = write("data: [DONE]\n\n");
+      } catch (const std::exception& e) {
+        // The status line is already sent: the error travels as an event, as vLLM does.
+        write(sse(error_body(e.what(), "server_error", "")));
+      }
+      sink.done();
+      return true;
+    });
+  };
+  h.Post("/v1/completions", [handle](const httplib::Request& req, httplib::Response& res) { handle(Kind::completion, req, res); });
+  h.Post("/v1/chat/completions",
+         [handle](const httplib::Request& req, httplib::Response& res) { handle(Kind::chat, req, res); });
+
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_json(res, 500, error_body(what, "server_error", ""));
+  });
+  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler already wrote its own error body
+    if (res.status == 404)
+      send_json(res, 404, error_body(fmt::format("no route {} {}", req.method, req.path), "NotFoundError", ""));
+    else if (res.status == 413)
+      send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
+    else
+      send_json(res, res.status, error_body(fmt::format("HTTP {}", res.status), "invalid_request_error", ""));
+  });
+}
+
+int Server::bind() {
+  if (port_ != 0) return port_;
+  const int p = options_.port == 0 ? http_->bind_to_any_port(options_.host.c_str())
+                                   : (http_->bind_to_port(options_.host.c_str(), options_.port) ? options_.port : -1);
+  if (p <= 0) throw Error(fmt::format("cannot listen on {}:{}", options_.host, options_.port));
+  port_ = p;
+  return port_;
+}
+
+int Server::start() {
+  const int p = bind();
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // listen_after_bind() flips is_running() once it accepts; bounded so a failure cannot hang.
+  for (int i = 0; i < 500 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return p;
+}
+
+void Server::run() {
+  bind();
+  http_->listen_after_bind();
+}
+
+void Server::stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace lg::server

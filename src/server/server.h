@@ -1,0 +1,56 @@
+// lg serve's HTTP front: the OpenAI-compatible endpoints that vLLM and llama.cpp users expect
+// (GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions, streaming as
+// Server-Sent Events) over one Engine. Runs in-process on any port, 0 for an ephemeral one, so
+// tests start it, call it over 127.0.0.1 and stop it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "server/engine.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace lg::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                          ///< 0: an ephemeral port (see Server::port())
+  size_t max_body_bytes = 4 * 1024 * 1024;  ///< larger bodies get 413
+};
+
+class Server {
+ public:
+  /// Holds `engine` (which must outlive the server). Binds nothing yet.
+  Server(Engine& engine, const ServerOptions& options);
+  ~Server();  ///< stops the server if it is running
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds host:port (once; later calls return the same port). Throws lg::Error if it cannot.
+  int bind();
+  /// Binds host:port and serves on a background thread; returns the bound port. Throws
+  /// lg::Error if the address cannot be bound.
+  int start();
+  /// Binds and serves on the calling thread until stop() (from a signal or another thread).
+  void run();
+  /// Stops serving and joins the background thread. Safe to call more than once.
+  void stop();
+  /// The bound port (after start()/run() bound it), else 0.
+  int port() const { return port_; }
+
+ private:
+  void install_routes();
+
+  Engine& engine_;
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace lg::server

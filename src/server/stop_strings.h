@@ -1,0 +1,28 @@
+// Stop strings (OpenAI `stop`): generated text is cut just before the first occurrence of any of
+// them. While streaming, text that could still become the start of a stop string is held back,
+// so a client never receives text that a later token turns into a stop.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lg::server {
+
+/// Feeds decoded text through a set of stop strings (each non-empty, UTF-8).
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops);
+  /// Appends `text`; returns the part now safe to emit (never past a stop string).
+  std::string push(const std::string& text);
+  /// After the last push: releases what was held back (nothing once stopped).
+  std::string finish();
+  /// True once a stop string appeared; later pushes return nothing.
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string pending_;  // text not yet emitted: a possible prefix of a stop string
+  bool stopped_ = false;
+};
+
+}  // namespace lg::server

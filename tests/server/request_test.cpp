@@ -1,0 +1,99 @@
+// Request parsing: valid bodies give the fields; every kind of bad body names the field at fault.
+#include <gtest/gtest.h>
+
+#include "server/request.h"
+
+namespace {
+
+using namespace lg::server;
+
+std::string param_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const RequestError& e) {
+    return e.param();
+  }
+  return "<no error>";
+}
+
+TEST(CompletionRequest, ParsesTheFields) {
+  const auto r = parse_completion_request(
+      R"({"model":"m","prompt":"def ","max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":-1,"seed":7,)"
+      R"("stop":["\n\n","END"],"stream":true,"stream_options":{"include_usage":true},"n":1,"logprobs":null})");
+  EXPECT_EQ(r.prompt, "def ");
+  EXPECT_EQ(r.gen.model, "m");
+  EXPECT_EQ(r.gen.max_tokens, 5);
+  EXPECT_EQ(r.gen.temperature, 0.5);
+  EXPECT_EQ(r.gen.top_p, 0.9);
+  EXPECT_EQ(r.gen.top_k, 0);  // vLLM's -1 means off, which is 0 here
+  EXPECT_EQ(r.gen.seed, 7u);
+  EXPECT_EQ(r.gen.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_TRUE(r.gen.stream);
+  EXPECT_TRUE(r.gen.include_usage);
+}
+
+TEST(CompletionRequest, AbsentAndNullFieldsStayUnset) {
+  const auto r = parse_completion_request(R"({"prompt":["x"],"temperature":null})");
+  EXPECT_EQ(r.prompt, "x");
+  EXPECT_FALSE(r.gen.max_tokens);
+  EXPECT_FALSE(r.gen.temperature);
+  EXPECT_FALSE(r.gen.stream);
+}
+
+TEST(CompletionRequest, BadBodiesNameTheField) {
+  auto p = [](const std::string& body) { return param_of([&] { parse_completion_request(body); }); };
+  EXPECT_EQ(p("{"), "");
+  EXPECT_EQ(p("[1]"), "");
+  EXPECT_EQ(p(""), "");
+  EXPECT_EQ(p("{}"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":5})"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":""})"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":["a","b"]})"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":"x","max_tokens":0})"), "max_tokens");
+  EXPECT_EQ(p(R"({"prompt":"x","max_tokens":"8"})"), "max_tokens");
+  EXPECT_EQ(p(R"({"prompt":"x","max_tokens":1.5})"), "max_tokens");
+  EXPECT_EQ(p(R"({"prompt":"x","max_tokens":18446744073709551615})"), "max_tokens");
+  EXPECT_EQ(p(R"({"prompt":"x","temperature":-1})"), "temperature");
+  EXPECT_EQ(p(R"({"prompt":"x","temperature":"hot"})"), "temperature");
+  EXPECT_EQ(p(R"({"prompt":"x","top_p":0})"), "top_p");
+  EXPECT_EQ(p(R"({"prompt":"x","top_p":1.5})"), "top_p");
+  EXPECT_EQ(p(R"({"prompt":"x","top_k":-2})"), "top_k");
+  EXPECT_EQ(p(R"({"prompt":"x","top_k":2.5})"), "top_k");
+  EXPECT_EQ(p(R"({"prompt":"x","seed":-1})"), "seed");
+  EXPECT_EQ(p(R"({"prompt":"x","stop":5})"), "stop");
+  EXPECT_EQ(p(R"({"prompt":"x","stop":[""]})"), "stop[0]");
+  EXPECT_EQ(p(R"({"prompt":"x","stop":["a",1]})"), "stop[1]");
+  EXPECT_EQ(p(R"({"prompt":"x","stream":"yes"})"), "stream");
+  EXPECT_EQ(p(R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options.include_usage");
+  EXPECT_EQ(p(R"({"prompt":"x","n":2})"), "n");
+  EXPECT_EQ(p(R"({"prompt":"x","model":3})"), "model");
+}
+
+TEST(ChatRequest, ParsesMessagesAndTextParts) {
+  const auto r = parse_chat_request(
+      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"max_completion_tokens":3})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[1].role, "user");
+  EXPECT_EQ(r.messages[1].content, "hi there");
+  EXPECT_EQ(r.gen.max_tokens, 3);
+  EXPECT_EQ(render_chatml(r.messages),
+            "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatRequest, BadBodiesNameTheField) {
+  auto p = [](const std::string& body) { return param_of([&] { parse_chat_request(body); }); };
+  EXPECT_EQ(p("{\"messages\":"), "");
+  EXPECT_EQ(p("{}"), "messages");
+  EXPECT_EQ(p(R"({"messages":"hi"})"), "messages");
+  EXPECT_EQ(p(R"({"messages":[]})"), "messages");
+  EXPECT_EQ(p(R"({"messages":[5]})"), "messages[0]");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"},{"role":"user"}]})"), "messages[1].content");
+  EXPECT_EQ(p(R"({"messages":[{"role":1,"content":"a"}]})"), "messages[0].role");
+  EXPECT_EQ(p(R"({"messages":[{"role":"wizard","content":"a"}]})"), "messages[0].role");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":5}]})"), "messages[0].content");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"), "messages[0].content[0]");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})"), "max_tokens");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":-3})"), "max_completion_tokens");
+}
+
+}  // namespace

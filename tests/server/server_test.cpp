@@ -1,0 +1,311 @@
+// lg serve end to end: the server runs in-process on an ephemeral 127.0.0.1 port with the cpu lane
+// on the repo's 22M model; httplib's client calls it. Greedy completions are checked against the
+// transformers fp32 greedy tokens of shared/fixtures/qwen3-pycode-22m-golden.json.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "server/server.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace lg::server;
+
+constexpr int64_t kContext = 256;
+
+struct Golden {
+  std::string prompt;
+  std::vector<int32_t> prompt_ids, greedy_ids;
+};
+
+Golden first_golden() {
+  std::ifstream f(std::string(LG_SHARED_DIR) + "/fixtures/qwen3-pycode-22m-golden.json");
+  const json j = json::parse(f);
+  const json& c = j.at("cases").at(0);
+  return {c.at("prompt").get<std::string>(), c.at("prompt_ids").get<std::vector<int32_t>>(),
+          c.at("fp32_cpu_greedy_ids").get<std::vector<int32_t>>()};
+}
+
+// One SSE stream split into its `data:` payloads.
+std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    const size_t end = body.find("\n\n", pos);
+    EXPECT_NE(end, std::string::npos) << "unterminated event at byte " << pos;
+    if (end == std::string::npos) break;
+    const std::string ev = body.substr(pos, end - pos);
+    EXPECT_EQ(ev.rfind("data: ", 0), 0u) << ev;
+    out.push_back(ev.substr(6));
+    pos = end + 2;
+  }
+  return out;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    engine_ = new Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", {"cpu", kContext});
+    server_ = new Server(*engine_, {"127.0.0.1", 0});
+    port_ = server_->start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete engine_;
+  }
+
+  static httplib::Client client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(5, 0);
+    c.set_read_timeout(120, 0);  // bounds every request: a hang fails the test instead of stalling it
+    return c;
+  }
+  static httplib::Result post(const std::string& path, const std::string& body) {
+    return client().Post(path.c_str(), body, "application/json");
+  }
+  static json post_ok(const std::string& path, const json& body) {
+    auto r = post(path, body.dump());
+    EXPECT_TRUE(r) << "no response";
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body);
+  }
+  // The concatenated text of a stream and its last finish_reason; checks the SSE framing.
+  static std::pair<std::string, std::string> post_stream(const std::string& path, json body, json* usage = nullptr) {
+    body["stream"] = true;
+    auto r = post(path, body.dump());
+    EXPECT_TRUE(r);
+    if (!r) return {};
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    const auto events = sse_events(r->body);
+    EXPECT_GE(events.size(), 3u);
+    if (events.empty()) return {};
+    EXPECT_EQ(events.back(), "[DONE]");
+    std::string text, finish;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      const json ev = json::parse(events[i]);
+      if (ev.contains("usage") && ev["choices"].empty()) {
+        if (usage) *usage = ev["usage"];
+        continue;
+      }
+      EXPECT_TRUE(finish.empty()) << "a chunk after the finish_reason: " << events[i];
+      const json& ch = ev.at("choices").at(0);
+      if (path == "/v1/chat/completions") {
+        EXPECT_EQ(ev["object"], "chat.completion.chunk");
+        text += ch["delta"].value("content", "");
+      } else {
+        EXPECT_EQ(ev["object"], "text_completion");
+        text += ch.at("text").get<std::string>();
+      }
+      if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    }
+    return {text, finish};
+  }
+  static void expect_400(const std::string& path, const std::string& body, const std::string& param,
+                         const std::string& in_message = "") {
+    auto r = post(path, body);
+    ASSERT_TRUE(r) << body;
+    EXPECT_EQ(r->status, 400) << body << " -> " << r->body;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r->body)) << r->body;
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    if (param.empty()) {
+      EXPECT_TRUE(j["error"]["param"].is_null()) << r->body;
+    } else {
+      EXPECT_EQ(j["error"]["param"], param) << body;
+      EXPECT_NE(j["error"]["message"].get<std::string>().find(param), std::string::npos) << r->body;
+    }
+    if (!in_message.empty()) {
+      EXPECT_NE(j["error"]["message"].get<std::string>().find(in_message), std::string::npos) << r->body;
+    }
+  }
+
+  static inline Engine* engine_ = nullptr;
+  static inline Server* server_ = nullptr;
+  static inline int port_ = 0;
+};
+
+TEST_F(ServerTest, HealthAndModels) {
+  auto h = client().Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(json::parse(h->body)["status"], "ok");
+  auto m = client().Get("/v1/models");
+  ASSERT_TRUE(m);
+  const json j = json::parse(m->body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["data"][0]["id"], "qwen3-pycode-22m");
+  EXPECT_EQ(j["data"][0]["max_model_len"], kContext);
+}
+
+TEST_F(ServerTest, GreedyCompletionMatchesTransformers) {
+  const Golden g = first_golden();
+  ASSERT_EQ(engine_->tokenizer().encode(g.prompt), g.prompt_ids);
+  const std::vector<int32_t> first16(g.greedy_ids.begin(), g.greedy_ids.begin() + 16);
+  const std::string want = engine_->tokenizer().decode(first16);
+  const json r = post_ok("/v1/completions", {{"model", "qwen3-pycode-22m"}, {"prompt", g.prompt}, {"max_tokens", 16}, {"temperature", 0}});
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["choices"][0]["text"], want);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], g.prompt_ids.size());
+  EXPECT_EQ(r["usage"]["completion_tokens"], 16);
+  EXPECT_EQ(r["usage"]["total_tokens"], g.prompt_ids.size() + 16);
+}
+
+TEST_F(ServerTest, StreamingConcatenatesToTheNonStreamingText) {
+  const Golden g = first_golden();
+  const json body = {{"prompt", g.prompt}, {"max_tokens", 16}, {"temperature", 0}};
+  const json whole = post_ok("/v1/completions", body);
+  json stream_body = body;
+  stream_body["stream_options"] = {{"include_usage", true}};
+  json usage;
+  const auto [text, finish] = post_stream("/v1/completions", stream_body, &usage);
+  EXPECT_EQ(text, whole["choices"][0]["text"]);
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(usage, whole["usage"]);
+}
+
+TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
+  const Golden g = first_golden();
+  const std::vector<int32_t> first16(g.greedy_ids.begin(), g.greedy_ids.begin() + 16);
+  const std::string full = engine_->tokenizer().decode(first16);
+  // A stop string from the middle of the golden text: the answer is the text before it.
+  const size_t at = full.find("number");
+  ASSERT_NE(at, std::string::npos) << full;
+  const json body = {{"prompt", g.prompt}, {"max_tokens", 16}, {"temperature", 0}, {"stop", {"zzz", "number"}}};
+  const json r = post_ok("/v1/completions", body);
+  EXPECT_EQ(r["choices"][0]["text"], full.substr(0, at));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(r["usage"]["completion_tokens"].get<int>(), 16);
+  const auto [text, finish] = post_stream("/v1/completions", body);
+  EXPECT_EQ(text, full.substr(0, at));
+  EXPECT_EQ(finish, "stop");
+}
+
+TEST_F(ServerTest, SeededSamplingIsReproducible) {
+  const json body = {{"prompt", "import "}, {"max_tokens", 12}, {"temperature", 0.9}, {"top_p", 0.95}, {"top_k", 40}, {"seed", 1234}};
+  const json a = post_ok("/v1/completions", body);
+  const json b = post_ok("/v1/completions", body);
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+}
+
+TEST_F(ServerTest, ChatCompletionRendersChatML) {
+  const std::vector<ChatMessage> msgs = {{"system", "You write Python."}, {"user", "def add(a, b):"}};
+  const auto prompt_ids = engine_->tokenizer().encode(render_chatml(msgs));
+  // The template's markers are matched as the special tokens, not spelled out in pieces.
+  EXPECT_EQ(std::count(prompt_ids.begin(), prompt_ids.end(), *engine_->tokenizer().token_to_id("<|im_start|>")), 3);
+  const json body = {{"messages", {{{"role", "system"}, {"content", "You write Python."}}, {{"role", "user"}, {"content", "def add(a, b):"}}}},
+                     {"max_tokens", 8},
+                     {"temperature", 0}};
+  const json r = post_ok("/v1/chat/completions", body);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  ASSERT_TRUE(r["choices"][0]["message"]["content"].is_string());
+  const std::string finish = r["choices"][0]["finish_reason"];
+  EXPECT_TRUE(finish == "stop" || finish == "length") << finish;
+  EXPECT_EQ(r["usage"]["prompt_tokens"], prompt_ids.size());
+  EXPECT_LE(r["usage"]["completion_tokens"].get<int>(), 8);
+  const auto [text, sfinish] = post_stream("/v1/chat/completions", body);
+  EXPECT_EQ(text, r["choices"][0]["message"]["content"]);
+  EXPECT_EQ(sfinish, finish);
+}
+
+TEST_F(ServerTest, BadInputIs400NamingTheField) {
+  const std::string c = "/v1/completions", chat = "/v1/chat/completions";
+  expect_400(c, "{\"prompt\": ", "", "not valid JSON");
+  expect_400(c, "{\"prompt\": \"\xff\"}", "", "not valid JSON");
+  expect_400(c, "[]", "");
+  expect_400(c, "{}", "prompt");
+  expect_400(c, R"({"prompt": 5})", "prompt");
+  expect_400(c, R"({"prompt": ""})", "prompt");
+  expect_400(c, R"({"prompt": "x", "max_tokens": 0})", "max_tokens");
+  expect_400(c, R"({"prompt": "x", "max_tokens": "3"})", "max_tokens");
+  expect_400(c, R"({"prompt": "x", "temperature": -0.5})", "temperature");
+  expect_400(c, R"({"prompt": "x", "top_p": 2})", "top_p");
+  expect_400(c, R"({"prompt": "x", "top_k": "a"})", "top_k");
+  expect_400(c, R"({"prompt": "x", "seed": -4})", "seed");
+  expect_400(c, R"({"prompt": "x", "stop": {"a": 1}})", "stop");
+  expect_400(c, R"({"prompt": "x", "stream": 1})", "stream");
+  // A prompt longer than the context: the message gives both lengths. The stream flag must not
+  // turn it into a 200 with an error event.
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += " x";
+  const size_t n = engine_->tokenizer().encode(long_prompt).size();
+  ASSERT_GT(n, static_cast<size_t>(kContext));
+  expect_400(c, json{{"prompt", long_prompt}, {"stream", true}}.dump(), "prompt",
+             std::to_string(n) + " tokens, more than the context of " + std::to_string(kContext) + " tokens");
+  expect_400(chat, "{", "");
+  expect_400(chat, R"({"prompt": "x"})", "messages");
+  expect_400(chat, R"({"messages": {}})", "messages");
+  expect_400(chat, R"({"messages": []})", "messages");
+  expect_400(chat, R"({"messages": [{"role": "user"}]})", "messages[0].content");
+  expect_400(chat, R"({"messages": [{"content": "x"}]})", "messages[0].role");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "max_tokens");
+  expect_400(chat, json{{"messages", {{{"role", "user"}, {"content", long_prompt}}}}}.dump(), "messages",
+             "more than the context of " + std::to_string(kContext));
+}
+
+TEST_F(ServerTest, UnknownPathsAndModelsAre404) {
+  auto r = client().Get("/v1/nothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_TRUE(json::parse(r->body).contains("error"));
+  auto p = post("/v2/completions", R"({"prompt": "x"})");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 404);
+  auto m = post("/v1/completions", R"({"prompt": "x", "model": "gpt-4"})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 404);
+  EXPECT_EQ(json::parse(m->body)["error"]["param"], "model");
+}
+
+TEST_F(ServerTest, RandomBodiesNeverCrashTheServer) {
+  // Mutations of a valid body (bytes flipped, dropped, cut): each answer is a 200 or a 400 with
+  // an error body, and the server stays up.
+  std::mt19937 rng(std::random_device{}());
+  const std::string valid = R"({"prompt": "def f(x):", "max_tokens": 2, "temperature": 0.5, "stop": ["\n"], "seed": 3})";
+  for (int i = 0; i < 150; ++i) {
+    std::string body = valid;
+    const int edits = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const size_t at = std::uniform_int_distribution<size_t>(0, body.size() - 1)(rng);
+      switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+        case 0: body[at] = static_cast<char>(std::uniform_int_distribution<int>(0, 255)(rng)); break;
+        case 1: body.erase(at, 1); break;
+        default: body.resize(at); break;
+      }
+    }
+    auto r = post(i % 2 ? "/v1/completions" : "/v1/chat/completions", body);
+    ASSERT_TRUE(r) << "no response to: " << body;
+    EXPECT_TRUE(r->status == 200 || r->status == 400 || r->status == 404) << r->status << " for " << body;
+    if (r->status != 200) {
+      EXPECT_TRUE(json::parse(r->body).contains("error")) << body;
+    }
+  }
+  EXPECT_EQ(client().Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, ConcurrentRequestsAreServedOneAtATime) {
+  // Batch 1: four clients at once each get the answer they would get alone.
+  const Golden g = first_golden();
+  const json body = {{"prompt", g.prompt}, {"max_tokens", 8}, {"temperature", 0}};
+  const std::string want = post_ok("/v1/completions", body)["choices"][0]["text"];
+  std::vector<std::string> got(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto r = post("/v1/completions", body.dump());
+      if (r && r->status == 200) got[i] = json::parse(r->body)["choices"][0]["text"];
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& s : got) EXPECT_EQ(s, want);
+}
+
+}  // namespace

@@ -1,0 +1,83 @@
+// StopMatcher: streamed in any split, the emitted text equals the whole text cut before the
+// first stop string, and nothing past a stop is ever emitted.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "server/stop_strings.h"
+
+namespace {
+
+using lg::server::StopMatcher;
+
+// The reference: cut the whole text at the earliest occurrence of any stop.
+std::string cut_whole(const std::string& text, const std::vector<std::string>& stops, bool* stopped) {
+  size_t cut = std::string::npos;
+  for (const auto& s : stops) cut = std::min(cut, text.find(s));
+  *stopped = cut != std::string::npos;
+  return text.substr(0, cut);
+}
+
+std::string run_split(const std::string& text, const std::vector<std::string>& stops, std::mt19937& rng, bool* stopped) {
+  StopMatcher m(stops);
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t n = std::uniform_int_distribution<size_t>(1, 4)(rng);
+    out += m.push(text.substr(i, n));
+    i += n;
+  }
+  out += m.finish();
+  *stopped = m.stopped();
+  return out;
+}
+
+TEST(StopMatcher, NoStopsPassesEverythingThrough) {
+  StopMatcher m({});
+  EXPECT_EQ(m.push("abc"), "abc");
+  EXPECT_EQ(m.finish(), "");
+  EXPECT_FALSE(m.stopped());
+}
+
+TEST(StopMatcher, HoldsBackAPossibleStartAndReleasesIt) {
+  StopMatcher m({"\n\n"});
+  EXPECT_EQ(m.push("ab\n"), "ab");  // "\n" may begin "\n\n"
+  EXPECT_EQ(m.push("c"), "\nc");
+  EXPECT_EQ(m.push("\n"), "");
+  EXPECT_EQ(m.finish(), "\n");
+  EXPECT_FALSE(m.stopped());
+}
+
+TEST(StopMatcher, StopSplitAcrossPiecesCutsBeforeIt) {
+  StopMatcher m({"END"});
+  EXPECT_EQ(m.push("xyE"), "xy");
+  EXPECT_EQ(m.push("N"), "");
+  EXPECT_EQ(m.push("Dzz"), "");
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.push("more"), "");
+  EXPECT_EQ(m.finish(), "");
+}
+
+TEST(StopMatcher, RandomSplitsMatchTheWholeTextCut) {
+  std::mt19937 rng(std::random_device{}());
+  const std::string alphabet = "ab\n";
+  for (int trial = 0; trial < 500; ++trial) {
+    std::string text;
+    const int len = std::uniform_int_distribution<int>(0, 30)(rng);
+    for (int i = 0; i < len; ++i) text += alphabet[std::uniform_int_distribution<size_t>(0, 2)(rng)];
+    std::vector<std::string> stops;
+    const int nstops = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int s = 0; s < nstops; ++s) {
+      std::string stop;
+      const int slen = std::uniform_int_distribution<int>(1, 4)(rng);
+      for (int i = 0; i < slen; ++i) stop += alphabet[std::uniform_int_distribution<size_t>(0, 2)(rng)];
+      stops.push_back(stop);
+    }
+    bool want_stopped = false, got_stopped = false;
+    const std::string want = cut_whole(text, stops, &want_stopped);
+    EXPECT_EQ(run_split(text, stops, rng, &got_stopped), want) << "text '" << text << "'";
+    EXPECT_EQ(got_stopped, want_stopped);
+  }
+}
+
+}  // namespace
