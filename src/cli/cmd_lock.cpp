@@ -21,6 +21,7 @@ struct LockOptions {
   std::string shared_dir;  // remaps a lock's "../shared/..." model path (the GPU machine has none)
   std::string lane = "cpu";
   double threshold = -1;
+  bool compare_logits = false;  // run the CPU reference alongside and report logit differences
   // lock new
   std::string model, golden, out;
   int64_t new_tokens = 24;
@@ -117,16 +118,21 @@ int run_check(const LockOptions& o) {
                               "from other weights (re-record it with `lg lock update`)",
                               file.string(), hash, model_path.string(), lock.weights_hash));
     auto lane = make_lane(o.lane, dir, needed_seq(lock));
+    std::unique_ptr<Lane> reference;
+    if (o.compare_logits) reference = make_lane("cpu", dir, needed_seq(lock));
     if (!printed_provenance) {
       fmt::print("lane {}: provenance {}; margin threshold {}\n", lane->name(), to_string(lane->provenance()),
                  threshold);
       printed_provenance = true;
     }
     int64_t steps = 0, excused = 0;
+    float max_abs = 0, max_rel = 0;
     for (size_t i = 0; i < lock.cases.size(); ++i) {
-      auto r = locks::check_case(*lane, lock.cases[i], {threshold});
+      auto r = locks::check_case(*lane, lock.cases[i], {threshold}, reference.get());
       steps += r.steps_checked;
       excused += r.excused;
+      max_abs = std::max(max_abs, r.max_abs_logit_diff);
+      max_rel = std::max(max_rel, r.max_rel_logit_err);
       if (r.failed) {
         fmt::print("FAIL {} case {} step {}: lock token {} (margin {:.4f}), lane {} gave {}\n", file.filename().string(),
                    i, r.fail_step, r.expected, r.margin, lane->name(), r.got);
@@ -137,6 +143,8 @@ int run_check(const LockOptions& o) {
     if (failures) break;
     fmt::print("ok   {}: {} cases, {} steps, {} near-tie steps excused\n", file.filename().string(),
                lock.cases.size(), steps, excused);
+    if (reference)
+      fmt::print("     logits vs the cpu reference: max |diff| {:.4g}, max relative error {:.3g}\n", max_abs, max_rel);
   }
   return failures ? 1 : 0;
 }
@@ -157,6 +165,8 @@ LG_COMMAND("lock", [](CLI::App& app) {
     sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");
   }
   check->add_option("--lane", o->lane, "Lane: cpu, compiled, handwritten")->capture_default_str();
+  check->add_flag("--compare-logits", o->compare_logits,
+                  "Also run the CPU reference on the same tokens and report the largest logit differences");
   check->add_option("--threshold", o->threshold,
                     "Margin below which a differing token is excused (default: by lane, docs/locks.md)");
   return [o, add, update, check]() {

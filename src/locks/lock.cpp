@@ -112,10 +112,26 @@ LockCase record_case(Lane& lane, const std::vector<int32_t>& prompt, int64_t new
   return c;
 }
 
-CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule) {
+CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane* reference) {
   CaseResult res;
+  const bool compare = reference != nullptr;
+  auto measure = [&](const StepResult& got, const StepResult& want) {
+    if (got.logits.size() != want.logits.size())
+      throw Error("lane " + lane.name() + " returned " + std::to_string(got.logits.size()) +
+                  " logits, the reference " + std::to_string(want.logits.size()));
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < got.logits.size(); ++i) {
+      const double d = static_cast<double>(got.logits[i]) - want.logits[i];
+      res.max_abs_logit_diff = std::max(res.max_abs_logit_diff, static_cast<float>(std::fabs(d)));
+      diff2 += d * d;
+      ref2 += static_cast<double>(want.logits[i]) * want.logits[i];
+    }
+    if (ref2 > 0) res.max_rel_logit_err = std::max(res.max_rel_logit_err, static_cast<float>(std::sqrt(diff2 / ref2)));
+  };
   lane.reset();
-  StepResult r = lane.step(c.prompt_ids, 0, /*want_logits=*/false);
+  if (compare) reference->reset();
+  StepResult r = lane.step(c.prompt_ids, 0, compare);
+  if (compare) measure(r, reference->step(c.prompt_ids, 0, true));
   int64_t pos = static_cast<int64_t>(c.prompt_ids.size());
   for (size_t i = 0; i < c.tokens.size(); ++i) {
     ++res.steps_checked;
@@ -133,7 +149,9 @@ CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule) {
     }
     if (i + 1 == c.tokens.size()) break;
     const int32_t next[1] = {c.tokens[i]};  // teacher forcing: continue from the lock's sequence
-    r = lane.step(next, pos++, false);
+    r = lane.step(next, pos, compare);
+    if (compare) measure(r, reference->step(next, pos, true));
+    ++pos;
   }
   return res;
 }

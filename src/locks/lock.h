@@ -52,11 +52,17 @@ struct CaseResult {
   int64_t fail_step = -1;       ///< first diverging step (0-based) when failed
   int32_t expected = -1, got = -1;
   float margin = 0;             ///< the lock's margin at fail_step
+  /// With a reference lane: the largest |logit - reference logit| over every step, and the
+  /// largest per-step ||logits - reference|| / ||reference||.
+  float max_abs_logit_diff = 0;
+  float max_rel_logit_err = 0;
 };
 
 /// Runs the lane over the case teacher-forced: the lock's tokens are fed back at every step, so
 /// every step is compared even after an excused near-tie. Stops at the first failing step.
-CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule);
+/// When `reference` is given (the CPU lane), it is run alongside on the same tokens and the
+/// logit differences are measured: the numbers docs/locks.md's bf16 threshold rests on.
+CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane* reference = nullptr);
 
 /// Default margin thresholds (docs/locks.md justifies both): the fp32 CPU reference may only
 /// differ where another fp32 summation order could flip the step; bf16 GPU lanes where bf16

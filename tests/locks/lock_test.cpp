@@ -96,6 +96,34 @@ TEST(Lock, NearTieDifferenceIsExcusedAndCheckingGoesOn) {
   EXPECT_EQ(r.steps_checked, 12);  // teacher forcing: later steps still compared
 }
 
+/// Wraps a lane and moves logit 3 by `shift`: a lane whose arithmetic differs by a known amount.
+class ShiftedLane : public ToyLane {
+ public:
+  ShiftedLane(uint32_t seed, float shift) : ToyLane(seed), shift_(shift) {}
+  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
+    StepResult r = ToyLane::step(tokens, start_pos, true);
+    r.logits[3] += shift_;
+    if (!want_logits) r.logits.clear();
+    return r;
+  }
+
+ private:
+  float shift_;
+};
+
+TEST(Lock, ComparingWithAReferenceMeasuresTheLogitDifference) {
+  const uint32_t seed = std::random_device{}();
+  ToyLane reference(seed), same(seed);
+  const auto c = record_case(reference, {1, 2, 3}, 10);
+  const auto r0 = check_case(same, c, {0.1f}, &reference);
+  EXPECT_EQ(r0.max_abs_logit_diff, 0.0f);
+  EXPECT_EQ(r0.max_rel_logit_err, 0.0f);
+  ShiftedLane shifted(seed, 1e-3f);
+  const auto r1 = check_case(shifted, c, {0.1f}, &reference);
+  EXPECT_NEAR(r1.max_abs_logit_diff, 1e-3f, 1e-6f);
+  EXPECT_GT(r1.max_rel_logit_err, 0.0f);
+}
+
 TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
   const fs::path dir = fs::temp_directory_path() / ("lg_lock_test_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
