@@ -189,6 +189,35 @@ TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
   EXPECT_EQ(finish, "stop");
 }
 
+TEST_F(ServerTest, FullContextEndsWithLength) {
+  // A prompt that leaves little room: generation runs to the end of the KV cache, not to max_tokens.
+  std::string prompt;
+  for (int i = 0; i < 240; ++i) prompt += " x";
+  const auto n = static_cast<int64_t>(engine_->tokenizer().encode(prompt).size());
+  ASSERT_LT(n, kContext - 2);
+  const json r = post_ok("/v1/completions", {{"prompt", prompt}, {"max_tokens", 100}, {"temperature", 0}});
+  const int64_t done = r["usage"]["completion_tokens"];
+  if (r["choices"][0]["finish_reason"] == "length") {
+    // The last token is picked from the last cached position's logits, so one more than the room.
+    EXPECT_EQ(done, kContext - n + 1);
+  } else {
+    EXPECT_LT(done, kContext - n + 1) << "stopped by eos";
+  }
+}
+
+TEST_F(ServerTest, GoneClientStopsGeneration) {
+  // The engine hears the client is gone (on_text returns false) and stops at the next token.
+  GenerationRequest req;
+  req.max_tokens = 200;
+  req.temperature = 0;
+  int pieces = 0;
+  const auto ids = engine_->encode_prompt("def fibonacci(n):\n", "prompt");
+  const EngineResult r = engine_->generate(ids, req, 0, [&](const std::string&) { return ++pieces < 3; });
+  EXPECT_EQ(pieces, 3);
+  EXPECT_LE(r.completion_tokens, 4);
+  EXPECT_EQ(r.finish_reason, "length");
+}
+
 TEST_F(ServerTest, SeededSamplingIsReproducible) {
   const json body = {{"prompt", "import "}, {"max_tokens", 12}, {"temperature", 0.9}, {"top_p", 0.95}, {"top_k", 40}, {"seed", 1234}};
   const json a = post_ok("/v1/completions", body);
