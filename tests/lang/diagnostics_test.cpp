@@ -174,7 +174,7 @@ const Case kCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Lang, BadProgram, ::testing::ValuesIn(kCases),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
 

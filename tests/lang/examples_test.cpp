@@ -31,8 +31,11 @@ TEST(Examples, Gpt2ChecksAndLowers) {
   EXPECT_EQ(count[lg::ir::Op::Gather], 2);  // token and position embeddings
   EXPECT_EQ(count[lg::ir::Op::Tanh], 2);    // GELU, not SiLU
   EXPECT_EQ(count[lg::ir::Op::Sigmoid], 0);
-  for (const auto& n : g.nodes)
-    if (n.op == lg::ir::Op::Attention) EXPECT_EQ(n.attrs.gqa_group, 1);
+  for (const auto& n : g.nodes) {
+    if (n.op == lg::ir::Op::Attention) {
+      EXPECT_EQ(n.attrs.gqa_group, 1);
+    }
+  }
 }
 
 TEST(Examples, Gpt2RefusesOtherActivations) {
