@@ -9,9 +9,18 @@ StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stop
 std::string StopMatcher::push(const std::string& text) {
   if (stopped_) return {};
   pending_ += text;
-  // The earliest stop wins, as when the whole text is searched at once.
-  size_t cut = std::string::npos;
-  for (const auto& s : stops_) cut = std::min(cut, pending_.find(s));
+  // The stop that completes first wins (smallest end; on a tie the longer one, which starts
+  // earlier): the only rule a stream can apply that gives the same cut however text is split.
+  size_t cut = std::string::npos, cut_end = std::string::npos;
+  for (const auto& s : stops_) {
+    const size_t at = pending_.find(s);
+    if (at == std::string::npos) continue;
+    const size_t end = at + s.size();
+    if (end < cut_end || (end == cut_end && at < cut)) {
+      cut = at;
+      cut_end = end;
+    }
+  }
   if (cut != std::string::npos) {
     stopped_ = true;
     std::string out = pending_.substr(0, cut);

@@ -1,6 +1,8 @@
-// Stop strings (OpenAI `stop`): generated text is cut just before the first occurrence of any of
-// them. While streaming, text that could still become the start of a stop string is held back,
-// so a client never receives text that a later token turns into a stop.
+// Stop strings (OpenAI `stop`): generation ends at the first stop string to appear, and the text
+// is cut just before it. "First" is the occurrence that ends earliest (as vLLM, which checks after
+// each token): with stops "a\n\n" and "\n", the text "xa\n\n" is cut to "xa". While streaming,
+// text that could still become the start of a stop string is held back, so a client never
+// receives text that a later token turns into a stop, and any split gives the same result.
 #pragma once
 
 #include <string>

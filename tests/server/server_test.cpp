@@ -299,9 +299,12 @@ TEST_F(ServerTest, RandomBodiesNeverCrashTheServer) {
   // Mutations of a valid body (bytes flipped, dropped, cut): each answer is a 200 or a 400 with
   // an error body, and the server stays up.
   std::mt19937 rng(std::random_device{}());
-  const std::string valid = R"({"prompt": "def f(x):", "max_tokens": 2, "temperature": 0.5, "stop": ["\n"], "seed": 3})";
+  const std::string valid_completion =
+      R"({"prompt": "def f(x):", "max_tokens": 2, "temperature": 0.5, "stop": ["\n"], "seed": 3})";
+  const std::string valid_chat =
+      R"({"messages": [{"role": "user", "content": "def f(x):"}], "max_tokens": 2, "top_k": 5, "stream": false})";
   for (int i = 0; i < 150; ++i) {
-    std::string body = valid;
+    std::string body = i % 2 ? valid_completion : valid_chat;
     const int edits = std::uniform_int_distribution<int>(1, 4)(rng);
     for (int e = 0; e < edits && !body.empty(); ++e) {
       const size_t at = std::uniform_int_distribution<size_t>(0, body.size() - 1)(rng);

@@ -10,12 +10,20 @@ namespace {
 
 using lg::server::StopMatcher;
 
-// The reference: cut the whole text at the earliest occurrence of any stop.
+// The reference, by brute force over every prefix: the text before the stop occurrence that
+// ends earliest (on a tie the one that starts earliest).
 std::string cut_whole(const std::string& text, const std::vector<std::string>& stops, bool* stopped) {
-  size_t cut = std::string::npos;
-  for (const auto& s : stops) cut = std::min(cut, text.find(s));
-  *stopped = cut != std::string::npos;
-  return text.substr(0, cut);
+  for (size_t end = 1; end <= text.size(); ++end) {
+    size_t best = std::string::npos;
+    for (const auto& s : stops)
+      if (s.size() <= end && text.compare(end - s.size(), s.size(), s) == 0) best = std::min(best, end - s.size());
+    if (best != std::string::npos) {
+      *stopped = true;
+      return text.substr(0, best);
+    }
+  }
+  *stopped = false;
+  return text;
 }
 
 std::string run_split(const std::string& text, const std::vector<std::string>& stops, std::mt19937& rng, bool* stopped) {
@@ -56,6 +64,15 @@ TEST(StopMatcher, StopSplitAcrossPiecesCutsBeforeIt) {
   EXPECT_TRUE(m.stopped());
   EXPECT_EQ(m.push("more"), "");
   EXPECT_EQ(m.finish(), "");
+}
+
+TEST(StopMatcher, TheStopThatCompletesFirstWins) {
+  // "a\n\n" starts earlier but "\n" is complete first: a stream cannot wait for the longer one.
+  StopMatcher m({"a\n\n", "\n"});
+  EXPECT_EQ(m.push("xa\n\n"), "xa");
+  EXPECT_TRUE(m.stopped());
+  StopMatcher tie({"b", "ab"});  // both end at the same byte: the longer, earlier one cuts
+  EXPECT_EQ(tie.push("xab"), "x");
 }
 
 TEST(StopMatcher, RandomSplitsMatchTheWholeTextCut) {
