@@ -18,7 +18,8 @@
 namespace {
 
 struct RunOpts {
-  std::string model, prompt, device = "cpu", lane;
+  std::string model, prompt, device, lane;
+  bool fallback_cpu = false;
   int64_t max_tokens = 128, max_seq = 0, top_k = -1;
   std::optional<double> temperature, top_p;
   uint64_t seed = 0;
@@ -31,10 +32,17 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
 
 int run(const RunOpts& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (o.device != "cpu" && o.device != "cuda") throw lg::Error("--device must be cpu or cuda, got '" + o.device + "'");
-  // The device picks the default lane; --lane names one explicitly.
-  const std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cpu" ? "cpu" : "handwritten");
-  if (o.device == "cpu" && lane_name != "cpu") throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
+  if (!o.device.empty() && o.device != "cpu" && o.device != "cuda")
+    throw lg::Error("--device must be cpu or cuda, got '" + o.device + "'");
+  // --lane names a lane; otherwise the device picks one (cpu by default, handwritten on cuda).
+  std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cuda" ? "handwritten" : "cpu");
+  if (o.device == "cpu" && lg::is_gpu_lane(lane_name))
+    throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
+  if (o.fallback_cpu && lg::is_gpu_lane(lane_name) && !lg::cuda_available()) {
+    std::fprintf(stderr, "lg: no CUDA device: falling back from lane %s to the CPU reference (--fallback-cpu)\n",
+                 lane_name.c_str());
+    lane_name = "cpu";
+  }
 
   if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
   const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
@@ -105,8 +113,9 @@ LG_COMMAND("run", [](CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   sub->add_option("--prompt,-p", o->prompt, "prompt text")->required();
   sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most")->capture_default_str()->check(CLI::PositiveNumber);
-  sub->add_option("--device", o->device, "cpu or cuda")->capture_default_str();
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu on --device cpu");
+  sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)");
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
+  sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
   sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(CLI::PositiveNumber);
   sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)");
   sub->add_option("--top-k", o->top_k, "keep the k most likely tokens when sampling (0 = off)");

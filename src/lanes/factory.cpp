@@ -11,6 +11,9 @@
 #if defined(LG_HAVE_LG_LANE_QWEN)
 #include "lanes/qwen/handwritten_lane.h"
 #endif
+#if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
+#include "runtime/cuda/device.h"
+#endif
 
 namespace lg {
 
@@ -28,9 +31,25 @@ std::vector<std::string> lane_names() {
   return names;
 }
 
+bool is_gpu_lane(const std::string& name) { return name == "compiled" || name == "handwritten"; }
+
+bool cuda_available() {
+#if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
+  return cuda::cuda_device_available();
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq) {
 #if defined(LG_HAVE_LG_LANE_CPU)
   if (name == "cpu") return make_cpu_lane(dir, max_seq);
+#endif
+#if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
+  // Say it plainly before any CUDA call fails with a driver error code.
+  if (is_gpu_lane(name) && !cuda_available())
+    throw Error("lane '" + name + "' runs on an NVIDIA GPU and this machine has no usable CUDA device; use --lane cpu "
+                "(the CPU reference), or --fallback-cpu with lg run");
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
   if (name == "compiled") return make_compiled_lane(dir, max_seq);

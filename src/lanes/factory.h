@@ -18,9 +18,16 @@ namespace lg {
 /// The lane names this build provides ("cpu" always; "compiled"/"handwritten" with CUDA).
 std::vector<std::string> lane_names();
 
+/// True for the lanes that need a CUDA device ("compiled", "handwritten").
+bool is_gpu_lane(const std::string& name);
+/// Whether this build has GPU lanes and the machine a usable CUDA device (false, not a crash,
+/// without a driver).
+bool cuda_available();
+
 /// Builds lane `name` for the model in `dir` with a KV cache of `max_seq` tokens (0: the model's
-/// max_position_embeddings). Throws lg::Error for an unknown name (listing the known ones) and
-/// whatever the lane throws for a model it cannot run.
+/// max_position_embeddings). Throws lg::Error for an unknown name (listing the known ones), for a
+/// GPU lane on a machine without a CUDA device, and whatever the lane throws for a model it
+/// cannot run.
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq);
 
 }  // namespace lg

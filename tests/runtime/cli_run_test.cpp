@@ -91,3 +91,25 @@ TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+// Issue 5: a GPU lane without a GPU says so, and falls back to the CPU reference only when asked.
+TEST(LgRun, GpuLaneWithoutAGpuSaysSoAndFallsBackOnlyWhenAsked) {
+  const Result plain = run_lg({"run", "--model", kModel, "--lane", "compiled", "--prompt", "import os", "--max-tokens", "2"});
+  if (plain.code == 0) GTEST_SKIP() << "this machine has a CUDA device: the compiled lane ran";
+  EXPECT_EQ(plain.code, 1);
+  EXPECT_NE(plain.err.find("lane 'compiled' runs on an NVIDIA GPU and this machine has no usable CUDA device"),
+            std::string::npos)
+      << plain.err;
+  EXPECT_EQ(plain.out, "");
+  const Result fallback =
+      run_lg({"run", "--model", kModel, "--lane", "handwritten", "--fallback-cpu", "--prompt", "import os", "--max-tokens", "2"});
+  EXPECT_EQ(fallback.code, 0) << fallback.err;
+  EXPECT_NE(fallback.err.find("falling back from lane handwritten to the CPU reference"), std::string::npos)
+      << fallback.err;
+  EXPECT_NE(fallback.err.find("on lane cpu"), std::string::npos) << fallback.err;
+  EXPECT_EQ(fallback.out.rfind("import os", 0), 0u) << fallback.out;
+}
+
+}  // namespace
