@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -86,6 +88,13 @@ Server::~Server() { stop(); }
 
 void Server::install_routes() {
   auto& h = *http_;
+  // httplib's default socket options set SO_REUSEPORT on Linux: a second lg serve on a port in use
+  // then binds too and silently takes part of the connections. SO_REUSEADDR alone still allows a
+  // quick restart on the port of a server that just exited, and a busy port is refused.
+  h.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   h.set_payload_max_length(options_.max_body_bytes);
   h.set_read_timeout(30, 0);
   h.set_write_timeout(30, 0);
@@ -204,7 +213,8 @@ int Server::bind() {
   if (port_ != 0) return port_;
   const int p = options_.port == 0 ? http_->bind_to_any_port(options_.host.c_str())
                                    : (http_->bind_to_port(options_.host.c_str(), options_.port) ? options_.port : -1);
-  if (p <= 0) throw Error(fmt::format("cannot listen on {}:{}", options_.host, options_.port));
+  if (p <= 0) throw Error(fmt::format("cannot listen on {}:{} (the port is in use, or the host is not an address of "
+                                        "this machine)", options_.host, options_.port));
   port_ = p;
   return port_;
 }

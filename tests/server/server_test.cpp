@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "server/server.h"
+#include "support/error.h"
 
 namespace {
 
@@ -293,6 +294,16 @@ TEST_F(ServerTest, UnknownPathsAndModelsAre404) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 404);
   EXPECT_EQ(json::parse(m->body)["error"]["param"], "model");
+}
+
+TEST_F(ServerTest, SecondServerOnABusyPortIsRefused) {
+  // httplib sets SO_REUSEPORT by default; with it a second server bound the same port and took
+  // part of the connections. It must be refused instead.
+  Server second(*engine_, {"127.0.0.1", port_});
+  EXPECT_THROW(second.bind(), lg::Error);
+  auto r = client().Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
 }
 
 TEST_F(ServerTest, RandomBodiesNeverCrashTheServer) {
