@@ -34,7 +34,12 @@ fs::path resolve_model(const locks::Lock& lock, const LockOptions& o) {
   const std::string prefix = "../shared/";
   if (!o.shared_dir.empty() && m.rfind(prefix, 0) == 0) return fs::path(o.shared_dir) / m.substr(prefix.size());
   fs::path p(m);
-  if (p.is_relative()) p = fs::absolute(o.locks_dir).parent_path() / p;
+  if (p.is_relative()) {
+    // "locks/" has an empty last component: its parent_path() is "locks" itself, not the repo.
+    fs::path locks = fs::absolute(o.locks_dir).lexically_normal();
+    if (!locks.has_filename()) locks = locks.parent_path();
+    p = locks.parent_path() / p;
+  }
   return p;
 }
 

@@ -91,4 +91,21 @@ TEST(LockCli, WeightsHashMismatchRefusesToRun) {
   fs::remove_all(dir);
 }
 
+TEST(LockCli, RelativeModelPathResolvesWithATrailingSlashOnTheLocksFolder) {
+  // A relative model path is relative to the locks folder's parent; `--locks DIR/` (as a shell
+  // completes it) resolved it inside DIR instead.
+  nlohmann::json lock;
+  const fs::path dir = copy_lock("tiny-qwen3.lock.json", lock);
+  fs::create_directories(dir / "locks");
+  fs::create_directory_symlink(fs::path(kShared) / "fixtures", dir / "fixtures");
+  lock["model"] = "fixtures/tiny-qwen3";
+  std::ofstream(dir / "locks" / "tiny.lock.json") << lock.dump();
+  for (const std::string locks : {"locks", "locks/", "locks/."}) {
+    const CliRun r = run_lg("lock check --lane cpu --locks " + (dir / locks).string());
+    EXPECT_EQ(r.status, 0) << locks << ": " << r.output;
+    EXPECT_NE(r.output.find("ok   tiny.lock.json"), std::string::npos) << locks << ": " << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
