@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints the help, or the message and "Run with --help"; a usage error exits 2 (as
+    // the other commands' errors exit 1), not CLI11's own codes (105, 106, 109, ...).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (size_t i = 0; i < commands.size(); ++i)
