@@ -86,6 +86,21 @@ TEST(LgRun, UsageErrorsExit2AndHelpExits0) {
   EXPECT_NE(help.out.find("--prompt"), std::string::npos) << help.out;
 }
 
+TEST(LgRun, PromptIdOutsideTheVocabularyIsAnError) {
+  // The 512-id tiny fixture with the 22M model's 151k-id tokenizer: the prompt's ids do not fit
+  // the embedding table. It used to surface as an IR gather error after the prompt was printed.
+  const fs::path dir = fs::temp_directory_path() / ("lg_vocab_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::create_symlink(fs::path(kShared) / "fixtures/tiny-qwen3" / f, dir / f);
+  fs::create_symlink(fs::path(kModel) / "tokenizer.json", dir / "tokenizer.json");
+  const Result r = run_lg({"run", "--model", dir.string(), "--prompt", "def fibonacci", "-n", "2"});
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("outside the model's vocabulary of 512 ids"), std::string::npos) << r.err;
+}
+
 TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
   const fs::path dir = fs::temp_directory_path() / ("lg_llama_" + std::to_string(::getpid()));
   fs::create_directories(dir);
