@@ -11,20 +11,10 @@
 #include "cli/command.h"
 #include "lang/lower.h"
 #include "lang/value.h"
+#include "model/config.h"
 #include "support/error.h"
 
 namespace {
-
-nlohmann::json read_config(std::filesystem::path path) {
-  if (std::filesystem::is_directory(path)) path /= "config.json";
-  std::ifstream in(path);
-  if (!in) throw lg::Error("cannot read config " + path.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw lg::Error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
 
 size_t width(const std::vector<lg::lang::CheckReport::Named>& v) {
   size_t w = 0;
@@ -51,7 +41,7 @@ LG_COMMAND("check", [](CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_flag("--quiet,-q", opts->quiet, "print nothing when the program checks");
   return [opts]() -> int {
-    nlohmann::json config = read_config(opts->config);
+    nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
     lg::lang::CheckOutcome out;

@@ -10,23 +10,13 @@
 #include "cli/command.h"
 #include "emit/cuda/program.h"
 #include "lang/lower.h"
+#include "model/config.h"
 #include "lift/explain.h"
 #include "lift/lift.h"
 #include "lift/passes.h"
 #include "support/error.h"
 
 namespace {
-
-nlohmann::json read_config(std::filesystem::path path) {
-  if (std::filesystem::is_directory(path)) path /= "config.json";
-  std::ifstream in(path);
-  if (!in) throw lg::Error("cannot read config " + path.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw lg::Error(path.string() + ": not valid JSON: " + e.what());
-  }
-}
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -54,7 +44,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
   return [opts]() -> int {
     if (opts->out.empty() && !opts->explain) throw lg::Error("lg compile: give -o OUTDIR and/or --explain");
-    nlohmann::json config = read_config(opts->config);
+    nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
     lg::ir::Graph graph = lg::lang::lower_file(opts->file, config, bind);

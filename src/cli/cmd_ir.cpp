@@ -9,6 +9,7 @@
 #include "ir/print.h"
 #include "ir/verify.h"
 #include "lang/lower.h"
+#include "model/config.h"
 #include "support/error.h"
 
 LG_COMMAND("ir", [](CLI::App& app) {
@@ -25,16 +26,7 @@ LG_COMMAND("ir", [](CLI::App& app) {
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
       ->check(CLI::PositiveNumber);
   return [opts]() -> int {
-    std::filesystem::path path = opts->config;
-    if (std::filesystem::is_directory(path)) path /= "config.json";
-    std::ifstream in(path);
-    if (!in) throw lg::Error("cannot read config " + path.string());
-    nlohmann::json config;
-    try {
-      config = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw lg::Error(path.string() + ": not valid JSON: " + e.what());
-    }
+    const nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
     const lg::ir::Graph g = lg::lang::lower_file(opts->file, config, bind);

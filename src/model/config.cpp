@@ -28,6 +28,11 @@ nlohmann::json read_json_file(const fs::path& path) {
   }
 }
 
+nlohmann::json read_config_json(fs::path path) {
+  if (fs::is_directory(path)) path /= "config.json";
+  return read_json_file(path);
+}
+
 namespace {
 
 int64_t positive(const std::string& source, const std::string& field, int64_t v) {
