@@ -45,6 +45,10 @@ int run(const RunOpts& o) {
   }
 
   if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
+  // Sampling flags are checked before the model loads and the prompt is echoed.
+  if (o.temperature && !(*o.temperature >= 0)) throw lg::Error(fmt::format("--temperature must be >= 0, got {}", *o.temperature));
+  if (o.top_p && !(*o.top_p > 0 && *o.top_p <= 1)) throw lg::Error(fmt::format("--top-p must be in (0, 1], got {}", *o.top_p));
+  if (o.top_k < -1) throw lg::Error(fmt::format("--top-k must be >= 0 (0 = off), got {}", o.top_k));
   const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);

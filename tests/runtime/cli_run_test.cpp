@@ -101,6 +101,19 @@ TEST(LgRun, PromptIdOutsideTheVocabularyIsAnError) {
   EXPECT_NE(r.err.find("outside the model's vocabulary of 512 ids"), std::string::npos) << r.err;
 }
 
+TEST(LgRun, BadSamplingFlagsAreErrorsBeforeAnyOutput) {
+  // They were checked by the sampler, after the model loaded and the prompt was printed; a
+  // negative --top-k other than the unset -1 was silently taken as unset.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--temperature", "-1"}, {"--temperature", "nan"}, {"--top-p", "0"}, {"--top-p", "1.5"}, {"--top-k", "-5"}};
+  for (const auto& [flag, value] : bad) {
+    const Result r = run_lg({"run", "--model", kModel, "--prompt", "def ", "-n", "2", flag, value});
+    EXPECT_EQ(r.code, 1) << flag << " " << value;
+    EXPECT_EQ(r.out, "") << flag << " " << value;
+    EXPECT_NE(r.err.find("lg: error: " + flag + " must be"), std::string::npos) << r.err;
+  }
+}
+
 TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
   const fs::path dir = fs::temp_directory_path() / ("lg_llama_" + std::to_string(::getpid()));
   fs::create_directories(dir);
