@@ -54,11 +54,10 @@ int run(const RunOpts& o) {
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
   const std::vector<int32_t> prompt = tok.encode(o.prompt);
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
-  for (const int32_t id : prompt)
-    if (id < 0 || id >= dir.config.vocab_size)
-      throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "
-                                  "config.json): does tokenizer.json belong to this checkpoint?",
-                                  id, dir.config.vocab_size));
+  if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.config.vocab_size))
+    throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "
+                                "config.json): does tokenizer.json belong to this checkpoint?",
+                                *id, dir.config.vocab_size));
 
   // The context is the model's (or --max-seq); the KV cache only needs room for this run.
   const int64_t context = o.max_seq > 0 ? o.max_seq : dir.config.max_position_embeddings;

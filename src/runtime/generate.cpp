@@ -52,4 +52,10 @@ Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateO
   return g;
 }
 
+std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t vocab_size) {
+  for (const int32_t id : ids)
+    if (id < 0 || id >= vocab_size) return id;
+  return std::nullopt;
+}
+
 }  // namespace lg::runtime

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct Generation {
   std::vector<int32_t> tokens;  ///< the new tokens, the stopping eos included
   GenerationStats stats;
 };
+
+/// The first id of `ids` outside [0, vocab_size) (config.json's vocab_size), if any: a tokenizer
+/// from another checkpoint gives such ids, and the embedding gather cannot take them.
+std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t vocab_size);
 
 /// Generates after `prompt` on `lane` (which is reset first). Throws lg::Error for an empty
 /// prompt, a prompt longer than the lane's context (max_seq), or max_new_tokens < 1.

@@ -45,6 +45,10 @@ std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std:
     throw RequestError(param, fmt::format("'{}' cannot be tokenized: {}", param, e.what()));
   }
   if (ids.empty()) throw RequestError(param, fmt::format("'{}' encodes to no tokens", param));
+  if (const auto id = runtime::first_out_of_vocab(ids, dir_.config.vocab_size))
+    throw RequestError(param, fmt::format("'{}' has token id {}, outside the model's vocabulary of {} ids: the model "
+                                          "directory's tokenizer.json does not belong to its checkpoint",
+                                          param, *id, dir_.config.vocab_size));
   if (static_cast<int64_t>(ids.size()) > context_)
     throw RequestError(param, fmt::format("'{}' has {} tokens, more than the context of {} tokens", param, ids.size(),
                                           context_));

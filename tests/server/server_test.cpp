@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -349,6 +350,34 @@ TEST_F(ServerTest, ConcurrentRequestsAreServedOneAtATime) {
     });
   for (auto& t : threads) t.join();
   for (const auto& s : got) EXPECT_EQ(s, want);
+}
+
+}  // namespace
+
+namespace {
+
+// A model directory whose tokenizer.json belongs to another checkpoint (the Qwen3 tokenizer over
+// tiny-qwen3's 512-id vocabulary): a prompt id past vocab_size is a 400 naming the field, not a
+// 500 from the embedding gather.
+TEST(EngineTest, PromptIdOutsideTheVocabularyNamesTheField) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lg_srv_vocab_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const fs::path tiny = fs::path(LG_SHARED_DIR) / "fixtures" / "tiny-qwen3";
+  fs::copy_file(tiny / "config.json", dir / "config.json");
+  fs::copy_file(tiny / "model.safetensors", dir / "model.safetensors");
+  fs::create_symlink(fs::path(LG_SOURCE_DIR) / "models" / "qwen3-pycode-22m" / "tokenizer.json", dir / "tokenizer.json");
+  {
+    lg::server::Engine engine(dir.string(), {"cpu", 64});
+    try {
+      engine.encode_prompt("def fibonacci(n):", "prompt");
+      ADD_FAILURE() << "expected a RequestError";
+    } catch (const lg::server::RequestError& e) {
+      EXPECT_EQ(e.param(), "prompt");
+      EXPECT_NE(std::string(e.what()).find("outside the model's vocabulary of 512 ids"), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
