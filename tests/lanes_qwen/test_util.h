@@ -79,6 +79,12 @@ inline std::vector<float> download_bf16(const cuda::DeviceBuffer& b, size_t n) {
   return v;
 }
 
+inline std::vector<int> download_ints(const cuda::DeviceBuffer& b, size_t n) {
+  std::vector<int> v(n);
+  b.download(v.data(), n * sizeof(int));
+  return v;
+}
+
 /// ||got - want|| / ||want|| over all elements; +inf if any element of `got` is not finite.
 inline double rel_err(const std::vector<float>& got, const std::vector<double>& want) {
   double num = 0, den = 0;
@@ -94,12 +100,17 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& w
   return rel_err(got, std::vector<double>(want.begin(), want.end()));
 }
 
-/// In each tiny fixture (tiny-qwen3, tiny-qwen3-untied-mqa, tiny-qwen2), the case with a 64-token
-/// prompt records greedy_ids that a fp32 CPU loop matching that case's prefill_last_logits to 7e-7
-/// does not reproduce (first disagreement at margins 0.15-0.37; for two fixtures greedy_ids[0] is
-/// not even the argmax of the recorded logits). Its greedy ids are therefore not compared with a
-/// lane; its logits are, and the lane is compared with the CPU loop on it.
-constexpr size_t kFixtureGreedyUntrustedPromptLen = 64;
+/// The prompt that the fixtures' `generate` call attended to: it was given token id 0 as the pad
+/// id, so transformers masked every id 0 out of the prompt (and the positions after it shifted
+/// down by one), while `prefill_last_logits` come from a plain forward over all ids. Greedy ids
+/// are therefore compared after a prefill of the prompt without its zeros (as tests/lanes_cpu
+/// does); only the 64-token case of each tiny fixture holds an id 0.
+inline std::vector<int32_t> prompt_generate_attended(const std::vector<int32_t>& prompt) {
+  std::vector<int32_t> out;
+  for (int32_t t : prompt)
+    if (t != 0) out.push_back(t);
+  return out;
+}
 
 /// LG_SHARED_DIR / LG_SOURCE_DIR: the environment overrides the compiled-in paths (the GPU machine
 /// has the repository somewhere else and the fixtures copied into it).

@@ -39,6 +39,9 @@ struct HandwrittenQwenLane::State {
   cuda::DeviceBuffer embed, head, final_norm, inv_freq;
   cuda::DeviceBuffer kcache, vcache;
   cuda::DeviceBuffer x, h, qkv, q, attn, gu, act, logits, attn_scratch;
+  // Zero-filled once; the kernels that count in them (the decode attention's per-head split
+  // counters, the GEMV's QKV-RoPE and argmax hand-offs) leave them at zero after every launch.
+  cuda::DeviceBuffer attn_counters, gemv_sync;
   cuda::DeviceBuffer d_tokens, d_pos, d_argmax;
   PinnedInts h_tokens{static_cast<size_t>(kMaxPrefillChunk)};
   PinnedInts h_pos{1};
@@ -134,6 +137,10 @@ HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& w
   s.act = bf16_buf(C * F);
   s.logits = f32_buf(V);
   s.attn_scratch = f32_buf(static_cast<int64_t>(decode_attention_scratch_floats(static_cast<int>(H), static_cast<int>(Dh))));
+  s.attn_counters = cuda::DeviceBuffer(static_cast<size_t>(H) * sizeof(int));
+  s.gemv_sync = cuda::DeviceBuffer(static_cast<size_t>(kGemvSyncInts) * sizeof(int));
+  LG_CUDA_CHECK(cudaMemsetAsync(s.attn_counters.data(), 0, s.attn_counters.bytes(), cs));
+  LG_CUDA_CHECK(cudaMemsetAsync(s.gemv_sync.data(), 0, s.gemv_sync.bytes(), cs));
   s.d_tokens = cuda::DeviceBuffer(static_cast<size_t>(C) * sizeof(int));
   s.d_pos = cuda::DeviceBuffer(sizeof(int));
   s.d_argmax = cuda::DeviceBuffer(sizeof(int));
@@ -172,7 +179,7 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
   auto kc = [&](size_t l) { return s.kcache.as<bf16_t>() + l * cache_layer; };
   auto vc = [&](size_t l) { return s.vcache.as<bf16_t>() + l * cache_layer; };
 
-  // LM head on one row of the residual stream, then the device argmax.
+  // Final RMSNorm + LM head on one row of the residual stream, with the device argmax fused.
   auto enqueue_head = [&](const float* x_row) {
     GemvArgs a;
     a.W = s.head_w();
@@ -182,8 +189,9 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     a.norm_w = s.final_norm.as<float>();
     a.eps = d.eps;
     a.out_f32 = s.logits.as<float>();
-    launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
-    launch_argmax(s.logits.as<float>(), d.V, s.d_argmax.as<int>(), cs);
+    a.argmax_out = s.d_argmax.as<int>();
+    a.sync = s.gemv_sync.as<int>();
+    launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStoreArgmax, a, cs);
   };
 
   auto enqueue_decode = [&]() {
@@ -198,11 +206,22 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
       a.norm_w = ly.ln1.as<float>();
       a.eps = d.eps;
       a.out_f32 = s.qkv.as<float>();
-      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
-      launch_rope_kv(s.qkv.as<float>(), ly.bqkv.as<float>(), ly.qn.as<float>(), ly.kn.as<float>(),
-                     s.inv_freq.as<float>(), pos, d.eps, 1, d.H, d.KV, d.Dh, d.S, s.q.as<float>(), kc(l), vc(l), cs);
+      a.sync = s.gemv_sync.as<int>();
+      a.rope.bias = ly.bqkv.as<float>();
+      a.rope.q_norm = ly.qn.as<float>();
+      a.rope.k_norm = ly.kn.as<float>();
+      a.rope.inv_freq = s.inv_freq.as<float>();
+      a.rope.pos0 = pos;
+      a.rope.H = d.H;
+      a.rope.KV = d.KV;
+      a.rope.Dh = d.Dh;
+      a.rope.S = d.S;
+      a.rope.q_out = s.q.as<float>();
+      a.rope.k_cache = kc(l);
+      a.rope.v_cache = vc(l);
+      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kQkvRope, a, cs);
       launch_attention_decode(s.q.as<float>(), kc(l), vc(l), pos, d.H, d.KV, d.Dh, d.S, s.attn_scratch.as<float>(),
-                              s.attn.as<bf16_t>(), cs);
+                              s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
       GemvArgs o;
       o.W = ly.wo.as<bf16_t>();
       o.N = d.D;

@@ -2,12 +2,13 @@
 // Qwen3 dense family (kernels/*.cuh) and the launch sequence below, instantiated from the model's
 // config. Not compiled from models/qwen*.lg: golden-token locks hold it to that forward.
 //
-// Decode (one token), 7 launches per layer, the whole step captured in one CUDA graph (token and
-// position are read from device memory, so one graph serves every position):
-//   1 RMSNorm + fused QKV GEMV        4 output projection GEMV + residual add
-//   2 bias + qk-norm + RoPE + KV write 5 RMSNorm + fused gate/up GEMV + SwiGLU
-//   3 split-KV attention, 3' combine  6 down projection GEMV + residual add
-// then final RMSNorm + LM-head GEMV and a device argmax.
+// Decode (one token), 5 launches per layer, the whole step captured in one CUDA graph (token and
+// position are read from device memory, so one graph serves every position), each launch with
+// Programmatic Dependent Launch so its weight loads overlap the previous kernel's tail:
+//   1 RMSNorm + fused QKV GEMV + bias/qk-norm/RoPE/KV write   3 o_proj GEMV + residual add
+//   2 split-KV attention, the splits merged by the last block  4 RMSNorm + gate/up GEMV + SwiGLU
+//                                                              5 down_proj GEMV + residual add
+// then the embedding gather first and, last, final RMSNorm + LM-head GEMV with a fused argmax.
 // Prefill (T tokens, in chunks of at most 2048): RMSNorm rows, cuBLASLt bf16 GEMMs (residual
 // adds as beta = 1 into the fp32 residual stream), the same RoPE/KV kernel, a causal prefill
 // attention kernel, SwiGLU; the LM head runs on the last row only.

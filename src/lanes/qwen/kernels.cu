@@ -2,10 +2,12 @@
 // kernels themselves are in kernels/*.cuh, one per op.
 #include "lanes/qwen/kernels.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
-#include "lanes/qwen/kernels/argmax.cuh"
 #include "lanes/qwen/kernels/attention.cuh"
+#include "lanes/qwen/kernels/attention_decode.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
 #include "lanes/qwen/kernels/gemv.cuh"
 #include "lanes/qwen/kernels/init.cuh"
@@ -18,21 +20,66 @@ namespace lg::qwen {
 
 namespace {
 
-template <dev::GemvIn IN, dev::GemvOut OUT>
-void gemv_as(const GemvArgs& a, cudaStream_t s) {
-  const int blocks = (a.N + dev::kGemvRowsPerBlock - 1) / dev::kGemvRowsPerBlock;
-  const size_t smem = static_cast<size_t>(a.K) * sizeof(bf16);
-  dev::gemv_kernel<IN, OUT><<<blocks, dev::kGemvThreads, smem, s>>>(a.W, a.N, a.K, a.x_f32, a.in_bf16, a.norm_w,
-                                                                    a.eps, a.out_f32, a.out_bf16);
-  LG_CUDA_CHECK_LAUNCH();
+/// A kernel-lab knob (bench/qwen_lane.md): the integer in environment variable `name`, else
+/// `fallback`. Callers keep it in a static (read once); only tuning defaults and the PDL
+/// attribute go through it, never what is computed.
+int lab_knob(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::atoi(e) : fallback;
 }
 
-template <dev::GemvIn IN>
+/// Launches `kernel` with Programmatic Dependent Launch allowed (kernels/pdl.cuh): only for
+/// kernels that call grid_dependency_wait() before touching anything an earlier kernel writes.
+/// Captured into a graph, the attribute becomes a programmatic edge (CUDA 12.3+, sm_90).
+template <class... Params, class... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  static const bool pdl = lab_knob("LG_QWEN_PDL", 1) != 0;
+  cfg.numAttrs = pdl ? 1 : 0;
+  LG_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
+}
+
+/// Blocks per SM of the persistent GEMV grid, measured on the H200 (bench/qwen_lane.md, v2):
+/// 4 (16 warps, up to 16 x 2 x kGemvDepth x 16 B = 128 KB of loads in flight per SM; the
+/// register file is then full, __launch_bounds__(128, 4)) beat 3 and 2 at every 8B shape.
+constexpr int kGemvBlocksPerSm = 4;
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    LG_CUDA_CHECK(cudaGetDevice(&dev));
+    LG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
+template <GemvInput IN, GemvOutput OUT>
+void gemv_as(const GemvArgs& a, cudaStream_t s) {
+  static const int default_bps = lab_knob("LG_QWEN_GEMV_BPS", kGemvBlocksPerSm);
+  const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;
+  const int needed = (a.N / 2 + dev::kGemvWarps - 1) / dev::kGemvWarps;
+  const int blocks = std::min({needed, sm_count() * bps, kGemvMaxBlocks});
+  const size_t smem = dev::gemv_smem_bytes(IN, a.K);
+  launch_pdl(dev::gemv_kernel<IN, OUT>, dim3(blocks), dim3(dev::kGemvThreads), smem, s, a);
+}
+
+template <GemvInput IN>
 void gemv_out(GemvOutput out, const GemvArgs& a, cudaStream_t s) {
   switch (out) {
-    case GemvOutput::kStore: return gemv_as<IN, dev::GemvOut::kStore>(a, s);
-    case GemvOutput::kResidual: return gemv_as<IN, dev::GemvOut::kResidual>(a, s);
-    case GemvOutput::kSwiGLU: return gemv_as<IN, dev::GemvOut::kSwiGLU>(a, s);
+    case GemvOutput::kStore: return gemv_as<IN, GemvOutput::kStore>(a, s);
+    case GemvOutput::kResidual: return gemv_as<IN, GemvOutput::kResidual>(a, s);
+    case GemvOutput::kSwiGLU: return gemv_as<IN, GemvOutput::kSwiGLU>(a, s);
+    case GemvOutput::kStoreArgmax: return gemv_as<IN, GemvOutput::kStoreArgmax>(a, s);
+    case GemvOutput::kQkvRope: return gemv_as<IN, GemvOutput::kQkvRope>(a, s);
   }
 }
 
@@ -52,8 +99,21 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
   if (a.N <= 0 || a.N % 2 != 0 || a.K <= 0 || a.K % 8 != 0 || a.K > kGemvMaxK)
     throw Error("hand-written GEMV: unsupported shape N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
                 " (N even, K a multiple of 8 up to " + std::to_string(kGemvMaxK) + ")");
-  if (in == GemvInput::kRmsNorm) return gemv_out<dev::GemvIn::kRmsNorm>(out, a, s);
-  return gemv_out<dev::GemvIn::kBf16>(out, a, s);
+  if ((out == GemvOutput::kQkvRope || out == GemvOutput::kStoreArgmax) && !a.sync)
+    throw Error("hand-written GEMV: the QKV-RoPE and argmax epilogues need the sync area");
+  if (out == GemvOutput::kStoreArgmax && !a.argmax_out) throw Error("hand-written GEMV: argmax without argmax_out");
+  if (out == GemvOutput::kQkvRope) {
+    const QkvRopeArgs& r = a.rope;
+    if (r.Dh <= 0 || r.Dh % 2 != 0 || r.Dh > dev::kGemvMaxHeadDim || r.KV <= 0 || r.H % r.KV != 0 ||
+        r.H + 2 * r.KV > kGemvMaxHeads || a.N != (r.H + 2 * r.KV) * r.Dh)
+      throw Error("hand-written GEMV: QKV-RoPE epilogue with N=" + std::to_string(a.N) + " H=" + std::to_string(r.H) +
+                  " KV=" + std::to_string(r.KV) + " head_dim=" + std::to_string(r.Dh) +
+                  " (N = (H + 2 KV) head_dim, head_dim even and at most 256, H + 2 KV at most 1024)");
+    if (!r.inv_freq || !r.pos0 || !r.q_out || !r.k_cache || !r.v_cache || !a.out_f32)
+      throw Error("hand-written GEMV: QKV-RoPE epilogue with a missing buffer");
+  }
+  if (in == GemvInput::kRmsNorm) return gemv_out<GemvInput::kRmsNorm>(out, a, s);
+  return gemv_out<GemvInput::kBf16>(out, a, s);
 }
 
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t s) {
@@ -76,23 +136,21 @@ size_t decode_attention_scratch_floats(int H, int Dh) {
 
 template <int DH>
 static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int S,
-                           float* scratch, bf16* out, cudaStream_t s) {
+                           float* scratch, int* counters, bf16* out, cudaStream_t s) {
   const float scale = 1.f / sqrtf(static_cast<float>(DH));
-  dev::attn_decode_split_kernel<DH>
-      <<<dim3(H, dev::kDecodeSplits), dev::kAttnWarps * 32, 0, s>>>(q, kc, vc, pos0, H, KV, S, scale, scratch);
-  LG_CUDA_CHECK_LAUNCH();
-  dev::attn_decode_combine_kernel<DH><<<H, DH, 0, s>>>(scratch, out);
-  LG_CUDA_CHECK_LAUNCH();
+  launch_pdl(dev::attn_decode_kernel<DH>, dim3(H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, q, kc, vc,
+             pos0, H, KV, S, scale, scratch, counters, out);
 }
 
 void launch_attention_decode(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int Dh,
-                             int S, float* scratch, bf16* out, cudaStream_t s) {
+                             int S, float* scratch, int* counters, bf16* out, cudaStream_t s) {
   check_head_dim(Dh);
+  if (KV <= 0 || H % KV != 0) throw Error("hand-written attention: H=" + std::to_string(H) + " is not a multiple of KV=" + std::to_string(KV));
   switch (Dh) {
-    case 16: return attn_decode_as<16>(q, kc, vc, pos0, H, KV, S, scratch, out, s);
-    case 32: return attn_decode_as<32>(q, kc, vc, pos0, H, KV, S, scratch, out, s);
-    case 64: return attn_decode_as<64>(q, kc, vc, pos0, H, KV, S, scratch, out, s);
-    default: return attn_decode_as<128>(q, kc, vc, pos0, H, KV, S, scratch, out, s);
+    case 16: return attn_decode_as<16>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
+    case 32: return attn_decode_as<32>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
+    case 64: return attn_decode_as<64>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
+    default: return attn_decode_as<128>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
   }
 }
 
@@ -122,13 +180,8 @@ void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t s) {
 }
 
 void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t s) {
-  dev::embed_kernel<<<T, 256, 0, s>>>(table, tokens, D, x);
-  LG_CUDA_CHECK_LAUNCH();
-}
-
-void launch_argmax(const float* logits, int V, int* out, cudaStream_t s) {
-  dev::argmax_kernel<<<1, dev::kArgmaxThreads, 0, s>>>(logits, V, out);
-  LG_CUDA_CHECK_LAUNCH();
+  if (D % 8 != 0) throw Error("hand-written embedding: hidden size " + std::to_string(D) + " is not a multiple of 8");
+  launch_pdl(dev::embed_kernel, dim3(T), dim3(256), 0, s, table, tokens, D, x);
 }
 
 void launch_f32_to_bf16(const float* src, size_t n, bf16* dst, cudaStream_t s) {

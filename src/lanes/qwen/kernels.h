@@ -1,6 +1,9 @@
 // Host launchers of the hand-written Qwen kernels (kernels/*.cuh). Plain C++ so the lane and the
-// tests compile without nvcc. Every launcher enqueues on `stream`, checks the launch
-// (LG_CUDA_CHECK_LAUNCH) and never synchronises, so all of them can be captured into a graph.
+// tests compile without nvcc. Every launcher enqueues on `stream`, checks the launch and never
+// synchronises, so all of them can be captured into a graph. The decode kernels (GEMV, decode
+// attention, embedding) are launched with Programmatic Dependent Launch (kernels/pdl.cuh).
+// Kernel-lab knobs, read once from the environment (bench/qwen_lane.md; defaults are the measured
+// best): LG_QWEN_GEMV_BPS (GEMV blocks per SM), LG_QWEN_PDL=0 (launch without PDL).
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 #pragma once
 
@@ -21,10 +24,36 @@ enum class GemvInput {
 };
 /// What it does with y = W x.
 enum class GemvOutput {
-  kStore,     ///< out_f32[N] = y
-  kResidual,  ///< out_f32[N] += y
-  kSwiGLU,    ///< out_bf16[N/2], i-th = silu(y[2i]) * y[2i+1]
+  kStore,        ///< out_f32[N] = y
+  kResidual,     ///< out_f32[N] += y
+  kSwiGLU,       ///< out_bf16[N/2], i-th = silu(y[2i]) * y[2i+1]
+  kStoreArgmax,  ///< out_f32[N] = y and *argmax_out = argmax(y), lowest index on a tie (the LM head)
+  kQkvRope,      ///< decode QKV: y staged in out_f32 [(H+2KV)*Dh], then per head what rope_kv does (rope)
 };
+
+/// kQkvRope's second half, for one token at position *pos0: q/k/v bias, qk-norm, RoPE and the
+/// KV-cache write, as launch_rope_kv does (same fields, same math).
+struct QkvRopeArgs {
+  const float* bias = nullptr;      ///< f32 [(H+2KV)*Dh] or null (Qwen2 only)
+  const float* q_norm = nullptr;    ///< f32 [Dh] or null (Qwen3 only)
+  const float* k_norm = nullptr;    ///< f32 [Dh] or null
+  const float* inv_freq = nullptr;  ///< f32 [Dh/2]
+  const int* pos0 = nullptr;        ///< device int: the token's position
+  int H = 0, KV = 0, Dh = 0, S = 0;  ///< S: KV-cache capacity (positions)
+  float* q_out = nullptr;           ///< f32 [H, Dh]
+  bf16* k_cache = nullptr;          ///< bf16 [KV, S, Dh] of this layer
+  bf16* v_cache = nullptr;
+};
+
+/// Layout of the GEMV's cross-block sync area (ints; `sync` below): per-head completion counters
+/// (kQkvRope), the block counter and per-block partial maxima of kStoreArgmax. The area must be
+/// zero-filled once before its first launch; every launch leaves its counters at zero again.
+constexpr int kGemvMaxHeads = 1024;   ///< H + 2 KV at most
+constexpr int kGemvMaxBlocks = 1024;  ///< the persistent grid never has more blocks
+constexpr int kGemvSyncArgmaxCounter = kGemvMaxHeads;
+constexpr int kGemvSyncArgmaxValues = kGemvMaxHeads + 1;
+constexpr int kGemvSyncArgmaxIndices = kGemvSyncArgmaxValues + kGemvMaxBlocks;
+constexpr int kGemvSyncInts = kGemvSyncArgmaxIndices + kGemvMaxBlocks;
 
 /// Inputs of one GEMV launch. W bf16 [N, K]; N even; K a multiple of 8 and at most kGemvMaxK.
 struct GemvArgs {
@@ -33,16 +62,21 @@ struct GemvArgs {
   const float* x_f32 = nullptr;
   const bf16* in_bf16 = nullptr;
   const float* norm_w = nullptr;
-  float eps = 0.f;
+  float eps = 0.f;  ///< of the RMSNorm prologue and of kQkvRope's qk-norm (config rms_norm_eps)
   float* out_f32 = nullptr;
   bf16* out_bf16 = nullptr;
+  QkvRopeArgs rope;           ///< kQkvRope only
+  int* argmax_out = nullptr;  ///< kStoreArgmax only: device int
+  int* sync = nullptr;        ///< kQkvRope, kStoreArgmax: kGemvSyncInts device ints (see above)
+  int blocks_per_sm = 0;      ///< persistent grid size per SM; 0 = the tuned default (kernels.cu)
 };
 
 /// Largest K the GEMV accepts (its input vector lives in shared memory as bf16, under the 48 KB default limit).
 constexpr int kGemvMaxK = 20480;
 
-/// y = W x with the chosen prologue and epilogue (kernels/gemv.cuh). Throws lg::Error on an
-/// unsupported N/K.
+/// y = W x with the chosen prologue and epilogue (kernels/gemv.cuh), launched with Programmatic
+/// Dependent Launch (its weight loads may start while the previous kernel in the stream runs).
+/// Throws lg::Error on an unsupported N/K or missing kQkvRope/kStoreArgmax fields.
 void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t stream);
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
@@ -59,10 +93,12 @@ void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, co
 size_t decode_attention_scratch_floats(int H, int Dh);
 
 /// Decode attention of one query at position *pos0 over cached positions 0..*pos0 (causal GQA,
-/// split-KV + combine). q f32 [H, Dh]; caches bf16 [KV, S, Dh]; scratch f32
-/// [decode_attention_scratch_floats]; out bf16 [H * Dh]. Dh in {16, 32, 64, 128}.
+/// split-KV; the last split of a head to finish merges the splits: one launch, PDL).
+/// q f32 [H, Dh]; caches bf16 [KV, S, Dh]; scratch f32 [decode_attention_scratch_floats];
+/// counters: H device ints, zero-filled once before the first launch (each launch leaves them
+/// at zero); out bf16 [H * Dh]. Dh in {16, 32, 64, 128}.
 void launch_attention_decode(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int H,
-                             int KV, int Dh, int S, float* scratch, bf16* out, cudaStream_t stream);
+                             int KV, int Dh, int S, float* scratch, int* counters, bf16* out, cudaStream_t stream);
 
 /// Causal prefill attention of T queries at positions *pos0 + t. q f32 [T, H, Dh]; out bf16
 /// [T, H * Dh]. Dh in {16, 32, 64, 128}.
@@ -72,11 +108,8 @@ void launch_attention_prefill(const float* q, const bf16* k_cache, const bf16* v
 /// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n].
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t stream);
 
-/// x[t] = f32(table[tokens[t]]) for t < T; table bf16 [V, D]; tokens device int [T].
+/// x[t] = f32(table[tokens[t]]) for t < T; table bf16 [V, D]; tokens device int [T]. PDL launch.
 void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t stream);
-
-/// *out = argmax(logits[0..V)), lowest index on a tie.
-void launch_argmax(const float* logits, int V, int* out, cudaStream_t stream);
 
 /// dst = bf16(src), n elements.
 void launch_f32_to_bf16(const float* src, size_t n, bf16* dst, cudaStream_t stream);

@@ -1,16 +1,30 @@
 // Token embedding gather into the fp32 residual stream: x[t] = f32(embed[tokens[t]]). Token ids
-// are checked on the host before they reach the device.
+// are checked on the host before they reach the device. The first kernel of a decode step: it
+// waits for nothing earlier in the graph but still passes the PDL wait (pdl.cuh) before writing x,
+// which the previous step's last kernels read.
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
+#include "lanes/qwen/kernels/pdl.cuh"
 
 namespace lg::qwen::dev {
 
 __global__ void embed_kernel(const bf16* __restrict__ table, const int* __restrict__ tokens, int D,
                              float* __restrict__ x) {
-  const bf16* row = table + static_cast<size_t>(tokens[blockIdx.x]) * D;
-  float* xr = x + static_cast<size_t>(blockIdx.x) * D;
-  for (int k = threadIdx.x; k < D; k += blockDim.x) xr[k] = __bfloat162float(row[k]);
+  grid_dependency_wait();
+  launch_dependents();
+  // 16-byte loads (D % 8 == 0): a decode step's first kernel, on the critical path.
+  const uint4* row = reinterpret_cast<const uint4*>(table + static_cast<size_t>(tokens[blockIdx.x]) * D);
+  float4* xr = reinterpret_cast<float4*>(x + static_cast<size_t>(blockIdx.x) * D);
+  for (int c = threadIdx.x; c < D / 8; c += blockDim.x) {
+    const uint4 u = row[c];
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    const float2 e = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.z));
+    const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.w));
+    xr[2 * c] = make_float4(a.x, a.y, b.x, b.y);
+    xr[2 * c + 1] = make_float4(e.x, e.y, f.x, f.y);
+  }
 }
 
 }  // namespace lg::qwen::dev
