@@ -20,7 +20,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "lanes/qwen/gemm_lt.h"
+#include "runtime/cuda/gemm_lt.h"
 #include "lanes/qwen/kernels.h"
 #include "runtime/cuda/cuda_check.h"
 #include "support/error.h"
@@ -512,7 +512,7 @@ TEST(QwenKernels, CublasLtGemmWithResidual) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
-  LtGemm gemm;
+  cuda::LtGemm gemm;
   struct C {
     int T, N, K;
   };

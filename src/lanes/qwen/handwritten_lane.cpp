@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <string>
 
-#include "lanes/qwen/gemm_lt.h"
 #include "lanes/qwen/kernels.h"
+#include "lanes/qwen/prefill_attention.h"
 #include "lanes/qwen/weight_source.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm_lt.h"
 
 namespace lg::qwen {
 
@@ -34,7 +35,7 @@ struct HandwrittenQwenLane::State {
     cuda::DeviceBuffer ln1, ln2, qn, kn, bqkv;  // f32
   };
   cuda::Stream stream;
-  LtGemm gemm;
+  cuda::LtGemm gemm;
   std::vector<Layer> layers;
   cuda::DeviceBuffer embed, head, final_norm, inv_freq;
   cuda::DeviceBuffer kcache, vcache;
@@ -257,7 +258,7 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
       s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), T, d.nqkv, d.D, false, cs);
       launch_rope_kv(s.qkv.as<float>(), ly.bqkv.as<float>(), ly.qn.as<float>(), ly.kn.as<float>(),
                      s.inv_freq.as<float>(), pos, d.eps, T, d.H, d.KV, d.Dh, d.S, s.q.as<float>(), kc(l), vc(l), cs);
-      launch_attention_prefill(s.q.as<float>(), kc(l), vc(l), pos, T, d.H, d.KV, d.Dh, d.S, s.attn.as<bf16_t>(), cs);
+      launch_attention_prefill_tc(s.q.as<float>(), kc(l), vc(l), pos, T, d.H, d.KV, d.Dh, d.S, s.attn.as<bf16_t>(), cs);
       s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
       launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
       s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);

@@ -1,4 +1,4 @@
-#include "lanes/qwen/gemm_lt.h"
+#include "runtime/cuda/gemm_lt.h"
 
 #include <cublasLt.h>
 
@@ -7,7 +7,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 
-namespace lg::qwen {
+namespace lg::cuda {
 
 namespace {
 
@@ -83,4 +83,4 @@ void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out,
            "Matmul");
 }
 
-}  // namespace lg::qwen
+}  // namespace lg::cuda

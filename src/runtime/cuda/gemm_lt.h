@@ -1,7 +1,8 @@
 // Prefill GEMMs on the tensor cores through cuBLASLt: out[T, N] (+)= in[T, K] @ W[N, K]^T with bf16
 // operands, fp32 accumulation and an fp32 output, so the residual add (beta = 1 into the fp32
-// residual stream) rides in the GEMM. Hand-written tensor-core GEMMs are not part of this lane:
-// cuBLASLt's sm_90 kernels are the throughput bar they would have to beat.
+// residual stream) rides in the GEMM. Shared by the hand-written lane (prefill) and the compiled lane
+// (GEMM stages at T > 1, see emit/cuda/program.h): cuBLASLt's sm_90 kernels are the bar emitted
+// tensor-core GEMMs would have to beat.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,7 +12,7 @@
 #include <memory>
 #include <tuple>
 
-namespace lg::qwen {
+namespace lg::cuda {
 
 /// One cuBLASLt handle, a workspace and a cache of chosen algorithms per (T, N, K, accumulate).
 class LtGemm {
@@ -31,4 +32,4 @@ class LtGemm {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace lg::qwen
+}  // namespace lg::cuda
