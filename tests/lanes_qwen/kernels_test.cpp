@@ -443,6 +443,124 @@ TEST(QwenKernels, DecodeAttentionSplitKv) {
   }
 }
 
+// The decode attention fed by the raw QKV projection (launch_attention_decode_rope): this
+// position's K/V rows written to the caches against the RoPE reference (bf16 bound, 4e-3), and the
+// output against attention_ref over the reference query and the caches the device holds
+// afterwards (random earlier rows, this position's row as the kernel wrote it; bf16 output bound).
+// The query is fp32 from the same fp32 inputs on both sides, so it adds only fp32 roundoff.
+// Launched twice (the split counters must be back at zero). Positions: one split (0, 5, 33, 77,
+// 131) and many (2000, 4095); GQA groups 1, 2, 4, 7.
+TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  struct C {
+    int H, KV, Dh, pos;
+    bool bias, norm;
+  };
+  for (C c : {C{4, 2, 16, 0, true, false}, C{4, 1, 32, 33, false, true}, C{32, 8, 128, 2000, false, true},
+              C{14, 2, 64, 77, true, false}, C{16, 8, 128, 4095, false, true}, C{16, 8, 128, 131, true, true},
+              C{8, 8, 64, 5, false, true}}) {
+    const int S = 4096, N = (c.H + 2 * c.KV) * c.Dh;
+    const size_t cache_n = size_t(c.KV) * S * c.Dh;
+    const float eps = 1e-6f;
+    auto y = random_f32(rng, N, -3, 3);
+    auto bias = random_f32(rng, N, -0.5f, 0.5f);
+    auto qn = random_f32(rng, c.Dh, 0.5f, 1.5f), kn = random_f32(rng, c.Dh, 0.5f, 1.5f);
+    auto k0 = random_bf16(rng, cache_n, -2, 2), v0 = random_bf16(rng, cache_n, -1, 1);
+    for (int h = 0; h < c.KV; ++h)  // this position's rows: poison, the kernel must write them
+      for (int d = 0; d < c.Dh; ++d)
+        k0.raw[(size_t(h) * S + c.pos) * c.Dh + d] = v0.raw[(size_t(h) * S + c.pos) * c.Dh + d] = 0x7fc0;
+    const std::vector<float> inv = inv_freq_of(c.Dh, 1e6);
+    RopeRef want = rope_ref(std::vector<double>(y.begin(), y.end()), c.bias ? bias.data() : nullptr,
+                            c.norm ? qn.data() : nullptr, c.norm ? kn.data() : nullptr, inv, c.pos, c.H, c.KV, c.Dh,
+                            eps);
+    const std::vector<float> want_q(want.q.begin(), want.q.end());
+    auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
+         dpos = to_device(std::vector<int>{c.pos});
+    auto counters = to_device(std::vector<int>(c.H, 0));
+    for (int rep = 0; rep < 2; ++rep) {
+      auto kc = to_device(k0.raw), vc = to_device(v0.raw);
+      auto scratch = poisoned_f32(decode_attention_scratch_floats(c.H, c.Dh));
+      auto out = poisoned_bf16(size_t(c.H) * c.Dh);
+      QkvRopeArgs r;
+      r.bias = c.bias ? db.as<float>() : nullptr;
+      r.q_norm = c.norm ? dqn.as<float>() : nullptr;
+      r.k_norm = c.norm ? dkn.as<float>() : nullptr;
+      r.inv_freq = dinv.as<float>();
+      r.H = c.H;
+      r.KV = c.KV;
+      r.Dh = c.Dh;
+      r.S = S;
+      r.k_cache = kc.as<bf16>();
+      r.v_cache = vc.as<bf16>();
+      launch_attention_decode_rope(dy.as<float>(), r, eps, dpos.as<int>(), scratch.as<float>(), counters.as<int>(),
+                                   out.as<bf16>(), s.get());
+      s.synchronize();
+      const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
+                               std::to_string(c.Dh) + " pos=" + std::to_string(c.pos) + " launch " + std::to_string(rep);
+      Bf16Vec gk, gv;
+      gk.f = download_bf16(kc, cache_n);
+      gv.f = download_bf16(vc, cache_n);
+      EXPECT_LT(rel_err(cache_rows(gk.f, c.KV, S, c.Dh, c.pos), want.k), 4e-3) << "k " << what;
+      EXPECT_LT(rel_err(cache_rows(gv.f, c.KV, S, c.Dh, c.pos), want.v), 4e-3) << "v " << what;
+      const auto want_o = attention_ref(want_q, gk, gv, 1, c.H, c.KV, c.Dh, S, c.pos);
+      EXPECT_LT(rel_err(download_bf16(out, size_t(c.H) * c.Dh), want_o), 4e-3) << "attention " << what;
+    }
+    EXPECT_EQ(download_ints(counters, c.H), std::vector<int>(c.H, 0));
+  }
+}
+
+TEST(QwenKernels, DecodeAttentionRopeRefusesBadInput) {
+  LG_REQUIRE_GPU();
+  int dummy = 0;
+  float f = 0.f;
+  bf16* b = reinterpret_cast<bf16*>(&dummy);  // never dereferenced: the launcher refuses first
+  QkvRopeArgs r;
+  r.inv_freq = &f;
+  r.H = 4;
+  r.KV = 2;
+  r.Dh = 48;  // no instance for this head_dim
+  r.S = 8;
+  r.k_cache = r.v_cache = b;
+  EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
+  r.Dh = 64;
+  r.KV = 3;  // H not a multiple of KV
+  EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
+  r.KV = 2;
+  r.inv_freq = nullptr;
+  EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
+}
+
+// The decode step's embedding: token and position read from mapped pinned host memory, written
+// after the allocation as the lane does before each graph launch; the position lands in device
+// memory.
+TEST(QwenKernels, EmbedDecodeFromMappedHostMemory) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  const int V = 300, D = 1000;
+  auto table = random_bf16(rng, size_t(V) * D, -1, 1);
+  auto dt = to_device(table.raw);
+  int* host = nullptr;
+  int* dev = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(int), cudaHostAllocMapped), cudaSuccess);
+  ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0), cudaSuccess);
+  auto dpos = to_device(std::vector<int>{-1});
+  std::uniform_int_distribution<int> tok(0, V - 1), pos(0, 1 << 20);
+  for (int rep = 0; rep < 3; ++rep) {  // a fresh token each time: nothing cached from the last launch
+    host[0] = tok(rng);
+    host[1] = pos(rng);
+    auto ex = poisoned_f32(D);
+    launch_embed_decode(as_bf16(dt), dev, dev + 1, dpos.as<int>(), D, ex.as<float>(), s.get());
+    s.synchronize();
+    auto gex = download_f32(ex, D);
+    for (int k = 0; k < D; ++k) ASSERT_EQ(gex[k], table.f[size_t(host[0]) * D + k]) << rep << "," << k;
+    EXPECT_EQ(download_ints(dpos, 1)[0], host[1]);
+  }
+  cudaFreeHost(host);
+}
+
 TEST(QwenKernels, PrefillAttentionCausal) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -635,5 +753,63 @@ TEST(QwenKernelsLab, DISABLED_DecodeKernelTimes) {
     s.synchronize();
     std::cout << "[lab] attention decode " << at.name << " H=" << at.H << " KV=" << at.KV << " pos=" << at.pos << ": "
               << e1.elapsed_ms_since(e0) * 1e3 / reps << " us\n";
+  }
+  // The decode QKV step both ways (v3): the QKV-RoPE GEMV then the attention (v2), against the
+  // plain QKV GEMV then the attention that does the RoPE (launch_attention_decode_rope); us per step.
+  struct Qkv {
+    const char* name;
+    int H, KV, K, pos;
+  };
+  for (Qkv qs : {Qkv{"8b", 32, 8, 4096, 100}, Qkv{"0.6b", 16, 8, 1024, 100}}) {
+    const int S = 4096, Dh = 128, N = (qs.H + 2 * qs.KV) * Dh;
+    const size_t elems = size_t(N) * qs.K, regions = pool_elems / elems;
+    cuda::DeviceBuffer kc(size_t(qs.KV) * S * Dh * 2), vc(size_t(qs.KV) * S * Dh * 2);
+    launch_fill_uniform(kc.as<bf16>(), size_t(qs.KV) * S * Dh, 1, 1.f, s.get());
+    launch_fill_uniform(vc.as<bf16>(), size_t(qs.KV) * S * Dh, 2, 1.f, s.get());
+    auto inv = to_device(inv_freq_of(Dh, 1e6));
+    auto pos = to_device(std::vector<int>{qs.pos});
+    auto counters = to_device(std::vector<int>(qs.H, 0));
+    cuda::DeviceBuffer scratch(decode_attention_scratch_floats(qs.H, Dh) * 4), q(size_t(qs.H) * Dh * 4),
+        out(size_t(qs.H) * Dh * 2);
+    for (bool rope_in_attn : {false, true}) {
+      GemvArgs a;
+      a.N = N;
+      a.K = qs.K;
+      a.x_f32 = x.as<float>();
+      a.norm_w = nw.as<float>();
+      a.eps = 1e-6f;
+      a.out_f32 = out_f.as<float>();
+      a.sync = sync.as<int>();
+      a.rope.inv_freq = inv.as<float>();
+      a.rope.pos0 = pos.as<int>();
+      a.rope.H = qs.H;
+      a.rope.KV = qs.KV;
+      a.rope.Dh = Dh;
+      a.rope.S = S;
+      a.rope.q_out = q.as<float>();
+      a.rope.k_cache = kc.as<bf16>();
+      a.rope.v_cache = vc.as<bf16>();
+      auto run = [&](int n) {
+        for (int i = 0; i < n; ++i) {
+          a.W = pool.as<bf16>() + (i % regions) * elems;
+          if (rope_in_attn) {
+            launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, s.get());
+            launch_attention_decode_rope(out_f.as<float>(), a.rope, 1e-6f, pos.as<int>(), scratch.as<float>(),
+                                         counters.as<int>(), out.as<bf16>(), s.get());
+          } else {
+            launch_gemv(GemvInput::kRmsNorm, GemvOutput::kQkvRope, a, s.get());
+            launch_attention_decode(q.as<float>(), kc.as<bf16>(), vc.as<bf16>(), pos.as<int>(), qs.H, qs.KV, Dh, S,
+                                    scratch.as<float>(), counters.as<int>(), out.as<bf16>(), s.get());
+          }
+        }
+      };
+      run(4);
+      e0.record(s.get());
+      run(reps);
+      e1.record(s.get());
+      s.synchronize();
+      std::cout << "[lab] " << qs.name << (rope_in_attn ? " qkv store, attention with rope" : " qkv-rope, attention")
+                << " pos=" << qs.pos << ": " << e1.elapsed_ms_since(e0) * 1e3 / reps << " us\n";
+    }
   }
 }

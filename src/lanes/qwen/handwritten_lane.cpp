@@ -1,6 +1,7 @@
 #include "lanes/qwen/handwritten_lane.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "lanes/qwen/kernels.h"
@@ -17,15 +18,31 @@ namespace {
 /// Prefill runs in chunks of at most this many tokens (bounds the activation buffers).
 constexpr int64_t kMaxPrefillChunk = 2048;
 
+/// Pinned host ints, mapped into the device's address space: the decode graph reads the token
+/// and position from them and the LM head writes the argmax into one, so a decode step makes no
+/// copy (kernels.h: launch_embed_decode). `dev` is the device's pointer to the same ints.
 struct PinnedInts {
   int* p = nullptr;
-  explicit PinnedInts(size_t n) { LG_CUDA_CHECK(cudaMallocHost(&p, n * sizeof(int))); }
+  int* dev = nullptr;
+  explicit PinnedInts(size_t n) {
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), n * sizeof(int), cudaHostAllocMapped));
+    LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0));
+  }
   ~PinnedInts() {
     if (p) cudaFreeHost(p);
   }
   PinnedInts(const PinnedInts&) = delete;
   PinnedInts& operator=(const PinnedInts&) = delete;
 };
+
+/// Decode-path lab knobs (bench/qwen_lane.md, v3), read once; the defaults are the measured best.
+/// LG_QWEN_ROPE_IN_ATTN=0: bias/qk-norm/RoPE/KV write in the QKV GEMV's epilogue (v2) instead of
+/// in the decode attention (launch_attention_decode_rope). LG_QWEN_MAPPED=0: token, position and
+/// argmax through cudaMemcpyAsync (v2) instead of mapped host memory.
+bool decode_knob(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e && *e && std::atoi(e) == 0);
+}
 
 }  // namespace
 
@@ -49,6 +66,8 @@ struct HandwrittenQwenLane::State {
   PinnedInts h_argmax{1};
   cuda::GraphExec decode_graph;
   int64_t chunk = 0;
+  bool rope_in_attn = decode_knob("LG_QWEN_ROPE_IN_ATTN");
+  bool mapped = decode_knob("LG_QWEN_MAPPED");
 
   const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
 };
@@ -190,13 +209,17 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     a.norm_w = s.final_norm.as<float>();
     a.eps = d.eps;
     a.out_f32 = s.logits.as<float>();
-    a.argmax_out = s.d_argmax.as<int>();
+    a.argmax_out = s.mapped ? s.h_argmax.dev : s.d_argmax.as<int>();
     a.sync = s.gemv_sync.as<int>();
     launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStoreArgmax, a, cs);
   };
 
   auto enqueue_decode = [&]() {
-    launch_embed(s.embed.as<bf16_t>(), s.d_tokens.as<int>(), 1, d.D, s.x.as<float>(), cs);
+    if (s.mapped) {
+      launch_embed_decode(s.embed.as<bf16_t>(), s.h_tokens.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
+    } else {
+      launch_embed(s.embed.as<bf16_t>(), s.d_tokens.as<int>(), 1, d.D, s.x.as<float>(), cs);
+    }
     for (size_t l = 0; l < s.layers.size(); ++l) {
       const State::Layer& ly = s.layers[l];
       GemvArgs a;
@@ -220,9 +243,15 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
       a.rope.q_out = s.q.as<float>();
       a.rope.k_cache = kc(l);
       a.rope.v_cache = vc(l);
-      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kQkvRope, a, cs);
-      launch_attention_decode(s.q.as<float>(), kc(l), vc(l), pos, d.H, d.KV, d.Dh, d.S, s.attn_scratch.as<float>(),
-                              s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+      if (s.rope_in_attn) {
+        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
+        launch_attention_decode_rope(s.qkv.as<float>(), a.rope, d.eps, pos, s.attn_scratch.as<float>(),
+                                     s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+      } else {
+        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kQkvRope, a, cs);
+        launch_attention_decode(s.q.as<float>(), kc(l), vc(l), pos, d.H, d.KV, d.Dh, d.S,
+                                s.attn_scratch.as<float>(), s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+      }
       GemvArgs o;
       o.W = ly.wo.as<bf16_t>();
       o.N = d.D;
@@ -274,8 +303,11 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     // The pinned staging is reused: the previous chunk's copies finished at its synchronize.
     std::copy(tokens.begin() + off, tokens.begin() + off + T, s.h_tokens.p);
     *s.h_pos.p = static_cast<int>(start_pos + off);
-    LG_CUDA_CHECK(cudaMemcpyAsync(s.d_tokens.data(), s.h_tokens.p, T * sizeof(int), cudaMemcpyHostToDevice, cs));
-    LG_CUDA_CHECK(cudaMemcpyAsync(s.d_pos.data(), s.h_pos.p, sizeof(int), cudaMemcpyHostToDevice, cs));
+    // The mapped decode step reads both from host memory itself (launch_embed_decode).
+    if (T > 1 || !s.mapped) {
+      LG_CUDA_CHECK(cudaMemcpyAsync(s.d_tokens.data(), s.h_tokens.p, T * sizeof(int), cudaMemcpyHostToDevice, cs));
+      LG_CUDA_CHECK(cudaMemcpyAsync(s.d_pos.data(), s.h_pos.p, sizeof(int), cudaMemcpyHostToDevice, cs));
+    }
     if (T == 1) {
       if (!s.decode_graph.ready()) {
         s.decode_graph.begin_capture(cs);
@@ -293,11 +325,13 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     } else {
       enqueue_prefill(T);
     }
-    LG_CUDA_CHECK(cudaMemcpyAsync(s.h_argmax.p, s.d_argmax.data(), sizeof(int), cudaMemcpyDeviceToHost, cs));
+    // Mapped: the LM head wrote the argmax straight into host memory, visible once the stream is done.
+    if (!s.mapped)
+      LG_CUDA_CHECK(cudaMemcpyAsync(s.h_argmax.p, s.d_argmax.data(), sizeof(int), cudaMemcpyDeviceToHost, cs));
     s.stream.synchronize();
   }
   StepResult r;
-  r.argmax = *s.h_argmax.p;
+  r.argmax = *static_cast<volatile int*>(s.h_argmax.p);
   if (want_logits) {
     r.logits.resize(static_cast<size_t>(shape_.vocab));
     s.logits.download(r.logits.data(), r.logits.size() * sizeof(float));

@@ -3,11 +3,12 @@
 // config. Not compiled from models/qwen*.lg: golden-token locks hold it to that forward.
 //
 // Decode (one token), 5 launches per layer, the whole step captured in one CUDA graph (token and
-// position are read from device memory, so one graph serves every position), each launch with
+// position are read on the device from mapped pinned host memory, and the argmax written into it,
+// so one graph serves every position and a step makes no copy), each launch with
 // Programmatic Dependent Launch so its weight loads overlap the previous kernel's tail:
-//   1 RMSNorm + fused QKV GEMV + bias/qk-norm/RoPE/KV write   3 o_proj GEMV + residual add
-//   2 split-KV attention, the splits merged by the last block  4 RMSNorm + gate/up GEMV + SwiGLU
-//                                                              5 down_proj GEMV + residual add
+//   1 RMSNorm + fused QKV GEMV (raw projection)               3 o_proj GEMV + residual add
+//   2 bias/qk-norm/RoPE/KV write + split-KV attention, the    4 RMSNorm + gate/up GEMV + SwiGLU
+//     splits merged by the last block                         5 down_proj GEMV + residual add
 // then the embedding gather first and, last, final RMSNorm + LM-head GEMV with a fused argmax.
 // Prefill (T tokens, in chunks of at most 2048): RMSNorm rows, cuBLASLt bf16 GEMMs (residual
 // adds as beta = 1 into the fp32 residual stream), the same RoPE/KV kernel, a causal prefill

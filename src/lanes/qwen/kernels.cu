@@ -99,10 +99,11 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
   if (a.N <= 0 || a.N % 2 != 0 || a.K <= 0 || a.K % 8 != 0 || a.K > kGemvMaxK)
     throw Error("hand-written GEMV: unsupported shape N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
                 " (N even, K a multiple of 8 up to " + std::to_string(kGemvMaxK) + ")");
-  if ((out == GemvOutput::kQkvRope || out == GemvOutput::kStoreArgmax) && !a.sync)
+  const bool qkv = out == GemvOutput::kQkvRope;
+  if ((qkv || out == GemvOutput::kStoreArgmax) && !a.sync)
     throw Error("hand-written GEMV: the QKV-RoPE and argmax epilogues need the sync area");
   if (out == GemvOutput::kStoreArgmax && !a.argmax_out) throw Error("hand-written GEMV: argmax without argmax_out");
-  if (out == GemvOutput::kQkvRope) {
+  if (qkv) {
     const QkvRopeArgs& r = a.rope;
     if (r.Dh <= 0 || r.Dh % 2 != 0 || r.Dh > dev::kGemvMaxHeadDim || r.KV <= 0 || r.H % r.KV != 0 ||
         r.H + 2 * r.KV > kGemvMaxHeads || a.N != (r.H + 2 * r.KV) * r.Dh)
@@ -137,9 +138,19 @@ size_t decode_attention_scratch_floats(int H, int Dh) {
 template <int DH>
 static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int S,
                            float* scratch, int* counters, bf16* out, cudaStream_t s) {
-  const float scale = 1.f / sqrtf(static_cast<float>(DH));
-  launch_pdl(dev::attn_decode_kernel<DH>, dim3(H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, q, kc, vc,
-             pos0, H, KV, S, scale, scratch, counters, out);
+  dev::DecodeAttnParams p{};
+  p.q_all = q;
+  p.k_cache = kc;
+  p.v_cache = vc;
+  p.H = H;
+  p.KV = KV;
+  p.S = S;
+  p.scale = 1.f / sqrtf(static_cast<float>(DH));
+  p.partial = scratch;
+  p.counters = counters;
+  p.out = out;
+  launch_pdl(dev::attn_decode_kernel<DH, false>, dim3(H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, p,
+             pos0);
 }
 
 void launch_attention_decode(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int Dh,
@@ -151,6 +162,46 @@ void launch_attention_decode(const float* q, const bf16* kc, const bf16* vc, con
     case 32: return attn_decode_as<32>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
     case 64: return attn_decode_as<64>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
     default: return attn_decode_as<128>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
+  }
+}
+
+template <int DH>
+static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
+                                int* counters, bf16* out, cudaStream_t s) {
+  dev::DecodeAttnParams p{};
+  p.q_all = qkv;
+  p.k_cache = r.k_cache;
+  p.v_cache = r.v_cache;
+  p.H = r.H;
+  p.KV = r.KV;
+  p.S = r.S;
+  p.scale = 1.f / sqrtf(static_cast<float>(DH));
+  p.partial = scratch;
+  p.counters = counters;
+  p.out = out;
+  p.k_store = r.k_cache;
+  p.v_store = r.v_cache;
+  p.bias = r.bias;
+  p.q_norm = r.q_norm;
+  p.k_norm = r.k_norm;
+  p.inv_freq = r.inv_freq;
+  p.eps = eps;
+  launch_pdl(dev::attn_decode_kernel<DH, true>, dim3(r.H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, p,
+             pos0);
+}
+
+void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
+                                  int* counters, bf16* out, cudaStream_t s) {
+  check_head_dim(r.Dh);
+  if (r.KV <= 0 || r.H % r.KV != 0)
+    throw Error("hand-written attention: H=" + std::to_string(r.H) + " is not a multiple of KV=" + std::to_string(r.KV));
+  if (!qkv || !r.inv_freq || !r.k_cache || !r.v_cache || !pos0 || !scratch || !counters || !out)
+    throw Error("hand-written attention: decode attention from the raw QKV with a missing buffer");
+  switch (r.Dh) {
+    case 16: return attn_decode_rope_as<16>(qkv, r, eps, pos0, scratch, counters, out, s);
+    case 32: return attn_decode_rope_as<32>(qkv, r, eps, pos0, scratch, counters, out, s);
+    case 64: return attn_decode_rope_as<64>(qkv, r, eps, pos0, scratch, counters, out, s);
+    default: return attn_decode_rope_as<128>(qkv, r, eps, pos0, scratch, counters, out, s);
   }
 }
 
@@ -181,7 +232,15 @@ void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t s) {
 
 void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t s) {
   if (D % 8 != 0) throw Error("hand-written embedding: hidden size " + std::to_string(D) + " is not a multiple of 8");
-  launch_pdl(dev::embed_kernel, dim3(T), dim3(256), 0, s, table, tokens, D, x);
+  launch_pdl(dev::embed_kernel, dim3(T), dim3(256), 0, s, table, tokens, D, x, static_cast<const int*>(nullptr),
+             static_cast<int*>(nullptr));
+}
+
+void launch_embed_decode(const bf16* table, const int* token_mapped, const int* pos_mapped, int* pos_dev, int D,
+                         float* x, cudaStream_t s) {
+  if (D % 8 != 0) throw Error("hand-written embedding: hidden size " + std::to_string(D) + " is not a multiple of 8");
+  if (!token_mapped || !pos_mapped || !pos_dev) throw Error("hand-written embedding: decode form with a null pointer");
+  launch_pdl(dev::embed_kernel, dim3(1), dim3(256), 0, s, table, token_mapped, D, x, pos_mapped, pos_dev);
 }
 
 void launch_f32_to_bf16(const float* src, size_t n, bf16* dst, cudaStream_t s) {

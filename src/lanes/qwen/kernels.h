@@ -100,6 +100,17 @@ size_t decode_attention_scratch_floats(int H, int Dh);
 void launch_attention_decode(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int H,
                              int KV, int Dh, int S, float* scratch, int* counters, bf16* out, cudaStream_t stream);
 
+/// The decode step's attention fed by the raw QKV projection (v3): launch_attention_decode, with
+/// what launch_rope_kv does for this one position done inside it. Every block forms its query
+/// head from qkv (bias, qk-norm, RoPE in fp32); the blocks whose split holds position *pos0 form
+/// the KV head's key and value there too (rounded to bf16, as the cache holds them) and use them
+/// for that position, and the one of the KV head's first query head writes them into the caches.
+/// So the QKV GEMV before it is a plain store. `rope`: its bias, q_norm, k_norm (each may be null),
+/// inv_freq, eps, H, KV, Dh, S, k_cache and v_cache are used (pos0 and q_out are not); qkv f32
+/// [(H+2KV)*Dh]; scratch, counters, out as launch_attention_decode. Dh in {16, 32, 64, 128}.
+void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
+                                  float* scratch, int* counters, bf16* out, cudaStream_t stream);
+
 /// Causal prefill attention of T queries at positions *pos0 + t. q f32 [T, H, Dh]; out bf16
 /// [T, H * Dh]. Dh in {16, 32, 64, 128}.
 void launch_attention_prefill(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int T,
@@ -110,6 +121,11 @@ void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t stream);
 
 /// x[t] = f32(table[tokens[t]]) for t < T; table bf16 [V, D]; tokens device int [T]. PDL launch.
 void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t stream);
+/// The decode step's embedding (one token): token id and position read from mapped pinned host
+/// memory (the device pointers of cudaHostAlloc'd ints the host writes before launching), the
+/// position copied to device memory at pos_dev for the step's later kernels; x f32 [D]. PDL launch.
+void launch_embed_decode(const bf16* table, const int* token_mapped, const int* pos_mapped, int* pos_dev, int D,
+                         float* x, cudaStream_t stream);
 
 /// dst = bf16(src), n elements.
 void launch_f32_to_bf16(const float* src, size_t n, bf16* dst, cudaStream_t stream);

@@ -9,12 +9,27 @@
 
 namespace lg::qwen::dev {
 
+/// pos_src / pos_dst: the decode step's form, where the token id and the position sit in mapped
+/// pinned host memory (written by the host before the graph launch: no copy in the step) and
+/// block 0 copies the position to device memory for the step's later kernels; null in prefill.
 __global__ void embed_kernel(const bf16* __restrict__ table, const int* __restrict__ tokens, int D,
-                             float* __restrict__ x) {
+                             float* __restrict__ x, const int* pos_src, int* pos_dst) {
   grid_dependency_wait();
   launch_dependents();
+  int token;
+  if (pos_src) {
+    // Host memory: a system-scope load, never a cached copy from an earlier step.
+    asm volatile("ld.relaxed.sys.global.s32 %0, [%1];" : "=r"(token) : "l"(tokens + blockIdx.x) : "memory");
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      int pos;
+      asm volatile("ld.relaxed.sys.global.s32 %0, [%1];" : "=r"(pos) : "l"(pos_src) : "memory");
+      *pos_dst = pos;
+    }
+  } else {
+    token = tokens[blockIdx.x];
+  }
   // 16-byte loads (D % 8 == 0): a decode step's first kernel, on the critical path.
-  const uint4* row = reinterpret_cast<const uint4*>(table + static_cast<size_t>(tokens[blockIdx.x]) * D);
+  const uint4* row = reinterpret_cast<const uint4*>(table + static_cast<size_t>(token) * D);
   float4* xr = reinterpret_cast<float4*>(x + static_cast<size_t>(blockIdx.x) * D);
   for (int c = threadIdx.x; c < D / 8; c += blockDim.x) {
     const uint4 u = row[c];

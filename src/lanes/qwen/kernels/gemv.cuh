@@ -6,7 +6,8 @@
 //                      as bf16((x * w) * inv_rms) (the prefill kernel forms (x * inv_rms) * w:
 //                      the same value up to one fp32 rounding).
 //   Prologue kBf16:    x = in_bf16 (attention output, SwiGLU activation).
-//   Epilogues: see GemvOutput in kernels.h.
+//   Epilogues: see GemvOutput in kernels.h. (The lane's decode QKV is a plain kStore since v3: the
+//   decode attention does the RoPE, attention_decode.cuh; kQkvRope is its LG_QWEN_ROPE_IN_ATTN=0 form.)
 // Layout of the work (v2, bench/qwen_lane.md): a persistent grid of a few blocks per SM; each
 // warp owns a pair of adjacent rows at a time (a SwiGLU pair or a RoPE pair never crosses warps)
 // and strides over the row pairs by the number of warps in the grid, so the prologue runs once
