@@ -1,8 +1,8 @@
 // `lg bench`: times a lane at a real model shape on the GPU, next to the memory-bandwidth floor.
 //   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR [--lane handwritten] [--prompt-len 512,2048]
 //            [--decode-tokens 128] [--json]
-// A preset shape gets deterministic random bf16 weights made on the device (no checkpoint of many
-// GB has to exist or travel); a model directory is loaded as is. Reports the device-to-device copy
+// A preset shape gets deterministic random bf16 weights made on the device (hand-written and
+// compiled lanes; no checkpoint of many GB has to exist or travel); a model directory is loaded as is. Reports the device-to-device copy
 // bandwidth (bytes read + written, as shared/peers/hf_peer.py measures it), prefill tokens/s per
 // prompt length, batch-1 decode ms/token (median over the steps, each a CUDA-graph replay plus the
 // token round trip a generation loop pays), and the floor = decode weight bytes / bandwidth.
@@ -29,6 +29,10 @@
 #if defined(LG_HAVE_LANE_QWEN) && !defined(LG_BENCH_NO_FACTORY)
 #include "lanes/factory.h"
 #endif
+#if defined(LG_HAVE_LANE_COMPILED)
+#include "lanes/compiled/compiled_lane.h"
+#include "model/config.h"
+#endif
 
 namespace {
 
@@ -53,12 +57,28 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
+#if defined(LG_HAVE_LANE_COMPILED)
+/// The config.json a preset shape stands for (the fields of HF Qwen/Qwen3-* config.json that the
+/// .lg program reads), parsed as a checkpoint's would be.
+lg::model::ModelConfig preset_config(const lg::qwen::QwenShape& s, const std::string& name) {
+  nlohmann::json c = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", s.family},
+                      {"vocab_size", s.vocab}, {"hidden_size", s.hidden},
+                      {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers},
+                      {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
+                      {"head_dim", s.head_dim}, {"rms_norm_eps", s.eps},
+                      {"rope_theta", s.rope_theta}, {"tie_word_embeddings", s.tied},
+                      {"attention_bias", s.qkv_bias}, {"hidden_act", "silu"},
+                      {"max_position_embeddings", 40960}, {"torch_dtype", "bfloat16"}};
+  return lg::model::parse_config(c, "preset " + name);
+}
+#endif
+
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
   const bool is_dir = std::filesystem::is_directory(o.shape);
-  if (o.lane != "handwritten" && !is_dir)
+  if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
-                    "are made on the device for the hand-written lane only)");
+                    "are made on the device for the hand-written and compiled lanes only)");
   if (!is_dir) (void)lg::qwen::qwen3_preset(o.shape);  // an unknown shape name is an error first
   if (!lg::cuda::cuda_device_available()) throw lg::Error("lg bench: no CUDA device");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
@@ -84,6 +104,13 @@ int run_bench(const BenchOpts& o) {
     if (o.lane != "handwritten") throw lg::Error("lg bench: this build has only the handwritten lane");
     lg::qwen::CheckpointWeights w(dir->checkpoint);
     lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(lg::qwen::qwen_shape_from_config(dir->config), w, max_seq);
+#endif
+  } else if (o.lane == "compiled") {
+    sh = lg::qwen::qwen3_preset(o.shape);
+#if defined(LG_HAVE_LANE_COMPILED)
+    lane = lg::make_compiled_lane_random(preset_config(sh, o.shape), 20261129, max_seq);
+#else
+    throw lg::Error("lg bench: this build has no compiled lane");
 #endif
   } else {
     sh = lg::qwen::qwen3_preset(o.shape);
@@ -140,7 +167,7 @@ int run_bench(const BenchOpts& o) {
   r["decode_p10_ms"] = percentile(steady, 0.1);
   r["decode_p90_ms"] = percentile(steady, 0.9);
   r["decode_over_floor"] = median(steady) / r["decode_floor_ms"].get<double>();
-  if (o.lane == "handwritten") r["launches_per_decode_layer"] = 7;
+  if (o.lane == "handwritten") r["launches_per_decode_layer"] = 5;
 
   if (o.json) {
     std::cout << r.dump() << "\n";
@@ -176,7 +203,7 @@ LG_COMMAND("bench", [](CLI::App& app) {
   auto* sub = app.add_subcommand("bench", "Time prefill and batch-1 decode of a lane at a real Qwen3 shape (random "
                                           "bf16 weights) or a model directory, next to the memory-bandwidth floor");
   sub->add_option("--shape", o->shape, "qwen3-0.6b, qwen3-8b, or a model directory")->capture_default_str();
-  sub->add_option("--lane", o->lane, "lane to time (handwritten; others through the lane factory, with a model directory)")->capture_default_str();
+  sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory")->capture_default_str();
   sub->add_option("--prompt-len", o->prompt_lens, "prefill lengths to time")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20))

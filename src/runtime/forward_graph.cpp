@@ -11,7 +11,12 @@
 namespace lg::runtime {
 
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq) {
-  const model::ModelConfig& config = dir.config;
+  ForwardGraph fg = forward_graph(dir.config, max_seq);
+  check_params(fg.graph, dir.checkpoint);
+  return fg;
+}
+
+ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq) {
   if (max_seq < 0) throw Error("max sequence length must be >= 0, got " + std::to_string(max_seq));
   if (max_seq > config.max_position_embeddings)
     throw Error("max sequence length " + std::to_string(max_seq) + " exceeds the model's context (max_position_embeddings = " +
@@ -23,7 +28,6 @@ ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq) {
   opts.max_seq = fg.max_seq;
   fg.graph = lang::lower_file(fg.source, config.raw, opts);
   ir::verify(fg.graph);
-  check_params(fg.graph, dir.checkpoint);
   return fg;
 }
 

@@ -23,4 +23,9 @@ struct ForwardGraph {
 /// does not check against the config (the message carries the rendered diagnostics).
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq);
 
+/// The same from a config alone, without a checkpoint to check the params against (a random-
+/// weight run at a real shape, `lg bench --shape qwen3-8b --lane compiled`). Same errors, less the
+/// checkpoint's.
+ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq);
+
 }  // namespace lg::runtime

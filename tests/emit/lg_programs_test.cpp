@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "emit/cuda/nvrtc.h"
@@ -37,6 +38,56 @@ TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3-untied-mqa"));
   compiles("qwen2.lg", config_of(kShared + "/fixtures/tiny-qwen2"));
   compiles("qwen3.lg", config_of(kShared + "/models/qwen3-pycode-22m"));
+}
+
+CudaProgram program_of(const std::string& lg, const nlohmann::json& config) {
+  ir::Graph g = lang::lower_file(kSource + "/models/" + lg, config, lang::BindOptions{128});
+  lift::StagedProgram p = lift::lift(g);
+  lift::fuse(p);
+  return emit_program(p);
+}
+
+// Every layer's launches run the same kernels (the KV cache's layer index is the parameter lg_l,
+// not a constant): the kernel count does not grow with num_hidden_layers, and the per-layer
+// launches pass their own layer.
+TEST(EmitLgPrograms, LayersShareKernelsThroughTheLayerParameter) {
+  nlohmann::json c = config_of(kShared + "/fixtures/tiny-qwen3");
+  c["num_hidden_layers"] = 2;
+  const CudaProgram two = program_of("qwen3.lg", c);
+  c["num_hidden_layers"] = 6;
+  const CudaProgram six = program_of("qwen3.lg", c);
+  EXPECT_EQ(two.kernels.size(), six.kernels.size());
+  std::set<int64_t> layers;
+  for (const auto& l : six.launches)
+    if (l.layer >= 0) layers.insert(l.layer);
+  EXPECT_EQ(layers, (std::set<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_NE(six.source().find("const long lg_l"), std::string::npos);
+}
+
+// At T > 1 every projection GEMM of the Qwen program has the tensor-core form (pack kernels,
+// cuBLASLt GEMMs, epilogue) and the attention its flash-attention form; plan.json says so.
+TEST(EmitLgPrograms, QwenPrefillRunsGemmsOnCublasLtAndAttentionOnTensorCores) {
+  const CudaProgram prog = program_of("qwen3.lg", config_of(kShared + "/models/qwen3-pycode-22m"));
+  int gemm = 0, lt = 0, attn = 0, flash = 0;
+  for (const auto& l : prog.launches) {
+    const std::string& k = prog.kernels[static_cast<size_t>(l.kernel)].name;
+    if (k.find("_gemm") != std::string::npos) {
+      ++gemm;
+      if (l.prefill && !l.prefill->gemms.empty() && !l.prefill->packs.empty()) ++lt;
+    }
+    if (k.find("_attention") != std::string::npos) {
+      ++attn;
+      if (l.prefill &&
+          prog.kernels[static_cast<size_t>(l.prefill->epilogue_kernel)].source.find("lg_fa::attention_block") !=
+              std::string::npos)
+        ++flash;
+    }
+  }
+  EXPECT_GT(gemm, 0);
+  EXPECT_EQ(lt, gemm);
+  EXPECT_GT(attn, 0);
+  EXPECT_EQ(flash, attn);
+  EXPECT_NE(prog.plan_json().find("cublaslt"), std::string::npos);
 }
 
 TEST(EmitLgPrograms, NonQwenProgramCompilesForSm90) {

@@ -62,7 +62,10 @@ std::string CudaProgram::plan_json() const {
   j["provenance"] = nlohmann::json::parse(to_json(provenance));
   j["max_t"] = max_t;
   j["arena_bytes"] = arena_bytes;
-  j["prefill_gemm"] = "emitted warp-per-output GEMM kernels (cuBLASLt is not used)";
+  j["prefill_gemm"] =
+      "GEMM launches with a `prefill` entry run at T > 1 as: pack kernels (activation -> bf16), cuBLASLt bf16 GEMMs "
+      "with f32 accumulation and output (tensor cores), then the epilogue kernel; at T = 1 (decode) the fused "
+      "warp-per-output GEMV kernel streams the bf16 weights";
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
@@ -74,12 +77,28 @@ std::string CudaProgram::plan_json() const {
     j["buffers"].push_back(e);
   }
   for (const auto& l : launches) {
-    j["launches"].push_back({{"kernel", kernels[static_cast<size_t>(l.kernel)].name},
-                             {"stages", l.stages},
-                             {"args", l.args},
-                             {"block", l.block},
-                             {"grid", {{"work", l.work_const}, {"t_power", l.work_t_power}, {"per_block", l.per_block},
-                                       {"max_blocks", l.max_blocks}}}});
+    nlohmann::json e = {{"kernel", kernels[static_cast<size_t>(l.kernel)].name},
+                        {"stages", l.stages},
+                        {"args", l.args},
+                        {"layer", l.layer},
+                        {"block", l.block},
+                        {"grid", {{"work", l.work_const}, {"t_power", l.work_t_power}, {"per_block", l.per_block},
+                                  {"max_blocks", l.max_blocks}}}};
+    if (l.prefill) {
+      nlohmann::json pf;
+      for (const auto& pk : l.prefill->packs)
+        pf["packs"].push_back(
+            {{"kernel", kernels[static_cast<size_t>(pk.kernel)].name}, {"args", pk.args}, {"layer", pk.layer}});
+      for (const auto& gm : l.prefill->gemms)
+        pf["cublaslt"].push_back({{"a_bf16", gm.a}, {"weight", gm.w}, {"out_f32", gm.out}, {"N", gm.N}, {"K", gm.K}});
+      pf["epilogue"] = {{"kernel", kernels[static_cast<size_t>(l.prefill->epilogue_kernel)].name},
+                        {"args", l.prefill->epilogue_args},
+                        {"layer", l.prefill->epilogue_layer},
+                        {"block", l.prefill->block},
+                        {"t_tile", l.prefill->t_tile}};
+      e["prefill"] = pf;
+    }
+    j["launches"].push_back(e);
   }
   j["outputs"] = outputs;
   return j.dump(1);
@@ -120,6 +139,68 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     }
   };
   std::map<std::string, int32_t> kernel_of;
+  // Dedupes by source; `kind` names a new kernel.
+  auto kernel_for = [&](const std::string& source, const std::string& kind) {
+    auto it = kernel_of.find(source);
+    if (it != kernel_of.end()) return it->second;
+    auto k = static_cast<int32_t>(prog.kernels.size());
+    std::string name = "k" + std::to_string(k) + "_" + kind;
+    std::string src = source;
+    src.replace(src.find("KERNEL_NAME"), 11, name);
+    prog.kernels.push_back({name, src});
+    kernel_of[source] = k;
+    return k;
+  };
+  auto use = [&](int32_t b, int32_t li) {
+    Buffer& buf = prog.buffers[static_cast<size_t>(b)];
+    if (buf.kind != BufferKind::Arena) return;
+    if (buf.first_launch < 0) buf.first_launch = li;
+    buf.last_launch = std::max(buf.last_launch, li);
+  };
+  // A scratch buffer of the prefill path: [T, cols], live during launch li only.
+  auto scratch = [&](const std::string& name, DType dt, int64_t cols, int32_t li) {
+    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, {ir::Dim::symbol(0), ir::Dim::constant(cols)}, prog.max_t);
+    b.first_launch = b.last_launch = li;
+    prog.buffers.push_back(b);
+    return static_cast<int32_t>(prog.buffers.size() - 1);
+  };
+  auto plan_prefill = [&](const GemmPrefillRender& r, int32_t li) {
+    LaunchPlan::Prefill pf;
+    for (const auto& pk : r.packs) {
+      LaunchPlan::Prefill::Pack pp;
+      pp.kernel = kernel_for(pk.source, "pack");
+      for (const auto& a : pk.args) {
+        pp.args.push_back(buffer_id(a.node));
+        use(pp.args.back(), li);
+      }
+      pp.args.push_back(scratch("%" + std::to_string(pk.a) + ".bf16", DType::BF16, pk.K, li));
+      pp.K = pk.K;
+      pp.layer = pk.layer;
+      pf.packs.push_back(pp);
+    }
+    std::vector<int32_t> dots;
+    for (size_t j = 0; j < r.gemms.size(); ++j) {
+      const auto& gm = r.gemms[j];
+      LaunchPlan::Prefill::Gemm lt;
+      lt.a = pf.packs[gm.pack].args.back();
+      lt.w = buffer_id(gm.weight);
+      lt.out = scratch("launch" + std::to_string(li) + ".dots" + std::to_string(j), DType::F32, gm.N, li);
+      lt.N = gm.N;
+      lt.K = gm.K;
+      pf.gemms.push_back(lt);
+      dots.push_back(lt.out);
+    }
+    pf.epilogue_kernel = kernel_for(r.epilogue_source, "epilogue");
+    for (const auto& a : r.epilogue_args) {
+      pf.epilogue_args.push_back(buffer_id(a.node));
+      use(pf.epilogue_args.back(), li);
+    }
+    pf.epilogue_args.insert(pf.epilogue_args.end(), dots.begin(), dots.end());
+    pf.epilogue_layer = r.epilogue_layer;
+    pf.work_const = r.work_const;
+    pf.work_t_power = r.work_t_power;
+    return pf;
+  };
   for (size_t li = 0; li < p.launches.size(); ++li) {
     const auto& stages = p.launches[li].stages;
     RenderedLaunch r = render_launch(p, stages);
@@ -152,6 +233,24 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     lp.per_block = r.per_block;
     lp.block = r.block;
     lp.max_blocks = r.per_block == 256 ? 4096 : 0;  // element kernels stride over the grid
+    lp.layer = r.layer;
+    if (stages.size() == 1) {
+      if (auto pre = render_gemm_prefill(p, stages[0])) lp.prefill = plan_prefill(*pre, static_cast<int32_t>(li));
+      if (auto fa = render_attention_prefill(p, stages[0])) {
+        LaunchPlan::Prefill pf;
+        pf.epilogue_kernel = kernel_for(fa->source, "flash_attention");
+        for (const auto& a : fa->args) {
+          pf.epilogue_args.push_back(buffer_id(a.node));
+          use(pf.epilogue_args.back(), static_cast<int32_t>(li));
+        }
+        pf.work_const = {fa->heads};
+        pf.work_t_power = {0};
+        pf.block = 128;
+        pf.t_tile = 64;
+        pf.epilogue_layer = fa->layer;
+        lp.prefill = pf;
+      }
+    }
     prog.launches.push_back(lp);
   }
   for (ir::ValueId o : g.outputs) {

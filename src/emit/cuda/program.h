@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,38 @@ struct LaunchPlan {
   int64_t per_block = 1;               ///< work items per block
   int32_t block = 256;                 ///< threads per block
   int64_t max_blocks = 0;              ///< 0: no cap (grid-stride kernels may be capped)
+  int64_t layer = -1;                  ///< >= 0: passed as the kernel's `lg_l` (before T)
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;
+
+  /// At T > 1 (prefill) a GEMM launch runs on the tensor cores instead: pack kernels write the
+  /// activations as bf16, cuBLASLt computes the dot products, an epilogue kernel finishes the
+  /// stage (render.h, GemmPrefillRender); an attention launch runs the flash-attention kernel as
+  /// its "epilogue", with no packs or GEMMs (AttentionPrefillRender). Absent: the kernel above
+  /// serves every T.
+  struct Prefill {
+    struct Pack {
+      int32_t kernel = -1;
+      std::vector<int32_t> args;  ///< buffer ids, the packed bf16 [T, K] output last
+      int64_t K = 0;
+      int64_t layer = -1;
+    };
+    struct Gemm {
+      int32_t a = -1, w = -1, out = -1;  ///< buffers: packed bf16 [T, K], weight bf16 [N, K], f32 [T, N]
+      int64_t N = 0, K = 0;
+    };
+    std::vector<Pack> packs;
+    std::vector<Gemm> gemms;
+    int32_t epilogue_kernel = -1;
+    std::vector<int32_t> epilogue_args;  ///< buffer ids, the dot buffers last
+    int64_t epilogue_layer = -1;
+    std::vector<int64_t> work_const;     ///< epilogue: one thread per output element
+    std::vector<int32_t> work_t_power;
+    int32_t block = 256;                 ///< epilogue threads per block
+    int64_t t_tile = 0;                  ///< > 0: blocks = ceil(T / t_tile) * work_const[0]
+  };
+  std::optional<Prefill> prefill;
 };
 
 struct Kernel {

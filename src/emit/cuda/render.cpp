@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "emit/cuda/templates.h"
 #include "support/error.h"
 
 namespace lg::emit::cuda {
@@ -23,12 +24,81 @@ ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v) {
 }
 
 std::string device_prelude() {
-  return R"(// lanegraph compiled program: device helpers shared by every kernel.
+  return std::string(kFlashAttentionTemplate) + R"(
+// The compiled program's policy for lg_fa::attention_block: q, k, v and the query positions are
+// the attention stage's own lambdas (views, RoPE, norms inline), rounded to bf16 on the way in.
+// The same when k and v are layer slices of f32 caches laid out [kv head][position][dim] (what
+// `kcache[l]` reads): 16-byte loads straight from the cache rows instead of 8 lambda calls.
+template <class Q, class P, class O> struct lg_attn_policy_rows {
+  const Q& q; const P& p; const O& o;
+  const float* k; const float* v; long head_stride, row_stride;
+  __device__ __forceinline__ uint4 row8(const float* base, int kvh, int j, int d0) const {
+    const float4* r = reinterpret_cast<const float4*>(base + kvh * head_stride + j * row_stride + d0);
+    const float4 a = r[0], b = r[1];
+    uint4 u;
+    u.x = lg_fa::pack_bf16x2(a.x, a.y);
+    u.y = lg_fa::pack_bf16x2(a.z, a.w);
+    u.z = lg_fa::pack_bf16x2(b.x, b.y);
+    u.w = lg_fa::pack_bf16x2(b.z, b.w);
+    return u;
+  }
+  __device__ uint4 load_q8(int t, int h, int d0) const {
+    uint4 r;
+    r.x = lg_fa::pack_bf16x2(q(t, h, d0), q(t, h, d0 + 1));
+    r.y = lg_fa::pack_bf16x2(q(t, h, d0 + 2), q(t, h, d0 + 3));
+    r.z = lg_fa::pack_bf16x2(q(t, h, d0 + 4), q(t, h, d0 + 5));
+    r.w = lg_fa::pack_bf16x2(q(t, h, d0 + 6), q(t, h, d0 + 7));
+    return r;
+  }
+  __device__ uint4 load_k8(int kvh, int j, int d0) const { return row8(k, kvh, j, d0); }
+  __device__ uint4 load_v8(int kvh, int j, int d0) const { return row8(v, kvh, j, d0); }
+  __device__ int pos(int t) const { return (int)p(t); }
+  __device__ void store_o2(int t, int h, int d, float o0, float o1) const { o(t, h, d, o0, o1); }
+};
+template <class Q, class K, class V, class P, class O> struct lg_attn_policy {
+  const Q& q; const K& k; const V& v; const P& p; const O& o;
+  template <class F> __device__ __forceinline__ uint4 pack8(const F& f, int a, int b, int d0) const {
+    uint4 r;
+    r.x = lg_fa::pack_bf16x2(f(a, b, d0), f(a, b, d0 + 1));
+    r.y = lg_fa::pack_bf16x2(f(a, b, d0 + 2), f(a, b, d0 + 3));
+    r.z = lg_fa::pack_bf16x2(f(a, b, d0 + 4), f(a, b, d0 + 5));
+    r.w = lg_fa::pack_bf16x2(f(a, b, d0 + 6), f(a, b, d0 + 7));
+    return r;
+  }
+  __device__ uint4 load_q8(int t, int h, int d0) const { return pack8(q, t, h, d0); }
+  __device__ uint4 load_k8(int kvh, int j, int d0) const { return pack8(k, kvh, j, d0); }
+  __device__ uint4 load_v8(int kvh, int j, int d0) const { return pack8(v, kvh, j, d0); }
+  __device__ int pos(int t) const { return (int)p(t); }
+  __device__ void store_o2(int t, int h, int d, float o0, float o1) const { o(t, h, d, o0, o1); }
+};
+// lanegraph compiled program: device helpers shared by every kernel.
 __device__ __forceinline__ float lg_bf16(unsigned short v) { return __uint_as_float(((unsigned)v) << 16); }
 __device__ __forceinline__ float lg_bf16_lo(unsigned v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float lg_bf16_hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }
+// Programmatic dependent launch (sm_90): the runtime may start this grid before the previous
+// launch has finished (its launch latency hides behind that launch's tail); nothing is read before
+// the previous grid's writes are visible. Without the launch attribute it returns at once.
+__device__ __forceinline__ void lg_wait_previous_launch() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// A 16-byte load of data read once (decode weights): bypasses L1 so it does not evict what is reused.
+__device__ __forceinline__ uint4 lg_ld_stream(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
 __device__ __forceinline__ float lg_warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// f32 -> bf16 bits, round to nearest even (NaN stays NaN): the operand of a tensor-core GEMM.
+__device__ __forceinline__ unsigned short lg_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)0x7fc0u;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+__device__ __forceinline__ float lg_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 )";
@@ -83,6 +153,22 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
 
 int32_t norm_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
 
+// The bf16 weight W of `b` when the matmul reads it as W.T ([K, N] view of W[N, K], possibly
+// widened by an inline float cast) with a constant K % 8 == 0; -1 otherwise.
+ir::ValueId transposed_bf16_weight(const lift::StagedProgram& p, ir::ValueId a, ir::ValueId b) {
+  const ir::Graph& g = p.graph;
+  ir::ValueId bw = b;
+  while (g.at(bw).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(bw)] && is_float(g.at(bw).dtype) &&
+         is_float(g.at(g.at(bw).operands[0]).dtype))
+    bw = g.at(bw).operands[0];
+  const ir::Node& bn = g.at(bw);
+  const auto& sa = g.at(a).shape;
+  bool fast = bn.op == ir::Op::Permute && p.is_inline[static_cast<size_t>(bw)] && g.at(b).shape.size() == 2 &&
+              bn.attrs.perm == std::vector<int32_t>{1, 0} && g.at(bn.operands[0]).op == ir::Op::Param &&
+              g.at(bn.operands[0]).dtype == DType::BF16 && sa.back().is_const() && sa.back().coeff % 8 == 0;
+  return fast ? bn.operands[0] : -1;
+}
+
 // The renderer of one launch.
 struct Renderer {
   const lift::StagedProgram& p;
@@ -90,6 +176,57 @@ struct Renderer {
   std::vector<KernelArg> args;
   std::map<ir::ValueId, size_t> arg_of;
   int tmp = 0;
+  // Epilogue form of a GEMM stage (T > 1): dot products come from the f32 buffers d0, d1, ...
+  // (cuBLASLt's outputs), one thread per output element.
+  bool scratch_dots = false;
+  // Layer lifting: the leading index of a state (the layer of a KV cache, `kcache[l]`) becomes the
+  // kernel parameter lg_l instead of a constant, so the launches of every layer share one kernel.
+  // Done only when one kernel sees a single such index (layer_values); otherwise re-rendered with
+  // constants.
+  bool lift_layer = true;
+  std::set<int64_t> layer_values;
+
+  std::string layer_index(int64_t v) {
+    if (!lift_layer) return std::to_string(v) + "L";
+    layer_values.insert(v);
+    return "lg_l";
+  }
+  bool is_state(ir::ValueId v) const { return g.at(buffer_node(g, v)).op == ir::Op::State; }
+  /// For `cache[l]` seen as [A, B, C] (a Reshape dropping the leading 1 of a Slice at l of a state
+  /// [L, A, B, C] read from its buffer): the pointer expression of that slice's first element, so
+  /// rows of C elements are contiguous at stride C and heads at stride B * C. "" otherwise.
+  std::string state_slice_base(ir::ValueId v) {
+    const ir::Node& rs = g.at(v);
+    if (rs.op != ir::Op::Reshape || !p.is_inline[static_cast<size_t>(v)] || rs.shape.size() != 3) return "";
+    const ir::ValueId sl = rs.operands[0];
+    const ir::Node& sn = g.at(sl);
+    if (sn.op != ir::Op::Slice || !p.is_inline[static_cast<size_t>(sl)] || sn.attrs.step != 1 ||
+        norm_axis(sn.attrs.axis, sn.shape.size()) != 0 || sn.shape.size() != 4 || !(sn.shape[0] == ir::Dim::constant(1)))
+      return "";
+    const ir::ValueId st = sn.operands[0];
+    if (p.is_inline[static_cast<size_t>(st)] || !is_state(st)) return "";
+    const ir::Shape& ss = g.at(st).shape;
+    for (size_t k = 1; k < 4; ++k)
+      if (!ss[k].is_const() || !(ss[k] == rs.shape[k - 1])) return "";
+    if (rs.shape[2].coeff % 8 != 0) return "";
+    return "p" + std::to_string(arg(st, false)) + " + " + layer_index(sn.attrs.start) + " * " +
+           std::to_string(ss[1].coeff * ss[2].coeff * ss[3].coeff) + "L";
+  }
+
+  /// The lifted layer index, or -1 (the kernel then has no lg_l parameter).
+  int64_t layer() const { return layer_values.empty() ? -1 : *layer_values.begin(); }
+
+  /// A whole kernel: the buffer params, `extra` params, lg_l when a layer index was lifted, T.
+  std::string kernel(const std::string& bounds, const std::vector<std::string>& extra, const std::string& comment,
+                     const std::string& body) const {
+    std::vector<std::string> params;
+    for (size_t i = 0; i < args.size(); ++i) params.push_back(param_decl(i));
+    params.insert(params.end(), extra.begin(), extra.end());
+    if (!layer_values.empty()) params.push_back("const long lg_l");
+    params.push_back("const long T");
+    return "extern \"C\" __global__ void " + bounds + " KERNEL_NAME(\n    " + join(params, ",\n    ") + ") {" +
+           (comment.empty() ? "" : "  // " + comment) + "\n  lg_wait_previous_launch();\n" + body + "}\n";
+  }
 
   Renderer(const lift::StagedProgram& prog) : p(prog), g(prog.graph) {}
 
@@ -222,11 +359,18 @@ struct Renderer {
               oi.push_back(ix[j++]);
             }
             bool mx = n.op == Op::ReduceMax;
+            const std::string fold = mx ? "fmaxf(acc, " + call(o, oi) + ")" : "acc + " + call(o, oi);
             memo_decl = "long " + nm + "_key = -1; float " + nm + "_val = 0.0f;\n";
+            // Memoised per thread for its last key. When a whole converged warp asks for the same
+            // key (element loops give a warp one row; see element_stage), the 32 lanes split the
+            // axis and combine with shuffles: the row is read once, not once per lane.
             b << "long key = " << linear(n.shape, ix) << "; if (key == " << nm << "_key) return " << nm << "_val; "
               << "float acc = " << (mx ? "__int_as_float(0xff800000)" : "0.0f") << "; "
-              << "for (long r = 0; r < " << dim(osh[axis]) << "; ++r) acc = "
-              << (mx ? "fmaxf(acc, " + call(o, oi) + ")" : "acc + " + call(o, oi)) << "; "
+              << "const unsigned am = __activemask(); "
+              << "if (am == 0xffffffffu && __all_sync(am, key == __shfl_sync(am, key, 0))) { "
+              << "for (long r = threadIdx.x & 31; r < " << dim(osh[axis]) << "; r += 32) acc = " << fold << "; "
+              << "acc = " << (mx ? "lg_warp_max(acc)" : "lg_warp_sum(acc)") << "; "
+              << "} else { for (long r = 0; r < " << dim(osh[axis]) << "; ++r) acc = " << fold << "; } "
               << nm << "_key = key; " << nm << "_val = acc; return acc;";
             break;
           }
@@ -247,10 +391,29 @@ struct Renderer {
             break;
           }
           case Op::Reshape: {
+            // Trailing dims the reshape keeps map index to index; only the leading ones go through
+            // a linear index (and none at all when what is left is only 1s, as in a squeeze):
+            // 64-bit division is not free, and K/V tiles of the prefill attention are read through
+            // exactly such views.
             ir::ValueId o = n.operands[0];
+            const ir::Shape& osh = g.at(o).shape;
+            size_t keep = 0;
+            while (keep < osh.size() && keep < n.shape.size() &&
+                   osh[osh.size() - 1 - keep] == n.shape[n.shape.size() - 1 - keep])
+              ++keep;
+            const ir::Shape opre(osh.begin(), osh.end() - static_cast<std::ptrdiff_t>(keep));
+            const ir::Shape npre(n.shape.begin(), n.shape.end() - static_cast<std::ptrdiff_t>(keep));
+            const std::vector<std::string> ipre(ix.begin(), ix.end() - static_cast<std::ptrdiff_t>(keep));
             std::vector<std::string> oi;
-            for (size_t k = 0; k < g.at(o).shape.size(); ++k) oi.push_back("o" + std::to_string(k));
-            b << delinear(g.at(o).shape, linear(n.shape, ix), oi, "lin") << " return " << call(o, oi) << ";";
+            for (size_t k = 0; k < opre.size(); ++k) oi.push_back("o" + std::to_string(k));
+            const bool ones = std::all_of(opre.begin(), opre.end(), [](const ir::Dim& d) { return d == ir::Dim::constant(1); });
+            if (ones) {
+              for (auto& x : oi) x = "0L";
+            } else if (!opre.empty()) {
+              b << delinear(opre, npre.empty() ? "0L" : linear(npre, ipre), oi, "lin") << " ";
+            }
+            for (size_t k = 0; k < keep; ++k) oi.push_back(ix[ix.size() - keep + k]);
+            b << "return " << call(o, oi) << ";";
             break;
           }
           case Op::Permute: {
@@ -262,7 +425,12 @@ struct Renderer {
           case Op::Slice: {
             auto axis = static_cast<size_t>(norm_axis(n.attrs.axis, n.shape.size()));
             std::vector<std::string> oi = ix;
-            oi[axis] = std::to_string(n.attrs.start) + "L + " + ix[axis] + " * " + std::to_string(n.attrs.step) + "L";
+            const bool layer = axis == 0 && n.attrs.step == 1 && g.at(n.operands[0]).shape[0].is_const() &&
+                               n.shape[0] == ir::Dim::constant(1) && is_state(n.operands[0]) &&
+                               p.stage_of[static_cast<size_t>(n.operands[0])] != s &&
+                               !p.is_inline[static_cast<size_t>(n.operands[0])];
+            oi[axis] = (layer ? layer_index(n.attrs.start) : std::to_string(n.attrs.start) + "L") + " + " + ix[axis] +
+                       " * " + std::to_string(n.attrs.step) + "L";
             b << "return " << call(n.operands[0], oi) << ";";
             break;
           }
@@ -298,7 +466,8 @@ struct Renderer {
     size_t nfixed = n.attrs.fixed.size();
     auto axis = static_cast<size_t>(n.attrs.axis);
     std::vector<std::string> si;
-    for (size_t k = 0; k < nfixed; ++k) si.push_back(std::to_string(n.attrs.fixed[k]) + "L");
+    for (size_t k = 0; k < nfixed; ++k)
+      si.push_back(k == 0 ? layer_index(n.attrs.fixed[k]) : std::to_string(n.attrs.fixed[k]) + "L");
     for (size_t k = 0; k < vi.size(); ++k) si.push_back(vi[k]);
     si[nfixed + axis] = "(long)" + name.at(n.operands[2]) + "(" + vi[axis] + ")";
     return "p" + std::to_string(arg(st, true)) + "[" + linear(ssh, si) + "] = " + val + ";";
@@ -309,6 +478,9 @@ struct Renderer {
     const lift::Stage& st = p.stages[static_cast<size_t>(s)];
     os << "  {  // " << lift::stage_kind_name(st.kind) << " stage\n";
     auto nodes = closure(s);
+    bool reduces = false;
+    for (ir::ValueId v : nodes)
+      if (g.at(v).op == ir::Op::ReduceSum || g.at(v).op == ir::Op::ReduceMax) reduces = true;
     auto name = lambdas(s, nodes, os, {});
     auto loop = [&](const ir::Shape& shape, const std::string& bodyf) {
       std::vector<std::string> ix;
@@ -323,6 +495,29 @@ struct Renderer {
       }
       wc.push_back(c);
       wp.push_back(tp);
+      // With a reduction inside and rows of at least a warp, a warp walks one row at a time so
+      // that its lanes ask for the same reduction key together (the cooperative path in
+      // lambdas()); otherwise a plain grid-stride loop over elements.
+      const bool rows = reduces && !shape.empty() && shape.back().is_const() && shape.back().coeff >= 32;
+      if (rows) {
+        // A warp takes a span of one row: the whole row when there are rows enough to give
+        // about 2048 warps work (the reduction is read once per row), else the row halved until
+        // there are (down to 128 or 32 elements): each span recomputes the row's reduction, but a
+        // lone warp walking a 4096-wide row serially (a decode step) takes tens of microseconds.
+        // Every lane of a warp runs the same iterations when the row is a multiple of 32 wide,
+        // so the warp is reconverged (__syncwarp) before each element: the reduction's
+        // cooperative path needs all 32 lanes at the call together.
+        const int64_t N = shape.back().coeff;
+        const int64_t small = N % 128 == 0 ? 128 : (N % 32 == 0 ? 32 : N);
+        os << "    {\n      long span = " << N << "L;\n"
+           << "      while (" << n << " / span < 2048L && span % 64L == 0L && span / 2 >= " << small
+           << "L) span /= 2;\n"
+           << "      for (long w = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * span < " << n
+           << "; w += ((long)gridDim.x * blockDim.x) >> 5)\n"
+           << "        for (long e = w * span + (threadIdx.x & 31); e < (w + 1) * span; e += 32) { "
+           << (N % 32 == 0 ? "__syncwarp(); " : "") << delinear(shape, "e", ix, "t_") << " " << bodyf << " }\n    }\n";
+        return ix;
+      }
       os << "    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < " << n
          << "; e += (long)gridDim.x * blockDim.x) { " << delinear(shape, "e", ix, "t_") << " " << bodyf << " }\n";
       return ix;
@@ -382,17 +577,50 @@ struct Renderer {
     for (ir::ValueId v : st.nodes) (void)deps(v);
     std::map<ir::ValueId, std::string> dots;
     for (size_t j = 0; j < mms.size(); ++j) dots[mms[j]] = "dot" + std::to_string(j);
-    os << "  {  // gemm stage\n"
-       << "    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
-       << "    const long nwarps = ((long)gridDim.x * blockDim.x) >> 5;\n"
-       << "    const int lane = threadIdx.x & 31;\n    float " ;
+    if (scratch_dots)
+      os << "  {  // gemm stage epilogue: dot products read from the GEMM's outputs\n"
+         << "    const long warp = (long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+         << "    const long nwarps = (long)gridDim.x * blockDim.x;\n"
+         << "    const int lane = 0;\n    float ";
+    else
+      os << "  {  // gemm stage\n"
+         << "    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
+         << "    const long nwarps = ((long)gridDim.x * blockDim.x) >> 5;\n"
+         << "    const int lane = threadIdx.x & 31;\n    float " ;
     for (size_t j = 0; j < mms.size(); ++j) os << (j ? ", " : "") << "dot" << j << " = 0.0f";
     os << ";\n";
     auto nodes = closure(s);
     auto name = lambdas(s, nodes, os, dots);
+    // Decode (T == 1): the activation row each fast-path GEMV reads is staged once per block in
+    // shared memory as f32 (every warp of the block reads all of it against its weight rows).
+    std::map<ir::ValueId, std::string> staged;
+    if (!scratch_dots) {
+      int64_t floats = 0;
+      for (ir::ValueId m : mms) {
+        ir::ValueId a = g.at(m).operands[0];
+        const auto& sa = g.at(a).shape;
+        if (staged.count(a) || transposed_bf16_weight(p, a, g.at(m).operands[1]) < 0 || sa.size() != 2 ||
+            sa[0].is_const() || sa[0].coeff != 1 || floats + sa[1].coeff > 12288)
+          continue;
+        const std::string buf = "sa" + std::to_string(staged.size());
+        staged[a] = buf;
+        floats += sa[1].coeff;
+        os << "    __shared__ __align__(16) float " << buf << "[" << sa[1].coeff << "];\n"
+           << "    if (T == 1) for (long k = threadIdx.x; k < " << sa[1].coeff << "L; k += blockDim.x) " << buf
+           << "[k] = " << name.at(a) << "(0L, k);\n";
+      }
+      if (!staged.empty()) os << "    __syncthreads();\n";
+    }
     std::set<ir::ValueId> groups;
     for (ir::ValueId m : mms) groups.insert(find(m));
+    // Groups (GEMMs joined by an epilogue, e.g. q, k and v each alone, or gate with up) share
+    // one loop over all their outputs, so that a small group (k, v) does not leave most warps
+    // idle while it runs on its own.
+    std::vector<std::string> group_body, group_total;
+    std::vector<int64_t> group_c;
+    std::vector<int32_t> group_tp;
     for (ir::ValueId gr : groups) {
+      std::ostringstream gs;
       const ir::Shape& shape = g.at(gr).shape;
       std::vector<ir::ValueId> members;
       for (ir::ValueId m : mms)
@@ -411,10 +639,16 @@ struct Renderer {
         c *= d.coeff;
         if (!d.is_const()) ++tp;
       }
-      wc.push_back(c);
-      wp.push_back(tp);
-      os << "    for (long e = warp; e < " << total << "; e += nwarps) {\n      " << delinear(shape, "e", ix, "t_") << "\n";
+      group_total.push_back(total);
+      group_c.push_back(c);
+      group_tp.push_back(tp);
+      gs << "      " << delinear(shape, "e", ix, "t_") << "\n";
       for (ir::ValueId m : members) {
+        if (scratch_dots) {
+          const size_t j = static_cast<size_t>(std::find(mms.begin(), mms.end(), m) - mms.begin());
+          gs << "      " << dots[m] << " = d" << j << "[" << linear(shape, ix) << "];\n";
+          continue;
+        }
         const ir::Node& mn = g.at(m);
         ir::ValueId a = mn.operands[0], b = mn.operands[1];
         const auto& sa = g.at(a).shape;
@@ -430,23 +664,35 @@ struct Renderer {
         const std::string& dn = dots[m];
         // Fast path: B = W.T of a bf16 weight W[N, K], K % 8 == 0: 16-byte loads of 8 weights.
         // A float -> float cast of the weight (the .lg's bf16 widened to f32) is the load itself.
-        ir::ValueId bw = b;
-        while (g.at(bw).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(bw)] && is_float(g.at(bw).dtype) &&
-               is_float(g.at(g.at(bw).operands[0]).dtype))
-          bw = g.at(bw).operands[0];
-        const ir::Node& bn = g.at(bw);
-        bool fast = bn.op == ir::Op::Permute && p.is_inline[static_cast<size_t>(bw)] && sb.size() == 2 &&
-                    bn.attrs.perm == std::vector<int32_t>{1, 0} && g.at(bn.operands[0]).op == ir::Op::Param &&
-                    g.at(bn.operands[0]).dtype == DType::BF16 && sa.back().is_const() && sa.back().coeff % 8 == 0;
-        os << "      { float acc = 0.0f;\n";
-        if (fast) {
-          std::string W = "p" + std::to_string(arg(bn.operands[0], false));
+        const ir::ValueId wparam = transposed_bf16_weight(p, a, b);
+        gs << "      { float acc = 0.0f;\n";
+        if (wparam >= 0 && staged.count(a)) {
+          // Weights stream once (no L1 allocation); eight 16-byte loads in flight per lane.
+          std::string W = "p" + std::to_string(arg(wparam, false));
+          const std::string& sa_buf = staged.at(a);
+          gs << "        if (T == 1) {\n"
+             << "          const uint4* wr = reinterpret_cast<const uint4*>(" << W << " + " << ix[rv - 1] << " * " << K
+             << ");\n"
+             << "          #pragma unroll 8\n"
+             << "          for (long c = lane; c < " << K << " / 8; c += 32) {\n"
+             << "            const uint4 w = lg_ld_stream(wr + c);\n"
+             << "            const float4 x0 = reinterpret_cast<const float4*>(" << sa_buf << ")[2 * c];\n"
+             << "            const float4 x1 = reinterpret_cast<const float4*>(" << sa_buf << ")[2 * c + 1];\n"
+             << "            acc += x0.x * lg_bf16_lo(w.x) + x0.y * lg_bf16_hi(w.x) + x0.z * lg_bf16_lo(w.y) + x0.w * "
+                "lg_bf16_hi(w.y);\n"
+             << "            acc += x1.x * lg_bf16_lo(w.z) + x1.y * lg_bf16_hi(w.z) + x1.z * lg_bf16_lo(w.w) + x1.w * "
+                "lg_bf16_hi(w.w);\n"
+             << "          }\n"
+             << "        } else\n";
+        }
+        if (wparam >= 0) {
+          std::string W = "p" + std::to_string(arg(wparam, false));
           auto aj = [&](const std::string& k) {
             auto v = ai;
             v.push_back(k);
             return name.at(a) + "(" + join(v) + ")";
           };
-          os << "        for (long k0 = (long)lane * 8; k0 < " << K << "; k0 += 256) {\n"
+          gs << "        for (long k0 = (long)lane * 8; k0 < " << K << "; k0 += 256) {\n"
              << "          const uint4 w = *reinterpret_cast<const uint4*>(" << W << " + " << ix[rv - 1] << " * " << K
              << " + k0);\n"
              << "          acc += " << aj("k0") << " * lg_bf16_lo(w.x) + " << aj("k0 + 1") << " * lg_bf16_hi(w.x);\n"
@@ -459,18 +705,18 @@ struct Renderer {
           av.push_back("k");
           bv.push_back("k");
           bv.push_back(ix[rv - 1]);
-          os << "        for (long k = lane; k < " << K << "; k += 32) acc += " << name.at(a) << "(" << join(av) << ") * "
+          gs << "        for (long k = lane; k < " << K << "; k += 32) acc += " << name.at(a) << "(" << join(av) << ") * "
              << name.at(b) << "(" << join(bv) << ");\n";
         }
-        os << "        " << dn << " = lg_warp_sum(acc); }\n";
+        gs << "        " << dn << " = lg_warp_sum(acc); }\n";
       }
-      os << "      if (lane == 0) {\n";
+      gs << "      if (lane == 0) {\n";
       for (ir::ValueId v : outs) {
         if (find(*deps(v).begin()) != gr) continue;
         if (g.at(v).op != ir::Op::StateWrite) {
           if (!(g.at(v).shape == shape))
             throw Error("emit: stage " + std::to_string(s) + ": a GEMM epilogue output differs from the GEMM's shape");
-          os << "        p" << arg(v, true) << "[" << linear(shape, ix) << "] = " << name.at(v) << "(" << join(ix) << ");\n";
+          gs << "        p" << arg(v, true) << "[" << linear(shape, ix) << "] = " << name.at(v) << "(" << join(ix) << ");\n";
           continue;
         }
         // A cache write of a GEMM result seen through Reshape/Permute: map this element's index
@@ -492,14 +738,41 @@ struct Renderer {
             for (size_t k = 0; k < vn.attrs.perm.size(); ++k) ni.push_back(ci[static_cast<size_t>(vn.attrs.perm[k])]);
           } else {
             for (size_t k = 0; k < vn.shape.size(); ++k) ni.push_back(fresh("w"));
-            os << "        " << delinear(vn.shape, linear(*csh, ci), ni, fresh("l")) << "\n";
+            gs << "        " << delinear(vn.shape, linear(*csh, ci), ni, fresh("l")) << "\n";
           }
           ci = ni;
           csh = &vn.shape;
         }
-        os << "        " << state_store(v, ci, name.at(cur) + "(" + join(ix) + ")", name) << "\n";
+        gs << "        " << state_store(v, ci, name.at(cur) + "(" + join(ix) + ")", name) << "\n";
       }
-      os << "      }\n    }\n";
+      gs << "      }\n";
+      group_body.push_back(gs.str());
+    }
+    const bool merged = std::all_of(group_tp.begin(), group_tp.end(), [&](int32_t t) { return t == group_tp[0]; });
+    if (merged) {
+      int64_t c = 0;
+      std::string all = "0L";
+      for (size_t i = 0; i < group_body.size(); ++i) {
+        c += group_c[i];
+        all += " + " + group_total[i];
+      }
+      wc.push_back(c);
+      wp.push_back(group_tp.empty() ? 0 : group_tp[0]);
+      os << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n";
+      std::string before = "0L";
+      for (size_t i = 0; i < group_body.size(); ++i) {
+        const std::string end = before + " + " + group_total[i];
+        os << "    " << (i ? "else " : "") << (i + 1 < group_body.size() ? "if (e_all < " + end + ") " : "")
+           << "{\n      const long e = e_all - (" << before << ");\n" << group_body[i] << "    }\n";
+        before = end;
+      }
+      os << "    }\n";
+    } else {
+      for (size_t i = 0; i < group_body.size(); ++i) {
+        wc.push_back(group_c[i]);
+        wp.push_back(group_tp[i]);
+        os << "    for (long e = warp; e < " << group_total[i] << "; e += nwarps) {\n" << group_body[i] << "    }\n";
+      }
     }
     os << "  }\n";
   }
@@ -558,35 +831,144 @@ struct Renderer {
 
 }  // namespace
 
-RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages) {
-  Renderer r(p);
-  RenderedLaunch out;
-  std::ostringstream body;
-  for (int32_t s : stages) {
-    StageKind k = p.stages[static_cast<size_t>(s)].kind;
-    if ((k == StageKind::Gemm || k == StageKind::Attention) && stages.size() > 1)
-      throw Error("emit: stage " + std::to_string(s) + " (" + lift::stage_kind_name(k) + ") must have a launch of its own");
-    if (k == StageKind::Gemm) {
-      r.gemm_stage(s, body, out.work_const, out.work_t_power);
-      out.per_block = 8;  // warps per block
-    } else if (k == StageKind::Attention) {
-      r.attention_stage(s, body, out.work_const, out.work_t_power);
-      out.per_block = 1;
-      out.block = 1024;
-    } else {
-      r.element_stage(s, body, out.work_const, out.work_t_power);
+std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t s) {
+  const ir::Graph& g = p.graph;
+  const lift::Stage& st = p.stages[static_cast<size_t>(s)];
+  if (st.kind != StageKind::Gemm) return std::nullopt;
+  GemmPrefillRender out;
+  std::map<ir::ValueId, size_t> pack_of;
+  std::map<ir::ValueId, std::string> zero_dots;
+  for (ir::ValueId v : st.nodes) {
+    const ir::Node& n = g.at(v);
+    if (n.op != ir::Op::MatMul) continue;
+    zero_dots[v] = "0.0f";
+    ir::ValueId a = n.operands[0];
+    const ir::Shape& sa = g.at(a).shape;
+    ir::ValueId w = transposed_bf16_weight(p, a, n.operands[1]);
+    // cuBLASLt takes [T, K] x [K, N]: the activation's rows are the tokens.
+    if (w < 0 || sa.size() != 2 || sa[0].is_const() || sa[0].coeff != 1) return std::nullopt;
+    auto [it, fresh] = pack_of.emplace(a, out.packs.size());
+    if (fresh) out.packs.push_back({{}, {}, a, sa[1].coeff});
+    out.gemms.push_back({it->second, w, g.at(w).shape[0].coeff, sa[1].coeff});
+  }
+  if (out.gemms.empty()) return std::nullopt;
+  // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas.
+  for (auto& pk : out.packs) {
+    for (bool lift : {true, false}) {
+      Renderer r(p);
+      r.lift_layer = lift;
+      std::ostringstream body;
+      auto nodes = r.closure(s);
+      auto name = r.lambdas(s, nodes, body, zero_dots);
+      const std::string K = std::to_string(pk.K) + "L";
+      body << "  for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < T * " << K
+           << "; e += (long)gridDim.x * blockDim.x) packed[e] = lg_to_bf16(" << name.at(pk.a) << "(e / " << K
+           << ", e % " << K << "));\n";
+      if (lift && r.layer_values.size() > 1) continue;
+      pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"},
+                           "pack a GEMM activation as bf16 for cuBLASLt", body.str());
+      pk.args = r.args;
+      pk.layer = r.layer();
+      break;
     }
   }
-  std::vector<std::string> params;
-  for (size_t i = 0; i < r.args.size(); ++i) params.push_back(r.param_decl(i));
-  params.push_back("const long T");
-  std::ostringstream k;
-  k << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") KERNEL_NAME(\n    " << join(params, ",\n    ")
-    << ") {\n"
-    << body.str() << "}\n";
-  out.source = k.str();
-  out.args = r.args;
+  // The epilogue: the stage's GEMM kernel with the dot products read back.
+  std::vector<std::string> dot_params;
+  for (size_t j = 0; j < out.gemms.size(); ++j) dot_params.push_back("const float* __restrict__ d" + std::to_string(j));
+  for (bool lift : {true, false}) {
+    Renderer r(p);
+    r.lift_layer = lift;
+    r.scratch_dots = true;
+    std::ostringstream body;
+    out.work_const.clear();
+    out.work_t_power.clear();
+    r.gemm_stage(s, body, out.work_const, out.work_t_power);
+    if (lift && r.layer_values.size() > 1) continue;
+    out.epilogue_source = r.kernel("__launch_bounds__(256)", dot_params, "", body.str());
+    out.epilogue_args = r.args;
+    out.epilogue_layer = r.layer();
+    break;
+  }
   return out;
+}
+
+std::optional<AttentionPrefillRender> render_attention_prefill(const lift::StagedProgram& p, int32_t s) {
+  const ir::Graph& g = p.graph;
+  const lift::Stage& st = p.stages[static_cast<size_t>(s)];
+  if (st.kind != StageKind::Attention) return std::nullopt;
+  const ir::ValueId att = st.nodes.at(0);
+  const ir::Node& n = g.at(att);
+  const auto& qs = g.at(n.operands[0]).shape;
+  const int64_t H = qs[1].coeff, Dh = qs[2].coeff;
+  if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return std::nullopt;
+  for (bool lift : {true, false}) {
+    Renderer r(p);
+    r.lift_layer = lift;
+    std::ostringstream body;
+    auto nodes = r.closure(s);
+    auto name = r.lambdas(s, nodes, body, {});
+    const std::string out = "p" + std::to_string(r.arg(att, true));
+    body << "  auto store = [&](long t, long h, long d, float o0, float o1) { const long i = (t * " << H << "L + h) * "
+         << Dh << "L + d; " << out << "[i] = o0; " << out << "[i + 1] = o1; };\n";
+    const std::string kbase = r.state_slice_base(n.operands[1]), vbase = r.state_slice_base(n.operands[2]);
+    const auto& ks = g.at(n.operands[1]).shape;
+    if (!kbase.empty() && !vbase.empty())
+      body << "  const lg_attn_policy_rows<decltype(" << name.at(n.operands[0]) << "), decltype("
+           << name.at(n.operands[3]) << "), decltype(store)> pol{" << name.at(n.operands[0]) << ", "
+           << name.at(n.operands[3]) << ", store, " << kbase << ", " << vbase << ", " << ks[1].coeff * ks[2].coeff
+           << "L, " << ks[2].coeff << "L};\n";
+    else
+      body << "  const lg_attn_policy<decltype(" << name.at(n.operands[0]) << "), decltype(" << name.at(n.operands[1])
+           << "), decltype(" << name.at(n.operands[2]) << "), decltype(" << name.at(n.operands[3])
+           << "), decltype(store)> pol{" << name.at(n.operands[0]) << ", " << name.at(n.operands[1]) << ", "
+           << name.at(n.operands[2]) << ", " << name.at(n.operands[3]) << ", store};\n";
+    body
+         << "  __shared__ lg_fa::Smem<" << Dh << "> sm;\n"
+         << "  int tile, h;\n"
+         << "  lg_fa::schedule(blockIdx.x, (int)T, " << H << ", tile, h);\n"
+         << "  lg_fa::attention_block<" << Dh << ">(pol, tile, h, (int)T, " << n.attrs.gqa_group << ", "
+         << lit(n.attrs.scale) << ", sm);\n";
+    if (lift && r.layer_values.size() > 1) continue;
+    AttentionPrefillRender a;
+    a.source = r.kernel("__launch_bounds__(lg_fa::kThreads)", {},
+                        "attention stage, T > 1: tensor-core flash attention", body.str());
+    a.args = r.args;
+    a.heads = H;
+    a.layer = r.layer();
+    return a;
+  }
+  return std::nullopt;
+}
+
+RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages) {
+  for (bool lift : {true, false}) {
+    Renderer r(p);
+    r.lift_layer = lift;
+    RenderedLaunch out;
+    std::ostringstream body;
+    for (int32_t s : stages) {
+      StageKind k = p.stages[static_cast<size_t>(s)].kind;
+      if ((k == StageKind::Gemm || k == StageKind::Attention) && stages.size() > 1)
+        throw Error("emit: stage " + std::to_string(s) + " (" + lift::stage_kind_name(k) +
+                    ") must have a launch of its own");
+      if (k == StageKind::Gemm) {
+        r.gemm_stage(s, body, out.work_const, out.work_t_power);
+        out.per_block = 8;  // warps per block
+      } else if (k == StageKind::Attention) {
+        r.attention_stage(s, body, out.work_const, out.work_t_power);
+        out.per_block = 1;
+        out.block = 1024;
+      } else {
+        r.element_stage(s, body, out.work_const, out.work_t_power);
+      }
+    }
+    if (r.layer_values.size() > 1) continue;
+    out.source = r.kernel("__launch_bounds__(" + std::to_string(out.block) + ")", {}, "", body.str());
+    out.args = r.args;
+    out.layer = r.layer();
+    return out;
+  }
+  throw Error("emit: internal error: a launch rendered with constants still lifted a layer index");
 }
 
 }  // namespace lg::emit::cuda

@@ -10,6 +10,7 @@
 //     softmax (running max and sum), merged across warps in shared memory at the end.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,9 @@ struct KernelArg {
   bool written;
 };
 
-/// The rendered body of one launch.
+/// The rendered body of one launch. The index of a state's leading axis (a KV cache's layer) is a
+/// kernel parameter, `lg_l`, rather than a constant, so that the launches of every layer share one
+/// kernel (`layer` holds its value for this launch).
 struct RenderedLaunch {
   std::string source;                 ///< the kernel, named KERNEL_NAME (replaced on dedupe)
   std::vector<KernelArg> args;
@@ -31,6 +34,7 @@ struct RenderedLaunch {
   std::vector<int32_t> work_t_power;
   int64_t per_block = 256;
   int32_t block = 256;
+  int64_t layer = -1;                 ///< >= 0: the kernel takes `const long lg_l` (before T) = this
 };
 
 /// The node whose buffer holds v's value: the State source for a state version, v otherwise.
@@ -40,7 +44,52 @@ ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v);
 /// stages are alone in theirs). Throws lg::Error naming the stage for a form it cannot render.
 RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages);
 
-/// Device helpers every kernel uses (bf16 widening, warp sum).
+/// The T > 1 form of a GEMM stage whose matmuls all read a bf16 weight W[N, K] as W.T against a
+/// [T, K] activation: a pack kernel per distinct activation writes it as bf16 [T, K]; cuBLASLt
+/// computes each matmul's [T, N] dot products in f32 on the tensor cores; the epilogue kernel (the
+/// stage's own epilogue and cache writes, one thread per output element) reads them back. Decode
+/// (T = 1) keeps the fused GEMV kernel of render_launch, which is bound by the weight stream.
+struct GemmPrefillRender {
+  struct Pack {
+    std::string source;           ///< kernel KERNEL_NAME(args..., unsigned short* packed, long T)
+    std::vector<KernelArg> args;  ///< before `packed`
+    ir::ValueId a = -1;           ///< the activation node
+    int64_t K = 0;
+    int64_t layer = -1;           ///< as RenderedLaunch::layer
+  };
+  struct Gemm {
+    size_t pack = 0;              ///< index into packs: the A operand
+    ir::ValueId weight = -1;      ///< the bf16 Param node W [N, K]
+    int64_t N = 0, K = 0;
+  };
+  std::vector<Pack> packs;
+  std::vector<Gemm> gemms;        ///< matmul j of the stage (stage order) -> epilogue param d<j>
+  std::string epilogue_source;    ///< KERNEL_NAME(args..., const float* d0.., long T)
+  std::vector<KernelArg> epilogue_args;
+  int64_t epilogue_layer = -1;
+  std::vector<int64_t> work_const;  ///< output elements (one thread each)
+  std::vector<int32_t> work_t_power;
+};
+
+/// The prefill form of GEMM stage `stage`, or nullopt when a matmul is not of that form (the
+/// fused kernel then serves every T).
+std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t stage);
+
+/// The T > 1 form of an attention stage: lg_fa::attention_block (src/kernels/flash_attention.cuh,
+/// tensor cores, bf16 operands, fp32 softmax) over the stage's q/k/v/position lambdas. Grid:
+/// ceil(T / 64) * heads blocks of 128 threads.
+struct AttentionPrefillRender {
+  std::string source;           ///< KERNEL_NAME(args..., long T)
+  std::vector<KernelArg> args;
+  int64_t heads = 0;
+  int64_t layer = -1;
+};
+
+/// The prefill form of attention stage `stage`, or nullopt (head_dim not 16/32/64/128: the
+/// one-block-per-row kernel then serves every T).
+std::optional<AttentionPrefillRender> render_attention_prefill(const lift::StagedProgram& p, int32_t stage);
+
+/// Device helpers every kernel uses (bf16 widening, warp sum, the flash-attention template).
 std::string device_prelude();
 
 }  // namespace lg::emit::cuda

@@ -6,15 +6,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <iostream>
+#include <map>
+#include <set>
+#include <thread>
 
 #include "emit/cuda/nvrtc.h"
 #include "emit/cuda/program.h"
 #include "lift/lift.h"
+#include "lanes/compiled/device_ops.h"
 #include "lift/passes.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm_lt.h"
 #include "runtime/forward_graph.h"
 #include "support/error.h"
 
@@ -28,25 +35,25 @@ void progress(const std::string& msg) {
   if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << msg << std::flush;
 }
 
+// FNV-1a of a tensor name: random weights differ per tensor, reproducibly.
+uint64_t name_seed(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
 class CompiledLane : public Lane {
  public:
-  CompiledLane(const model::ModelDir& dir, int64_t max_seq) {
+  /// `ckpt` null: random weights from `seed` (matrices uniform with std 0.02, transformers'
+  /// initializer_range; 1-D norm weights 1, other 1-D params 0, as a fresh HF model).
+  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed) {
     if (!cuda::cuda_device_available()) throw Error("compiled lane: no CUDA device");
-    auto fg = runtime::forward_graph(dir, max_seq);
     max_seq_ = fg.max_seq;
     lift::StagedProgram staged = lift::lift(fg.graph);
     lift::fuse(staged);
     prog_ = emit::cuda::emit_program(staged);
     const ir::Graph& g = staged.graph;
-    progress("compiled lane: compiling " + std::to_string(prog_.kernels.size()) + " kernels with NVRTC...");
-    bool hit = false;
-    cubin_ = emit::cuda::nvrtc_compile_cached(prog_.source(), g.model, "sm_90", &hit);
-    LG_CUDA_CHECK(cudaLibraryLoadData(&lib_, cubin_.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-    for (const auto& k : prog_.kernels) {
-      cudaKernel_t kern;
-      LG_CUDA_CHECK(cudaLibraryGetKernel(&kern, lib_, k.name.c_str()));
-      kernels_.push_back(kern);
-    }
+    compile_kernels(g.model);
     // Buffers: weights uploaded once, states zeroed, inputs and the arena allocated.
     arena_ = cuda::DeviceBuffer(static_cast<size_t>(std::max<int64_t>(prog_.arena_bytes, 256)));
     ptrs_.resize(prog_.buffers.size());
@@ -62,22 +69,11 @@ class CompiledLane : public Lane {
       if (b.kind == BufferKind::State) LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(b.bytes)));
       if (b.kind == BufferKind::Input) input_ptr_.push_back(static_cast<int32_t*>(ptrs_[i]));
       if (b.kind == BufferKind::Weight) {
-        progress("compiled lane: uploading weights " + std::to_string(++done) + "/" + std::to_string(g.params.size()));
-        const std::string& tensor = g.params[static_cast<size_t>(b.index)].tensor;
-        const auto& info = dir.checkpoint.info(tensor);
-        if (b.dtype == DType::BF16 && info.dtype == DType::BF16) {
-          auto bytes = dir.checkpoint.bytes(tensor);
-          owned_.back().upload(bytes.data(), bytes.size());
-        } else {
-          std::vector<float> f = dir.checkpoint.to_f32(tensor);
-          if (b.dtype == DType::BF16) {
-            std::vector<uint16_t> h(f.size());
-            for (size_t j = 0; j < f.size(); ++j) h[j] = f32_to_bf16(f[j]);
-            owned_.back().upload(h.data(), h.size() * 2);
-          } else {
-            owned_.back().upload(f.data(), f.size() * 4);
-          }
-        }
+        progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +
+                 std::to_string(++done) + "/" + std::to_string(g.params.size()));
+        const ir::ParamInfo& prm = g.params[static_cast<size_t>(b.index)];
+        if (ckpt) upload_weight(*ckpt, prm.tensor, b, owned_.back());
+        else random_weight(prm, b, owned_.back(), seed);
       }
     }
     for (const auto& in : g.inputs)
@@ -85,12 +81,19 @@ class CompiledLane : public Lane {
         throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
     tokens_is_first_ = g.inputs.at(0).name == "tokens";
     vocab_ = g.at(g.outputs.at(0)).shape.back().coeff;
+    argmax_ = cuda::DeviceBuffer(sizeof(int32_t));
+    LG_CUDA_CHECK(cudaMallocHost(&pinned_, static_cast<size_t>(2 * prog_.max_t + 1) * sizeof(int32_t)));
+    stream_.synchronize();
     progress("");
+    profile_ = std::getenv("LG_PROFILE_LAUNCHES") != nullptr;
+    const char* pdl = std::getenv("LG_COMPILED_PDL");
+    pdl_ = !(pdl && std::string(pdl) == "0");
   }
 
   ~CompiledLane() override {
     graph_.reset();
-    if (lib_) cudaLibraryUnload(lib_);
+    if (pinned_) cudaFreeHost(pinned_);
+    for (cudaLibrary_t lib : libs_) cudaLibraryUnload(lib);
   }
 
   std::string name() const override { return "compiled"; }
@@ -103,32 +106,40 @@ class CompiledLane : public Lane {
     if (start_pos < 0 || start_pos + T > max_seq_)
       throw Error("compiled lane: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) +
                   " exceed the KV cache of " + std::to_string(max_seq_));
-    std::vector<int32_t> pos(tokens.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(start_pos + static_cast<int64_t>(i));
+    // Pinned staging: the copies are truly asynchronous and cost a few microseconds, not a
+    // pageable bounce (it matters at decode, where a small model's whole step is ~1 ms).
+    int32_t* htok = pinned_;
+    int32_t* hpos = pinned_ + prog_.max_t;
+    std::copy(tokens.begin(), tokens.end(), htok);
+    for (int64_t i = 0; i < T; ++i) hpos[i] = static_cast<int32_t>(start_pos + i);
     int32_t* dtok = input_ptr_[tokens_is_first_ ? 0 : 1];
     int32_t* dpos = input_ptr_[tokens_is_first_ ? 1 : 0];
     cudaStream_t s = stream_.get();
-    LG_CUDA_CHECK(cudaMemcpyAsync(dtok, tokens.data(), tokens.size() * 4, cudaMemcpyHostToDevice, s));
-    LG_CUDA_CHECK(cudaMemcpyAsync(dpos, pos.data(), pos.size() * 4, cudaMemcpyHostToDevice, s));
+    LG_CUDA_CHECK(cudaMemcpyAsync(dtok, htok, tokens.size() * 4, cudaMemcpyHostToDevice, s));
+    LG_CUDA_CHECK(cudaMemcpyAsync(dpos, hpos, tokens.size() * 4, cudaMemcpyHostToDevice, s));
+    if (profile_ && ++steps_seen_[T] == 2) profile(T);
+    const float* last_row = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]) + (T - 1) * vocab_;
     if (T == 1) {
       if (!graph_.ready()) {
         graph_.begin_capture(s);
         launch_all(1);
+        compiled::argmax(last_row, static_cast<long>(vocab_), argmax_.as<int>(), s);
         graph_.end_capture(s);
       }
       graph_.launch(s);
     } else {
       launch_all(T);
+      compiled::argmax(last_row, static_cast<long>(vocab_), argmax_.as<int>(), s);
     }
-    std::vector<float> row(static_cast<size_t>(vocab_));
-    const auto& out = prog_.buffers[static_cast<size_t>(prog_.outputs.at(0))];
-    const char* src = static_cast<const char*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]) + (T - 1) * vocab_ * 4;
-    (void)out;
-    LG_CUDA_CHECK(cudaMemcpyAsync(row.data(), src, row.size() * 4, cudaMemcpyDeviceToHost, s));
-    stream_.synchronize();
     StepResult r;
-    r.argmax = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-    if (want_logits) r.logits = std::move(row);
+    int32_t* hargmax = pinned_ + 2 * prog_.max_t;
+    LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
+    if (want_logits) {
+      r.logits.resize(static_cast<size_t>(vocab_));
+      LG_CUDA_CHECK(cudaMemcpyAsync(r.logits.data(), last_row, r.logits.size() * 4, cudaMemcpyDeviceToHost, s));
+    }
+    stream_.synchronize();
+    r.argmax = *hargmax;
     return r;
   }
 
@@ -139,36 +150,194 @@ class CompiledLane : public Lane {
   }
 
  private:
+  // NVRTC compiles the kernels in chunks on every core (a 36-layer program has about a hundred
+  // kernels: minutes on one thread at -O3); each chunk is its own cached cubin and library.
+  void compile_kernels(const std::string& model) {
+    const size_t nk = prog_.kernels.size();
+    const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 32));
+    const size_t per = std::max<size_t>(1, (nk + threads - 1) / threads);
+    progress("compiled lane: compiling " + std::to_string(nk) + " kernels with NVRTC on " + std::to_string(threads) +
+             " threads...");
+    std::vector<std::future<std::vector<char>>> jobs;
+    for (size_t k0 = 0; k0 < nk; k0 += per) {
+      std::string src = "// " + model + ": kernels " + std::to_string(k0) + ".." +
+                        std::to_string(std::min(nk, k0 + per) - 1) + " of the compiled program.\n" + prog_.prelude;
+      for (size_t k = k0; k < std::min(nk, k0 + per); ++k) src += "\n" + prog_.kernels[k].source;
+      jobs.push_back(std::async(std::launch::async, [src = std::move(src), model] {
+        return emit::cuda::nvrtc_compile_cached(src, model, "sm_90");
+      }));
+    }
+    kernels_.resize(nk);
+    for (size_t c = 0; c < jobs.size(); ++c) {
+      std::vector<char> cubin = jobs[c].get();
+      cudaLibrary_t lib = nullptr;
+      LG_CUDA_CHECK(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      libs_.push_back(lib);
+      for (size_t k = c * per; k < std::min(nk, (c + 1) * per); ++k)
+        LG_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[k], lib, prog_.kernels[k].name.c_str()));
+    }
+  }
+
+  void upload_weight(const model::Checkpoint& ckpt, const std::string& tensor, const emit::cuda::Buffer& b,
+                     cuda::DeviceBuffer& dst) {
+    const auto& info = ckpt.info(tensor);
+    if (info.dtype == b.dtype) {  // bf16 -> bf16 or f32 -> f32: the bytes as they are
+      auto bytes = ckpt.bytes(tensor);
+      LG_CUDA_CHECK(cudaMemcpyAsync(dst.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream_.get()));
+      stream_.synchronize();
+      return;
+    }
+    if (info.dtype == DType::BF16 && b.dtype == DType::F32) {  // widen on the device (exact)
+      auto bytes = ckpt.bytes(tensor);
+      cuda::DeviceBuffer tmp(bytes.size());
+      LG_CUDA_CHECK(cudaMemcpyAsync(tmp.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream_.get()));
+      compiled::widen_bf16(tmp.as<uint16_t>(), bytes.size() / 2, dst.as<float>(), stream_.get());
+      stream_.synchronize();
+      return;
+    }
+    std::vector<float> f = ckpt.to_f32(tensor);
+    if (b.dtype == DType::BF16) {
+      std::vector<uint16_t> h(f.size());
+      for (size_t j = 0; j < f.size(); ++j) h[j] = f32_to_bf16(f[j]);
+      dst.upload(h.data(), h.size() * 2);
+    } else {
+      dst.upload(f.data(), f.size() * 4);
+    }
+  }
+
+  void random_weight(const ir::ParamInfo& prm, const emit::cuda::Buffer& b, cuda::DeviceBuffer& dst, uint64_t seed) {
+    const size_t n = static_cast<size_t>(b.bytes) / dtype_size(b.dtype);
+    if (prm.shape.size() >= 2) {
+      if (b.dtype != DType::BF16)
+        throw Error("compiled lane: random weights are made for bf16 matrices; `" + prm.tensor + "` is " +
+                    std::string(dtype_name(b.dtype)));
+      compiled::fill_uniform_bf16(dst.as<uint16_t>(), n, name_seed(prm.tensor, seed), 0.0346f, stream_.get());
+      return;
+    }
+    const bool norm = prm.tensor.find("norm") != std::string::npos;
+    if (b.dtype == DType::F32) {
+      compiled::fill_f32(dst.as<float>(), n, norm ? 1.f : 0.f, stream_.get());
+    } else {
+      std::vector<uint16_t> h(n, f32_to_bf16(norm ? 1.f : 0.f));
+      dst.upload(h.data(), h.size() * 2);
+    }
+  }
+
+  void launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers, int64_t layer, int64_t blocks, int32_t block,
+                     int64_t T) {
+    long t = static_cast<long>(T), l = static_cast<long>(layer);
+    std::vector<void*> args;
+    for (int32_t b : buffers) args.push_back(&ptrs_[static_cast<size_t>(b)]);
+    if (layer >= 0) args.push_back(&l);
+    args.push_back(&t);
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.blockDim = dim3(static_cast<unsigned>(block));
+    cfg.stream = stream_.get();
+    // Every emitted kernel starts with griddepcontrol.wait, so each launch may overlap the
+    // previous one's tail (programmatic dependent launch; LG_COMPILED_PDL=0 turns it off).
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl_ ? 1 : 0;
+    LG_CUDA_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernels_[static_cast<size_t>(kernel)]),
+                                      args.data()));
+  }
+
+  void launch_one(const emit::cuda::LaunchPlan& l, int64_t T) {
+    if (T == 1 || !l.prefill) return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
+    // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
+    // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs).
+    const auto& pf = *l.prefill;
+    auto elementwise_grid = [](int64_t n) { return std::clamp<int64_t>((n + 255) / 256, 1, 4096); };
+    for (const auto& pk : pf.packs) launch_kernel(pk.kernel, pk.args, pk.layer, elementwise_grid(T * pk.K), 256, T);
+    for (const auto& gm : pf.gemms)
+      gemm_.matmul(static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.a)]),
+                   static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.w)]),
+                   static_cast<float*>(ptrs_[static_cast<size_t>(gm.out)]), static_cast<int>(T), static_cast<int>(gm.N),
+                   static_cast<int>(gm.K), false, stream_.get());
+    if (pf.t_tile > 0)
+      return launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer,
+                           (T + pf.t_tile - 1) / pf.t_tile * pf.work_const.at(0), pf.block, T);
+    int64_t work = 0;
+    for (size_t i = 0; i < pf.work_const.size(); ++i) {
+      int64_t w = pf.work_const[i];
+      for (int32_t k = 0; k < pf.work_t_power[i]; ++k) w *= T;
+      work = std::max(work, w);
+    }
+    launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer, elementwise_grid(work), pf.block, T);
+  }
+
   void launch_all(int64_t T) {
-    long t = static_cast<long>(T);
-    for (const auto& l : prog_.launches) {
-      std::vector<void*> args;
-      for (int32_t b : l.args) args.push_back(&ptrs_[static_cast<size_t>(b)]);
-      args.push_back(&t);
-      dim3 grid(static_cast<unsigned>(l.grid(T))), block(static_cast<unsigned>(l.block));
-      LG_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[static_cast<size_t>(l.kernel)]), grid, block,
-                                     args.data(), 0, stream_.get()));
+    for (const auto& l : prog_.launches) launch_one(l, T);
+  }
+
+  // LG_PROFILE_LAUNCHES=1: the second step of each T (the first pays for lazy module loading and
+  // cuBLASLt's set-up) is run once more beforehand with an event around every
+  // launch; stderr gets the time per kernel, summed over its launches, largest first. The KV
+  // cache is rewritten by the real step that follows.
+  void profile(int64_t T) {
+    cudaStream_t s = stream_.get();
+    std::vector<cuda::Event> ev(prog_.launches.size() + 1);
+    ev[0].record(s);
+    for (size_t i = 0; i < prog_.launches.size(); ++i) {
+      launch_one(prog_.launches[i], T);
+      ev[i + 1].record(s);
+    }
+    stream_.synchronize();
+    std::map<int32_t, std::pair<double, int>> per_kernel;
+    double total = 0;
+    for (size_t i = 0; i < prog_.launches.size(); ++i) {
+      const double ms = ev[i + 1].elapsed_ms_since(ev[i]);
+      auto& [sum, n] = per_kernel[prog_.launches[i].kernel];
+      sum += ms;
+      ++n;
+      total += ms;
+    }
+    std::vector<std::pair<double, int32_t>> order;
+    for (auto& [k, v] : per_kernel) order.push_back({v.first, k});
+    std::sort(order.rbegin(), order.rend());
+    std::fprintf(stderr, "profile T=%ld: %zu launches, %.3f ms (events between launches, no graph)\n",
+                 static_cast<long>(T), prog_.launches.size(), total);
+    for (size_t i = 0; i < order.size() && i < 12; ++i) {
+      const auto& [ms, k] = order[i];
+      int32_t first = -1;
+      for (size_t j = 0; j < prog_.launches.size() && first < 0; ++j)
+        if (prog_.launches[j].kernel == k) first = static_cast<int32_t>(j);
+      std::fprintf(stderr, "  %8.3f ms %5.1f%%  %-14s x%-3d grid %ld x %d\n", ms, 100 * ms / total,
+                   prog_.kernels[static_cast<size_t>(k)].name.c_str(), per_kernel[k].second,
+                   static_cast<long>(prog_.launches[static_cast<size_t>(first)].grid(T)),
+                   prog_.launches[static_cast<size_t>(first)].block);
     }
   }
 
   int64_t max_seq_ = 0, vocab_ = 0;
   bool tokens_is_first_ = true;
   emit::cuda::CudaProgram prog_;
-  std::vector<char> cubin_;
-  cudaLibrary_t lib_ = nullptr;
+  std::vector<cudaLibrary_t> libs_;
   std::vector<cudaKernel_t> kernels_;
+  bool profile_ = false, pdl_ = true;
+  std::map<int64_t, int> steps_seen_;  ///< per T: profiling waits for the second step of a T
   cuda::DeviceBuffer arena_;
   std::vector<cuda::DeviceBuffer> owned_;
   std::vector<void*> ptrs_;
   std::vector<int32_t*> input_ptr_;
   cuda::Stream stream_;
   cuda::GraphExec graph_;
+  cuda::LtGemm gemm_;
+  cuda::DeviceBuffer argmax_;      ///< int: the greedy token of the last step
+  int32_t* pinned_ = nullptr;      ///< host: tokens [max_t], positions [max_t], argmax [1]
 };
 
 }  // namespace
 
 std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, int64_t max_seq) {
-  return std::make_unique<CompiledLane>(dir, max_seq);
+  return std::make_unique<CompiledLane>(runtime::forward_graph(dir, max_seq), &dir.checkpoint, 0);
+}
+
+std::unique_ptr<Lane> make_compiled_lane_random(const model::ModelConfig& config, uint64_t seed, int64_t max_seq) {
+  return std::make_unique<CompiledLane>(runtime::forward_graph(config, max_seq), nullptr, seed);
 }
 
 }  // namespace lg

@@ -14,6 +14,7 @@
 
 namespace lg::model {
 struct ModelDir;
+struct ModelConfig;
 }
 
 namespace lg {
@@ -23,5 +24,11 @@ namespace lg {
 /// is a terminal. Throws lg::Error without a CUDA device, for a program the lifter refuses, or
 /// when NVRTC or a load fails.
 std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, int64_t max_seq);
+
+/// The compiled lane of `config`'s program with random weights made on the device (deterministic
+/// in `seed` and the tensor names; bf16 matrices uniform with std 0.02, norm weights 1, other 1-D
+/// params 0): `lg bench` at a real shape without a multi-GB checkpoint. Same errors, less the
+/// checkpoint's; also refuses a .lg that declares a matrix param other than bf16.
+std::unique_ptr<Lane> make_compiled_lane_random(const model::ModelConfig& config, uint64_t seed, int64_t max_seq);
 
 }  // namespace lg
