@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Packs binaries built here for the GPU machine (which has CUDA but none of our Debian libraries):
-# copies each given executable, stripped, into .carry/bin and every library it needs that is not
-# glibc's or CUDA's into .carry/lib. On the GPU machine: export LD_LIBRARY_PATH=$PWD/.carry/lib
-# Usage: scripts/device_bundle.sh build-gpu/src/cli/lg build-gpu/tests/lanes/qwen_lane_tests ...
+# Packs binaries built here for the GPU machine (which has CUDA but none of our Debian libraries)
+# into .carry/lg.tar.xz: each given executable, stripped, in bin/; every library they need that is
+# not glibc's, libstdc++'s or CUDA's in lib/; ../shared/fixtures in fixtures/ (the tests and locks
+# read them; the 22M model travels as the tracked models/ folder). Carry `.carry` with the device
+# tool and unpack it there (bench/gpu_session.sh does).
+# Usage: scripts/device_bundle.sh build-gpu/src/cli/lg build-gpu/tests/lanes_compiled/compiled_lane_tests ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .carry/bin .carry/lib
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" .carry
 for exe in "$@"; do
-  cp "$exe" .carry/bin/ && strip --strip-debug ".carry/bin/$(basename "$exe")"
+  cp "$exe" "$stage/bin/" && strip --strip-debug "$stage/bin/$(basename "$exe")"
   ldd "$exe" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$lib" in
       /lib/x86_64-linux-gnu/libc.so*|/lib/x86_64-linux-gnu/libm.so*|/lib/x86_64-linux-gnu/libpthread*|\
       /lib/x86_64-linux-gnu/libdl*|/lib/x86_64-linux-gnu/librt*|/lib64/ld-linux*|/usr/local/cuda*|\
       */libstdc++.so*|*/libgcc_s.so*) ;;  # the GPU machine (Ubuntu 24.04) has newer, compatible ones
-      *) cp -L "$lib" .carry/lib/ ;;
+      *) cp -L "$lib" "$stage/lib/" ;;
     esac
   done
 done
-du -sh .carry
+cp -r ../shared/fixtures "$stage/fixtures"
+tar -C "$stage" -cJf .carry/lg.tar.xz .
+du -sh .carry/lg.tar.xz

@@ -90,8 +90,10 @@ std::string CudaProgram::plan_json() const {
         pf["packs"].push_back(
             {{"kernel", kernels[static_cast<size_t>(pk.kernel)].name}, {"args", pk.args}, {"layer", pk.layer}});
       for (const auto& gm : l.prefill->gemms)
-        pf["cublaslt"].push_back({{"a_bf16", gm.a}, {"weight", gm.w}, {"out_f32", gm.out}, {"N", gm.N}, {"K", gm.K}});
-      pf["epilogue"] = {{"kernel", kernels[static_cast<size_t>(l.prefill->epilogue_kernel)].name},
+        pf["cublaslt"].push_back(
+            {{"a_bf16", gm.a}, {"weight", gm.w}, {"c_f32", gm.c}, {"out_f32", gm.out}, {"N", gm.N}, {"K", gm.K}});
+      if (l.prefill->epilogue_kernel >= 0)
+        pf["epilogue"] = {{"kernel", kernels[static_cast<size_t>(l.prefill->epilogue_kernel)].name},
                         {"args", l.prefill->epilogue_args},
                         {"layer", l.prefill->epilogue_layer},
                         {"block", l.prefill->block},
@@ -184,12 +186,20 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
       LaunchPlan::Prefill::Gemm lt;
       lt.a = pf.packs[gm.pack].args.back();
       lt.w = buffer_id(gm.weight);
-      lt.out = scratch("launch" + std::to_string(li) + ".dots" + std::to_string(j), DType::F32, gm.N, li);
+      if (gm.residual >= 0) {
+        lt.c = buffer_id(gm.residual);
+        lt.out = buffer_id(gm.out);
+        use(lt.c, li);
+        use(lt.out, li);
+      } else {
+        lt.out = scratch("launch" + std::to_string(li) + ".dots" + std::to_string(j), DType::F32, gm.N, li);
+      }
       lt.N = gm.N;
       lt.K = gm.K;
       pf.gemms.push_back(lt);
       dots.push_back(lt.out);
     }
+    if (r.epilogue_source.empty()) return pf;
     pf.epilogue_kernel = kernel_for(r.epilogue_source, "epilogue");
     for (const auto& a : r.epilogue_args) {
       pf.epilogue_args.push_back(buffer_id(a.node));
@@ -242,6 +252,20 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
         for (const auto& a : fa->args) {
           pf.epilogue_args.push_back(buffer_id(a.node));
           use(pf.epilogue_args.back(), static_cast<int32_t>(li));
+        }
+        if (fa->q_pack) {
+          LaunchPlan::Prefill::Pack pp;
+          pp.kernel = kernel_for(fa->q_pack->source, "pack");
+          for (const auto& a : fa->q_pack->args) {
+            pp.args.push_back(buffer_id(a.node));
+            use(pp.args.back(), static_cast<int32_t>(li));
+          }
+          pp.args.push_back(scratch("launch" + std::to_string(li) + ".q.bf16", DType::BF16, fa->q_pack->K,
+                                    static_cast<int32_t>(li)));
+          pp.K = fa->q_pack->K;
+          pp.layer = fa->q_pack->layer;
+          pf.epilogue_args.push_back(pp.args.back());
+          pf.packs.push_back(pp);
         }
         pf.work_const = {fa->heads};
         pf.work_t_power = {0};

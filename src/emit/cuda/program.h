@@ -66,11 +66,12 @@ struct LaunchPlan {
     };
     struct Gemm {
       int32_t a = -1, w = -1, out = -1;  ///< buffers: packed bf16 [T, K], weight bf16 [N, K], f32 [T, N]
+      int32_t c = -1;                    ///< >= 0: out = c + a @ w^T (a residual add, no epilogue)
       int64_t N = 0, K = 0;
     };
     std::vector<Pack> packs;
     std::vector<Gemm> gemms;
-    int32_t epilogue_kernel = -1;
+    int32_t epilogue_kernel = -1;        ///< -1: none (the GEMM's output is the stage's)
     std::vector<int32_t> epilogue_args;  ///< buffer ids, the dot buffers last
     int64_t epilogue_layer = -1;
     std::vector<int64_t> work_const;     ///< epilogue: one thread per output element

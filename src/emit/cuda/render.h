@@ -61,6 +61,9 @@ struct GemmPrefillRender {
     size_t pack = 0;              ///< index into packs: the A operand
     ir::ValueId weight = -1;      ///< the bf16 Param node W [N, K]
     int64_t N = 0, K = 0;
+    /// >= 0: the stage is `out = residual + dot` (one GEMM): cuBLASLt writes `out` with the
+    /// residual as C, and there is no epilogue kernel (epilogue_source empty).
+    ir::ValueId residual = -1, out = -1;
   };
   std::vector<Pack> packs;
   std::vector<Gemm> gemms;        ///< matmul j of the stage (stage order) -> epilogue param d<j>
@@ -79,10 +82,13 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
 /// tensor cores, bf16 operands, fp32 softmax) over the stage's q/k/v/position lambdas. Grid:
 /// ceil(T / 64) * heads blocks of 128 threads.
 struct AttentionPrefillRender {
-  std::string source;           ///< KERNEL_NAME(args..., long T)
+  std::string source;           ///< KERNEL_NAME(args..., [const unsigned short* qpacked,] long T)
   std::vector<KernelArg> args;
   int64_t heads = 0;
   int64_t layer = -1;
+  /// When k and v are contiguous cache rows: q is first packed as bf16 [T, H * Dh] by this kernel
+  /// (its output is the flash kernel's `qpacked`).
+  std::optional<GemmPrefillRender::Pack> q_pack;
 };
 
 /// The prefill form of attention stage `stage`, or nullopt (head_dim not 16/32/64/128: the

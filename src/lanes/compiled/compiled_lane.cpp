@@ -79,6 +79,7 @@ class CompiledLane : public Lane {
     for (const auto& in : g.inputs)
       if (in.name != "tokens" && in.name != "pos")
         throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
+    find_last_row_launch(staged);
     tokens_is_first_ = g.inputs.at(0).name == "tokens";
     vocab_ = g.at(g.outputs.at(0)).shape.back().coeff;
     argmax_ = cuda::DeviceBuffer(sizeof(int32_t));
@@ -252,11 +253,17 @@ class CompiledLane : public Lane {
     const auto& pf = *l.prefill;
     auto elementwise_grid = [](int64_t n) { return std::clamp<int64_t>((n + 255) / 256, 1, 4096); };
     for (const auto& pk : pf.packs) launch_kernel(pk.kernel, pk.args, pk.layer, elementwise_grid(T * pk.K), 256, T);
-    for (const auto& gm : pf.gemms)
-      gemm_.matmul(static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.a)]),
-                   static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.w)]),
-                   static_cast<float*>(ptrs_[static_cast<size_t>(gm.out)]), static_cast<int>(T), static_cast<int>(gm.N),
-                   static_cast<int>(gm.K), false, stream_.get());
+    for (const auto& gm : pf.gemms) {
+      const auto* a = static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.a)]);
+      const auto* w = static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.w)]);
+      auto* out = static_cast<float*>(ptrs_[static_cast<size_t>(gm.out)]);
+      const int t = static_cast<int>(T), n = static_cast<int>(gm.N), k = static_cast<int>(gm.K);
+      if (gm.c >= 0)
+        gemm_.matmul_add(a, w, static_cast<const float*>(ptrs_[static_cast<size_t>(gm.c)]), out, t, n, k, stream_.get());
+      else
+        gemm_.matmul(a, w, out, t, n, k, false, stream_.get());
+    }
+    if (pf.epilogue_kernel < 0) return;
     if (pf.t_tile > 0)
       return launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer,
                            (T + pf.t_tile - 1) / pf.t_tile * pf.work_const.at(0), pf.block, T);
@@ -269,8 +276,52 @@ class CompiledLane : public Lane {
     launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer, elementwise_grid(work), pf.block, T);
   }
 
+  // The lane hands out the logits of the last position only, so at T > 1 the final launch (the
+  // LM head, by far the largest GEMM of a prefill: V x D per row) may run for that row alone, as
+  // a decode step on row T - 1 (as transformers' logits_to_keep=1). Allowed when that launch
+  // writes the output and no state, and every buffer it touches is either independent of T or
+  // laid out [T, ...] (row T - 1 then starts at a fixed offset).
+  void find_last_row_launch(const lift::StagedProgram& staged) {
+    const ir::Graph& g = staged.graph;
+    if (prog_.launches.empty() || prog_.outputs.size() != 1) return;
+    const auto li = static_cast<int32_t>(prog_.launches.size() - 1);
+    const auto& l = prog_.launches.back();
+    if (std::find(l.args.begin(), l.args.end(), prog_.outputs[0]) == l.args.end()) return;
+    for (int32_t st : l.stages)
+      for (ir::ValueId v : staged.stages[static_cast<size_t>(st)].nodes)
+        if (g.at(v).op == ir::Op::StateWrite) return;
+    std::vector<std::pair<int32_t, int64_t>> offsets;
+    for (int32_t b : l.args) {
+      const auto& buf = prog_.buffers[static_cast<size_t>(b)];
+      if (buf.elems_t_power == 0) continue;
+      const ir::Shape* shape = nullptr;
+      if (buf.kind == BufferKind::Arena && buf.node >= 0) shape = &g.at(buf.node).shape;
+      if (buf.kind == BufferKind::Input) shape = &g.inputs[static_cast<size_t>(buf.index)].shape;
+      if (!shape || shape->empty() || (*shape)[0].is_const() || (*shape)[0].coeff != 1 || buf.elems_t_power != 1)
+        return;
+      offsets.push_back({b, buf.elems_const * static_cast<int64_t>(dtype_size(buf.dtype))});
+    }
+    last_row_launch_ = li;
+    last_row_offsets_ = std::move(offsets);
+  }
+
+  void shift_rows(int64_t rows) {
+    for (auto [b, row_bytes] : last_row_offsets_) {
+      void*& ptr = ptrs_[static_cast<size_t>(b)];
+      ptr = static_cast<char*>(ptr) + rows * row_bytes;
+    }
+  }
+
+  void launch_at(size_t i, int64_t T) {
+    const auto& l = prog_.launches[i];
+    if (T == 1 || static_cast<int32_t>(i) != last_row_launch_) return launch_one(l, T);
+    shift_rows(T - 1);
+    launch_kernel(l.kernel, l.args, l.layer, l.grid(1), l.block, 1);
+    shift_rows(-(T - 1));
+  }
+
   void launch_all(int64_t T) {
-    for (const auto& l : prog_.launches) launch_one(l, T);
+    for (size_t i = 0; i < prog_.launches.size(); ++i) launch_at(i, T);
   }
 
   // LG_PROFILE_LAUNCHES=1: the second step of each T (the first pays for lazy module loading and
@@ -282,7 +333,7 @@ class CompiledLane : public Lane {
     std::vector<cuda::Event> ev(prog_.launches.size() + 1);
     ev[0].record(s);
     for (size_t i = 0; i < prog_.launches.size(); ++i) {
-      launch_one(prog_.launches[i], T);
+      launch_at(i, T);
       ev[i + 1].record(s);
     }
     stream_.synchronize();
@@ -327,6 +378,8 @@ class CompiledLane : public Lane {
   cuda::GraphExec graph_;
   cuda::LtGemm gemm_;
   cuda::DeviceBuffer argmax_;      ///< int: the greedy token of the last step
+  int32_t last_row_launch_ = -1;   ///< see find_last_row_launch
+  std::vector<std::pair<int32_t, int64_t>> last_row_offsets_;  ///< (buffer, bytes per row of T)
   int32_t* pinned_ = nullptr;      ///< host: tokens [max_t], positions [max_t], argmax [1]
 };
 

@@ -83,4 +83,13 @@ void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out,
            "Matmul");
 }
 
+void LtGemm::matmul_add(const __nv_bfloat16* in, const __nv_bfloat16* W, const float* residual, float* out, int T,
+                        int N, int K, cudaStream_t stream) {
+  Impl::Plan& p = impl_->plan(T, N, K);
+  const float alpha = 1.f, beta = 1.f;
+  lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, residual, p.c, out, p.c, &p.algo,
+                          impl_->workspace.data(), kWorkspaceBytes, stream),
+           "Matmul (C != D)");
+}
+
 }  // namespace lg::cuda

@@ -27,6 +27,11 @@ class LtGemm {
   void matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out, int T, int N, int K, bool accumulate,
               cudaStream_t stream);
 
+  /// out = residual + in @ W^T, with residual f32 [T, N] another buffer (cuBLASLt's C != D): a
+  /// residual add whose result is a new value, as the compiled lane's SSA buffers are.
+  void matmul_add(const __nv_bfloat16* in, const __nv_bfloat16* W, const float* residual, float* out, int T, int N,
+                  int K, cudaStream_t stream);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
