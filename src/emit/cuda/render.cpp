@@ -24,13 +24,14 @@ ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v) {
 }
 
 std::string device_prelude() {
-  return std::string(kFlashAttentionTemplate) + R"(
-// The compiled program's policy for lg_fa::attention_block: q, k, v and the query positions are
-// the attention stage's own lambdas (views, RoPE, norms inline), rounded to bf16 on the way in.
-// The same when k and v are layer slices of f32 caches laid out [kv head][position][dim] (what
-// `kcache[l]` reads): 16-byte loads straight from the cache rows instead of 8 lambda calls.
-// q comes packed as bf16 [T, H * DH] by a pack kernel (the RoPE and norms of q are computed once
-// per element there, at full occupancy, not inside this 2-blocks-per-SM kernel).
+  return "// lanegraph compiled program: device helpers shared by every kernel, after the flash-attention\n"
+         "// template (src/kernels/flash_attention.cuh) that attention stages instantiate at T > 1.\n" +
+         std::string(kFlashAttentionTemplate) + R"(
+// The compiled program's policies for lg_fa::attention_block.
+// When k and v are layer slices of f32 caches laid out [kv head][position][dim] (what `kcache[l]`
+// reads): 16-byte loads straight from the cache rows, rounded to bf16; q comes packed as bf16
+// [T, H * DH] by a pack kernel (its RoPE and norms computed once per element there, at full
+// occupancy, not inside this 2-blocks-per-SM kernel).
 template <int DH, class P, class O> struct lg_attn_policy_rows {
   const P& p; const O& o;
   const unsigned short* q; long q_row;
@@ -53,6 +54,8 @@ template <int DH, class P, class O> struct lg_attn_policy_rows {
   __device__ int pos(int t) const { return (int)p(t); }
   __device__ void store_o2(int t, int h, int d, float o0, float o1) const { o(t, h, d, o0, o1); }
 };
+// Otherwise: q, k, v and the query positions are the attention stage's own lambdas (views, RoPE,
+// norms inline), rounded to bf16 on the way in.
 template <class Q, class K, class V, class P, class O> struct lg_attn_policy {
   const Q& q; const K& k; const V& v; const P& p; const O& o;
   template <class F> __device__ __forceinline__ uint4 pack8(const F& f, int a, int b, int d0) const {
@@ -69,7 +72,7 @@ template <class Q, class K, class V, class P, class O> struct lg_attn_policy {
   __device__ int pos(int t) const { return (int)p(t); }
   __device__ void store_o2(int t, int h, int d, float o0, float o1) const { o(t, h, d, o0, o1); }
 };
-// lanegraph compiled program: device helpers shared by every kernel.
+// bf16 widening, warp reductions, loads.
 __device__ __forceinline__ float lg_bf16(unsigned short v) { return __uint_as_float(((unsigned)v) << 16); }
 __device__ __forceinline__ float lg_bf16_lo(unsigned v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float lg_bf16_hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }

@@ -10,7 +10,6 @@
 #include <future>
 #include <iostream>
 #include <map>
-#include <set>
 #include <thread>
 
 #include "emit/cuda/nvrtc.h"
@@ -107,6 +106,9 @@ class CompiledLane : public Lane {
     if (start_pos < 0 || start_pos + T > max_seq_)
       throw Error("compiled lane: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) +
                   " exceed the KV cache of " + std::to_string(max_seq_));
+    if (T > prog_.max_t)
+      throw Error("compiled lane: a step of " + std::to_string(T) + " tokens exceeds the program's largest T (" +
+                  std::to_string(prog_.max_t) + ")");
     // Pinned staging: the copies are truly asynchronous and cost a few microseconds, not a
     // pageable bounce (it matters at decode, where a small model's whole step is ~1 ms).
     int32_t* htok = pinned_;
@@ -151,8 +153,8 @@ class CompiledLane : public Lane {
   }
 
  private:
-  // NVRTC compiles the kernels in chunks on every core (a 36-layer program has about a hundred
-  // kernels: minutes on one thread at -O3); each chunk is its own cached cubin and library.
+  // NVRTC compiles the kernels in chunks on every core (each kernel that instantiates the
+  // flash-attention template takes seconds at -O3); each chunk is its own cached cubin and library.
   void compile_kernels(const std::string& model) {
     const size_t nk = prog_.kernels.size();
     const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 32));
@@ -325,9 +327,9 @@ class CompiledLane : public Lane {
   }
 
   // LG_PROFILE_LAUNCHES=1: the second step of each T (the first pays for lazy module loading and
-  // cuBLASLt's set-up) is run once more beforehand with an event around every
-  // launch; stderr gets the time per kernel, summed over its launches, largest first. The KV
-  // cache is rewritten by the real step that follows.
+  // cuBLASLt's set-up) is run once more beforehand with an event around every launch; stderr gets
+  // the time per kernel, summed over its launches, largest first. The KV cache is rewritten by the
+  // real step that follows.
   void profile(int64_t T) {
     cudaStream_t s = stream_.get();
     std::vector<cuda::Event> ev(prog_.launches.size() + 1);
