@@ -1,6 +1,9 @@
 // `lg inspect DIR`: what a Hugging Face model directory holds, as lanegraph reads it: the
 // architecture and dims from config.json, the checkpoint's parameter count, bytes and weights
 // hash, and every tensor with its dtype and shape. `--json` prints the same as one JSON object.
+// It also cross-checks config.json's dims against the tensor shapes, and with `--check` scans
+// every weight for NaN/Inf; either finding is printed as `lg: error: ...` and exits 1.
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <string>
@@ -11,6 +14,7 @@
 
 #include "cli/command.h"
 #include "model/model_dir.h"
+#include "model/weight_checks.h"
 
 namespace {
 
@@ -103,14 +107,34 @@ LG_COMMAND("inspect", [](CLI::App& app) {
   auto* sub = app.add_subcommand("inspect", "Show a Hugging Face model directory: config, dims, tensors");
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto check = std::make_shared<bool>(false);
   sub->add_option("dir", *dir, "model directory (config.json + safetensors)")->required();
   sub->add_flag("--json", *json, "print one JSON object instead of text");
-  return [dir, json]() {
+  sub->add_flag("--check", *check, "also scan every weight for NaN/Inf (reads the whole checkpoint once)");
+  return [dir, json, check]() {
     const ModelDir m = ModelDir::open(*dir);
-    if (*json)
-      std::cout << to_json(m).dump(2) << "\n";
-    else
+    const std::vector<std::string> mismatches = lg::model::config_shape_mismatches(m.config, m.checkpoint);
+    std::vector<lg::model::NonFiniteTensor> bad;
+    if (*check) bad = lg::model::find_non_finite(m.checkpoint);
+    if (*json) {
+      auto j = to_json(m);
+      j["config_mismatches"] = mismatches;
+      if (*check) {
+        auto& nf = j["non_finite"] = nlohmann::ordered_json::array();
+        for (const auto& t : bad) nf.push_back({{"name", t.name}, {"nan", t.nan}, {"inf", t.inf}, {"first_index", t.first_index}});
+      }
+      std::cout << j.dump(2) << "\n";
+    } else {
       print_text(m);
-    return 0;
+      if (*check && bad.empty()) fmt::print("weights:      all finite (--check)\n");
+    }
+    std::cout.flush();
+    std::fflush(stdout);
+    for (const auto& s : mismatches) std::cerr << "lg: error: " << m.dir.string() << ": " << s << "\n";
+    for (const auto& t : bad)
+      std::cerr << fmt::format("lg: error: {}: tensor {} has {} NaN and {} Inf values (first at flat index {}): the "
+                               "forward would give non-finite logits\n",
+                               m.dir.string(), t.name, t.nan, t.inf, t.first_index);
+    return mismatches.empty() && bad.empty() ? 0 : 1;
   };
 });

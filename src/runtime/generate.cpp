@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "runtime/finite_logits.h"
 #include "support/error.h"
 
 namespace lg::runtime {
@@ -22,7 +23,12 @@ Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateO
   if (options.max_new_tokens < 1) throw Error("max new tokens must be >= 1, got " + std::to_string(options.max_new_tokens));
   Sampler sampler(options.sampling);
   const bool want_logits = !sampler.greedy();
-  auto next = [&](const StepResult& r) { return want_logits ? sampler.pick(r.logits) : r.argmax; };
+  // Sampling sees every lane's logits, so it checks them (the cpu lane also checks when greedy).
+  auto next = [&](const StepResult& r, int64_t position, bool prefill) {
+    if (!want_logits) return r.argmax;
+    check_finite_logits(r.logits, position, prefill, lane.name());
+    return sampler.pick(r.logits);
+  };
   auto is_eos = [&](int32_t t) { return std::find(options.eos_ids.begin(), options.eos_ids.end(), t) != options.eos_ids.end(); };
 
   Generation g;
@@ -31,7 +37,7 @@ Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateO
   const auto t0 = std::chrono::steady_clock::now();
   StepResult r = lane.step(prompt, 0, want_logits);
   g.stats.prefill_s = seconds_since(t0);
-  int32_t tok = next(r);
+  int32_t tok = next(r, n - 1, true);
   g.stats.first_token_s = seconds_since(t0);
   int64_t pos = n;
   const auto t1 = std::chrono::steady_clock::now();
@@ -44,9 +50,9 @@ Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateO
     if (pos >= lane.max_seq()) { g.stats.stop = "context"; break; }
     const int32_t one[1] = {tok};
     r = lane.step(one, pos, want_logits);
+    tok = next(r, pos, false);
     ++pos;
     ++g.stats.decode_steps;
-    tok = next(r);
   }
   g.stats.decode_s = seconds_since(t1);
   return g;

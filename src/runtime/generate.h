@@ -47,7 +47,8 @@ struct Generation {
 std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t vocab_size);
 
 /// Generates after `prompt` on `lane` (which is reset first). Throws lg::Error for an empty
-/// prompt, a prompt longer than the lane's context (max_seq), or max_new_tokens < 1.
+/// prompt, a prompt longer than the lane's context (max_seq), max_new_tokens < 1, or (when sampling)
+/// non-finite logits (check_finite_logits).
 Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateOptions& options);
 
 }  // namespace lg::runtime

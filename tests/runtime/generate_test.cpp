@@ -2,6 +2,8 @@
 // positions it steps at, and the errors for an empty or too long prompt.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "runtime/generate.h"
 #include "support/error.h"
 
@@ -23,12 +25,14 @@ class CountingLane : public Lane {
     if (want_logits) {
       r.logits.assign(50, 0.0f);
       r.logits[static_cast<size_t>(r.argmax)] = 100.0f;  // sampling picks it too
+      if (start_pos + static_cast<int64_t>(tokens.size()) - 1 == nan_at) r.logits.assign(50, std::nanf(""));
     }
     return r;
   }
   void reset() override { ++resets; }
   std::vector<std::pair<int64_t, int64_t>> steps;
   int resets = 0;
+  int64_t nan_at = -1;  ///< the step at this (last) position returns NaN logits, as NaN weights would
 
  private:
   int64_t max_seq_;
@@ -103,6 +107,29 @@ TEST(Generate, RejectsEmptyAndTooLongPrompts) {
     EXPECT_NE(std::string(e.what()).find("5 tokens, more than the context of 4"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(lane.steps.empty());
+}
+
+// Sampling over NaN logits would pick an arbitrary id (the "!!!" of a broken checkpoint): the
+// loop refuses them at the step that made them, prefill or decode, for any lane.
+TEST(Generate, NonFiniteLogitsAreAnErrorNamingTheStep) {
+  GenerateOptions o;
+  o.max_new_tokens = 8;
+  o.sampling.temperature = 1.0;
+  for (auto [nan_at, want] : {std::pair<int64_t, std::string>{6, "lane counting: the decode step at position 6 gave "
+                                                                  "non-finite logits (50 NaN and 0 Inf of 50)"},
+                              {2, "lane counting: the prefill step at position 2 gave non-finite logits"}}) {
+    CountingLane lane(64);
+    lane.nan_at = nan_at;
+    try {
+      generate(lane, std::vector<int32_t>{1, 2, 3}, o);
+      FAIL() << "expected an error at position " << nan_at;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("lg inspect --check"), std::string::npos) << e.what();
+    }
+  }
+  CountingLane finite(64);  // the same loop without NaN runs to the token limit
+  EXPECT_EQ(generate(finite, std::vector<int32_t>{1, 2, 3}, o).tokens.size(), 8u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
+#include "runtime/finite_logits.h"
 #include "runtime/forward_graph.h"
 #include "runtime/sampler.h"
 #include "support/error.h"
@@ -55,6 +56,9 @@ StepResult CpuLane::step(std::span<const int32_t> tokens, int64_t start_pos, boo
   const int64_t T = logits.shape[0], V = logits.shape[1];
   const ir::cpu::Tensor last = ir::cpu::slice(logits, 0, T - 1, T, 1).contiguous();
   const std::span<const float> row(last.fdata(), static_cast<size_t>(V));
+  // One pass over V floats per step (the forward itself reads every weight): a NaN or Inf here
+  // would otherwise pick a garbage token silently.
+  runtime::check_finite_logits(row, start_pos + static_cast<int64_t>(tokens.size()) - 1, tokens.size() > 1, "cpu");
   StepResult r;
   r.argmax = runtime::argmax(row);
   if (want_logits) r.logits.assign(row.begin(), row.end());

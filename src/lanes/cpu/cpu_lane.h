@@ -28,6 +28,7 @@ class CpuLane : public Lane {
   std::string name() const override { return "cpu"; }
   Provenance provenance() const override { return Reference{}; }
   int64_t max_seq() const override { return max_seq_; }
+  /// Throws lg::Error when the last position's logits are not finite (runtime::check_finite_logits).
   StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override;
   void reset() override { executor_.reset(); }
 

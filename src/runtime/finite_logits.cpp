@@ -1,0 +1,22 @@
+#include "runtime/finite_logits.h"
+
+#include <cmath>
+
+#include "support/error.h"
+
+namespace lg::runtime {
+
+void check_finite_logits(std::span<const float> logits, int64_t position, bool prefill, const std::string& lane) {
+  size_t nan = 0, inf = 0;
+  for (const float x : logits) {
+    if (std::isnan(x)) ++nan;
+    else if (std::isinf(x)) ++inf;
+  }
+  if (nan + inf == 0) return;
+  throw Error("lane " + lane + ": the " + (prefill ? "prefill" : "decode") + " step at position " +
+              std::to_string(position) + " gave non-finite logits (" + std::to_string(nan) + " NaN and " +
+              std::to_string(inf) + " Inf of " + std::to_string(logits.size()) +
+              "): the weights likely hold NaN/Inf values; `lg inspect --check MODEL_DIR` names the tensors");
+}
+
+}  // namespace lg::runtime

@@ -1,0 +1,17 @@
+// The check that turns NaN/Inf logits into an error instead of a garbage token: a checkpoint
+// with non-finite weights (a broken conversion, an overflowed fp16 export) makes every logit
+// NaN, and argmax or sampling over NaN picks an arbitrary id that decodes to text like "!!!".
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace lg::runtime {
+
+/// Throws lg::Error if `logits` (one position's row, f32[V]) holds a NaN or Inf, naming the lane,
+/// the step (prefill or decode), its position and the counts, and pointing at
+/// `lg inspect --check MODEL_DIR`. One pass over V floats: cheap next to the forward that made them.
+void check_finite_logits(std::span<const float> logits, int64_t position, bool prefill, const std::string& lane);
+
+}  // namespace lg::runtime

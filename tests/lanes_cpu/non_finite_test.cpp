@@ -1,0 +1,83 @@
+// A checkpoint with one NaN weight makes every logit NaN; the cpu lane must say so at the step
+// that produced them instead of returning an arbitrary argmax (which `lg run` printed as "!!!").
+// The fixture tiny-qwen3 is copied and one element of model.norm.weight set to NaN in place.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "lanes/cpu/cpu_lane.h"
+#include "model/model_dir.h"
+#include "runtime/generate.h"
+#include "support/error.h"
+
+namespace lg {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Copies fixtures/tiny-qwen3 to a fresh temp folder and writes NaN into element `index` of
+/// `tensor` (read from the safetensors header: u64 length, JSON, data).
+fs::path nan_copy(const std::string& tensor, uint64_t index) {
+  const fs::path src = fs::path(LG_SHARED_DIR) / "fixtures/tiny-qwen3";
+  const fs::path dst = fs::temp_directory_path() / ("lg_nan_model_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dst);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"}) fs::copy_file(src / f, dst / f);
+  std::fstream io(dst / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t n = 0;
+  io.read(reinterpret_cast<char*>(&n), 8);
+  std::string header(n, '\0');
+  io.read(header.data(), static_cast<std::streamsize>(n));
+  const auto h = nlohmann::json::parse(header).at(tensor);
+  const uint64_t begin = h.at("data_offsets")[0].get<uint64_t>();
+  const std::string dtype = h.at("dtype");
+  io.seekp(static_cast<std::streamoff>(8 + n + begin));
+  if (dtype == "F32") {
+    const float v = std::nanf("");
+    io.seekp(static_cast<std::streamoff>(index * 4), std::ios::cur);
+    io.write(reinterpret_cast<const char*>(&v), 4);
+  } else {
+    const uint16_t v = dtype == "BF16" ? 0x7FC0 : 0x7E00;
+    io.seekp(static_cast<std::streamoff>(index * 2), std::ios::cur);
+    io.write(reinterpret_cast<const char*>(&v), 2);
+  }
+  if (!io) throw std::runtime_error("cannot patch " + (dst / "model.safetensors").string());
+  return dst;
+}
+
+TEST(CpuLaneNonFinite, NanWeightIsAnErrorAtTheFirstStep) {
+  const fs::path dir = nan_copy("model.norm.weight", 3);
+  const auto model = model::ModelDir::open(dir);
+  auto lane = make_cpu_lane(model, 16);
+  const std::vector<int32_t> prompt{5, 9, 2};
+  for (bool want_logits : {false, true}) {
+    try {
+      lane->reset();
+      lane->step(prompt, 0, want_logits);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("lane cpu: the prefill step at position 2 gave non-finite logits"), std::string::npos) << m;
+      EXPECT_NE(m.find("lg inspect --check"), std::string::npos) << m;
+    }
+  }
+  // Greedy generation (what `lg run` does by default) stops with the error too.
+  runtime::GenerateOptions o;
+  o.max_new_tokens = 4;
+  EXPECT_THROW(runtime::generate(*lane, prompt, o), Error);
+  fs::remove_all(dir);
+}
+
+TEST(CpuLaneNonFinite, TheUnpatchedFixtureRuns) {
+  const auto model = model::ModelDir::open(fs::path(LG_SHARED_DIR) / "fixtures/tiny-qwen3");
+  auto lane = make_cpu_lane(model, 16);
+  runtime::GenerateOptions o;
+  o.max_new_tokens = 4;
+  EXPECT_EQ(runtime::generate(*lane, std::vector<int32_t>{5, 9, 2}, o).tokens.size(), 4u);
+}
+
+}  // namespace
+}  // namespace lg
