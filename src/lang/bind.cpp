@@ -55,7 +55,12 @@ void Elaborator::declare_global(const std::string& name, const Span& span, Value
 bool Elaborator::eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, ir::Shape& shape) {
   bool ok = true;
   auto dt = resolve_dtype(t.dtype);
-  if (!dt) {
+  const auto named = globals_.find(t.dtype);
+  if (!dt && named != globals_.end() && named->second.is_error()) {
+    // A `dtype` declaration that failed has been reported once; every type naming it is
+    // silently an error too (as an erroneous value silences the checks that use it).
+    ok = false;
+  } else if (!dt) {
     err(t.dtype_span, "unknown dtype '" + t.dtype + "': expected bf16, f16, f32, i32, bool or a `dtype` declaration");
     ok = false;
   } else {

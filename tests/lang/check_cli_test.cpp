@@ -71,6 +71,33 @@ TEST(CheckCli, BadProgramExitsOneWithDiagnostics) {
   EXPECT_NE(r.out.find(" 4 |     return t @ t"), std::string::npos);
 }
 
+/// 1-based line of the first line of `path` holding `needle` (0 if none).
+int line_of(const std::string& path, const std::string& needle) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(needle) != std::string::npos) return n;
+  return 0;
+}
+
+// Each shipped program declares the config model_type it implements; a config of another
+// architecture is refused at that `require`, naming the file and line (qwen2.lg used to accept
+// a qwen3 config: same tensor names, but no q/k norm and a bias the checkpoint lacks).
+TEST(CheckCli, AProgramRefusesAConfigOfAnotherModelType) {
+  const std::pair<const char*, const char*> cases[] = {{"qwen2", "tiny-qwen3"}, {"qwen3", "tiny-qwen2"}};
+  for (auto [name, fixture] : cases) {
+    const std::string file = kSource + "/models/" + name + ".lg";
+    const int line = line_of(file, "require (config.model_type");
+    ASSERT_GT(line, 0) << file << " declares no model_type";
+    CliRun r = run("check " + file + " --config " + kShared + "/fixtures/" + fixture);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find(std::string(name) + ".lg:" + std::to_string(line) + ":3: error: requirement failed: " + name +
+                         ".lg is the forward of config model_type \"" + name + "\""),
+              std::string::npos)
+        << r.out;
+  }
+}
+
 TEST(CheckCli, HelpAndUsage) {
   CliRun h = run("check --help");
   EXPECT_EQ(h.code, 0);

@@ -4,7 +4,9 @@
 // is caused by the mistake.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "lang/lower.h"
@@ -217,6 +219,35 @@ TEST(Diagnostics, ALayerBodyErrorIsReportedOnceNotPerLayer) {
   EXPECT_EQ(out.diagnostics[0].span.line, 11);
   EXPECT_EQ(out.diagnostics[0].message,
             "wrong rank: '@' needs operands of rank 2 or more, found tensor f32[T, 64] @ tensor f32[64]");
+}
+
+// A `dtype` declaration that fails is reported once: the params, states and casts that name it
+// are silently erroneous, instead of one "unknown dtype 'W'" per use (15 for qwen3.lg before).
+TEST(Diagnostics, ABadDtypeDeclarationIsReportedOnce) {
+  for (const std::string value : {"\"bfloat17\"", "config.nope", "3"}) {
+    std::string src = program("  dtype W = " + value + "\n  param w: W[D, D] = \"model.norm.weight\"\n" +
+                                  "  layers l in 0..2 {\n    param n: W[D] = \"model.layers.{l}.norm\"\n  }\n",
+                              "    y = x.to(W) @ w\n    for l in layers {\n      x = x * l.n\n    }\n");
+    auto out = lg::lang::check_source("bad.lg", src, config(), {});
+    ASSERT_EQ(out.diagnostics.size(), 1u) << value << "\n" << out.rendered;
+    EXPECT_EQ(out.diagnostics[0].span.line, 5) << out.rendered;
+  }
+  // A dtype name never declared is still reported at each use.
+  auto undeclared = lg::lang::check_source("bad.lg", program("  param w: X[D] = \"a\"\n  param v: X[D] = \"b\"\n", ""),
+                                           config(), {});
+  EXPECT_EQ(undeclared.diagnostics.size(), 2u) << undeclared.rendered;
+  // The shipped qwen3.lg with its dtype line broken: one error, at that line.
+  std::ifstream in(std::string(LG_SOURCE_DIR) + "/models/qwen3.lg");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string decl = "dtype W     = config.dtype ?? config.torch_dtype ?? \"bfloat16\"";
+  const size_t at = text.find(decl);
+  ASSERT_NE(at, std::string::npos) << "qwen3.lg's dtype line changed; update this test";
+  text.replace(at, decl.size(), "dtype W     = \"bfloat17\"");
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  auto qwen3 = lg::lang::check_source("qwen3.lg", text, config(), {});
+  ASSERT_EQ(qwen3.diagnostics.size(), 1u) << qwen3.rendered;
+  EXPECT_EQ(qwen3.diagnostics[0].span.line, line);
+  EXPECT_EQ(qwen3.diagnostics[0].message, "unknown dtype \"bfloat17\": expected bf16, f16, f32 (or bfloat16, float16, float32)");
 }
 
 TEST(Diagnostics, NoInputCanNestWithoutBound) {
