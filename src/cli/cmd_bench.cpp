@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "support/error.h"
 
 #ifdef LG_HAVE_LANE_QWEN
@@ -80,7 +81,11 @@ int run_bench(const BenchOpts& o) {
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
                     "are made on the device for the hand-written and compiled lanes only)");
   if (!is_dir) (void)lg::qwen::qwen3_preset(o.shape);  // an unknown shape name is an error first
-  if (!lg::cuda::cuda_device_available()) throw lg::Error("lg bench: no CUDA device");
+  if (!lg::cuda::cuda_device_available())
+    throw lg::Error(o.lane == "cpu" ? "lg bench: no CUDA device: lg bench times a lane next to the GPU's copy bandwidth "
+                                      "(its floor), so it needs a GPU even for --lane cpu; time the CPU reference with "
+                                      "`lg run --lane cpu --model DIR` (it prints prefill and decode speeds)"
+                                    : "lg bench: no CUDA device: the " + o.lane + " lane runs on a GPU");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_seq = std::max(max_prompt, o.decode_prompt + o.decode_tokens) + 8;
@@ -206,10 +211,10 @@ LG_COMMAND("bench", [](CLI::App& app) {
   sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory")->capture_default_str();
   sub->add_option("--prompt-len", o->prompt_lens, "prefill lengths to time")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20))
+      ->check(lg::cli::int_in_range(2, int64_t{1} << 20))
       ->capture_default_str();
   sub->add_option("--decode-tokens", o->decode_tokens, "decode steps to time (the median is reported)")
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20))
+      ->check(lg::cli::int_in_range(2, int64_t{1} << 20))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   return [o]() -> int { return run_bench(*o); };

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "lang/lower.h"
 #include "lang/value.h"
 #include "model/config.h"
@@ -38,7 +39,7 @@ LG_COMMAND("check", [](CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
-      ->check(CLI::PositiveNumber);
+      ->check(lg::cli::at_least_one());
   sub->add_flag("--quiet,-q", opts->quiet, "print nothing when the program checks");
   return [opts]() -> int {
     nlohmann::json config = lg::model::read_config_json(opts->config);

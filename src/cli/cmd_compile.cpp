@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "emit/cuda/program.h"
 #include "lang/lower.h"
 #include "model/config.h"
@@ -37,13 +38,18 @@ LG_COMMAND("compile", [](CLI::App& app) {
   sub->add_option("--config,-c", opts->config, "config.json of the model, or the model directory holding it")
       ->required()
       ->check(CLI::ExistingPath);
-  sub->add_option("-o,--out", opts->out, "output directory (created)");
+  auto* out_opt = sub->add_option("-o,--out", opts->out, "output directory (created)");
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity and largest T (default 4096)")
-      ->check(CLI::PositiveNumber);
-  sub->add_flag("--explain", opts->explain, "print the stages, the source lines each covers, and launches per layer");
+      ->check(lg::cli::at_least_one());
+  auto* explain_flag = sub->add_flag("--explain", opts->explain, "print the stages, the source lines each covers, and launches per layer");
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
+  // Neither output asked for is a usage error (exit 2 with "Run with --help"), raised while
+  // parsing like CLI11's own, not an lg::Error about the program (exit 1).
+  sub->callback([out_opt, explain_flag] {
+    if (out_opt->count() == 0 && explain_flag->count() == 0)
+      throw CLI::ValidationError("lg compile needs -o OUTDIR (write the CUDA program) and/or --explain (print the stages)");
+  });
   return [opts]() -> int {
-    if (opts->out.empty() && !opts->explain) throw lg::Error("lg compile: give -o OUTDIR and/or --explain");
     nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "ir/print.h"
 #include "ir/verify.h"
 #include "lang/lower.h"
@@ -24,7 +25,7 @@ LG_COMMAND("ir", [](CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
-      ->check(CLI::PositiveNumber);
+      ->check(lg::cli::at_least_one());
   return [opts]() -> int {
     const nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "locks/lock.h"
 #include "model/model_dir.h"
@@ -161,7 +162,7 @@ LG_COMMAND("lock", [](CLI::App& app) {
   auto* add = lock->add_subcommand("new", "Record a lock with the CPU reference lane from a golden.json's prompts");
   add->add_option("--model", o->model, "Model directory (as it should be written in the lock)")->required();
   add->add_option("--golden", o->golden, "JSON file with cases[].prompt_ids")->required();
-  add->add_option("--new-tokens", o->new_tokens, "Greedy tokens per prompt")->capture_default_str();
+  add->add_option("--new-tokens", o->new_tokens, "Greedy tokens per prompt")->capture_default_str()->check(at_least_one());
   add->add_option("-o,--out", o->out, "Lock file to write")->required();
   auto* update = lock->add_subcommand("update", "Re-record every lock in the folder with the CPU reference lane");
   auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
@@ -173,7 +174,8 @@ LG_COMMAND("lock", [](CLI::App& app) {
   check->add_flag("--compare-logits", o->compare_logits,
                   "Also run the CPU reference on the same tokens and report the largest logit differences");
   check->add_option("--threshold", o->threshold,
-                    "Margin below which a differing token is excused (default: by lane, docs/locks.md)");
+                    "Margin below which a differing token is excused (default: by lane, docs/locks.md)")
+      ->check(non_negative_number());
   return [o, add, update, check]() {
     if (add->parsed()) return run_new(*o);
     if (update->parsed()) return run_update(*o);

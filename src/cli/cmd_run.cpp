@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
@@ -97,7 +98,14 @@ int run(const RunOpts& o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
-  const lg::runtime::Generation g = lg::runtime::generate(*lane, prompt, gen);
+  lg::runtime::Generation g;
+  try {
+    g = lg::runtime::generate(*lane, prompt, gen);
+  } catch (const lg::Error&) {
+    std::fputs("\n", stdout);  // the echoed prompt ends its line before the error on stderr
+    std::fflush(stdout);
+    throw;
+  }
   const std::string rest = stream.finish();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fputs("\n", stdout);
@@ -120,11 +128,11 @@ LG_COMMAND("run", [](CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   sub->add_option("--prompt,-p", o->prompt, "prompt text")->required();
-  sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most")->capture_default_str()->check(lg::cli::at_least_one());
   sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)");
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
-  sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(CLI::PositiveNumber);
+  sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::at_least_one());
   sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)");
   sub->add_option("--top-k", o->top_k, "keep the k most likely tokens when sampling (0 = off)");
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "server/server.h"
 
@@ -36,8 +37,8 @@ LG_COMMAND("serve", [](CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
-  sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
+  sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));
   sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")
-      ->check(CLI::PositiveNumber);
+      ->check(lg::cli::at_least_one());
   return [o]() -> int { return serve(*o); };
 });

@@ -59,6 +59,9 @@ Lock read_lock(const std::filesystem::path& file) {
   lock.model = field<std::string>(j, "model", where);
   lock.weights_hash = field<std::string>(j, "weights_hash", where);
   lock.new_tokens = field<int64_t>(j, "new_tokens", where);
+  // A lock of zero tokens checks nothing and would pass any lane.
+  if (lock.new_tokens < 1)
+    throw Error(where + ": field 'new_tokens' must be at least 1, got " + std::to_string(lock.new_tokens));
   lock.made_by = j.value("made_by", "");
   const auto cases = field<json>(j, "cases", where);
   if (!cases.is_array() || cases.empty()) throw Error(where + ": field 'cases' must be a non-empty array");
@@ -96,6 +99,9 @@ void write_lock(const std::filesystem::path& file, const Lock& lock) {
 }
 
 LockCase record_case(Lane& lane, const std::vector<int32_t>& prompt, int64_t new_tokens) {
+  if (new_tokens < 1)
+    throw Error("a lock case needs at least 1 new token (--new-tokens), got " + std::to_string(new_tokens));
+  if (prompt.empty()) throw Error("a lock case needs a non-empty prompt_ids");
   LockCase c;
   c.prompt_ids = prompt;
   lane.reset();

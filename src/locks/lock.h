@@ -29,13 +29,14 @@ struct Lock {
   std::vector<LockCase> cases;
 };
 
-/// Reads a lock file; lg::Error names the file and the field at fault.
+/// Reads a lock file; lg::Error names the file and the field at fault (new_tokens < 1 included).
 Lock read_lock(const std::filesystem::path& file);
 /// Writes a lock file (pretty JSON, one case per block).
 void write_lock(const std::filesystem::path& file, const Lock& lock);
 
 /// Greedy generation with teacher forcing recorded as a lock case: runs `prompt` then
 /// `new_tokens` decode steps on `lane`, recording argmax and top-2 margin of each step.
+/// Throws lg::Error if new_tokens < 1 or the prompt is empty.
 LockCase record_case(Lane& lane, const std::vector<int32_t>& prompt, int64_t new_tokens);
 
 /// The rule of docs/locks.md: a lane may pick another token than the lock only at a step whose

@@ -153,5 +153,32 @@ TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
   fs::remove_all(dir);
 }
 
+// A lock of zero new tokens checks nothing and passes any lane: recording one and reading one
+// are both refused with the count in the message.
+TEST(Lock, ZeroNewTokensIsRefused) {
+  ToyLane lane(std::random_device{}());
+  for (int64_t n : {0, -3}) {
+    try {
+      record_case(lane, {3, 1}, n);
+      FAIL() << "expected an error for new_tokens " << n;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("at least 1 new token (--new-tokens), got " + std::to_string(n)),
+                std::string::npos) << e.what();
+    }
+  }
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_zero_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "z.lock.json") << R"({"format": "lanegraph-lock/1", "model": "m", "weights_hash": "h",
+    "new_tokens": 0, "cases": [{"prompt_ids": [1], "tokens": [], "margins": []}]})";
+  try {
+    read_lock(dir / "z.lock.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("z.lock.json: field 'new_tokens' must be at least 1, got 0"), std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lg::locks

@@ -1,0 +1,58 @@
+// Readable CLI11 validators for the numeric options of every subcommand. CLI11's own
+// (PositiveNumber, Range) say "Value 0 not in range ..." or "... must be a positive value";
+// these say what the option wants and what it got. CLI11 prefixes the option's name, so a
+// user reads "--max-tokens: must be at least 1, got 0" and exit 2 (a usage error, main.cpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace lg::cli {
+
+/// Parses `s` as a whole base-10 int64 (no sign but '-', no trailing text).
+inline bool parse_int64(const std::string& s, int64_t& out) {
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, out);
+  return ec == std::errc() && p == end && !s.empty();
+}
+
+/// An integer option in [lo, hi]: "must be at least lo, got X" (hi unbounded) or
+/// "must be between lo and hi, got X"; "must be an integer, got 'X'" for text.
+inline CLI::Validator int_in_range(int64_t lo, int64_t hi = INT64_MAX) {
+  const std::string want = hi == INT64_MAX ? "at least " + std::to_string(lo)
+                                           : "between " + std::to_string(lo) + " and " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, want](std::string& s) -> std::string {
+        int64_t v = 0;
+        if (!parse_int64(s, v)) return "must be an integer " + want + ", got '" + s + "'";
+        if (v < lo || v > hi) return "must be " + want + ", got " + s;
+        return {};
+      },
+      "INT " + (hi == INT64_MAX ? ">= " + std::to_string(lo) : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
+}
+
+/// An integer option >= 1 (token counts, context lengths, steps).
+inline CLI::Validator at_least_one() { return int_in_range(1); }
+
+/// A real-number option >= 0 (thresholds): "must be a number >= 0, got X".
+inline CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(s, &used);
+          if (used != s.size()) throw std::invalid_argument(s);
+        } catch (const std::exception&) {
+          return "must be a number >= 0, got '" + s + "'";
+        }
+        if (!(v >= 0)) return "must be a number >= 0, got " + s;
+        return {};
+      },
+      "NUMBER >= 0");
+}
+
+}  // namespace lg::cli

@@ -1,0 +1,94 @@
+// What `lg inspect` and `lg run` say about a broken model directory: a config.json from another
+// size (dims that disagree with the tensor shapes), and a checkpoint holding a NaN weight
+// (`lg run` used to print "!!!" for it; now it stops with an error naming the step).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli_run.h"
+
+namespace lg::cli_test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A temp copy of model directory `src` (files copied, tokenizer.json symlinked), removed at the end.
+struct ModelCopy {
+  fs::path dir;
+  explicit ModelCopy(const fs::path& src) {
+    dir = fs::temp_directory_path() / ("lg_cli_model_" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(src)) {
+      if (e.path().filename() == "tokenizer.json") fs::create_symlink(e.path(), dir / "tokenizer.json");
+      else fs::copy_file(e.path(), dir / e.path().filename());
+    }
+  }
+  ~ModelCopy() { fs::remove_all(dir); }
+  void edit_config(const std::function<void(nlohmann::json&)>& f) const {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+    f(j);
+    std::ofstream(dir / "config.json") << j.dump(2);
+  }
+  /// Writes NaN into element `index` of `tensor` (bf16 or f32) in model.safetensors.
+  void put_nan(const std::string& tensor, uint64_t index) const {
+    std::fstream io(dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t n = 0;
+    io.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    io.read(header.data(), static_cast<std::streamsize>(n));
+    const auto h = nlohmann::json::parse(header).at(tensor);
+    const bool f32 = h.at("dtype") == "F32";
+    io.seekp(static_cast<std::streamoff>(8 + n + h.at("data_offsets")[0].get<uint64_t>() + index * (f32 ? 4 : 2)));
+    const uint32_t nan32 = 0x7FC00000u;
+    const uint16_t nan16 = 0x7FC0;
+    if (f32) io.write(reinterpret_cast<const char*>(&nan32), 4);
+    else io.write(reinterpret_cast<const char*>(&nan16), 2);
+    ASSERT_TRUE(io.good());
+  }
+};
+
+TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
+  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  const CliRun clean = run_lg("inspect " + m.dir.string());
+  EXPECT_EQ(clean.code, 0) << clean.out;
+  m.edit_config([](nlohmann::json& j) {
+    j["vocab_size"] = j["vocab_size"].get<int64_t>() + 10;
+    j["num_attention_heads"] = j["num_attention_heads"].get<int64_t>() * 2;
+  });
+  const CliRun r = run_lg("inspect " + m.dir.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("tensors ("), std::string::npos) << "the listing is still printed\n" << r.out;
+  EXPECT_NE(r.out.find("lg: error: " + m.dir.string() + ": model.embed_tokens.weight is ["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(vocab_size x hidden_size)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.layers.0.self_attn.q_proj.weight is ["), std::string::npos) << r.out;
+  const CliRun j = run_lg("inspect --json " + m.dir.string() + " 2>/dev/null");
+  EXPECT_NE(j.out.find("\"config_mismatches\": ["), std::string::npos) << j.out;
+}
+
+TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
+  ModelCopy m(kSource + "/models/qwen3-pycode-22m");
+  const CliRun clean = run_lg("inspect --check " + m.dir.string());
+  EXPECT_EQ(clean.code, 0) << clean.out;
+  EXPECT_NE(clean.out.find("all finite"), std::string::npos) << clean.out;
+  m.put_nan("model.layers.3.mlp.down_proj.weight", 1234);
+  const CliRun found = run_lg("inspect --check " + m.dir.string());
+  EXPECT_EQ(found.code, 1) << found.out;
+  EXPECT_NE(found.out.find("tensor model.layers.3.mlp.down_proj.weight has 1 NaN and 0 Inf values (first at flat "
+                           "index 1234)"),
+            std::string::npos)
+      << found.out;
+  EXPECT_EQ(run_lg("inspect " + m.dir.string()).code, 0) << "without --check no weight is read";
+
+  const CliRun r = run_lg("run -q -m " + m.dir.string() + " -p 'def add(a, b):' -n 4");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("lg: error: lane cpu: the prefill step at position "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gave non-finite logits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lg inspect --check"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace lg::cli_test

@@ -1,0 +1,31 @@
+// Runs the built `lg` binary through the shell and captures its exit code and output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace lg::cli_test {
+
+struct CliRun {
+  int code;
+  std::string out;  ///< stdout and stderr together
+};
+
+inline CliRun run_lg(const std::string& args) {
+  const std::string cmd = std::string(LG_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+inline const std::string kSource = LG_SOURCE_DIR;
+inline const std::string kShared = LG_SHARED_DIR;
+
+}  // namespace lg::cli_test

@@ -1,0 +1,57 @@
+// Usage errors of every subcommand: a numeric option out of range names the option, what it
+// must be and what it got, and exits 2 like CLI11's own usage errors (not CLI11's bare
+// "Value 0 not in range"); `lg compile` with nothing to produce is a usage error too.
+#include <gtest/gtest.h>
+
+#include "cli_run.h"
+
+namespace lg::cli_test {
+namespace {
+
+const std::string kModel = kSource + "/models/qwen3-pycode-22m";
+const std::string kTiny = kShared + "/fixtures/tiny-qwen3";
+const std::string kQwen3 = kSource + "/models/qwen3.lg";
+
+void expect_usage_error(const std::string& args, const std::string& message) {
+  const CliRun r = run_lg(args);
+  EXPECT_EQ(r.code, 2) << "lg " << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(message), std::string::npos) << "lg " << args << "\n" << r.out;
+  EXPECT_EQ(r.out.find("lg: error:"), std::string::npos) << "refused while parsing, before the command ran\n" << r.out;
+}
+
+TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
+  expect_usage_error("run -m " + kModel + " -p hi --max-tokens 0", "--max-tokens: must be at least 1, got 0");
+  expect_usage_error("run -m " + kModel + " -p hi -n -4", "--max-tokens: must be at least 1, got -4");
+  expect_usage_error("run -m " + kModel + " -p hi --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("lock new --model " + kTiny + " --golden " + kTiny + "/golden.json -o /dev/null --new-tokens 0",
+                     "--new-tokens: must be at least 1, got 0");
+  expect_usage_error("lock check --threshold=-0.5", "--threshold: must be a number >= 0, got -0.5");
+  expect_usage_error("check " + kQwen3 + " -c " + kTiny + " --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("check " + kQwen3 + " -c " + kTiny + " --max-seq abc",
+                     "--max-seq: must be an integer at least 1, got 'abc'");
+  expect_usage_error("ir " + kQwen3 + " -c " + kTiny + " --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("serve -m " + kModel + " --port 0", "--port: must be between 1 and 65535, got 0");
+  expect_usage_error("serve -m " + kModel + " --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("bench --decode-tokens 1", "--decode-tokens: must be between 2 and 1048576, got 1");
+  expect_usage_error("bench --prompt-len 512,0", "--prompt-len: must be between 2 and 1048576, got 0");
+}
+
+TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
+  EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);
+}
+
+// On a machine without a GPU, `lg bench --lane cpu` says what is missing and what to use instead.
+TEST(CliUsage, BenchOfTheCpuLaneSaysWhatIsWrong) {
+  const CliRun preset = run_lg("bench --lane cpu");
+  EXPECT_EQ(preset.code, 1) << preset.out;
+  EXPECT_NE(preset.out.find("--lane cpu needs a model directory as --shape"), std::string::npos) << preset.out;
+  const CliRun dir = run_lg("bench --lane cpu --shape " + kTiny);
+  if (dir.code == 0) GTEST_SKIP() << "a CUDA device is present: bench ran";
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("lg run --lane cpu"), std::string::npos) << dir.out;
+}
+
+}  // namespace
+}  // namespace lg::cli_test
