@@ -91,6 +91,18 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+/// The 8 fp32 values at p (16-byte aligned) as 8 bf16 bit patterns in memory order, rounded to
+/// nearest even: a policy's load from an fp32 q or KV cache.
+__device__ __forceinline__ uint4 load8_f32_as_bf16(const float* p) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+  uint4 r;
+  r.x = pack_bf16x2(a.x, a.y);
+  r.y = pack_bf16x2(a.z, a.w);
+  r.z = pack_bf16x2(b.x, b.y);
+  r.w = pack_bf16x2(b.z, b.w);
+  return r;
+}
+
 /// 2^x (ex2.approx: relative error 2^-22; -inf -> +0).
 __device__ __forceinline__ float exp2_approx(float x) {
   float r;

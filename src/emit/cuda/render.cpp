@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "emit/cuda/templates.h"
 #include "support/error.h"
@@ -37,14 +38,7 @@ template <int DH, class P, class O> struct lg_attn_policy_rows {
   const unsigned short* q; long q_row;
   const float* k; const float* v; long head_stride, row_stride;
   __device__ __forceinline__ uint4 row8(const float* base, int kvh, int j, int d0) const {
-    const float4* r = reinterpret_cast<const float4*>(base + kvh * head_stride + j * row_stride + d0);
-    const float4 a = r[0], b = r[1];
-    uint4 u;
-    u.x = lg_fa::pack_bf16x2(a.x, a.y);
-    u.y = lg_fa::pack_bf16x2(a.z, a.w);
-    u.z = lg_fa::pack_bf16x2(b.x, b.y);
-    u.w = lg_fa::pack_bf16x2(b.z, b.w);
-    return u;
+    return lg_fa::load8_f32_as_bf16(base + kvh * head_stride + j * row_stride + d0);
   }
   __device__ uint4 load_q8(int t, int h, int d0) const {
     return *reinterpret_cast<const uint4*>(q + t * q_row + h * DH + d0);
@@ -833,6 +827,44 @@ struct Renderer {
 
 }  // namespace
 
+// Runs `render(r)` on a fresh Renderer with the layer index lifted to `lg_l`, and once more with
+// constants when that kernel saw more than one layer.
+template <class F>
+auto with_layer_lifting(const lift::StagedProgram& p, F&& render) {
+  for (bool lift : {true, false}) {
+    Renderer r(p);
+    r.lift_layer = lift;
+    auto out = render(r);
+    if (!lift || r.layer_values.size() <= 1) return out;
+  }
+  throw Error("emit: internal error: a kernel rendered with constants still lifted a layer index");
+}
+
+// A pack kernel: node `a` of stage s (shape [T, const...]) evaluated through the stage's lambdas,
+// every element once, written as bf16 rows [T, K] (K = the product of the constant dims).
+GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir::ValueId a,
+                                    const std::map<ir::ValueId, std::string>& dots, const std::string& comment) {
+  return with_layer_lifting(p, [&](Renderer& r) {
+    const ir::Shape& shape = p.graph.at(a).shape;
+    std::ostringstream body;
+    auto nodes = r.closure(s);
+    auto name = r.lambdas(s, nodes, body, dots);
+    std::vector<std::string> ix;
+    for (size_t k = 0; k < shape.size(); ++k) ix.push_back(idx_name(k));
+    GemmPrefillRender::Pack pk;
+    pk.a = a;
+    pk.K = 1;
+    for (size_t k = 1; k < shape.size(); ++k) pk.K *= shape[k].coeff;
+    body << "  for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < T * " << pk.K
+         << "L; e += (long)gridDim.x * blockDim.x) { " << delinear(shape, "e", ix, "t_") << " packed[e] = lg_to_bf16("
+         << name.at(a) << "(" << join(ix) << ")); }\n";
+    pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
+    pk.args = r.args;
+    pk.layer = r.layer();
+    return pk;
+  });
+}
+
 std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t s) {
   const ir::Graph& g = p.graph;
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
@@ -876,43 +908,19 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
     }
   }
   // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas.
-  for (auto& pk : out.packs) {
-    for (bool lift : {true, false}) {
-      Renderer r(p);
-      r.lift_layer = lift;
-      std::ostringstream body;
-      auto nodes = r.closure(s);
-      auto name = r.lambdas(s, nodes, body, zero_dots);
-      const std::string K = std::to_string(pk.K) + "L";
-      body << "  for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < T * " << K
-           << "; e += (long)gridDim.x * blockDim.x) packed[e] = lg_to_bf16(" << name.at(pk.a) << "(e / " << K
-           << ", e % " << K << "));\n";
-      if (lift && r.layer_values.size() > 1) continue;
-      pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"},
-                           "pack a GEMM activation as bf16 for cuBLASLt", body.str());
-      pk.args = r.args;
-      pk.layer = r.layer();
-      break;
-    }
-  }
+  for (auto& pk : out.packs) pk = render_pack(p, s, pk.a, zero_dots, "pack a GEMM activation as bf16 for cuBLASLt");
   if (out.gemms[0].residual >= 0) return out;
   // The epilogue: the stage's GEMM kernel with the dot products read back.
   std::vector<std::string> dot_params;
   for (size_t j = 0; j < out.gemms.size(); ++j) dot_params.push_back("const float* __restrict__ d" + std::to_string(j));
-  for (bool lift : {true, false}) {
-    Renderer r(p);
-    r.lift_layer = lift;
+  std::tie(out.epilogue_source, out.epilogue_args, out.epilogue_layer) = with_layer_lifting(p, [&](Renderer& r) {
     r.scratch_dots = true;
     std::ostringstream body;
     out.work_const.clear();
     out.work_t_power.clear();
     r.gemm_stage(s, body, out.work_const, out.work_t_power);
-    if (lift && r.layer_values.size() > 1) continue;
-    out.epilogue_source = r.kernel("__launch_bounds__(256)", dot_params, "", body.str());
-    out.epilogue_args = r.args;
-    out.epilogue_layer = r.layer();
-    break;
-  }
+    return std::make_tuple(r.kernel("__launch_bounds__(256)", dot_params, "", body.str()), r.args, r.layer());
+  });
   return out;
 }
 
@@ -925,9 +933,7 @@ std::optional<AttentionPrefillRender> render_attention_prefill(const lift::Stage
   const auto& qs = g.at(n.operands[0]).shape;
   const int64_t H = qs[1].coeff, Dh = qs[2].coeff;
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return std::nullopt;
-  for (bool lift : {true, false}) {
-    Renderer r(p);
-    r.lift_layer = lift;
+  AttentionPrefillRender a = with_layer_lifting(p, [&](Renderer& r) {
     std::ostringstream body;
     auto nodes = r.closure(s);
     auto name = r.lambdas(s, nodes, body, {});
@@ -946,53 +952,29 @@ std::optional<AttentionPrefillRender> render_attention_prefill(const lift::Stage
            << "), decltype(" << name.at(n.operands[2]) << "), decltype(" << name.at(n.operands[3])
            << "), decltype(store)> pol{" << name.at(n.operands[0]) << ", " << name.at(n.operands[1]) << ", "
            << name.at(n.operands[2]) << ", " << name.at(n.operands[3]) << ", store};\n";
-    body
-         << "  __shared__ lg_fa::Smem<" << Dh << "> sm;\n"
+    body << "  __shared__ lg_fa::Smem<" << Dh << "> sm;\n"
          << "  int tile, h;\n"
          << "  lg_fa::schedule(blockIdx.x, (int)T, " << H << ", tile, h);\n"
          << "  lg_fa::attention_block<" << Dh << ">(pol, tile, h, (int)T, " << n.attrs.gqa_group << ", "
          << lit(n.attrs.scale) << ", sm);\n";
-    if (lift && r.layer_values.size() > 1) continue;
-    AttentionPrefillRender a;
-    a.source = r.kernel("__launch_bounds__(lg_fa::kThreads)",
-                        rows ? std::vector<std::string>{"const unsigned short* __restrict__ qpacked"}
-                             : std::vector<std::string>{},
-                        "attention stage, T > 1: tensor-core flash attention", body.str());
-    a.args = r.args;
-    a.heads = H;
-    a.layer = r.layer();
-    if (rows) {
-      // The q pack: every element of q [T, H, Dh] once, as bf16 rows.
-      for (bool lift2 : {true, false}) {
-        Renderer rq(p);
-        rq.lift_layer = lift2;
-        std::ostringstream qb;
-        auto qnodes = rq.closure(s);
-        auto qname = rq.lambdas(s, qnodes, qb, {});
-        const std::string HD = std::to_string(H * Dh) + "L", D = std::to_string(Dh) + "L";
-        qb << "  for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < T * " << HD
-           << "; e += (long)gridDim.x * blockDim.x) packed[e] = lg_to_bf16(" << qname.at(n.operands[0]) << "(e / " << HD
-           << ", (e / " << D << ") % " << H << "L, e % " << D << "));\n";
-        if (lift2 && rq.layer_values.size() > 1) continue;
-        a.q_pack = GemmPrefillRender::Pack{};
-        a.q_pack->source = rq.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"},
-                                     "q of a prefill attention as bf16 rows", qb.str());
-        a.q_pack->args = rq.args;
-        a.q_pack->a = n.operands[0];
-        a.q_pack->K = H * Dh;
-        a.q_pack->layer = rq.layer();
-        break;
-      }
-    }
-    return a;
-  }
-  return std::nullopt;
+    AttentionPrefillRender fa;
+    fa.source = r.kernel("__launch_bounds__(lg_fa::kThreads)",
+                         rows ? std::vector<std::string>{"const unsigned short* __restrict__ qpacked"}
+                              : std::vector<std::string>{},
+                         "attention stage, T > 1: tensor-core flash attention", body.str());
+    fa.args = r.args;
+    fa.heads = H;
+    fa.layer = r.layer();
+    if (rows) fa.q_pack = GemmPrefillRender::Pack{};  // rendered below
+    return fa;
+  });
+  // q [T, H, Dh] packed once as bf16 rows, when the kernel reads them so.
+  if (a.q_pack) a.q_pack = render_pack(p, s, n.operands[0], {}, "q of a prefill attention as bf16 rows");
+  return a;
 }
 
 RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages) {
-  for (bool lift : {true, false}) {
-    Renderer r(p);
-    r.lift_layer = lift;
+  return with_layer_lifting(p, [&](Renderer& r) {
     RenderedLaunch out;
     std::ostringstream body;
     for (int32_t s : stages) {
@@ -1011,13 +993,11 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
         r.element_stage(s, body, out.work_const, out.work_t_power);
       }
     }
-    if (r.layer_values.size() > 1) continue;
     out.source = r.kernel("__launch_bounds__(" + std::to_string(out.block) + ")", {}, "", body.str());
     out.args = r.args;
     out.layer = r.layer();
     return out;
-  }
-  throw Error("emit: internal error: a launch rendered with constants still lifted a layer index");
+  });
 }
 
 }  // namespace lg::emit::cuda

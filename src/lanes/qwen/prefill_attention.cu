@@ -21,14 +21,7 @@ template <int DH> struct LanePolicy {
   int pos0, H, S;
 
   __device__ __forceinline__ uint4 load_q8(int t, int h, int d0) const {
-    const float4* src = reinterpret_cast<const float4*>(q + (static_cast<size_t>(t) * H + h) * DH + d0);
-    const float4 a = src[0], b = src[1];
-    uint4 r;
-    r.x = lg_fa::pack_bf16x2(a.x, a.y);
-    r.y = lg_fa::pack_bf16x2(a.z, a.w);
-    r.z = lg_fa::pack_bf16x2(b.x, b.y);
-    r.w = lg_fa::pack_bf16x2(b.z, b.w);
-    return r;
+    return lg_fa::load8_f32_as_bf16(q + (static_cast<size_t>(t) * H + h) * DH + d0);
   }
   __device__ __forceinline__ uint4 load_k8(int kvh, int j, int d0) const {
     return *reinterpret_cast<const uint4*>(k + (static_cast<size_t>(kvh) * S + j) * DH + d0);
