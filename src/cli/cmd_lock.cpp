@@ -10,6 +10,7 @@
 #include "lanes/factory.h"
 #include "locks/lock.h"
 #include "model/model_dir.h"
+#include "model/weight_checks.h"
 #include "support/error.h"
 
 namespace fs = std::filesystem;
@@ -44,6 +45,13 @@ fs::path resolve_model(const locks::Lock& lock, const LockOptions& o) {
   return p;
 }
 
+/// Opens a model directory to run it, refusing a config.json whose dims disagree with the weights.
+model::ModelDir open_model(const fs::path& path) {
+  auto dir = model::ModelDir::open(path);
+  model::require_config_matches_shapes(dir.config, dir.checkpoint, path.string());
+  return dir;
+}
+
 std::vector<fs::path> lock_files(const std::string& dir) {
   if (!fs::is_directory(dir)) throw Error(dir + ": no such locks folder");
   std::vector<fs::path> files;
@@ -75,7 +83,7 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
 }
 
 int run_new(const LockOptions& o) {
-  auto dir = model::ModelDir::open(o.model);
+  auto dir = open_model(o.model);
   std::ifstream in(o.golden);
   if (!in) throw Error(o.golden + ": cannot open");
   nlohmann::json g;
@@ -86,9 +94,24 @@ int run_new(const LockOptions& o) {
   }
   std::vector<std::vector<int32_t>> prompts;
   if (!g.contains("cases") || !g["cases"].is_array()) throw Error(o.golden + ": missing array 'cases'");
-  for (auto& c : g["cases"]) {
-    if (!c.contains("prompt_ids")) throw Error(o.golden + ": a case has no 'prompt_ids'");
-    prompts.push_back(c["prompt_ids"].get<std::vector<int32_t>>());
+  for (size_t i = 0; i < g["cases"].size(); ++i) {
+    const auto& c = g["cases"][i];
+    const std::string where = fmt::format("{}: cases[{}].prompt_ids", o.golden, i);
+    if (!c.is_object() || !c.contains("prompt_ids")) throw Error(fmt::format("{}: cases[{}] has no 'prompt_ids'", o.golden, i));
+    const auto& ids = c["prompt_ids"];
+    if (!ids.is_array() || ids.empty()) throw Error(where + " must be a non-empty array of token ids");
+    std::vector<int32_t> p;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      // Checked as int64 first: a JSON number beyond int32 must not wrap into a valid id.
+      if (!ids[k].is_number_integer())
+        throw Error(fmt::format("{}[{}] is {}, not an integer token id", where, k, ids[k].dump()));
+      const auto v = ids[k].get<int64_t>();
+      if (v < 0 || v >= dir.config.vocab_size)
+        throw Error(fmt::format("{}[{}] is {}, outside the model's vocabulary of {} ids (vocab_size in config.json)",
+                                where, k, v, dir.config.vocab_size));
+      p.push_back(static_cast<int32_t>(v));
+    }
+    prompts.push_back(std::move(p));
   }
   auto lock = record(dir, o.model, prompts, o.new_tokens);
   locks::write_lock(o.out, lock);
@@ -100,7 +123,7 @@ int run_new(const LockOptions& o) {
 int run_update(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     auto old = locks::read_lock(file);
-    auto dir = model::ModelDir::open(resolve_model(old, o));
+    auto dir = open_model(resolve_model(old, o));
     std::vector<std::vector<int32_t>> prompts;
     for (auto& c : old.cases) prompts.push_back(c.prompt_ids);
     auto lock = record(dir, old.model, prompts, old.new_tokens);
@@ -117,7 +140,7 @@ int run_check(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     auto lock = locks::read_lock(file);
     const fs::path model_path = resolve_model(lock, o);
-    auto dir = model::ModelDir::open(model_path);
+    auto dir = open_model(model_path);
     const std::string hash = dir.checkpoint.weights_hash();
     if (hash != lock.weights_hash)
       throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "

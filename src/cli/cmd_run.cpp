@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
+#include "model/weight_checks.h"
 #include "runtime/generate.h"
 #include "support/error.h"
 #include "tokenizer/tokenizer.h"
@@ -47,10 +49,16 @@ int run(const RunOpts& o) {
 
   if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
   // Sampling flags are checked before the model loads and the prompt is echoed.
-  if (o.temperature && !(*o.temperature >= 0)) throw lg::Error(fmt::format("--temperature must be >= 0, got {}", *o.temperature));
-  if (o.top_p && !(*o.top_p > 0 && *o.top_p <= 1)) throw lg::Error(fmt::format("--top-p must be in (0, 1], got {}", *o.top_p));
+  // inf/nan would turn every probability into NaN or a uniform draw; 1e30 overflows the same way.
+  if (o.temperature && !(*o.temperature >= 0 && std::isfinite(*o.temperature)))
+    throw lg::Error(fmt::format("--temperature must be a finite number >= 0, got {}", *o.temperature));
+  if (o.temperature && *o.temperature > 1e3)
+    throw lg::Error(fmt::format("--temperature must be at most 1000 (higher is a uniform draw), got {}", *o.temperature));
+  if (o.top_p && !(std::isfinite(*o.top_p) && *o.top_p > 0 && *o.top_p <= 1)) throw lg::Error(fmt::format("--top-p must be in (0, 1], got {}", *o.top_p));
   if (o.top_k < -1) throw lg::Error(fmt::format("--top-k must be >= 0 (0 = off), got {}", o.top_k));
   const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
+  // A config from another size would otherwise show up as a bad prompt id or a gather error.
+  lg::model::require_config_matches_shapes(dir.config, dir.checkpoint, o.model);
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
   const std::vector<int32_t> prompt = tok.encode(o.prompt);
@@ -111,11 +119,12 @@ int run(const RunOpts& o) {
   std::fputs("\n", stdout);
   std::fflush(stdout);
   const auto& s = g.stats;
+  auto tokens = [](int64_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); };
   std::fprintf(stderr,
-               "\nlg: prefill %lld tokens in %.1f ms (%.1f tok/s) | time to first token %.1f ms | decode %lld tokens in "
+               "\nlg: prefill %s in %.1f ms (%.1f tok/s) | time to first token %.1f ms | decode %s in "
                "%.1f ms (%.1f tok/s) | stop: %s\n",
-               static_cast<long long>(s.prompt_tokens), s.prefill_s * 1e3, s.prefill_tokens_per_s(), s.first_token_s * 1e3,
-               static_cast<long long>(s.decode_steps), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str());
+               tokens(s.prompt_tokens).c_str(), s.prefill_s * 1e3, s.prefill_tokens_per_s(), s.first_token_s * 1e3,
+               tokens(s.decode_steps).c_str(), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str());
   return 0;
 }
 
@@ -136,7 +145,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)");
   sub->add_option("--top-k", o->top_k, "keep the k most likely tokens when sampling (0 = off)");
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");
-  sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str();
+  sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str()->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
   return [o]() -> int { return run(*o); };
 });

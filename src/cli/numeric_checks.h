@@ -55,4 +55,20 @@ inline CLI::Validator non_negative_number() {
       "NUMBER >= 0");
 }
 
+/// An unsigned integer option (seeds): CLI11 would wrap "-1" to 2^64-1 without a word, so a
+/// sign is refused: "must be an integer >= 0, got -1".
+inline CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v = 0;
+        const char* end = s.data() + s.size();
+        auto [p, ec] = std::from_chars(s.data(), end, v);
+        if (!s.empty() && s[0] == '-') return "must be an integer >= 0, got " + s;
+        if (ec == std::errc::result_out_of_range) return "must be an integer below 2^64, got " + s;
+        if (ec != std::errc() || p != end || s.empty()) return "must be an integer >= 0, got '" + s + "'";
+        return {};
+      },
+      "UINT");
+}
+
 }  // namespace lg::cli

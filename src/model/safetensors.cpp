@@ -168,7 +168,7 @@ void SafetensorsFile::parse_header() {
     throw Error(fmt::format("{}: malformed JSON header: {}", source_, e.what()));
   }
   if (!header.is_object())
-    throw Error(fmt::format("{}: JSON header is a {}, expected an object of tensors", source_,
+    throw Error(fmt::format("{}: JSON header is a JSON {}, expected an object of tensors", source_,
                             header.type_name()));
 
   for (auto& [key, entry] : header.items()) {

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "support/error.h"
+
 namespace lg::model {
 
 namespace {
@@ -86,6 +88,14 @@ std::vector<std::string> config_shape_mismatches(const ModelConfig& c, const Che
     out.push_back(fmt::format("the checkpoint has layers 0..{} but config.json has num_hidden_layers {}", deepest,
                               c.num_hidden_layers));
   return out;
+}
+
+void require_config_matches_shapes(const ModelConfig& config, const Checkpoint& ckpt, const std::string& where) {
+  const std::vector<std::string> m = config_shape_mismatches(config, ckpt);
+  if (m.empty()) return;
+  std::string msg = where + ": " + m.front();
+  if (m.size() > 1) msg += fmt::format(" (and {} more; `lg inspect {}` lists them)", m.size() - 1, where);
+  throw Error(msg);
 }
 
 }  // namespace lg::model

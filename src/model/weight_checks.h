@@ -32,4 +32,10 @@ std::vector<NonFiniteTensor> find_non_finite(const Checkpoint& ckpt);
 /// (loading a program reports those, naming the nearest names).
 std::vector<std::string> config_shape_mismatches(const ModelConfig& config, const Checkpoint& ckpt);
 
+/// Throws lg::Error "<where>: <first mismatch> (and N more; `lg inspect <where>` lists them)"
+/// when config_shape_mismatches finds any. Shapes only (no weight bytes are read), so commands
+/// that run a model call it right after opening the directory: a config from another size
+/// otherwise surfaces later as a misleading prompt or gather error.
+void require_config_matches_shapes(const ModelConfig& config, const Checkpoint& ckpt, const std::string& where);
+
 }  // namespace lg::model

@@ -90,5 +90,46 @@ TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
   EXPECT_NE(r.out.find("lg inspect --check"), std::string::npos) << r.out;
 }
 
+// A golden prompt id outside the vocabulary used to fail inside the forward as an IR gather
+// error ("qwen3.lg:47:5: %3 = gather ..."); now the golden file's case and index are named.
+TEST(CliModelChecks, LockNewNamesTheGoldenPromptIdOutsideTheVocabulary) {
+  const fs::path golden = fs::temp_directory_path() / ("lg_cli_golden_" + std::to_string(std::random_device{}()) + ".json");
+  const std::string model = kSource + "/models/qwen3-pycode-22m";
+  for (const std::string id : {"999999999", "-1", "151936", "4294967296"}) {
+    std::ofstream(golden) << R"({"cases":[{"prompt_ids":[1,2]},{"prompt_ids":[3,)" << id << "]}]}";
+    const CliRun r = run_lg("lock new --model " + model + " --golden " + golden.string() + " -o /dev/null");
+    EXPECT_EQ(r.code, 1) << id << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: " + golden.string() + ": cases[1].prompt_ids[1] is " + id +
+                         ", outside the model's vocabulary of 151936 ids"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("gather"), std::string::npos) << r.out;
+  }
+  std::ofstream(golden) << R"({"cases":[{"prompt_ids":[1, "x"]}]})";
+  const CliRun text = run_lg("lock new --model " + model + " --golden " + golden.string() + " -o /dev/null");
+  EXPECT_NE(text.out.find(": cases[0].prompt_ids[1] is \"x\", not an integer token id"), std::string::npos) << text.out;
+  fs::remove(golden);
+}
+
+// config.json's vocab_size 1000 against a 151936-row embedding: `lg run` used to blame the
+// tokenizer for "import os" (id 2643 >= 1000); the shape mismatch is now reported first, from the
+// header alone, by `lg run` and `lg lock`.
+TEST(CliModelChecks, RunAndLockReportConfigDimsThatDisagreeWithTheWeightsFirst) {
+  ModelCopy m(kSource + "/models/qwen3-pycode-22m");
+  m.edit_config([](nlohmann::json& j) { j["vocab_size"] = 1000; });
+  const std::string want = "lg: error: " + m.dir.string() +
+                           ": model.embed_tokens.weight is [151936, 128] but config.json implies [1000, 128] "
+                           "(vocab_size x hidden_size)";
+  const CliRun r = run_lg("run -q -m " + m.dir.string() + " -p 'import os' -n 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("tokenizer.json belong"), std::string::npos) << r.out;
+  const fs::path golden = m.dir / "golden.json";
+  std::ofstream(golden) << R"({"cases":[{"prompt_ids":[1,2]}]})";
+  const CliRun l = run_lg("lock new --model " + m.dir.string() + " --golden " + golden.string() + " -o /dev/null");
+  EXPECT_EQ(l.code, 1) << l.out;
+  EXPECT_NE(l.out.find(want), std::string::npos) << l.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test

@@ -37,6 +37,38 @@ TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
   expect_usage_error("bench --prompt-len 512,0", "--prompt-len: must be between 2 and 1048576, got 0");
 }
 
+// inf, nan and 1e30 used to be accepted as temperatures, and --seed -1 silently became 2^64-1.
+TEST(CliUsage, SamplingOptionsMustBeFiniteAndSeedsUnsigned) {
+  for (const std::string t : {"inf", "nan", "-1"}) {
+    const CliRun r = run_lg("run -q -m " + kModel + " -p hi -n 2 --temperature " + t);
+    EXPECT_EQ(r.code, 1) << t << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: --temperature must be a finite number >= 0, got " + t), std::string::npos) << r.out;
+  }
+  const CliRun huge = run_lg("run -q -m " + kModel + " -p hi -n 2 --temperature 1e30");
+  EXPECT_EQ(huge.code, 1) << huge.out;
+  EXPECT_NE(huge.out.find("lg: error: --temperature must be at most 1000"), std::string::npos) << huge.out;
+  for (const std::string p : {"inf", "nan"}) {
+    const CliRun r = run_lg("run -q -m " + kModel + " -p hi -n 2 --top-p " + p);
+    EXPECT_EQ(r.code, 1) << p << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: --top-p must be in (0, 1], got " + p), std::string::npos) << r.out;
+  }
+  expect_usage_error("run -m " + kModel + " -p hi --seed -1", "--seed: must be an integer >= 0, got -1");
+  expect_usage_error("run -m " + kModel + " -p hi --seed 99999999999999999999999",
+                     "--seed: must be an integer below 2^64, got 99999999999999999999999");
+  expect_usage_error("run -m " + kModel + " -p hi --seed x", "--seed: must be an integer >= 0, got 'x'");
+}
+
+// "prefill 1 tokens" / "decode 1 tokens" read wrong.
+TEST(CliUsage, RunSpeedLineCountsInTheSingular) {
+  const CliRun r = run_lg("run -q -m " + kModel + " -p def -n 2 --temperature 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lg: prefill 1 token in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| decode 1 token in "), std::string::npos) << r.out;
+  const CliRun more = run_lg("run -q -m " + kModel + " -p 'def add(a, b):' -n 3 --temperature 0");
+  ASSERT_EQ(more.code, 0) << more.out;
+  EXPECT_NE(more.out.find("| decode 2 tokens in "), std::string::npos) << more.out;
+}
+
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
   EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);

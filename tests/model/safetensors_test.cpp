@@ -220,7 +220,7 @@ TEST_F(Corrupt, HeaderLengthAbsurd) {
 
 TEST_F(Corrupt, MalformedJson) {
   EXPECT_HAS(open_error(st_blob(R"({"a":{"dtype":"F32",)", "")), "malformed JSON header");
-  EXPECT_HAS(open_error(st_blob("[1,2]", "")), "expected an object");
+  EXPECT_HAS(open_error(st_blob("[1,2]", "")), "JSON header is a JSON array, expected an object");
 }
 
 TEST_F(Corrupt, UnknownDtype) {
