@@ -2,6 +2,8 @@
 // tensor name templates), state, and requirements.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lang/elaborator.h"
 
 namespace lg::lang {
@@ -174,25 +176,37 @@ void Elaborator::bind() {
   const Model& m = *p_.model;
   g_.model = m.name;
   report_.model = m.name;
-  // S: the KV-cache capacity, the bound of every runtime dim.
-  int64_t S = opts_.max_seq;
-  if (S <= 0) {
-    auto it = config_.find("max_position_embeddings");
-    if (it == config_.end() || !it->is_number_integer()) {
-      err(m.span, "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given");
-      S = 0;
-    } else {
-      S = it->get<int64_t>();
-    }
-  }
-  if (S > 0 && S <= kMaxDim) {
-    globals_["S"] = Value::of_int(S);
-    report_.dims.push_back({"S", std::to_string(S)});
+  // S: the KV-cache capacity, the bound of every runtime dim. The max sequence length given
+  // (--max-seq) wins; else the program's own `S = ...` dim (a config without
+  // max_position_embeddings, e.g. GPT-2's n_positions), bound where the dims block declares it;
+  // else config.max_position_embeddings.
+  const bool program_s = std::any_of(m.decls.begin(), m.decls.end(),
+                                     [](const Decl& d) { return d.kind == DeclKind::Dim && d.name == "S"; });
+  s_given_ = opts_.max_seq > 0;
+  if (!s_given_ && program_s) {
+    global_kind_["S"] = "dim";
   } else {
-    if (S != 0) err(m.span, "max sequence length " + std::to_string(S) + " is out of range");
-    globals_["S"] = Value::error();
+    int64_t S = opts_.max_seq;
+    if (S <= 0) {
+      auto it = config_.find("max_position_embeddings");
+      if (it == config_.end() || !it->is_number_integer()) {
+        err(m.span,
+            "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given "
+            "(give one with --max-seq, or declare `S = ...` in the dims block)");
+        S = 0;
+      } else {
+        S = it->get<int64_t>();
+      }
+    }
+    if (S > 0 && S <= kMaxDim) {
+      globals_["S"] = Value::of_int(S);
+      report_.dims.push_back({"S", std::to_string(S)});
+    } else {
+      if (S != 0) err(m.span, "max sequence length " + std::to_string(S) + " is out of range");
+      globals_["S"] = Value::error();
+    }
+    global_kind_["S"] = "dim";
   }
-  global_kind_["S"] = "dim";
 
   std::unordered_map<std::string, ParamSlot> dummy;
   for (const Decl& d : m.decls) {
@@ -203,6 +217,7 @@ void Elaborator::bind() {
           err(d.value->span, "dim '" + d.name + "' must be a positive integer, found " + show(v));
           v = Value::error();
         }
+        if (d.name == "S" && s_given_) break;  // the max sequence length given wins over the program's S
         declare_global(d.name, d.name_span, v);
         global_kind_[d.name] = "dim";
         if (!v.is_error()) report_.dims.push_back({d.name, std::to_string(v.i)});
@@ -246,6 +261,7 @@ void Elaborator::bind() {
           break;
         }
         Value lo = eval(*d.value), hi = eval(*d.value2);
+        layers_failed_ = true;  // until the range checks out
         if (lo.is_error() || hi.is_error()) break;
         if (lo.kind != Value::Kind::Int || hi.kind != Value::Kind::Int) {
           err(join(d.value->span, d.value2->span), "layers range must be integers, found " + show(lo) + " .. " + show(hi));
@@ -256,6 +272,7 @@ void Elaborator::bind() {
           break;
         }
         has_layers_ = true;
+        layers_failed_ = false;
         layer_var_ = d.name;
         layer_lo_ = lo.i;
         layer_params_.resize(static_cast<size_t>(hi.i - lo.i));

@@ -1,6 +1,7 @@
 #include "lang/diagnostics.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace lg::lang {
 
@@ -12,6 +13,74 @@ void Diagnostics::error(const Span& span, std::string message, std::vector<Diagn
   if (list_.size() < limit_) list_.push_back({span, std::move(message), std::move(notes)});
 }
 
+namespace {
+
+/// Columns of source shown around the fault; a longer line is cut to this window with "..." marks.
+constexpr size_t kWindow = 160;
+
+/// Length of the valid UTF-8 sequence starting at text[i] (2..4), or 0 if there is none
+/// (an ASCII byte, a stray continuation byte, an overlong or surrogate form, a cut sequence).
+size_t utf8_len(std::string_view text, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = b(i);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
+  if (i + n > text.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return n;
+}
+
+/// The source line as shown, and the caret line's padding up to byte `col`: printable ASCII,
+/// tabs and valid UTF-8 as they are; other bytes as \xNN (so a binary file cannot put raw
+/// control bytes on the terminal), with the padding widened to match. `col` is clamped to the
+/// text; `width` (caret + tildes) is clamped to the shown part.
+struct Shown {
+  std::string line, pad;
+  size_t width;
+};
+
+Shown show_line(std::string_view text, size_t col, size_t width) {
+  col = std::min(col, text.size());
+  size_t begin = 0, end = text.size();
+  if (text.size() > kWindow) {
+    begin = col > kWindow / 2 ? col - kWindow / 2 : 0;
+    end = std::min(text.size(), begin + kWindow);
+    begin = end - kWindow;
+    // Do not start inside a UTF-8 sequence (it would show as escaped bytes).
+    for (int k = 0; k < 3 && begin > 0 && begin < col && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80; ++k)
+      ++begin;
+  }
+  Shown s{begin > 0 ? "..." : "", begin > 0 ? "   " : "", 0};
+  const size_t last = std::min(end, col + std::max<size_t>(width, 1));  // one past the marked bytes
+  for (size_t i = begin; i < end;) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::string unit;
+    size_t n = 1;
+    if (c == '\t' || (c >= 0x20 && c < 0x7F)) unit = std::string(1, static_cast<char>(c));
+    else if ((n = utf8_len(text, i)) > 0) unit = std::string(text.substr(i, n));
+    else {
+      static const char* hex = "0123456789abcdef";
+      unit = std::string("\\x") + hex[c >> 4] + hex[c & 15];
+      n = 1;
+    }
+    const size_t cols = n > 1 ? 1 : unit.size();
+    if (i < col) s.pad += c == '\t' ? std::string("\t") : std::string(cols, ' ');
+    else if (i < last) s.width += cols;
+    s.line += unit;
+    i += n;
+  }
+  if (end < text.size()) s.line += "...";
+  s.width = std::max<size_t>(s.width, 1);
+  return s;
+}
+
+}  // namespace
+
 std::string Diagnostics::render_one(const Span& span, const std::string& kind, const std::string& message) const {
   std::string out;
   if (span.file < 0 || static_cast<size_t>(span.file) >= sources_.size()) return kind + ": " + message + "\n";
@@ -19,18 +88,14 @@ std::string Diagnostics::render_one(const Span& span, const std::string& kind, c
   out += f.name + ":" + std::to_string(span.line) + ":" + std::to_string(span.col) + ": " + kind + ": " + message + "\n";
   std::string_view text = f.line(span.line);
   if (text.empty() && span.line > static_cast<int32_t>(f.line_starts.size())) return out;
-  std::string gutter = std::to_string(span.line);
-  out += " " + gutter + " | " + std::string(text) + "\n";
-  out += " " + std::string(gutter.size(), ' ') + " | ";
-  // Keep tabs so the caret lines up under the same column as the source line.
-  size_t col = static_cast<size_t>(std::max(1, span.col)) - 1;
-  for (size_t i = 0; i < col && i < text.size(); ++i) out += text[i] == '\t' ? '\t' : ' ';
-  out += '^';
-  size_t width = 0;
+  const size_t col = static_cast<size_t>(std::max(1, span.col)) - 1;
+  size_t width = 1;
   if (span.end_line == span.line && span.end_col > span.col) width = static_cast<size_t>(span.end_col - span.col);
-  if (span.end_line > span.line) width = text.size() > col ? text.size() - col : 0;
-  for (size_t i = 1; i < width && i < 200; ++i) out += '~';
-  out += "\n";
+  if (span.end_line > span.line) width = text.size() > col ? text.size() - col : 1;
+  const Shown shown = show_line(text, col, std::min<size_t>(width, 200));
+  const std::string gutter = std::to_string(span.line);
+  out += " " + gutter + " | " + shown.line + "\n";
+  out += " " + std::string(gutter.size(), ' ') + " | " + shown.pad + "^" + std::string(shown.width - 1, '~') + "\n";
   return out;
 }
 

@@ -133,6 +133,10 @@ class Elaborator {
   std::string layer_var_;
   int64_t layer_lo_ = 0;
   bool has_layers_ = false;
+  bool s_given_ = false;  ///< S came from BindOptions::max_seq; a program's `S = ...` dim is then not bound
+  /// A layers block was declared but its range was rejected (already reported): a `for` over it
+  /// stays silent instead of adding "the model has no layers block".
+  bool layers_failed_ = false;
   std::unordered_map<std::string, StateSlot> states_;
   std::vector<std::string> state_order_;
   std::unordered_map<std::string, int32_t> tensor_to_param_;

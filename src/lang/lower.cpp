@@ -173,6 +173,7 @@ void Elaborator::exec_for(const Stmt& s) {
     return;
   }
   if (!has_layers_) {
+    if (layers_failed_) return;  // the layers block's own error says why
     err(s.range_span, "the model has no layers block to iterate");
     return;
   }

@@ -11,6 +11,35 @@
 
 namespace {
 
+// A real GPT-2 config has n_positions, not max_position_embeddings: gpt2.lg declares S from it,
+// so it checks with no max sequence length given (it used to fail asking for
+// max_position_embeddings); a given one still wins.
+TEST(Examples, Gpt2TakesItsContextFromNPositions) {
+  const auto config =
+      nlohmann::json::parse(R"({"vocab_size":50257,"n_embd":768,"n_head":12,"n_layer":12,"n_positions":1024})");
+  const std::string file = std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg";
+  auto dim = [](const lg::lang::CheckReport& r, const std::string& name) {
+    for (const auto& d : r.dims)
+      if (d.name == name) return d.value;
+    return std::string("(none)");
+  };
+  const auto report = lg::lang::check_file(file, config, {});
+  EXPECT_EQ(dim(report, "S"), "1024");
+  ASSERT_FALSE(report.symbols.empty());
+  EXPECT_EQ(report.symbols[0], "T <= 1024");
+  EXPECT_EQ(dim(lg::lang::check_file(file, config, {.max_seq = 64}), "S"), "64");
+  // A program without its own S, on a config without max_position_embeddings, says how to give one.
+  try {
+    lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/qwen3.lg", config, {});
+    FAIL() << "qwen3.lg checked against a GPT-2 config";
+  } catch (const lg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no max sequence length was given (give one with --max-seq, or declare `S = "
+                                         "...` in the dims block)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Examples, Gpt2ChecksAndLowers) {
   // A small GPT-2 config in the Hugging Face layout (field names as GPT2Config spells them).
   auto config = nlohmann::json::parse(R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 48, "n_head": 3,
