@@ -56,7 +56,8 @@ std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std:
 }
 
 EngineResult Engine::generate(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                              int64_t default_max_tokens, const std::function<bool(const std::string&)>& on_text) {
+                              int64_t default_max_tokens, const std::function<bool(const std::string&)>& on_text,
+                              const std::function<bool()>& cancelled) {
   const auto& gc = dir_.generation;
   runtime::GenerateOptions gen;
   const auto room = context_ - static_cast<int64_t>(prompt_ids.size());
@@ -82,7 +83,10 @@ EngineResult Engine::generate(const std::vector<int32_t>& prompt_ids, const Gene
     if (std::find(gen.eos_ids.begin(), gen.eos_ids.end(), id) != gen.eos_ids.end()) return;
     emit(stops.push(decoder.push(id)));
   };
-  gen.should_stop = [&] { return stops.stopped() || client_gone; };
+  gen.should_stop = [&] {
+    if (!client_gone && cancelled && cancelled()) client_gone = true;
+    return stops.stopped() || client_gone;
+  };
 
   std::lock_guard<std::mutex> lock(lane_mutex_);
   const runtime::Generation g = runtime::generate(*lane_, prompt_ids, gen);

@@ -49,10 +49,13 @@ class Engine {
 
   /// Generates after `prompt_ids` (from encode_prompt). `on_text` gets each piece of text as it
   /// becomes final and returns false to stop early (client gone). `default_max_tokens` applies
-  /// when the request has none (the rest of the context when 0). Serialised: one call runs at
-  /// a time. Throws lg::Error from the lane.
+  /// when the request has none (the rest of the context when 0). `cancelled`, when set, is
+  /// asked after every token and ends generation when true (a non-streaming client that hung
+  /// up), so the lane goes to the next request. Serialised: one call runs at a time. Throws
+  /// lg::Error from the lane.
   EngineResult generate(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                        int64_t default_max_tokens, const std::function<bool(const std::string&)>& on_text);
+                        int64_t default_max_tokens, const std::function<bool(const std::string&)>& on_text,
+                        const std::function<bool()>& cancelled = {});
 
  private:
   model::ModelDir dir_;

@@ -5,10 +5,13 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "server/connection_watch.h"
 #include "support/error.h"
 
 namespace lg::server {
@@ -77,6 +80,23 @@ json piece_choice(const Job& job, const std::string& text, const json& finish) {
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
+// The media type of a Content-Type value: lowercased, parameters (`; charset=utf-8`) dropped.
+std::string media_type(const std::string& content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return t;
+}
+
+// The methods each route answers; another method on one of these paths is a 405, not a 404.
+const std::vector<std::pair<std::string, std::string>>& route_methods() {
+  static const std::vector<std::pair<std::string, std::string>> routes = {{"/health", "GET"},
+                                                                          {"/v1/models", "GET"},
+                                                                          {"/v1/completions", "POST"},
+                                                                          {"/v1/chat/completions", "POST"}};
+  return routes;
+}
+
 }  // namespace
 
 Server::Server(Engine& engine, const ServerOptions& options)
@@ -111,18 +131,18 @@ void Server::install_routes() {
 
   // Validation happens before any byte is sent, so every bad request is a clean 400 even when
   // it asked for a stream.
-  auto handle = [this](Kind kind, const httplib::Request& req, httplib::Response& res) {
+  auto handle = [this](Kind kind, const httplib::Request& req, const std::string& body, httplib::Response& res) {
     auto job = std::make_shared<Job>();
     job->kind = kind;
     job->created = now_unix();
     job->model = engine_.model_id();
     try {
       if (kind == Kind::completion) {
-        CompletionRequest r = parse_completion_request(req.body);
+        CompletionRequest r = parse_completion_request(body);
         job->gen = std::move(r.gen);
         job->prompt_ids = engine_.encode_prompt(r.prompt, "prompt");
       } else {
-        ChatRequest r = parse_chat_request(req.body);
+        ChatRequest r = parse_chat_request(body);
         job->gen = std::move(r.gen);
         job->prompt_ids = engine_.encode_prompt(render_chatml(r.messages), "messages");
       }
@@ -141,7 +161,12 @@ void Server::install_routes() {
     job->id = new_id(kind == Kind::chat ? "chatcmpl" : "cmpl");
 
     if (!job->gen.stream) {
-      const EngineResult r = engine_.generate(job->prompt_ids, job->gen, default_max, nullptr);
+      // Nothing is written until the end, so only the socket tells that the client hung up; then
+      // generation stops at the next token and the lane goes to the next request. The answer
+      // below is then written to a closed socket, which httplib tolerates.
+      const ConnectionWatch watch(req);
+      const EngineResult r =
+          engine_.generate(job->prompt_ids, job->gen, default_max, nullptr, [&watch] { return watch.gone(); });
       json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
       if (kind == Kind::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
       else choice["text"] = r.text;
@@ -184,9 +209,50 @@ void Server::install_routes() {
       return true;
     });
   };
-  h.Post("/v1/completions", [handle](const httplib::Request& req, httplib::Response& res) { handle(Kind::completion, req, res); });
+  // The body is read here, through a content reader, rather than by httplib before the handler:
+  // httplib caps an application/x-www-form-urlencoded body (plain `curl -d`) at 8 KB with a 413
+  // that says nothing of the content type. Read whole (up to max_body_bytes, else 413), any
+  // declared type other than application/json is a 415 that says which header to send, at every
+  // size, as vLLM answers (its validate_json_request).
+  auto read_and_handle = [handle](Kind kind, const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+    std::string body;
+    bool ok;
+    if (req.is_multipart_form_data()) {  // `curl -F`: drained and refused below
+      ok = reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
+    } else {
+      ok = reader([&body](const char* data, size_t n) {
+        body.append(data, n);
+        return true;
+      });
+    }
+    if (!ok) {
+      if (res.status == 413)
+        send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
+      else
+        send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
+      return;
+    }
+    const std::string content_type = req.get_header_value("Content-Type");
+    if (media_type(content_type) != "application/json") {
+      send_json(res, 415,
+                error_body(fmt::format("Unsupported Media Type '{}': only 'application/json' is allowed; send the "
+                                       "header 'Content-Type: application/json' (curl: -H 'Content-Type: "
+                                       "application/json')",
+                                       content_type.empty() ? "(none)" : content_type),
+                           "invalid_request_error", ""));
+      return;
+    }
+    handle(kind, req, body, res);
+  };
+  h.Post("/v1/completions",
+         [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+           read_and_handle(Kind::completion, req, res, reader);
+         });
   h.Post("/v1/chat/completions",
-         [handle](const httplib::Request& req, httplib::Response& res) { handle(Kind::chat, req, res); });
+         [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+           read_and_handle(Kind::chat, req, res, reader);
+         });
 
   h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
@@ -200,6 +266,16 @@ void Server::install_routes() {
   });
   h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler already wrote its own error body
+    // httplib answers a known path with another method 404 (GET, HEAD) or 400 (POST, PUT, ...
+    // without a handler); both are a 405 naming the allowed method, as vLLM (Starlette) answers.
+    for (const auto& [path, method] : route_methods()) {
+      if (path != req.path || req.method == method || (method == "GET" && req.method == "HEAD")) continue;
+      res.set_header("Allow", method);
+      send_json(res, 405,
+                error_body(fmt::format("Method Not Allowed: {} {} (this path answers {})", req.method, req.path, method),
+                           "invalid_request_error", ""));
+      return;
+    }
     if (res.status == 404)
       send_json(res, 404, error_body(fmt::format("no route {} {}", req.method, req.path), "NotFoundError", ""));
     else if (res.status == 413)

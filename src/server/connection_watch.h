@@ -1,0 +1,33 @@
+// Tells a non-streaming handler whether its client is still connected. cpp-httplib 0.11.4 gives
+// a handler no access to its socket (Request::is_connection_closed came in later versions), and a
+// non-streaming handler writes nothing until generation ends, so a hung-up client would otherwise
+// keep the lane (batch 1) busy for the whole max_tokens and stall every request behind it.
+#pragma once
+
+namespace httplib {
+struct Request;
+}
+
+namespace lg::server {
+
+class ConnectionWatch {
+ public:
+  /// Finds the socket that carries `req`: the open TCP socket of this process whose local and
+  /// peer address/port are the request's (a 4-tuple is unique among open sockets). Must be
+  /// called on the handler's thread, while httplib holds the connection open.
+  explicit ConnectionWatch(const httplib::Request& req);
+
+  /// True once the peer closed or reset the connection (EOF, POLLRDHUP, POLLHUP, POLLERR). One
+  /// poll(2) with a zero timeout, cheap enough per decode step. A client that half-closes its
+  /// write side after sending the request reads as gone: no HTTP client this server targets
+  /// does that. False when the socket was not found (then nothing is cancelled, as before).
+  bool gone() const;
+
+  /// Whether the request's socket was found.
+  bool found() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace lg::server
