@@ -115,8 +115,8 @@ int run_new(const LockOptions& o) {
   }
   auto lock = record(dir, o.model, prompts, o.new_tokens);
   locks::write_lock(o.out, lock);
-  fmt::print("wrote {}: {} cases x {} tokens, weights {}\n", o.out, lock.cases.size(), lock.new_tokens,
-             lock.weights_hash);
+  fmt::print("wrote {}: {} case{} x {} token{}, weights {}\n", o.out, lock.cases.size(), lock.cases.size() == 1 ? "" : "s",
+             lock.new_tokens, lock.new_tokens == 1 ? "" : "s", lock.weights_hash);
   return 0;
 }
 

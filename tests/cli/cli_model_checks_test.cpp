@@ -108,6 +108,14 @@ TEST(CliModelChecks, LockNewNamesTheGoldenPromptIdOutsideTheVocabulary) {
   std::ofstream(golden) << R"({"cases":[{"prompt_ids":[1, "x"]}]})";
   const CliRun text = run_lg("lock new --model " + model + " --golden " + golden.string() + " -o /dev/null");
   EXPECT_NE(text.out.find(": cases[0].prompt_ids[1] is \"x\", not an integer token id"), std::string::npos) << text.out;
+  // In range, one case of one token: recorded, and counted in the singular.
+  std::ofstream(golden) << R"({"cases":[{"prompt_ids":[1, 151935]}]})";
+  const fs::path lock = golden.string() + ".lock.json";
+  const CliRun ok = run_lg("lock new --model " + model + " --golden " + golden.string() + " -o " + lock.string() +
+                           " --new-tokens 1");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find(": 1 case x 1 token, weights "), std::string::npos) << ok.out;
+  fs::remove(lock);
   fs::remove(golden);
 }
 
