@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -96,6 +97,37 @@ TEST(CheckCli, AProgramRefusesAConfigOfAnotherModelType) {
               std::string::npos)
         << r.out;
   }
+}
+
+// What `lg run`'s config reader refuses, `lg check` refuses too: a Qwen3 config without head_dim
+// where Qwen3Config's default (128) and hidden_size / num_attention_heads disagree. The 22M model
+// (hidden 128, 4 heads, head_dim 128) is such a config once head_dim is dropped; with hidden 512
+// the two agree and the program checks.
+TEST(CheckCli, Qwen3WithoutHeadDimIsRefusedWhenTheConventionsDisagree) {
+  std::ifstream in(kShared + "/models/qwen3-pycode-22m/config.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto drop = [&](const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\"");
+    EXPECT_NE(at, std::string::npos) << key;
+    const size_t end = json.find_first_of(",}", at);
+    return json.substr(0, at) + json.substr(json[end] == ',' ? end + 1 : end);
+  };
+  const std::string dir = ::testing::TempDir();
+  const std::string bad = dir + "/lg_nohd.json", good = dir + "/lg_nohd512.json";
+  std::string no_hd = drop(text, "head_dim");
+  std::ofstream(bad) << no_hd;
+  std::string wide = drop(no_hd, "hidden_size");
+  wide.insert(wide.find('{') + 1, "\"hidden_size\": 512, ");
+  std::ofstream(good) << wide;
+  const std::string file = kSource + "/models/qwen3.lg";
+  CliRun r = run("check " + file + " --config " + bad);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("qwen3.lg:" + std::to_string(line_of(file, "require (config.head_dim")) +
+                       ":3: error: requirement failed: config.json has no head_dim"),
+            std::string::npos)
+      << r.out;
+  CliRun ok = run("check " + file + " --config " + good);
+  EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
 TEST(CheckCli, HelpAndUsage) {
