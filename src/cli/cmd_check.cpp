@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/numeric_checks.h"
+#include "cli/program_options.h"
 #include "lang/lower.h"
 #include "lang/value.h"
 #include "model/config.h"
@@ -34,10 +35,7 @@ LG_COMMAND("check", [](CLI::App& app) {
   auto opts = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("check", "Check an .lg program against a model's config.json and print its bound "
                                           "dims, params, state and the type of every forward statement");
-  sub->add_option("file", opts->file, "the .lg program (e.g. models/qwen3.lg)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--config,-c", opts->config, "config.json of the model, or the model directory holding it")
-      ->required()
-      ->check(CLI::ExistingPath);
+  lg::cli::add_program_options(sub, opts->file, opts->config);
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
       ->check(lg::cli::at_least_one());
   sub->add_flag("--quiet,-q", opts->quiet, "print nothing when the program checks");

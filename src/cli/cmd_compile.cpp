@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/numeric_checks.h"
+#include "cli/program_options.h"
 #include "emit/cuda/program.h"
 #include "lang/lower.h"
 #include "model/config.h"
@@ -34,10 +35,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
   };
   auto opts = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("compile", "Compile an .lg program into a CUDA program (stages, kernels, launch plan)");
-  sub->add_option("file", opts->file, "the .lg program (e.g. models/qwen3.lg)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--config,-c", opts->config, "config.json of the model, or the model directory holding it")
-      ->required()
-      ->check(CLI::ExistingPath);
+  lg::cli::add_program_options(sub, opts->file, opts->config);
   auto* out_opt = sub->add_option("-o,--out", opts->out, "output directory (created)");
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity and largest T (default 4096)")
       ->check(lg::cli::at_least_one());

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/numeric_checks.h"
+#include "cli/program_options.h"
 #include "ir/print.h"
 #include "ir/verify.h"
 #include "lang/lower.h"
@@ -20,10 +21,7 @@ LG_COMMAND("ir", [](CLI::App& app) {
   };
   auto opts = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("ir", "Lower an .lg program against a model's config.json and print the tensor IR");
-  sub->add_option("file", opts->file, "the .lg program (e.g. models/qwen3.lg)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--config,-c", opts->config, "config.json of the model, or the model directory holding it")
-      ->required()
-      ->check(CLI::ExistingPath);
+  lg::cli::add_program_options(sub, opts->file, opts->config);
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
       ->check(lg::cli::at_least_one());
   return [opts]() -> int {

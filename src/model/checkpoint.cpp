@@ -14,6 +14,7 @@
 
 #include "model/config.h"
 #include "support/error.h"
+#include "support/fnv1a.h"
 
 namespace lg::model {
 
@@ -193,20 +194,6 @@ uint64_t Checkpoint::byte_size() const {
     for (auto& t : f.tensors()) n += t.nbytes;
   return n;
 }
-
-namespace {
-// FNV-1a, 64-bit (Fowler/Noll/Vo): tiny, dependency-free, and fast enough (~1 GB/s) for locks.
-struct Fnv1a64 {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(const void* p, size_t n) {
-    auto* b = static_cast<const unsigned char*>(p);
-    uint64_t x = h;
-    for (size_t i = 0; i < n; ++i) x = (x ^ b[i]) * 0x100000001b3ull;
-    h = x;
-  }
-  void add_u64(uint64_t v) { add(&v, 8); }
-};
-}  // namespace
 
 std::string Checkpoint::weights_hash() const {
   Fnv1a64 h;

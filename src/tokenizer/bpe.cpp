@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
+#include "support/fnv1a.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
@@ -16,11 +17,7 @@ constexpr size_t kCacheMaxWordBytes = 256;       // longer pre-tokens are rare; 
 
 // FNV-1a, 64-bit: pre-tokens are short, so a byte loop beats block hashes here. Never 0, which
 // marks an empty slot.
-uint64_t hash_word(std::string_view w) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : w) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h | 1;
-}
+uint64_t hash_word(std::string_view w) { return fnv1a64(w) | 1; }
 
 uint64_t mix(uint64_t k) {  // splitmix64 finalizer: ids are small, so spread them
   k ^= k >> 31;
