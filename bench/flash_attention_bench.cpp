@@ -17,6 +17,7 @@
 #include "lanes/qwen/prefill_attention.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/fill.h"
 #include "support/dtype.h"
 
 namespace {
@@ -76,8 +77,8 @@ int main(int argc, char** argv) {
       dq.upload(q.data(), nq * 4);
       const int pos0 = 0;
       dpos.upload(&pos0, sizeof pos0);
-      lg::qwen::launch_fill_uniform(dk.as<bf16>(), nkv, 1, 1.f, nullptr);
-      lg::qwen::launch_fill_uniform(dv.as<bf16>(), nkv, 2, 1.f, nullptr);
+      lg::cuda::fill_uniform_bf16(dk.as<bf16>(), nkv, 1, 1.f, nullptr);
+      lg::cuda::fill_uniform_bf16(dv.as<bf16>(), nkv, 2, 1.f, nullptr);
       LG_CUDA_CHECK(cudaDeviceSynchronize());
       auto old_launch = [&] {
         lg::qwen::launch_attention_prefill(dq.as<float>(), dk.as<bf16>(), dv.as<bf16>(), dpos.as<int>(), T, sh.H,

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
 #include "lanes/qwen/kernels.h"
 #include "runtime/cuda/cuda_check.h"
@@ -668,7 +669,7 @@ TEST(QwenKernelsLab, DISABLED_DecodeKernelTimes) {
   cuda::Stream s;
   const size_t pool_elems = size_t(3) << 29;  // 1.5 G bf16 = 3 GB
   cuda::DeviceBuffer pool(pool_elems * sizeof(bf16));
-  launch_fill_uniform(pool.as<bf16>(), pool_elems, 7, 0.05f, s.get());
+  cuda::fill_uniform_bf16(pool.as<bf16>(), pool_elems, 7, 0.05f, s.get());
   const int kMaxK = 12288, kMaxN = 151936;
   auto x = to_device(random_f32(rng, kMaxK, -2, 2)), nw = to_device(random_f32(rng, kMaxK, 0.5f, 1.5f));
   auto in = to_device(random_bf16(rng, kMaxK, -1, 1).raw);
@@ -735,8 +736,8 @@ TEST(QwenKernelsLab, DISABLED_DecodeKernelTimes) {
   for (Attn at : {Attn{"8b", 32, 8, 100}, Attn{"0.6b", 16, 8, 100}, Attn{"8b", 32, 8, 2000}, Attn{"8b", 32, 8, 30}}) {
     const int S = 4096, Dh = 128;
     cuda::DeviceBuffer kc(size_t(at.KV) * S * Dh * 2), vc(size_t(at.KV) * S * Dh * 2);
-    launch_fill_uniform(kc.as<bf16>(), size_t(at.KV) * S * Dh, 1, 1.f, s.get());
-    launch_fill_uniform(vc.as<bf16>(), size_t(at.KV) * S * Dh, 2, 1.f, s.get());
+    cuda::fill_uniform_bf16(kc.as<bf16>(), size_t(at.KV) * S * Dh, 1, 1.f, s.get());
+    cuda::fill_uniform_bf16(vc.as<bf16>(), size_t(at.KV) * S * Dh, 2, 1.f, s.get());
     auto q = to_device(random_f32(rng, size_t(at.H) * Dh, -1, 1));
     auto pos = to_device(std::vector<int>{at.pos});
     auto counters = to_device(std::vector<int>(at.H, 0));
@@ -764,8 +765,8 @@ TEST(QwenKernelsLab, DISABLED_DecodeKernelTimes) {
     const int S = 4096, Dh = 128, N = (qs.H + 2 * qs.KV) * Dh;
     const size_t elems = size_t(N) * qs.K, regions = pool_elems / elems;
     cuda::DeviceBuffer kc(size_t(qs.KV) * S * Dh * 2), vc(size_t(qs.KV) * S * Dh * 2);
-    launch_fill_uniform(kc.as<bf16>(), size_t(qs.KV) * S * Dh, 1, 1.f, s.get());
-    launch_fill_uniform(vc.as<bf16>(), size_t(qs.KV) * S * Dh, 2, 1.f, s.get());
+    cuda::fill_uniform_bf16(kc.as<bf16>(), size_t(qs.KV) * S * Dh, 1, 1.f, s.get());
+    cuda::fill_uniform_bf16(vc.as<bf16>(), size_t(qs.KV) * S * Dh, 2, 1.f, s.get());
     auto inv = to_device(inv_freq_of(Dh, 1e6));
     auto pos = to_device(std::vector<int>{qs.pos});
     auto counters = to_device(std::vector<int>(qs.H, 0));

@@ -20,9 +20,11 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
 #include "runtime/forward_graph.h"
 #include "support/error.h"
+#include "support/fnv1a.h"
 
 namespace lg {
 
@@ -32,13 +34,6 @@ using emit::cuda::BufferKind;
 
 void progress(const std::string& msg) {
   if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << msg << std::flush;
-}
-
-// FNV-1a of a tensor name: random weights differ per tensor, reproducibly.
-uint64_t name_seed(const std::string& s, uint64_t seed) {
-  uint64_t h = 1469598103934665603ull ^ seed;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
 }
 
 class CompiledLane : public Lane {
@@ -109,8 +104,8 @@ class CompiledLane : public Lane {
     if (T > prog_.max_t)
       throw Error("compiled lane: a step of " + std::to_string(T) + " tokens exceeds the program's largest T (" +
                   std::to_string(prog_.max_t) + ")");
-    // Pinned staging: the copies are truly asynchronous and cost a few microseconds, not a
-    // pageable bounce (it matters at decode, where a small model's whole step is ~1 ms).
+    // Pinned staging: cudaMemcpyAsync from pageable memory is staged through a driver buffer and
+    // is not asynchronous; from pinned memory it is a plain DMA.
     int32_t* htok = pinned_;
     int32_t* hpos = pinned_ + prog_.max_t;
     std::copy(tokens.begin(), tokens.end(), htok);
@@ -214,7 +209,9 @@ class CompiledLane : public Lane {
       if (b.dtype != DType::BF16)
         throw Error("compiled lane: random weights are made for bf16 matrices; `" + prm.tensor + "` is " +
                     std::string(dtype_name(b.dtype)));
-      compiled::fill_uniform_bf16(dst.as<uint16_t>(), n, name_seed(prm.tensor, seed), 0.0346f, stream_.get());
+      // The tensor name picks the stream, so every weight differs and reruns are identical.
+      const uint64_t tensor_seed = fnv1a64(prm.tensor, kFnv1a64Basis ^ seed);
+      cuda::fill_uniform_bf16(dst.as<__nv_bfloat16>(), n, tensor_seed, 0.0346f, stream_.get());
       return;
     }
     const bool norm = prm.tensor.find("norm") != std::string::npos;

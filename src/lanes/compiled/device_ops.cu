@@ -1,8 +1,7 @@
-// The compiled lane's runtime kernels, outside the emitted program: weight fills and widening at
-// load time, and the greedy argmax of a logits row (the token of a decode step is all the host
-// needs; copying 150k logits per step would cost more than a small model's whole step).
-// Random weights (`lg bench --shape qwen3-8b --lane compiled`) come from a counter-based hash per
-// element, so any tensor fills in one pass and the values depend only on (seed, element index).
+// The compiled lane's runtime kernels, outside the emitted program: constant fills and bf16
+// widening at load time, and the greedy argmax of a logits row (the token of a greedy step is all
+// the host needs: 4 bytes back instead of the row, 600 KB for Qwen's 151,936 logits). Random
+// weights come from runtime/cuda/fill.h, shared with the hand-written lane.
 #include "lanes/compiled/device_ops.h"
 
 #include "runtime/cuda/cuda_check.h"
@@ -10,22 +9,6 @@
 namespace lg::compiled {
 
 namespace {
-
-__device__ __forceinline__ uint32_t mix(uint64_t x) {
-  // splitmix64's finaliser: every input bit reaches every output bit.
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return static_cast<uint32_t>((x ^ (x >> 31)) >> 32);
-}
-
-__global__ void fill_uniform_bf16_kernel(uint16_t* dst, size_t n, uint64_t seed, float amplitude) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float u = static_cast<float>(mix(seed + i)) * (1.0f / 4294967296.0f);  // [0, 1)
-    const float v = (2.f * u - 1.f) * amplitude;
-    dst[i] = static_cast<uint16_t>(__float_as_uint(v) >> 16);  // truncation: any bf16 in range will do
-  }
-}
 
 __global__ void fill_f32_kernel(float* dst, size_t n, float value) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -77,11 +60,6 @@ unsigned grid_for(size_t n) {
 }
 
 }  // namespace
-
-void fill_uniform_bf16(uint16_t* dst, size_t n, uint64_t seed, float amplitude, cudaStream_t s) {
-  fill_uniform_bf16_kernel<<<grid_for(n), 256, 0, s>>>(dst, n, seed, amplitude);
-  LG_CUDA_CHECK_LAUNCH();
-}
 
 void fill_f32(float* dst, size_t n, float value, cudaStream_t s) {
   fill_f32_kernel<<<grid_for(n), 256, 0, s>>>(dst, n, value);

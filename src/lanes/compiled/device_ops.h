@@ -8,8 +8,6 @@
 
 namespace lg::compiled {
 
-/// dst[i] (bf16 bits) = uniform in [-amplitude, amplitude), a function of (seed, i) only.
-void fill_uniform_bf16(uint16_t* dst, size_t n, uint64_t seed, float amplitude, cudaStream_t s);
 /// dst[i] = value.
 void fill_f32(float* dst, size_t n, float value, cudaStream_t s);
 /// dst[i] = float(src[i]) for bf16 bits src (exact): a bf16 checkpoint tensor the .lg declares f32.

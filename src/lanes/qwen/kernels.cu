@@ -256,9 +256,4 @@ void launch_interleave_rows(const bf16* gate, const bf16* up, size_t rows, size_
   LG_CUDA_CHECK_LAUNCH();
 }
 
-void launch_fill_uniform(bf16* dst, size_t n, uint64_t seed, float amplitude, cudaStream_t s) {
-  dev::fill_uniform_kernel<<<grid_for(n, 256), 256, 0, s>>>(dst, n, seed, amplitude);
-  LG_CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace lg::qwen

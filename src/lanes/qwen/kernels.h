@@ -131,7 +131,5 @@ void launch_embed_decode(const bf16* table, const int* token_mapped, const int* 
 void launch_f32_to_bf16(const float* src, size_t n, bf16* dst, cudaStream_t stream);
 /// dst [2*rows, K] = rows of gate [rows, K] and up [rows, K] interleaved (gate_0, up_0, ...). K % 8 == 0.
 void launch_interleave_rows(const bf16* gate, const bf16* up, size_t rows, size_t K, bf16* dst, cudaStream_t stream);
-/// dst[i] = bf16(uniform(-amplitude, amplitude)), deterministic in (seed, i).
-void launch_fill_uniform(bf16* dst, size_t n, uint64_t seed, float amplitude, cudaStream_t stream);
 
 }  // namespace lg::qwen

@@ -7,7 +7,9 @@
 #include "model/checkpoint.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/fill.h"
 #include "support/dtype.h"
+#include "support/fnv1a.h"
 
 namespace lg::qwen {
 
@@ -33,12 +35,6 @@ const model::TensorInfo& checked_info(const model::Checkpoint& c, const std::str
     throw Error(c.source().string() + ": tensor '" + name + "' has dtype " + std::string(dtype_name(info.dtype)) +
                 ", expected a float type");
   return info;
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
 }
 
 }  // namespace
@@ -72,7 +68,7 @@ std::string CheckpointWeights::describe() const { return "checkpoint " + ckpt_.s
 
 void RandomWeights::load_bf16(const std::string& name, const std::vector<int64_t>& shape, __nv_bfloat16* dst,
                               cudaStream_t stream) {
-  launch_fill_uniform(dst, numel(shape), seed_ ^ name_hash(name), 0.0346f, stream);
+  cuda::fill_uniform_bf16(dst, numel(shape), seed_ ^ fnv1a64(name), 0.0346f, stream);
 }
 
 void RandomWeights::load_f32(const std::string& name, const std::vector<int64_t>& shape, float* dst,

@@ -1,6 +1,5 @@
-// Weight preparation on the device: fp32 -> bf16 conversion after upload, the (gate, up) row
-// interleave of the SwiGLU GEMM, and deterministic random weights for `lg bench` (real shapes,
-// made on the GPU so no multi-GB checkpoint has to travel).
+// Weight preparation on the device: fp32 -> bf16 conversion after upload and the (gate, up) row
+// interleave of the SwiGLU GEMM. (Random weights for `lg bench` come from runtime/cuda/fill.h.)
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
@@ -23,24 +22,6 @@ __global__ void interleave_rows_kernel(const uint4* __restrict__ gate, const uin
     const size_t r = i / chunks_per_row, c = i % chunks_per_row;
     dst[(2 * r) * chunks_per_row + c] = gate[i];
     dst[(2 * r + 1) * chunks_per_row + c] = up[i];
-  }
-}
-
-__device__ __forceinline__ uint32_t hash32(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return static_cast<uint32_t>(x);
-}
-
-/// dst[i] = bf16(uniform(-amplitude, amplitude)) from a counter hash (deterministic per seed).
-__global__ void fill_uniform_kernel(bf16* __restrict__ dst, size_t n, uint64_t seed, float amplitude) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float u = static_cast<float>(hash32(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.f / 16777216.f);
-    dst[i] = __float2bfloat16((2.f * u - 1.f) * amplitude);
   }
 }
 
