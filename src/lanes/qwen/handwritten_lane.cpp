@@ -1,7 +1,6 @@
 #include "lanes/qwen/handwritten_lane.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "lanes/qwen/kernels.h"
@@ -35,15 +34,6 @@ struct PinnedInts {
   PinnedInts& operator=(const PinnedInts&) = delete;
 };
 
-/// Decode-path lab knobs (bench/qwen_lane.md, v3), read once; the defaults are the measured best.
-/// LG_QWEN_ROPE_IN_ATTN=0: bias/qk-norm/RoPE/KV write in the QKV GEMV's epilogue (v2) instead of
-/// in the decode attention (launch_attention_decode_rope). LG_QWEN_MAPPED=0: token, position and
-/// argmax through cudaMemcpyAsync (v2) instead of mapped host memory.
-bool decode_knob(const char* name) {
-  const char* e = std::getenv(name);
-  return !(e && *e && std::atoi(e) == 0);
-}
-
 }  // namespace
 
 struct HandwrittenQwenLane::State {
@@ -58,16 +48,14 @@ struct HandwrittenQwenLane::State {
   cuda::DeviceBuffer kcache, vcache;
   cuda::DeviceBuffer x, h, qkv, q, attn, gu, act, logits, attn_scratch;
   // Zero-filled once; the kernels that count in them (the decode attention's per-head split
-  // counters, the GEMV's QKV-RoPE and argmax hand-offs) leave them at zero after every launch.
+  // counters, the LM head GEMV's argmax hand-off) leave them at zero after every launch.
   cuda::DeviceBuffer attn_counters, gemv_sync;
-  cuda::DeviceBuffer d_tokens, d_pos, d_argmax;
+  cuda::DeviceBuffer d_tokens, d_pos;
   PinnedInts h_tokens{static_cast<size_t>(kMaxPrefillChunk)};
   PinnedInts h_pos{1};
   PinnedInts h_argmax{1};
   cuda::GraphExec decode_graph;
   int64_t chunk = 0;
-  bool rope_in_attn = decode_knob("LG_QWEN_ROPE_IN_ATTN");
-  bool mapped = decode_knob("LG_QWEN_MAPPED");
 
   const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
 };
@@ -163,7 +151,6 @@ HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& w
   LG_CUDA_CHECK(cudaMemsetAsync(s.gemv_sync.data(), 0, s.gemv_sync.bytes(), cs));
   s.d_tokens = cuda::DeviceBuffer(static_cast<size_t>(C) * sizeof(int));
   s.d_pos = cuda::DeviceBuffer(sizeof(int));
-  s.d_argmax = cuda::DeviceBuffer(sizeof(int));
   s.stream.synchronize();
 }
 
@@ -209,17 +196,13 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     a.norm_w = s.final_norm.as<float>();
     a.eps = d.eps;
     a.out_f32 = s.logits.as<float>();
-    a.argmax_out = s.mapped ? s.h_argmax.dev : s.d_argmax.as<int>();
+    a.argmax_out = s.h_argmax.dev;
     a.sync = s.gemv_sync.as<int>();
     launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStoreArgmax, a, cs);
   };
 
   auto enqueue_decode = [&]() {
-    if (s.mapped) {
-      launch_embed_decode(s.embed.as<bf16_t>(), s.h_tokens.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
-    } else {
-      launch_embed(s.embed.as<bf16_t>(), s.d_tokens.as<int>(), 1, d.D, s.x.as<float>(), cs);
-    }
+    launch_embed_decode(s.embed.as<bf16_t>(), s.h_tokens.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
     for (size_t l = 0; l < s.layers.size(); ++l) {
       const State::Layer& ly = s.layers[l];
       GemvArgs a;
@@ -230,28 +213,22 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
       a.norm_w = ly.ln1.as<float>();
       a.eps = d.eps;
       a.out_f32 = s.qkv.as<float>();
-      a.sync = s.gemv_sync.as<int>();
-      a.rope.bias = ly.bqkv.as<float>();
-      a.rope.q_norm = ly.qn.as<float>();
-      a.rope.k_norm = ly.kn.as<float>();
-      a.rope.inv_freq = s.inv_freq.as<float>();
-      a.rope.pos0 = pos;
-      a.rope.H = d.H;
-      a.rope.KV = d.KV;
-      a.rope.Dh = d.Dh;
-      a.rope.S = d.S;
-      a.rope.q_out = s.q.as<float>();
-      a.rope.k_cache = kc(l);
-      a.rope.v_cache = vc(l);
-      if (s.rope_in_attn) {
-        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
-        launch_attention_decode_rope(s.qkv.as<float>(), a.rope, d.eps, pos, s.attn_scratch.as<float>(),
-                                     s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
-      } else {
-        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kQkvRope, a, cs);
-        launch_attention_decode(s.q.as<float>(), kc(l), vc(l), pos, d.H, d.KV, d.Dh, d.S,
-                                s.attn_scratch.as<float>(), s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
-      }
+      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
+      QkvRopeArgs rope;
+      rope.bias = ly.bqkv.as<float>();
+      rope.q_norm = ly.qn.as<float>();
+      rope.k_norm = ly.kn.as<float>();
+      rope.inv_freq = s.inv_freq.as<float>();
+      rope.pos0 = pos;
+      rope.H = d.H;
+      rope.KV = d.KV;
+      rope.Dh = d.Dh;
+      rope.S = d.S;
+      rope.q_out = s.q.as<float>();
+      rope.k_cache = kc(l);
+      rope.v_cache = vc(l);
+      launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
+                                   s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
       GemvArgs o;
       o.W = ly.wo.as<bf16_t>();
       o.N = d.D;
@@ -303,8 +280,8 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     // The pinned staging is reused: the previous chunk's copies finished at its synchronize.
     std::copy(tokens.begin() + off, tokens.begin() + off + T, s.h_tokens.p);
     *s.h_pos.p = static_cast<int>(start_pos + off);
-    // The mapped decode step reads both from host memory itself (launch_embed_decode).
-    if (T > 1 || !s.mapped) {
+    // The decode step reads both from mapped host memory itself (launch_embed_decode).
+    if (T > 1) {
       LG_CUDA_CHECK(cudaMemcpyAsync(s.d_tokens.data(), s.h_tokens.p, T * sizeof(int), cudaMemcpyHostToDevice, cs));
       LG_CUDA_CHECK(cudaMemcpyAsync(s.d_pos.data(), s.h_pos.p, sizeof(int), cudaMemcpyHostToDevice, cs));
     }
@@ -325,9 +302,7 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     } else {
       enqueue_prefill(T);
     }
-    // Mapped: the LM head wrote the argmax straight into host memory, visible once the stream is done.
-    if (!s.mapped)
-      LG_CUDA_CHECK(cudaMemcpyAsync(s.h_argmax.p, s.d_argmax.data(), sizeof(int), cudaMemcpyDeviceToHost, cs));
+    // The LM head wrote the argmax straight into mapped host memory, visible once the stream is done.
     s.stream.synchronize();
   }
   StepResult r;

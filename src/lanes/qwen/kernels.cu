@@ -79,7 +79,6 @@ void gemv_out(GemvOutput out, const GemvArgs& a, cudaStream_t s) {
     case GemvOutput::kResidual: return gemv_as<IN, GemvOutput::kResidual>(a, s);
     case GemvOutput::kSwiGLU: return gemv_as<IN, GemvOutput::kSwiGLU>(a, s);
     case GemvOutput::kStoreArgmax: return gemv_as<IN, GemvOutput::kStoreArgmax>(a, s);
-    case GemvOutput::kQkvRope: return gemv_as<IN, GemvOutput::kQkvRope>(a, s);
   }
 }
 
@@ -99,20 +98,9 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
   if (a.N <= 0 || a.N % 2 != 0 || a.K <= 0 || a.K % 8 != 0 || a.K > kGemvMaxK)
     throw Error("hand-written GEMV: unsupported shape N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
                 " (N even, K a multiple of 8 up to " + std::to_string(kGemvMaxK) + ")");
-  const bool qkv = out == GemvOutput::kQkvRope;
-  if ((qkv || out == GemvOutput::kStoreArgmax) && !a.sync)
-    throw Error("hand-written GEMV: the QKV-RoPE and argmax epilogues need the sync area");
+  if (out == GemvOutput::kStoreArgmax && !a.sync)
+    throw Error("hand-written GEMV: the argmax epilogue needs the sync area");
   if (out == GemvOutput::kStoreArgmax && !a.argmax_out) throw Error("hand-written GEMV: argmax without argmax_out");
-  if (qkv) {
-    const QkvRopeArgs& r = a.rope;
-    if (r.Dh <= 0 || r.Dh % 2 != 0 || r.Dh > dev::kGemvMaxHeadDim || r.KV <= 0 || r.H % r.KV != 0 ||
-        r.H + 2 * r.KV > kGemvMaxHeads || a.N != (r.H + 2 * r.KV) * r.Dh)
-      throw Error("hand-written GEMV: QKV-RoPE epilogue with N=" + std::to_string(a.N) + " H=" + std::to_string(r.H) +
-                  " KV=" + std::to_string(r.KV) + " head_dim=" + std::to_string(r.Dh) +
-                  " (N = (H + 2 KV) head_dim, head_dim even and at most 256, H + 2 KV at most 1024)");
-    if (!r.inv_freq || !r.pos0 || !r.q_out || !r.k_cache || !r.v_cache || !a.out_f32)
-      throw Error("hand-written GEMV: QKV-RoPE epilogue with a missing buffer");
-  }
   if (in == GemvInput::kRmsNorm) return gemv_out<GemvInput::kRmsNorm>(out, a, s);
   return gemv_out<GemvInput::kBf16>(out, a, s);
 }

@@ -28,11 +28,11 @@ enum class GemvOutput {
   kResidual,     ///< out_f32[N] += y
   kSwiGLU,       ///< out_bf16[N/2], i-th = silu(y[2i]) * y[2i+1]
   kStoreArgmax,  ///< out_f32[N] = y and *argmax_out = argmax(y), lowest index on a tie (the LM head)
-  kQkvRope,      ///< decode QKV: y staged in out_f32 [(H+2KV)*Dh], then per head what rope_kv does (rope)
 };
 
-/// kQkvRope's second half, for one token at position *pos0: q/k/v bias, qk-norm, RoPE and the
-/// KV-cache write, as launch_rope_kv does (same fields, same math).
+/// What the decode attention does to the raw QKV projection of one token at position *pos0
+/// (launch_attention_decode_rope): q/k/v bias, qk-norm, RoPE and the KV-cache write, as
+/// launch_rope_kv does for prefill (same fields, same math).
 struct QkvRopeArgs {
   const float* bias = nullptr;      ///< f32 [(H+2KV)*Dh] or null (Qwen2 only)
   const float* q_norm = nullptr;    ///< f32 [Dh] or null (Qwen3 only)
@@ -45,13 +45,12 @@ struct QkvRopeArgs {
   bf16* v_cache = nullptr;
 };
 
-/// Layout of the GEMV's cross-block sync area (ints; `sync` below): per-head completion counters
-/// (kQkvRope), the block counter and per-block partial maxima of kStoreArgmax. The area must be
-/// zero-filled once before its first launch; every launch leaves its counters at zero again.
-constexpr int kGemvMaxHeads = 1024;   ///< H + 2 KV at most
+/// Layout of the GEMV's cross-block sync area (ints; `sync` below): the block counter and the
+/// per-block partial maxima of kStoreArgmax. The area must be zero-filled once before its first
+/// launch; every launch leaves its counter at zero again.
 constexpr int kGemvMaxBlocks = 1024;  ///< the persistent grid never has more blocks
-constexpr int kGemvSyncArgmaxCounter = kGemvMaxHeads;
-constexpr int kGemvSyncArgmaxValues = kGemvMaxHeads + 1;
+constexpr int kGemvSyncArgmaxCounter = 0;
+constexpr int kGemvSyncArgmaxValues = 1;
 constexpr int kGemvSyncArgmaxIndices = kGemvSyncArgmaxValues + kGemvMaxBlocks;
 constexpr int kGemvSyncInts = kGemvSyncArgmaxIndices + kGemvMaxBlocks;
 
@@ -62,12 +61,11 @@ struct GemvArgs {
   const float* x_f32 = nullptr;
   const bf16* in_bf16 = nullptr;
   const float* norm_w = nullptr;
-  float eps = 0.f;  ///< of the RMSNorm prologue and of kQkvRope's qk-norm (config rms_norm_eps)
+  float eps = 0.f;  ///< of the RMSNorm prologue (config rms_norm_eps)
   float* out_f32 = nullptr;
   bf16* out_bf16 = nullptr;
-  QkvRopeArgs rope;           ///< kQkvRope only
   int* argmax_out = nullptr;  ///< kStoreArgmax only: device int
-  int* sync = nullptr;        ///< kQkvRope, kStoreArgmax: kGemvSyncInts device ints (see above)
+  int* sync = nullptr;        ///< kStoreArgmax: kGemvSyncInts device ints (see above)
   int blocks_per_sm = 0;      ///< persistent grid size per SM; 0 = the tuned default (kernels.cu)
 };
 
@@ -76,7 +74,7 @@ constexpr int kGemvMaxK = 20480;
 
 /// y = W x with the chosen prologue and epilogue (kernels/gemv.cuh), launched with Programmatic
 /// Dependent Launch (its weight loads may start while the previous kernel in the stream runs).
-/// Throws lg::Error on an unsupported N/K or missing kQkvRope/kStoreArgmax fields.
+/// Throws lg::Error on an unsupported N/K or missing kStoreArgmax fields.
 void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t stream);
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].

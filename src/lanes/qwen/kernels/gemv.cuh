@@ -1,15 +1,15 @@
 // Decode GEMV, y = W x for one token: W bf16 [N, K] row-major streamed once with 16-byte loads,
 // x staged in shared memory as bf16. Decode at batch 1 is bound by reading W, so everything else
-// (the RMSNorm before it; the residual add, SwiGLU, RoPE + KV write or argmax after it) is fused
+// (the RMSNorm before it; the residual add, SwiGLU or argmax after it) is fused
 // here to skip launches and round trips through device memory.
 //   Prologue kRmsNorm: x = rms_norm(x_f32, norm_w, eps), computed once per block, rounded to bf16
 //                      as bf16((x * w) * inv_rms) (the prefill kernel forms (x * inv_rms) * w:
 //                      the same value up to one fp32 rounding).
 //   Prologue kBf16:    x = in_bf16 (attention output, SwiGLU activation).
-//   Epilogues: see GemvOutput in kernels.h. (The lane's decode QKV is a plain kStore since v3: the
-//   decode attention does the RoPE, attention_decode.cuh; kQkvRope is its LG_QWEN_ROPE_IN_ATTN=0 form.)
+//   Epilogues: see GemvOutput in kernels.h. (The decode QKV is a plain kStore: the decode
+//   attention applies bias, qk-norm and RoPE and writes the KV cache, attention_decode.cuh.)
 // Layout of the work (v2, bench/qwen_lane.md): a persistent grid of a few blocks per SM; each
-// warp owns a pair of adjacent rows at a time (a SwiGLU pair or a RoPE pair never crosses warps)
+// warp owns a pair of adjacent rows at a time (a SwiGLU pair never crosses warps)
 // and strides over the row pairs by the number of warps in the grid, so the prologue runs once
 // per block instead of once per 8 rows and every SM gets the same number of rows. Each lane keeps
 // 2 x kGemvDepth 16-byte loads in flight; the first batch is issued before the prologue and
@@ -45,68 +45,6 @@ __device__ __forceinline__ void better(float& bv, int& bi, float v, int i) {
     bv = v;
     bi = i;
   }
-}
-
-/// kQkvRope, by the warp that completed head `head` of the staged projection (a.out_f32):
-/// bias, qk-norm, RoPE (HF rotate-half, angle float(pos) * inv_freq[i]), then q into rope.q_out
-/// (f32) or k/v into the bf16 caches at position *pos0. Same math as rope_kv_kernel.
-__device__ void qkv_head_epilogue(const GemvArgs& a, int head) {
-  __shared__ float s_vec[kGemvWarps][kGemvMaxHeadDim];
-  constexpr int E = kGemvMaxHeadDim / 32;
-  const QkvRopeArgs& r = a.rope;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, Dh = r.Dh;
-  const int pos = *r.pos0;
-  float v[E];
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const int d = lane + 32 * e;
-    v[e] = 0.f;
-    if (d < Dh) {
-      v[e] = __ldcg(a.out_f32 + head * Dh + d);
-      if (r.bias) v[e] += r.bias[head * Dh + d];
-    }
-  }
-  if (head >= r.H + r.KV) {  // value head: straight into the cache
-    bf16* dst = r.v_cache + (static_cast<size_t>(head - r.H - r.KV) * r.S + pos) * Dh;
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      if (lane + 32 * e < Dh) dst[lane + 32 * e] = __float2bfloat16(v[e]);
-    return;
-  }
-  const bool is_q = head < r.H;
-  const float* nw = is_q ? r.q_norm : r.k_norm;
-  if (nw) {
-    float ss = 0.f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) ss = fmaf(v[e], v[e], ss);
-    const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(Dh) + a.eps);
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      if (lane + 32 * e < Dh) v[e] = v[e] * inv * nw[lane + 32 * e];
-  }
-  float* sv = s_vec[warp];
-#pragma unroll
-  for (int e = 0; e < E; ++e)
-    if (lane + 32 * e < Dh) sv[lane + 32 * e] = v[e];
-  __syncwarp();
-  const int half = Dh / 2;
-  float* q_dst = r.q_out + static_cast<size_t>(head) * Dh;
-  bf16* k_dst = r.k_cache + (static_cast<size_t>(head - r.H) * r.S + pos) * Dh;
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    const int d = lane + 32 * e;
-    if (d >= Dh) continue;
-    const int i = d < half ? d : d - half;
-    float sn, cs;
-    sincosf(static_cast<float>(pos) * r.inv_freq[i], &sn, &cs);
-    const float o = d < half ? v[e] * cs - sv[d + half] * sn : v[e] * cs + sv[d - half] * sn;
-    if (is_q) {
-      q_dst[d] = o;
-    } else {
-      k_dst[d] = __float2bfloat16(o);
-    }
-  }
-  __syncwarp();  // sv is reused by this warp's next head
 }
 
 /// kStoreArgmax, after the block's rows: the block's best (value, index) goes to the sync area;
@@ -272,7 +210,7 @@ __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemvArgs a)
     a0 = warp_sum(a0);
     a1 = warp_sum(a1);
     const int row = 2 * pair;
-    if constexpr (OUT == GemvOutput::kStore || OUT == GemvOutput::kStoreArgmax || OUT == GemvOutput::kQkvRope) {
+    if constexpr (OUT == GemvOutput::kStore || OUT == GemvOutput::kStoreArgmax) {
       if (lane == 0) {
         a.out_f32[row] = a0;
         a.out_f32[row + 1] = a1;
@@ -288,12 +226,6 @@ __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemvArgs a)
     if constexpr (OUT == GemvOutput::kStoreArgmax) {
       better(best_v, best_i, a0, row);
       better(best_v, best_i, a1, row + 1);
-    }
-    if constexpr (OUT == GemvOutput::kQkvRope) {
-      const int head = row / a.rope.Dh;
-      bool last = false;
-      if (lane == 0) last = arrive_last(a.sync + head, 2, a.rope.Dh);
-      if (__shfl_sync(0xffffffffu, last, 0)) qkv_head_epilogue(a, head);
     }
   }
   if constexpr (OUT == GemvOutput::kStoreArgmax) argmax_epilogue(a, best_v, best_i);
