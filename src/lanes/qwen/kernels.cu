@@ -123,9 +123,9 @@ size_t decode_attention_scratch_floats(int H, int Dh) {
   return static_cast<size_t>(H) * dev::kDecodeSplits * (Dh + 2);
 }
 
-template <int DH>
-static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int S,
-                           float* scratch, int* counters, bf16* out, cudaStream_t s) {
+// The fields both decode-attention forms share.
+static dev::DecodeAttnParams decode_attention_params(const float* q, const bf16* kc, const bf16* vc, int H, int KV, int S,
+                                                     int Dh, float* scratch, int* counters, bf16* out) {
   dev::DecodeAttnParams p{};
   p.q_all = q;
   p.k_cache = kc;
@@ -133,10 +133,17 @@ static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const
   p.H = H;
   p.KV = KV;
   p.S = S;
-  p.scale = 1.f / sqrtf(static_cast<float>(DH));
+  p.scale = 1.f / sqrtf(static_cast<float>(Dh));
   p.partial = scratch;
   p.counters = counters;
   p.out = out;
+  return p;
+}
+
+template <int DH>
+static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int S,
+                           float* scratch, int* counters, bf16* out, cudaStream_t s) {
+  const dev::DecodeAttnParams p = decode_attention_params(q, kc, vc, H, KV, S, DH, scratch, counters, out);
   launch_pdl(dev::attn_decode_kernel<DH, false>, dim3(H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, p,
              pos0);
 }
@@ -156,17 +163,8 @@ void launch_attention_decode(const float* q, const bf16* kc, const bf16* vc, con
 template <int DH>
 static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
                                 int* counters, bf16* out, cudaStream_t s) {
-  dev::DecodeAttnParams p{};
-  p.q_all = qkv;
-  p.k_cache = r.k_cache;
-  p.v_cache = r.v_cache;
-  p.H = r.H;
-  p.KV = r.KV;
-  p.S = r.S;
-  p.scale = 1.f / sqrtf(static_cast<float>(DH));
-  p.partial = scratch;
-  p.counters = counters;
-  p.out = out;
+  dev::DecodeAttnParams p =
+      decode_attention_params(qkv, r.k_cache, r.v_cache, r.H, r.KV, r.S, DH, scratch, counters, out);
   p.k_store = r.k_cache;
   p.v_store = r.v_cache;
   p.bias = r.bias;

@@ -47,22 +47,28 @@ __device__ __forceinline__ void better(float& bv, int& bi, float v, int i) {
   }
 }
 
+/// Thread 0 ends with the best of the block's warps' (bv, bi), each warp's held by its lane 0.
+__device__ __forceinline__ void block_best(float& bv, int& bi, float* s_v, int* s_i) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    s_v[warp] = bv;
+    s_i[warp] = bi;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kGemvWarps; ++w) better(bv, bi, s_v[w], s_i[w]);
+}
+
 /// kStoreArgmax, after the block's rows: the block's best (value, index) goes to the sync area;
 /// the last block to finish reduces all of them into *a.argmax_out.
 __device__ void argmax_epilogue(const GemvArgs& a, float bv, int bi) {
   __shared__ float s_v[kGemvWarps];
   __shared__ int s_i[kGemvWarps];
   __shared__ bool s_last;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float* part_v = reinterpret_cast<float*>(a.sync + kGemvSyncArgmaxValues);
   int* part_i = a.sync + kGemvSyncArgmaxIndices;
-  if (lane == 0) {
-    s_v[warp] = bv;
-    s_i[warp] = bi;
-  }
-  __syncthreads();
+  block_best(bv, bi, s_v, s_i);
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kGemvWarps; ++w) better(bv, bi, s_v[w], s_i[w]);
     part_v[blockIdx.x] = bv;
     part_i[blockIdx.x] = bi;
     s_last = arrive_last(a.sync + kGemvSyncArgmaxCounter, 1, static_cast<int>(gridDim.x));
@@ -77,16 +83,9 @@ __device__ void argmax_epilogue(const GemvArgs& a, float bv, int bi) {
     const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
     better(bv, bi, ov, oi);
   }
-  __syncthreads();
-  if (lane == 0) {
-    s_v[warp] = bv;
-    s_i[warp] = bi;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kGemvWarps; ++w) better(bv, bi, s_v[w], s_i[w]);
-    *a.argmax_out = bi == INT_MAX ? 0 : bi;  // all NaN: 0, as the old argmax kernel did
-  }
+  __syncthreads();  // s_v, s_i are read by thread 0 above
+  block_best(bv, bi, s_v, s_i);
+  if (threadIdx.x == 0) *a.argmax_out = bi == INT_MAX ? 0 : bi;  // all NaN: 0, as the old argmax kernel did
 }
 
 template <GemvInput IN, GemvOutput OUT>
