@@ -369,8 +369,9 @@ TEST(QwenKernels, DecodeAttentionSplitKv) {
 // output against attention_ref over the reference query and the caches the device holds
 // afterwards (random earlier rows, this position's row as the kernel wrote it; bf16 output bound).
 // The query is fp32 from the same fp32 inputs on both sides, so it adds only fp32 roundoff.
-// Launched twice (the split counters must be back at zero). Positions: one split (0, 5, 33, 77,
-// 131) and many (2000, 4095); GQA groups 1, 2, 4, 7.
+// Launched twice (the split counters must be back at zero). Positions: one chunk of the lane's
+// 128 keys, written by its block without a merge (0, 5, 33, 77), and merged splits (131, 2000,
+// 4095); GQA groups 1, 2, 4, 7.
 TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();

@@ -123,6 +123,43 @@ size_t decode_attention_scratch_floats(int H, int Dh) {
   return static_cast<size_t>(H) * dev::kDecodeSplits * (Dh + 2);
 }
 
+namespace {
+
+/// The decode attention's block shape (attention_decode.cuh): warps per block and the shortest
+/// chunk of positions a block takes; knobs LG_QWEN_ATTN_WARPS (4, 8, 16) and LG_QWEN_ATTN_SPLIT.
+/// Measured on the H200 (bench/qwen_lane.md, v4): 8 warps and 128 keys, one block per head up to
+/// 128 positions, tie 16 warps at the bench's 33..97 positions and beat them at 2000 (13.3 against
+/// 17.6 us at 8B); v3's 4 warps and 32 keys (2-4 merged splits there) are 0.04 ms/token slower at 0.6B.
+struct DecodeAttnShape {
+  int warps, min_split;
+};
+
+DecodeAttnShape decode_attn_shape() {
+  static const DecodeAttnShape sh{lab_knob("LG_QWEN_ATTN_WARPS", 8), std::max(1, lab_knob("LG_QWEN_ATTN_SPLIT", 128))};
+  return sh;
+}
+
+/// Enough splits that a chunk of min_split positions covers S (the cache capacity), at most
+/// kDecodeSplits: blocks that can never have keys are not launched.
+int decode_attn_splits(int S, int min_split) {
+  return std::max(1, std::min(dev::kDecodeSplits, (S + min_split - 1) / min_split));
+}
+
+template <int DH, bool ROPE>
+void launch_attn_decode_kernel(const dev::DecodeAttnParams& p0, const int* pos0, cudaStream_t s) {
+  const DecodeAttnShape sh = decode_attn_shape();
+  dev::DecodeAttnParams p = p0;
+  p.min_split = sh.min_split;
+  const dim3 grid(p.H, decode_attn_splits(p.S, sh.min_split));
+  switch (sh.warps) {
+    case 8: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 8>, grid, dim3(8 * 32), 0, s, p, pos0);
+    case 16: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 16>, grid, dim3(16 * 32), 0, s, p, pos0);
+    default: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 4>, grid, dim3(4 * 32), 0, s, p, pos0);
+  }
+}
+
+}  // namespace
+
 // The fields both decode-attention forms share.
 static dev::DecodeAttnParams decode_attention_params(const float* q, const bf16* kc, const bf16* vc, int H, int KV, int S,
                                                      int Dh, float* scratch, int* counters, bf16* out) {
@@ -144,8 +181,7 @@ template <int DH>
 static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int S,
                            float* scratch, int* counters, bf16* out, cudaStream_t s) {
   const dev::DecodeAttnParams p = decode_attention_params(q, kc, vc, H, KV, S, DH, scratch, counters, out);
-  launch_pdl(dev::attn_decode_kernel<DH, false>, dim3(H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, p,
-             pos0);
+  launch_attn_decode_kernel<DH, false>(p, pos0, s);
 }
 
 void launch_attention_decode(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int Dh,
@@ -172,8 +208,7 @@ static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float ep
   p.k_norm = r.k_norm;
   p.inv_freq = r.inv_freq;
   p.eps = eps;
-  launch_pdl(dev::attn_decode_kernel<DH, true>, dim3(r.H, dev::kDecodeSplits), dim3(dev::kDecodeWarps * 32), 0, s, p,
-             pos0);
+  launch_attn_decode_kernel<DH, true>(p, pos0, s);
 }
 
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,

@@ -3,7 +3,9 @@
 // synchronises, so all of them can be captured into a graph. The decode kernels (GEMV, decode
 // attention, embedding) are launched with Programmatic Dependent Launch (kernels/pdl.cuh).
 // Kernel-lab knobs, read once from the environment (bench/qwen_lane.md; defaults are the measured
-// best): LG_QWEN_GEMV_BPS (GEMV blocks per SM), LG_QWEN_PDL=0 (launch without PDL).
+// best): LG_QWEN_GEMV_BPS (GEMV blocks per SM), LG_QWEN_PDL=0 (launch without PDL),
+// LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
+// shortest chunk of positions).
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 #pragma once
 
@@ -91,7 +93,8 @@ void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, co
 size_t decode_attention_scratch_floats(int H, int Dh);
 
 /// Decode attention of one query at position *pos0 over cached positions 0..*pos0 (causal GQA,
-/// split-KV; the last split of a head to finish merges the splits: one launch, PDL).
+/// split-KV; one block per head while the context fits one chunk, else the last split of a head to
+/// finish merges the splits: one launch, PDL).
 /// q f32 [H, Dh]; caches bf16 [KV, S, Dh]; scratch f32 [decode_attention_scratch_floats];
 /// counters: H device ints, zero-filled once before the first launch (each launch leaves them
 /// at zero); out bf16 [H * Dh]. Dh in {16, 32, 64, 128}.

@@ -1,19 +1,22 @@
 // Decode attention (one query per head at position pos = *pos0, keys 0..pos of the bf16 KV cache),
 // causal GQA, fp32 online softmax (Milakov & Gimelshein 2018; FlashAttention's split-KV form,
 // "Flash-Decoding"). Query head h reads KV head h / (H / KV).
-// Grid (H, kDecodeSplits): block (h, s) takes the s-th chunk of the positions (the chunk length
-// and the number of chunks come from the length read on the device, so one captured graph serves
-// every position; blocks past the last chunk exit at once). Its
-// 4 warps take kDecodeKeysPerWarp keys at a time, all their K and V loads issued before the
+// Grid (H, splits): block (h, s) takes the s-th chunk of the positions counted back from the
+// query's own (split 0 always holds it; the chunk length and the number of chunks come from the
+// length read on the device, so one captured graph serves every position; blocks past the last
+// chunk exit at once). A chunk is at least the launch's split length (min_split) long. The block's
+// NW warps take kDecodeKeysPerWarp keys at a time, all their K and V loads issued before the
 // math, so a chunk costs a couple of memory round trips rather than one per key. Each lane holds
-// Dh / 32 contiguous elements of q and of the output (Dh = 16: half a warp, one each). The block
-// writes its partial (max, sum, unnormalised output); the last block of head h to finish
-// (pdl.cuh: arrive_last) merges the partials and writes the bf16 output, which
-// used to be a second launch.
+// Dh / 32 contiguous elements of q and of the output (Dh = 16: half a warp, one each). A length
+// that fits one chunk (v4: the lane's split length, 128 keys, covers the bench's whole context) is
+// one block per head that merges its warps in shared memory and writes the bf16 output. Longer:
+// each block writes its partial (max, sum, unnormalised output) and the last block of head h to
+// finish (pdl.cuh: arrive_last) merges the partials and writes the output; that hand-off (a fence,
+// an atomic, a re-read of the partials from L2) is what one chunk skips.
 // The ROPE form (v3, the lane's decode step) reads the raw QKV projection instead of a finished
 // query and a cache that already holds this position: each block does bias + qk-norm + RoPE of its
 // query head in registers (the lane's 32 Dh-element slices; the rotate-half partner is 16 lanes
-// away, a shuffle), the blocks of the last split also form this position's key and value (bf16,
+// away, a shuffle), the blocks of split 0 also form this position's key and value (bf16,
 // as the cache holds them) and use them from registers, and one block per KV head writes them to
 // the caches. The QKV GEMV before it then stores its rows and ends: its per-head hand-off (a fence,
 // an atomic and a last warp's round trips to L2) cost 4.3 us per layer at 0.6B, 6.4 at 8B (v3 lab).
@@ -24,10 +27,8 @@
 
 namespace lg::qwen::dev {
 
-constexpr int kDecodeWarps = 4;
-constexpr int kDecodeSplits = 32;
-constexpr int kDecodeMinSplitLen = 32;
-constexpr int kDecodeKeysPerWarp = 8;  // kDecodeWarps x 8 = kDecodeMinSplitLen: a short chunk is one pass
+constexpr int kDecodeSplits = 32;      // most chunks per head (the grid's y extent at most)
+constexpr int kDecodeKeysPerWarp = 8;  // keys whose loads a warp issues together
 
 /// The slice of a head_dim-DH row one lane holds: EPL contiguous elements from lane * EPL.
 template <int DH> struct DecodeSlice {
@@ -35,27 +36,33 @@ template <int DH> struct DecodeSlice {
   static constexpr int kActiveLanes = DH >= 32 ? 32 : DH;
 };
 
+/// The lane's slice of a cached bf16 row kept as loaded, converted at use (half the registers of
+/// fp32, so that more keys' loads fit in flight): EPL bf16 in .x then .y, little end first; 0 in
+/// an inactive lane.
 template <int DH>
-__device__ __forceinline__ void load_bf16_slice(const bf16* row, float (&out)[DecodeSlice<DH>::EPL]) {
+__device__ __forceinline__ uint2 load_bf16_raw(const bf16* row) {
   constexpr int EPL = DecodeSlice<DH>::EPL;
   const int lane = threadIdx.x & 31;
-  if (lane >= DecodeSlice<DH>::kActiveLanes) {
+  if (lane >= DecodeSlice<DH>::kActiveLanes) return make_uint2(0u, 0u);
+  if constexpr (EPL == 4) return __ldcg(reinterpret_cast<const uint2*>(row + 4 * lane));
+  else if constexpr (EPL == 2) return make_uint2(__ldcg(reinterpret_cast<const unsigned*>(row + 2 * lane)), 0u);
+  else return make_uint2(__ldcg(reinterpret_cast<const unsigned short*>(row + lane)), 0u);
+}
+
+/// Element e of a raw slice as fp32 (exact).
+__device__ __forceinline__ float raw_elem(const uint2& u, int e) {
+  const unsigned w = e < 2 ? u.x : u.y;
+  return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+}
+
+/// A slice of values that are bf16 already (rounded), packed as load_bf16_raw holds them.
+template <int EPL>
+__device__ __forceinline__ uint2 pack_raw(const float (&v)[EPL]) {
+  unsigned w[2] = {0u, 0u};
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) out[e] = 0.f;
-    return;
-  }
-  if constexpr (EPL == 4) {
-    const uint2 u = __ldcg(reinterpret_cast<const uint2*>(row + 4 * lane));
-    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-    out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
-  } else if constexpr (EPL == 2) {
-    const unsigned u = __ldcg(reinterpret_cast<const unsigned*>(row + 2 * lane));
-    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
-    out[0] = a.x, out[1] = a.y;
-  } else {
-    out[0] = __bfloat162float(__ldcg(row + lane));
-  }
+  for (int e = 0; e < EPL; ++e)
+    w[e / 2] |= (__float_as_uint(v[e]) >> 16) << (16 * (e & 1));
+  return make_uint2(w[0], w[1]);
 }
 
 /// What the decode attention reads and writes (the kernel's arguments).
@@ -65,6 +72,7 @@ struct DecodeAttnParams {
   const bf16* v_cache;
   int H, KV, S;
   float scale;           // 1 / sqrt(DH)
+  int min_split;         // shortest chunk of positions one block takes
   float* partial;        // f32 [H, kDecodeSplits, DH + 2]
   int* counters;         // H ints, zero between launches
   bf16* out;             // bf16 [H * DH]
@@ -79,52 +87,55 @@ struct DecodeAttnParams {
   float eps;
 };
 
-/// The chunking of positions 0..len-1 into splits (the same in every block of a launch, since
-/// every block reads the same length on the device).
+/// The chunking of positions 0..len-1 into at most max_splits splits of at least min_chunk
+/// positions (the same in every block of a launch, since every block reads the same length on
+/// the device). Split s covers [len - (s+1) chunk, len - s chunk) clipped at 0: split 0 always
+/// holds the query's position, so it is known to have keys before the length is read.
 struct DecodeSplits {
   int len, chunk, n;
-  __device__ explicit DecodeSplits(int length)
+  __device__ DecodeSplits(int length, int min_chunk, int max_splits)
       : len(length),
-        chunk(max(kDecodeMinSplitLen, (length + kDecodeSplits - 1) / kDecodeSplits)),
+        chunk(max(min_chunk, (length + max_splits - 1) / max_splits)),
         n((length + chunk - 1) / chunk) {}
 };
 
-/// One (head h, split) item by the whole block (every thread calls it). q: the lane's slice of the
-/// query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp, the lane's
-/// slices of this position's key and value, instead of the cache. The last split of head h to
-/// finish merges all of them into out.
-template <int DH>
+/// One (head h, split) item by the whole block of NW warps (every thread calls it). q: the lane's
+/// slice of the query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp,
+/// the lane's slices of this position's key and value, instead of the cache. A single split
+/// writes out itself; otherwise the last split of head h to finish merges all of them into out.
+template <int DH, int NW>
 __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& sp, int h, int split,
                                  const float (&q)[DecodeSlice<DH>::EPL], const float (&kp)[DecodeSlice<DH>::EPL],
                                  const float (&vp)[DecodeSlice<DH>::EPL], int key_in_regs) {
   constexpr int EPL = DecodeSlice<DH>::EPL, R = kDecodeKeysPerWarp;
-  __shared__ float s_m[kDecodeWarps], s_l[kDecodeWarps], s_o[kDecodeWarps][DH];
+  __shared__ float s_m[NW], s_l[NW], s_o[NW][DH];
   __shared__ bool s_last;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
   const int nsplits = sp.n;
-  const int k0 = split * sp.chunk, k1 = min(sp.len, k0 + sp.chunk);
+  const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
   const size_t base = static_cast<size_t>(h / (p.H / p.KV)) * p.S * DH;
 
   float m = kNegInf, l = 0.f, acc[EPL] = {};
-  for (int j = k0 + warp * R; j < k1; j += kDecodeWarps * R) {
-    float kr[R][EPL], vr[R][EPL], s[R];
+  for (int j = k0 + warp * R; j < k1; j += NW * R) {
+    uint2 kr[R], vr[R];
+    float s[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int key = min(j + r, k1 - 1);  // past the chunk: a valid row, masked below
       if (key == key_in_regs) {
-#pragma unroll
-        for (int e = 0; e < EPL; ++e) kr[r][e] = kp[e], vr[r][e] = vp[e];
+        kr[r] = pack_raw<EPL>(kp);
+        vr[r] = pack_raw<EPL>(vp);
       } else {
-        load_bf16_slice<DH>(p.k_cache + base + static_cast<size_t>(key) * DH, kr[r]);
-        load_bf16_slice<DH>(p.v_cache + base + static_cast<size_t>(key) * DH, vr[r]);
+        kr[r] = load_bf16_raw<DH>(p.k_cache + base + static_cast<size_t>(key) * DH);
+        vr[r] = load_bf16_raw<DH>(p.v_cache + base + static_cast<size_t>(key) * DH);
       }
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float d = 0.f;
 #pragma unroll
-      for (int e = 0; e < EPL; ++e) d = fmaf(q[e], kr[r][e], d);
+      for (int e = 0; e < EPL; ++e) d = fmaf(q[e], raw_elem(kr[r], e), d);
       const float score = warp_sum(d) * p.scale;  // every lane shuffles, masked or not
       s[r] = j + r < k1 ? score : kNegInf;
     }
@@ -140,7 +151,7 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
       const float pr = __expf(s[r] - m_new);  // masked key: exp(-inf) = 0
       l += pr;
 #pragma unroll
-      for (int e = 0; e < EPL; ++e) acc[e] = fmaf(pr, vr[r][e], acc[e]);
+      for (int e = 0; e < EPL; ++e) acc[e] = fmaf(pr, raw_elem(vr[r], e), acc[e]);
     }
     m = m_new;
   }
@@ -159,20 +170,25 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   float* mine = p.partial + (static_cast<size_t>(h) * kDecodeSplits + split) * (DH + 2);
   if (d < DH) {
     float bm = kNegInf;
-    for (int w = 0; w < kDecodeWarps; ++w) bm = fmaxf(bm, s_m[w]);
+    for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w]);
     float bl = 0.f, bo = 0.f;
-    for (int w = 0; w < kDecodeWarps; ++w) {
+    for (int w = 0; w < NW; ++w) {
       if (s_l[w] == 0.f) continue;  // a warp that saw no key (and an empty split: all of them)
       const float c = __expf(s_m[w] - bm);
       bl += s_l[w] * c;
       bo += s_o[w][d] * c;
     }
-    mine[d] = bo;
-    if (d == 0) {
-      mine[DH] = bm;
-      mine[DH + 1] = bl;
+    if (nsplits == 1) {
+      p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(bo / bl);  // split 0 holds a key: bl > 0
+    } else {
+      mine[d] = bo;
+      if (d == 0) {
+        mine[DH] = bm;
+        mine[DH + 1] = bl;
+      }
     }
   }
+  if (nsplits == 1) return;  // the same in every thread
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) s_last = arrive_last(p.counters + h, 1, nsplits);
@@ -242,44 +258,64 @@ __device__ __forceinline__ void rope_head_slice(float (&v)[DecodeSlice<DH>::EPL]
   }
 }
 
-/// Grid (H, kDecodeSplits): block (h, s) is item (h, s). ROPE: see the top of the file.
-template <int DH, bool ROPE>
-__global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const DecodeAttnParams p, const int* pos0) {
+/// Grid (H, splits <= kDecodeSplits), NW warps per block: block (h, s) is item (h, s). ROPE: see the
+/// top of the file. 64 registers a thread (K/V kept as loaded, load_bf16_raw), so 1024 threads of
+/// it fit an SM: the empty blocks of a short context and the many splits of a long one take half
+/// the waves they took at 103 registers (v4 lab, 8B position 2000, 16 warps: 25.5 us at 103
+/// registers in one device call, 17.6 at 64 in the next).
+template <int DH, bool ROPE, int NW>
+__global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const DecodeAttnParams p, const int* pos0) {
   constexpr int EPL = DecodeSlice<DH>::EPL;
   const int lane = threadIdx.x & 31, h = blockIdx.x, kvh = h / (p.H / p.KV);
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
-  // ROPE: the per-element constants are weights (no kernel writes them): loaded before the wait.
+  const int split = blockIdx.y;
+  const bool holds_pos = split == 0;  // the chunk that ends at the query's position
+  // ROPE: the per-element constants are weights (no kernel writes them). Split 0, which always has
+  // keys, loads them before the wait; the other splits only once they know they have keys (a
+  // short context leaves most of them empty, and an empty block should cost nothing but the
+  // read of the position), together with the projection: one round trip either way.
   float bq[EPL], bk[EPL], bv[EPL], qn[EPL], kn[EPL], fr[EPL];
-  if constexpr (ROPE) {
+  auto load_constants = [&] {
+    if constexpr (ROPE) {
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) {
-      const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
-      bq[e] = active && p.bias ? p.bias[static_cast<size_t>(h) * DH + d] : 0.f;
-      bk[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + kvh) * DH + d] : 0.f;
-      bv[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + p.KV + kvh) * DH + d] : 0.f;
-      qn[e] = active && p.q_norm ? p.q_norm[d] : 1.f;
-      kn[e] = active && p.k_norm ? p.k_norm[d] : 1.f;
-      fr[e] = active ? p.inv_freq[i] : 0.f;
+      for (int e = 0; e < EPL; ++e) {
+        const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
+        bq[e] = active && p.bias ? p.bias[static_cast<size_t>(h) * DH + d] : 0.f;
+        bk[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + kvh) * DH + d] : 0.f;
+        bv[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + p.KV + kvh) * DH + d] : 0.f;
+        qn[e] = active && p.q_norm ? p.q_norm[d] : 1.f;
+        kn[e] = active && p.k_norm ? p.k_norm[d] : 1.f;
+        fr[e] = active ? p.inv_freq[i] : 0.f;
+      }
     }
-  }
+  };
+  if (holds_pos) load_constants();
   grid_dependency_wait();
   launch_dependents();
-  const int pos = *pos0;
-  const DecodeSplits sp(pos + 1);
-  const int split = blockIdx.y;
-  if (split >= sp.n) return;  // past the end: not counted, not merged
+  // The projection rows this block needs: split 0 reads them together with the position, so the
+  // two L2 round trips overlap.
   float q[EPL], kp[EPL] = {}, vp[EPL] = {};
-  int key_in_regs = -1;
-#pragma unroll
-  for (int e = 0; e < EPL; ++e) q[e] = active ? __ldcg(p.q_all + static_cast<size_t>(h) * DH + lane * EPL + e) : 0.f;
-  if constexpr (ROPE) {
-    const bool holds_pos = split == sp.n - 1;  // the last split ends at position pos
+  auto load_projection = [&] {
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
       const int d = lane * EPL + e;
-      kp[e] = active && holds_pos ? __ldcg(p.q_all + static_cast<size_t>(p.H + kvh) * DH + d) : 0.f;
-      vp[e] = active && holds_pos ? __ldcg(p.q_all + static_cast<size_t>(p.H + p.KV + kvh) * DH + d) : 0.f;
+      q[e] = active ? __ldcg(p.q_all + static_cast<size_t>(h) * DH + d) : 0.f;
+      if (ROPE && holds_pos) {
+        kp[e] = active ? __ldcg(p.q_all + static_cast<size_t>(p.H + kvh) * DH + d) : 0.f;
+        vp[e] = active ? __ldcg(p.q_all + static_cast<size_t>(p.H + p.KV + kvh) * DH + d) : 0.f;
+      }
     }
+  };
+  if (holds_pos) load_projection();
+  const int pos = *pos0;
+  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
+  if (split >= sp.n) return;  // past the end: not counted, not merged
+  if (!holds_pos) {
+    load_constants();
+    load_projection();
+  }
+  int key_in_regs = -1;
+  if constexpr (ROPE) {
     float cs[EPL], sn[EPL];
 #pragma unroll
     for (int e = 0; e < EPL; ++e) sincosf(static_cast<float>(pos) * fr[e], &sn[e], &cs[e]);
@@ -301,7 +337,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_kernel(const De
       key_in_regs = pos;
     }
   }
-  attn_decode_item<DH>(p, sp, h, split, q, kp, vp, key_in_regs);
+  attn_decode_item<DH, NW>(p, sp, h, split, q, kp, vp, key_in_regs);
 }
 
 }  // namespace lg::qwen::dev
