@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <string>
 
 #include "support/error.h"
 
@@ -126,6 +128,59 @@ void check_state_hazards(const ir::Graph& g) {
   }
 }
 
+// The identity of a pure node's value: op, type, shape, attributes and operands. Two nodes with
+// the same key compute the same value.
+std::string value_key(const ir::Node& n) {
+  std::string k;
+  auto put = [&](const void* p, size_t bytes) { k.append(static_cast<const char*>(p), bytes); };
+  auto put_i = [&](int64_t v) { put(&v, sizeof v); };
+  auto put_d = [&](double v) { put(&v, sizeof v); };
+  put_i(static_cast<int64_t>(n.op));
+  put_i(static_cast<int64_t>(n.dtype));
+  put_i(static_cast<int64_t>(n.shape.size()));
+  for (const auto& d : n.shape) put_i(d.coeff), put_i(d.sym);
+  put_i(static_cast<int64_t>(n.operands.size()));
+  for (ir::ValueId o : n.operands) put_i(o);
+  const ir::Attrs& a = n.attrs;
+  put_i(a.index), put_d(a.scalar), put_i(a.axis), put_i(a.keepdim), put_i(a.start), put_i(a.stop), put_i(a.step);
+  put_i(static_cast<int64_t>(a.perm.size()));
+  for (int32_t x : a.perm) put_i(x);
+  put_i(static_cast<int64_t>(a.fixed.size()));
+  for (int64_t x : a.fixed) put_i(x);
+  put_d(a.scale), put_i(a.gqa_group);
+  return k;
+}
+
+// Common subexpressions: every pure node equal to an earlier one (value_key, operands already
+// merged) is replaced by it in its readers, the outputs and the final states, and left unread.
+// What .lg code computes again and again from the same inputs is then one value: RoPE's cos and
+// sin of pos, which every q and k of every layer recomputes (prelude.lg's rope). Returns, per
+// node, whether it is such a duplicate. Sources keep their identity (one node per index), state
+// writes are never merged (each is a write).
+std::vector<bool> merge_common_subexpressions(ir::Graph& g) {
+  std::vector<bool> dup(g.nodes.size(), false);
+  std::vector<ir::ValueId> canon(g.nodes.size());
+  std::map<std::string, ir::ValueId> seen;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ir::Node& n = g.nodes[i];
+    canon[i] = static_cast<ir::ValueId>(i);
+    for (ir::ValueId& o : n.operands)
+      if (o >= 0 && static_cast<size_t>(o) < i) o = canon[static_cast<size_t>(o)];
+    const bool pure = n.op != ir::Op::StateWrite && n.op != ir::Op::Input && n.op != ir::Op::Param &&
+                      n.op != ir::Op::State;
+    if (!pure) continue;
+    auto [it, fresh] = seen.emplace(value_key(n), static_cast<ir::ValueId>(i));
+    if (!fresh) {
+      canon[i] = it->second;
+      dup[i] = true;
+    }
+  }
+  for (ir::ValueId& o : g.outputs) o = canon[static_cast<size_t>(o)];
+  for (ir::ValueId& o : g.final_states)
+    if (o >= 0) o = canon[static_cast<size_t>(o)];
+  return dup;
+}
+
 }  // namespace
 
 StagedProgram lift(const ir::Graph& g) {
@@ -140,8 +195,17 @@ StagedProgram lift(const ir::Graph& g) {
       if (o < 0 || o >= v) throw Error(span_text(g, n.span) + ": cannot lift " + node_label(g, v) +
                                        ": operand is not an earlier node (graph is not in topological order)");
     check_node(g, v);
+  }
+  const std::vector<bool> dup = merge_common_subexpressions(p.graph);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    auto v = static_cast<ir::ValueId>(i);
+    const ir::Node& n = p.graph.nodes[i];
+    if (dup[i]) {  // unread: never evaluated, no stage
+      p.is_inline[i] = true;
+      continue;
+    }
     if (ir::is_source(n.op) && n.op != ir::Op::Const && n.op != ir::Op::Arange) continue;
-    bool is_output = std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+    bool is_output = std::find(p.graph.outputs.begin(), p.graph.outputs.end(), v) != p.graph.outputs.end();
     if (is_inline_op(n.op) && !is_output) {
       p.is_inline[i] = true;
       continue;

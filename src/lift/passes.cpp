@@ -1,7 +1,9 @@
 // The fusion pipeline: one ordered list of passes (see passes.h). Order matters: elementwise
 // chains dissolve first so that the later passes see reductions and GEMMs with their prologues;
 // GEMM siblings merge before epilogues so that silu(gate)*up finds both operands in one stage;
-// state writes move into their producers once those are final; launches are grouped last.
+// a reduction feeding only a GEMM's activation (RMSNorm) joins it once the GEMM's siblings are
+// merged (one reader left); state writes move into their producers once those are final;
+// launches are grouped last.
 #include "lift/passes.h"
 
 namespace lg::lift {
@@ -16,6 +18,7 @@ const std::vector<Pass>& fusion_passes() {
       {"gemm_prologue", &FuseOptions::gemm_prologue, pass_gemm_prologue},
       {"inline_elementwise", &FuseOptions::inline_elementwise, pass_inline_elementwise},
       {"reduce_epilogue", &FuseOptions::reduce_epilogue, pass_reduce_epilogue},
+      {"gemm_reduce_prologue", &FuseOptions::gemm_reduce_prologue, pass_gemm_reduce_prologue},
       {"state_write_into_producer", &FuseOptions::state_write_into_producer, pass_state_write_into_producer},
       {"group_launches", &FuseOptions::group_launches, pass_group_launches},
   };

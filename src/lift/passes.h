@@ -19,6 +19,7 @@ struct FuseOptions {
   bool gemm_epilogue = true;       ///< bias, residual, silu(gate)*up, casts after a GEMM
   bool gemm_prologue = true;       ///< elementwise producers of a GEMM operand inlined into it
   bool gather_epilogue = true;     ///< elementwise readers of an embedding lookup fused into it
+  bool gemm_reduce_prologue = true;  ///< a row reduction feeding only a GEMM's activation (RMSNorm) fused into it
   bool state_write_into_producer = true;  ///< a KV-cache write done by the stage computing the value
   bool group_launches = true;      ///< independent element-style stages launched together
 };
@@ -43,6 +44,7 @@ void pass_merge_gemm_siblings(StagedProgram& p);
 void pass_gemm_epilogue(StagedProgram& p);
 void pass_gemm_prologue(StagedProgram& p);
 void pass_gather_epilogue(StagedProgram& p);
+void pass_gemm_reduce_prologue(StagedProgram& p);
 void pass_state_write_into_producer(StagedProgram& p);
 void pass_group_launches(StagedProgram& p);
 

@@ -179,7 +179,10 @@ void normalize(StagedProgram& p) {
       if (outside) st.stores.push_back(v);
     }
   }
-  // Topological order of stages, ties broken by first node (keeps the source order readable).
+  // Topological order of stages, ties broken by first node (keeps the source order readable),
+  // except that stages depending on no other stage come first: what they compute from the inputs
+  // alone (the embedding lookup, RoPE's cos/sin of pos) then shares the first launch
+  // (pass_group_launches) instead of taking one of its own where it is first read.
   auto deps = all_deps(p);
   std::vector<int32_t> indeg(p.stages.size(), 0);
   std::vector<std::vector<int32_t>> succ(p.stages.size());
@@ -188,7 +191,8 @@ void normalize(StagedProgram& p) {
     for (int32_t d : deps[s]) succ[static_cast<size_t>(d)].push_back(static_cast<int32_t>(s));
   }
   auto first = [&](int32_t s) { return p.stages[static_cast<size_t>(s)].nodes.front(); };
-  auto later = [&](int32_t a, int32_t b) { return first(a) > first(b); };
+  auto root = [&](int32_t s) { return deps[static_cast<size_t>(s)].empty(); };
+  auto later = [&](int32_t a, int32_t b) { return root(a) != root(b) ? root(b) : first(a) > first(b); };
   std::priority_queue<int32_t, std::vector<int32_t>, decltype(later)> ready(later);
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (indeg[s] == 0) ready.push(static_cast<int32_t>(s));

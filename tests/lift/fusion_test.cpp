@@ -35,6 +35,53 @@ TEST(Fusion, UnfusedLiftIsOneStagePerComputeNode) {
   EXPECT_EQ(p.stages.size(), 4u);  // gather, neg, add, exp (the constant is inline)
 }
 
+TEST(Fusion, IdenticalNodesAreOneValue) {
+  // Two exp(x) nodes (as two calls of one .lg function make): lifted as one stage, one value.
+  Small s;
+  ValueId e1 = s.b.unary(Op::Exp, s.x), e2 = s.b.unary(Op::Exp, s.x);
+  ASSERT_NE(e1, e2);
+  s.b.output(s.b.binary(Op::Mul, e1, e2));
+  StagedProgram p = lift(s.b.g);
+  EXPECT_EQ(p.stages.size(), 3u) << explain(p);  // gather, exp, mul
+  EXPECT_EQ(p.graph.at(p.stages.back().nodes[0]).operands[0], p.graph.at(p.stages.back().nodes[0]).operands[1]);
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 24), kSteps), 1e-6);
+}
+
+TEST(Fusion, RopeTablesAreComputedOnceInTheFirstLaunch) {
+  // q and k of two layers each call rope: cos and sin of pos are one value each, computed once
+  // (not per element of every reader) in the first launch, beside the embedding lookup.
+  Small s;
+  ValueId pos = 1;  // Small's second input
+  ASSERT_EQ(s.b.g.at(pos).op, Op::Input);
+  ValueId x = s.x;
+  for (int l = 0; l < 2; ++l) {
+    ValueId q = s.b.reshape(s.b.matmul(x, s.b.transpose(s.b.param("wq" + std::to_string(l), {C(24), C(24)}))),
+                            {T(), C(3), C(8)});
+    ValueId k = s.b.reshape(s.b.matmul(x, s.b.transpose(s.b.param("wk" + std::to_string(l), {C(24), C(24)}))),
+                            {T(), C(3), C(8)});
+    ValueId qk = s.b.binary(Op::Mul, s.b.rope(q, pos, 10000.0), s.b.rope(k, pos, 10000.0));
+    x = s.b.binary(Op::Add, x, s.b.reshape(qk, {T(), C(24)}));
+  }
+  s.b.output(x);
+  StagedProgram p = lift(s.b.g);
+  fuse(p);
+  int cos_stages = 0, sin_stages = 0;
+  for (const Stage& st : p.stages)
+    for (ValueId v : st.nodes) {
+      cos_stages += p.graph.at(v).op == Op::Cos;
+      sin_stages += p.graph.at(v).op == Op::Sin;
+    }
+  EXPECT_EQ(cos_stages, 1) << explain(p);
+  EXPECT_EQ(sin_stages, 1) << explain(p);
+  ASSERT_FALSE(p.launches.empty());
+  int in_first = 0;
+  for (int32_t st : p.launches[0].stages)
+    for (ValueId v : p.stages[static_cast<size_t>(st)].nodes)
+      in_first += p.graph.at(v).op == Op::Cos || p.graph.at(v).op == Op::Sin;
+  EXPECT_EQ(in_first, 2) << explain(p);
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 25), kSteps), 1e-6);
+}
+
 TEST(Fusion, ElementwiseChainAfterGatherIsOneStage) {
   Small s;
   s.b.output(s.b.unary(Op::Exp, s.b.binary(Op::Add, s.b.unary(Op::Neg, s.x), s.b.constant(1.0, 2))));
@@ -53,6 +100,46 @@ TEST(Fusion, RmsNormIsOneStage) {
   off.reduce_epilogue = false;
   EXPECT_EQ(stages_of(s.b.g, off), 3u);  // gather | sum(x*x) | x * rsqrt(..) * w
   EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 2), kSteps), 1e-6);
+}
+
+TEST(Fusion, RmsNormBeforeAGemmIsItsPrologue) {
+  Small s;
+  ValueId h = s.b.rms_norm(s.x, s.b.param("w", {C(24)}), 1e-6);
+  s.b.output(s.b.matmul(h, s.b.transpose(s.b.param("wq", {C(16), C(24)}))));
+  StagedProgram p = lift(s.b.g);
+  fuse(p);
+  ASSERT_EQ(p.stages.size(), 2u) << explain(p);  // gather | rms_norm + gemm
+  EXPECT_EQ(p.stages[1].kind, StageKind::Gemm);
+  ASSERT_EQ(p.stages[1].stores.size(), 1u);
+  EXPECT_EQ(p.graph.at(p.stages[1].stores[0]).op, Op::MatMul);  // the normalised row never leaves
+  FuseOptions off;
+  off.gemm_reduce_prologue = false;
+  EXPECT_EQ(stages_of(s.b.g, off), 3u);  // gather | rms_norm | gemm
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 21), kSteps), 1e-6);
+}
+
+TEST(Fusion, NormReadByAGemmEpilogueStaysItsOwnStage) {
+  // h is also the residual of the GEMM's output: the epilogue needs h at (t, n), which a
+  // prologue that normalises the activation row (t, k) does not give it.
+  Small s;
+  ValueId h = s.b.rms_norm(s.x, s.b.param("w", {C(24)}), 1e-6);
+  s.b.output(s.b.binary(Op::Add, h, s.b.matmul(h, s.b.transpose(s.b.param("wo", {C(24), C(24)})))));
+  EXPECT_EQ(stages_of(s.b.g), 3u);  // gather | rms_norm | gemm + residual
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 22), kSteps), 1e-6);
+}
+
+TEST(Fusion, NormOverAnotherAxisIsNoGemmPrologue) {
+  // The reduction runs over the rows' other axis (tokens do not mix, so over a [T, 4, 6] view's
+  // middle axis): the GEMM's activation row does not hold a whole reduced row.
+  Small s;
+  ValueId v = s.b.reshape(s.x, {T(), C(4), C(6)});
+  ValueId sum = s.b.reduce(Op::ReduceSum, s.b.binary(Op::Mul, v, v), 1, true);
+  ValueId n = s.b.reshape(s.b.binary(Op::Div, v, s.b.binary(Op::Add, sum, s.b.constant(1.0, 3))), {T(), C(24)});
+  s.b.output(s.b.matmul(n, s.b.transpose(s.b.param("wq", {C(16), C(24)}))));
+  StagedProgram p = lift(s.b.g);
+  fuse(p);
+  EXPECT_EQ(p.stages.size(), 3u) << explain(p);  // gather | reduce | gemm
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 23), kSteps), 1e-6);
 }
 
 TEST(Fusion, SoftmaxIsOneStage) {
@@ -163,7 +250,7 @@ TEST(Fusion, QwenLikeStagedEqualsReferenceOverPrefillAndDecode) {
     auto params = random_params(g, 7);
     std::vector<std::vector<int32_t>> steps = {{1, 5, 9, 2, 30, 7}, {11}, {3}, {39}};
     EXPECT_LT(staged_vs_reference(g, params, steps), 1e-5) << "fused, qk_norm " << qk;
-    FuseOptions none{false, false, false, false, false, false, false, false};
+    FuseOptions none{false, false, false, false, false, false, false, false, false};
     EXPECT_LT(staged_vs_reference(g, params, steps, none), 1e-5) << "unfused, qk_norm " << qk;
   }
 }

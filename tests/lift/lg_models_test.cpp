@@ -1,7 +1,7 @@
 // The acceptance check of lifting on the real programs: models/qwen3.lg and models/qwen2.lg
 // lowered against every fixture config and the 22M model, lifted, fused, and run by the staged
 // executor: its logits must equal the CPU reference executor's (relative error < 1e-5) over a
-// prefill and decode steps. Also the fusion goal: at most 8 launches per decode layer.
+// prefill and decode steps. Also the fusion goal: at most 8 launches per decode layer (6 today).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -69,7 +69,9 @@ TEST(LgModels, Qwen3DecodeLayerTakesAtMostEightLaunches) {
   ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{64});
   StagedProgram p = lift(g);
   fuse(p);
-  EXPECT_LE(launches_per_layer(p), 8) << explain(p);
+  EXPECT_LE(launches_per_layer(p), 8) << explain(p);  // the bar
+  // What the passes give today (docs/lifting.md): both RMSNorms are GEMM prologues.
+  EXPECT_EQ(launches_per_layer(p), 6) << explain(p);
 }
 
 }  // namespace

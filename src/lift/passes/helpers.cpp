@@ -26,6 +26,27 @@ bool all_elementwise(const StagedProgram& p, int32_t s) {
   return std::all_of(nodes.begin(), nodes.end(), [&](ir::ValueId v) { return ir::is_elementwise(p.graph.at(v).op); });
 }
 
+bool costly_math(const StagedProgram& p, int32_t s) {
+  std::set<ir::ValueId> seen;
+  std::vector<ir::ValueId> todo(p.stages[static_cast<size_t>(s)].nodes);
+  while (!todo.empty()) {
+    ir::ValueId v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second) continue;
+    const ir::Node& n = p.graph.at(v);
+    switch (n.op) {
+      case ir::Op::Exp: case ir::Op::Log: case ir::Op::Sin: case ir::Op::Cos: case ir::Op::Tanh:
+      case ir::Op::Sigmoid: case ir::Op::Pow:
+        return true;
+      default:
+        break;
+    }
+    for (ir::ValueId o : n.operands)
+      if (p.is_inline[static_cast<size_t>(o)]) todo.push_back(o);
+  }
+  return false;
+}
+
 bool inline_maps(StagedProgram& p, bool into_gemm) {
   bool any = false;
   for (bool changed = true; changed;) {
@@ -49,6 +70,20 @@ bool inline_maps(StagedProgram& p, bool into_gemm) {
       // activation epilogue: it goes in at once so that GEMMs of the same input can merge.
       if (gemm_reader && !into_gemm && !from_sources) continue;
       if (readers.size() != 1 && !from_sources) continue;
+      // ... but transcendental math of sources read by several stages (RoPE's cos and sin of
+      // pos, one value for every layer once common subexpressions are merged) is computed once
+      // and stored: each reader would otherwise evaluate it per element of its own, larger,
+      // iteration space (every head of every layer).
+      // (A map that only feeds such maps, like RoPE's angles feeding cos and sin, still goes
+      // into them: they are computed once either way.)
+      const bool feeds_source_maps = std::all_of(readers.begin(), readers.end(), [&](int32_t r) {
+        if (p.stages[static_cast<size_t>(r)].kind != StageKind::Map) return false;
+        auto in = stage_inputs(p, r);
+        return std::all_of(in.begin(), in.end(), [&](ir::ValueId v) {
+          return ir::is_source(p.graph.at(v).op) || p.stage_of[static_cast<size_t>(v)] == s;
+        });
+      });
+      if (readers.size() != 1 && !feeds_source_maps && costly_math(p, s)) continue;
       for (ir::ValueId v : st.nodes) {
         p.is_inline[static_cast<size_t>(v)] = true;
         p.stage_of[static_cast<size_t>(v)] = -1;

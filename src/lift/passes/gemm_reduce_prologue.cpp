@@ -1,0 +1,123 @@
+// pass_gemm_reduce_prologue: a row reduction that only feeds a GEMM's activation becomes that
+// GEMM's prologue, so RMSNorm before q/k/v, gate/up and the LM head is no launch of its own
+// (llama.cpp and the hand-written lane fuse the norm into the GEMV the same way). The GEMM then
+// reduces each activation row before it uses it: a decode GEMV once per block over the row it
+// stages anyway, a prefill pack kernel once per row span (emit/cuda/render.cpp).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "lift/passes.h"
+#include "lift/passes/helpers.h"
+
+namespace lg::lift {
+
+namespace {
+
+int32_t last_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
+
+// The nodes stage g evaluates to form MatMul operand `a`: `a` and the inline or g-stage nodes it
+// reaches (buffers are loaded, not followed). False if a node that is not elementwise (a view, a
+// reduction of g's own) has an operand depending on reduction stage r: element (t, k) of the
+// operand must need row t of r and nothing else.
+bool operand_closure(const StagedProgram& p, ir::ValueId a, int32_t r, int32_t g, std::set<ir::ValueId>& out) {
+  std::map<ir::ValueId, bool> dep;  // memo: does v depend on r (through evaluated nodes)
+  std::function<bool(ir::ValueId)> depends = [&](ir::ValueId v) -> bool {
+    if (p.stage_of[static_cast<size_t>(v)] == r) return true;
+    if (!p.is_inline[static_cast<size_t>(v)] && p.stage_of[static_cast<size_t>(v)] != g) return false;
+    auto it = dep.find(v);
+    if (it != dep.end()) return it->second;
+    bool d = false;
+    for (ir::ValueId o : p.graph.at(v).operands) d = depends(o) || d;
+    return dep[v] = d;
+  };
+  std::function<bool(ir::ValueId)> visit = [&](ir::ValueId v) -> bool {
+    if (!out.insert(v).second) return true;
+    if (p.stage_of[static_cast<size_t>(v)] == r) return true;
+    if (!p.is_inline[static_cast<size_t>(v)] && p.stage_of[static_cast<size_t>(v)] != g) return true;
+    const ir::Node& n = p.graph.at(v);
+    const bool elementwise = ir::is_elementwise(n.op);
+    for (ir::ValueId o : n.operands) {
+      if (!elementwise && depends(o)) return false;
+      if (!visit(o)) return false;
+    }
+    return true;
+  };
+  return visit(a);
+}
+
+// True if stage g reads reduction stage r only inside the activation operands of its MatMuls, and
+// each such operand is a [rows, K] matrix whose rows are r's rows: every reduction of r reduces the
+// last axis of an operand shaped like that activation.
+bool feeds_only_activation_rows(const StagedProgram& p, int32_t r, int32_t g) {
+  const ir::Graph& gr = p.graph;
+  std::set<ir::ValueId> act;  // nodes evaluated for the activation operands
+  std::vector<ir::ValueId> acts;
+  for (ir::ValueId v : p.stages[static_cast<size_t>(g)].nodes) {
+    const ir::Node& n = gr.at(v);
+    if (n.op != ir::Op::MatMul) continue;
+    std::set<ir::ValueId> a, b;
+    if (!operand_closure(p, n.operands[0], r, g, a)) return false;
+    if (!operand_closure(p, n.operands[1], r, g, b)) return false;
+    auto in_r = [&](ir::ValueId x) { return p.stage_of[static_cast<size_t>(x)] == r; };
+    if (std::any_of(b.begin(), b.end(), in_r)) return false;  // the weight side must not need it
+    if (std::any_of(a.begin(), a.end(), in_r)) {
+      act.insert(a.begin(), a.end());
+      acts.push_back(n.operands[0]);
+    }
+  }
+  if (acts.empty()) return false;
+  for (ir::ValueId a : acts) {
+    const ir::Shape& sa = gr.at(a).shape;
+    if (sa.size() != 2 || !sa[1].is_const()) return false;
+    for (ir::ValueId v : p.stages[static_cast<size_t>(r)].nodes) {
+      const ir::Node& n = gr.at(v);
+      if (n.op == ir::Op::StateWrite) return false;
+      if (!ir::is_reduce(n.op)) continue;
+      const ir::Shape& so = gr.at(n.operands[0]).shape;
+      if (!(so == sa) || last_axis(n.attrs.axis, so.size()) != 1) return false;
+    }
+  }
+  // Nothing else of g (its epilogue, its stores) may read r's values.
+  std::set<ir::ValueId> seen;
+  std::function<bool(ir::ValueId)> clean = [&](ir::ValueId v) -> bool {
+    if (!seen.insert(v).second || act.count(v)) return true;
+    const ir::Node& n = gr.at(v);
+    for (ir::ValueId o : n.operands) {
+      if (p.stage_of[static_cast<size_t>(o)] == r) {
+        if (!(n.op == ir::Op::MatMul && o == n.operands[0])) return false;
+      } else if (p.is_inline[static_cast<size_t>(o)] && !clean(o)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (ir::ValueId v : p.stages[static_cast<size_t>(g)].nodes)
+    if (!clean(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+/// Merges a Reduce stage into the one Gemm stage that reads it, when it is read only as the
+/// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
+/// LM head). Reductions with other readers (a graph output, a second stage) stay as they are.
+void pass_gemm_reduce_prologue(StagedProgram& p) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()) && !changed; ++r) {
+      if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
+      auto readers = detail::readers_of_stage(p, r);
+      if (readers.size() != 1 || readers[0] < 0) continue;
+      const int32_t g = readers[0];
+      if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm) continue;
+      if (!feeds_only_activation_rows(p, r, g) || merge_makes_cycle(p, g, r)) continue;
+      merge_stages(p, g, r);
+      normalize(p);
+      changed = true;
+    }
+  }
+}
+
+}  // namespace lg::lift
