@@ -166,6 +166,13 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     prog.buffers.push_back(b);
     return static_cast<int32_t>(prog.buffers.size() - 1);
   };
+  // A scratch buffer of `elems` elements whatever T is, live during launch li only.
+  auto scratch_const = [&](const std::string& name, DType dt, int64_t elems, int32_t li) {
+    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, {ir::Dim::constant(elems)}, prog.max_t);
+    b.first_launch = b.last_launch = li;
+    prog.buffers.push_back(b);
+    return static_cast<int32_t>(prog.buffers.size() - 1);
+  };
   auto plan_prefill = [&](const GemmPrefillRender& r, int32_t li) {
     LaunchPlan::Prefill pf;
     for (const auto& pk : r.packs) {
@@ -264,6 +271,22 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
                                     static_cast<int32_t>(li)));
           pp.K = fa->q_pack->K;
           pp.layer = fa->q_pack->layer;
+          pf.epilogue_args.push_back(pp.args.back());
+          pf.packs.push_back(pp);
+        }
+        if (fa->kv_pack) {
+          LaunchPlan::Prefill::Pack pp;
+          pp.kernel = kernel_for(fa->kv_pack->source, "pack");
+          for (const auto& a : fa->kv_pack->args) {
+            pp.args.push_back(buffer_id(a.node));
+            use(pp.args.back(), static_cast<int32_t>(li));
+          }
+          const ir::ValueId att = p.stages[static_cast<size_t>(stages[0])].nodes.at(0);
+          const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]
+          pp.args.push_back(scratch_const("launch" + std::to_string(li) + ".kv.bf16", DType::BF16,
+                                          2 * cache[0].coeff * cache[1].coeff * cache[2].coeff, static_cast<int32_t>(li)));
+          pp.K = fa->kv_pack->K;
+          pp.layer = fa->kv_pack->layer;
           pf.epilogue_args.push_back(pp.args.back());
           pf.packs.push_back(pp);
         }

@@ -30,15 +30,16 @@ std::string device_prelude() {
          std::string(kFlashAttentionTemplate) + R"(
 // The compiled program's policies for lg_fa::attention_block.
 // When k and v are layer slices of f32 caches laid out [kv head][position][dim] (what `kcache[l]`
-// reads): 16-byte loads straight from the cache rows, rounded to bf16; q comes packed as bf16
-// [T, H * DH] by a pack kernel (its RoPE and norms computed once per element there, at full
-// occupancy, not inside this 2-blocks-per-SM kernel).
+// reads): a pack kernel first rounds the rows the step attends to into a bf16 copy of the same
+// layout, so the tiles are 16-byte loads of 8 bf16 (half the bytes of the f32 rows, read by every
+// query tile); q comes packed as bf16 [T, H * DH] by a pack kernel (its RoPE and norms computed
+// once per element there, at full occupancy, not inside this 2-blocks-per-SM kernel).
 template <int DH, class P, class O> struct lg_attn_policy_rows {
   const P& p; const O& o;
   const unsigned short* q; long q_row;
-  const float* k; const float* v; long head_stride, row_stride;
-  __device__ __forceinline__ uint4 row8(const float* base, int kvh, int j, int d0) const {
-    return lg_fa::load8_f32_as_bf16(base + kvh * head_stride + j * row_stride + d0);
+  const unsigned short* k; const unsigned short* v; long head_stride, row_stride;
+  __device__ __forceinline__ uint4 row8(const unsigned short* base, int kvh, int j, int d0) const {
+    return *reinterpret_cast<const uint4*>(base + kvh * head_stride + j * row_stride + d0);
   }
   __device__ uint4 load_q8(int t, int h, int d0) const {
     return *reinterpret_cast<const uint4*>(q + t * q_row + h * DH + d0);
@@ -468,6 +469,60 @@ struct Renderer {
     return "p" + std::to_string(arg(st, true)) + "[" + linear(ssh, si) + "] = " + val + ";";
   }
 
+  // A grid-stride loop over the elements of `shape` (linear index e, multi-index i0, i1, ...)
+  // running `bodyf` for each. Returns the threads it wants per element (for the grid): 32 when a
+  // warp computes each element, else 1.
+  int element_loop(const ir::Shape& shape, const std::string& bodyf, bool reduces, std::ostringstream& os) {
+    std::vector<std::string> ix;
+    for (size_t k = 0; k < shape.size(); ++k) ix.push_back(idx_name(k));
+    std::string n = "1L";
+    for (const auto& d : shape) n += " * " + dim(d);
+    // A reduction's own result (rows of fewer than 32 outputs, e.g. [T, H, 1]): a warp per
+    // element, so that its lanes split the reduced axis together (a thread per element would walk
+    // the whole axis alone); lane 0 stores it.
+    if (reduces && !shape.empty() && shape.back().is_const() && shape.back().coeff < 32) {
+      std::string body = bodyf;
+      const size_t eq = body.find(" = ");
+      if (eq == std::string::npos || body.back() != ';')
+        throw Error("emit: internal error: a warp-per-element store is not an assignment");
+      // "dst = value;" -> "const float lg_v = value; if (lane 0) dst = lg_v;"
+      body = "const float lg_v = " + body.substr(eq + 3, body.size() - eq - 4) + "; if ((threadIdx.x & 31) == 0) " +
+             body.substr(0, eq) + " = lg_v;";
+      os << "    for (long e = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; e < " << n
+         << "; e += ((long)gridDim.x * blockDim.x) >> 5) { __syncwarp(); " << delinear(shape, "e", ix, "t_") << " "
+         << body << " }\n";
+      return 32;
+    }
+    // With a reduction inside and rows of at least a warp, a warp walks one row at a time so
+    // that its lanes ask for the same reduction key together (the cooperative path in
+    // lambdas()); otherwise a plain grid-stride loop over elements.
+    const bool rows = reduces && !shape.empty() && shape.back().is_const() && shape.back().coeff >= 32;
+    if (rows) {
+      // A warp takes a span of one row: the whole row when there are rows enough to give
+      // about 8192 warps work (the reduction is read once per row), else the row halved until
+      // there are (down to 128 or 32 elements): each span recomputes the row's reduction, but a
+      // lone warp walking a 4096-wide row serially (a decode step) takes tens of microseconds.
+      // Every lane of a warp runs the same iterations when the row is a multiple of 32 wide,
+      // so the warp is reconverged (__syncwarp) before each element: the reduction's
+      // cooperative path needs all 32 lanes at the call together.
+      // Rows of at most 256 are cheap to reduce again (8 loads a lane), so their spans go down to
+      // 32 elements: a decode step's q/k-norm rows then spread over 4x the warps.
+      const int64_t N = shape.back().coeff;
+      const int64_t small = N % 32 == 0 && N <= 256 ? 32 : (N % 128 == 0 ? 128 : (N % 32 == 0 ? 32 : N));
+      os << "    {\n      long span = " << N << "L;\n"
+         << "      while (" << n << " / span < 8192L && span % 64L == 0L && span / 2 >= " << small
+         << "L) span /= 2;\n"
+         << "      for (long w = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * span < " << n
+         << "; w += ((long)gridDim.x * blockDim.x) >> 5)\n"
+         << "        for (long e = w * span + (threadIdx.x & 31); e < (w + 1) * span; e += 32) { "
+         << (N % 32 == 0 ? "__syncwarp(); " : "") << delinear(shape, "e", ix, "t_") << " " << bodyf << " }\n    }\n";
+      return 1;
+    }
+    os << "    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < " << n
+       << "; e += (long)gridDim.x * blockDim.x) { " << delinear(shape, "e", ix, "t_") << " " << bodyf << " }\n";
+    return 1;
+  }
+
   // An element stage: grid-stride loops over each store and each state write.
   void element_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
     const lift::Stage& st = p.stages[static_cast<size_t>(s)];
@@ -478,44 +533,14 @@ struct Renderer {
       if (g.at(v).op == ir::Op::ReduceSum || g.at(v).op == ir::Op::ReduceMax) reduces = true;
     auto name = lambdas(s, nodes, os, {});
     auto loop = [&](const ir::Shape& shape, const std::string& bodyf) {
-      std::vector<std::string> ix;
-      for (size_t k = 0; k < shape.size(); ++k) ix.push_back(idx_name(k));
-      std::string n = "1L";
-      for (const auto& d : shape) n += " * " + dim(d);
       int64_t c = 1;
       int32_t tp = 0;
       for (const auto& d : shape) {
         c *= d.coeff;
         if (!d.is_const()) ++tp;
       }
-      wc.push_back(c);
+      wc.push_back(c * element_loop(shape, bodyf, reduces, os));
       wp.push_back(tp);
-      // With a reduction inside and rows of at least a warp, a warp walks one row at a time so
-      // that its lanes ask for the same reduction key together (the cooperative path in
-      // lambdas()); otherwise a plain grid-stride loop over elements.
-      const bool rows = reduces && !shape.empty() && shape.back().is_const() && shape.back().coeff >= 32;
-      if (rows) {
-        // A warp takes a span of one row: the whole row when there are rows enough to give
-        // about 8192 warps work (the reduction is read once per row), else the row halved until
-        // there are (down to 128 or 32 elements): each span recomputes the row's reduction, but a
-        // lone warp walking a 4096-wide row serially (a decode step) takes tens of microseconds.
-        // Every lane of a warp runs the same iterations when the row is a multiple of 32 wide,
-        // so the warp is reconverged (__syncwarp) before each element: the reduction's
-        // cooperative path needs all 32 lanes at the call together.
-        const int64_t N = shape.back().coeff;
-        const int64_t small = N % 128 == 0 ? 128 : (N % 32 == 0 ? 32 : N);
-        os << "    {\n      long span = " << N << "L;\n"
-           << "      while (" << n << " / span < 8192L && span % 64L == 0L && span / 2 >= " << small
-           << "L) span /= 2;\n"
-           << "      for (long w = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * span < " << n
-           << "; w += ((long)gridDim.x * blockDim.x) >> 5)\n"
-           << "        for (long e = w * span + (threadIdx.x & 31); e < (w + 1) * span; e += 32) { "
-           << (N % 32 == 0 ? "__syncwarp(); " : "") << delinear(shape, "e", ix, "t_") << " " << bodyf << " }\n    }\n";
-        return ix;
-      }
-      os << "    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < " << n
-         << "; e += (long)gridDim.x * blockDim.x) { " << delinear(shape, "e", ix, "t_") << " " << bodyf << " }\n";
-      return ix;
     };
     for (ir::ValueId v : st.stores) {
       std::vector<std::string> ix;
@@ -530,6 +555,57 @@ struct Renderer {
       loop(g.at(val).shape, state_store(w, ix, name.at(val) + "(" + join(ix) + ")", name));
     }
     os << "  }\n";
+  }
+
+  // The buffer behind GEMM activation `a` of stage s when `a` is that buffer's value as f32
+  // [T, K] (seen through float casts): a value another stage stored. -1 otherwise.
+  ir::ValueId stored_row(int32_t s, ir::ValueId a) const {
+    ir::ValueId v = a;
+    while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] && is_float(g.at(v).dtype) &&
+           is_float(g.at(g.at(v).operands[0]).dtype))
+      v = g.at(v).operands[0];
+    const ir::Node& n = g.at(v);
+    if (p.is_inline[static_cast<size_t>(v)] || p.stage_of[static_cast<size_t>(v)] == s || p.stage_of[static_cast<size_t>(v)] < 0)
+      return -1;
+    if (n.op == ir::Op::StateWrite || n.dtype != DType::F32 || !(n.shape == g.at(a).shape)) return -1;
+    return v;
+  }
+
+  // The reductions of a GEMM's prologue (pass_gemm_reduce_prologue: RMSNorm) at T == 1, where
+  // each has a single row: the whole block reduces it (every warp would otherwise walk the row on
+  // its own) and seeds the reduction lambda's memo, so the staging that follows reads the result.
+  // In graph order, so a reduction over another one's result finds it memoised.
+  void block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const std::map<ir::ValueId, std::string>& name,
+                        std::ostringstream& os) {
+    bool first = true;
+    for (ir::ValueId v : nodes) {
+      const ir::Node& n = g.at(v);
+      if (p.stage_of[static_cast<size_t>(v)] != s || !ir::is_reduce(n.op) || lift::numel(n.shape, 1) != 1) continue;
+      const ir::ValueId o = n.operands[0];
+      const auto& osh = g.at(o).shape;
+      const auto axis = static_cast<size_t>(norm_axis(n.attrs.axis, osh.size()));
+      std::vector<std::string> oi(osh.size(), "0L");
+      oi[axis] = "r";
+      const bool mx = n.op == ir::Op::ReduceMax;
+      const std::string& nm = name.at(v);
+      const std::string init = mx ? "__int_as_float(0xff800000)" : "0.0f";
+      auto fold = [&](const std::string& a, const std::string& b) { return mx ? "fmaxf(" + a + ", " + b + ")" : a + " + " + b; };
+      if (first) os << "    __shared__ float lg_red[32];\n";
+      first = false;
+      os << "    if (T == 1) {  // " << ir::op_name(n.op) << " of the prologue, by the whole block\n"
+         << "      float acc = " << init << ";\n"
+         << "      #pragma unroll 4\n"
+         << "      for (long r = threadIdx.x; r < " << dim(osh[axis]) << "; r += blockDim.x) acc = "
+         << fold("acc", name.at(o) + "(" + join(oi) + ")") << ";\n"
+         << "      acc = " << (mx ? "lg_warp_max(acc)" : "lg_warp_sum(acc)") << ";\n"
+         << "      if ((threadIdx.x & 31) == 0) lg_red[threadIdx.x >> 5] = acc;\n"
+         << "      __syncthreads();\n"
+         << "      acc = lg_red[0];\n"
+         << "      for (int w = 1; w < (int)(blockDim.x >> 5); ++w) acc = " << fold("acc", "lg_red[w]") << ";\n"
+         << "      " << nm << "_key = 0; " << nm << "_val = acc;\n"
+         << "      __syncthreads();\n"
+         << "    }\n";
+    }
   }
 
   // A GEMM stage: matmuls grouped by shared epilogue; one warp per output element of a group.
@@ -586,19 +662,28 @@ struct Renderer {
     os << ";\n";
     auto nodes = closure(s);
     auto name = lambdas(s, nodes, os, dots);
-    // Decode (T == 1): the activation row each fast-path GEMV reads is staged once per block in
-    // shared memory as f32 (every warp of the block reads all of it against its weight rows).
-    std::map<ir::ValueId, std::string> staged;
+    // Decode (T == 1): the activation row each fast-path GEMV reads, as f32 [K]. A row some
+    // earlier stage stored (o_proj's attention output, down_proj's SwiGLU product) is read where
+    // it is, through L1 (`staged` maps it to a __ldg of the buffer): the block's warps share the
+    // lines, and a warp's first weights do not wait for a copy of the whole row. A computed one
+    // (an RMSNorm prologue) is staged once per block in shared memory (a plain load).
+    std::map<ir::ValueId, std::pair<std::string, bool>> staged;  // activation -> (float4 base, via __ldg)
     if (!scratch_dots) {
+      block_reductions(s, nodes, name, os);
       int64_t floats = 0;
       for (ir::ValueId m : mms) {
         ir::ValueId a = g.at(m).operands[0];
         const auto& sa = g.at(a).shape;
         if (staged.count(a) || transposed_bf16_weight(p, a, g.at(m).operands[1]) < 0 || sa.size() != 2 ||
-            sa[0].is_const() || sa[0].coeff != 1 || floats + sa[1].coeff > 12288)
+            sa[0].is_const() || sa[0].coeff != 1)
           continue;
+        if (const ir::ValueId row = stored_row(s, a); row >= 0) {
+          staged[a] = {"reinterpret_cast<const float4*>(p" + std::to_string(arg(row, false)) + ")", true};
+          continue;
+        }
+        if (floats + sa[1].coeff > 12288) continue;
         const std::string buf = "sa" + std::to_string(staged.size());
-        staged[a] = buf;
+        staged[a] = {"reinterpret_cast<const float4*>(" + buf + ")", false};
         floats += sa[1].coeff;
         os << "    __shared__ __align__(16) float " << buf << "[" << sa[1].coeff << "];\n"
            << "    if (T == 1) for (long k = threadIdx.x; k < " << sa[1].coeff << "L; k += blockDim.x) " << buf
@@ -665,15 +750,16 @@ struct Renderer {
           // Weights stream once (no L1 allocation); four 16-byte loads in flight per lane (eight
           // measured slower on the H200: 1.34 -> 1.81 ms for the 8B down projections).
           std::string W = "p" + std::to_string(arg(wparam, false));
-          const std::string& sa_buf = staged.at(a);
+          const auto& [xa, ldg] = staged.at(a);
           gs << "        if (T == 1) {\n"
              << "          const uint4* wr = reinterpret_cast<const uint4*>(" << W << " + " << ix[rv - 1] << " * " << K
              << ");\n"
+             << "          const float4* xa = " << xa << ";\n"
              << "          #pragma unroll 4\n"
              << "          for (long c = lane; c < " << K << " / 8; c += 32) {\n"
              << "            const uint4 w = lg_ld_stream(wr + c);\n"
-             << "            const float4 x0 = reinterpret_cast<const float4*>(" << sa_buf << ")[2 * c];\n"
-             << "            const float4 x1 = reinterpret_cast<const float4*>(" << sa_buf << ")[2 * c + 1];\n"
+             << (ldg ? "            const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
+                     : "            const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n")
              << "            acc += x0.x * lg_bf16_lo(w.x) + x0.y * lg_bf16_hi(w.x) + x0.z * lg_bf16_lo(w.y) + x0.w * "
                 "lg_bf16_hi(w.y);\n"
              << "            acc += x1.x * lg_bf16_lo(w.z) + x1.y * lg_bf16_hi(w.z) + x1.z * lg_bf16_lo(w.w) + x1.w * "
@@ -855,9 +941,12 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     pk.a = a;
     pk.K = 1;
     for (size_t k = 1; k < shape.size(); ++k) pk.K *= shape[k].coeff;
-    body << "  for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < T * " << pk.K
-         << "L; e += (long)gridDim.x * blockDim.x) { " << delinear(shape, "e", ix, "t_") << " packed[e] = lg_to_bf16("
-         << name.at(a) << "(" << join(ix) << ")); }\n";
+    // With a reduction in the operand (an RMSNorm prologue, a q-norm), warps walk row spans as an
+    // element stage does, so that a row's reduction is read once per span, not once per element.
+    const bool reduces = std::any_of(nodes.begin(), nodes.end(), [&](ir::ValueId v) {
+      return ir::is_reduce(p.graph.at(v).op) && (p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)]);
+    });
+    r.element_loop(shape, "packed[e] = lg_to_bf16(" + name.at(a) + "(" + join(ix) + "));", reduces, body);
     pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
     pk.args = r.args;
     pk.layer = r.layer();
@@ -945,8 +1034,9 @@ std::optional<AttentionPrefillRender> render_attention_prefill(const lift::Stage
     const bool rows = !kbase.empty() && !vbase.empty();
     if (rows)
       body << "  const lg_attn_policy_rows<" << Dh << ", decltype(" << name.at(n.operands[3])
-           << "), decltype(store)> pol{" << name.at(n.operands[3]) << ", store, qpacked, " << H * Dh << "L, " << kbase
-           << ", " << vbase << ", " << ks[1].coeff * ks[2].coeff << "L, " << ks[2].coeff << "L};\n";
+           << "), decltype(store)> pol{" << name.at(n.operands[3]) << ", store, qpacked, " << H * Dh
+           << "L, kvpacked, kvpacked + " << ks[0].coeff * ks[1].coeff * ks[2].coeff << "L, "
+           << ks[1].coeff * ks[2].coeff << "L, " << ks[2].coeff << "L};\n";
     else
       body << "  const lg_attn_policy<decltype(" << name.at(n.operands[0]) << "), decltype(" << name.at(n.operands[1])
            << "), decltype(" << name.at(n.operands[2]) << "), decltype(" << name.at(n.operands[3])
@@ -959,17 +1049,54 @@ std::optional<AttentionPrefillRender> render_attention_prefill(const lift::Stage
          << lit(n.attrs.scale) << ", sm);\n";
     AttentionPrefillRender fa;
     fa.source = r.kernel("__launch_bounds__(lg_fa::kThreads)",
-                         rows ? std::vector<std::string>{"const unsigned short* __restrict__ qpacked"}
+                         rows ? std::vector<std::string>{"const unsigned short* __restrict__ qpacked",
+                                                         "const unsigned short* __restrict__ kvpacked"}
                               : std::vector<std::string>{},
                          "attention stage, T > 1: tensor-core flash attention", body.str());
     fa.args = r.args;
     fa.heads = H;
     fa.layer = r.layer();
-    if (rows) fa.q_pack = GemmPrefillRender::Pack{};  // rendered below
+    if (rows) fa.q_pack = fa.kv_pack = GemmPrefillRender::Pack{};  // rendered below
     return fa;
   });
-  // q [T, H, Dh] packed once as bf16 rows, when the kernel reads them so.
-  if (a.q_pack) a.q_pack = render_pack(p, s, n.operands[0], {}, "q of a prefill attention as bf16 rows");
+  if (!a.q_pack) return a;
+  // q [T, H, Dh] packed once as bf16 rows, and the K/V cache rows of positions 0 .. max pos as
+  // bf16 [2][KV, S, Dh], when the kernel reads them so.
+  a.q_pack = render_pack(p, s, n.operands[0], {}, "q of a prefill attention as bf16 rows");
+  a.kv_pack = with_layer_lifting(p, [&](Renderer& r) {
+    std::ostringstream body;
+    auto nodes = r.closure(s);
+    auto name = r.lambdas(s, nodes, body, {});
+    const std::string kbase = r.state_slice_base(n.operands[1]), vbase = r.state_slice_base(n.operands[2]);
+    const auto& ks = g.at(n.operands[1]).shape;
+    const int64_t KV = ks[0].coeff, S = ks[1].coeff, per_head = S * Dh;
+    // Every block finds the step's last position itself (T reads of an L2-resident vector):
+    // the rows past it are never attended to and are not copied.
+    body << "  __shared__ int lg_pmax[32];\n"
+         << "  int mx = -1;\n"
+         << "  for (long t = threadIdx.x; t < T; t += blockDim.x) mx = max(mx, (int)" << name.at(n.operands[3]) << "(t));\n"
+         << "  for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));\n"
+         << "  if ((threadIdx.x & 31) == 0) lg_pmax[threadIdx.x >> 5] = mx;\n"
+         << "  __syncthreads();\n"
+         << "  mx = lg_pmax[0];\n"
+         << "  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) mx = max(mx, lg_pmax[w]);\n"
+         << "  const long rows = mx < 0 ? 0L : (mx + 1L < " << S << "L ? mx + 1L : " << S << "L);\n"
+         << "  const long chunks = rows * " << Dh / 8 << "L;  // 8 elements each, per KV head\n"
+         << "  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < 2L * " << KV
+         << "L * chunks; i += (long)gridDim.x * blockDim.x) {\n"
+         << "    const long c = i / (" << KV << "L * chunks), kvh = (i / chunks) % " << KV << "L, e = (i % chunks) * 8L;\n"
+         << "    const long off = kvh * " << per_head << "L + e;\n"
+         << "    *reinterpret_cast<uint4*>(packed + c * " << KV * per_head << "L + off) = lg_fa::load8_f32_as_bf16((c == 0 ? "
+         << kbase << " : " << vbase << ") + off);\n"
+         << "  }\n";
+    GemmPrefillRender::Pack pk;
+    pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"},
+                         "K/V cache rows of a prefill attention as bf16", body.str());
+    pk.args = r.args;
+    pk.layer = r.layer();
+    pk.K = 2 * KV * Dh / 8;  // 16-byte chunks per token of a step that starts at position 0
+    return pk;
+  });
   return a;
 }
 

@@ -82,13 +82,17 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
 /// tensor cores, bf16 operands, fp32 softmax) over the stage's q/k/v/position lambdas. Grid:
 /// ceil(T / 64) * heads blocks of 128 threads.
 struct AttentionPrefillRender {
-  std::string source;           ///< KERNEL_NAME(args..., [const unsigned short* qpacked,] long T)
+  std::string source;           ///< KERNEL_NAME(args..., [qpacked, kvpacked,] long T)
   std::vector<KernelArg> args;
   int64_t heads = 0;
   int64_t layer = -1;
   /// When k and v are contiguous cache rows: q is first packed as bf16 [T, H * Dh] by this kernel
-  /// (its output is the flash kernel's `qpacked`).
+  /// (its output is the flash kernel's `qpacked`; K = H * Dh)...
   std::optional<GemmPrefillRender::Pack> q_pack;
+  /// ... and the cache rows of positions 0 .. max pos(t) as bf16 [2][KV, S, Dh] (k, then v) by
+  /// this one, into the flash kernel's `kvpacked` (a buffer of 2 * KV * S * Dh; K = its 16-byte
+  /// chunks per token when the step starts at position 0, for the grid).
+  std::optional<GemmPrefillRender::Pack> kv_pack;
 };
 
 /// The prefill form of attention stage `stage`, or nullopt (head_dim not 16/32/64/128: the

@@ -7,9 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "emit/cuda/nvrtc.h"
@@ -83,6 +86,15 @@ class CompiledLane : public Lane {
     profile_ = std::getenv("LG_PROFILE_LAUNCHES") != nullptr;
     const char* pdl = std::getenv("LG_COMPILED_PDL");
     pdl_ = !(pdl && std::string(pdl) == "0");
+    // The decode GEMV grid is capped at kGemvBlocksPerSm blocks per SM: a GEMM stage's kernel
+    // strides over its outputs, so fewer blocks means fewer per-block prologues (the RMSNorm
+    // and the staged activation row, read from L2 by every block) for the same weight stream.
+    // LG_COMPILED_GEMV_BPS overrides it for measurements (0: one block per 8 outputs).
+    int dev = 0, sms = 0;
+    LG_CUDA_CHECK(cudaGetDevice(&dev));
+    LG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const char* bps = std::getenv("LG_COMPILED_GEMV_BPS");
+    gemv_max_blocks_ = static_cast<int64_t>(bps && *bps ? std::atoi(bps) : kGemvBlocksPerSm) * sms;
   }
 
   ~CompiledLane() override {
@@ -246,12 +258,21 @@ class CompiledLane : public Lane {
   }
 
   void launch_one(const emit::cuda::LaunchPlan& l, int64_t T) {
+    if (T == 1 && gemv_max_blocks_ > 0 && l.per_block == 8)  // a GEMM stage's kernel (warps per block)
+      return launch_kernel(l.kernel, l.args, l.layer, std::min(l.grid(T), gemv_max_blocks_), l.block, T);
     if (T == 1 || !l.prefill) return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
     // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs).
     const auto& pf = *l.prefill;
     auto elementwise_grid = [](int64_t n) { return std::clamp<int64_t>((n + 255) / 256, 1, 4096); };
-    for (const auto& pk : pf.packs) launch_kernel(pk.kernel, pk.args, pk.layer, elementwise_grid(T * pk.K), 256, T);
+    auto mark = [&](const std::string& part) {
+      if (mark_) mark_(part.c_str());
+    };
+    for (size_t i = 0; i < pf.packs.size(); ++i) {
+      const auto& pk = pf.packs[i];
+      launch_kernel(pk.kernel, pk.args, pk.layer, elementwise_grid(T * pk.K), 256, T);
+      mark(".pack" + std::to_string(i));
+    }
     for (const auto& gm : pf.gemms) {
       const auto* a = static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.a)]);
       const auto* w = static_cast<const __nv_bfloat16*>(ptrs_[static_cast<size_t>(gm.w)]);
@@ -261,18 +282,23 @@ class CompiledLane : public Lane {
         gemm_.matmul_add(a, w, static_cast<const float*>(ptrs_[static_cast<size_t>(gm.c)]), out, t, n, k, stream_.get());
       else
         gemm_.matmul(a, w, out, t, n, k, false, stream_.get());
+      mark(".gemm");
     }
     if (pf.epilogue_kernel < 0) return;
-    if (pf.t_tile > 0)
-      return launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer,
-                           (T + pf.t_tile - 1) / pf.t_tile * pf.work_const.at(0), pf.block, T);
-    int64_t work = 0;
-    for (size_t i = 0; i < pf.work_const.size(); ++i) {
-      int64_t w = pf.work_const[i];
-      for (int32_t k = 0; k < pf.work_t_power[i]; ++k) w *= T;
-      work = std::max(work, w);
+    int64_t blocks = 0;
+    if (pf.t_tile > 0) {
+      blocks = (T + pf.t_tile - 1) / pf.t_tile * pf.work_const.at(0);
+    } else {
+      int64_t work = 0;
+      for (size_t i = 0; i < pf.work_const.size(); ++i) {
+        int64_t w = pf.work_const[i];
+        for (int32_t k = 0; k < pf.work_t_power[i]; ++k) w *= T;
+        work = std::max(work, w);
+      }
+      blocks = elementwise_grid(work);
     }
-    launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer, elementwise_grid(work), pf.block, T);
+    launch_kernel(pf.epilogue_kernel, pf.epilogue_args, pf.epilogue_layer, blocks, pf.block, T);
+    mark(pf.t_tile > 0 ? ".flash" : ".epilogue");
   }
 
   // The lane hands out the logits of the last position only, so at T > 1 the final launch (the
@@ -329,36 +355,47 @@ class CompiledLane : public Lane {
   // real step that follows.
   void profile(int64_t T) {
     cudaStream_t s = stream_.get();
-    std::vector<cuda::Event> ev(prog_.launches.size() + 1);
-    ev[0].record(s);
+    // One event after every kernel: a prefill launch's packs, GEMMs and epilogue are timed apart
+    // (labelled kernel.part), through mark_, which launch_one calls after each of them.
+    std::vector<std::unique_ptr<cuda::Event>> ev;
+    std::vector<std::string> label;
+    std::string current;
+    auto record = [&](const std::string& part) {
+      ev.push_back(std::make_unique<cuda::Event>());
+      ev.back()->record(s);
+      label.push_back(current + part);
+    };
+    record("");
+    mark_ = [&](const char* part) { record(part); };
+    std::map<std::string, int32_t> launch_of;  // label -> its first launch
     for (size_t i = 0; i < prog_.launches.size(); ++i) {
+      current = prog_.kernels[static_cast<size_t>(prog_.launches[i].kernel)].name;
+      const size_t before = ev.size();
       launch_at(i, T);
-      ev[i + 1].record(s);
+      if (ev.size() == before) record("");
+      for (size_t j = before; j < ev.size(); ++j) launch_of.try_emplace(label[j], static_cast<int32_t>(i));
     }
+    mark_ = nullptr;
     stream_.synchronize();
-    std::map<int32_t, std::pair<double, int>> per_kernel;
+    std::map<std::string, std::pair<double, int>> per_kernel;
     double total = 0;
-    for (size_t i = 0; i < prog_.launches.size(); ++i) {
-      const double ms = ev[i + 1].elapsed_ms_since(ev[i]);
-      auto& [sum, n] = per_kernel[prog_.launches[i].kernel];
+    for (size_t j = 1; j < ev.size(); ++j) {
+      const double ms = ev[j]->elapsed_ms_since(*ev[j - 1]);
+      auto& [sum, n] = per_kernel[label[j]];
       sum += ms;
       ++n;
       total += ms;
     }
-    std::vector<std::pair<double, int32_t>> order;
+    std::vector<std::pair<double, std::string>> order;
     for (auto& [k, v] : per_kernel) order.push_back({v.first, k});
     std::sort(order.rbegin(), order.rend());
-    std::fprintf(stderr, "profile T=%ld: %zu launches, %.3f ms (events between launches, no graph)\n",
-                 static_cast<long>(T), prog_.launches.size(), total);
-    for (size_t i = 0; i < order.size() && i < 12; ++i) {
+    std::fprintf(stderr, "profile T=%ld: %zu launches, %zu kernels run, %.3f ms (events between kernels, no graph)\n",
+                 static_cast<long>(T), prog_.launches.size(), ev.size() - 1, total);
+    for (size_t i = 0; i < order.size() && i < 16; ++i) {
       const auto& [ms, k] = order[i];
-      int32_t first = -1;
-      for (size_t j = 0; j < prog_.launches.size() && first < 0; ++j)
-        if (prog_.launches[j].kernel == k) first = static_cast<int32_t>(j);
-      std::fprintf(stderr, "  %8.3f ms %5.1f%%  %-14s x%-3d grid %ld x %d\n", ms, 100 * ms / total,
-                   prog_.kernels[static_cast<size_t>(k)].name.c_str(), per_kernel[k].second,
-                   static_cast<long>(prog_.launches[static_cast<size_t>(first)].grid(T)),
-                   prog_.launches[static_cast<size_t>(first)].block);
+      const auto& l = prog_.launches[static_cast<size_t>(launch_of.at(k))];
+      std::fprintf(stderr, "  %8.3f ms %5.1f%%  %-24s x%-3d launch grid %ld x %d\n", ms, 100 * ms / total, k.c_str(),
+                   per_kernel[k].second, static_cast<long>(l.grid(T)), l.block);
     }
   }
 
@@ -368,6 +405,12 @@ class CompiledLane : public Lane {
   std::vector<cudaLibrary_t> libs_;
   std::vector<cudaKernel_t> kernels_;
   bool profile_ = false, pdl_ = true;
+  /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
+  std::function<void(const char*)> mark_;
+  /// H200, 8B decode ms/token by blocks per SM (bench/compiled_lane.md, 2026-11-30): 2: 5.74,
+  /// 3: 5.52, 4: 5.27, 6: 5.62, uncapped (up to 1536 blocks): 5.47.
+  static constexpr int kGemvBlocksPerSm = 4;
+  int64_t gemv_max_blocks_ = 0;  ///< blocks per SM x SMs; 0: uncapped
   std::map<int64_t, int> steps_seen_;  ///< per T: profiling waits for the second step of a T
   cuda::DeviceBuffer arena_;
   std::vector<cuda::DeviceBuffer> owned_;
