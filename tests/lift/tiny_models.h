@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "builder.h"
@@ -84,10 +85,12 @@ inline std::vector<std::vector<float>> random_params(const ir::Graph& g, uint32_
 }
 
 /// max |a - b| / max |b|: the error relative to the reference's scale (logits near 0 would make an
-/// elementwise relative error meaningless).
+/// elementwise relative error meaningless). Infinite when either side holds a NaN or infinity
+/// (std::max would skip a NaN and report agreement).
 inline double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;
   for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(a.at(i)) || !std::isfinite(b[i])) return std::numeric_limits<double>::infinity();
     num = std::max(num, std::fabs(static_cast<double>(a.at(i)) - b[i]));
     den = std::max(den, std::fabs(static_cast<double>(b[i])));
   }
