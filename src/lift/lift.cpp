@@ -173,6 +173,9 @@ std::vector<bool> merge_common_subexpressions(ir::Graph& g) {
     if (!fresh) {
       canon[i] = it->second;
       dup[i] = true;
+      // One value for several bindings (l0.q's and l5.k's cos): it belongs to none of them.
+      std::string& kept = g.nodes[static_cast<size_t>(it->second)].name;
+      if (kept != n.name) kept.clear();
     }
   }
   for (ir::ValueId& o : g.outputs) o = canon[static_cast<size_t>(o)];
