@@ -14,7 +14,9 @@ json parse_object(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error for broken syntax, out_of_range for a number beyond double (1e309): both are
+    // the client's body, so a 400, not the 500 of an escaped exception.
     throw RequestError("", std::string("the body is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw RequestError("", "the body must be a JSON object");
@@ -115,7 +117,12 @@ CompletionRequest parse_completion_request(const std::string& body) {
   if (!p) throw RequestError("prompt", "'prompt' is required");
   // OpenAI also takes a one-element array of strings; batches of prompts are not served (batch 1).
   if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
-  if (!p->is_string()) throw RequestError("prompt", fmt::format("'prompt' must be a string, got {}", p->type_name()));
+  if (p->is_array() && p->size() > 1)
+    throw RequestError("prompt", fmt::format("'prompt' is an array of {} prompts; lg serve takes one prompt per request "
+                                             "(a string, or an array of one string)",
+                                             p->size()));
+  if (!p->is_string())
+    throw RequestError("prompt", fmt::format("'prompt' must be a string or an array of one string, got {}", p->type_name()));
   r.prompt = p->get<std::string>();
   if (r.prompt.empty()) throw RequestError("prompt", "'prompt' is empty");
   return r;

@@ -45,6 +45,8 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p("{"), "");
   EXPECT_EQ(p("[1]"), "");
   EXPECT_EQ(p(""), "");
+  // A number beyond double is json's out_of_range, not parse_error: still a bad body.
+  EXPECT_EQ(p(R"({"prompt":"x","temperature":1e309})"), "");
   EXPECT_EQ(p("{}"), "prompt");
   EXPECT_EQ(p(R"({"prompt":5})"), "prompt");
   EXPECT_EQ(p(R"({"prompt":""})"), "prompt");
@@ -67,6 +69,15 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options.include_usage");
   EXPECT_EQ(p(R"({"prompt":"x","n":2})"), "n");
   EXPECT_EQ(p(R"({"prompt":"x","model":3})"), "model");
+}
+
+TEST(CompletionRequest, ABatchOfPromptsSaysOnePromptPerRequest) {
+  try {
+    parse_completion_request(R"({"prompt":["a","b"]})");
+    FAIL() << "a batch of two prompts was accepted";
+  } catch (const RequestError& e) {
+    EXPECT_NE(std::string(e.what()).find("one prompt per request"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ChatRequest, ParsesMessagesAndTextParts) {
