@@ -2,7 +2,9 @@
 // lane (the CPU reference executor by default), streaming it as it is produced, then reports
 // prefill speed, time to first token and decode speed on stderr.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,6 +43,12 @@ int run(const RunOpts& o) {
   std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cuda" ? "handwritten" : "cpu");
   if (o.device == "cpu" && lg::is_gpu_lane(lane_name))
     throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
+  // Otherwise `--device cuda --lane cpu` would run on the CPU and report CPU speeds as asked-for cuda.
+  if (o.device == "cuda" && !lg::is_gpu_lane(lane_name))
+    throw lg::Error("lane '" + lane_name + "' runs on the CPU, not on --device cuda (use --lane compiled or handwritten)");
+  // An unknown name is refused before the model loads, not after a loading line naming it.
+  if (const auto names = lg::lane_names(); std::find(names.begin(), names.end(), lane_name) == names.end())
+    throw lg::Error(fmt::format("unknown lane '{}' (this build has: {})", lane_name, fmt::join(names, ", ")));
   if (o.fallback_cpu && lg::is_gpu_lane(lane_name) && !lg::cuda_available()) {
     std::fprintf(stderr, "lg: no CUDA device: falling back from lane %s to the CPU reference (--fallback-cpu)\n",
                  lane_name.c_str());
@@ -79,9 +87,9 @@ int run(const RunOpts& o) {
   const int64_t max_seq = std::min(context, n + o.max_tokens);
 
   if (!o.quiet)
-    std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt tokens\n", o.model.c_str(),
+    std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt token%s\n", o.model.c_str(),
                  dir.config.model_type.c_str(), static_cast<double>(dir.checkpoint.parameter_count()) / 1e6,
-                 lane_name.c_str(), static_cast<long long>(n));
+                 lane_name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s");
   auto lane = lg::make_lane(lane_name, dir, max_seq);
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s lane ready (%s) in %.2f s\n", lane->name().c_str(),

@@ -69,6 +69,21 @@ TEST(CliUsage, RunSpeedLineCountsInTheSingular) {
   EXPECT_NE(more.out.find("| decode 2 tokens in "), std::string::npos) << more.out;
 }
 
+// `--device cuda --lane cpu` ran on the CPU without a word; an unknown lane was refused only after
+// the model had loaded and a line had announced it as the lane being run.
+TEST(CliUsage, RunRefusesALaneThatContradictsTheDeviceOrDoesNotExist) {
+  const CliRun cpu_on_cuda = run_lg("run -m " + kModel + " -p def -n 1 --lane cpu --device cuda");
+  EXPECT_EQ(cpu_on_cuda.code, 1) << cpu_on_cuda.out;
+  EXPECT_NE(cpu_on_cuda.out.find("lane 'cpu' runs on the CPU, not on --device cuda"), std::string::npos) << cpu_on_cuda.out;
+  const CliRun bogus = run_lg("run -m " + kModel + " -p def -n 1 --lane bogus");
+  EXPECT_EQ(bogus.code, 1) << bogus.out;
+  EXPECT_NE(bogus.out.find("unknown lane 'bogus' (this build has: cpu"), std::string::npos) << bogus.out;
+  EXPECT_EQ(bogus.out.find("on lane bogus"), std::string::npos) << "announced before it was refused\n" << bogus.out;
+  const CliRun one = run_lg("run -m " + kModel + " -p def -n 1 --temperature 0");
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_NE(one.out.find("on lane cpu, 1 prompt token\n"), std::string::npos) << one.out;
+}
+
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
   EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);
