@@ -258,8 +258,14 @@ class CompiledLane : public Lane {
   }
 
   void launch_one(const emit::cuda::LaunchPlan& l, int64_t T) {
-    if (T == 1 && gemv_max_blocks_ > 0 && l.per_block == 8)  // a GEMM stage's kernel (warps per block)
-      return launch_kernel(l.kernel, l.args, l.layer, std::min(l.grid(T), gemv_max_blocks_), l.block, T);
+    if (T == 1 && gemv_max_blocks_ > 0 && l.per_block == 8) {  // a GEMM stage's kernel (warps per block)
+      // As many rounds of outputs per warp as the cap needs, and the blocks that many rounds need:
+      // QKV's 768 blocks of outputs become 384 blocks doing two each rather than 528 of which
+      // 45% do a second (fewer prologues, the same rounds).
+      // H200, 8B decode, one call: 5.089 ms against 5.135 capped at 528 blocks.
+      const int64_t blocks = l.grid(T), rounds = (blocks + gemv_max_blocks_ - 1) / gemv_max_blocks_;
+      return launch_kernel(l.kernel, l.args, l.layer, (blocks + rounds - 1) / rounds, l.block, T);
+    }
     if (T == 1 || !l.prefill) return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
     // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs).
