@@ -2,6 +2,7 @@
 // into stages, fuses them and emits the CUDA program. Writes program.cu, plan.json,
 // provenance.json ({"kind": "Compiled"}) and stages.txt (every stage with the source lines it
 // covers). --explain prints the stage listing and `launches per decode layer: N`.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -27,17 +28,21 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
+/// The largest S `lg compile` picks by itself (the arena holds every activation at T = S).
+constexpr int64_t kDefaultMaxSeq = 4096;
+
 LG_COMMAND("compile", [](CLI::App& app) {
   struct Opts {
     std::string file, config, out;
-    int64_t max_seq = 4096;
+    int64_t max_seq = 0;  // 0: the model's context, at most kDefaultMaxSeq
     bool explain = false, no_fuse = false;
   };
   auto opts = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("compile", "Compile an .lg program into a CUDA program (stages, kernels, launch plan)");
   lg::cli::add_program_options(sub, opts->file, opts->config);
   auto* out_opt = sub->add_option("-o,--out", opts->out, "output directory (created)");
-  sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity and largest T (default 4096)")
+  sub->add_option("--max-seq", opts->max_seq,
+                  "S, the KV-cache capacity and largest T (default: config max_position_embeddings, at most 4096)")
       ->check(lg::cli::at_least_one());
   auto* explain_flag = sub->add_flag("--explain", opts->explain, "print the stages, the source lines each covers, and launches per layer");
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
@@ -51,17 +56,25 @@ LG_COMMAND("compile", [](CLI::App& app) {
     nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
+    // As lg serve and lg run size their caches: the model's context, capped (a Qwen3 config's
+    // 40960 would size the program's arena for T = 40960). Without max_position_embeddings the
+    // binder takes the program's own `S = ...` (GPT-2's n_positions) or says what is missing.
+    if (bind.max_seq == 0)
+      if (auto it = config.find("max_position_embeddings"); it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0)
+        bind.max_seq = std::min<int64_t>(it->get<int64_t>(), kDefaultMaxSeq);
     lg::ir::Graph graph = lg::lang::lower_file(opts->file, config, bind);
     lg::lift::StagedProgram prog = lg::lift::lift(graph);
     if (!opts->no_fuse) lg::lift::fuse(prog);
     lg::emit::cuda::CudaProgram cuda = lg::emit::cuda::emit_program(prog);
     std::string listing = lg::lift::explain(prog, /*with_source=*/true);
-    int64_t per_layer = lg::lift::launches_per_layer(prog);
+    int64_t layers = 0;
+    const int64_t per_layer = lg::lift::launches_per_layer(prog, &layers);
     std::string summary = "stages: " + std::to_string(prog.stages.size()) +
                           "  launches: " + std::to_string(prog.launches.size()) +
                           "  kernels: " + std::to_string(cuda.kernels.size()) +
                           "  arena: " + std::to_string(cuda.arena_bytes) + " bytes at T = " +
-                          std::to_string(cuda.max_t) + "\nlaunches per decode layer: " + std::to_string(per_layer) + "\n";
+                          std::to_string(cuda.max_t) + "\nlaunches per decode layer: " + std::to_string(per_layer) +
+                          (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n";
     if (!opts->out.empty()) {
       std::filesystem::path dir(opts->out);
       std::error_code ec;

@@ -202,7 +202,9 @@ void Elaborator::bind() {
       globals_["S"] = Value::of_int(S);
       report_.dims.push_back({"S", std::to_string(S)});
     } else {
-      if (S != 0) err(m.span, "max sequence length " + std::to_string(S) + " is out of range");
+      if (S != 0)
+        err(m.span, "max sequence length " + std::to_string(S) + (s_given_ ? " (--max-seq)" : " (config max_position_embeddings)") +
+                        " is out of range: it must be between 1 and " + std::to_string(kMaxDim));
       globals_["S"] = Value::error();
     }
     global_kind_["S"] = "dim";

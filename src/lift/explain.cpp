@@ -64,24 +64,24 @@ std::string explain(const StagedProgram& p, bool with_source) {
         if (p.graph.at(v).op == ir::Op::StateWrite)
           os << " " << node_text(p.graph, v) << "(in place)";
       os << "\n    lines:";
-      for (const auto& line : stage_lines(p, st)) os << " " << line;
+      const auto listed = stage_lines(p, st);
+      for (const auto& line : listed) os << " " << line;
+      if (listed.empty()) os << " - (values several statements share, computed once)";
       os << "\n";
-      if (with_source) {
-        std::set<std::pair<int32_t, int32_t>> seen;
-        for (ir::ValueId v : st.nodes) {
-          const ir::Span& sp = p.graph.at(v).span;
-          if (sp.file < 0 || static_cast<size_t>(sp.file) >= text.size() || !seen.insert({sp.file, sp.line}).second) continue;
-          const auto& lines = text[static_cast<size_t>(sp.file)];
-          if (sp.line >= 1 && static_cast<size_t>(sp.line) <= lines.size())
-            os << "      " << sp.line << " | " << lines[static_cast<size_t>(sp.line) - 1] << "\n";
+      if (with_source)
+        for (auto [file, line] : stage_line_set(p, st)) {  // the lines listed above, with their text
+          if (file < 0 || static_cast<size_t>(file) >= text.size()) continue;
+          const auto& lines = text[static_cast<size_t>(file)];
+          if (line >= 1 && static_cast<size_t>(line) <= lines.size())
+            os << "      " << line << " | " << lines[static_cast<size_t>(line) - 1] << "\n";
         }
-      }
     }
   }
   return os.str();
 }
 
-int64_t launches_per_layer(const StagedProgram& p) {
+int64_t launches_per_layer(const StagedProgram& p, int64_t* layers_out) {
+  if (layers_out) *layers_out = 0;
   std::map<std::string, int64_t> count;
   for (const Launch& l : p.launches) ++count[signature(p, l)];
   // L: the most common repeat count (a layer's launches all repeat L times; an unfused layer
@@ -93,6 +93,7 @@ int64_t launches_per_layer(const StagedProgram& p) {
   int64_t layers = 0, best = 0;
   for (auto& [c, f] : freq)
     if (f > best) best = f, layers = c;
+  if (layers_out) *layers_out = layers;
   int64_t in_layers = 0;
   for (auto& [sig, c] : count)
     if (c % layers == 0) in_layers += c;

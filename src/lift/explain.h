@@ -16,7 +16,8 @@ std::string explain(const StagedProgram& p, bool with_source = false);
 /// Launches of one decoder layer. Layers are unrolled in the IR, so a layer's launches repeat
 /// with the same source lines: the count is the number of launches whose signature (kind, ops, source lines) repeats
 /// a multiple of L times (L: the most common repeat count), divided by L. A program with no
-/// repeated launches (one layer, or no layers) counts all its launches.
-int64_t launches_per_layer(const StagedProgram& p);
+/// repeated launches (one layer, or no layers) counts all its launches. `layers`, if given,
+/// receives L (0 when nothing repeats).
+int64_t launches_per_layer(const StagedProgram& p, int64_t* layers = nullptr);
 
 }  // namespace lg::lift

@@ -173,9 +173,12 @@ std::vector<bool> merge_common_subexpressions(ir::Graph& g) {
     if (!fresh) {
       canon[i] = it->second;
       dup[i] = true;
-      // One value for several bindings (l0.q's and l5.k's cos): it belongs to none of them.
-      std::string& kept = g.nodes[static_cast<size_t>(it->second)].name;
-      if (kept != n.name) kept.clear();
+      // One value for several bindings or statements (l0.q's and l5.k's cos): it belongs to
+      // none of them, so it keeps neither a name nor a line (explain's "lines:" of a stage are
+      // those of the statements it computes).
+      ir::Node& kept = g.nodes[static_cast<size_t>(it->second)];
+      if (kept.name != n.name) kept.name.clear();
+      if (kept.span.file != n.span.file || kept.span.line != n.span.line) kept.span.line = 0;
     }
   }
   for (ir::ValueId& o : g.outputs) o = canon[static_cast<size_t>(o)];

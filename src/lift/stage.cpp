@@ -215,20 +215,37 @@ void normalize(StagedProgram& p) {
   for (size_t s = 0; s < p.stages.size(); ++s) p.launches.push_back({{static_cast<int32_t>(s)}});
 }
 
-std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s) {
+std::set<std::pair<int32_t, int32_t>> stage_line_set(const StagedProgram& p, const Stage& s) {
   std::set<std::pair<int32_t, int32_t>> lines;
   std::vector<bool> seen(p.graph.nodes.size(), false);
+  // Constant expressions (an eps and its cast) say nothing about which statement a stage
+  // computes, and one merged constant carries the line of its first use only.
+  std::vector<int8_t> constant(p.graph.nodes.size(), -1);
+  std::function<bool(ir::ValueId)> is_constant = [&](ir::ValueId v) -> bool {
+    int8_t& c = constant[static_cast<size_t>(v)];
+    if (c >= 0) return c != 0;
+    const ir::Node& n = p.graph.at(v);
+    bool k = n.op == ir::Op::Const || n.op == ir::Op::Arange;
+    if (!k && !n.operands.empty() && (ir::is_elementwise(n.op) || ir::is_movement(n.op)))
+      k = std::all_of(n.operands.begin(), n.operands.end(), is_constant);
+    c = k ? 1 : 0;
+    return k;
+  };
   std::function<void(ir::ValueId)> visit = [&](ir::ValueId v) {
     if (seen[static_cast<size_t>(v)]) return;
     seen[static_cast<size_t>(v)] = true;
     const ir::Node& n = p.graph.at(v);
-    if (n.span.line > 0) lines.insert({n.span.file, n.span.line});
+    if (n.span.line > 0 && !is_constant(v)) lines.insert({n.span.file, n.span.line});
     for (ir::ValueId o : n.operands)
       if (p.is_inline[static_cast<size_t>(o)]) visit(o);
   };
   for (ir::ValueId v : s.nodes) visit(v);
+  return lines;
+}
+
+std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s) {
   std::vector<std::string> out;
-  for (auto [f, l] : lines) {
+  for (auto [f, l] : stage_line_set(p, s)) {
     std::string file = f >= 0 && static_cast<size_t>(f) < p.graph.files.size() ? p.graph.files[static_cast<size_t>(f)]
                                                                               : std::string("<unknown>");
     out.push_back(file + ":" + std::to_string(l));

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -82,7 +84,10 @@ bool merge_makes_cycle(const StagedProgram& p, int32_t a, int32_t b);
 /// Callers run normalize() afterwards.
 void merge_stages(StagedProgram& p, int32_t into, int32_t from);
 
-/// The source lines a stage covers, as "file:line" strings, sorted and unique.
+/// The source lines a stage covers, (file index, line), sorted and unique: those of its nodes and
+/// of the inline nodes it evaluates, constants excepted.
+std::set<std::pair<int32_t, int32_t>> stage_line_set(const StagedProgram& p, const Stage& s);
+/// The same as "file:line" strings.
 std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s);
 
 /// "file:line:col" of a span ("<unknown>" when the graph has no file for it).

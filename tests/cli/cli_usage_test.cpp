@@ -3,6 +3,10 @@
 // "Value 0 not in range"); `lg compile` with nothing to produce is a usage error too.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "cli_run.h"
 
 namespace lg::cli_test {
@@ -87,6 +91,34 @@ TEST(CliUsage, RunRefusesALaneThatContradictsTheDeviceOrDoesNotExist) {
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
   EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);
+}
+
+// Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
+// S), at most 4096; a program without layers says its launch count is not per layer.
+TEST(CliUsage, CompileSizesForTheModelsContext) {
+  const CliRun r = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain");  // max_position_embeddings 1024
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("at T = 1024\n"), std::string::npos) << r.out;
+  // A Qwen3-sized context (40960) is capped at 4096.
+  std::ifstream in(kTiny + "/config.json");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string field = "\"max_position_embeddings\": 1024";
+  ASSERT_NE(config.find(field), std::string::npos);
+  config.replace(config.find(field), field.size(), "\"max_position_embeddings\": 40960");
+  const std::string big_config = ::testing::TempDir() + "/lg_compile_big_context.json";
+  std::ofstream(big_config) << config;
+  const CliRun big = run_lg("compile " + kQwen3 + " -c " + big_config + " --explain");
+  EXPECT_NE(big.out.find("at T = 4096\n"), std::string::npos) << big.out;
+  const CliRun given = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 64");
+  EXPECT_NE(given.out.find("at T = 64\n"), std::string::npos) << given.out;
+  const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
+  EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
+  const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";
+  std::ofstream(flat) << "model flat {\n  dims { D = config.hidden_size }\n  param w: f32[D] = \"w\"\n"
+                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[T, D] {\n"
+                         "    return exp(pos.to(f32).unsqueeze(-1) * w)\n  }\n}\n";
+  const CliRun none = run_lg("compile " + flat + " -c " + kTiny + " --explain");
+  EXPECT_NE(none.out.find("(no launch repeats: one layer or none, every launch counted)"), std::string::npos) << none.out;
 }
 
 // On a machine without a GPU, `lg bench --lane cpu` says what is missing and what to use instead.

@@ -72,6 +72,11 @@ TEST(LgModels, Qwen3DecodeLayerTakesAtMostEightLaunches) {
   EXPECT_LE(launches_per_layer(p), 8) << explain(p);  // the bar
   // What the passes give today (docs/lifting.md): both RMSNorms are GEMM prologues.
   EXPECT_EQ(launches_per_layer(p), 6) << explain(p);
+  // The LM head's stage covers the final norm and the head (line 63) only: the eps it shares
+  // with every layer's norms and the RoPE tables every layer shares are attributed to no line.
+  const auto lines = stage_lines(p, p.stages.back());
+  ASSERT_EQ(lines.size(), 1u) << explain(p);
+  EXPECT_NE(lines[0].find("qwen3.lg:63"), std::string::npos) << lines[0];
 }
 
 }  // namespace
