@@ -1,6 +1,7 @@
 // `lg check FILE.lg --config config.json`: checks an .lg program against a model's config and
 // prints what it binds to (dims, params with their checkpoint tensors, state) and the type of
-// every forward statement. Exit 1 with the diagnostics when the program does not check.
+// every forward statement, and a note when the compiler's lifting would refuse a statement. Exit
+// 1 with the diagnostics when the program does not check.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "cli/program_options.h"
 #include "lang/lower.h"
 #include "lang/value.h"
+#include "lift/lift.h"
 #include "model/config.h"
 #include "support/error.h"
 
@@ -93,6 +95,14 @@ LG_COMMAND("check", [](CLI::App& app) {
       fmt::print("  {:>4}:{:<3} {:<{}}  {}\n", s.span.line, s.span.col, s.target, sw, s.type);
     fmt::print("\nIR: {} nodes, {} params, {} states, {} outputs\n", r.graph.nodes.size(), r.graph.params.size(),
                r.graph.states.size(), r.graph.outputs.size());
+    // A program can be well typed and still have a statement no stage kind expresses (a matmul
+    // over the tokens of a step): say so here rather than only at `lg compile`. The CPU lane
+    // runs it either way, so the check itself passes.
+    try {
+      (void)lg::lift::lift(r.graph);
+    } catch (const lg::Error& e) {
+      fmt::print("\nnote: the compiled lane would refuse this program (the cpu lane runs it):\n  {}\n", e.what());
+    }
     return 0;
   };
 });

@@ -121,6 +121,22 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
   EXPECT_NE(none.out.find("(no launch repeats: one layer or none, every launch counted)"), std::string::npos) << none.out;
 }
 
+// `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
+// refuse it, naming the statement.
+TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
+  const std::string file = ::testing::TempDir() + "/lg_check_token_matmul.lg";
+  std::ofstream(file) << "model tok {\n  dims { D = config.hidden_size }\n  param w: f32[D, D] = \"w\"\n"
+                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[D, D] {\n"
+                         "    x = pos.to(f32).unsqueeze(-1) * w[0]\n    return x.T @ x\n  }\n}\n";
+  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: the compiled lane would refuse this program"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lg_check_token_matmul.lg:6:5: cannot lift"), std::string::npos) << r.out;
+  const CliRun q = run_lg("check " + kQwen3 + " -c " + kTiny);
+  EXPECT_EQ(q.code, 0) << q.out;
+  EXPECT_EQ(q.out.find("note:"), std::string::npos) << q.out;
+}
+
 // On a machine without a GPU, `lg bench --lane cpu` says what is missing and what to use instead.
 TEST(CliUsage, BenchOfTheCpuLaneSaysWhatIsWrong) {
   const CliRun preset = run_lg("bench --lane cpu");
