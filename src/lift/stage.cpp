@@ -118,6 +118,41 @@ std::vector<int32_t> stage_deps(const StagedProgram& p, int32_t s) {
   return {deps[static_cast<size_t>(s)].begin(), deps[static_cast<size_t>(s)].end()};
 }
 
+bool merge_races_on_state(const StagedProgram& p, int32_t a, int32_t b) {
+  const ir::Graph& g = p.graph;
+  std::set<ir::ValueId> read, overwritten;
+  std::vector<bool> seen(g.nodes.size(), false);
+  // State versions the stages' values read (through inline nodes). A write's own link to the
+  // version it replaces (operand 0) is the write, not a read.
+  std::function<void(ir::ValueId)> reads = [&](ir::ValueId v) {
+    for (ir::ValueId o : g.at(v).operands) {
+      if (seen[static_cast<size_t>(o)]) continue;
+      seen[static_cast<size_t>(o)] = true;
+      const ir::Op op = g.at(o).op;
+      if (op == ir::Op::State || op == ir::Op::StateWrite) read.insert(o);
+      if (p.is_inline[static_cast<size_t>(o)]) reads(o);
+    }
+  };
+  for (int32_t s : {a, b})
+    for (ir::ValueId v : p.stages[static_cast<size_t>(s)].nodes) {
+      const ir::Node& n = g.at(v);
+      if (n.op != ir::Op::StateWrite) {
+        reads(v);
+        continue;
+      }
+      overwritten.insert(n.operands[0]);
+      for (size_t i = 1; i < n.operands.size(); ++i) {
+        const ir::ValueId o = n.operands[i];
+        if (g.at(o).op == ir::Op::State || g.at(o).op == ir::Op::StateWrite) read.insert(o);
+        if (p.is_inline[static_cast<size_t>(o)] && !seen[static_cast<size_t>(o)]) {
+          seen[static_cast<size_t>(o)] = true;
+          reads(o);
+        }
+      }
+    }
+  return std::any_of(overwritten.begin(), overwritten.end(), [&](ir::ValueId v) { return read.count(v) > 0; });
+}
+
 bool merge_makes_cycle(const StagedProgram& p, int32_t a, int32_t b) {
   auto deps = all_deps(p);
   std::vector<std::vector<int32_t>> succ(p.stages.size());

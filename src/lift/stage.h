@@ -80,6 +80,16 @@ std::vector<int32_t> stage_deps(const StagedProgram& p, int32_t s);
 /// True if merging stages a and b into one would create a dependency cycle through a third stage.
 bool merge_makes_cycle(const StagedProgram& p, int32_t a, int32_t b);
 
+/// True if stages a and b merged would overwrite a state version that the merged stage also
+/// reads (a cache read and its overwrite in one kernel: threads would race on the rows). The CPU
+/// staged executor computes before it writes and cannot see this; the passes must not make it.
+bool merge_races_on_state(const StagedProgram& p, int32_t a, int32_t b);
+
+/// What every fusion pass asks before merging: no cycle, no state race.
+inline bool merge_is_safe(const StagedProgram& p, int32_t a, int32_t b) {
+  return !merge_makes_cycle(p, a, b) && !merge_races_on_state(p, a, b);
+}
+
 /// Moves every node of stage `from` into stage `into` (kind of `into` kept) and removes `from`.
 /// Callers run normalize() afterwards.
 void merge_stages(StagedProgram& p, int32_t into, int32_t from);

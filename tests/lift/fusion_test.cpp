@@ -208,6 +208,31 @@ TEST(Fusion, RopeIsFusedWithTheKvCacheWrite) {
   EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 6), kSteps), 1e-6);
 }
 
+TEST(Fusion, AWriteIsNotFusedIntoAStageReadingTheRowsItOverwrites) {
+  // r = e @ cache (every row of the old cache), then r is written into the cache at pos: as one
+  // kernel, the threads writing rows pos would race the threads still reading them. The CPU
+  // executor computes before it writes, so only the pass's guard can keep the two apart.
+  Small s(16);
+  ValueId pos = 1;
+  ValueId cache = s.b.state("cache", {C(8), C(16)});
+  ValueId e = s.b.gather(s.b.param("emb8", {C(20), C(8)}), 0);  // [T, 8]
+  ValueId r = s.b.matmul(e, cache);                              // [T, 16]
+  ValueId w = s.b.state_write(cache, r, pos, {}, 0);
+  s.b.output(s.b.binary(Op::Add, r, s.b.reshape(s.b.reduce(Op::ReduceSum, w, 0, false), {C(1), C(16)})));
+  StagedProgram p = lift(s.b.g);
+  fuse(p);
+  for (const Stage& st : p.stages) {
+    bool writes = false, multiplies = false;
+    for (ValueId v : st.nodes) {
+      writes = writes || p.graph.at(v).op == Op::StateWrite;
+      multiplies = multiplies || p.graph.at(v).op == Op::MatMul;
+    }
+    EXPECT_FALSE(writes && multiplies) << explain(p);
+  }
+  std::vector<std::vector<int32_t>> steps = {{3, 1, 4}, {9}, {2}};  // positions 0..4 of 8 rows
+  EXPECT_LT(staged_vs_reference(s.b.g, random_params(s.b.g, 26), steps), 1e-6);
+}
+
 TEST(Fusion, QkNormRopeAndCacheWriteAreOneStage) {
   QwenShape c;
   ir::Graph g = qwen_like(c);

@@ -58,7 +58,7 @@ void epilogues(StagedProgram& p, StageKind kind) {
       if (p.stages[static_cast<size_t>(g)].kind != kind) continue;
       for (int32_t c : detail::readers_of_stage(p, g)) {
         if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
-        if (!detail::all_elementwise(p, c) || !reads_pointwise(p, c, g) || merge_makes_cycle(p, g, c)) continue;
+        if (!detail::all_elementwise(p, c) || !reads_pointwise(p, c, g) || !merge_is_safe(p, g, c)) continue;
         merge_stages(p, g, c);
         normalize(p);
         changed = true;
@@ -85,7 +85,7 @@ void pass_merge_gemm_siblings(StagedProgram& p) {
         const ir::Node& nb = p.graph.at(matmuls(p, b).front());
         if (nb.operands[0] != na.operands[0] || !is_weight(p, nb.operands[1])) continue;
         ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
-        if (!(sa == sb) || merge_makes_cycle(p, a, b)) continue;
+        if (!(sa == sb) || !merge_is_safe(p, a, b)) continue;
         merge_stages(p, a, b);
         normalize(p);
         changed = true;

@@ -112,7 +112,7 @@ void pass_gemm_reduce_prologue(StagedProgram& p) {
       if (readers.size() != 1 || readers[0] < 0) continue;
       const int32_t g = readers[0];
       if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm) continue;
-      if (!feeds_only_activation_rows(p, r, g) || merge_makes_cycle(p, g, r)) continue;
+      if (!feeds_only_activation_rows(p, r, g) || !merge_is_safe(p, g, r)) continue;
       merge_stages(p, g, r);
       normalize(p);
       changed = true;

@@ -49,7 +49,7 @@ void pass_reduce_epilogue(StagedProgram& p) {
         if (c < 0) continue;
         StageKind k = p.stages[static_cast<size_t>(c)].kind;
         if (k != StageKind::Map && k != StageKind::StateWrite && k != StageKind::Reduce) continue;
-        if (!spans_rows(p, c, rows) || merge_makes_cycle(p, r, c)) continue;
+        if (!spans_rows(p, c, rows) || !merge_is_safe(p, r, c)) continue;
         merge_stages(p, r, c);
         normalize(p);
         changed = true;

@@ -23,7 +23,7 @@ void pass_state_write_into_producer(StagedProgram& p) {
       if (prod < 0 || prod == w) continue;
       StageKind k = p.stages[static_cast<size_t>(prod)].kind;
       if (k == StageKind::Attention || k == StageKind::StateWrite) continue;
-      if (merge_makes_cycle(p, prod, w)) continue;
+      if (!merge_is_safe(p, prod, w)) continue;
       merge_stages(p, prod, w);
       normalize(p);
       changed = true;
