@@ -159,34 +159,32 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     if (buf.first_launch < 0) buf.first_launch = li;
     buf.last_launch = std::max(buf.last_launch, li);
   };
-  // A scratch buffer of the prefill path: [T, cols], live during launch li only.
-  auto scratch = [&](const std::string& name, DType dt, int64_t cols, int32_t li) {
-    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, {ir::Dim::symbol(0), ir::Dim::constant(cols)}, prog.max_t);
+  auto t_rows = [](int64_t cols) { return ir::Shape{ir::Dim::symbol(0), ir::Dim::constant(cols)}; };
+  // A scratch buffer of the prefill path (`shape`: [T, cols], or a constant size), live during
+  // launch li only.
+  auto scratch = [&](const std::string& name, DType dt, ir::Shape shape, int32_t li) {
+    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, std::move(shape), prog.max_t);
     b.first_launch = b.last_launch = li;
     prog.buffers.push_back(b);
     return static_cast<int32_t>(prog.buffers.size() - 1);
   };
-  // A scratch buffer of `elems` elements whatever T is, live during launch li only.
-  auto scratch_const = [&](const std::string& name, DType dt, int64_t elems, int32_t li) {
-    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, {ir::Dim::constant(elems)}, prog.max_t);
-    b.first_launch = b.last_launch = li;
-    prog.buffers.push_back(b);
-    return static_cast<int32_t>(prog.buffers.size() - 1);
+  // A pack kernel's launch: its arguments, then the buffer `out` it writes.
+  auto plan_pack = [&](const GemmPrefillRender::Pack& pk, int32_t out, int32_t li) {
+    LaunchPlan::Prefill::Pack pp;
+    pp.kernel = kernel_for(pk.source, "pack");
+    for (const auto& a : pk.args) {
+      pp.args.push_back(buffer_id(a.node));
+      use(pp.args.back(), li);
+    }
+    pp.args.push_back(out);
+    pp.K = pk.K;
+    pp.layer = pk.layer;
+    return pp;
   };
   auto plan_prefill = [&](const GemmPrefillRender& r, int32_t li) {
     LaunchPlan::Prefill pf;
-    for (const auto& pk : r.packs) {
-      LaunchPlan::Prefill::Pack pp;
-      pp.kernel = kernel_for(pk.source, "pack");
-      for (const auto& a : pk.args) {
-        pp.args.push_back(buffer_id(a.node));
-        use(pp.args.back(), li);
-      }
-      pp.args.push_back(scratch("%" + std::to_string(pk.a) + ".bf16", DType::BF16, pk.K, li));
-      pp.K = pk.K;
-      pp.layer = pk.layer;
-      pf.packs.push_back(pp);
-    }
+    for (const auto& pk : r.packs)
+      pf.packs.push_back(plan_pack(pk, scratch("%" + std::to_string(pk.a) + ".bf16", DType::BF16, t_rows(pk.K), li), li));
     std::vector<int32_t> dots;
     for (size_t j = 0; j < r.gemms.size(); ++j) {
       const auto& gm = r.gemms[j];
@@ -199,7 +197,7 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
         use(lt.c, li);
         use(lt.out, li);
       } else {
-        lt.out = scratch("launch" + std::to_string(li) + ".dots" + std::to_string(j), DType::F32, gm.N, li);
+        lt.out = scratch("launch" + std::to_string(li) + ".dots" + std::to_string(j), DType::F32, t_rows(gm.N), li);
       }
       lt.N = gm.N;
       lt.K = gm.K;
@@ -260,35 +258,19 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
           pf.epilogue_args.push_back(buffer_id(a.node));
           use(pf.epilogue_args.back(), static_cast<int32_t>(li));
         }
+        const auto l32 = static_cast<int32_t>(li);
         if (fa->q_pack) {
-          LaunchPlan::Prefill::Pack pp;
-          pp.kernel = kernel_for(fa->q_pack->source, "pack");
-          for (const auto& a : fa->q_pack->args) {
-            pp.args.push_back(buffer_id(a.node));
-            use(pp.args.back(), static_cast<int32_t>(li));
-          }
-          pp.args.push_back(scratch("launch" + std::to_string(li) + ".q.bf16", DType::BF16, fa->q_pack->K,
-                                    static_cast<int32_t>(li)));
-          pp.K = fa->q_pack->K;
-          pp.layer = fa->q_pack->layer;
-          pf.epilogue_args.push_back(pp.args.back());
-          pf.packs.push_back(pp);
+          const std::string name = "launch" + std::to_string(li) + ".q.bf16";
+          pf.packs.push_back(plan_pack(*fa->q_pack, scratch(name, DType::BF16, t_rows(fa->q_pack->K), l32), l32));
+          pf.epilogue_args.push_back(pf.packs.back().args.back());
         }
         if (fa->kv_pack) {
-          LaunchPlan::Prefill::Pack pp;
-          pp.kernel = kernel_for(fa->kv_pack->source, "pack");
-          for (const auto& a : fa->kv_pack->args) {
-            pp.args.push_back(buffer_id(a.node));
-            use(pp.args.back(), static_cast<int32_t>(li));
-          }
           const ir::ValueId att = p.stages[static_cast<size_t>(stages[0])].nodes.at(0);
           const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]
-          pp.args.push_back(scratch_const("launch" + std::to_string(li) + ".kv.bf16", DType::BF16,
-                                          2 * cache[0].coeff * cache[1].coeff * cache[2].coeff, static_cast<int32_t>(li)));
-          pp.K = fa->kv_pack->K;
-          pp.layer = fa->kv_pack->layer;
-          pf.epilogue_args.push_back(pp.args.back());
-          pf.packs.push_back(pp);
+          const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * cache[1].coeff * cache[2].coeff)};
+          const std::string name = "launch" + std::to_string(li) + ".kv.bf16";
+          pf.packs.push_back(plan_pack(*fa->kv_pack, scratch(name, DType::BF16, kv, l32), l32));
+          pf.epilogue_args.push_back(pf.packs.back().args.back());
         }
         pf.work_const = {fa->heads};
         pf.work_t_power = {0};
