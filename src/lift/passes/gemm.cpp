@@ -51,48 +51,39 @@ bool reads_pointwise(const StagedProgram& p, int32_t c, int32_t g) {
 }
 
 // Merges Map readers of `kind` stages that read them pointwise.
-void epilogues(StagedProgram& p, StageKind kind) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t g = 0; g < static_cast<int32_t>(p.stages.size()) && !changed; ++g) {
+void epilogues(StagedProgram& prog, StageKind kind) {
+  detail::merge_while(prog, [kind](const StagedProgram& p) -> detail::Merge {
+    for (int32_t g = 0; g < static_cast<int32_t>(p.stages.size()); ++g) {
       if (p.stages[static_cast<size_t>(g)].kind != kind) continue;
       for (int32_t c : detail::readers_of_stage(p, g)) {
         if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
-        if (!detail::all_elementwise(p, c) || !reads_pointwise(p, c, g) || !merge_is_safe(p, g, c)) continue;
-        merge_stages(p, g, c);
-        normalize(p);
-        changed = true;
-        break;
+        if (detail::all_elementwise(p, c) && reads_pointwise(p, c, g) && merge_is_safe(p, g, c)) return {{g, c}};
       }
     }
-  }
+    return std::nullopt;
+  });
 }
 
 }  // namespace
 
 /// Merges Gemm stages whose MatMuls read the same A value (same node), have the same leading
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
-void pass_merge_gemm_siblings(StagedProgram& p) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()) && !changed; ++a) {
+void pass_merge_gemm_siblings(StagedProgram& prog) {
+  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+    for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
       if (p.stages[static_cast<size_t>(a)].kind != StageKind::Gemm) continue;
-      auto ma = matmuls(p, a);
-      const ir::Node& na = p.graph.at(ma.front());
+      const ir::Node& na = p.graph.at(matmuls(p, a).front());
       if (!is_weight(p, na.operands[1])) continue;
       for (int32_t b = a + 1; b < static_cast<int32_t>(p.stages.size()); ++b) {
         if (p.stages[static_cast<size_t>(b)].kind != StageKind::Gemm) continue;
         const ir::Node& nb = p.graph.at(matmuls(p, b).front());
         if (nb.operands[0] != na.operands[0] || !is_weight(p, nb.operands[1])) continue;
-        ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
-        if (!(sa == sb) || !merge_is_safe(p, a, b)) continue;
-        merge_stages(p, a, b);
-        normalize(p);
-        changed = true;
-        break;
+        const ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
+        if (sa == sb && merge_is_safe(p, a, b)) return {{a, b}};
       }
     }
-  }
+    return std::nullopt;
+  });
 }
 
 /// Merges into each Gemm stage the elementwise Map stages that read its results pointwise:

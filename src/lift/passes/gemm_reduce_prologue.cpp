@@ -103,21 +103,19 @@ bool feeds_only_activation_rows(const StagedProgram& p, int32_t r, int32_t g) {
 /// Merges a Reduce stage into the one Gemm stage that reads it, when it is read only as the
 /// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
 /// LM head). Reductions with other readers (a graph output, a second stage) stay as they are.
-void pass_gemm_reduce_prologue(StagedProgram& p) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()) && !changed; ++r) {
+void pass_gemm_reduce_prologue(StagedProgram& prog) {
+  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
       if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-      auto readers = detail::readers_of_stage(p, r);
+      const auto readers = detail::readers_of_stage(p, r);
       if (readers.size() != 1 || readers[0] < 0) continue;
       const int32_t g = readers[0];
-      if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm) continue;
-      if (!feeds_only_activation_rows(p, r, g) || !merge_is_safe(p, g, r)) continue;
-      merge_stages(p, g, r);
-      normalize(p);
-      changed = true;
+      if (p.stages[static_cast<size_t>(g)].kind == StageKind::Gemm && feeds_only_activation_rows(p, r, g) &&
+          merge_is_safe(p, g, r))
+        return {{g, r}};
     }
-  }
+    return std::nullopt;
+  });
 }
 
 }  // namespace lg::lift

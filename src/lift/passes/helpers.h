@@ -1,11 +1,26 @@
 // Small queries the fusion passes share.
 #pragma once
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "lift/stage.h"
 
 namespace lg::lift::detail {
+
+/// A merge a pass wants: stage `from` into stage `into`.
+using Merge = std::optional<std::pair<int32_t, int32_t>>;
+
+/// The fixed point every merging pass runs to: `next(p)` names the next merge (it has checked
+/// merge_is_safe), which is made and the program normalised, until `next` finds none.
+template <class Next>
+void merge_while(StagedProgram& p, Next next) {
+  while (const Merge m = next(static_cast<const StagedProgram&>(p))) {
+    merge_stages(p, m->first, m->second);
+    normalize(p);
+  }
+}
 
 /// Stages reading any stored value of stage s (-1: a graph output).
 std::vector<int32_t> readers_of_stage(const StagedProgram& p, int32_t s);

@@ -39,24 +39,20 @@ bool spans_rows(const StagedProgram& p, int32_t c, std::pair<int64_t, int64_t> r
 
 /// Merges into each Reduce stage R the Map, StateWrite and Reduce stages that read R and whose
 /// values all span R's rows (same element count as the reduced operand), repeatedly.
-void pass_reduce_epilogue(StagedProgram& p) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()) && !changed; ++r) {
+void pass_reduce_epilogue(StagedProgram& prog) {
+  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
       if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-      auto rows = row_space(p, p.stages[static_cast<size_t>(r)]);
+      const auto rows = row_space(p, p.stages[static_cast<size_t>(r)]);
       for (int32_t c : detail::readers_of_stage(p, r)) {
         if (c < 0) continue;
-        StageKind k = p.stages[static_cast<size_t>(c)].kind;
+        const StageKind k = p.stages[static_cast<size_t>(c)].kind;
         if (k != StageKind::Map && k != StageKind::StateWrite && k != StageKind::Reduce) continue;
-        if (!spans_rows(p, c, rows) || !merge_is_safe(p, r, c)) continue;
-        merge_stages(p, r, c);
-        normalize(p);
-        changed = true;
-        break;
+        if (spans_rows(p, c, rows) && merge_is_safe(p, r, c)) return {{r, c}};
       }
     }
-  }
+    return std::nullopt;
+  });
 }
 
 }  // namespace lg::lift

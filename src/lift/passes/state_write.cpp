@@ -9,26 +9,22 @@ namespace lg::lift {
 /// Merges a StateWrite stage into the stage P that computes its value when the value is a node of
 /// P seen through Reshape/Permute views only (the emitter maps P's element index through them to
 /// the cache index) and the merge keeps the stage order acyclic.
-void pass_state_write_into_producer(StagedProgram& p) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t w = 0; w < static_cast<int32_t>(p.stages.size()) && !changed; ++w) {
+void pass_state_write_into_producer(StagedProgram& prog) {
+  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+    for (int32_t w = 0; w < static_cast<int32_t>(p.stages.size()); ++w) {
       const Stage& st = p.stages[static_cast<size_t>(w)];
       if (st.kind != StageKind::StateWrite || st.nodes.size() != 1) continue;
       ir::ValueId v = p.graph.at(st.nodes[0]).operands[1];
       while (p.is_inline[static_cast<size_t>(v)] &&
              (p.graph.at(v).op == ir::Op::Reshape || p.graph.at(v).op == ir::Op::Permute))
         v = p.graph.at(v).operands[0];
-      int32_t prod = p.stage_of[static_cast<size_t>(v)];
+      const int32_t prod = p.stage_of[static_cast<size_t>(v)];
       if (prod < 0 || prod == w) continue;
-      StageKind k = p.stages[static_cast<size_t>(prod)].kind;
-      if (k == StageKind::Attention || k == StageKind::StateWrite) continue;
-      if (!merge_is_safe(p, prod, w)) continue;
-      merge_stages(p, prod, w);
-      normalize(p);
-      changed = true;
+      const StageKind k = p.stages[static_cast<size_t>(prod)].kind;
+      if (k != StageKind::Attention && k != StageKind::StateWrite && merge_is_safe(p, prod, w)) return {{prod, w}};
     }
-  }
+    return std::nullopt;
+  });
 }
 
 }  // namespace lg::lift
