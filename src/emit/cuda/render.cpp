@@ -456,6 +456,12 @@ struct Renderer {
   // Code writing state write w's element at value index `vi` (names) with value expression `val`.
   std::string state_store(ir::ValueId w, const std::vector<std::string>& vi, const std::string& val,
                           const std::map<ir::ValueId, std::string>& name) {
+    return state_element(w, vi, name) + " = " + val + ";";
+  }
+
+  // The cache element state write w writes for value index `vi` (names), as an lvalue.
+  std::string state_element(ir::ValueId w, const std::vector<std::string>& vi,
+                            const std::map<ir::ValueId, std::string>& name) {
     const ir::Node& n = g.at(w);
     ir::ValueId st = buffer_node(g, w);
     const auto& ssh = g.at(st).shape;
@@ -466,31 +472,26 @@ struct Renderer {
       si.push_back(k == 0 ? layer_index(n.attrs.fixed[k]) : std::to_string(n.attrs.fixed[k]) + "L");
     for (size_t k = 0; k < vi.size(); ++k) si.push_back(vi[k]);
     si[nfixed + axis] = "(long)" + name.at(n.operands[2]) + "(" + vi[axis] + ")";
-    return "p" + std::to_string(arg(st, true)) + "[" + linear(ssh, si) + "] = " + val + ";";
+    return "p" + std::to_string(arg(st, true)) + "[" + linear(ssh, si) + "]";
   }
 
   // A grid-stride loop over the elements of `shape` (linear index e, multi-index i0, i1, ...)
-  // running `bodyf` for each. Returns the threads it wants per element (for the grid): 32 when a
-  // warp computes each element, else 1.
-  int element_loop(const ir::Shape& shape, const std::string& bodyf, bool reduces, std::ostringstream& os) {
+  // assigning expression `value` to lvalue `dst` for each. Returns the threads it wants per
+  // element (for the grid): 32 when a warp computes each element, else 1.
+  int element_loop(const ir::Shape& shape, const std::string& dst, const std::string& value, bool reduces,
+                   std::ostringstream& os) {
     std::vector<std::string> ix;
     for (size_t k = 0; k < shape.size(); ++k) ix.push_back(idx_name(k));
     std::string n = "1L";
     for (const auto& d : shape) n += " * " + dim(d);
+    const std::string bodyf = dst + " = " + value + ";";
     // A reduction's own result (rows of fewer than 32 outputs, e.g. [T, H, 1]): a warp per
     // element, so that its lanes split the reduced axis together (a thread per element would walk
     // the whole axis alone); lane 0 stores it.
     if (reduces && !shape.empty() && shape.back().is_const() && shape.back().coeff < 32) {
-      std::string body = bodyf;
-      const size_t eq = body.find(" = ");
-      if (eq == std::string::npos || body.back() != ';')
-        throw Error("emit: internal error: a warp-per-element store is not an assignment");
-      // "dst = value;" -> "const float lg_v = value; if (lane 0) dst = lg_v;"
-      body = "const float lg_v = " + body.substr(eq + 3, body.size() - eq - 4) + "; if ((threadIdx.x & 31) == 0) " +
-             body.substr(0, eq) + " = lg_v;";
       os << "    for (long e = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; e < " << n
-         << "; e += ((long)gridDim.x * blockDim.x) >> 5) { __syncwarp(); " << delinear(shape, "e", ix, "t_") << " "
-         << body << " }\n";
+         << "; e += ((long)gridDim.x * blockDim.x) >> 5) { __syncwarp(); " << delinear(shape, "e", ix, "t_")
+         << " const float lg_v = " << value << "; if ((threadIdx.x & 31) == 0) " << dst << " = lg_v; }\n";
       return 32;
     }
     // With a reduction inside and rows of at least a warp, a warp walks one row at a time so
@@ -532,27 +533,27 @@ struct Renderer {
     for (ir::ValueId v : nodes)
       if (g.at(v).op == ir::Op::ReduceSum || g.at(v).op == ir::Op::ReduceMax) reduces = true;
     auto name = lambdas(s, nodes, os, {});
-    auto loop = [&](const ir::Shape& shape, const std::string& bodyf) {
+    auto loop = [&](const ir::Shape& shape, const std::string& dst, const std::string& value) {
       int64_t c = 1;
       int32_t tp = 0;
       for (const auto& d : shape) {
         c *= d.coeff;
         if (!d.is_const()) ++tp;
       }
-      wc.push_back(c * element_loop(shape, bodyf, reduces, os));
+      wc.push_back(c * element_loop(shape, dst, value, reduces, os));
       wp.push_back(tp);
     };
     for (ir::ValueId v : st.stores) {
       std::vector<std::string> ix;
       for (size_t k = 0; k < g.at(v).shape.size(); ++k) ix.push_back(idx_name(k));
-      loop(g.at(v).shape, "p" + std::to_string(arg(v, true)) + "[e] = " + name.at(v) + "(" + join(ix) + ");");
+      loop(g.at(v).shape, "p" + std::to_string(arg(v, true)) + "[e]", name.at(v) + "(" + join(ix) + ")");
     }
     for (ir::ValueId w : st.nodes) {
       if (g.at(w).op != ir::Op::StateWrite) continue;
       ir::ValueId val = g.at(w).operands[1];
       std::vector<std::string> ix;
       for (size_t k = 0; k < g.at(val).shape.size(); ++k) ix.push_back(idx_name(k));
-      loop(g.at(val).shape, state_store(w, ix, name.at(val) + "(" + join(ix) + ")", name));
+      loop(g.at(val).shape, state_element(w, ix, name), name.at(val) + "(" + join(ix) + ")");
     }
     os << "  }\n";
   }
@@ -946,7 +947,7 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     const bool reduces = std::any_of(nodes.begin(), nodes.end(), [&](ir::ValueId v) {
       return ir::is_reduce(p.graph.at(v).op) && (p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)]);
     });
-    r.element_loop(shape, "packed[e] = lg_to_bf16(" + name.at(a) + "(" + join(ix) + "));", reduces, body);
+    r.element_loop(shape, "packed[e]", "lg_to_bf16(" + name.at(a) + "(" + join(ix) + "))", reduces, body);
     pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
     pk.args = r.args;
     pk.layer = r.layer();
