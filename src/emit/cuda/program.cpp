@@ -246,6 +246,7 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     lp.work_const = r.work_const;
     lp.work_t_power = r.work_t_power;
     lp.per_block = r.per_block;
+    lp.gemm = r.gemm;
     lp.block = r.block;
     lp.max_blocks = r.per_block == 256 ? 4096 : 0;  // element kernels stride over the grid
     lp.layer = r.layer;

@@ -48,6 +48,8 @@ struct LaunchPlan {
   int32_t block = 256;                 ///< threads per block
   int64_t max_blocks = 0;              ///< 0: no cap (grid-stride kernels may be capped)
   int64_t layer = -1;                  ///< >= 0: passed as the kernel's `lg_l` (before T)
+  bool gemm = false;                   ///< a GEMM stage's kernel: warps stride over the outputs, so
+                                       ///< the lane may launch fewer blocks than grid(1) at decode
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;

@@ -1113,6 +1113,7 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
       if (k == StageKind::Gemm) {
         r.gemm_stage(s, body, out.work_const, out.work_t_power);
         out.per_block = 8;  // warps per block
+        out.gemm = true;
       } else if (k == StageKind::Attention) {
         r.attention_stage(s, body, out.work_const, out.work_t_power);
         out.per_block = 1;

@@ -35,6 +35,7 @@ struct RenderedLaunch {
   int64_t per_block = 256;
   int32_t block = 256;
   int64_t layer = -1;                 ///< >= 0: the kernel takes `const long lg_l` (before T) = this
+  bool gemm = false;                  ///< a GEMM stage: its warps stride over the outputs (any grid)
 };
 
 /// The node whose buffer holds v's value: the State source for a state version, v otherwise.

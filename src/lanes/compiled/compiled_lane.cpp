@@ -258,7 +258,7 @@ class CompiledLane : public Lane {
   }
 
   void launch_one(const emit::cuda::LaunchPlan& l, int64_t T) {
-    if (T == 1 && gemv_max_blocks_ > 0 && l.per_block == 8) {  // a GEMM stage's kernel (warps per block)
+    if (T == 1 && gemv_max_blocks_ > 0 && l.gemm) {
       // As many rounds of outputs per warp as the cap needs, and the blocks that many rounds need:
       // QKV's 768 blocks of outputs become 384 blocks doing two each rather than 528 of which
       // 45% do a second (fewer prologues, the same rounds).
