@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cli_run.h"
+#include "common/safetensors_patch.h"
 
 namespace lg::cli_test {
 namespace {
@@ -33,22 +34,8 @@ struct ModelCopy {
     f(j);
     std::ofstream(dir / "config.json") << j.dump(2);
   }
-  /// Writes NaN into element `index` of `tensor` (bf16 or f32) in model.safetensors.
-  void put_nan(const std::string& tensor, uint64_t index) const {
-    std::fstream io(dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    uint64_t n = 0;
-    io.read(reinterpret_cast<char*>(&n), 8);
-    std::string header(n, '\0');
-    io.read(header.data(), static_cast<std::streamsize>(n));
-    const auto h = nlohmann::json::parse(header).at(tensor);
-    const bool f32 = h.at("dtype") == "F32";
-    io.seekp(static_cast<std::streamoff>(8 + n + h.at("data_offsets")[0].get<uint64_t>() + index * (f32 ? 4 : 2)));
-    const uint32_t nan32 = 0x7FC00000u;
-    const uint16_t nan16 = 0x7FC0;
-    if (f32) io.write(reinterpret_cast<const char*>(&nan32), 4);
-    else io.write(reinterpret_cast<const char*>(&nan16), 2);
-    ASSERT_TRUE(io.good());
-  }
+  /// Writes NaN into element `index` of `tensor` in model.safetensors.
+  void put_nan(const std::string& tensor, uint64_t index) const { test::put_nan(dir / "model.safetensors", tensor, index); }
 };
 
 TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/safetensors_patch.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
@@ -20,31 +21,13 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Copies fixtures/tiny-qwen3 to a fresh temp folder and writes NaN into element `index` of
-/// `tensor` (read from the safetensors header: u64 length, JSON, data).
+/// `tensor`.
 fs::path nan_copy(const std::string& tensor, uint64_t index) {
   const fs::path src = fs::path(LG_SHARED_DIR) / "fixtures/tiny-qwen3";
   const fs::path dst = fs::temp_directory_path() / ("lg_nan_model_" + std::to_string(std::random_device{}()));
   fs::create_directories(dst);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors"}) fs::copy_file(src / f, dst / f);
-  std::fstream io(dst / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-  uint64_t n = 0;
-  io.read(reinterpret_cast<char*>(&n), 8);
-  std::string header(n, '\0');
-  io.read(header.data(), static_cast<std::streamsize>(n));
-  const auto h = nlohmann::json::parse(header).at(tensor);
-  const uint64_t begin = h.at("data_offsets")[0].get<uint64_t>();
-  const std::string dtype = h.at("dtype");
-  io.seekp(static_cast<std::streamoff>(8 + n + begin));
-  if (dtype == "F32") {
-    const float v = std::nanf("");
-    io.seekp(static_cast<std::streamoff>(index * 4), std::ios::cur);
-    io.write(reinterpret_cast<const char*>(&v), 4);
-  } else {
-    const uint16_t v = dtype == "BF16" ? 0x7FC0 : 0x7E00;
-    io.seekp(static_cast<std::streamoff>(index * 2), std::ios::cur);
-    io.write(reinterpret_cast<const char*>(&v), 2);
-  }
-  if (!io) throw std::runtime_error("cannot patch " + (dst / "model.safetensors").string());
+  test::put_nan(dst / "model.safetensors", tensor, index);
   return dst;
 }
 
