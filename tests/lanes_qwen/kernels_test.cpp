@@ -18,7 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
+#include <string>
+#include <vector>
 
 #include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
@@ -36,6 +37,20 @@ namespace {
 const bf16* as_bf16(const cuda::DeviceBuffer& b) { return b.as<bf16>(); }
 
 double silu_ref(double g) { return g / (1.0 + std::exp(-g)); }
+
+/// Runs a kStore GEMV with one block per SM (every warp loops over many row pairs) and with the
+/// default grid, each time into a fresh NaN-poisoned output, and checks it against `y`.
+void expect_store_on_both_grids(GemvInput in, GemvArgs a, const std::vector<double>& y, double tol,
+                                const std::string& what, const cuda::Stream& s) {
+  for (int bps : {1, 0}) {
+    auto out = poisoned_f32(y.size());
+    a.blocks_per_sm = bps;
+    a.out_f32 = out.as<float>();
+    launch_gemv(in, GemvOutput::kStore, a, s.get());
+    s.synchronize();
+    EXPECT_LT(rel_err(download_f32(out, y.size()), y), tol) << what << " bps=" << bps;
+  }
+}
 
 struct GemvCase {
   int N, K;
@@ -58,21 +73,13 @@ TEST(QwenKernels, GemvBf16InputStoreAndResidual) {
       y[n] = acc;
     }
     auto dW = to_device(W.raw), din = to_device(in.raw);
-    auto out = poisoned_f32(c.N);
     GemvArgs a;
     a.W = as_bf16(dW);
     a.N = c.N;
     a.K = c.K;
     a.in_bf16 = as_bf16(din);
-    a.out_f32 = out.as<float>();
-    for (int bps : {1, 0}) {
-      a.blocks_per_sm = bps;
-      a.out_f32 = out.as<float>();
-      launch_gemv(GemvInput::kBf16, GemvOutput::kStore, a, s.get());
-      s.synchronize();
-      EXPECT_LT(rel_err(download_f32(out, c.N), y), 2e-5) << "store N=" << c.N << " K=" << c.K << " bps=" << bps;
-      out = poisoned_f32(c.N);
-    }
+    expect_store_on_both_grids(GemvInput::kBf16, a, y, 2e-5,
+                               "store N=" + std::to_string(c.N) + " K=" + std::to_string(c.K), s);
 
     auto xr = to_device(resid);
     a.out_f32 = xr.as<float>();
@@ -106,7 +113,6 @@ TEST(QwenKernels, GemvRmsNormPrologueStoreAndSwiGLU) {
       y[n] = acc;
     }
     auto dW = to_device(W.raw), dx = to_device(x), dn = to_device(nw);
-    auto out = poisoned_f32(c.N);
     GemvArgs a;
     a.W = as_bf16(dW);
     a.N = c.N;
@@ -114,15 +120,8 @@ TEST(QwenKernels, GemvRmsNormPrologueStoreAndSwiGLU) {
     a.x_f32 = dx.as<float>();
     a.norm_w = dn.as<float>();
     a.eps = eps;
-    a.out_f32 = out.as<float>();
-    for (int bps : {1, 0}) {
-      a.blocks_per_sm = bps;
-      a.out_f32 = out.as<float>();
-      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, s.get());
-      s.synchronize();
-      EXPECT_LT(rel_err(download_f32(out, c.N), y), 1e-3) << "rmsnorm+store N=" << c.N << " K=" << c.K << " bps=" << bps;
-      out = poisoned_f32(c.N);
-    }
+    expect_store_on_both_grids(GemvInput::kRmsNorm, a, y, 1e-3,
+                               "rmsnorm+store N=" + std::to_string(c.N) + " K=" + std::to_string(c.K), s);
 
     auto act = poisoned_bf16(c.N / 2);
     a.out_f32 = nullptr;
