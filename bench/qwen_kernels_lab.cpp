@@ -6,17 +6,17 @@
 // tests/lanes_qwen/kernels_test.cpp). Run on the GPU machine: `qwen-kernels-lab`.
 #include <cuda_bf16.h>
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 #include <random>
 #include <vector>
 
 #include "lanes/qwen/kernels.h"
+#include "lanes/qwen/qwen_shape.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/fill.h"
+#include "support/dtype.h"
 
 using namespace lg;
 using namespace lg::qwen;
@@ -32,26 +32,15 @@ std::vector<float> host_uniform(std::mt19937_64& rng, size_t n, float lo, float 
 
 std::vector<uint16_t> bf16_bits(const std::vector<float>& f) {
   std::vector<uint16_t> out(f.size());
-  for (size_t i = 0; i < f.size(); ++i) {
-    uint32_t u;
-    std::memcpy(&u, &f[i], 4);
-    out[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  }
+  for (size_t i = 0; i < f.size(); ++i) out[i] = f32_to_bf16(f[i]);
   return out;
 }
 
 template <class T>
 cuda::DeviceBuffer to_device(const std::vector<T>& v) {
   cuda::DeviceBuffer b(v.size() * sizeof(T));
-  LG_CUDA_CHECK(cudaMemcpy(b.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  b.upload(v.data(), v.size() * sizeof(T));
   return b;
-}
-
-// RoPE's inverse frequencies theta^(-2i/Dh), i < Dh/2 (HF rotate-half convention).
-std::vector<float> inv_freq_of(int Dh, double theta) {
-  std::vector<float> inv(static_cast<size_t>(Dh / 2));
-  for (int i = 0; i < Dh / 2; ++i) inv[static_cast<size_t>(i)] = static_cast<float>(std::pow(theta, -2.0 * i / Dh));
-  return inv;
 }
 
 }  // namespace
@@ -164,7 +153,7 @@ int main() {
     cuda::DeviceBuffer kc(size_t(qs.KV) * S * Dh * 2), vc(size_t(qs.KV) * S * Dh * 2);
     cuda::fill_uniform_bf16(kc.as<bf16>(), size_t(qs.KV) * S * Dh, 1, 1.f, s.get());
     cuda::fill_uniform_bf16(vc.as<bf16>(), size_t(qs.KV) * S * Dh, 2, 1.f, s.get());
-    auto inv = to_device(inv_freq_of(Dh, 1e6));
+    auto inv = to_device(rope_inv_freq(Dh, 1e6));
     auto pos = to_device(std::vector<int>{qs.pos});
     auto counters = to_device(std::vector<int>(qs.H, 0));
     cuda::DeviceBuffer scratch(decode_attention_scratch_floats(qs.H, Dh) * 4), q(size_t(qs.H) * Dh * 4),
