@@ -90,11 +90,8 @@ class CompiledLane : public Lane {
     // strides over its outputs, so fewer blocks means fewer per-block prologues (the RMSNorm
     // and the staged activation row, read from L2 by every block) for the same weight stream.
     // LG_COMPILED_GEMV_BPS overrides it for measurements (0: one block per 8 outputs).
-    int dev = 0, sms = 0;
-    LG_CUDA_CHECK(cudaGetDevice(&dev));
-    LG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const char* bps = std::getenv("LG_COMPILED_GEMV_BPS");
-    gemv_max_blocks_ = static_cast<int64_t>(bps && *bps ? std::atoi(bps) : kGemvBlocksPerSm) * sms;
+    gemv_max_blocks_ = static_cast<int64_t>(bps && *bps ? std::atoi(bps) : kGemvBlocksPerSm) * cuda::sm_count();
   }
 
   ~CompiledLane() override {

@@ -15,6 +15,7 @@
 #include "lanes/qwen/kernels/rope_kv.cuh"
 #include "lanes/qwen/kernels/swiglu.cuh"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device.h"
 
 namespace lg::qwen {
 
@@ -52,22 +53,12 @@ void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, c
 /// register file is then full, __launch_bounds__(128, 4)) beat 3 and 2 at every 8B shape.
 constexpr int kGemvBlocksPerSm = 4;
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    LG_CUDA_CHECK(cudaGetDevice(&dev));
-    LG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v;
-  }();
-  return n;
-}
-
 template <GemvInput IN, GemvOutput OUT>
 void gemv_as(const GemvArgs& a, cudaStream_t s) {
   static const int default_bps = lab_knob("LG_QWEN_GEMV_BPS", kGemvBlocksPerSm);
   const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;
   const int needed = (a.N / 2 + dev::kGemvWarps - 1) / dev::kGemvWarps;
-  const int blocks = std::min({needed, sm_count() * bps, kGemvMaxBlocks});
+  const int blocks = std::min({needed, cuda::sm_count() * bps, kGemvMaxBlocks});
   const size_t smem = dev::gemv_smem_bytes(IN, a.K);
   launch_pdl(dev::gemv_kernel<IN, OUT>, dim3(blocks), dim3(dev::kGemvThreads), smem, s, a);
 }

@@ -28,6 +28,16 @@ std::string device_description() {
   return buf;
 }
 
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    LG_CUDA_CHECK(cudaGetDevice(&dev));
+    LG_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   cudaError_t err = cudaMalloc(&ptr_, bytes);

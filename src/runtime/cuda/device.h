@@ -18,6 +18,10 @@ bool cuda_device_available();
 /// "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB" for device 0; throws lg::Error without a device.
 std::string device_description();
 
+/// Streaming multiprocessors of the current device (read once): what persistent grids are sized
+/// by. Throws lg::Error without a device.
+int sm_count();
+
 /// Owns one cudaMalloc allocation. Move-only; freed in the destructor.
 class DeviceBuffer {
  public:
