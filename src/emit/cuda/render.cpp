@@ -149,14 +149,21 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
 
 int32_t norm_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
 
+// The value `v` is computed from through inline float -> float casts (the .lg's bf16 weights or
+// stored f32 rows widened or narrowed on the way in), or `v` itself.
+ir::ValueId through_float_casts(const lift::StagedProgram& p, ir::ValueId v) {
+  const ir::Graph& g = p.graph;
+  while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] && is_float(g.at(v).dtype) &&
+         is_float(g.at(g.at(v).operands[0]).dtype))
+    v = g.at(v).operands[0];
+  return v;
+}
+
 // The bf16 weight W of `b` when the matmul reads it as W.T ([K, N] view of W[N, K], possibly
 // widened by an inline float cast) with a constant K % 8 == 0; -1 otherwise.
 ir::ValueId transposed_bf16_weight(const lift::StagedProgram& p, ir::ValueId a, ir::ValueId b) {
   const ir::Graph& g = p.graph;
-  ir::ValueId bw = b;
-  while (g.at(bw).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(bw)] && is_float(g.at(bw).dtype) &&
-         is_float(g.at(g.at(bw).operands[0]).dtype))
-    bw = g.at(bw).operands[0];
+  const ir::ValueId bw = through_float_casts(p, b);
   const ir::Node& bn = g.at(bw);
   const auto& sa = g.at(a).shape;
   bool fast = bn.op == ir::Op::Permute && p.is_inline[static_cast<size_t>(bw)] && g.at(b).shape.size() == 2 &&
@@ -561,10 +568,7 @@ struct Renderer {
   // The buffer behind GEMM activation `a` of stage s when `a` is that buffer's value as f32
   // [T, K] (seen through float casts): a value another stage stored. -1 otherwise.
   ir::ValueId stored_row(int32_t s, ir::ValueId a) const {
-    ir::ValueId v = a;
-    while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] && is_float(g.at(v).dtype) &&
-           is_float(g.at(g.at(v).operands[0]).dtype))
-      v = g.at(v).operands[0];
+    const ir::ValueId v = through_float_casts(p, a);
     const ir::Node& n = g.at(v);
     if (p.is_inline[static_cast<size_t>(v)] || p.stage_of[static_cast<size_t>(v)] == s || p.stage_of[static_cast<size_t>(v)] < 0)
       return -1;
