@@ -128,6 +128,9 @@ bool is_binary(Op op);       ///< Add .. Ne
 bool is_elementwise(Op op);  ///< unary, binary, Where
 bool is_reduce(Op op);       ///< ReduceSum, ReduceMax
 bool is_movement(Op op);     ///< Reshape, Permute, Slice, Concat
+/// A possibly negative axis (-1: the last) of a rank-`rank` shape as an index from 0. No range
+/// check: for axes the verifier (verify.h) has accepted.
+inline int32_t positive_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
 const char* op_name(Op op);
 
 }  // namespace lg::ir

@@ -21,10 +21,6 @@ std::string node_label(const ir::Graph& g, ir::ValueId v) {
   throw Error(span_text(g, g.at(v).span) + ": cannot lift " + node_label(g, v) + ": " + why);
 }
 
-int32_t norm_axis(int32_t axis, size_t rank) {
-  return axis < 0 ? axis + static_cast<int32_t>(rank) : axis;
-}
-
 bool is_float_math(ir::Op op) {
   switch (op) {
     case ir::Op::Exp: case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Recip:
@@ -54,7 +50,7 @@ void check_node(const ir::Graph& g, ir::ValueId v) {
                      " value has no kernel form (cast it to a float type first)");
   if (ir::is_reduce(n.op)) {
     const auto& in = operand(0).shape;
-    int32_t axis = norm_axis(n.attrs.axis, in.size());
+    int32_t axis = ir::positive_axis(n.attrs.axis, in.size());
     if (axis < 0 || static_cast<size_t>(axis) >= in.size()) refuse(g, v, "reduction axis out of range");
     if (!in[static_cast<size_t>(axis)].is_const())
       refuse(g, v, "it reduces over the runtime dim T: a reduction across tokens would make a token's "
@@ -68,7 +64,7 @@ void check_node(const ir::Graph& g, ir::ValueId v) {
   }
   if (n.op == ir::Op::Slice) {
     const auto& in = operand(0).shape;
-    int32_t axis = norm_axis(n.attrs.axis, in.size());
+    int32_t axis = ir::positive_axis(n.attrs.axis, in.size());
     if (axis >= 0 && static_cast<size_t>(axis) < in.size() && !in[static_cast<size_t>(axis)].is_const())
       refuse(g, v, "it slices the runtime dim T with constant bounds: its extent would depend on how many "
                    "tokens the step has");

@@ -147,8 +147,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep = ", 
   return s;
 }
 
-int32_t norm_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
-
 // The value `v` is computed from through inline float -> float casts (the .lg's bf16 weights or
 // stored f32 rows widened or narrowed on the way in), or `v` itself.
 ir::ValueId through_float_casts(const lift::StagedProgram& p, ir::ValueId v) {
@@ -204,7 +202,7 @@ struct Renderer {
     const ir::ValueId sl = rs.operands[0];
     const ir::Node& sn = g.at(sl);
     if (sn.op != ir::Op::Slice || !p.is_inline[static_cast<size_t>(sl)] || sn.attrs.step != 1 ||
-        norm_axis(sn.attrs.axis, sn.shape.size()) != 0 || sn.shape.size() != 4 || !(sn.shape[0] == ir::Dim::constant(1)))
+        ir::positive_axis(sn.attrs.axis, sn.shape.size()) != 0 || sn.shape.size() != 4 || !(sn.shape[0] == ir::Dim::constant(1)))
       return "";
     const ir::ValueId st = sn.operands[0];
     if (p.is_inline[static_cast<size_t>(st)] || !is_state(st)) return "";
@@ -355,7 +353,7 @@ struct Renderer {
           case Op::ReduceMax: {
             ir::ValueId o = n.operands[0];
             const auto& osh = g.at(o).shape;
-            auto axis = static_cast<size_t>(norm_axis(n.attrs.axis, osh.size()));
+            auto axis = static_cast<size_t>(ir::positive_axis(n.attrs.axis, osh.size()));
             std::vector<std::string> oi;
             for (size_t k = 0, j = 0; k < osh.size(); ++k) {
               if (k == axis) { oi.push_back("r"); if (n.attrs.keepdim) ++j; continue; }
@@ -426,7 +424,7 @@ struct Renderer {
             break;
           }
           case Op::Slice: {
-            auto axis = static_cast<size_t>(norm_axis(n.attrs.axis, n.shape.size()));
+            auto axis = static_cast<size_t>(ir::positive_axis(n.attrs.axis, n.shape.size()));
             std::vector<std::string> oi = ix;
             const bool layer = axis == 0 && n.attrs.step == 1 && g.at(n.operands[0]).shape[0].is_const() &&
                                n.shape[0] == ir::Dim::constant(1) && is_state(n.operands[0]) &&
@@ -438,7 +436,7 @@ struct Renderer {
             break;
           }
           case Op::Concat: {
-            auto axis = static_cast<size_t>(norm_axis(n.attrs.axis, n.shape.size()));
+            auto axis = static_cast<size_t>(ir::positive_axis(n.attrs.axis, n.shape.size()));
             std::string off = "0L";
             for (size_t j = 0; j < n.operands.size(); ++j) {
               ir::ValueId o = n.operands[j];
@@ -588,7 +586,7 @@ struct Renderer {
       if (p.stage_of[static_cast<size_t>(v)] != s || !ir::is_reduce(n.op) || lift::numel(n.shape, 1) != 1) continue;
       const ir::ValueId o = n.operands[0];
       const auto& osh = g.at(o).shape;
-      const auto axis = static_cast<size_t>(norm_axis(n.attrs.axis, osh.size()));
+      const auto axis = static_cast<size_t>(ir::positive_axis(n.attrs.axis, osh.size()));
       std::vector<std::string> oi(osh.size(), "0L");
       oi[axis] = "r";
       const bool mx = n.op == ir::Op::ReduceMax;

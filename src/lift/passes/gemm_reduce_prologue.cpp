@@ -15,8 +15,6 @@ namespace lg::lift {
 
 namespace {
 
-int32_t last_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
-
 // The nodes stage g evaluates to form MatMul operand `a`: `a` and the inline or g-stage nodes it
 // reaches (buffers are loaded, not followed). False if a node that is not elementwise (a view, a
 // reduction of g's own) has an operand depending on reduction stage r: element (t, k) of the
@@ -76,7 +74,7 @@ bool feeds_only_activation_rows(const StagedProgram& p, int32_t r, int32_t g) {
       if (n.op == ir::Op::StateWrite) return false;
       if (!ir::is_reduce(n.op)) continue;
       const ir::Shape& so = gr.at(n.operands[0]).shape;
-      if (!(so == sa) || last_axis(n.attrs.axis, so.size()) != 1) return false;
+      if (!(so == sa) || ir::positive_axis(n.attrs.axis, so.size()) != 1) return false;
     }
   }
   // Nothing else of g (its epilogue, its stores) may read r's values.
