@@ -97,6 +97,26 @@ __device__ __forceinline__ float lg_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// Block-wide sum / max of every thread's v (blockDim.x a multiple of 32); every thread gets the
+// block's value. `red`: 32 floats of shared memory, free for the next call when it returns.
+__device__ __forceinline__ float lg_block_sum(float v, float* red) {
+  v = lg_warp_sum(v);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v += red[w];
+  __syncthreads();
+  return v;
+}
+__device__ __forceinline__ float lg_block_max(float v, float* red) {
+  v = lg_warp_max(v);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v = fmaxf(v, red[w]);
+  __syncthreads();
+  return v;
+}
 )";
 }
 
@@ -600,13 +620,8 @@ struct Renderer {
          << "      #pragma unroll 4\n"
          << "      for (long r = threadIdx.x; r < " << dim(osh[axis]) << "; r += blockDim.x) acc = "
          << fold("acc", name.at(o) + "(" + join(oi) + ")") << ";\n"
-         << "      acc = " << (mx ? "lg_warp_max(acc)" : "lg_warp_sum(acc)") << ";\n"
-         << "      if ((threadIdx.x & 31) == 0) lg_red[threadIdx.x >> 5] = acc;\n"
-         << "      __syncthreads();\n"
-         << "      acc = lg_red[0];\n"
-         << "      for (int w = 1; w < (int)(blockDim.x >> 5); ++w) acc = " << fold("acc", "lg_red[w]") << ";\n"
+         << "      acc = " << (mx ? "lg_block_max" : "lg_block_sum") << "(acc, lg_red);\n"
          << "      " << nm << "_key = 0; " << nm << "_val = acc;\n"
-         << "      __syncthreads();\n"
          << "    }\n";
     }
   }
@@ -1075,15 +1090,12 @@ std::optional<AttentionPrefillRender> render_attention_prefill(const lift::Stage
     const int64_t KV = ks[0].coeff, S = ks[1].coeff, per_head = S * Dh;
     // Every block finds the step's last position itself (T reads of an L2-resident vector):
     // the rows past it are never attended to and are not copied.
-    body << "  __shared__ int lg_pmax[32];\n"
-         << "  int mx = -1;\n"
-         << "  for (long t = threadIdx.x; t < T; t += blockDim.x) mx = max(mx, (int)" << name.at(n.operands[3]) << "(t));\n"
-         << "  for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));\n"
-         << "  if ((threadIdx.x & 31) == 0) lg_pmax[threadIdx.x >> 5] = mx;\n"
-         << "  __syncthreads();\n"
-         << "  mx = lg_pmax[0];\n"
-         << "  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) mx = max(mx, lg_pmax[w]);\n"
-         << "  const long rows = mx < 0 ? 0L : (mx + 1L < " << S << "L ? mx + 1L : " << S << "L);\n"
+    // (Positions are exact as floats: below 2^24.)
+    body << "  __shared__ float lg_red[32];\n"
+         << "  float mx = -1.0f;\n"
+         << "  for (long t = threadIdx.x; t < T; t += blockDim.x) mx = fmaxf(mx, " << name.at(n.operands[3]) << "(t));\n"
+         << "  mx = lg_block_max(mx, lg_red);\n"
+         << "  const long rows = mx < 0.0f ? 0L : ((long)mx + 1L < " << S << "L ? (long)mx + 1L : " << S << "L);\n"
          << "  const long chunks = rows * " << Dh / 8 << "L;  // 8 elements each, per KV head\n"
          << "  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < 2L * " << KV
          << "L * chunks; i += (long)gridDim.x * blockDim.x) {\n"
