@@ -42,6 +42,8 @@ class Engine {
   /// Context length in tokens (prompt + completion).
   int64_t context() const { return context_; }
   const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+  /// The model directory (the chat template is read from it).
+  const std::filesystem::path& model_dir() const { return dir_.dir; }
 
   /// Tokenizes `prompt`. Throws RequestError(param) if it encodes to nothing or to more tokens
   /// than the context (naming both lengths).

@@ -4,11 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
+#include "chat/ordered_json.h"
+
 namespace lg::server {
 
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 json parse_object(const std::string& body) {
   json j;
@@ -24,7 +28,8 @@ json parse_object(const std::string& body) {
 }
 
 // JSON null counts as absent, as OpenAI clients send explicit nulls for defaults.
-const json* field(const json& j, const char* name) {
+template <typename Json>
+const Json* field(const Json& j, const char* name) {
   auto it = j.find(name);
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
@@ -107,6 +112,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
   return g;
 }
 
+// Checked per field, so the 400 names the one at fault.
+bool chat_nesting_too_deep(const ordered_json& value) { return chat::nested_deeper_than(value, kMaxChatNesting); }
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body) {
@@ -129,33 +137,40 @@ CompletionRequest parse_completion_request(const std::string& body) {
 }
 
 ChatRequest parse_chat_request(const std::string& body) {
-  const json j = parse_object(body);
   ChatRequest r;
-  r.gen = parse_common(j, true);
-  const json* m = field(j, "messages");
+  r.gen = parse_common(parse_object(body), true);
+  // Parsed again keeping the order of object keys, as Python's json does: the template sees the
+  // messages and tools as the client wrote them (its tojson writes keys in that order). The
+  // body already parsed above, so this cannot fail.
+  const ordered_json j = chat::parse_ordered_json(body);
+  const ordered_json* m = field(j, "messages");
   if (!m) throw RequestError("messages", "'messages' is required");
   if (!m->is_array()) throw RequestError("messages", fmt::format("'messages' must be an array, got {}", m->type_name()));
   if (m->empty()) throw RequestError("messages", "'messages' is empty");
   for (size_t i = 0; i < m->size(); ++i) {
-    const json& msg = (*m)[i];
+    const ordered_json& msg = (*m)[i];
     const std::string at = fmt::format("messages[{}]", i);
     if (!msg.is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, msg.type_name()));
-    const json* role = field(msg, "role");
+    const ordered_json* role = field(msg, "role");
     if (!role || !role->is_string()) throw RequestError(at + ".role", fmt::format("'{}.role' must be a string", at));
-    const std::string role_s = role->get<std::string>();
-    if (role_s != "system" && role_s != "user" && role_s != "assistant" && role_s != "tool")
-      throw RequestError(at + ".role", fmt::format("'{}.role' must be system, user, assistant or tool, got '{}'", at, role_s));
-    const json* content = field(msg, "content");
-    if (!content) throw RequestError(at + ".content", fmt::format("'{}.content' is required", at));
+    std::string role_s = role->get<std::string>();
+    if (role_s != "system" && role_s != "developer" && role_s != "user" && role_s != "assistant" && role_s != "tool")
+      throw RequestError(at + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'",
+                                                   at, role_s));
+    if (role_s == "developer") role_s = "system";
+    const ordered_json* content = field(msg, "content");
     std::string text;
-    if (content->is_string()) {
+    if (!content) {
+      // An assistant turn that only calls tools has no content (OpenAI sends null).
+      if (role_s != "assistant") throw RequestError(at + ".content", fmt::format("'{}.content' is required", at));
+    } else if (content->is_string()) {
       text = content->get<std::string>();
     } else if (content->is_array()) {
       for (size_t k = 0; k < content->size(); ++k) {
-        const json& part = (*content)[k];
+        const ordered_json& part = (*content)[k];
         const std::string pat = fmt::format("{}.content[{}]", at, k);
-        const json* type = part.is_object() ? field(part, "type") : nullptr;
-        const json* t = part.is_object() ? field(part, "text") : nullptr;
+        const ordered_json* type = part.is_object() ? field(part, "type") : nullptr;
+        const ordered_json* t = part.is_object() ? field(part, "text") : nullptr;
         if (!type || *type != "text" || !t || !t->is_string())
           throw RequestError(pat, fmt::format("'{}' must be a {{\"type\": \"text\", \"text\": string}} part", pat));
         text += t->get<std::string>();
@@ -164,7 +179,45 @@ ChatRequest parse_chat_request(const std::string& body) {
       throw RequestError(at + ".content", fmt::format("'{}.content' must be a string or an array of text parts, got {}", at,
                                                       content->type_name()));
     }
-    r.messages.push_back({role_s, std::move(text)});
+    // The other fields (tool_calls, tool_call_id, name, reasoning_content, ...) go to the
+    // template as sent: it decides what they mean.
+    for (const auto& [key, value] : msg.items()) {
+      if (key != "content" && chat_nesting_too_deep(value))
+        throw RequestError(at + "." + key, fmt::format("'{}.{}' nests more than {} levels deep", at, key, kMaxChatNesting));
+    }
+    ordered_json out = msg;
+    out["role"] = role_s;
+    out["content"] = std::move(text);
+    r.messages.push_back(std::move(out));
+  }
+  if (const ordered_json* t = field(j, "tools")) {
+    if (!t->is_array()) throw RequestError("tools", fmt::format("'tools' must be an array, got {}", t->type_name()));
+    for (size_t i = 0; i < t->size(); ++i) {
+      const std::string at = fmt::format("tools[{}]", i);
+      if (!(*t)[i].is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, (*t)[i].type_name()));
+      if (chat_nesting_too_deep((*t)[i]))
+        throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
+    }
+    r.tools = *t;
+  }
+  if (const ordered_json* a = field(j, "add_generation_prompt")) {
+    if (!a->is_boolean())
+      throw RequestError("add_generation_prompt", fmt::format("'add_generation_prompt' must be a boolean, got {}", a->type_name()));
+    r.add_generation_prompt = a->get<bool>();
+  }
+  if (const ordered_json* k = field(j, "chat_template_kwargs")) {
+    if (!k->is_object())
+      throw RequestError("chat_template_kwargs", fmt::format("'chat_template_kwargs' must be an object, got {}", k->type_name()));
+    for (const auto& [key, value] : k->items()) {
+      const std::string at = "chat_template_kwargs." + key;
+      if (chat::is_reserved_variable(key))
+        throw RequestError(at, fmt::format("'{}' is set by the server (from the request's own fields); it cannot be a "
+                                           "template kwarg",
+                                           at));
+      if (chat_nesting_too_deep(value))
+        throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
+    }
+    r.template_kwargs = *k;
   }
   return r;
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "server/chat_template.h"
+#include <nlohmann/json.hpp>
 
 namespace lg::server {
 
@@ -42,9 +42,18 @@ struct CompletionRequest {
   std::string prompt;
 };
 
+/// A chat request, ready for the model's chat template (chat/chat_template.h).
 struct ChatRequest {
   GenerationRequest gen;
-  std::vector<ChatMessage> messages;
+  /// The messages as the template gets them: each message's fields as sent, except that `role`
+  /// `developer` becomes `system` (OpenAI's newer name for it; templates know only `system`),
+  /// `content` given as text parts becomes their concatenated text, and an assistant's absent or
+  /// null `content` (a message that carries `tool_calls`) becomes "" (as vLLM passes it).
+  /// Objects keep the order of their keys as sent (a template's tojson writes them in order).
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  ///< null, or the `tools` array as sent (the template renders it)
+  bool add_generation_prompt = true;                                          ///< vLLM's extension field
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  ///< `chat_template_kwargs` (vLLM's)
 };
 
 /// Parses a /v1/completions body. Throws RequestError for malformed JSON, a missing or non-string
@@ -52,8 +61,16 @@ struct ChatRequest {
 CompletionRequest parse_completion_request(const std::string& body);
 
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty
-/// `messages`, a message without a string `role`/`content` (content may also be an array of
-/// {"type": "text", "text": ...} parts), or any field of the wrong type or range.
+/// `messages`, a message without a string `role` (system, developer, user, assistant, tool) or
+/// `content` (a string, or an array of {"type": "text", "text": ...} parts; assistants may omit
+/// it or send null), `tools` that is not an array of objects, `chat_template_kwargs` that is not
+/// an object or names a variable the server sets, a message, tool or kwarg nested deeper than
+/// kMaxChatNesting levels, or any field of the wrong type or range.
 ChatRequest parse_chat_request(const std::string& body);
+
+/// How deeply a message, tool or template kwarg may nest arrays/objects. Real tool schemas and
+/// tool calls stay far below; Python's json and Jinja2 recurse per level (limit ~1000), so deeper
+/// input is refused here with a 400 instead of failing inside the renderer.
+constexpr size_t kMaxChatNesting = 64;
 
 }  // namespace lg::server

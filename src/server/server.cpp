@@ -100,11 +100,34 @@ const std::vector<std::pair<std::string, std::string>>& route_methods() {
 }  // namespace
 
 Server::Server(Engine& engine, const ServerOptions& options)
-    : engine_(engine), options_(options), http_(std::make_unique<httplib::Server>()) {
+    : engine_(engine),
+      options_(options),
+      chat_template_(chat::ChatTemplate::load(engine.model_dir(), options.chat_template_file,
+                                              std::make_shared<chat::JinjaRenderer>(options.chat_renderer))),
+      http_(std::make_unique<httplib::Server>()) {
   install_routes();
 }
 
 Server::~Server() { stop(); }
+
+std::string Server::render_chat(const ChatRequest& r) const {
+  chat::ChatInput in;
+  in.messages = r.messages;
+  in.tools = r.tools;
+  in.add_generation_prompt = r.add_generation_prompt;
+  in.kwargs = r.template_kwargs;
+  try {
+    return chat_template_.render(in);
+  } catch (const chat::ChatTemplateError& e) {
+    using K = chat::ChatTemplateError::Kind;
+    if (e.kind() == K::missing) throw RequestError("messages", std::string("'messages' cannot be rendered: ") + e.what());
+    if (e.kind() == K::failed)
+      throw RequestError("messages", std::string("'messages' is refused by the model's chat template: ") + e.what());
+    if (e.kind() == K::too_large) throw RequestError("messages", std::string("'messages' is too large: ") + e.what());
+    // broken template, timeout, no renderer: the server's fault, a 500 (set_exception_handler).
+    throw Error(std::string("the chat template could not be rendered: ") + e.what());
+  }
+}
 
 void Server::install_routes() {
   auto& h = *http_;
@@ -144,7 +167,7 @@ void Server::install_routes() {
       } else {
         ChatRequest r = parse_chat_request(body);
         job->gen = std::move(r.gen);
-        job->prompt_ids = engine_.encode_prompt(render_chatml(r.messages), "messages");
+        job->prompt_ids = engine_.encode_prompt(render_chat(r), "messages");
       }
     } catch (const RequestError& e) {
       send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));

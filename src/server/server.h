@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "chat/chat_template.h"
 #include "server/engine.h"
 
 namespace httplib {
@@ -21,11 +24,16 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                          ///< 0: an ephemeral port (see Server::port())
   size_t max_body_bytes = 4 * 1024 * 1024;  ///< larger bodies get 413
+  /// The chat template: the model directory's own unless a file is given (lg serve --chat-template).
+  std::optional<std::filesystem::path> chat_template_file{};
+  chat::RendererOptions chat_renderer{};  ///< bounds of the Jinja2 renderer (time, size, workers)
 };
 
 class Server {
  public:
-  /// Holds `engine` (which must outlive the server). Binds nothing yet.
+  /// Holds `engine` (which must outlive the server) and reads the model's chat template (no
+  /// renderer is started yet). Binds nothing yet. Throws lg::Error only for an unreadable
+  /// options.chat_template_file; a broken template of the model is reported per chat request.
   Server(Engine& engine, const ServerOptions& options);
   ~Server();  ///< stops the server if it is running
   Server(const Server&) = delete;
@@ -42,12 +50,18 @@ class Server {
   void stop();
   /// The bound port (after start()/run() bound it), else 0.
   int port() const { return port_; }
+  /// The chat template the chat endpoint renders with.
+  const chat::ChatTemplate& chat_template() const { return chat_template_; }
 
  private:
   void install_routes();
+  /// The prompt text of a chat request. Throws RequestError (400) when the request is at fault
+  /// (no template, the template refused it, too large), lg::Error (500) otherwise.
+  std::string render_chat(const ChatRequest& request) const;
 
   Engine& engine_;
   ServerOptions options_;
+  chat::ChatTemplate chat_template_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

@@ -83,12 +83,35 @@ TEST(CompletionRequest, ABatchOfPromptsSaysOnePromptPerRequest) {
 TEST(ChatRequest, ParsesMessagesAndTextParts) {
   const auto r = parse_chat_request(
       R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"max_completion_tokens":3})");
-  ASSERT_EQ(r.messages.size(), 2u);
-  EXPECT_EQ(r.messages[1].role, "user");
-  EXPECT_EQ(r.messages[1].content, "hi there");
+  EXPECT_EQ(r.messages, nlohmann::ordered_json::parse(R"([{"role":"system","content":"be brief"},{"role":"user","content":"hi there"}])"));
   EXPECT_EQ(r.gen.max_tokens, 3);
-  EXPECT_EQ(render_chatml(r.messages),
-            "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_TRUE(r.tools.is_null());
+  EXPECT_TRUE(r.add_generation_prompt);
+  EXPECT_EQ(r.template_kwargs, nlohmann::ordered_json::object());
+}
+
+TEST(ChatRequest, AcceptsWhatOpenAIClientsSend) {
+  // The developer role (a system message under OpenAI's newer name), an assistant turn that only
+  // calls tools ("content": null, or no content), the tool's answer, tools, and vLLM's
+  // add_generation_prompt / chat_template_kwargs. Fields the server does not know are kept for
+  // the template.
+  const auto r = parse_chat_request(R"({"messages":[
+      {"role":"developer","content":"be brief"},
+      {"role":"user","content":"add 1 and 2"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\":1}"}}]},
+      {"role":"assistant","tool_calls":[]},
+      {"role":"tool","tool_call_id":"c1","content":"3"}],
+    "tools":[{"type":"function","function":{"name":"add","parameters":{"type":"object"}}}],
+    "tool_choice":"auto","add_generation_prompt":false,"chat_template_kwargs":{"enable_thinking":false}})");
+  ASSERT_EQ(r.messages.size(), 5u);
+  EXPECT_EQ(r.messages[0], nlohmann::ordered_json::parse(R"({"role":"system","content":"be brief"})"));
+  EXPECT_EQ(r.messages[2]["content"], "");
+  EXPECT_EQ(r.messages[2]["tool_calls"][0]["function"]["arguments"], "{\"a\":1}");
+  EXPECT_EQ(r.messages[3], nlohmann::ordered_json::parse(R"({"role":"assistant","tool_calls":[],"content":""})"));
+  EXPECT_EQ(r.messages[4]["tool_call_id"], "c1");
+  EXPECT_EQ(r.tools.size(), 1u);
+  EXPECT_FALSE(r.add_generation_prompt);
+  EXPECT_EQ(r.template_kwargs, nlohmann::ordered_json::parse(R"({"enable_thinking":false})"));
 }
 
 TEST(ChatRequest, BadBodiesNameTheField) {
@@ -105,6 +128,22 @@ TEST(ChatRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"), "messages[0].content[0]");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})"), "max_tokens");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":-3})"), "max_completion_tokens");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":null}]})"), "messages[0].content");
+  EXPECT_EQ(p(R"({"messages":[{"role":"tool"}]})"), "messages[0].content");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":{}})"), "tools");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":[1]})"), "tools[0]");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"add_generation_prompt":1})"), "add_generation_prompt");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":[]})"), "chat_template_kwargs");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"messages":[]}})"),
+            "chat_template_kwargs.messages");
+  // Nesting past kMaxChatNesting, in a message field, a tool or a kwarg, names the field.
+  std::string deep = "1";
+  for (int i = 0; i < 5000; ++i) deep = "[" + deep + "]";
+  EXPECT_EQ(p(R"({"messages":[{"role":"assistant","content":"a","tool_calls":)" + deep + "}]}"), "messages[0].tool_calls");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":[{"x":)" + deep + "}]}"), "tools[0]");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"k":)" + deep + "}}"),
+            "chat_template_kwargs.k");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":)" + deep + "}]}"), "messages[0].content[0]");
 }
 
 }  // namespace

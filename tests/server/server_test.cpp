@@ -232,9 +232,12 @@ TEST_F(ServerTest, SeededSamplingIsReproducible) {
   EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
 }
 
-TEST_F(ServerTest, ChatCompletionRendersChatML) {
-  const std::vector<ChatMessage> msgs = {{"system", "You write Python."}, {"user", "def add(a, b):"}};
-  const auto prompt_ids = engine_->tokenizer().encode(render_chatml(msgs));
+TEST_F(ServerTest, ChatCompletionRendersTheModelsTemplate) {
+  // The model's own template (Qwen3's, from tokenizer_config.json) gives for this conversation the
+  // same text as the ChatML lg serve hard-coded before (tests/chat checks that in general).
+  const std::string chatml =
+      "<|im_start|>system\nYou write Python.<|im_end|>\n<|im_start|>user\ndef add(a, b):<|im_end|>\n<|im_start|>assistant\n";
+  const auto prompt_ids = engine_->tokenizer().encode(chatml);
   // The template's markers are matched as the special tokens, not spelled out in pieces.
   EXPECT_EQ(std::count(prompt_ids.begin(), prompt_ids.end(), *engine_->tokenizer().token_to_id("<|im_start|>")), 3);
   const json body = {{"messages", {{{"role", "system"}, {"content", "You write Python."}}, {{"role", "user"}, {"content", "def add(a, b):"}}}},
