@@ -1,0 +1,92 @@
+// `lg template` prints exactly what transformers' apply_chat_template(tokenize=False) returned
+// for every case of shared/fixtures/tokenizers/*/chat_cases.json, and says clearly why it cannot
+// (no template, the template refused the messages, a malformed messages file).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli_run.h"
+
+namespace lg::cli_test {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+const fs::path kTokenizers = fs::path(kShared) / "fixtures" / "tokenizers";
+
+struct TempFile {
+  fs::path path;
+  explicit TempFile(const std::string& text) {
+    path = fs::temp_directory_path() / ("lg_template_" + std::to_string(std::random_device{}()) + ".json");
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  ~TempFile() { fs::remove(path); }
+};
+
+CliRun run_template(const fs::path& model, const std::string& messages_json, const std::string& flags = "") {
+  TempFile f(messages_json);
+  return run_lg("template --model " + model.string() + " --messages " + f.path.string() + " " + flags);
+}
+
+TEST(CliTemplate, PrintsTheTransformersRenderingOfEveryFixtureCase) {
+  int cases = 0;
+  for (const char* name : {"llama3.1", "gemma3"}) {
+    std::ifstream f(kTokenizers / name / "chat_cases.json");
+    ASSERT_TRUE(f) << name;
+    const json fixture = json::parse(f);
+    for (const json& c : fixture.at("cases")) {
+      const bool gen = c.at("add_generation_prompt").get<bool>();
+      const CliRun r = run_template(kTokenizers / name, c.at("messages").dump(), gen ? "" : "--no-generation-prompt");
+      EXPECT_EQ(r.code, 0) << r.out;
+      EXPECT_EQ(r.out, c.at("text").get<std::string>()) << name << " " << c.at("messages").dump();
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 16);
+}
+
+TEST(CliTemplate, TakesAnObjectWithToolsAndKwargs) {
+  // {"messages", "tools", other keys = template kwargs}: the 22M model's Qwen3 template.
+  const std::string file = R"({"messages": [{"role": "user", "content": "hi"}], "enable_thinking": false})";
+  const CliRun r = run_template(fs::path(kSource) / "models" / "qwen3-pycode-22m", file);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  const CliRun t = run_template(fs::path(kSource) / "models" / "qwen3-pycode-22m",
+                                R"({"messages": [{"role": "user", "content": "hi"}],
+                                    "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  EXPECT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n</tools>"),
+            std::string::npos)
+      << t.out;
+}
+
+TEST(CliTemplate, ExplainsWhatIsWrong) {
+  const std::string hello = R"([{"role": "user", "content": "Hello!"}])";
+  CliRun r = run_template(kTokenizers / "sentencepiece-bpe-32k", hello);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("lg: error: this model has no chat template"), std::string::npos) << r.out;
+  // Gemma's template refuses two user turns in a row (its raise_exception).
+  r = run_template(kTokenizers / "gemma3", R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("refused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Conversation roles must alternate user/assistant/user/assistant/..."), std::string::npos)
+      << r.out;
+  r = run_template(kTokenizers / "gemma3", "[{\"role\": ");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
+  r = run_template(kTokenizers / "gemma3", R"({"messages": [1]})");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("messages[0] must be an object"), std::string::npos) << r.out;
+  r = run_template(kTokenizers / "gemma3", R"({"messages": [], "add_generation_prompt": true})");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--no-generation-prompt"), std::string::npos) << r.out;
+  r = run_lg("template --model " + (kTokenizers / "gemma3").string());
+  EXPECT_EQ(r.code, 2) << r.out;  // --messages is required: a usage error
+}
+
+}  // namespace
+}  // namespace lg::cli_test
