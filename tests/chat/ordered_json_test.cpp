@@ -32,13 +32,14 @@ TEST(OrderedJson, MalformedJsonThrowsNlohmannsParseError) {
 
 TEST(OrderedJson, ManyKeysAndDeepNestingInLinearTime) {
   // 300,000 keys in one object (~4 MiB, lg serve's body limit): nlohmann's ordered parse needs
-  // minutes for this; the bound leaves room for a loaded machine.
+  // minutes for this (quadratic: 6 s for 50,000 keys here, so ~200 s); this parse well under a
+  // second, and the bound leaves room for a loaded machine.
   std::string s = "{";
   for (int i = 0; i < 300000; ++i) s += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
   s += "}";
   const auto t0 = std::chrono::steady_clock::now();
   const json j = parse_ordered_json(s);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
   ASSERT_EQ(j.size(), 300000u);
   EXPECT_EQ(j.begin().key(), "k0");
   EXPECT_EQ(j["k299999"], 299999);

@@ -184,8 +184,10 @@ TEST_F(ChatEndpointTest, LoopingOrHugeTemplatesAreBoundedAndTheServerStaysUp) {
   o.chat_renderer.timeout = std::chrono::milliseconds(1000);
   Server s(*engine_, o);
   const int port = s.start();
+  EXPECT_NO_THROW(s.chat_template().check());  // starts the worker, so the time below is the render's
   const auto t0 = std::chrono::steady_clock::now();
   expect_error(port, {{"messages", user("x")}}, 500, "did not finish rendering within 1 s");
+  // 10^15 loop iterations stopped at the 1 s bound; the rest is room for a loaded machine.
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
   EXPECT_TRUE(healthy(port));
   httplib::Client c("127.0.0.1", port);
