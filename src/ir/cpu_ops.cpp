@@ -34,73 +34,6 @@ Tensor as_float(const Tensor& t) {
   return unary(Op::Cast, t, DType::F32);
 }
 
-float apply_unary_f(Op op, float x) {
-  switch (op) {
-    case Op::Neg: return -x;
-    case Op::Abs: return std::fabs(x);
-    case Op::Exp: return std::exp(x);
-    case Op::Log: return std::log(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Rsqrt: return 1.0f / std::sqrt(x);
-    case Op::Recip: return 1.0f / x;
-    case Op::Sin: return std::sin(x);
-    case Op::Cos: return std::cos(x);
-    case Op::Tanh: return std::tanh(x);
-    case Op::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    default: break;
-  }
-  throw Error(std::string("not a unary op: ") + op_name(op));
-}
-
-float apply_binary_f(Op op, float x, float y) {
-  switch (op) {
-    case Op::Add: return x + y;
-    case Op::Sub: return x - y;
-    case Op::Mul: return x * y;
-    case Op::Div: return x / y;
-    case Op::Pow: return std::pow(x, y);
-    case Op::Maximum: return std::max(x, y);
-    case Op::Minimum: return std::min(x, y);
-    case Op::Lt: return x < y;
-    case Op::Le: return x <= y;
-    case Op::Gt: return x > y;
-    case Op::Ge: return x >= y;
-    case Op::Eq: return x == y;
-    case Op::Ne: return x != y;
-    default: break;
-  }
-  throw Error(std::string("not a binary op: ") + op_name(op));
-}
-
-int64_t apply_binary_i(Op op, int64_t x, int64_t y) {
-  switch (op) {
-    case Op::Add: return x + y;
-    case Op::Sub: return x - y;
-    case Op::Mul: return x * y;
-    case Op::Div:
-      if (y == 0) throw Error("integer division by zero");
-      return x / y;
-    case Op::Pow: {
-      if (y < 0) throw Error("integer power with a negative exponent");
-      int64_t r = 1;
-      for (int64_t k = 0; k < y; ++k) r *= x;
-      return r;
-    }
-    case Op::Maximum: return std::max(x, y);
-    case Op::Minimum: return std::min(x, y);
-    case Op::Lt: return x < y;
-    case Op::Le: return x <= y;
-    case Op::Gt: return x > y;
-    case Op::Ge: return x >= y;
-    case Op::Eq: return x == y;
-    case Op::Ne: return x != y;
-    default: break;
-  }
-  throw Error(std::string("not a binary op: ") + op_name(op));
-}
-
-bool is_compare(Op op) { return op == Op::Lt || op == Op::Le || op == Op::Gt || op == Op::Ge || op == Op::Eq || op == Op::Ne; }
-
 int32_t to_int(float v) { return static_cast<int32_t>(v); }  // truncation toward zero, as torch
 
 /// Stores a computed value into the result buffer of class `out` (F32, I32 or Bool).
@@ -212,25 +145,24 @@ Tensor unary(Op op, const Tensor& x, DType out) {
     }
     return st.t;
   }
-  if (!x.is_float() && (op == Op::Neg || op == Op::Abs)) {
+  if (!x.is_float() && !is_float_only(op)) {  // neg, abs of an integer: integer arithmetic
     const int32_t* p = x.i->data();
-    for_each_offset<2>(x.shape, strides, {x.offset, 0}, [&](const std::array<int64_t, 2>& o) {
-      const int64_t v = p[o[0]];
-      st.i(o[1], op == Op::Neg ? -v : (v < 0 ? -v : v));
-    });
+    for_each_offset<2>(x.shape, strides, {x.offset, 0},
+                       [&](const std::array<int64_t, 2>& o) { st.i(o[1], host_eval_int(op, p[o[0]])); });
     return st.t;
   }
   const Tensor xf = as_float(x);
   const float* p = xf.f->data();
   std::array<const std::vector<int64_t>*, 2> sf{&xf.strides, &cs};
-  for_each_offset<2>(x.shape, sf, {xf.offset, 0},
-                     [&](const std::array<int64_t, 2>& o) { st.f(o[1], apply_unary_f(op, p[o[0]])); });
+  with_host_unary(op, [&](auto fn) {
+    for_each_offset<2>(x.shape, sf, {xf.offset, 0}, [&](const std::array<int64_t, 2>& o) { st.f(o[1], fn(p[o[0]])); });
+  });
   return st.t;
 }
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b, DType out) {
   const std::vector<int64_t> shape = broadcast_shapes(a.shape, b.shape);
-  const DType cls = is_compare(op) ? DType::Bool : exec_dtype(out);
+  const DType cls = op_info(op).result == ResultDType::Bool ? DType::Bool : exec_dtype(out);
   Store st(cls, shape);
   const std::vector<int64_t> cs = contiguous_strides(shape);
   if (a.is_float() || b.is_float()) {
@@ -245,21 +177,14 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, DType out) {
         else st.f(o[2], fn(pa[o[0]], pb[o[1]]));
       });
     };
-    // The common arithmetic ops get their own loop; the rest go through the switch.
-    switch (op) {
-      case Op::Add: run([](float x, float y) { return x + y; }); break;
-      case Op::Sub: run([](float x, float y) { return x - y; }); break;
-      case Op::Mul: run([](float x, float y) { return x * y; }); break;
-      case Op::Div: run([](float x, float y) { return x / y; }); break;
-      default: run([op](float x, float y) { return apply_binary_f(op, x, y); }); break;
-    }
+    with_host_binary(op, run);  // a loop per op, its arithmetic inlined
     return st.t;
   }
   const std::vector<int64_t> sa = broadcast_strides(a, shape), sb = broadcast_strides(b, shape);
   const int32_t* pa = a.i->data();
   const int32_t* pb = b.i->data();
   for_each_offset<3>(shape, {&sa, &sb, &cs}, {a.offset, b.offset, 0}, [&](const std::array<int64_t, 3>& o) {
-    st.i(o[2], apply_binary_i(op, pa[o[0]], pb[o[1]]));
+    st.i(o[2], host_eval_int(op, pa[o[0]], pb[o[1]]));
   });
   return st.t;
 }

@@ -1,15 +1,17 @@
 // The tensor IR: the forward pass of a .lg program, bound to a model's config, as an SSA graph of
-// typed tensor operations. It is the contract between the front end (which lowers the checked AST
-// into it), the CPU reference executor (which defines its meaning), and the lifter (which turns
-// it into stages). Plain data: one node type, one op enum with group predicates, attributes in
-// one struct. Layers are unrolled; state (the KV cache) is versioned so that ordering between a
-// write and later reads is an ordinary data dependency.
+// typed tensor operations (the ops and their meaning: ops.def, op_table.h). It is the contract
+// between the front end (which lowers the checked AST into it), the CPU reference executor (which
+// defines its meaning), and the lifter (which turns it into stages). Plain data: one node type,
+// one op enum (from the op table), attributes in one struct. Layers are unrolled; state (the KV
+// cache) is versioned so that ordering between a write and later reads is an ordinary data
+// dependency.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "ir/op_table.h"
 #include "support/dtype.h"
 
 namespace lg::ir {
@@ -30,39 +32,7 @@ struct Dim {
 };
 using Shape = std::vector<Dim>;
 
-/// The primitives. Group predicates below are what passes key on.
-enum class Op : uint8_t {
-  // sources
-  Input,     ///< runtime input `attrs.index` (tokens i32[T], pos i32[T]); no operands
-  Param,     ///< weight `attrs.index` of Graph::params; no operands
-  State,     ///< initial version of state `attrs.index` (e.g. kcache); no operands
-  Const,     ///< scalar constant `attrs.scalar` of `dtype`, rank 0
-  Arange,    ///< i32[n]: 0, 1, ..., n-1 with n = shape[0]; no operands
-  // elementwise unary (shape of operand 0)
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Recip, Sin, Cos, Tanh, Sigmoid,
-  Cast,      ///< to `dtype`
-  // elementwise binary: operands have equal rank; a size-1 dim broadcasts against the other
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
-  Lt, Le, Gt, Ge, Eq, Ne,  ///< produce bool
-  // elementwise ternary
-  Where,     ///< (cond: bool, a, b), broadcasting as binary ops
-  // reductions over `attrs.axis`; the reduced dim is kept with size 1 if attrs.keepdim
-  ReduceSum, ReduceMax,
-  // contraction: a[..., M, K] @ b[..., K, N] -> [..., M, N]; batch dims broadcast; b may be rank 2
-  MatMul,
-  // indexing
-  Gather,    ///< (table[N, ...], idx: i32[I...]) -> [I..., ...]: rows of table along axis 0
-  // movement (views: no arithmetic)
-  Reshape,   ///< to `shape` (same element count)
-  Permute,   ///< output axis i is operand axis attrs.perm[i]
-  Slice,     ///< along attrs.axis: elements start, start+step, ... < stop (attrs.start/stop/step)
-  Concat,    ///< operands joined along attrs.axis
-  // state and attention
-  StateWrite,  ///< (state, value, pos: i32[T]) -> new version of the state; see below
-  Attention,   ///< (q[T, H, Dh], k[KV, S, Dh], v[KV, S, Dh], pos: i32[T]) -> f32[T, H, Dh]
-};
-
-/// Op attributes; which fields mean something depends on the op (see Op).
+/// Op attributes; which fields mean something depends on the op (see ops.def).
 struct Attrs {
   int32_t index = -1;           ///< Input/Param/State: which one
   double scalar = 0;            ///< Const
@@ -122,15 +92,8 @@ struct Graph {
   const Node& at(ValueId v) const { return nodes.at(static_cast<size_t>(v)); }
 };
 
-bool is_source(Op op);       ///< Input, Param, State, Const, Arange
-bool is_unary(Op op);        ///< Neg .. Cast
-bool is_binary(Op op);       ///< Add .. Ne
-bool is_elementwise(Op op);  ///< unary, binary, Where
-bool is_reduce(Op op);       ///< ReduceSum, ReduceMax
-bool is_movement(Op op);     ///< Reshape, Permute, Slice, Concat
 /// A possibly negative axis (-1: the last) of a rank-`rank` shape as an index from 0. No range
 /// check: for axes the verifier (verify.h) has accepted.
 inline int32_t positive_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
-const char* op_name(Op op);
 
 }  // namespace lg::ir

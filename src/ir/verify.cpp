@@ -129,8 +129,8 @@ class Verifier {
       expect_operands(n, 1);
       const Node& x = operand(n, 0);
       expect_shape(n, x.shape);
-      if (n.op == Op::Cast) return;
-      if (n.op == Op::Neg || n.op == Op::Abs) {
+      if (op_info(n.op).result == ResultDType::Declared) return;  // a cast
+      if (!is_float_only(n.op)) {
         if (cls(n.dtype) != cls(x.dtype) || cls(x.dtype) == Cls::Bool) fail("needs a numeric operand of the result's dtype class");
         return;
       }
@@ -143,7 +143,7 @@ class Verifier {
       const Node& b = operand(n, 1);
       expect_shape(n, broadcast(a.shape, b.shape));
       if (cls(a.dtype) != cls(b.dtype)) fail("operands " + type(a) + " and " + type(b) + " have different dtype classes (cast first)");
-      const bool cmp = n.op >= Op::Lt && n.op <= Op::Ne;
+      const bool cmp = op_info(n.op).result == ResultDType::Bool;
       if (cmp && n.dtype != DType::Bool) fail("a comparison produces bool");
       if (!cmp && (cls(n.dtype) != cls(a.dtype) || cls(a.dtype) == Cls::Bool))
         fail("arithmetic needs numeric operands of the result's dtype class");

@@ -12,28 +12,17 @@ using K = Value::Kind;
 
 namespace {
 
+/// The unary ops .lg calls by name (`exp(x)`, `erf(x)`): those the op table (src/ir/ops.def)
+/// flags kLangFn.
 const std::unordered_map<std::string, ir::Op>& unary_ops() {
-  static const std::unordered_map<std::string, ir::Op> m = {
-      {"exp", ir::Op::Exp},   {"log", ir::Op::Log},   {"sqrt", ir::Op::Sqrt},       {"rsqrt", ir::Op::Rsqrt},
-      {"sin", ir::Op::Sin},   {"cos", ir::Op::Cos},   {"tanh", ir::Op::Tanh},       {"sigmoid", ir::Op::Sigmoid},
-      {"abs", ir::Op::Abs},   {"recip", ir::Op::Recip}};
+  static const std::unordered_map<std::string, ir::Op> m = [] {
+    std::unordered_map<std::string, ir::Op> r;
+    const auto ops = ir::all_ops();
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].group == ir::OpGroup::Unary && (ops[i].flags & ir::kLangFn)) r.emplace(ops[i].name, static_cast<ir::Op>(i));
+    return r;
+  }();
   return m;
-}
-
-double fold_unary(ir::Op op, double x) {
-  switch (op) {
-    case ir::Op::Exp: return std::exp(x);
-    case ir::Op::Log: return std::log(x);
-    case ir::Op::Sqrt: return std::sqrt(x);
-    case ir::Op::Rsqrt: return 1.0 / std::sqrt(x);
-    case ir::Op::Sin: return std::sin(x);
-    case ir::Op::Cos: return std::cos(x);
-    case ir::Op::Tanh: return std::tanh(x);
-    case ir::Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ir::Op::Abs: return std::fabs(x);
-    case ir::Op::Recip: return 1.0 / x;
-    default: return x;
-  }
 }
 
 /// The dtype two operands meet at: equal dtypes stay; two different floats widen to f32
@@ -67,9 +56,12 @@ Count count_of(const ir::Shape& s) {
 }  // namespace
 
 bool is_primitive(std::string_view name) {
-  static const std::set<std::string_view> names = {
-      "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "abs", "recip", "maximum", "minimum",
-      "where", "sum", "mean", "max", "softmax", "concat", "arange", "attention"};
+  static const std::set<std::string_view> names = [] {
+    std::set<std::string_view> r = {"where", "sum", "mean", "max", "softmax", "concat", "arange", "attention"};
+    for (const ir::OpInfo& op : ir::all_ops())
+      if (op.flags & ir::kLangFn) r.insert(op.name);  // exp, ..., maximum, minimum
+    return r;
+  }();
   return names.count(name) > 0;
 }
 
@@ -219,7 +211,7 @@ Value Elaborator::tensor_binary(Tok op, const Value& a, const Value& b, const Ex
 
 Value Elaborator::unary_math(ir::Op op, const std::string& name, const Value& x, const Expr& e) {
   if (x.is_number()) {
-    double r = fold_unary(op, x.as_double());
+    double r = ir::host_eval(op, x.as_double());
     if (!std::isfinite(r)) return err(e.span, name + " of " + show(x) + " is not finite");
     return Value::of_float(r);
   }

@@ -21,16 +21,6 @@ std::string node_label(const ir::Graph& g, ir::ValueId v) {
   throw Error(span_text(g, g.at(v).span) + ": cannot lift " + node_label(g, v) + ": " + why);
 }
 
-bool is_float_math(ir::Op op) {
-  switch (op) {
-    case ir::Op::Exp: case ir::Op::Log: case ir::Op::Sqrt: case ir::Op::Rsqrt: case ir::Op::Recip:
-    case ir::Op::Sin: case ir::Op::Cos: case ir::Op::Tanh: case ir::Op::Sigmoid:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The shape and op checks that do not depend on other nodes.
 void check_node(const ir::Graph& g, ir::ValueId v) {
   const ir::Node& n = g.at(v);
@@ -45,7 +35,7 @@ void check_node(const ir::Graph& g, ir::ValueId v) {
                        "`; kernels are specialised on every dim but T, the tokens of the step");
     }
   auto operand = [&](size_t i) -> const ir::Node& { return g.at(n.operands.at(i)); };
-  if (is_float_math(n.op) && !is_float(operand(0).dtype))
+  if (ir::is_float_only(n.op) && !is_float(operand(0).dtype))
     refuse(g, v, std::string(ir::op_name(n.op)) + " of a " + std::string(dtype_name(operand(0).dtype)) +
                      " value has no kernel form (cast it to a float type first)");
   if (ir::is_reduce(n.op)) {

@@ -80,40 +80,18 @@ struct Eval {
   double compute(ir::ValueId v, const ir::Node& n, const Index& idx) {
     using ir::Op;
     auto x = [&](size_t i) { return eval(n.operands[i], bcast(v, n.operands[i], idx)); };
-    bool ints = n.operands.size() >= 2 && !is_float(p.graph.at(n.operands[0]).dtype) &&
-                !is_float(p.graph.at(n.operands[1]).dtype);
+    if (ir::is_unary(n.op)) return ir::host_eval(n.op, x(0));  // a cast's rounding is in eval()
+    if (ir::is_binary(n.op)) {
+      const double a = x(0), b = x(1);
+      // Integer operands (exact in a double) take the op's integer form: i32 division truncates.
+      if (!is_float(p.graph.at(n.operands[0]).dtype) && !is_float(p.graph.at(n.operands[1]).dtype))
+        return static_cast<double>(ir::host_eval_int(n.op, static_cast<int64_t>(a), static_cast<int64_t>(b)));
+      return ir::host_eval(n.op, a, b);
+    }
     switch (n.op) {
       case Op::Const: return n.attrs.scalar;
       case Op::Arange: return static_cast<double>(idx[0]);
-      case Op::Neg: return -x(0);
-      case Op::Abs: return std::fabs(x(0));
-      case Op::Exp: return std::exp(x(0));
-      case Op::Log: return std::log(x(0));
-      case Op::Sqrt: return std::sqrt(x(0));
-      case Op::Rsqrt: return 1.0 / std::sqrt(x(0));
-      case Op::Recip: return 1.0 / x(0);
-      case Op::Sin: return std::sin(x(0));
-      case Op::Cos: return std::cos(x(0));
-      case Op::Tanh: return std::tanh(x(0));
-      case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x(0)));
-      case Op::Cast: return x(0);  // the dtype rounding in eval() does int/bool; floats stay fp32-exact
-      case Op::Add: return x(0) + x(1);
-      case Op::Sub: return x(0) - x(1);
-      case Op::Mul: return x(0) * x(1);
-      case Op::Div: {
-        double b = x(1);
-        if (ints && b == 0) throw Error("staged executor: integer division by zero");
-        return ints ? std::trunc(x(0) / b) : x(0) / b;
-      }
-      case Op::Pow: return std::pow(x(0), x(1));
-      case Op::Maximum: return std::max(x(0), x(1));
-      case Op::Minimum: return std::min(x(0), x(1));
-      case Op::Lt: return x(0) < x(1);
-      case Op::Le: return x(0) <= x(1);
-      case Op::Gt: return x(0) > x(1);
-      case Op::Ge: return x(0) >= x(1);
-      case Op::Eq: return x(0) == x(1);
-      case Op::Ne: return x(0) != x(1);
+      // A select evaluates only the branch it takes (the other may gather out of range).
       case Op::Where: return x(0) != 0 ? x(1) : x(2);
       case Op::ReduceSum:
       case Op::ReduceMax: return reduce(v, n, idx);

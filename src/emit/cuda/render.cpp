@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "emit/cuda/expr.h"
 #include "emit/cuda/templates.h"
 #include "support/error.h"
 
@@ -121,16 +122,6 @@ __device__ __forceinline__ float lg_block_max(float v, float* red) {
 }
 
 namespace {
-
-std::string lit(double v) {
-  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
-}
 
 std::string dim(const ir::Dim& d) {
   if (d.is_const()) return std::to_string(d.coeff) + "L";
@@ -331,44 +322,15 @@ struct Renderer {
       bool ints = n.operands.size() >= 2 && !is_float(g.at(n.operands[0]).dtype) && !is_float(g.at(n.operands[1]).dtype);
       if (!here) {
         b << "return " << load(v, linear(n.shape, ix)) << ";";
+      } else if (ir::is_elementwise(n.op)) {
+        std::vector<std::string> xs;
+        for (size_t i = 0; i < n.operands.size(); ++i) xs.push_back(opnd(i));
+        b << "return " << elementwise_expr(n, ints, xs) << ";";
       } else {
         using ir::Op;
         switch (n.op) {
           case Op::Const: b << "return " << lit(n.attrs.scalar) << ";"; break;
           case Op::Arange: b << "return (float)i0;"; break;
-          case Op::Neg: b << "return -" << opnd(0) << ";"; break;
-          case Op::Abs: b << "return fabsf(" << opnd(0) << ");"; break;
-          case Op::Exp: b << "return expf(" << opnd(0) << ");"; break;
-          case Op::Log: b << "return logf(" << opnd(0) << ");"; break;
-          case Op::Sqrt: b << "return sqrtf(" << opnd(0) << ");"; break;
-          case Op::Rsqrt: b << "return 1.0f / sqrtf(" << opnd(0) << ");"; break;
-          case Op::Recip: b << "return 1.0f / (" << opnd(0) << ");"; break;
-          case Op::Sin: b << "return sinf(" << opnd(0) << ");"; break;
-          case Op::Cos: b << "return cosf(" << opnd(0) << ");"; break;
-          case Op::Tanh: b << "return tanhf(" << opnd(0) << ");"; break;
-          case Op::Sigmoid: b << "return 1.0f / (1.0f + expf(-(" << opnd(0) << ")));"; break;
-          case Op::Cast:
-            if (n.dtype == DType::I32) b << "return truncf(" << opnd(0) << ");";
-            else if (n.dtype == DType::Bool) b << "return (" << opnd(0) << ") != 0.0f ? 1.0f : 0.0f;";
-            else b << "return " << opnd(0) << ";";
-            break;
-          case Op::Add: b << "return " << opnd(0) << " + " << opnd(1) << ";"; break;
-          case Op::Sub: b << "return " << opnd(0) << " - " << opnd(1) << ";"; break;
-          case Op::Mul: b << "return " << opnd(0) << " * " << opnd(1) << ";"; break;
-          case Op::Div:
-            if (ints) b << "return truncf(" << opnd(0) << " / " << opnd(1) << ");";
-            else b << "return " << opnd(0) << " / " << opnd(1) << ";";
-            break;
-          case Op::Pow: b << "return powf(" << opnd(0) << ", " << opnd(1) << ");"; break;
-          case Op::Maximum: b << "return fmaxf(" << opnd(0) << ", " << opnd(1) << ");"; break;
-          case Op::Minimum: b << "return fminf(" << opnd(0) << ", " << opnd(1) << ");"; break;
-          case Op::Lt: b << "return " << opnd(0) << " < " << opnd(1) << " ? 1.0f : 0.0f;"; break;
-          case Op::Le: b << "return " << opnd(0) << " <= " << opnd(1) << " ? 1.0f : 0.0f;"; break;
-          case Op::Gt: b << "return " << opnd(0) << " > " << opnd(1) << " ? 1.0f : 0.0f;"; break;
-          case Op::Ge: b << "return " << opnd(0) << " >= " << opnd(1) << " ? 1.0f : 0.0f;"; break;
-          case Op::Eq: b << "return " << opnd(0) << " == " << opnd(1) << " ? 1.0f : 0.0f;"; break;
-          case Op::Ne: b << "return " << opnd(0) << " != " << opnd(1) << " ? 1.0f : 0.0f;"; break;
-          case Op::Where: b << "return " << opnd(0) << " != 0.0f ? " << opnd(1) << " : " << opnd(2) << ";"; break;
           case Op::ReduceSum:
           case Op::ReduceMax: {
             ir::ValueId o = n.operands[0];

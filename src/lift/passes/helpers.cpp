@@ -34,13 +34,7 @@ bool costly_math(const StagedProgram& p, int32_t s) {
     todo.pop_back();
     if (!seen.insert(v).second) continue;
     const ir::Node& n = p.graph.at(v);
-    switch (n.op) {
-      case ir::Op::Exp: case ir::Op::Log: case ir::Op::Sin: case ir::Op::Cos: case ir::Op::Tanh:
-      case ir::Op::Sigmoid: case ir::Op::Pow:
-        return true;
-      default:
-        break;
-    }
+    if (ir::is_costly(n.op)) return true;
     for (ir::ValueId o : n.operands)
       if (p.is_inline[static_cast<size_t>(o)]) todo.push_back(o);
   }

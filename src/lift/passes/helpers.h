@@ -26,8 +26,8 @@ void merge_while(StagedProgram& p, Next next) {
 std::vector<int32_t> readers_of_stage(const StagedProgram& p, int32_t s);
 /// True if stage s reads a state (a State source or a StateWrite's version), inline nodes followed.
 bool reads_state(const StagedProgram& p, int32_t s);
-/// True if stage s evaluates a transcendental (exp, log, sin, cos, tanh, sigmoid, pow), inline
-/// nodes included.
+/// True if stage s evaluates a transcendental (an op ops.def flags kCostly: exp, log, sin, cos,
+/// tanh, sigmoid, pow, ...), inline nodes included.
 bool costly_math(const StagedProgram& p, int32_t s);
 /// True if every node of stage s is elementwise.
 bool all_elementwise(const StagedProgram& p, int32_t s);
