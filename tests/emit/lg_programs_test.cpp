@@ -1,6 +1,6 @@
 // The acceptance check of emission: the CUDA programs of models/qwen3.lg and models/qwen2.lg for
-// every fixture config and the 22M model, and of models/examples/cc_mlp.lg and gpt2.lg, compile for sm_90
-// with NVRTC on a machine without a GPU.
+// every fixture config and the 22M model, and of models/examples/cc_mlp.lg, gpt2.lg and gelu_mlp.lg,
+// compile for sm_90 with NVRTC on a machine without a GPU.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -95,6 +95,18 @@ TEST(EmitLgPrograms, NonQwenProgramCompilesForSm90) {
                                   {"num_hidden_layers", 2}});
   compiles("examples/gpt2.lg", {{"model_type", "gpt2"}, {"vocab_size", 300}, {"n_embd", 48}, {"n_head", 3},
                                 {"n_layer", 2}, {"n_positions", 128}, {"torch_dtype", "float32"}});
+}
+
+// The `erf` primitive (exact GELU): its kernels, decode GEMV epilogue and prefill epilogue alike,
+// compile with erff.
+TEST(EmitLgPrograms, ErfProgramCompilesForSm90) {
+  const nlohmann::json config = {{"vocab_size", 50}, {"hidden_size", 32}, {"intermediate_size", 64},
+                                 {"num_hidden_layers", 2}, {"max_position_embeddings", 128}};
+  compiles("examples/gelu_mlp.lg", config);
+  const CudaProgram prog = program_of("examples/gelu_mlp.lg", config);
+  int with_erf = 0;
+  for (const auto& k : prog.kernels) with_erf += k.source.find("erff(") != std::string::npos ? 1 : 0;
+  EXPECT_GE(with_erf, 2);  // the fused GEMM kernel and the prefill epilogue of fc1
 }
 
 }  // namespace

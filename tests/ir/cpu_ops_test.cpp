@@ -32,12 +32,14 @@ double naive_unary(Op op, double x) {
     case Op::Cos: return std::cos(x);
     case Op::Tanh: return std::tanh(x);
     case Op::Sigmoid: return 1 / (1 + std::exp(-x));
+    case Op::Erf: return std::erf(x);
     default: return NAN;
   }
 }
 
 TEST(CpuOps, UnaryMatchesLibmOnAPermutedView) {
-  for (Op op : {Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Recip, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid}) {
+  for (Op op : {Op::Neg, Op::Abs, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Recip, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid,
+                Op::Erf}) {
     SCOPED_TRACE(op_name(op));
     Tensor x = random_f32({3, 5});
     if (op == Op::Log || op == Op::Sqrt || op == Op::Rsqrt)  // keep inside the domain

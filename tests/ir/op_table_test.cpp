@@ -50,10 +50,11 @@ TEST(OpTable, GroupsAreWhatThePassesKeyOn) {
   EXPECT_TRUE(is_movement(Op::Concat));
   EXPECT_FALSE(is_movement(Op::Gather));
   // Float-only: the unary math (not neg, abs, cast); costly: the transcendentals and pow.
-  for (Op op : {Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Recip, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid})
+  for (Op op : {Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Recip, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid, Op::Erf})
     EXPECT_TRUE(is_float_only(op)) << op_name(op);
   for (Op op : {Op::Neg, Op::Abs, Op::Cast, Op::Add, Op::Pow, Op::Where}) EXPECT_FALSE(is_float_only(op)) << op_name(op);
-  for (Op op : {Op::Exp, Op::Log, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid, Op::Pow}) EXPECT_TRUE(is_costly(op)) << op_name(op);
+  for (Op op : {Op::Exp, Op::Log, Op::Sin, Op::Cos, Op::Tanh, Op::Sigmoid, Op::Erf, Op::Pow})
+    EXPECT_TRUE(is_costly(op)) << op_name(op);
   for (Op op : {Op::Sqrt, Op::Rsqrt, Op::Recip, Op::Add, Op::Mul}) EXPECT_FALSE(is_costly(op)) << op_name(op);
   EXPECT_EQ(op_info(Op::Lt).result, ResultDType::Bool);
   EXPECT_EQ(op_info(Op::Cast).result, ResultDType::Declared);

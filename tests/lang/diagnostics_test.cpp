@@ -129,6 +129,8 @@ const Case kCases[] = {
    6, 23, "param template \"model.norm.weight\" names no layer index: write {l} where the layer number goes"},
   {"TemplateUnknownPlaceholder", program("  layers l in 0..2 {\n    param n: f32[D] = \"model.layers.{k}.norm\"\n  }\n", ""),
    6, 23, "unknown placeholder '{k}' in tensor name \"model.layers.{k}.norm\": the layer index is {l}"},
+  {"ErfOfAnInteger", program("", "    y = erf(t)\n"),
+   7, 9, "erf needs a float tensor, found tensor i32[T]"},
   {"FnArity", program("", "    y = silu(x, x)\n"),
    7, 9, "fn 'silu' takes 1 argument, found 2"},
   {"FnImpure", program("", "    y = g(x)\n", kReturn, "fn g(a) = a * D\n"),
