@@ -106,31 +106,41 @@ std::string CudaProgram::plan_json() const {
   return j.dump(1);
 }
 
-CudaProgram emit_program(const lift::StagedProgram& p) {
-  const ir::Graph& g = p.graph;
+namespace {
+
+/// Builds a CudaProgram launch by launch: buffers first (inputs, weights, states, then one arena
+/// buffer per stored value), then per launch its kernels (deduped by source) and plan, then the
+/// arena layout.
+struct ProgramBuilder {
+  const lift::StagedProgram& p;
+  const ir::Graph& g;
   CudaProgram prog;
-  prog.model = g.model;
-  prog.max_t = g.symbols.empty() ? 1 : g.symbols[0].max;
-  prog.prelude = device_prelude();
-  for (size_t i = 0; i < g.inputs.size(); ++i)
-    prog.buffers.push_back(make_buffer(BufferKind::Input, static_cast<int32_t>(i), -1, g.inputs[i].name, DType::I32,
-                                       g.inputs[i].shape, prog.max_t));
-  for (size_t i = 0; i < g.params.size(); ++i)
-    prog.buffers.push_back(make_buffer(BufferKind::Weight, static_cast<int32_t>(i), -1, g.params[i].tensor,
-                                       g.params[i].dtype == DType::BF16 ? DType::BF16 : DType::F32, g.params[i].shape,
-                                       prog.max_t));
-  for (size_t i = 0; i < g.states.size(); ++i)
-    prog.buffers.push_back(make_buffer(BufferKind::State, static_cast<int32_t>(i), -1, g.states[i].name, DType::F32,
-                                       g.states[i].shape, prog.max_t));
-  std::map<ir::ValueId, int32_t> arena_of;
-  for (const auto& st : p.stages)
-    for (ir::ValueId v : st.stores) {
-      arena_of[v] = static_cast<int32_t>(prog.buffers.size());
-      const ir::Node& n = g.at(v);
-      prog.buffers.push_back(make_buffer(BufferKind::Arena, -1, v, n.name.empty() ? "%" + std::to_string(v) : n.name,
-                                         DType::F32, n.shape, prog.max_t));
-    }
-  auto buffer_id = [&](ir::ValueId node) -> int32_t {
+  std::map<ir::ValueId, int32_t> arena_of;  ///< stored value -> its buffer
+  std::map<std::string, int32_t> kernel_of;  ///< source (before naming) -> kernel
+
+  explicit ProgramBuilder(const lift::StagedProgram& program) : p(program), g(program.graph) {}
+
+  void add_buffers() {
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      prog.buffers.push_back(make_buffer(BufferKind::Input, static_cast<int32_t>(i), -1, g.inputs[i].name, DType::I32,
+                                         g.inputs[i].shape, prog.max_t));
+    for (size_t i = 0; i < g.params.size(); ++i)
+      prog.buffers.push_back(make_buffer(BufferKind::Weight, static_cast<int32_t>(i), -1, g.params[i].tensor,
+                                         g.params[i].dtype == DType::BF16 ? DType::BF16 : DType::F32, g.params[i].shape,
+                                         prog.max_t));
+    for (size_t i = 0; i < g.states.size(); ++i)
+      prog.buffers.push_back(make_buffer(BufferKind::State, static_cast<int32_t>(i), -1, g.states[i].name, DType::F32,
+                                         g.states[i].shape, prog.max_t));
+    for (const auto& st : p.stages)
+      for (ir::ValueId v : st.stores) {
+        arena_of[v] = static_cast<int32_t>(prog.buffers.size());
+        const ir::Node& n = g.at(v);
+        prog.buffers.push_back(make_buffer(BufferKind::Arena, -1, v, n.name.empty() ? "%" + std::to_string(v) : n.name,
+                                           DType::F32, n.shape, prog.max_t));
+      }
+  }
+
+  int32_t buffer_id(ir::ValueId node) const {
     const ir::Node& n = g.at(node);
     size_t ni = g.inputs.size(), np = g.params.size();
     switch (n.op) {
@@ -139,10 +149,10 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
       case ir::Op::State: return static_cast<int32_t>(ni + np) + n.attrs.index;
       default: return arena_of.at(node);
     }
-  };
-  std::map<std::string, int32_t> kernel_of;
-  // Dedupes by source; `kind` names a new kernel.
-  auto kernel_for = [&](const std::string& source, const std::string& kind) {
+  }
+
+  /// The kernel of `source`, added as "k<index>_<kind>" unless an identical one exists.
+  int32_t kernel_for(const std::string& source, const std::string& kind) {
     auto it = kernel_of.find(source);
     if (it != kernel_of.end()) return it->second;
     auto k = static_cast<int32_t>(prog.kernels.size());
@@ -152,36 +162,51 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     prog.kernels.push_back({name, src});
     kernel_of[source] = k;
     return k;
-  };
-  auto use = [&](int32_t b, int32_t li) {
+  }
+
+  /// Buffer b is used by launch li (arena liveness).
+  void use(int32_t b, int32_t li) {
     Buffer& buf = prog.buffers[static_cast<size_t>(b)];
     if (buf.kind != BufferKind::Arena) return;
     if (buf.first_launch < 0) buf.first_launch = li;
     buf.last_launch = std::max(buf.last_launch, li);
-  };
-  auto t_rows = [](int64_t cols) { return ir::Shape{ir::Dim::symbol(0), ir::Dim::constant(cols)}; };
-  // A scratch buffer of the prefill path (`shape`: [T, cols], or a constant size), live during
-  // launch li only.
-  auto scratch = [&](const std::string& name, DType dt, ir::Shape shape, int32_t li) {
+  }
+
+  /// The buffer ids of kernel arguments `args`, each used by launch li.
+  std::vector<int32_t> args_of(const std::vector<KernelArg>& args, int32_t li) {
+    std::vector<int32_t> out;
+    for (const auto& a : args) {
+      out.push_back(buffer_id(a.node));
+      use(out.back(), li);
+    }
+    return out;
+  }
+
+  /// A scratch buffer of the prefill path (`shape`: [T, cols], or a constant size), live during
+  /// launch li only.
+  int32_t scratch(const std::string& name, DType dt, ir::Shape shape, int32_t li) {
     Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, std::move(shape), prog.max_t);
     b.first_launch = b.last_launch = li;
     prog.buffers.push_back(b);
     return static_cast<int32_t>(prog.buffers.size() - 1);
-  };
-  // A pack kernel's launch: its arguments, then the buffer `out` it writes.
-  auto plan_pack = [&](const GemmPrefillRender::Pack& pk, int32_t out, int32_t li) {
+  }
+
+  static ir::Shape t_rows(int64_t cols) { return ir::Shape{ir::Dim::symbol(0), ir::Dim::constant(cols)}; }
+
+  /// A pack kernel's launch: its arguments, then the buffer `out` it writes.
+  LaunchPlan::Prefill::Pack plan_pack(const GemmPrefillRender::Pack& pk, int32_t out, int32_t li) {
     LaunchPlan::Prefill::Pack pp;
     pp.kernel = kernel_for(pk.source, "pack");
-    for (const auto& a : pk.args) {
-      pp.args.push_back(buffer_id(a.node));
-      use(pp.args.back(), li);
-    }
+    pp.args = args_of(pk.args, li);
     pp.args.push_back(out);
     pp.K = pk.K;
     pp.layer = pk.layer;
     return pp;
-  };
-  auto plan_prefill = [&](const GemmPrefillRender& r, int32_t li) {
+  }
+
+  /// The prefill form of a GEMM launch: packs, cuBLASLt GEMMs (their f32 outputs scratch unless
+  /// the GEMM writes a residual sum itself), the epilogue.
+  LaunchPlan::Prefill plan_gemm_prefill(const GemmPrefillRender& r, int32_t li) {
     LaunchPlan::Prefill pf;
     for (const auto& pk : r.packs)
       pf.packs.push_back(plan_pack(pk, scratch("%" + std::to_string(pk.a) + ".bf16", DType::BF16, t_rows(pk.K), li), li));
@@ -206,43 +231,49 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     }
     if (r.epilogue_source.empty()) return pf;
     pf.epilogue_kernel = kernel_for(r.epilogue_source, "epilogue");
-    for (const auto& a : r.epilogue_args) {
-      pf.epilogue_args.push_back(buffer_id(a.node));
-      use(pf.epilogue_args.back(), li);
-    }
+    pf.epilogue_args = args_of(r.epilogue_args, li);
     pf.epilogue_args.insert(pf.epilogue_args.end(), dots.begin(), dots.end());
     pf.epilogue_layer = r.epilogue_layer;
     pf.work_const = r.work_const;
     pf.work_t_power = r.work_t_power;
     return pf;
-  };
-  for (size_t li = 0; li < p.launches.size(); ++li) {
+  }
+
+  /// The prefill form of an attention launch: the flash-attention kernel as the "epilogue", after
+  /// the q and K/V pack kernels when it reads packed rows.
+  LaunchPlan::Prefill plan_attention_prefill(const AttentionPrefillRender& fa, int32_t stage, int32_t li) {
+    LaunchPlan::Prefill pf;
+    pf.epilogue_kernel = kernel_for(fa.source, "flash_attention");
+    pf.epilogue_args = args_of(fa.args, li);
+    if (fa.q_pack) {
+      const std::string name = "launch" + std::to_string(li) + ".q.bf16";
+      pf.packs.push_back(plan_pack(*fa.q_pack, scratch(name, DType::BF16, t_rows(fa.q_pack->K), li), li));
+      pf.epilogue_args.push_back(pf.packs.back().args.back());
+    }
+    if (fa.kv_pack) {
+      const ir::ValueId att = p.stages[static_cast<size_t>(stage)].nodes.at(0);
+      const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]
+      const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * cache[1].coeff * cache[2].coeff)};
+      const std::string name = "launch" + std::to_string(li) + ".kv.bf16";
+      pf.packs.push_back(plan_pack(*fa.kv_pack, scratch(name, DType::BF16, kv, li), li));
+      pf.epilogue_args.push_back(pf.packs.back().args.back());
+    }
+    pf.work_const = {fa.heads};
+    pf.work_t_power = {0};
+    pf.block = 128;
+    pf.t_tile = 64;
+    pf.epilogue_layer = fa.layer;
+    return pf;
+  }
+
+  void plan_launch(size_t li) {
+    const auto l32 = static_cast<int32_t>(li);
     const auto& stages = p.launches[li].stages;
     RenderedLaunch r = render_launch(p, stages);
-    auto it = kernel_of.find(r.source);
-    int32_t k;
-    if (it == kernel_of.end()) {
-      k = static_cast<int32_t>(prog.kernels.size());
-      std::string name = "k" + std::to_string(k) + "_" + lift::stage_kind_name(p.stages[static_cast<size_t>(stages[0])].kind);
-      std::string src = r.source;
-      src.replace(src.find("KERNEL_NAME"), 11, name);
-      prog.kernels.push_back({name, src});
-      kernel_of[r.source] = k;
-    } else {
-      k = it->second;
-    }
     LaunchPlan lp;
-    lp.kernel = k;
+    lp.kernel = kernel_for(r.source, lift::stage_kind_name(p.stages[static_cast<size_t>(stages[0])].kind));
     lp.stages = stages;
-    for (const auto& a : r.args) {
-      int32_t b = buffer_id(a.node);
-      lp.args.push_back(b);
-      Buffer& buf = prog.buffers[static_cast<size_t>(b)];
-      if (buf.kind == BufferKind::Arena) {
-        if (buf.first_launch < 0) buf.first_launch = static_cast<int32_t>(li);
-        buf.last_launch = std::max(buf.last_launch, static_cast<int32_t>(li));
-      }
-    }
+    lp.args = args_of(r.args, l32);
     lp.work_const = r.work_const;
     lp.work_t_power = r.work_t_power;
     lp.per_block = r.per_block;
@@ -251,69 +282,58 @@ CudaProgram emit_program(const lift::StagedProgram& p) {
     lp.max_blocks = r.per_block == 256 ? 4096 : 0;  // element kernels stride over the grid
     lp.layer = r.layer;
     if (stages.size() == 1) {
-      if (auto pre = render_gemm_prefill(p, stages[0])) lp.prefill = plan_prefill(*pre, static_cast<int32_t>(li));
-      if (auto fa = render_attention_prefill(p, stages[0])) {
-        LaunchPlan::Prefill pf;
-        pf.epilogue_kernel = kernel_for(fa->source, "flash_attention");
-        for (const auto& a : fa->args) {
-          pf.epilogue_args.push_back(buffer_id(a.node));
-          use(pf.epilogue_args.back(), static_cast<int32_t>(li));
-        }
-        const auto l32 = static_cast<int32_t>(li);
-        if (fa->q_pack) {
-          const std::string name = "launch" + std::to_string(li) + ".q.bf16";
-          pf.packs.push_back(plan_pack(*fa->q_pack, scratch(name, DType::BF16, t_rows(fa->q_pack->K), l32), l32));
-          pf.epilogue_args.push_back(pf.packs.back().args.back());
-        }
-        if (fa->kv_pack) {
-          const ir::ValueId att = p.stages[static_cast<size_t>(stages[0])].nodes.at(0);
-          const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]
-          const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * cache[1].coeff * cache[2].coeff)};
-          const std::string name = "launch" + std::to_string(li) + ".kv.bf16";
-          pf.packs.push_back(plan_pack(*fa->kv_pack, scratch(name, DType::BF16, kv, l32), l32));
-          pf.epilogue_args.push_back(pf.packs.back().args.back());
-        }
-        pf.work_const = {fa->heads};
-        pf.work_t_power = {0};
-        pf.block = 128;
-        pf.t_tile = 64;
-        pf.epilogue_layer = fa->layer;
-        lp.prefill = pf;
-      }
+      if (auto pre = render_gemm_prefill(p, stages[0])) lp.prefill = plan_gemm_prefill(*pre, l32);
+      if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
     }
     prog.launches.push_back(lp);
   }
+
+  /// Arena: largest first, each at the lowest 256-aligned offset free over its live range.
+  void place_arena() {
+    std::vector<int32_t> order;
+    for (size_t i = 0; i < prog.buffers.size(); ++i)
+      if (prog.buffers[i].kind == BufferKind::Arena) order.push_back(static_cast<int32_t>(i));
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return prog.buffers[static_cast<size_t>(a)].bytes > prog.buffers[static_cast<size_t>(b)].bytes;
+    });
+    std::vector<int32_t> placed;
+    for (int32_t i : order) {
+      Buffer& b = prog.buffers[static_cast<size_t>(i)];
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (int32_t j : placed) {
+        const Buffer& o = prog.buffers[static_cast<size_t>(j)];
+        if (o.first_launch <= b.last_launch && b.first_launch <= o.last_launch) busy.push_back({o.offset, o.offset + o.bytes});
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t off = 0;
+      for (auto [s, e] : busy) {
+        if (off + b.bytes <= s) break;
+        off = std::max(off, (e + 255) / 256 * 256);
+      }
+      b.offset = off;
+      prog.arena_bytes = std::max(prog.arena_bytes, off + b.bytes);
+      placed.push_back(i);
+    }
+  }
+};
+
+}  // namespace
+
+CudaProgram emit_program(const lift::StagedProgram& p) {
+  ProgramBuilder b(p);
+  const ir::Graph& g = p.graph;
+  b.prog.model = g.model;
+  b.prog.max_t = g.symbols.empty() ? 1 : g.symbols[0].max;
+  b.prog.prelude = device_prelude();
+  b.add_buffers();
+  for (size_t li = 0; li < p.launches.size(); ++li) b.plan_launch(li);
   for (ir::ValueId o : g.outputs) {
-    int32_t b = arena_of.at(o);
-    prog.outputs.push_back(b);
-    prog.buffers[static_cast<size_t>(b)].last_launch = static_cast<int32_t>(p.launches.size());
+    int32_t buf = b.arena_of.at(o);
+    b.prog.outputs.push_back(buf);
+    b.prog.buffers[static_cast<size_t>(buf)].last_launch = static_cast<int32_t>(p.launches.size());
   }
-  // Arena: largest first, each at the lowest 256-aligned offset free over its live range.
-  std::vector<int32_t> order;
-  for (size_t i = 0; i < prog.buffers.size(); ++i)
-    if (prog.buffers[i].kind == BufferKind::Arena) order.push_back(static_cast<int32_t>(i));
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return prog.buffers[static_cast<size_t>(a)].bytes > prog.buffers[static_cast<size_t>(b)].bytes;
-  });
-  std::vector<int32_t> placed;
-  for (int32_t i : order) {
-    Buffer& b = prog.buffers[static_cast<size_t>(i)];
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (int32_t j : placed) {
-      const Buffer& o = prog.buffers[static_cast<size_t>(j)];
-      if (o.first_launch <= b.last_launch && b.first_launch <= o.last_launch) busy.push_back({o.offset, o.offset + o.bytes});
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t off = 0;
-    for (auto [s, e] : busy) {
-      if (off + b.bytes <= s) break;
-      off = std::max(off, (e + 255) / 256 * 256);
-    }
-    b.offset = off;
-    prog.arena_bytes = std::max(prog.arena_bytes, off + b.bytes);
-    placed.push_back(i);
-  }
-  return prog;
+  b.place_arena();
+  return std::move(b.prog);
 }
 
 }  // namespace lg::emit::cuda

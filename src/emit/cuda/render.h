@@ -8,6 +8,20 @@
 //     the epilogue and cache writes run on lane 0 with the dot products in registers;
 //   - attention: one block per (token, query head), 32 warps split the KV length, each an online
 //     softmax (running max and sum), merged across warps in shared memory at the end.
+//
+// Which file renders what (all in src/emit/cuda; the Renderer is declared in renderer.h):
+//   render.cpp         render_launch: the dispatcher from a launch's stages to their kind's emitter
+//   renderer.cpp       kernel parameters and buffers, loads, the lifted layer index, node lambdas
+//   expr.cpp           elementwise expressions from the op table (src/ir/ops.def), literals
+//   index.cpp          index arithmetic: linear offsets, views (reshape, permute, slice, concat), gather
+//   element_stage.cpp  map / reduce / gather / state-write stages; the reduction lambda
+//   state_write.cpp    KV-cache writes (element stages and GEMM epilogues)
+//   gemm_stage.cpp     GEMM stages: matmuls grouped by epilogue, the loop over their outputs
+//   gemv.cpp           the decode GEMV's dot products, activation staging, prologue reductions
+//   gemm_prefill.cpp   the prefill GEMM: bf16 pack kernels, cuBLASLt plan, epilogue kernel
+//   attention.cpp      attention: the one-block-per-row kernel and the prefill flash attention
+//   prelude.cpp        the device prelude every program starts with
+//   program.cpp        emit_program: kernels deduped, launch plan, arena, plan.json
 #pragma once
 
 #include <optional>

@@ -1,0 +1,141 @@
+// The decode GEMV of a GEMM stage (its fused kernel at T = 1; every T when the stage has no
+// prefill form): one warp per output element, the 32 lanes splitting K. bf16 weights read as W.T
+// stream 16 bytes (8 weights) per lane per load; the activation row is read where an earlier stage
+// stored it or staged once per block in shared memory; the prologue's single-row reductions
+// (RMSNorm) are done by the whole block first.
+#include "emit/cuda/renderer.h"
+
+namespace lg::emit::cuda {
+
+// The reductions of a GEMM's prologue (pass_gemm_reduce_prologue: RMSNorm) at T == 1, where
+// each has a single row: the whole block reduces it (every warp would otherwise walk the row on
+// its own) and seeds the reduction lambda's memo, so the staging that follows reads the result.
+// In graph order, so a reduction over another one's result finds it memoised.
+void Renderer::block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
+                                std::ostringstream& os) {
+  bool first = true;
+  for (ir::ValueId v : nodes) {
+    const ir::Node& n = g.at(v);
+    if (p.stage_of[static_cast<size_t>(v)] != s || !ir::is_reduce(n.op) || lift::numel(n.shape, 1) != 1) continue;
+    const ir::ValueId o = n.operands[0];
+    const auto& osh = g.at(o).shape;
+    const auto axis = static_cast<size_t>(ir::positive_axis(n.attrs.axis, osh.size()));
+    std::vector<std::string> oi(osh.size(), "0L");
+    oi[axis] = "r";
+    const bool mx = n.op == ir::Op::ReduceMax;
+    const std::string& nm = name.at(v);
+    const std::string init = mx ? "__int_as_float(0xff800000)" : "0.0f";
+    auto fold = [&](const std::string& a, const std::string& b) { return mx ? "fmaxf(" + a + ", " + b + ")" : a + " + " + b; };
+    if (first) os << "    __shared__ float lg_red[32];\n";
+    first = false;
+    os << "    if (T == 1) {  // " << ir::op_name(n.op) << " of the prologue, by the whole block\n"
+       << "      float acc = " << init << ";\n"
+       << "      #pragma unroll 4\n"
+       << "      for (long r = threadIdx.x; r < " << dim(osh[axis]) << "; r += blockDim.x) acc = "
+       << fold("acc", call(name, o, oi)) << ";\n"
+       << "      acc = " << (mx ? "lg_block_max" : "lg_block_sum") << "(acc, lg_red);\n"
+       << "      " << nm << "_key = 0; " << nm << "_val = acc;\n"
+       << "    }\n";
+  }
+}
+
+// Decode (T == 1): the activation row each fast-path GEMV reads, as f32 [K]. A row some earlier
+// stage stored (o_proj's attention output, down_proj's SwiGLU product) is read where it is,
+// through L1 (mapped to a __ldg of the buffer): the block's warps share the lines, and a warp's
+// first weights do not wait for a copy of the whole row. A computed one (an RMSNorm prologue) is
+// staged once per block in shared memory (a plain load).
+std::map<ir::ValueId, std::pair<std::string, bool>> Renderer::stage_activations(int32_t s, const std::vector<ir::ValueId>& mms,
+                                                                                const LambdaNames& name,
+                                                                                std::ostringstream& os) {
+  std::map<ir::ValueId, std::pair<std::string, bool>> staged;  // activation -> (float4 base, via __ldg)
+  int64_t floats = 0;
+  for (ir::ValueId m : mms) {
+    ir::ValueId a = g.at(m).operands[0];
+    const auto& sa = g.at(a).shape;
+    if (staged.count(a) || transposed_bf16_weight(p, a, g.at(m).operands[1]) < 0 || sa.size() != 2 ||
+        sa[0].is_const() || sa[0].coeff != 1)
+      continue;
+    if (const ir::ValueId row = stored_row(s, a); row >= 0) {
+      staged[a] = {"reinterpret_cast<const float4*>(p" + std::to_string(arg(row, false)) + ")", true};
+      continue;
+    }
+    if (floats + sa[1].coeff > 12288) continue;
+    const std::string buf = "sa" + std::to_string(staged.size());
+    staged[a] = {"reinterpret_cast<const float4*>(" + buf + ")", false};
+    floats += sa[1].coeff;
+    os << "    __shared__ __align__(16) float " << buf << "[" << sa[1].coeff << "];\n"
+       << "    if (T == 1) for (long k = threadIdx.x; k < " << sa[1].coeff << "L; k += blockDim.x) " << buf
+       << "[k] = " << name.at(a) << "(0L, k);\n";
+  }
+  if (!staged.empty()) os << "    __syncthreads();\n";
+  return staged;
+}
+
+std::string Renderer::gemv_dot(ir::ValueId m, const std::vector<std::string>& ix, const std::string& dn,
+                               const std::map<ir::ValueId, std::pair<std::string, bool>>& staged,
+                               const LambdaNames& name) {
+  std::ostringstream gs;
+  const ir::Node& mn = g.at(m);
+  ir::ValueId a = mn.operands[0], b = mn.operands[1];
+  const auto& sa = g.at(a).shape;
+  const auto& sb = g.at(b).shape;
+  size_t rv = ix.size();
+  std::vector<std::string> ai, bi;
+  for (size_t k = 0; k + 2 < sa.size(); ++k) ai.push_back(sa[k] == ir::Dim::constant(1) ? "0L" : ix[k + (rv - sa.size())]);
+  for (size_t k = 0; k + 2 < sb.size(); ++k) bi.push_back(sb[k] == ir::Dim::constant(1) ? "0L" : ix[k + (rv - sb.size())]);
+  ai.push_back(ix[rv - 2]);
+  std::string K = dim(sa.back());
+  // Fast path: B = W.T of a bf16 weight W[N, K], K % 8 == 0: 16-byte loads of 8 weights.
+  // A float -> float cast of the weight (the .lg's bf16 widened to f32) is the load itself.
+  const ir::ValueId wparam = transposed_bf16_weight(p, a, b);
+  gs << "      { float acc = 0.0f;\n";
+  if (wparam >= 0 && staged.count(a)) {
+    // Weights stream once (no L1 allocation); four 16-byte loads in flight per lane (eight
+    // measured slower on the H200: 1.34 -> 1.81 ms for the 8B down projections).
+    std::string W = "p" + std::to_string(arg(wparam, false));
+    const auto& [xa, ldg] = staged.at(a);
+    gs << "        if (T == 1) {\n"
+       << "          const uint4* wr = reinterpret_cast<const uint4*>(" << W << " + " << ix[rv - 1] << " * " << K << ");\n"
+       << "          const float4* xa = " << xa << ";\n"
+       << "          #pragma unroll 4\n"
+       << "          for (long c = lane; c < " << K << " / 8; c += 32) {\n"
+       << "            const uint4 w = lg_ld_stream(wr + c);\n"
+       << (ldg ? "            const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
+               : "            const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n")
+       << "            acc += x0.x * lg_bf16_lo(w.x) + x0.y * lg_bf16_hi(w.x) + x0.z * lg_bf16_lo(w.y) + x0.w * "
+          "lg_bf16_hi(w.y);\n"
+       << "            acc += x1.x * lg_bf16_lo(w.z) + x1.y * lg_bf16_hi(w.z) + x1.z * lg_bf16_lo(w.w) + x1.w * "
+          "lg_bf16_hi(w.w);\n"
+       << "          }\n"
+       << "        } else\n";
+  }
+  if (wparam >= 0) {
+    // T > 1 without a prefill form: the activation through its lambda, 8 weights per load.
+    std::string W = "p" + std::to_string(arg(wparam, false));
+    auto aj = [&](const std::string& k) {
+      auto v = ai;
+      v.push_back(k);
+      return call(name, a, v);
+    };
+    gs << "        for (long k0 = (long)lane * 8; k0 < " << K << "; k0 += 256) {\n"
+       << "          const uint4 w = *reinterpret_cast<const uint4*>(" << W << " + " << ix[rv - 1] << " * " << K
+       << " + k0);\n"
+       << "          acc += " << aj("k0") << " * lg_bf16_lo(w.x) + " << aj("k0 + 1") << " * lg_bf16_hi(w.x);\n"
+       << "          acc += " << aj("k0 + 2") << " * lg_bf16_lo(w.y) + " << aj("k0 + 3") << " * lg_bf16_hi(w.y);\n"
+       << "          acc += " << aj("k0 + 4") << " * lg_bf16_lo(w.z) + " << aj("k0 + 5") << " * lg_bf16_hi(w.z);\n"
+       << "          acc += " << aj("k0 + 6") << " * lg_bf16_lo(w.w) + " << aj("k0 + 7") << " * lg_bf16_hi(w.w);\n"
+       << "        }\n";
+  } else {
+    // Any other B: a lambda per element of both operands.
+    auto av = ai, bv = bi;
+    av.push_back("k");
+    bv.push_back("k");
+    bv.push_back(ix[rv - 1]);
+    gs << "        for (long k = lane; k < " << K << "; k += 32) acc += " << call(name, a, av) << " * " << call(name, b, bv)
+       << ";\n";
+  }
+  gs << "        " << dn << " = lg_warp_sum(acc); }\n";
+  return gs.str();
+}
+
+}  // namespace lg::emit::cuda

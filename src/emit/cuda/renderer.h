@@ -1,0 +1,171 @@
+// The Renderer: the state of one kernel being rendered (its buffer parameters, the lifted layer
+// index, fresh names) and the pieces every stage kind builds on: the device lambda of each node a
+// stage evaluates (renderer.cpp, with the elementwise expressions of expr.cpp and the view index
+// arithmetic of index.cpp). One member function per stage kind renders that kind's loop around
+// the lambdas, each in its own file (see render.h for the list). Internal to src/emit/cuda.
+//
+// Names inside a kernel are local (v0, v1, ... in graph order; p0, p1, ... for buffers), so the
+// stages of different layers that compute the same thing render to the same text and share a
+// kernel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "emit/cuda/index.h"
+#include "emit/cuda/render.h"
+#include "support/error.h"
+
+namespace lg::emit::cuda {
+
+/// Device lambda names of a stage's nodes (v0, v1, ...), as lambdas() returns them.
+using LambdaNames = std::map<ir::ValueId, std::string>;
+
+/// The call of v's lambda at index expressions `ix`: "v3(i0, 0L)".
+inline std::string call(const LambdaNames& name, ir::ValueId v, const std::vector<std::string>& ix) {
+  return name.at(v) + "(" + join(ix) + ")";
+}
+
+/// The renderer of one kernel.
+struct Renderer {
+  const lift::StagedProgram& p;
+  const ir::Graph& g;
+  std::vector<KernelArg> args;
+  std::map<ir::ValueId, size_t> arg_of;
+  int tmp = 0;
+  /// Epilogue form of a GEMM stage (T > 1): dot products come from the f32 buffers d0, d1, ...
+  /// (cuBLASLt's outputs), one thread per output element.
+  bool scratch_dots = false;
+  /// Layer lifting: the leading index of a state (the layer of a KV cache, `kcache[l]`) becomes
+  /// the kernel parameter lg_l instead of a constant, so the launches of every layer share one
+  /// kernel. Done only when one kernel sees a single such index (layer_values); otherwise
+  /// re-rendered with constants (with_layer_lifting).
+  bool lift_layer = true;
+  std::set<int64_t> layer_values;
+
+  explicit Renderer(const lift::StagedProgram& prog) : p(prog), g(prog.graph) {}
+
+  // ---- the kernel: parameters, buffers, loads (renderer.cpp)
+
+  /// The expression of a state's leading index `v`: lg_l when lifted (recording v), else "vL".
+  std::string layer_index(int64_t v);
+  /// The lifted layer index, or -1 (the kernel then has no lg_l parameter).
+  int64_t layer() const { return layer_values.empty() ? -1 : *layer_values.begin(); }
+  bool is_state(ir::ValueId v) const { return g.at(buffer_node(g, v)).op == ir::Op::State; }
+  /// True if stage s computes v (its own node or an inline one); false: v is loaded.
+  bool here(int32_t s, ir::ValueId v) const {
+    return p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)];
+  }
+  /// A whole kernel: the buffer params, `extra` params, lg_l when a layer index was lifted, T.
+  std::string kernel(const std::string& bounds, const std::vector<std::string>& extra, const std::string& comment,
+                     const std::string& body) const;
+  std::string fresh(const char* base) { return std::string(base) + std::to_string(tmp++); }
+  /// The kernel parameter index of node's buffer (added on first use; `written` sticks).
+  size_t arg(ir::ValueId node, bool written);
+  std::string param_decl(size_t i) const;
+  /// The float value of v's buffer at linear offset `off` (i32 inputs and bf16 weights widened).
+  std::string load(ir::ValueId v, const std::string& off);
+
+  // ---- the device lambdas of a stage (renderer.cpp)
+
+  /// The nodes stage s evaluates: its own and the inline ones it reaches, plus the buffered
+  /// values it loads; in graph order.
+  std::vector<ir::ValueId> closure(int32_t s) const;
+  /// Device lambdas for every node of `nodes`, written to `os`; returns their names. MatMul
+  /// nodes return the variable `dots[node]` (GEMM stages), reductions loop (memoised per thread).
+  LambdaNames lambdas(int32_t s, const std::vector<ir::ValueId>& nodes, std::ostringstream& os,
+                      const std::map<ir::ValueId, std::string>& dots);
+
+  // ---- index arithmetic of views and gathers (index.cpp)
+
+  /// The lambda body of view or gather node v (Reshape, Permute, Slice, Concat, Gather) at
+  /// index names `ix`, reading its operands through their lambdas.
+  std::string view_body(int32_t s, ir::ValueId v, const std::vector<std::string>& ix, const LambdaNames& name);
+  /// For `cache[l]` seen as [A, B, C] (a Reshape dropping the leading 1 of a Slice at l of a state
+  /// [L, A, B, C] read from its buffer): the pointer expression of that slice's first element, so
+  /// rows of C elements are contiguous at stride C and heads at stride B * C. "" otherwise.
+  std::string state_slice_base(ir::ValueId v);
+
+  // ---- element stages: map, reduce, gather, state write (element_stage.cpp)
+
+  /// The lambda body of reduction v (memoised per thread; a converged warp splits the axis), and
+  /// the memo variables it needs before the lambda, in `memo_decl`.
+  std::string reduce_body(ir::ValueId v, const std::vector<std::string>& ix, const LambdaNames& name,
+                          std::string& memo_decl);
+  /// A grid-stride loop over the elements of `shape` assigning `value` to lvalue `dst` (element
+  /// e, indices i0, i1, ...); returns the threads it wants per element (32: a warp each).
+  int element_loop(const ir::Shape& shape, const std::string& dst, const std::string& value, bool reduces,
+                   std::ostringstream& os);
+  /// An element stage: grid-stride loops over each store and each state write.
+  void element_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+
+  // ---- state writes (state_write.cpp)
+
+  /// The cache element state write w writes for value index `vi`, as an lvalue.
+  std::string state_element(ir::ValueId w, const std::vector<std::string>& vi, const LambdaNames& name);
+  /// The statement writing w's element at value index `vi` with value expression `val`.
+  std::string state_store(ir::ValueId w, const std::vector<std::string>& vi, const std::string& val,
+                          const LambdaNames& name);
+  /// In a GEMM stage's epilogue (output element at `ix` of the GEMM's `shape`): the cache write w
+  /// of a GEMM result seen through Reshape/Permute, its index mapped forward through the views.
+  std::string gemm_cache_write(int32_t s, ir::ValueId w, const ir::Shape& shape, const std::vector<std::string>& ix,
+                               const LambdaNames& name);
+
+  // ---- GEMM stages (gemm_stage.cpp; the decode GEMV's dot products and staging: gemv.cpp)
+
+  /// A GEMM stage: matmuls grouped by shared epilogue; one warp per output element of a group
+  /// (scratch_dots: one thread, the dot products read back from d0, d1, ...).
+  void gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+  /// The buffer behind GEMM activation `a` of stage s when `a` is that buffer's value as f32
+  /// [T, K] (seen through float casts): a value another stage stored. -1 otherwise.
+  ir::ValueId stored_row(int32_t s, ir::ValueId a) const;
+  /// Decode: the prologue's single-row reductions done by the whole block (gemv.cpp).
+  void block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
+                        std::ostringstream& os);
+  /// Decode: the activation rows of the fast-path GEMVs, as (float4 base, read via __ldg); rows
+  /// computed in the stage are staged in shared memory (gemv.cpp).
+  std::map<ir::ValueId, std::pair<std::string, bool>> stage_activations(int32_t s, const std::vector<ir::ValueId>& mms,
+                                                                        const LambdaNames& name, std::ostringstream& os);
+  /// The statements computing matmul m's dot product at output index `ix` into `dot` by the
+  /// warp's 32 lanes (gemv.cpp).
+  std::string gemv_dot(ir::ValueId m, const std::vector<std::string>& ix, const std::string& dot,
+                       const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name);
+
+  // ---- attention (attention.cpp)
+
+  /// The T = 1 form (and any head_dim): one block per (token, head), 32 warps over the KV length.
+  void attention_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+};
+
+/// Runs `render(r)` on a fresh Renderer with the layer index lifted to `lg_l`, and once more with
+/// constants when that kernel saw more than one layer.
+template <class F>
+auto with_layer_lifting(const lift::StagedProgram& p, F&& render) {
+  for (bool lift : {true, false}) {
+    Renderer r(p);
+    r.lift_layer = lift;
+    auto out = render(r);
+    if (!lift || r.layer_values.size() <= 1) return out;
+  }
+  throw Error("emit: internal error: a kernel rendered with constants still lifted a layer index");
+}
+
+/// A pack kernel: node `a` of stage s (shape [T, const...]) evaluated through the stage's lambdas,
+/// every element once, written as bf16 rows [T, K] (K = the product of the constant dims).
+/// (gemm_prefill.cpp)
+GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir::ValueId a,
+                                    const std::map<ir::ValueId, std::string>& dots, const std::string& comment);
+
+/// The value `v` is computed from through inline float -> float casts (the .lg's bf16 weights or
+/// stored f32 rows widened or narrowed on the way in), or `v` itself. (gemm_stage.cpp)
+ir::ValueId through_float_casts(const lift::StagedProgram& p, ir::ValueId v);
+/// The bf16 weight W of `b` when the matmul reads it as W.T ([K, N] view of W[N, K], possibly
+/// widened by an inline float cast) with a constant K % 8 == 0; -1 otherwise. (gemm_stage.cpp)
+ir::ValueId transposed_bf16_weight(const lift::StagedProgram& p, ir::ValueId a, ir::ValueId b);
+
+}  // namespace lg::emit::cuda
