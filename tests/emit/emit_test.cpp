@@ -1,10 +1,15 @@
 // CUDA emission on a machine without a GPU: every kernel of the emitted program compiles for
-// sm_90 with NVRTC; identical layers share kernels; the arena reuses memory by liveness.
+// sm_90 with NVRTC; the device prelude is src/kernels' shared headers; identical layers share
+// kernels; the arena reuses memory by liveness.
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "../lift/tiny_models.h"
 #include "emit/cuda/nvrtc.h"
 #include "emit/cuda/program.h"
+#include "emit/cuda/render.h"
 
 namespace lg::emit::cuda {
 namespace {
@@ -29,6 +34,36 @@ TEST(Emit, QwenLikeProgramCompilesForSm90) {
     auto cubin = nvrtc_compile(prog.source(), "qwen_like");
     EXPECT_GT(cubin.size(), 1000u);
   }
+}
+
+// The device prelude is the files under src/kernels, as the hand-written lane includes them: the
+// flash-attention template whole, then the bodies (after `#pragma once` and a blank line) of
+// attention_policies.cuh and device_helpers.cuh, in that order.
+TEST(Emit, PreludeIsTheSharedDeviceHeaders) {
+  auto read = [](const std::string& name) {
+    std::ifstream f(std::string(LG_SOURCE_DIR) + "/src/kernels/" + name);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  auto body = [&](const std::string& name) {
+    const std::string text = read(name);
+    const size_t at = text.find("#pragma once\n\n");
+    EXPECT_NE(at, std::string::npos) << name;
+    return text.substr(at + 14);
+  };
+  const std::string prelude = device_prelude();
+  const std::string fa = read("flash_attention.cuh"), policies = body("attention_policies.cuh"),
+                    helpers = body("device_helpers.cuh");
+  ASSERT_FALSE(fa.empty());
+  const size_t a = prelude.find(fa), b = prelude.find(policies), c = prelude.find(helpers);
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  ASSERT_NE(c, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_EQ(c + helpers.size(), prelude.size());
+  EXPECT_NE(helpers.find("lg_warp_sum"), std::string::npos);
 }
 
 TEST(Emit, IdenticalLayersShareKernels) {

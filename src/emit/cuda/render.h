@@ -20,7 +20,7 @@
 //   gemv.cpp           the decode GEMV's dot products, activation staging, prologue reductions
 //   gemm_prefill.cpp   the prefill GEMM: bf16 pack kernels, cuBLASLt plan, epilogue kernel
 //   attention.cpp      attention: the one-block-per-row kernel and the prefill flash attention
-//   prelude.cpp        the device prelude every program starts with
+//   prelude.cpp        the device prelude every program starts with (text: src/kernels/*.cuh)
 //   program.cpp        emit_program: kernels deduped, launch plan, arena, plan.json
 #pragma once
 
@@ -114,7 +114,8 @@ struct AttentionPrefillRender {
 /// one-block-per-row kernel then serves every T).
 std::optional<AttentionPrefillRender> render_attention_prefill(const lift::StagedProgram& p, int32_t stage);
 
-/// Device helpers every kernel uses (bf16 widening, warp sum, the flash-attention template).
+/// The device code every program starts with (prelude.cpp): src/kernels/flash_attention.cuh,
+/// attention_policies.cuh and device_helpers.cuh (shared with the hand-written lane).
 std::string device_prelude();
 
 }  // namespace lg::emit::cuda

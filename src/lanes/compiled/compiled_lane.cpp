@@ -17,6 +17,7 @@
 
 #include "emit/cuda/nvrtc.h"
 #include "emit/cuda/program.h"
+#include "kernels/launch_policy.h"
 #include "lift/lift.h"
 #include "lanes/compiled/device_ops.h"
 #include "lift/passes.h"
@@ -86,12 +87,13 @@ class CompiledLane : public Lane {
     profile_ = std::getenv("LG_PROFILE_LAUNCHES") != nullptr;
     const char* pdl = std::getenv("LG_COMPILED_PDL");
     pdl_ = !(pdl && std::string(pdl) == "0");
-    // The decode GEMV grid is capped at kGemvBlocksPerSm blocks per SM: a GEMM stage's kernel
+    // The decode GEMV grid is capped at kGemvBlocksPerSm blocks per SM (the policy both lanes
+    // share, src/kernels/launch_policy.h, with this lane's measurements): a GEMM stage's kernel
     // strides over its outputs, so fewer blocks means fewer per-block prologues (the RMSNorm
     // and the staged activation row, read from L2 by every block) for the same weight stream.
     // LG_COMPILED_GEMV_BPS overrides it for measurements (0: one block per 8 outputs).
     const char* bps = std::getenv("LG_COMPILED_GEMV_BPS");
-    gemv_max_blocks_ = static_cast<int64_t>(bps && *bps ? std::atoi(bps) : kGemvBlocksPerSm) * cuda::sm_count();
+    gemv_max_blocks_ = static_cast<int64_t>(bps && *bps ? std::atoi(bps) : lg::kernels::kGemvBlocksPerSm) * cuda::sm_count();
   }
 
   ~CompiledLane() override {
@@ -410,9 +412,6 @@ class CompiledLane : public Lane {
   bool profile_ = false, pdl_ = true;
   /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
   std::function<void(const char*)> mark_;
-  /// H200, 8B decode ms/token by blocks per SM (bench/compiled_lane.md, 2026-11-30): 2: 5.74,
-  /// 3: 5.52, 4: 5.27, 6: 5.62, uncapped (up to 1536 blocks): 5.47.
-  static constexpr int kGemvBlocksPerSm = 4;
   int64_t gemv_max_blocks_ = 0;  ///< blocks per SM x SMs; 0: uncapped
   std::map<int64_t, int> steps_seen_;  ///< per T: profiling waits for the second step of a T
   cuda::DeviceBuffer arena_;

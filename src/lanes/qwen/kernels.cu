@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/launch_policy.h"
 #include "lanes/qwen/kernels/attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
@@ -48,14 +49,9 @@ void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, c
   LG_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
 }
 
-/// Blocks per SM of the persistent GEMV grid, measured on the H200 (bench/qwen_lane.md, v2):
-/// 4 (16 warps, up to 16 x 2 x kGemvDepth x 16 B = 128 KB of loads in flight per SM; the
-/// register file is then full, __launch_bounds__(128, 4)) beat 3 and 2 at every 8B shape.
-constexpr int kGemvBlocksPerSm = 4;
-
 template <GemvInput IN, GemvOutput OUT>
 void gemv_as(const GemvArgs& a, cudaStream_t s) {
-  static const int default_bps = lab_knob("LG_QWEN_GEMV_BPS", kGemvBlocksPerSm);
+  static const int default_bps = lab_knob("LG_QWEN_GEMV_BPS", lg::kernels::kGemvBlocksPerSm);
   const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;
   const int needed = (a.N / 2 + dev::kGemvWarps - 1) / dev::kGemvWarps;
   const int blocks = std::min({needed, cuda::sm_count() * bps, kGemvMaxBlocks});

@@ -29,7 +29,7 @@ template <int DH> struct WarpAttn {
         const int d = lane + 32 * e;
         if (d < DH) s = fmaf(q[e], __bfloat162float(kr[d]), s);
       }
-      s = warp_sum(s) * scale;
+      s = lg_warp_sum(s) * scale;
       const float m_new = fmaxf(m, s);
       const float corr = __expf(m - m_new);  // m = -inf first: exp(-inf) = 0
       const float p = __expf(s - m_new);

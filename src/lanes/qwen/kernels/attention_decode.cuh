@@ -136,7 +136,7 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
       float d = 0.f;
 #pragma unroll
       for (int e = 0; e < EPL; ++e) d = fmaf(q[e], raw_elem(kr[r], e), d);
-      const float score = warp_sum(d) * p.scale;  // every lane shuffles, masked or not
+      const float score = lg_warp_sum(d) * p.scale;  // every lane shuffles, masked or not
       s[r] = j + r < k1 ? score : kNegInf;
     }
     float m_new = m;
@@ -246,7 +246,7 @@ __device__ __forceinline__ void rope_head_slice(float (&v)[DecodeSlice<DH>::EPL]
     float ss = 0.f;
 #pragma unroll
     for (int e = 0; e < EPL; ++e) ss = fmaf(v[e], v[e], ss);  // inactive lanes hold 0
-    const float inv = rsqrtf(warp_sum(ss) / static_cast<float>(DH) + eps);
+    const float inv = rsqrtf(lg_warp_sum(ss) / static_cast<float>(DH) + eps);
 #pragma unroll
     for (int e = 0; e < EPL; ++e) v[e] = v[e] * inv * nw[e];
   }

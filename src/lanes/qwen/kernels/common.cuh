@@ -1,5 +1,7 @@
-// Device helpers shared by the hand-written Qwen kernels: warp/block reductions and bf16 vector
-// unpacking. bf16 everywhere in memory, fp32 in registers (the accumulation precision the fixtures
+// Device helpers of the hand-written Qwen kernels: the block reduction they use, bf16 vector
+// unpacking, SiLU. The warp reductions, bf16 widening and the PDL wait are the ones both lanes
+// share (src/kernels/device_helpers.cuh, which the compiled lane pastes into every emitted
+// program). bf16 everywhere in memory, fp32 in registers (the accumulation precision the fixtures
 // and the CPU reference use).
 #pragma once
 
@@ -8,6 +10,8 @@
 
 #include <cstdint>
 
+#include "kernels/device_helpers.cuh"
+
 namespace lg::qwen::dev {
 
 using bf16 = __nv_bfloat16;
@@ -15,20 +19,10 @@ using bf16 = __nv_bfloat16;
 /// -infinity as a constant usable in host and device code (initial running max of a softmax).
 constexpr float kNegInf = -__builtin_huge_valf();
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
 /// Sum over the whole block (blockDim.x a multiple of 32 or smaller than 32); every thread gets
-/// the result. `scratch` holds at least 32 floats.
+/// the result. `scratch` holds at least 32 floats. Unlike lg_block_sum (device_helpers.cuh) it
+/// takes a block of fewer than 32 threads (rope_kv_kernel runs head_dim threads, 16 for some
+/// models) and synchronises before writing `scratch` rather than after reading it.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int nwarps = (blockDim.x + 31) >> 5;

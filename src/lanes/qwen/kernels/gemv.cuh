@@ -20,6 +20,7 @@
 
 #include <climits>
 
+#include "kernels/launch_policy.h"
 #include "lanes/qwen/kernels.h"
 #include "lanes/qwen/kernels/common.cuh"
 #include "lanes/qwen/kernels/pdl.cuh"
@@ -89,7 +90,7 @@ __device__ void argmax_epilogue(const GemvArgs& a, float bv, int bi) {
 }
 
 template <GemvInput IN, GemvOutput OUT>
-__global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemvArgs a) {
+__global__ void __launch_bounds__(kGemvThreads, lg::kernels::kGemvBlocksPerSm) gemv_kernel(const GemvArgs a) {
   extern __shared__ uint4 s_x[];  // K / 8 chunks of 8 bf16
   __shared__ float scratch[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -206,8 +207,8 @@ __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemvArgs a)
       if (pair + grid_warps < npairs) load(pair + grid_warps, 0);
       break;
     }
-    a0 = warp_sum(a0);
-    a1 = warp_sum(a1);
+    a0 = lg_warp_sum(a0);
+    a1 = lg_warp_sum(a1);
     const int row = 2 * pair;
     if constexpr (OUT == GemvOutput::kStore || OUT == GemvOutput::kStoreArgmax) {
       if (lane == 0) {

@@ -12,11 +12,14 @@
 // this one no longer needs. Both are no-ops for a kernel launched without the attribute.
 #pragma once
 
+#include "kernels/device_helpers.cuh"
+
 namespace lg::qwen::dev {
 
+/// The wait both lanes use (lg_wait_previous_launch, src/kernels/device_helpers.cuh).
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  lg_wait_previous_launch();
 #endif
 }
 
