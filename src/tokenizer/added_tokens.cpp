@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "tokenizer/utf8.h"
 
@@ -46,12 +47,51 @@ char32_t last_code_point(std::string_view text, size_t end, size_t* start_out) {
 AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) {
   for (const auto& t : tokens)
     if (!t.content.empty()) tokens_.push_back(t);
-  for (uint32_t i = 0; i < tokens_.size(); ++i)
-    by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(i);
-  for (auto& bucket : by_first_byte_)
-    std::stable_sort(bucket.begin(), bucket.end(), [&](uint32_t a, uint32_t b) {
-      return tokens_[a].content.size() > tokens_[b].content.size();
-    });
+  // Build with a map per node, then flatten into sorted edge arrays.
+  std::vector<std::map<unsigned char, uint32_t>> children(1);
+  std::vector<int32_t> ends(1, -1);
+  for (uint32_t k = 0; k < tokens_.size(); ++k) {
+    uint32_t node = 0;
+    for (const char ch : tokens_[k].content) {
+      const auto b = static_cast<unsigned char>(ch);
+      auto it = children[node].find(b);
+      if (it == children[node].end()) {
+        it = children[node].emplace(b, static_cast<uint32_t>(children.size())).first;
+        children.emplace_back();
+        ends.push_back(-1);
+      }
+      node = it->second;
+    }
+    // The same content twice: the first entry wins (as before the trie).
+    if (ends[node] < 0) ends[node] = static_cast<int32_t>(k);
+  }
+  nodes_.resize(children.size());
+  for (uint32_t n = 0; n < children.size(); ++n) {
+    nodes_[n].token = ends[n];
+    if (n == 0) {
+      for (const auto& [b, child] : children[0]) root_[b] = child;
+      continue;
+    }
+    nodes_[n].first_edge = static_cast<uint32_t>(edges_.size());
+    nodes_[n].edge_count = static_cast<uint32_t>(children[n].size());
+    for (const auto& [b, child] : children[n]) edges_.push_back({b, child});
+  }
+}
+
+const AddedToken* AddedTokenMatcher::longest_at(std::string_view text, size_t i) const {
+  uint32_t node = root_[static_cast<unsigned char>(text[i])];
+  const AddedToken* best = nullptr;
+  while (node != 0) {
+    const Node& n = nodes_[node];
+    if (n.token >= 0) best = &tokens_[static_cast<size_t>(n.token)];
+    if (++i >= text.size() || n.edge_count == 0) break;
+    const Edge* first = edges_.data() + n.first_edge;
+    const Edge* last = first + n.edge_count;
+    const auto b = static_cast<unsigned char>(text[i]);
+    const Edge* e = std::lower_bound(first, last, b, [](const Edge& x, unsigned char v) { return x.byte < v; });
+    node = (e != last && e->byte == b) ? e->node : 0;
+  }
+  return best;
 }
 
 void AddedTokenMatcher::split(std::string_view text, std::vector<Segment>& out) const {
@@ -59,15 +99,7 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<Segment>& out) 
   size_t i = 0;        // where the search for the next match resumes
   const size_t n = text.size();
   while (i < n) {
-    const auto& bucket = by_first_byte_[static_cast<unsigned char>(text[i])];
-    const AddedToken* hit = nullptr;
-    for (uint32_t k : bucket) {
-      const auto& c = tokens_[k].content;
-      if (c.size() <= n - i && std::memcmp(text.data() + i, c.data(), c.size()) == 0) {
-        hit = &tokens_[k];
-        break;
-      }
-    }
+    const AddedToken* hit = longest_at(text, i);
     if (!hit) {
       ++i;
       continue;

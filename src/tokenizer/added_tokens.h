@@ -1,7 +1,9 @@
 // Added tokens (tokenizer.json "added_tokens": <|endoftext|>, <|im_start|>, <think>, ...): they are
 // found in the text before anything else, so a special token written in a prompt becomes its one
 // id instead of being split by BPE. Matching follows HF tokenizers' AddedVocabulary: leftmost-
-// longest, non-overlapping, then the single_word / lstrip / rstrip flags.
+// longest, non-overlapping, then the single_word / lstrip / rstrip flags. The tokens sit in a
+// byte trie, so a position costs one table lookup when no token starts there and a walk as deep
+// as the longest match otherwise (Gemma 3 has 6,415 added tokens, 6,322 of them starting "<").
 #pragma once
 
 #include <array>
@@ -43,9 +45,24 @@ class AddedTokenMatcher {
   void split(std::string_view text, std::vector<Segment>& out) const;
 
  private:
+  // The token matched longest at text[i...], or nullptr.
+  const AddedToken* longest_at(std::string_view text, size_t i) const;
+
   std::vector<AddedToken> tokens_;
-  // For each first byte, the indices of tokens starting with it, longest content first.
-  std::array<std::vector<uint32_t>, 256> by_first_byte_;
+  // Byte trie: node 0 is the root, whose children are the dense array root_; every other node's
+  // children are edges_[first_edge, first_edge + edge_count), sorted by byte.
+  struct Node {
+    int32_t token = -1;  // index into tokens_ of the token ending here
+    uint32_t first_edge = 0;
+    uint32_t edge_count = 0;
+  };
+  struct Edge {
+    unsigned char byte;
+    uint32_t node;
+  };
+  std::array<uint32_t, 256> root_{};  // 0 = no child
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
 };
 
 }  // namespace lg::tokenizer

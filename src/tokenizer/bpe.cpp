@@ -32,27 +32,20 @@ std::string field_error(const std::string& file, const std::string& field, const
   return file + ": " + field + ": " + what;
 }
 
-// A vocab or merge entry in byte-level text -> bytes; nullopt if it uses code points outside the
-// byte alphabet (such a token can never come out of byte-level input).
-std::optional<std::string> entry_bytes(const std::string& text) {
-  if (utf8::first_invalid(text) != std::string_view::npos) return std::nullopt;
-  return byte_level::to_bytes(text);
-}
-
 }  // namespace
 
-Bpe::Bpe(const nlohmann::json& model, const std::string& file) {
+Bpe::Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet) : alphabet_(alphabet) {
   auto must_be_unset = [&](const char* key, auto&& is_unset) {
     if (model.contains(key) && !model[key].is_null() && !is_unset(model[key]))
       throw Error(field_error(file, std::string("model.") + key,
-                              "unsupported value " + model[key].dump() + " (lanegraph supports " +
-                                  "byte-level BPE without it)"));
+                              "unsupported value " + model[key].dump() + " (lanegraph supports BPE without it)"));
   };
   must_be_unset("dropout", [](const nlohmann::json& v) { return v.is_number() && v.get<double>() == 0.0; });
   must_be_unset("continuing_subword_prefix", [](const nlohmann::json& v) { return v == ""; });
   must_be_unset("end_of_word_suffix", [](const nlohmann::json& v) { return v == ""; });
-  must_be_unset("byte_fallback", [](const nlohmann::json& v) { return v == false; });
-  if (model.contains("ignore_merges")) {
+  if (alphabet == Alphabet::byte_level)
+    must_be_unset("byte_fallback", [](const nlohmann::json& v) { return v == false; });
+  if (model.contains("ignore_merges") && !model["ignore_merges"].is_null()) {
     if (!model["ignore_merges"].is_boolean())
       throw Error(field_error(file, "model.ignore_merges", "expected true or false"));
     ignore_merges_ = model["ignore_merges"].get<bool>();
@@ -63,25 +56,37 @@ Bpe::Bpe(const nlohmann::json& model, const std::string& file) {
   std::fill(std::begin(byte_id_), std::end(byte_id_), -1);
   vocab_.reserve(model["vocab"].size());
   for (const auto& [token, id_json] : model["vocab"].items()) {
-    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 ||
-        id_json.get<int64_t>() > INT32_MAX)
+    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || id_json.get<int64_t>() > INT32_MAX)
       throw Error(field_error(file, "model.vocab[\"" + token + "\"]", "id must be an integer in [0, 2^31)"));
+    if (utf8::first_invalid(token) != std::string_view::npos)
+      throw Error(field_error(file, "model.vocab", "a token is not valid UTF-8"));
     const auto id = id_json.get<int32_t>();
     vocab_.emplace(token, id);
+    if (alphabet != Alphabet::byte_level) {
+      if (ignore_merges_) word_to_id_.emplace(token, id);
+      continue;
+    }
     // Only single bytes are needed to start BPE, and whole words only for ignore_merges.
     if (token.size() > 2 && !ignore_merges_) continue;  // a byte's char is at most 2 UTF-8 bytes
-    if (auto bytes = entry_bytes(token)) {
+    if (auto bytes = byte_level::to_bytes(token)) {
       if (bytes->size() == 1) byte_id_[static_cast<unsigned char>((*bytes)[0])] = id;
-      if (ignore_merges_) bytes_to_id_.emplace(std::move(*bytes), id);
+      if (ignore_merges_) word_to_id_.emplace(std::move(*bytes), id);
     }
   }
-  for (int b = 0; b < 256; ++b)
-    if (byte_id_[b] < 0)
-      throw Error(field_error(file, "model.vocab",
-                              "no token for byte " + std::to_string(b) + " (\"" +
-                                  byte_level::from_bytes(std::string(1, static_cast<char>(b))) +
-                                  "\"): a byte-level BPE needs all 256"));
+  if (alphabet == Alphabet::byte_level) {
+    for (int b = 0; b < 256; ++b)
+      if (byte_id_[b] < 0)
+        throw Error(field_error(file, "model.vocab",
+                                "no token for byte " + std::to_string(b) + " (\"" +
+                                    byte_level::from_bytes(std::string(1, static_cast<char>(b))) +
+                                    "\"): a byte-level BPE needs all 256"));
+  } else {
+    load_unicode_alphabet(model, file);
+  }
+  read_merges(model, file);
+}
 
+void Bpe::read_merges(const nlohmann::json& model, const std::string& file) {
   if (!model.contains("merges") || !model["merges"].is_array())
     throw Error(field_error(file, "model.merges", "missing or not an array"));
   const auto& merges = model["merges"];
@@ -90,28 +95,29 @@ Bpe::Bpe(const nlohmann::json& model, const std::string& file) {
   merge_keys_.assign(capacity, kEmpty);
   merge_values_.assign(capacity, Merge{0, 0});
   merge_mask_ = capacity - 1;
-  std::string left, right, joined;  // reused: this loop runs 151k times for Qwen
+  std::string left, right, joined;  // reused: this loop runs 515k times for Gemma 3
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& m = merges[rank];
-    const std::string where = "model.merges[" + std::to_string(rank) + "]";
     if (m.is_string()) {
       // Legacy form "left right": exactly one space, as in the reference.
       const auto& s = m.get_ref<const std::string&>();
       const size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        throw Error(field_error(file, where, "expected \"left right\" with one space, got \"" + s + "\""));
+        throw Error(field_error(file, "model.merges[" + std::to_string(rank) + "]",
+                                "expected \"left right\" with one space, got \"" + s + "\""));
       left.assign(s, 0, sp);
       right.assign(s, sp + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       left = m[0].get_ref<const std::string&>();
       right = m[1].get_ref<const std::string&>();
     } else {
-      throw Error(field_error(file, where, "expected \"left right\" or [left, right], got " + m.dump()));
+      throw Error(field_error(file, "model.merges[" + std::to_string(rank) + "]",
+                              "expected \"left right\" or [left, right], got " + m.dump()));
     }
     joined.assign(left).append(right);
     const auto l = vocab_.find(left), r = vocab_.find(right), n = vocab_.find(joined);
     if (l == vocab_.end() || r == vocab_.end() || n == vocab_.end())
-      throw Error(field_error(file, where,
+      throw Error(field_error(file, "model.merges[" + std::to_string(rank) + "]",
                               "\"" + (l == vocab_.end() ? left : r == vocab_.end() ? right : left + right) +
                                   "\" is not in model.vocab"));
     // Later duplicates overwrite earlier ones, as when the reference collects merges into a map.
@@ -134,17 +140,32 @@ std::optional<Bpe::Merge> Bpe::find_merge(int32_t left, int32_t right) const {
   }
 }
 
+void Bpe::initial_symbols(std::string_view word, std::vector<int32_t>& ids) const {
+  if (alphabet_ == Alphabet::unicode) {
+    unicode_symbols(word, ids);
+    return;
+  }
+  for (const char c : word) ids.push_back(byte_id_[static_cast<unsigned char>(c)]);
+}
+
 void Bpe::encode_word_uncached(std::string_view word, std::vector<int32_t>& out) const {
-  const size_t n = word.size();
-  if (n == 1) {
+  if (alphabet_ == Alphabet::byte_level && word.size() == 1) {
     out.push_back(byte_id_[static_cast<unsigned char>(word[0])]);
     return;
   }
   if (ignore_merges_) {
-    if (auto it = bytes_to_id_.find(word); it != bytes_to_id_.end()) {
+    if (auto it = word_to_id_.find(word); it != word_to_id_.end()) {
       out.push_back(it->second);
       return;
     }
+  }
+  thread_local std::vector<int32_t> first;
+  first.clear();
+  initial_symbols(word, first);
+  const size_t n = first.size();
+  if (n <= 1) {
+    out.insert(out.end(), first.begin(), first.end());
+    return;
   }
   // Symbols form a doubly linked list over the word; a merge absorbs the right neighbour.
   struct Symbol {
@@ -166,8 +187,7 @@ void Bpe::encode_word_uncached(std::string_view word, std::vector<int32_t>& out)
   };
   symbols.resize(n);
   for (size_t i = 0; i < n; ++i)
-    symbols[i] = {byte_id_[static_cast<unsigned char>(word[i])], static_cast<int32_t>(i) - 1,
-                  i + 1 < n ? static_cast<int32_t>(i + 1) : -1};
+    symbols[i] = {first[i], static_cast<int32_t>(i) - 1, i + 1 < n ? static_cast<int32_t>(i + 1) : -1};
   heap.clear();
   for (size_t i = 0; i + 1 < n; ++i)
     if (auto m = find_merge(symbols[i].id, symbols[i + 1].id)) push({m->rank, static_cast<int32_t>(i), m->id});
@@ -226,7 +246,7 @@ void Bpe::cache_insert(uint64_t hash, std::string_view word, std::span<const int
 }
 
 void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
-  if (word.size() == 1 || word.size() > kCacheMaxWordBytes) {
+  if ((word.size() == 1 && alphabet_ == Alphabet::byte_level) || word.size() > kCacheMaxWordBytes) {
     encode_word_uncached(word, out);
     return;
   }

@@ -1,8 +1,13 @@
-// The BPE model of a byte-level tokenizer (HF tokenizers `models::bpe::BPE`, Sennrich et al. 2016
-// "Neural Machine Translation of Rare Words with Subword Units"): a pre-token's bytes start as
-// one symbol each and the adjacent pair with the lowest merge rank is merged (leftmost first on
-// ties) until no pair has a merge. Works on raw bytes; tokenizer.json's byte-level text is
-// translated once at load.
+// The BPE model of tokenizer.json (HF tokenizers `models::bpe::BPE`, Sennrich et al. 2016
+// "Neural Machine Translation of Rare Words with Subword Units"): a pre-token starts as one
+// symbol per unit and the adjacent pair with the lowest merge rank is merged (leftmost first on
+// ties) until no pair has a merge. Two alphabets of units:
+//  - byte-level (GPT-2 style: Qwen, Llama 3): one symbol per byte. tokenizer.json writes bytes as
+//    printable code points; lanegraph translates vocab and merges once at load and runs on raw
+//    bytes (this file and byte_level.h);
+//  - Unicode (SentencePiece style: Llama 2, Mistral, Gemma): one symbol per character, with
+//    byte_fallback to "<0xXX>" tokens and the unk token (fuse_unk) for characters outside the
+//    vocab (sentencepiece_bpe.cpp).
 #pragma once
 
 #include <cstdint>
@@ -20,20 +25,27 @@ namespace lg::tokenizer {
 /// Merge table and vocabulary of one BPE model, with a cache of merged pre-tokens.
 class Bpe {
  public:
+  /// What a symbol of a fresh pre-token is.
+  enum class Alphabet { byte_level, unicode };
+
   /// Reads tokenizer.json's "model" object (type "BPE"). Throws lg::Error naming `file` and the
   /// field (model.vocab, model.merges[i], model.dropout, ...) for anything malformed or not
-  /// supported: dropout, a subword prefix/suffix, byte fallback, a merge whose parts or result are
-  /// not in the vocab, or a vocab missing one of the 256 single-byte tokens.
-  Bpe(const nlohmann::json& model, const std::string& file);
+  /// supported: dropout, a subword prefix/suffix, a merge whose parts or result are not in the
+  /// vocab, an unk_token not in the vocab; for the byte-level alphabet also byte_fallback and a
+  /// vocab missing one of the 256 single-byte tokens.
+  Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet = Alphabet::byte_level);
 
-  /// Appends the ids of one pre-token (raw bytes, non-empty) to `out`.
+  /// Appends the ids of one pre-token (raw bytes for byte-level, UTF-8 text for Unicode;
+  /// non-empty) to `out`.
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 
   /// The same without the cache (tests compare both; the benchmark measures the cache's worth).
   void encode_word_uncached(std::string_view word, std::vector<int32_t>& out) const;
 
-  /// Vocabulary in tokenizer.json form (byte-level text) -> id.
+  /// Vocabulary in tokenizer.json form (byte-level text for the byte-level alphabet) -> id.
   const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+
+  Alphabet alphabet() const { return alphabet_; }
 
  private:
   struct Merge {
@@ -41,16 +53,36 @@ class Bpe {
     int32_t id;
   };
   std::optional<Merge> find_merge(int32_t left, int32_t right) const;
+  void read_merges(const nlohmann::json& model, const std::string& file);
+
+  // The first symbols of a word, before any merge.
+  void initial_symbols(std::string_view word, std::vector<int32_t>& ids) const;
+  // Unicode alphabet (sentencepiece_bpe.cpp): characters, byte fallback and unk.
+  void load_unicode_alphabet(const nlohmann::json& model, const std::string& file);
+  void unicode_symbols(std::string_view word, std::vector<int32_t>& ids) const;
 
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
 
-  std::unordered_map<std::string, int32_t> vocab_;  // byte-level text -> id
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> bytes_to_id_;
-  int32_t byte_id_[256];
+  Alphabet alphabet_;
+  std::unordered_map<std::string, int32_t> vocab_;  // tokenizer.json text -> id
+  // ignore_merges: a whole pre-token in the vocab is one token (as encode_word sees it: raw bytes
+  // for byte-level, text for Unicode).
   bool ignore_merges_ = false;
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> word_to_id_;
+
+  // Byte-level alphabet: the id of each byte.
+  int32_t byte_id_[256];
+
+  // Unicode alphabet: single-character tokens, "<0xXX>" byte tokens (-1 = absent), unk.
+  int32_t ascii_id_[128];
+  std::unordered_map<char32_t, int32_t> char_id_;  // non-ASCII characters
+  bool byte_fallback_ = false;
+  int32_t fallback_id_[256];
+  int32_t unk_id_ = -1;
+  bool fuse_unk_ = false;
 
   // Open-addressing table: (left id << 32 | right id) -> Merge. Keys never equal kEmpty because
   // ids are non-negative int32.

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 #include <utf8proc.h>
 
+#include <cstdint>
 #include <cstdio>
 
 #include "support/error.h"
@@ -174,12 +175,13 @@ SplitRegex::SplitRegex(const std::string& pattern, const std::string& where)
 
 SplitRegex::~SplitRegex() = default;
 
-void SplitRegex::split(std::string_view text, std::vector<std::string_view>& out) const {
+void SplitRegex::find_matches(std::string_view text, std::vector<PatternMatch>& out) const {
   Scratch& s = scratch();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  size_t pos = 0;  // start of the next search
-  size_t emitted = 0;  // end of what has been emitted
-  while (pos < text.size()) {
+  size_t pos = 0;                       // where the next search starts
+  size_t emitted = 0;                   // end of what has been appended
+  size_t last_match_end = SIZE_MAX;     // none yet
+  while (pos <= text.size() && !text.empty()) {
     const int rc = code_->jit
                        ? pcre2_jit_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK,
                                          s.data, s.context)
@@ -187,21 +189,33 @@ void SplitRegex::split(std::string_view text, std::vector<std::string_view>& out
                                      s.data, s.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0)
-      throw Error("pre-tokenizer: the split regex failed on a text of " +
-                  std::to_string(text.size()) + " bytes: " + pcre2_message(rc));
+      throw Error("tokenizer: a regex failed on a text of " + std::to_string(text.size()) +
+                  " bytes: " + pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.data);
     const size_t start = ov[0], end = ov[1];
-    if (end == start) {
-      // An empty match yields no pre-token; step over one code point and search again.
-      pos = start + 1;
+    if (start == end) {
+      // Step over one character so the search makes progress; an empty match right where the
+      // previous match ended is dropped (Oniguruma's find_iter, like Rust regex's).
+      pos = end + 1;
       while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
-      continue;
+      if (end == last_match_end) continue;
+    } else {
+      pos = end;
     }
-    if (start > emitted) out.push_back(text.substr(emitted, start - emitted));
-    out.push_back(text.substr(start, end - start));
-    emitted = pos = end;
+    last_match_end = end;
+    if (start > emitted) out.push_back({emitted, start, false});
+    out.push_back({start, end, true});
+    emitted = end;
   }
-  if (emitted < text.size()) out.push_back(text.substr(emitted));
+  if (emitted < text.size()) out.push_back({emitted, text.size(), false});
+}
+
+void SplitRegex::split(std::string_view text, std::vector<std::string_view>& out) const {
+  thread_local std::vector<PatternMatch> matches;
+  matches.clear();
+  find_matches(text, matches);
+  for (const PatternMatch& m : matches)
+    if (m.end > m.start) out.push_back(text.substr(m.start, m.end - m.start));
 }
 
 }  // namespace lg::tokenizer

@@ -1,7 +1,6 @@
-// The Split pre-tokenizer with behavior "Isolated" (HF tokenizers `pre_tokenizers::Split`): the
-// text is cut into the matches of a regex and the runs between them, each a pre-token. Qwen's
-// pattern uses Unicode classes (\p{L}, \p{N}, \s) and a lookahead, so it runs on PCRE2 in UTF +
-// UCP mode, JIT-compiled; HF runs the same pattern on Oniguruma.
+// The regexes of tokenizer.json (Split pre-tokenizer patterns, Replace patterns): Oniguruma
+// patterns in HF tokenizers, run here on PCRE2 in UTF + UCP mode, JIT-compiled. Qwen's and Llama
+// 3's split patterns use Unicode classes (\p{L}, \p{N}, \s) and a lookahead.
 #pragma once
 
 #include <memory>
@@ -17,7 +16,14 @@ namespace lg::tokenizer {
 /// \S inside a class.
 std::string onig_compatible_pattern(const std::string& pattern, const std::string& where);
 
-/// A compiled split pattern. Thread-safe: match state lives in per-thread scratch.
+/// One match of a pattern, or one run of text between matches: [start, end) in bytes.
+struct PatternMatch {
+  size_t start;
+  size_t end;
+  bool is_match;
+};
+
+/// A compiled pattern. Thread-safe: match state lives in per-thread scratch.
 class SplitRegex {
  public:
   /// Compiles `pattern`; throws lg::Error naming `where` (e.g. "tokenizer.json:
@@ -27,9 +33,15 @@ class SplitRegex {
   SplitRegex(const SplitRegex&) = delete;
   SplitRegex& operator=(const SplitRegex&) = delete;
 
-  /// Appends the pre-tokens of `text` (valid UTF-8) to `out`, in order, as views into `text`;
-  /// together they cover `text` exactly. Throws lg::Error if the regex engine gives up (match
+  /// Appends to `out` the matches of the pattern in `text` (valid UTF-8) and the runs between
+  /// them, in order, covering `text` exactly, as HF's `Pattern::find_matches` over Oniguruma's
+  /// find_iter: matches are leftmost and non-overlapping; an empty match is kept (it marks a
+  /// boundary) unless it ends where the previous match ended, and the search then steps over one
+  /// character. Empty `text` gives nothing. Throws lg::Error if the regex engine gives up (match
   /// or stack limit), which only pathological inputs of megabytes can cause.
+  void find_matches(std::string_view text, std::vector<PatternMatch>& out) const;
+
+  /// The non-empty pieces of find_matches as views into `text` (the "Isolated" split).
   void split(std::string_view text, std::vector<std::string_view>& out) const;
 
  private:

@@ -1,27 +1,31 @@
-// StreamDecoder (declared in tokenizer.h): holds back only a trailing UTF-8 sequence that more
-// bytes could still complete. Because the lossy decoder decides each sequence from its own bytes,
-// left to right, emitting everything before that tail gives the same text as a full decode.
+// StreamDecoder (declared in tokenizer.h): one Decoder::Stream fed with the ids' token strings.
+// The decoder holds back only what a later token could still change (decoder.h), so the pieces
+// add up to Tokenizer::decode of all the ids.
+#include "tokenizer/decoder.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 namespace lg::tokenizer {
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+struct StreamDecoder::State {
+  explicit State(const Decoder& d) : stream(d) {}
+  Decoder::Stream stream;
+};
+
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer)
+    : tokenizer_(&tokenizer), state_(std::make_unique<State>(tokenizer.decoder())) {}
+StreamDecoder::~StreamDecoder() = default;
+StreamDecoder::StreamDecoder(StreamDecoder&&) noexcept = default;
+StreamDecoder& StreamDecoder::operator=(StreamDecoder&&) noexcept = default;
 
 std::string StreamDecoder::push(int32_t id) {
-  const auto bytes = tokenizer_->token_bytes(id);
-  if (!bytes) return {};
-  pending_.append(*bytes);
   std::string out;
-  const size_t used = utf8::append_lossy(pending_, out, /*hold_incomplete_tail=*/true);
-  pending_.erase(0, used);
+  if (const auto token = tokenizer_->id_to_token(id)) state_->stream.push(*token, out);
   return out;
 }
 
 std::string StreamDecoder::finish() {
   std::string out;
-  utf8::append_lossy(pending_, out, /*hold_incomplete_tail=*/false);
-  pending_.clear();
+  state_->stream.finish(out);
   return out;
 }
 

@@ -1,8 +1,9 @@
-// Loading tokenizer.json and the encode/decode pipeline: added tokens -> NFC -> split regex ->
-// byte-level BPE; decode through the byte-level alphabet and lossy UTF-8.
+// Loading tokenizer.json (and tokenizer_config.json) into the pipeline's components, and the
+// encode/decode passes through them.
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,9 +12,11 @@
 #include "support/error.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
-#include "tokenizer/byte_level.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/split_regex.h"
+#include "tokenizer/post_processor.h"
+#include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/utf8.h"
 
 namespace lg::tokenizer {
@@ -21,93 +24,30 @@ namespace lg::tokenizer {
 using nlohmann::json;
 
 struct Tokenizer::Impl {
-  std::string file;
-  bool nfc = false;
-  std::unique_ptr<SplitRegex> split;
+  explicit Impl(std::string file_name) : fields(std::move(file_name)) {}
+  JsonFields fields;
+  Normalizer normalizer;
+  PreTokenizer pre_tokenizer;
   std::unique_ptr<Bpe> bpe;
+  Decoder decoder;
+  SpecialTokens specials;
+  TokenizerConfig config;
   AddedTokenMatcher raw_added;         // added tokens with normalized = false
   AddedTokenMatcher normalized_added;  // added tokens with normalized = true
   std::unordered_map<std::string, int32_t> added_ids;  // content -> id
-  // Per id: the token in tokenizer.json form, the bytes it decodes to, whether it exists.
+  // Per id: the token in tokenizer.json form, what it stands for as bytes, whether it exists.
   std::vector<std::string> token_text;
   std::vector<std::string> token_bytes;
   std::vector<uint8_t> exists;
   std::vector<uint8_t> special;
 
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw Error(file + ": " + field + ": " + what);
-  }
-  const json& require(const json& obj, const char* key, const std::string& field) const {
-    if (!obj.is_object() || !obj.contains(key)) fail(field, "missing");
-    return obj[key];
-  }
-  std::string type_of(const json& obj, const std::string& field) const {
-    const json& t = require(obj, "type", field + ".type");
-    if (!t.is_string()) fail(field + ".type", "expected a string");
-    return t.get<std::string>();
-  }
-  void expect_flag(const json& obj, const char* key, bool want, const std::string& field) const {
-    if (!obj.contains(key)) return;
-    if (obj[key] != want)
-      fail(field + "." + key, "unsupported value " + obj[key].dump() + " (lanegraph supports " +
-                                  (want ? "true" : "false") + ")");
-  }
-
-  void read_normalizer(const json& j);
-  void read_pre_tokenizer(const json& j);
-  void read_post_processor(const json& j);
-  void read_decoder(const json& j);
+  void load(const json& j);
   void read_added_tokens(const json& j);
+  void apply_config(const std::optional<std::filesystem::path>& config_file);
   void set_token(int32_t id, const std::string& text);
-  void encode_plain(std::string_view text, std::vector<int32_t>& ids, std::vector<std::string_view>& pieces) const;
+  void encode_plain(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
+  std::optional<int32_t> id_of(const std::string& token) const;
 };
-
-void Tokenizer::Impl::read_normalizer(const json& j) {
-  if (j.is_null()) return;
-  const std::string type = type_of(j, "normalizer");
-  if (type != "NFC")
-    fail("normalizer.type", "unsupported normalizer \"" + type + "\" (lanegraph supports NFC or none)");
-  nfc = true;
-}
-
-void Tokenizer::Impl::read_pre_tokenizer(const json& j) {
-  const std::string f = "pre_tokenizer";
-  if (j.is_null()) fail(f, "missing (lanegraph supports Sequence[Split, ByteLevel])");
-  if (const std::string type = type_of(j, f); type != "Sequence")
-    fail(f + ".type", "unsupported pre-tokenizer \"" + type + "\" (lanegraph supports Sequence[Split, ByteLevel])");
-  const json& list = require(j, "pretokenizers", f + ".pretokenizers");
-  if (!list.is_array() || list.size() != 2)
-    fail(f + ".pretokenizers", "expected exactly [Split, ByteLevel]");
-  const std::string s = f + ".pretokenizers[0]";
-  if (const std::string type = type_of(list[0], s); type != "Split")
-    fail(s + ".type", "unsupported pre-tokenizer \"" + type + "\" (expected Split)");
-  const json& pattern = require(list[0], "pattern", s + ".pattern");
-  if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string())
-    fail(s + ".pattern", "expected {\"Regex\": \"...\"}, got " + pattern.dump());
-  const json& behavior = require(list[0], "behavior", s + ".behavior");
-  if (behavior != "Isolated")
-    fail(s + ".behavior", "unsupported behavior " + behavior.dump() + " (lanegraph supports \"Isolated\")");
-  expect_flag(list[0], "invert", false, s);
-  split = std::make_unique<SplitRegex>(pattern["Regex"].get<std::string>(), file + ": " + s + ".pattern.Regex");
-  const std::string b = f + ".pretokenizers[1]";
-  if (const std::string type = type_of(list[1], b); type != "ByteLevel")
-    fail(b + ".type", "unsupported pre-tokenizer \"" + type + "\" (expected ByteLevel)");
-  expect_flag(list[1], "add_prefix_space", false, b);
-  expect_flag(list[1], "use_regex", false, b);
-}
-
-void Tokenizer::Impl::read_post_processor(const json& j) {
-  // Encoding mirrors add_special_tokens=False, so only processors that add nothing are accepted.
-  if (j.is_null()) return;
-  if (const std::string type = type_of(j, "post_processor"); type != "ByteLevel")
-    fail("post_processor.type", "unsupported post-processor \"" + type + "\" (lanegraph supports ByteLevel or none)");
-}
-
-void Tokenizer::Impl::read_decoder(const json& j) {
-  if (j.is_null()) fail("decoder", "missing (lanegraph supports ByteLevel)");
-  if (const std::string type = type_of(j, "decoder"); type != "ByteLevel")
-    fail("decoder.type", "unsupported decoder \"" + type + "\" (lanegraph supports ByteLevel)");
-}
 
 void Tokenizer::Impl::set_token(int32_t id, const std::string& text) {
   const auto i = static_cast<size_t>(id);
@@ -119,37 +59,34 @@ void Tokenizer::Impl::set_token(int32_t id, const std::string& text) {
   }
   exists[i] = 1;
   token_text[i] = text;
-  token_bytes[i] = byte_level::decode_token(text);
+  token_bytes[i] = decoder.token_bytes(text);
 }
 
 void Tokenizer::Impl::read_added_tokens(const json& j) {
   if (j.is_null()) return;
-  if (!j.is_array()) fail("added_tokens", "expected an array");
+  if (!j.is_array()) fields.fail("added_tokens", "expected an array");
   std::vector<AddedToken> raw, normalized;
+  std::string scratch;
   for (size_t k = 0; k < j.size(); ++k) {
     const std::string f = "added_tokens[" + std::to_string(k) + "]";
     const json& e = j[k];
     AddedToken t;
-    const json& id = require(e, "id", f + ".id");
+    const json& id = fields.require(e, "id", f + ".id");
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      fail(f + ".id", "expected an integer in [0, 2^31)");
+      fields.fail(f + ".id", "expected an integer in [0, 2^31)");
     t.id = id.get<int32_t>();
-    const json& content = require(e, "content", f + ".content");
+    const json& content = fields.require(e, "content", f + ".content");
     if (!content.is_string() || content.get_ref<const std::string&>().empty())
-      fail(f + ".content", "expected a non-empty string");
+      fields.fail(f + ".content", "expected a non-empty string");
     t.content = content.get<std::string>();
-    if (utf8::first_invalid(t.content) != std::string_view::npos) fail(f + ".content", "not valid UTF-8");
-    auto flag = [&](const char* key, bool& out) {
-      if (!e.contains(key)) return;
-      if (!e[key].is_boolean()) fail(f + "." + key, "expected true or false");
-      out = e[key].get<bool>();
-    };
-    flag("special", t.special);
-    flag("single_word", t.single_word);
-    flag("lstrip", t.lstrip);
-    flag("rstrip", t.rstrip);
-    flag("normalized", t.normalized);
-    if (t.normalized && nfc) t.content = tokenizer::nfc(t.content);  // matched in normalized text
+    if (utf8::first_invalid(t.content) != std::string_view::npos) fields.fail(f + ".content", "not valid UTF-8");
+    t.special = fields.flag(e, "special", false, f);
+    t.single_word = fields.flag(e, "single_word", false, f);
+    t.lstrip = fields.flag(e, "lstrip", false, f);
+    t.rstrip = fields.flag(e, "rstrip", false, f);
+    t.normalized = fields.flag(e, "normalized", false, f);
+    // A normalized token is matched in normalized text, so its content is normalized too.
+    if (t.normalized) t.content = std::string(normalizer.apply(t.content, scratch));
     set_token(t.id, content.get<std::string>());
     special[static_cast<size_t>(t.id)] = t.special;
     added_ids[content.get<std::string>()] = t.id;
@@ -159,49 +96,107 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
   normalized_added = AddedTokenMatcher(normalized);
 }
 
+std::optional<int32_t> Tokenizer::Impl::id_of(const std::string& token) const {
+  if (auto it = added_ids.find(token); it != added_ids.end()) return it->second;
+  if (auto it = bpe->vocab().find(token); it != bpe->vocab().end()) return it->second;
+  return std::nullopt;
+}
+
+void Tokenizer::Impl::apply_config(const std::optional<std::filesystem::path>& config_file) {
+  if (!config_file) return;
+  config = TokenizerConfig::read(*config_file);
+  if (!config.add_bos_token && !config.add_eos_token) return;
+  // transformers rebuilds the post-processor from the flags (a flag not given is false, a flag
+  // without its token adds nothing).
+  specials = {};
+  auto add = [&](const std::optional<bool>& flag, const std::optional<std::string>& token, const char* key,
+                 std::vector<int32_t>& dst) {
+    if (!flag.value_or(false) || !token) return;
+    const auto id = id_of(*token);
+    if (!id)
+      throw Error(config_file->string() + ": " + key + ": \"" + *token + "\" is not a token of " + fields.file());
+    dst.push_back(*id);
+  };
+  add(config.add_bos_token, config.bos_token, "bos_token", specials.prefix);
+  add(config.add_eos_token, config.eos_token, "eos_token", specials.suffix);
+}
+
+void Tokenizer::Impl::load(const json& j) {
+  if (!j.is_object()) throw Error(fields.file() + ": expected a JSON object at the top");
+  const json& model = fields.require(j, "model", "model");
+  if (const std::string type = fields.type_of(model, "model"); type != "BPE")
+    fields.fail("model.type", "unsupported model \"" + type + "\" (lanegraph supports BPE)");
+  normalizer = Normalizer::from_json(j.value("normalizer", json()), fields);
+  pre_tokenizer = PreTokenizer::from_json(j.value("pre_tokenizer", json()), fields);
+  decoder = Decoder::from_json(j.value("decoder", json()), fields);
+  specials = SpecialTokens::from_post_processor(j.value("post_processor", json()), fields);
+  bpe = std::make_unique<Bpe>(model, fields.file(),
+                              pre_tokenizer.byte_level() ? Bpe::Alphabet::byte_level : Bpe::Alphabet::unicode);
+  int32_t max_id = -1;
+  for (const auto& [text, id] : bpe->vocab()) max_id = std::max(max_id, id);
+  exists.resize(static_cast<size_t>(max_id) + 1, 0);
+  special.resize(exists.size(), 0);
+  token_text.resize(exists.size());
+  token_bytes.resize(exists.size());
+  for (const auto& [text, id] : bpe->vocab()) set_token(id, text);
+  read_added_tokens(j.value("added_tokens", json()));
+}
+
+namespace {
+
+json parse_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw Error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_files(const std::filesystem::path& tokenizer_json,
+                                const std::optional<std::filesystem::path>& tokenizer_config_json) {
+  auto impl = std::make_unique<Impl>(tokenizer_json.string());
+  impl->load(parse_file(tokenizer_json));
+  impl->apply_config(tokenizer_config_json);
+  return Tokenizer(std::move(impl));
+}
+
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
-  auto impl = std::make_unique<Impl>();
-  impl->file = tokenizer_json.string();
-  std::ifstream in(tokenizer_json, std::ios::binary);
-  if (!in) throw Error(impl->file + ": cannot open");
+  const auto config = tokenizer_json.parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  return from_files(tokenizer_json, std::filesystem::is_regular_file(config, ec)
+                                        ? std::optional<std::filesystem::path>(config)
+                                        : std::nullopt);
+}
+
+Tokenizer Tokenizer::from_json_text(std::string_view json_text, const std::string& name) {
+  auto impl = std::make_unique<Impl>(name);
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(json_text);
   } catch (const json::parse_error& e) {
-    throw Error(impl->file + ": not valid JSON: " + e.what());
+    throw Error(name + ": not valid JSON: " + e.what());
   }
-  if (!j.is_object()) throw Error(impl->file + ": expected a JSON object at the top");
-
-  const json& model = impl->require(j, "model", "model");
-  if (const std::string type = impl->type_of(model, "model"); type != "BPE")
-    impl->fail("model.type", "unsupported model \"" + type + "\" (lanegraph supports BPE)");
-  impl->bpe = std::make_unique<Bpe>(model, impl->file);
-  int32_t max_id = -1;
-  for (const auto& [text, id] : impl->bpe->vocab()) max_id = std::max(max_id, id);
-  impl->exists.resize(static_cast<size_t>(max_id) + 1, 0);
-  impl->special.resize(impl->exists.size(), 0);
-  impl->token_text.resize(impl->exists.size());
-  impl->token_bytes.resize(impl->exists.size());
-  for (const auto& [text, id] : impl->bpe->vocab()) impl->set_token(id, text);
-
-  impl->read_normalizer(j.value("normalizer", json()));
-  impl->read_pre_tokenizer(j.value("pre_tokenizer", json()));
-  impl->read_post_processor(j.value("post_processor", json()));
-  impl->read_decoder(j.value("decoder", json()));
-  impl->read_added_tokens(j.value("added_tokens", json()));
+  impl->load(j);
   return Tokenizer(std::move(impl));
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+const Decoder& Tokenizer::decoder() const { return impl_->decoder; }
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int32_t>& ids,
-                                   std::vector<std::string_view>& pieces) const {
+void Tokenizer::Impl::encode_plain(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
+  thread_local std::vector<PreToken> pieces;
+  thread_local std::deque<std::string> arena;
   pieces.clear();
-  split->split(text, pieces);
-  for (const auto piece : pieces) bpe->encode_word(piece, ids);
+  arena.clear();
+  pre_tokenizer.split(text, at_start, pieces, arena);
+  for (const PreToken& piece : pieces) bpe->encode_word(piece.text, ids);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
@@ -211,22 +206,18 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 1);
   std::vector<Segment> segments, inner;
-  std::vector<std::string_view> pieces;
-  std::string normalized;
+  std::string scratch;
   m.raw_added.split(text, segments);
   for (const Segment& seg : segments) {
     if (seg.id >= 0) {
       ids.push_back(seg.id);
       continue;
     }
-    std::string_view plain = seg.text;
-    if (m.nfc && !nfc_quick_yes(plain)) {
-      normalized.clear();
-      append_nfc(plain, normalized);
-      plain = normalized;
-    }
+    // Metaspace's prepend_scheme "first" asks whether a piece starts the input.
+    const bool at_start = seg.text.data() == text.data();
+    const std::string_view plain = m.normalizer.apply(seg.text, scratch);
     if (m.normalized_added.empty()) {
-      m.encode_plain(plain, ids, pieces);
+      m.encode_plain(plain, at_start, ids);
       continue;
     }
     inner.clear();
@@ -235,29 +226,47 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
       if (s.id >= 0)
         ids.push_back(s.id);
       else
-        m.encode_plain(s.text, ids, pieces);
+        m.encode_plain(s.text, at_start && s.text.data() == plain.data(), ids);
     }
   }
   return ids;
 }
 
+std::vector<int32_t> Tokenizer::encode_with_special_tokens(std::string_view text) const {
+  std::vector<int32_t> body = encode(text);
+  const SpecialTokens& s = impl_->specials;
+  if (s.prefix.empty() && s.suffix.empty()) return body;
+  std::vector<int32_t> ids;
+  ids.reserve(s.prefix.size() + body.size() + s.suffix.size());
+  ids.insert(ids.end(), s.prefix.begin(), s.prefix.end());
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), s.suffix.begin(), s.suffix.end());
+  return ids;
+}
+
+std::span<const int32_t> Tokenizer::special_prefix() const { return impl_->specials.prefix; }
+std::span<const int32_t> Tokenizer::special_suffix() const { return impl_->specials.suffix; }
+std::optional<std::string> Tokenizer::bos_token() const { return impl_->config.bos_token; }
+std::optional<std::string> Tokenizer::eos_token() const { return impl_->config.eos_token; }
+std::optional<int32_t> Tokenizer::bos_id() const {
+  return impl_->config.bos_token ? impl_->id_of(*impl_->config.bos_token) : std::nullopt;
+}
+std::optional<int32_t> Tokenizer::eos_id() const {
+  return impl_->config.eos_token ? impl_->id_of(*impl_->config.eos_token) : std::nullopt;
+}
+
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {
-  std::string bytes;
-  for (const int32_t id : ids)
-    if (auto b = token_bytes(id)) bytes.append(*b);
+  const Impl& m = *impl_;
+  Decoder::Stream stream(m.decoder);
   std::string out;
-  out.reserve(bytes.size());
-  utf8::append_lossy(bytes, out, /*hold_incomplete_tail=*/false);
+  for (const int32_t id : ids)
+    if (id >= 0 && static_cast<size_t>(id) < m.exists.size() && m.exists[static_cast<size_t>(id)])
+      stream.push(m.token_text[static_cast<size_t>(id)], out);
+  stream.finish(out);
   return out;
 }
 
-std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
-  const std::string key(token);
-  if (auto it = impl_->added_ids.find(key); it != impl_->added_ids.end()) return it->second;
-  const auto& vocab = impl_->bpe->vocab();
-  if (auto it = vocab.find(key); it != vocab.end()) return it->second;
-  return std::nullopt;
-}
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->id_of(std::string(token)); }
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= impl_->exists.size() || !impl_->exists[static_cast<size_t>(id)])

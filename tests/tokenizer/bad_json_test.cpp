@@ -86,21 +86,46 @@ TEST(TokenizerJson, UnsupportedKindsNameTheirField) {
   expect_refused([](json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout");
   expect_refused([](json& j) { j["model"]["continuing_subword_prefix"] = "##"; }, "model.continuing_subword_prefix");
   expect_refused([](json& j) { j["model"]["byte_fallback"] = true; }, "model.byte_fallback");
-  expect_refused([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer.type");
+  expect_refused([](json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }, "normalizer.type");
   expect_refused([](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }, "pre_tokenizer.type");
-  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; },
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways"; },
                  "pre_tokenizer.pretokenizers[0].behavior");
-  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"String", " "}}; },
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"Glob", " "}}; },
                  "pre_tokenizer.pretokenizers[0].pattern");
-  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = true; },
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"String", ""}}; },
+                 "pre_tokenizer.pretokenizers[0].pattern.String");
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = "yes"; },
                  "pre_tokenizer.pretokenizers[0].invert");
-  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true; },
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = 1; },
                  "pre_tokenizer.pretokenizers[1].add_prefix_space");
-  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["type"] = "Digits"; },
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["type"] = "Punctuation"; },
                  "pre_tokenizer.pretokenizers[1].type");
+  // The text is in the byte-level alphabet after ByteLevel, which lanegraph never builds.
+  expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"].push_back({{"type", "Digits"}}); },
+                 "pre_tokenizer.pretokenizers[2].type");
+  expect_refused([](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "ab"}}; },
+                 "pre_tokenizer.replacement");
+  expect_refused([](json& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "often"}}; },
+                 "pre_tokenizer.prepend_scheme");
   expect_refused([](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder.type");
   expect_refused([](json& j) { j["decoder"] = nullptr; }, "decoder");
-  expect_refused([](json& j) { j["post_processor"] = {{"type", "TemplateProcessing"}}; }, "post_processor.type");
+  // After Fuse the text streams as one token: ByteFallback would need all of it.
+  expect_refused([](json& j) {
+    j["decoder"] = {{"type", "Sequence"}, {"decoders", json::array({{{"type", "Fuse"}}, {{"type", "ByteFallback"}}})}};
+  }, "decoder.decoders[1].type");
+  expect_refused([](json& j) { j["decoder"] = {{"type", "Strip"}, {"content", "  "}, {"start", 1}, {"stop", 0}}; },
+                 "decoder.content");
+  expect_refused([](json& j) { j["post_processor"] = {{"type", "ClsPostProcessor"}}; }, "post_processor.type");
+  expect_refused([](json& j) { j["post_processor"] = {{"type", "TemplateProcessing"}}; }, "post_processor.single");
+  expect_refused([](json& j) {
+    j["post_processor"] = {{"type", "TemplateProcessing"},
+                           {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                                   {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                           {"special_tokens", json::object()}};
+  }, "post_processor.single[0].SpecialToken.id");
+  expect_refused([](json& j) {
+    j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", json::array()}, {"special_tokens", json::object()}};
+  }, "post_processor.single");
 }
 
 TEST(TokenizerJson, MalformedEntriesNameTheirField) {

@@ -1,0 +1,146 @@
+// The real tokenizers of the new families against Hugging Face tokenizers 0.23.2:
+// shared/fixtures/tokenizers/{llama3.1,gemma3,sentencepiece-bpe-32k}/cases.json hold texts, the
+// ids of encode(text, add_special_tokens=False) and the decode of those ids. Llama 3.1 is
+// byte-level BPE with a Sequence post-processor; Gemma 3 and the 32k tokenizer (Mistral 7B's
+// vocabulary, LlamaTokenizer's layout) are SentencePiece-style BPE with byte fallback.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace lg::tokenizer {
+namespace {
+
+std::filesystem::path family_dir(const std::string& name) {
+  return std::filesystem::path(LG_SHARED_DIR) / "fixtures/tokenizers" / name;
+}
+
+const Tokenizer& family(const std::string& name) {
+  static std::map<std::string, Tokenizer> loaded;
+  auto it = loaded.find(name);
+  if (it == loaded.end()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    it = loaded.emplace(name, Tokenizer::from_file(family_dir(name) / "tokenizer.json")).first;
+    std::printf("[ loaded   ] %s in %.2f s\n", name.c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return it->second;
+}
+
+struct Case {
+  std::string text;
+  std::vector<int32_t> ids;
+  std::string decoded;
+};
+
+std::vector<Case> cases(const std::string& name) {
+  std::ifstream in(family_dir(name) / "cases.json");
+  const auto j = nlohmann::json::parse(in);
+  std::vector<Case> out;
+  for (const auto& c : j.at("cases")) out.push_back({c.at("text"), c.at("ids").get<std::vector<int32_t>>(), c.at("decoded")});
+  return out;
+}
+
+class Family : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Family, EncodeGivesReferenceIds) {
+  const auto all = cases(GetParam());
+  ASSERT_EQ(all.size(), 40u);
+  for (const auto& c : all) EXPECT_EQ(family(GetParam()).encode(c.text), c.ids) << "text: " << nlohmann::json(c.text).dump();
+}
+
+TEST_P(Family, DecodeGivesReferenceText) {
+  for (const auto& c : cases(GetParam()))
+    EXPECT_EQ(family(GetParam()).decode(c.ids), c.decoded) << "text: " << nlohmann::json(c.text).dump();
+}
+
+TEST_P(Family, StreamingDecodeEqualsFullDecode) {
+  const Tokenizer& t = family(GetParam());
+  for (const auto& c : cases(GetParam())) {
+    StreamDecoder stream(t);
+    std::string joined;
+    for (const int32_t id : c.ids) {
+      const std::string piece = stream.push(id);
+      EXPECT_EQ(utf8::first_invalid(piece), std::string_view::npos) << "partial UTF-8 after id " << id;
+      joined += piece;
+    }
+    joined += stream.finish();
+    EXPECT_EQ(joined, c.decoded) << "text: " << nlohmann::json(c.text).dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, Family, ::testing::Values("llama3.1", "gemma3", "sentencepiece-bpe-32k"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+// encode_with_special_tokens: Llama 3.1 takes <|begin_of_text|> from its post-processor
+// (tokenizer_config.json has no add_bos_token); Gemma 3 and the 32k tokenizer from
+// tokenizer_config.json's add_bos_token (their post-processors agree).
+TEST(FamilySpecialTokens, BosComesFirst) {
+  EXPECT_EQ(family("llama3.1").encode_with_special_tokens("Hello, world!"),
+            (std::vector<int32_t>{128000, 9906, 11, 1917, 0}));
+  EXPECT_EQ(family("gemma3").encode_with_special_tokens("Hello, world!"),
+            (std::vector<int32_t>{2, 9259, 236764, 1902, 236888}));
+  EXPECT_EQ(family("sentencepiece-bpe-32k").encode_with_special_tokens("Hello, world!"),
+            (std::vector<int32_t>{1, 22557, 28725, 1526, 28808}));
+  EXPECT_EQ(family("llama3.1").encode_with_special_tokens(""), std::vector<int32_t>{128000});
+}
+
+TEST(FamilySpecialTokens, BosAndEosFromTokenizerConfig) {
+  EXPECT_EQ(family("llama3.1").bos_token(), "<|begin_of_text|>");
+  EXPECT_EQ(family("llama3.1").eos_token(), "<|eot_id|>");
+  EXPECT_EQ(family("llama3.1").bos_id(), 128000);
+  EXPECT_EQ(family("llama3.1").eos_id(), 128009);
+  EXPECT_EQ(family("gemma3").bos_id(), 2);
+  EXPECT_EQ(family("gemma3").eos_id(), 106);  // <end_of_turn>
+  EXPECT_EQ(family("sentencepiece-bpe-32k").bos_id(), 1);
+  EXPECT_EQ(family("sentencepiece-bpe-32k").eos_id(), 2);
+}
+
+TEST(FamilyVocab, SizesAndTokenForms) {
+  EXPECT_EQ(family("llama3.1").vocab_size(), 128256);
+  EXPECT_EQ(family("gemma3").vocab_size(), 262145);  // 262,144 BPE ids + <image_soft_token>
+  EXPECT_EQ(family("sentencepiece-bpe-32k").vocab_size(), 32000);
+  const Tokenizer& sp = family("sentencepiece-bpe-32k");
+  EXPECT_EQ(sp.token_to_id("<0x0A>"), 13);
+  EXPECT_EQ(sp.token_bytes(13), "\n");           // a byte-fallback token stands for its byte
+  EXPECT_EQ(sp.token_bytes(*sp.token_to_id("▁the")), " the");
+  EXPECT_TRUE(sp.is_special(1));
+}
+
+// Byte fallback in decode: a run of byte tokens that is valid UTF-8 as a whole becomes its text;
+// otherwise every byte of the run becomes U+FFFD (HF's ByteFallback, unlike from_utf8_lossy).
+TEST(FamilyDecode, ByteFallbackRunsAreAllOrNothing) {
+  const Tokenizer& sp = family("sentencepiece-bpe-32k");
+  auto byte = [&](int b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    return *sp.token_to_id(name);
+  };
+  const std::string R(utf8::kReplacement);
+  const int32_t hello = *sp.token_to_id("▁Hello");
+  EXPECT_EQ(sp.decode(std::vector<int32_t>{hello, byte(0xE4), byte(0xBD), byte(0xA0)}), "Hello\xE4\xBD\xA0");
+  EXPECT_EQ(sp.decode(std::vector<int32_t>{hello, byte(0xE4), byte(0xBD), byte(0xA0), byte(0xFF)}), "Hello" + R + R + R + R);
+  EXPECT_EQ(sp.decode(std::vector<int32_t>{hello, byte(0xE4), byte(0xBD), hello}), "Hello" + R + R + " Hello");
+  // Strip(" ", 1, 0) after Fuse: only the text's first space goes.
+  EXPECT_EQ(sp.decode(std::vector<int32_t>{hello, hello}), "Hello Hello");
+  StreamDecoder stream(sp);
+  EXPECT_EQ(stream.push(hello), "Hello");
+  EXPECT_EQ(stream.push(byte(0xE4)), "");  // a run of bytes is held until it ends
+  EXPECT_EQ(stream.push(byte(0xBD)), "");
+  EXPECT_EQ(stream.push(byte(0xA0)), "");
+  EXPECT_EQ(stream.push(hello), "\xE4\xBD\xA0 Hello");
+  EXPECT_EQ(stream.finish(), "");
+}
+
+}  // namespace
+}  // namespace lg::tokenizer
