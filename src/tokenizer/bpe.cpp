@@ -7,6 +7,7 @@
 #include "support/error.h"
 #include "support/fnv1a.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer_json.h"
 #include "tokenizer/utf8.h"
 
 namespace lg::tokenizer {
@@ -34,7 +35,31 @@ std::string field_error(const std::string& file, const std::string& field, const
 
 }  // namespace
 
-Bpe::Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet) : alphabet_(alphabet) {
+struct Bpe::Parsed {
+  nlohmann::json settings;
+  TokenizerJson json;
+};
+
+// A DOM "model" object split into its settings and its vocab and merges, read as tokenizer.json
+// reads them.
+Bpe::Parsed Bpe::parse_model(const nlohmann::json& model, const std::string& file) {
+  Bpe::Parsed p{model, TokenizerJson::parse(nlohmann::json{{"model", model}}.dump(), file)};
+  if (!p.json.has_vocab) throw Error(field_error(file, "model.vocab", "missing or not an object of token -> id"));
+  if (!p.json.has_merges) throw Error(field_error(file, "model.merges", "missing or not an array"));
+  p.settings.erase("vocab");
+  p.settings.erase("merges");
+  return p;
+}
+
+Bpe::Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet)
+    : Bpe(parse_model(model, file), file, alphabet) {}
+
+Bpe::Bpe(Parsed&& parsed, const std::string& file, Alphabet alphabet)
+    : Bpe(parsed.settings, std::move(parsed.json.vocab), parsed.json.merges, file, alphabet) {}
+
+Bpe::Bpe(const nlohmann::json& model, Vocab vocab, const MergeList& merges,
+         const std::string& file, Alphabet alphabet)
+    : alphabet_(alphabet), vocab_(std::move(vocab)) {
   auto must_be_unset = [&](const char* key, auto&& is_unset) {
     if (model.contains(key) && !model[key].is_null() && !is_unset(model[key]))
       throw Error(field_error(file, std::string("model.") + key,
@@ -50,30 +75,19 @@ Bpe::Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet
       throw Error(field_error(file, "model.ignore_merges", "expected true or false"));
     ignore_merges_ = model["ignore_merges"].get<bool>();
   }
+  if (vocab_.size() == 0) throw Error(field_error(file, "model.vocab", "missing or empty"));
 
-  if (!model.contains("vocab") || !model["vocab"].is_object())
-    throw Error(field_error(file, "model.vocab", "missing or not an object of token -> id"));
-  std::fill(std::begin(byte_id_), std::end(byte_id_), -1);
-  vocab_.reserve(model["vocab"].size());
-  for (const auto& [token, id_json] : model["vocab"].items()) {
-    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || id_json.get<int64_t>() > INT32_MAX)
-      throw Error(field_error(file, "model.vocab[\"" + token + "\"]", "id must be an integer in [0, 2^31)"));
-    if (utf8::first_invalid(token) != std::string_view::npos)
-      throw Error(field_error(file, "model.vocab", "a token is not valid UTF-8"));
-    const auto id = id_json.get<int32_t>();
-    vocab_.emplace(token, id);
-    if (alphabet != Alphabet::byte_level) {
-      if (ignore_merges_) word_to_id_.emplace(token, id);
-      continue;
-    }
-    // Only single bytes are needed to start BPE, and whole words only for ignore_merges.
-    if (token.size() > 2 && !ignore_merges_) continue;  // a byte's char is at most 2 UTF-8 bytes
-    if (auto bytes = byte_level::to_bytes(token)) {
-      if (bytes->size() == 1) byte_id_[static_cast<unsigned char>((*bytes)[0])] = id;
-      if (ignore_merges_) word_to_id_.emplace(std::move(*bytes), id);
-    }
-  }
   if (alphabet == Alphabet::byte_level) {
+    std::fill(std::begin(byte_id_), std::end(byte_id_), -1);
+    for (size_t i = 0; i < vocab_.id_limit(); ++i) {
+      const std::string* token = vocab_.text(static_cast<int32_t>(i));
+      // Only single bytes are needed to start BPE, and whole words only for ignore_merges.
+      if (!token || (token->size() > 2 && !ignore_merges_)) continue;  // a byte's char is <= 2 UTF-8 bytes
+      if (auto bytes = byte_level::to_bytes(*token)) {
+        if (bytes->size() == 1) byte_id_[static_cast<unsigned char>((*bytes)[0])] = static_cast<int32_t>(i);
+        if (ignore_merges_) byte_vocab_.add(std::move(*bytes), static_cast<int32_t>(i));
+      }
+    }
     for (int b = 0; b < 256; ++b)
       if (byte_id_[b] < 0)
         throw Error(field_error(file, "model.vocab",
@@ -83,49 +97,30 @@ Bpe::Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet
   } else {
     load_unicode_alphabet(model, file);
   }
-  read_merges(model, file);
+  read_merges(merges, file);
 }
 
-void Bpe::read_merges(const nlohmann::json& model, const std::string& file) {
-  if (!model.contains("merges") || !model["merges"].is_array())
-    throw Error(field_error(file, "model.merges", "missing or not an array"));
-  const auto& merges = model["merges"];
+void Bpe::read_merges(const MergeList& merges, const std::string& file) {
   size_t capacity = 16;
   while (capacity < merges.size() * 2) capacity <<= 1;
   merge_keys_.assign(capacity, kEmpty);
   merge_values_.assign(capacity, Merge{0, 0});
   merge_mask_ = capacity - 1;
-  std::string left, right, joined;  // reused: this loop runs 515k times for Gemma 3
+  std::string joined;  // reused: this loop runs 515k times for Gemma 3
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& m = merges[rank];
-    if (m.is_string()) {
-      // Legacy form "left right": exactly one space, as in the reference.
-      const auto& s = m.get_ref<const std::string&>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        throw Error(field_error(file, "model.merges[" + std::to_string(rank) + "]",
-                                "expected \"left right\" with one space, got \"" + s + "\""));
-      left.assign(s, 0, sp);
-      right.assign(s, sp + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get_ref<const std::string&>();
-      right = m[1].get_ref<const std::string&>();
-    } else {
-      throw Error(field_error(file, "model.merges[" + std::to_string(rank) + "]",
-                              "expected \"left right\" or [left, right], got " + m.dump()));
-    }
+    const std::string_view left = merges.left(rank), right = merges.right(rank);
     joined.assign(left).append(right);
     const auto l = vocab_.find(left), r = vocab_.find(right), n = vocab_.find(joined);
-    if (l == vocab_.end() || r == vocab_.end() || n == vocab_.end())
+    if (!l || !r || !n)
       throw Error(field_error(file, "model.merges[" + std::to_string(rank) + "]",
-                              "\"" + (l == vocab_.end() ? left : r == vocab_.end() ? right : left + right) +
+                              "\"" + std::string(!l ? left : !r ? right : std::string_view(joined)) +
                                   "\" is not in model.vocab"));
     // Later duplicates overwrite earlier ones, as when the reference collects merges into a map.
-    const uint64_t key = (uint64_t(uint32_t(l->second)) << 32) | uint32_t(r->second);
+    const uint64_t key = (uint64_t(uint32_t(*l)) << 32) | uint32_t(*r);
     uint64_t slot = mix(key) & merge_mask_;
     while (merge_keys_[slot] != kEmpty && merge_keys_[slot] != key) slot = (slot + 1) & merge_mask_;
     merge_keys_[slot] = key;
-    merge_values_[slot] = Merge{static_cast<uint32_t>(rank), n->second};
+    merge_values_[slot] = Merge{static_cast<uint32_t>(rank), *n};
   }
 }
 
@@ -154,8 +149,8 @@ void Bpe::encode_word_uncached(std::string_view word, std::vector<int32_t>& out)
     return;
   }
   if (ignore_merges_) {
-    if (auto it = word_to_id_.find(word); it != word_to_id_.end()) {
-      out.push_back(it->second);
+    if (auto id = (alphabet_ == Alphabet::byte_level ? byte_vocab_ : vocab_).find(word)) {
+      out.push_back(*id);
       return;
     }
   }

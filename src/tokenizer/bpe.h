@@ -18,7 +18,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "tokenizer/tokenizer_json.h"
+#include "tokenizer/vocab.h"
 
 namespace lg::tokenizer {
 
@@ -28,11 +32,16 @@ class Bpe {
   /// What a symbol of a fresh pre-token is.
   enum class Alphabet { byte_level, unicode };
 
-  /// Reads tokenizer.json's "model" object (type "BPE"). Throws lg::Error naming `file` and the
-  /// field (model.vocab, model.merges[i], model.dropout, ...) for anything malformed or not
-  /// supported: dropout, a subword prefix/suffix, a merge whose parts or result are not in the
-  /// vocab, an unk_token not in the vocab; for the byte-level alphabet also byte_fallback and a
-  /// vocab missing one of the 256 single-byte tokens.
+  /// Builds the model from tokenizer.json's "model" settings and its vocab and merges (as
+  /// tokenizer_json.h reads them). Throws lg::Error naming `file` and the field (model.vocab,
+  /// model.merges[i], model.dropout, ...) for anything malformed or not supported: dropout, a
+  /// subword prefix/suffix, a merge whose parts or result are not in the vocab, an unk_token not
+  /// in the vocab; for the byte-level alphabet also byte_fallback and a vocab missing one of the
+  /// 256 single-byte tokens.
+  Bpe(const nlohmann::json& model, Vocab vocab, const MergeList& merges,
+      const std::string& file, Alphabet alphabet);
+
+  /// The same from a "model" object that holds its vocab and merges (tests).
   Bpe(const nlohmann::json& model, const std::string& file, Alphabet alphabet = Alphabet::byte_level);
 
   /// Appends the ids of one pre-token (raw bytes for byte-level, UTF-8 text for Unicode;
@@ -42,18 +51,22 @@ class Bpe {
   /// The same without the cache (tests compare both; the benchmark measures the cache's worth).
   void encode_word_uncached(std::string_view word, std::vector<int32_t>& out) const;
 
-  /// Vocabulary in tokenizer.json form (byte-level text for the byte-level alphabet) -> id.
-  const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+  /// Vocabulary in tokenizer.json form (byte-level text for the byte-level alphabet) <-> id.
+  const Vocab& vocab() const { return vocab_; }
 
   Alphabet alphabet() const { return alphabet_; }
 
  private:
+  struct Parsed;
+  static Parsed parse_model(const nlohmann::json& model, const std::string& file);
+  Bpe(Parsed&& parsed, const std::string& file, Alphabet alphabet);
+
   struct Merge {
     uint32_t rank;
     int32_t id;
   };
   std::optional<Merge> find_merge(int32_t left, int32_t right) const;
-  void read_merges(const nlohmann::json& model, const std::string& file);
+  void read_merges(const MergeList& merges, const std::string& file);
 
   // The first symbols of a word, before any merge.
   void initial_symbols(std::string_view word, std::vector<int32_t>& ids) const;
@@ -61,17 +74,12 @@ class Bpe {
   void load_unicode_alphabet(const nlohmann::json& model, const std::string& file);
   void unicode_symbols(std::string_view word, std::vector<int32_t>& ids) const;
 
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-
   Alphabet alphabet_;
-  std::unordered_map<std::string, int32_t> vocab_;  // tokenizer.json text -> id
-  // ignore_merges: a whole pre-token in the vocab is one token (as encode_word sees it: raw bytes
-  // for byte-level, text for Unicode).
+  Vocab vocab_;  // tokenizer.json text <-> id
+  // ignore_merges: a whole pre-token in the vocab is one token. encode_word sees raw bytes for the
+  // byte-level alphabet, so those tokens are indexed by their bytes too.
   bool ignore_merges_ = false;
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> word_to_id_;
+  Vocab byte_vocab_;
 
   // Byte-level alphabet: the id of each byte.
   int32_t byte_id_[256];

@@ -16,13 +16,14 @@ namespace lg::tokenizer {
 void Bpe::load_unicode_alphabet(const nlohmann::json& model, const std::string& file) {
   std::fill(std::begin(ascii_id_), std::end(ascii_id_), -1);
   std::fill(std::begin(fallback_id_), std::end(fallback_id_), -1);
-  for (const auto& [token, id] : vocab_) {
+  for (size_t id = 0; id < vocab_.id_limit(); ++id) {
+    const std::string* token = vocab_.text(static_cast<int32_t>(id));
+    if (!token || token->empty() || token->size() > 4) continue;
     size_t i = 0;
-    if (token.empty()) continue;
-    const char32_t c = utf8::next_code_point(token, i);
-    if (i != token.size()) continue;  // not a single character
-    if (c < 128) ascii_id_[c] = id;
-    else char_id_.emplace(c, id);
+    const char32_t c = utf8::next_code_point(*token, i);
+    if (i != token->size()) continue;  // not a single character
+    if (c < 128) ascii_id_[c] = static_cast<int32_t>(id);
+    else char_id_[c] = static_cast<int32_t>(id);
   }
   auto flag = [&](const char* key) {
     if (!model.contains(key) || model[key].is_null()) return false;
@@ -35,15 +36,14 @@ void Bpe::load_unicode_alphabet(const nlohmann::json& model, const std::string& 
     char name[8];
     for (int b = 0; b < 256; ++b) {
       std::snprintf(name, sizeof name, "<0x%02X>", b);  // HF's format!("<{b:#04X}>")
-      if (auto it = vocab_.find(name); it != vocab_.end()) fallback_id_[b] = it->second;
+      if (auto id = vocab_.find(name)) fallback_id_[b] = *id;
     }
   }
   if (model.contains("unk_token") && !model["unk_token"].is_null()) {
     if (!model["unk_token"].is_string()) throw Error(file + ": model.unk_token: expected a string");
-    const auto it = vocab_.find(model["unk_token"].get<std::string>());
-    if (it == vocab_.end())
-      throw Error(file + ": model.unk_token: \"" + model["unk_token"].get<std::string>() + "\" is not in model.vocab");
-    unk_id_ = it->second;
+    const auto id = vocab_.find(model["unk_token"].get<std::string>());
+    if (!id) throw Error(file + ": model.unk_token: \"" + model["unk_token"].get<std::string>() + "\" is not in model.vocab");
+    unk_id_ = *id;
   }
 }
 

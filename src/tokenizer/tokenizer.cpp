@@ -17,6 +17,7 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/tokenizer_json.h"
 #include "tokenizer/utf8.h"
 
 namespace lg::tokenizer {
@@ -35,13 +36,14 @@ struct Tokenizer::Impl {
   AddedTokenMatcher raw_added;         // added tokens with normalized = false
   AddedTokenMatcher normalized_added;  // added tokens with normalized = true
   std::unordered_map<std::string, int32_t> added_ids;  // content -> id
-  // Per id: the token in tokenizer.json form, what it stands for as bytes, whether it exists.
-  std::vector<std::string> token_text;
+  std::unordered_map<int32_t, std::string> added_text;  // id -> content (before the model's token)
+  // Per id: what it stands for as bytes, whether it exists, whether it is special.
   std::vector<std::string> token_bytes;
   std::vector<uint8_t> exists;
   std::vector<uint8_t> special;
 
-  void load(const json& j);
+  void load(TokenizerJson& file);
+  const std::string* text_of(int32_t id) const;
   void read_added_tokens(const json& j);
   void apply_config(const std::optional<std::filesystem::path>& config_file);
   void set_token(int32_t id, const std::string& text);
@@ -54,12 +56,17 @@ void Tokenizer::Impl::set_token(int32_t id, const std::string& text) {
   if (i >= exists.size()) {
     exists.resize(i + 1, 0);
     special.resize(i + 1, 0);
-    token_text.resize(i + 1);
     token_bytes.resize(i + 1);
   }
   exists[i] = 1;
-  token_text[i] = text;
   token_bytes[i] = decoder.token_bytes(text);
+}
+
+const std::string* Tokenizer::Impl::text_of(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= exists.size() || !exists[static_cast<size_t>(id)]) return nullptr;
+  if (!added_text.empty())
+    if (auto it = added_text.find(id); it != added_text.end()) return &it->second;
+  return bpe->vocab().text(id);
 }
 
 void Tokenizer::Impl::read_added_tokens(const json& j) {
@@ -72,8 +79,8 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
     const json& e = j[k];
     AddedToken t;
     const json& id = fields.require(e, "id", f + ".id");
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      fields.fail(f + ".id", "expected an integer in [0, 2^31)");
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= Vocab::kMaxId)
+      fields.fail(f + ".id", "expected an integer in [0, 2^24)");
     t.id = id.get<int32_t>();
     const json& content = fields.require(e, "content", f + ".content");
     if (!content.is_string() || content.get_ref<const std::string&>().empty())
@@ -88,6 +95,7 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
     // A normalized token is matched in normalized text, so its content is normalized too.
     if (t.normalized) t.content = std::string(normalizer.apply(t.content, scratch));
     set_token(t.id, content.get<std::string>());
+    added_text[t.id] = content.get<std::string>();
     special[static_cast<size_t>(t.id)] = t.special;
     added_ids[content.get<std::string>()] = t.id;
     (t.normalized ? normalized : raw).push_back(std::move(t));
@@ -98,8 +106,7 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
 
 std::optional<int32_t> Tokenizer::Impl::id_of(const std::string& token) const {
   if (auto it = added_ids.find(token); it != added_ids.end()) return it->second;
-  if (auto it = bpe->vocab().find(token); it != bpe->vocab().end()) return it->second;
-  return std::nullopt;
+  return bpe->vocab().find(token);
 }
 
 void Tokenizer::Impl::apply_config(const std::optional<std::filesystem::path>& config_file) {
@@ -121,7 +128,8 @@ void Tokenizer::Impl::apply_config(const std::optional<std::filesystem::path>& c
   add(config.add_eos_token, config.eos_token, "eos_token", specials.suffix);
 }
 
-void Tokenizer::Impl::load(const json& j) {
+void Tokenizer::Impl::load(TokenizerJson& file) {
+  const json& j = file.doc;
   if (!j.is_object()) throw Error(fields.file() + ": expected a JSON object at the top");
   const json& model = fields.require(j, "model", "model");
   if (const std::string type = fields.type_of(model, "model"); type != "BPE")
@@ -130,28 +138,26 @@ void Tokenizer::Impl::load(const json& j) {
   pre_tokenizer = PreTokenizer::from_json(j.value("pre_tokenizer", json()), fields);
   decoder = Decoder::from_json(j.value("decoder", json()), fields);
   specials = SpecialTokens::from_post_processor(j.value("post_processor", json()), fields);
-  bpe = std::make_unique<Bpe>(model, fields.file(),
+  if (!file.has_vocab) fields.fail("model.vocab", "missing or not an object of token -> id");
+  if (!file.has_merges) fields.fail("model.merges", "missing or not an array");
+  bpe = std::make_unique<Bpe>(model, std::move(file.vocab), file.merges, fields.file(),
                               pre_tokenizer.byte_level() ? Bpe::Alphabet::byte_level : Bpe::Alphabet::unicode);
-  int32_t max_id = -1;
-  for (const auto& [text, id] : bpe->vocab()) max_id = std::max(max_id, id);
-  exists.resize(static_cast<size_t>(max_id) + 1, 0);
+  file.merges = MergeList();
+  const Vocab& vocab = bpe->vocab();
+  exists.resize(vocab.id_limit(), 0);
   special.resize(exists.size(), 0);
-  token_text.resize(exists.size());
   token_bytes.resize(exists.size());
-  for (const auto& [text, id] : bpe->vocab()) set_token(id, text);
+  for (size_t id = 0; id < vocab.id_limit(); ++id)
+    if (const std::string* text = vocab.text(static_cast<int32_t>(id))) set_token(static_cast<int32_t>(id), *text);
   read_added_tokens(j.value("added_tokens", json()));
 }
 
 namespace {
 
-json parse_file(const std::filesystem::path& path) {
+TokenizerJson parse_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string() + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw Error(path.string() + ": not valid JSON: " + e.what());
-  }
+  return TokenizerJson::parse(in, path.string());
 }
 
 }  // namespace
@@ -159,7 +165,8 @@ json parse_file(const std::filesystem::path& path) {
 Tokenizer Tokenizer::from_files(const std::filesystem::path& tokenizer_json,
                                 const std::optional<std::filesystem::path>& tokenizer_config_json) {
   auto impl = std::make_unique<Impl>(tokenizer_json.string());
-  impl->load(parse_file(tokenizer_json));
+  TokenizerJson file = parse_file(tokenizer_json);
+  impl->load(file);
   impl->apply_config(tokenizer_config_json);
   return Tokenizer(std::move(impl));
 }
@@ -174,13 +181,8 @@ Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
 
 Tokenizer Tokenizer::from_json_text(std::string_view json_text, const std::string& name) {
   auto impl = std::make_unique<Impl>(name);
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(name + ": not valid JSON: " + e.what());
-  }
-  impl->load(j);
+  TokenizerJson file = TokenizerJson::parse(json_text, name);
+  impl->load(file);
   return Tokenizer(std::move(impl));
 }
 
@@ -261,7 +263,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   std::string out;
   for (const int32_t id : ids)
     if (id >= 0 && static_cast<size_t>(id) < m.exists.size() && m.exists[static_cast<size_t>(id)])
-      stream.push(m.token_text[static_cast<size_t>(id)], out);
+      stream.push(*m.text_of(id), out);
   stream.finish(out);
   return out;
 }
@@ -269,9 +271,9 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->id_of(std::string(token)); }
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= impl_->exists.size() || !impl_->exists[static_cast<size_t>(id)])
-    return std::nullopt;
-  return impl_->token_text[static_cast<size_t>(id)];
+  const std::string* text = impl_->text_of(id);
+  if (!text) return std::nullopt;
+  return *text;
 }
 
 std::optional<std::string_view> Tokenizer::token_bytes(int32_t id) const {
