@@ -15,6 +15,7 @@ namespace {
 
 constexpr size_t kCacheSlots = size_t{1} << 18;  // 262,144 slots (6 MiB), half of them used at most
 constexpr size_t kCacheMaxWordBytes = 256;       // longer pre-tokens are rare; don't cache them
+constexpr size_t kSplitMinBytes = 32;            // shorter words go to the cache whole
 
 // FNV-1a, 64-bit: pre-tokens are short, so a byte loop beats block hashes here. Never 0, which
 // marks an empty slot.
@@ -98,6 +99,7 @@ Bpe::Bpe(const nlohmann::json& model, Vocab vocab, const MergeList& merges,
     load_unicode_alphabet(model, file);
   }
   read_merges(merges, file);
+  if (alphabet == Alphabet::unicode) find_space_glue(merges);
 }
 
 void Bpe::read_merges(const MergeList& merges, const std::string& file) {
@@ -241,6 +243,14 @@ void Bpe::cache_insert(uint64_t hash, std::string_view word, std::span<const int
 }
 
 void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (split_at_spaces_ && word.size() > kSplitMinBytes) {
+    encode_at_spaces(word, out);
+    return;
+  }
+  encode_cached(word, out);
+}
+
+void Bpe::encode_cached(std::string_view word, std::vector<int32_t>& out) const {
   if ((word.size() == 1 && alphabet_ == Alphabet::byte_level) || word.size() > kCacheMaxWordBytes) {
     encode_word_uncached(word, out);
     return;

@@ -68,11 +68,19 @@ class Bpe {
   std::optional<Merge> find_merge(int32_t left, int32_t right) const;
   void read_merges(const MergeList& merges, const std::string& file);
 
+  // encode_word without the split at spaces.
+  void encode_cached(std::string_view word, std::vector<int32_t>& out) const;
+
   // The first symbols of a word, before any merge.
   void initial_symbols(std::string_view word, std::vector<int32_t>& ids) const;
   // Unicode alphabet (sentencepiece_bpe.cpp): characters, byte fallback and unk.
   void load_unicode_alphabet(const nlohmann::json& model, const std::string& file);
   void unicode_symbols(std::string_view word, std::vector<int32_t>& ids) const;
+  // A whole text (no pre-tokenizer, as Llama 2 and Gemma ship) cut before its runs of "▁" where
+  // no merge can join across, each piece through the cache (sentencepiece_bpe.cpp).
+  void find_space_glue(const MergeList& merges);
+  void encode_at_spaces(std::string_view word, std::vector<int32_t>& out) const;
+  int32_t char_token(char32_t c) const;
 
   Alphabet alphabet_;
   Vocab vocab_;  // tokenizer.json text <-> id
@@ -90,7 +98,13 @@ class Bpe {
   bool byte_fallback_ = false;
   int32_t fallback_id_[256];
   int32_t unk_id_ = -1;
+  std::string unk_text_;
   bool fuse_unk_ = false;
+  // Characters some merge result has right before a "▁" (Gemma 3: '>' in ">▁</"); a cut before
+  // "▁" is exact when the character before it is none of them (see sentencepiece_bpe.cpp).
+  bool split_at_spaces_ = false;
+  std::vector<char32_t> space_glue_;
+  bool unknown_glues_ = false;  // a character outside the vocab before "▁" blocks the cut
 
   // Open-addressing table: (left id << 32 | right id) -> Merge. Keys never equal kEmpty because
   // ids are non-negative int32.

@@ -144,3 +144,42 @@ TEST(FamilyDecode, ByteFallbackRunsAreAllOrNothing) {
 
 }  // namespace
 }  // namespace lg::tokenizer
+
+#include <random>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer_json.h"
+
+namespace lg::tokenizer {
+namespace {
+
+// Without a pre-tokenizer the BPE word is the whole text; Bpe::encode_word cuts it before runs of
+// "▁" where no merge can join across (sentencepiece_bpe.cpp says why that is exact). Here the
+// cut is checked against plain BPE on the whole text, on random texts built to hit the edges:
+// runs of "▁", '>' before "▁" (Gemma 3 merges ">▁</"), characters outside the vocab (byte
+// fallback), long words.
+TEST(FamilyBpe, CutAtSpacesEqualsWholeTextBpe) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<std::string> pieces = {"\xE2\x96\x81", "\xE2\x96\x81\xE2\x96\x81", "the", "a", ">", "</", "<",
+                                           "ing", "\xE4\xBD\xA0", "\xF0\x9F\xA4\x96", "\xEA\xB0\x80", "1", "\n",
+                                           "\xC3\xA9", "x", "\xE2\x96\x81the", "\xF3\xA0\x80\x81", "ab"};
+  for (const char* name : {"sentencepiece-bpe-32k", "gemma3"}) {
+    std::ifstream in(family_dir(name) / "tokenizer.json");
+    TokenizerJson j = TokenizerJson::parse(in, name);
+    const Bpe bpe(j.doc["model"], std::move(j.vocab), j.merges, name, Bpe::Alphabet::unicode);
+    for (int k = 0; k < 400; ++k) {
+      std::string text;
+      const int n = std::uniform_int_distribution<int>(1, 120)(rng);
+      for (int i = 0; i < n; ++i) text += pieces[std::uniform_int_distribution<size_t>(0, pieces.size() - 1)(rng)];
+      std::vector<int32_t> cut, whole;
+      bpe.encode_word(text, cut);
+      bpe.encode_word_uncached(text, whole);
+      ASSERT_EQ(cut, whole) << name << ": " << nlohmann::json(text).dump();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lg::tokenizer
