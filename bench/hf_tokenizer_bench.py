@@ -70,7 +70,7 @@ def main():
     cold = time.perf_counter() - t0
     warm = median_seconds(lambda: tok.encode(text, add_special_tokens=False), args.repeats)
     print(f"whole corpus: {len(ids)} tokens; cold {mb / cold:.2f} MB/s, "
-          f"warm median {mb / warm:.2f} MB/s ({args.repeats} runs)")
+          f"warm median {mb / warm:.2f} MB/s = {len(ids) / warm:.0f} tokens/s ({args.repeats} runs)")
     # The same ~2 KB documents as tokenizer_bench: whole lines, closed at 2,000 bytes.
     docs, start, at = [], 0, 0
     while at < len(data):
@@ -82,7 +82,8 @@ def main():
     counts = []
     t = median_seconds(lambda: counts.append(sum(len(tok.encode(d, add_special_tokens=False).ids) for d in docs)),
                        args.repeats)
-    print(f"documents: {len(docs)} of ~2 KB, {counts[-1]} tokens; warm median {mb / t:.2f} MB/s")
+    print(f"documents: {len(docs)} of ~2 KB, {counts[-1]} tokens; warm median {mb / t:.2f} MB/s = "
+          f"{counts[-1] / t:.0f} tokens/s")
     for name, s in sections:
         t = median_seconds(lambda: tok.encode(s, add_special_tokens=False), args.repeats)
         print(f"  {name:<7} {len(s.encode()) / 1e6 / t:8.2f} MB/s warm median")

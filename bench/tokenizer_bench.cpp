@@ -270,8 +270,9 @@ int main(int argc, char** argv) {
     }
     std::sort(warm.begin(), warm.end());
     const double mb = static_cast<double>(all.size()) / 1e6;
-    std::printf("whole corpus: %zu tokens; cold %.2f MB/s, warm median %.2f MB/s (%d runs)\n", ids.size(),
-                mb / cold, mb / warm[warm.size() / 2], repeats);
+    std::printf("whole corpus: %zu tokens; cold %.2f MB/s, warm median %.2f MB/s = %.0f tokens/s (%d runs)\n",
+                ids.size(), mb / cold, mb / warm[warm.size() / 2],
+                static_cast<double>(ids.size()) / warm[warm.size() / 2], repeats);
     {
       const auto docs = documents(all);
       std::vector<double> t;
@@ -283,8 +284,8 @@ int main(int argc, char** argv) {
         t.push_back(seconds_since(t0));
       }
       std::sort(t.begin(), t.end());
-      std::printf("documents: %zu of ~2 KB, %zu tokens; warm median %.2f MB/s\n", docs.size(), tokens,
-                  mb / t[t.size() / 2]);
+      std::printf("documents: %zu of ~2 KB, %zu tokens; warm median %.2f MB/s = %.0f tokens/s\n", docs.size(),
+                  tokens, mb / t[t.size() / 2], static_cast<double>(tokens) / t[t.size() / 2]);
     }
     for (const auto& s : sections) {
       std::vector<double> t;

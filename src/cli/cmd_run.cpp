@@ -69,7 +69,9 @@ int run(const RunOpts& o) {
   lg::model::require_config_matches_shapes(dir.config, dir.checkpoint, o.model);
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
-  const std::vector<int32_t> prompt = tok.encode(o.prompt);
+  // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
+  // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
+  const std::vector<int32_t> prompt = tok.encode_with_special_tokens(o.prompt);
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
   if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.config.vocab_size))
     throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "

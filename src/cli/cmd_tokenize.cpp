@@ -1,5 +1,6 @@
-// `lg tokenize --model DIR [--ids] TEXT` and `lg detokenize --model DIR IDS...`: the model
-// directory's tokenizer.json (Qwen byte-level BPE) from the command line. TEXT "-" reads stdin.
+// `lg tokenize --model DIR [--ids] [--special] TEXT` and `lg detokenize --model DIR IDS...`: the
+// model directory's tokenizer.json (and tokenizer_config.json) from the command line: byte-level
+// BPE (Qwen, Llama 3) or SentencePiece-style BPE (Llama 2, Mistral, Gemma). TEXT "-" reads stdin.
 #include <iostream>
 #include <iterator>
 #include <limits>
@@ -16,6 +17,7 @@ struct TokenizeArgs {
   std::string model;
   std::string text;
   bool ids_only = false;
+  bool special = false;
 };
 
 std::string read_stdin() {
@@ -32,17 +34,19 @@ LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
   auto* sub = app.add_subcommand("tokenize", "Encode text with a model directory's tokenizer.json");
   sub->add_option("--model", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
   sub->add_flag("--ids", args->ids_only, "Print only the ids, space-separated");
+  sub->add_flag("--special", args->special,
+                "Add the special tokens the model expects around a prompt (BOS), as lg run does");
   sub->add_option("text", args->text, "Text to encode, or - to read stdin")->required();
   return [args] {
     const auto tok = load(args->model);
     const std::string text = args->text == "-" ? read_stdin() : args->text;
-    const auto ids = tok.encode(text);
+    const auto ids = args->special ? tok.encode_with_special_tokens(text) : tok.encode(text);
     if (args->ids_only) {
       for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
       std::cout << "\n";
       return 0;
     }
-    // One line per token: id, token in tokenizer.json form, and its bytes as text.
+    // One line per token: id, token in tokenizer.json form, and what it decodes to on its own.
     for (const int32_t id : ids)
       std::cout << id << "\t" << tok.id_to_token(id).value_or("?") << "\t" << tok.decode(std::vector<int32_t>{id})
                 << "\n";

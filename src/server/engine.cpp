@@ -37,10 +37,11 @@ Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& opti
   lane_ = make_lane(options.lane, dir_, context_);
 }
 
-std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std::string& param) const {
+std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std::string& param,
+                                           bool add_special_tokens) const {
   std::vector<int32_t> ids;
   try {
-    ids = tokenizer_.encode(prompt);
+    ids = add_special_tokens ? tokenizer_.encode_with_special_tokens(prompt) : tokenizer_.encode(prompt);
   } catch (const Error& e) {
     throw RequestError(param, fmt::format("'{}' cannot be tokenized: {}", param, e.what()));
   }

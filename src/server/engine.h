@@ -45,9 +45,12 @@ class Engine {
   /// The model directory (the chat template is read from it).
   const std::filesystem::path& model_dir() const { return dir_.dir; }
 
-  /// Tokenizes `prompt`. Throws RequestError(param) if it encodes to nothing or to more tokens
-  /// than the context (naming both lengths).
-  std::vector<int32_t> encode_prompt(const std::string& prompt, const std::string& param) const;
+  /// Tokenizes `prompt`: with the special tokens the model expects around it (BOS; none for Qwen)
+  /// when `add_special_tokens`, as for a completion prompt, else as written (a rendered chat
+  /// template already holds them). Throws RequestError(param) if it encodes to nothing or to more
+  /// tokens than the context (naming both lengths).
+  std::vector<int32_t> encode_prompt(const std::string& prompt, const std::string& param,
+                                     bool add_special_tokens = false) const;
 
   /// Generates after `prompt_ids` (from encode_prompt). `on_text` gets each piece of text as it
   /// becomes final and returns false to stop early (client gone). `default_max_tokens` applies

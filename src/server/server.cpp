@@ -163,7 +163,7 @@ void Server::install_routes() {
       if (kind == Kind::completion) {
         CompletionRequest r = parse_completion_request(body);
         job->gen = std::move(r.gen);
-        job->prompt_ids = engine_.encode_prompt(r.prompt, "prompt");
+        job->prompt_ids = engine_.encode_prompt(r.prompt, "prompt", /*add_special_tokens=*/true);
       } else {
         ChatRequest r = parse_chat_request(body);
         job->gen = std::move(r.gen);

@@ -97,6 +97,7 @@ class Sax : public nlohmann::json_sax<json> {
 
  private:
   enum class Mode { dom, vocab, merges };
+  static constexpr size_t kMaxDepth = 64;
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     throw Error(file_ + ": " + field + ": " + what);
@@ -135,6 +136,9 @@ class Sax : public nlohmann::json_sax<json> {
   }
 
   bool open(json container) {
+    // Components nest a few levels; a bound keeps recursive readers (and dump() in error
+    // messages) off deep stacks.
+    if (stack_.size() >= kMaxDepth) throw Error(file_ + ": nested more than " + std::to_string(kMaxDepth) + " levels deep");
     json* slot;
     if (stack_.empty()) {
       out_.doc = std::move(container);

@@ -183,3 +183,44 @@ TEST(FamilyBpe, CutAtSpacesEqualsWholeTextBpe) {
 
 }  // namespace
 }  // namespace lg::tokenizer
+
+namespace lg::tokenizer {
+namespace {
+
+// Seeded random strings and id lists for the families' tokenizers, with HF's ids and decodes:
+// tests/tokenizer/hf_random_cases_NAME.json, made on a machine with HF tokenizers by
+// make_hf_random_cases.py --family ../shared/fixtures/tokenizers/NAME/tokenizer.json. Every such
+// file present is checked.
+TEST(FamilyHfRandomCases, EncodeAndDecodeMatchTheReference) {
+  const auto dir = std::filesystem::path(LG_SOURCE_DIR) / "tests/tokenizer";
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string file = e.path().filename().string();
+    const std::string prefix = "hf_random_cases_";
+    if (file.rfind(prefix, 0) != 0 || e.path().extension() != ".json") continue;
+    const std::string name = file.substr(prefix.size(), file.size() - prefix.size() - 5);
+    SCOPED_TRACE(file);
+    ++files;
+    std::ifstream in(e.path());
+    const auto j = nlohmann::json::parse(in);
+    const Tokenizer& t = family(name);
+    int failures = 0;
+    for (const auto& c : j.at("cases")) {
+      const std::string text = c.at("text");
+      const auto ids = c.at("ids").get<std::vector<int32_t>>();
+      const auto got = t.encode(text);
+      EXPECT_EQ(got, ids) << "text: " << nlohmann::json(text).dump();
+      EXPECT_EQ(t.decode(ids), c.at("decoded").get<std::string>()) << nlohmann::json(text).dump();
+      failures += got != ids;
+      ASSERT_LT(failures, 10) << "stopping after 10 mismatches";
+    }
+    for (const auto& c : j.value("decode_cases", nlohmann::json::array())) {
+      const auto ids = c.at("ids").get<std::vector<int32_t>>();
+      EXPECT_EQ(t.decode(ids), c.at("decoded").get<std::string>()) << nlohmann::json(ids).dump();
+    }
+  }
+  if (files == 0) GTEST_SKIP() << "no tests/tokenizer/hf_random_cases_NAME.json yet (make_hf_random_cases.py --family)";
+}
+
+}  // namespace
+}  // namespace lg::tokenizer

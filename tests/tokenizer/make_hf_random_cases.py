@@ -5,6 +5,12 @@ and Hangul jamo that NFC composes, scripts with their own digits, emoji sequence
 next to all of these) with the ids and decode that Hugging Face `tokenizers` gives for them
 (add_special_tokens=False). Run where `tokenizers` is installed (the GPU machine):
   python3 tests/tokenizer/make_hf_random_cases.py models/qwen3-pycode-22m/tokenizer.json OUT.json
+For the other families' tokenizers (../shared/fixtures/tokenizers/NAME/tokenizer.json), --family
+adds pieces that stress SentencePiece-style files ("▁", byte-fallback token names, their special
+tokens) and random id lists with their decode (byte-fallback runs, Strip, Metaspace):
+  python3 tests/tokenizer/make_hf_random_cases.py --family ../shared/fixtures/tokenizers/gemma3/tokenizer.json \
+      tests/tokenizer/hf_random_cases_gemma3.json
+tokenizer_tests checks every tests/tokenizer/hf_random_cases_*.json it finds.
 """
 import json
 import random
@@ -51,25 +57,46 @@ def random_char(rng):
             return chr(c)
 
 
-def random_text(rng):
+FAMILY_PIECES = ["\u2581", "\u2581\u2581", " \u2581", "<0x0A>", "<0xE4>", "<unk>", "<s>", "</s>", "<bos>", "<eos>",
+                 "<start_of_turn>", "<end_of_turn>", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>",
+                 "[INST]", " [/INST]", "\t\t", "\n\n\n", "    ", "  ", ">\u2581</", "\U000E0001", "\U0010FFFD",
+                 "1234567", "'s", " 'LL"]
+
+
+def random_text(rng, pieces=PIECES):
     parts = []
     for _ in range(rng.randrange(0, 24)):
-        parts.append(rng.choice(PIECES) if rng.random() < 0.3 else random_char(rng))
+        parts.append(rng.choice(pieces) if rng.random() < 0.3 else random_char(rng))
     return "".join(parts)
 
 
 def main():
-    tok = Tokenizer.from_file(sys.argv[1])
+    args = sys.argv[1:]
+    family = args and args[0] == "--family"
+    if family:
+        args = args[1:]
+    tok = Tokenizer.from_file(args[0])
     rng = random.Random(20261129)
+    pieces = PIECES + FAMILY_PIECES if family else PIECES
     cases = []
     for _ in range(1500):
-        text = random_text(rng)
+        text = random_text(rng, pieces)
         ids = tok.encode(text, add_special_tokens=False).ids
         cases.append({"text": text, "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)})
-    with open(sys.argv[2], "w", encoding="utf-8") as f:
-        json.dump({"source": f"Hugging Face tokenizers {tokenizers.__version__}, "
-                             "tests/tokenizer/make_hf_random_cases.py (seed 20261129)",
-                   "cases": cases}, f, ensure_ascii=True, indent=0)
+    out = {"source": f"Hugging Face tokenizers {tokenizers.__version__}, "
+                     f"tests/tokenizer/make_hf_random_cases.py{' --family' if family else ''} (seed 20261129)",
+           "cases": cases}
+    if family:
+        out["tokenizer"] = args[0]
+        # Random ids, biased to the low ids where SentencePiece files keep byte-fallback tokens.
+        n = tok.get_vocab_size(with_added_tokens=True)
+        decodes = []
+        for _ in range(500):
+            ids = [rng.randrange(0, 300) if rng.random() < 0.5 else rng.randrange(0, n) for _ in range(rng.randrange(0, 12))]
+            decodes.append({"ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)})
+        out["decode_cases"] = decodes
+    with open(args[1], "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=True, indent=0)
 
 
 if __name__ == "__main__":
