@@ -113,10 +113,13 @@ void Normalizer::read(const nlohmann::json& j, const JsonFields& fields, const s
 
 std::string_view Normalizer::apply(std::string_view text, std::string& scratch) const {
   std::string_view cur = text;
-  std::string other;  // the second buffer of the ping-pong; scratch ends up holding the result
+  // Each step writes into the buffer `cur` is not in; the two swap, so `scratch` ends up holding
+  // the result and both keep their capacity from call to call.
+  thread_local std::string spare;
   thread_local std::vector<PatternMatch> matches;
   for (const Step& step : steps_) {
-    std::string next;
+    std::string& next = spare;
+    next.clear();
     switch (step.kind) {
       case Kind::nfc:
         if (nfc_quick_yes(cur)) continue;
@@ -150,8 +153,7 @@ std::string_view Normalizer::apply(std::string_view text, std::string& scratch) 
         next.append(step.content).append(cur);
         break;
     }
-    other = std::move(next);
-    std::swap(other, scratch);
+    std::swap(spare, scratch);
     cur = scratch;
   }
   return cur;

@@ -30,17 +30,21 @@ Pattern Pattern::literal(std::string text) {
 }
 
 void Pattern::find_matches(std::string_view text, std::vector<PatternMatch>& out) const {
+  find_matches(text, [&](const PatternMatch& m) { out.push_back(m); });
+}
+
+void Pattern::find_matches(std::string_view text, const std::function<void(const PatternMatch&)>& out) const {
   if (regex_) {
     regex_->find_matches(text, out);
     return;
   }
   size_t emitted = 0;
   for (size_t at = text.find(literal_); at != std::string_view::npos; at = text.find(literal_, emitted)) {
-    if (at > emitted) out.push_back({emitted, at, false});
-    out.push_back({at, at + literal_.size(), true});
+    if (at > emitted) out({emitted, at, false});
+    out({at, at + literal_.size(), true});
     emitted = at + literal_.size();
   }
-  if (emitted < text.size()) out.push_back({emitted, text.size(), false});
+  if (emitted < text.size()) out({emitted, text.size(), false});
 }
 
 }  // namespace lg::tokenizer

@@ -30,6 +30,8 @@ class Pattern {
   /// Appends the matches and the runs between them to `out`, in order, covering `text` exactly
   /// (nothing for empty text). Literal matches are leftmost and non-overlapping.
   void find_matches(std::string_view text, std::vector<PatternMatch>& out) const;
+  /// The same, handing each match to `sink` in order.
+  void find_matches(std::string_view text, const std::function<void(const PatternMatch&)>& sink) const;
 
   /// True for a {"String": ...} pattern; then literal_text() is it.
   bool is_literal() const { return regex_ == nullptr; }

@@ -117,7 +117,7 @@ void PreTokenizer::read(const nlohmann::json& j, const JsonFields& fields, const
 }
 
 void PreTokenizer::cut(std::string_view text, bool at_start, const std::vector<PatternMatch>& matches,
-                       Behavior behavior, bool invert, std::vector<PreToken>& out) {
+                       Behavior behavior, bool invert, const Sink& out) {
   // HF NormalizedString::split: the behavior decides which runs join which, then empty pieces go.
   struct Run {
     size_t start, end;
@@ -158,16 +158,21 @@ void PreTokenizer::cut(std::string_view text, bool at_start, const std::vector<P
       break;
   }
   for (const Run& r : runs)
-    if (r.end > r.start) out.push_back({text.substr(r.start, r.end - r.start), at_start && r.start == 0});
+    if (r.end > r.start) out({text.substr(r.start, r.end - r.start), at_start && r.start == 0});
 }
 
-void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreToken>& out,
-                         std::deque<std::string>& arena) const {
+void PreTokenizer::apply(const Step& step, const PreToken& in, const Sink& out, std::deque<std::string>& arena) const {
   thread_local std::vector<PatternMatch> matches;
   matches.clear();
   switch (step.kind) {
     case Kind::split:
     case Kind::gpt2_regex:
+      if (step.behavior == Behavior::isolated) {  // every run is a piece: stream them
+        step.pattern.find_matches(in.text, [&](const PatternMatch& m) {
+          if (m.end > m.start) out({in.text.substr(m.start, m.end - m.start), in.at_start && m.start == 0});
+        });
+        return;
+      }
       step.pattern.find_matches(in.text, matches);
       cut(in.text, in.at_start, matches, step.behavior, step.invert, out);
       return;
@@ -178,12 +183,12 @@ void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreTo
       return;
     case Kind::byte_level_prefix:
       if (in.text[0] == ' ') {
-        out.push_back(in);
+        out(in);
       } else {
         arena.emplace_back();
         arena.back().reserve(in.text.size() + 1);
         arena.back().append(" ").append(in.text);
-        out.push_back({arena.back(), in.at_start});
+        out({arena.back(), in.at_start});
       }
       return;
     case Kind::metaspace: {
@@ -199,7 +204,7 @@ void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreTo
         else s += c;
       }
       if (!step.metaspace_split) {
-        out.push_back({s, in.at_start});
+        out({s, in.at_start});
         return;
       }
       step.pattern.find_matches(s, matches);
@@ -211,19 +216,25 @@ void PreTokenizer::apply(const Step& step, const PreToken& in, std::vector<PreTo
 
 void PreTokenizer::split(std::string_view text, bool at_start, std::vector<PreToken>& out,
                          std::deque<std::string>& arena) const {
+  split(text, at_start, arena, [&](const PreToken& p) { out.push_back(p); });
+}
+
+void PreTokenizer::split(std::string_view text, bool at_start, std::deque<std::string>& arena,
+                         const std::function<void(const PreToken&)>& emit) const {
   if (text.empty()) return;
   if (steps_.empty()) {
-    out.push_back({text, at_start});
+    emit({text, at_start});
     return;
   }
-  thread_local std::vector<PreToken> a, b;
-  a.assign(1, {text, at_start});
-  for (size_t k = 0; k < steps_.size(); ++k) {
-    std::vector<PreToken>& dst = k + 1 == steps_.size() ? out : b;
-    if (&dst == &b) b.clear();
-    for (const PreToken& p : a) apply(steps_[k], p, dst, arena);
-    if (&dst == &b) std::swap(a, b);
+  // Every step but the last collects its output for the next one; the last one emits.
+  std::vector<PreToken> a(1, PreToken{text, at_start}), b;
+  const Sink collect = [&](const PreToken& p) { b.push_back(p); };
+  for (size_t k = 0; k + 1 < steps_.size(); ++k) {
+    b.clear();
+    for (const PreToken& p : a) apply(steps_[k], p, collect, arena);
+    std::swap(a, b);
   }
+  for (const PreToken& p : a) apply(steps_.back(), p, emit, arena);
 }
 
 }  // namespace lg::tokenizer

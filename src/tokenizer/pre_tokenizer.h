@@ -11,6 +11,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -45,6 +46,11 @@ class PreTokenizer {
   /// which must outlive the views.
   void split(std::string_view text, bool at_start, std::vector<PreToken>& out, std::deque<std::string>& arena) const;
 
+  /// The same, handing each pre-token to `emit` as the last step makes it: a whole text's
+  /// pre-tokens are never all held at once.
+  void split(std::string_view text, bool at_start, std::deque<std::string>& arena,
+             const std::function<void(const PreToken&)>& emit) const;
+
  private:
   enum class Kind { split, metaspace, byte_level_prefix, gpt2_regex, digits };
   enum class Behavior { isolated, removed, merged_with_previous, merged_with_next, contiguous };
@@ -60,9 +66,10 @@ class PreTokenizer {
     bool individual_digits = false;
   };
   void read(const nlohmann::json& j, const JsonFields& fields, const std::string& field);
-  void apply(const Step& step, const PreToken& in, std::vector<PreToken>& out, std::deque<std::string>& arena) const;
+  using Sink = std::function<void(const PreToken&)>;
+  void apply(const Step& step, const PreToken& in, const Sink& out, std::deque<std::string>& arena) const;
   static void cut(std::string_view text, bool at_start, const std::vector<PatternMatch>& matches, Behavior behavior,
-                  bool invert, std::vector<PreToken>& out);
+                  bool invert, const Sink& out);
 
   std::vector<Step> steps_;
   bool byte_level_ = false;

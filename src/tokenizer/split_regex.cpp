@@ -176,6 +176,10 @@ SplitRegex::SplitRegex(const std::string& pattern, const std::string& where)
 SplitRegex::~SplitRegex() = default;
 
 void SplitRegex::find_matches(std::string_view text, std::vector<PatternMatch>& out) const {
+  find_matches(text, [&](const PatternMatch& m) { out.push_back(m); });
+}
+
+void SplitRegex::find_matches(std::string_view text, const std::function<void(const PatternMatch&)>& out) const {
   Scratch& s = scratch();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;                       // where the next search starts
@@ -203,19 +207,17 @@ void SplitRegex::find_matches(std::string_view text, std::vector<PatternMatch>& 
       pos = end;
     }
     last_match_end = end;
-    if (start > emitted) out.push_back({emitted, start, false});
-    out.push_back({start, end, true});
+    if (start > emitted) out({emitted, start, false});
+    out({start, end, true});
     emitted = end;
   }
-  if (emitted < text.size()) out.push_back({emitted, text.size(), false});
+  if (emitted < text.size()) out({emitted, text.size(), false});
 }
 
 void SplitRegex::split(std::string_view text, std::vector<std::string_view>& out) const {
-  thread_local std::vector<PatternMatch> matches;
-  matches.clear();
-  find_matches(text, matches);
-  for (const PatternMatch& m : matches)
+  find_matches(text, [&](const PatternMatch& m) {
     if (m.end > m.start) out.push_back(text.substr(m.start, m.end - m.start));
+  });
 }
 
 }  // namespace lg::tokenizer

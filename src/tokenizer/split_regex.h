@@ -3,6 +3,7 @@
 // 3's split patterns use Unicode classes (\p{L}, \p{N}, \s) and a lookahead.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +41,8 @@ class SplitRegex {
   /// character. Empty `text` gives nothing. Throws lg::Error if the regex engine gives up (match
   /// or stack limit), which only pathological inputs of megabytes can cause.
   void find_matches(std::string_view text, std::vector<PatternMatch>& out) const;
+  /// The same, handing each match to `sink` as it is found (no array of a whole text's matches).
+  void find_matches(std::string_view text, const std::function<void(const PatternMatch&)>& sink) const;
 
   /// The non-empty pieces of find_matches as views into `text` (the "Isolated" split).
   void split(std::string_view text, std::vector<std::string_view>& out) const;

@@ -193,12 +193,9 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 void Tokenizer::Impl::encode_plain(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
-  thread_local std::vector<PreToken> pieces;
   thread_local std::deque<std::string> arena;
-  pieces.clear();
   arena.clear();
-  pre_tokenizer.split(text, at_start, pieces, arena);
-  for (const PreToken& piece : pieces) bpe->encode_word(piece.text, ids);
+  pre_tokenizer.split(text, at_start, arena, [&](const PreToken& piece) { bpe->encode_word(piece.text, ids); });
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
@@ -208,7 +205,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 1);
   std::vector<Segment> segments, inner;
-  std::string scratch;
+  thread_local std::string scratch;  // the normalized text; keeps its capacity between calls
   m.raw_added.split(text, segments);
   for (const Segment& seg : segments) {
     if (seg.id >= 0) {
