@@ -106,6 +106,7 @@ int run(const RunOpts& o) {
   gen.sampling.top_p = o.top_p.value_or(dir.generation.top_p);
   gen.sampling.seed = o.seed;
   lg::tokenizer::StreamDecoder stream(tok);
+  stream.prime(prompt);  // generated text continues the echoed prompt (keeps a SentencePiece "▁" space)
   std::fputs(o.prompt.c_str(), stdout);
   std::fflush(stdout);
   gen.on_token = [&](int32_t id) {

@@ -73,6 +73,7 @@ EngineResult Engine::generate(const std::vector<int32_t>& prompt_ids, const Gene
   EngineResult result;
   result.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   tokenizer::StreamDecoder decoder(tokenizer_);
+  decoder.prime(prompt_ids);  // the completion continues the prompt's text (a SentencePiece "▁" keeps its space)
   StopMatcher stops(request.stop);
   bool client_gone = false;
   auto emit = [&](const std::string& piece) {

@@ -17,6 +17,10 @@ StreamDecoder::~StreamDecoder() = default;
 StreamDecoder::StreamDecoder(StreamDecoder&&) noexcept = default;
 StreamDecoder& StreamDecoder::operator=(StreamDecoder&&) noexcept = default;
 
+void StreamDecoder::prime(std::span<const int32_t> context) {
+  for (const int32_t id : context) push(id);
+}
+
 std::string StreamDecoder::push(int32_t id) {
   std::string out;
   if (const auto token = tokenizer_->id_to_token(id)) state_->stream.push(*token, out);

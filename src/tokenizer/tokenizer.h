@@ -115,6 +115,13 @@ class StreamDecoder {
   ~StreamDecoder();
   StreamDecoder(StreamDecoder&&) noexcept;
   StreamDecoder& operator=(StreamDecoder&&) noexcept;
+  /// Feeds ids whose text the caller already has (the prompt) without returning it, so that the
+  /// ids pushed next decode in their context: decode(context + generated) = decode(context) +
+  /// what push() and finish() return. Without it a SentencePiece decoder would drop the space of
+  /// the first generated token ("▁Paris" decodes to "Paris" at the start of a text, " Paris"
+  /// after a prompt), as vLLM's detokenizer avoids by decoding with the prompt. Byte-level
+  /// tokenizers (Qwen, Llama 3) give the same text either way.
+  void prime(std::span<const int32_t> context);
   /// Appends one id; returns the newly completed text (possibly empty).
   std::string push(int32_t id);
   /// Flushes what is left (an incomplete trailing sequence becomes U+FFFD) and resets the state.

@@ -142,6 +142,26 @@ TEST(FamilyDecode, ByteFallbackRunsAreAllOrNothing) {
   EXPECT_EQ(stream.finish(), "");
 }
 
+// Generation decodes the new ids after the prompt's: with a SentencePiece decoder the first
+// generated "▁Paris" is " Paris" there, "Paris" at the start of a text (Strip / Metaspace).
+TEST(FamilyDecode, PrimedStreamContinuesThePrompt) {
+  for (const char* name : {"sentencepiece-bpe-32k", "gemma3", "llama3.1"}) {
+    SCOPED_TRACE(name);
+    const Tokenizer& t = family(name);
+    const auto prompt = t.encode_with_special_tokens("The capital of France is");
+    const auto all = t.encode_with_special_tokens("The capital of France is Paris.\n\xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\xA4\x96");
+    ASSERT_TRUE(std::equal(prompt.begin(), prompt.end(), all.begin()));  // the prompt's ids begin the text's
+    const std::vector<int32_t> generated(all.begin() + static_cast<std::ptrdiff_t>(prompt.size()), all.end());
+    StreamDecoder stream(t);
+    stream.prime(prompt);
+    std::string text;
+    for (const int32_t id : generated) text += stream.push(id);
+    text += stream.finish();
+    EXPECT_EQ(t.decode(prompt) + text, t.decode(all));
+    EXPECT_EQ(text.substr(0, 6), " Paris");
+  }
+}
+
 }  // namespace
 }  // namespace lg::tokenizer
 
