@@ -34,6 +34,26 @@ enum class ExprKind : uint8_t {
 };
 
 struct Expr {
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  Expr(Expr&&) = default;
+  Expr& operator=(Expr&&) = default;
+  /// Frees the subtree without recursion: a 200,000-term `a + b + ...` is a left-deep tree that
+  /// deep, and the default destructor would recurse once per level and overflow the stack.
+  ~Expr() {
+    if (args.empty()) return;
+    std::vector<ExprPtr> todo;
+    for (auto& a : args)
+      if (a) todo.push_back(std::move(a));
+    while (!todo.empty()) {
+      ExprPtr e = std::move(todo.back());
+      todo.pop_back();
+      for (auto& a : e->args)
+        if (a) todo.push_back(std::move(a));
+    }  // each `e` dies here with its children moved out: one level deep
+  }
+
   ExprKind kind;
   Span span;
   Tok op = Tok::End;

@@ -82,6 +82,8 @@ class Elaborator {
   Value binary(Tok op, const Value& a, const Value& b, const Expr& e);
   Value fold(Tok op, const Value& a, const Value& b, const Expr& e);
   Value coalesce(const Expr& e, bool allow_missing);
+  /// Evaluates a Binary node and the Binary nodes down its left operands in a loop (see eval.cpp).
+  Value binary_chain(const Expr& top, bool allow_missing);
   Value member(const Expr& e);
   Value index(const Expr& e);
   Value call(const Expr& e);
@@ -146,6 +148,7 @@ class Elaborator {
   bool allow_missing_ = false;
   int64_t steps_ = 0;      ///< expressions evaluated, bounded (see eval)
   int eval_depth_ = 0;
+  bool too_deep_reported_ = false;  ///< the statement being evaluated has hit kMaxEvalDepth
   static constexpr int kMaxEvalDepth = 600;
 
   Span stmt_span_;          ///< the forward statement being lowered (span of its nodes)

@@ -1,4 +1,5 @@
 // Evaluating expressions: names, config keys, constant folding, member access, indexing, calls.
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -20,7 +21,16 @@ Value Elaborator::eval(const Expr& e) {
   // Bounds on work and stack: inlining multiplies both, and an input must not be able to hang
   // or overflow the checker.
   if (++steps_ > opts_.max_nodes * 20 + 100000) throw TooLarge{};
-  if (eval_depth_ >= kMaxEvalDepth) return err(e.span, "expression nested too deeply (through inlined fns)");
+  if (eval_depth_ == 0) too_deep_reported_ = false;  // a new statement
+  if (eval_depth_ >= kMaxEvalDepth) {
+    // Once per statement: the other operands at the bound (a call's arguments, its receiver)
+    // would each say the same.
+    if (too_deep_reported_) return Value::error();
+    too_deep_reported_ = true;
+    const bool in_fn = std::any_of(frames_.begin(), frames_.end(), [](const Frame& f) { return f.fn != nullptr; });
+    return err(e.span, fmt::format("expression nested too deeply: more than {} levels{}", kMaxEvalDepth,
+                                   in_fn ? " (through inlined fns)" : ""));
+  }
   struct Depth {
     int& d;
     explicit Depth(int& x) : d(x) { ++d; }
@@ -35,21 +45,7 @@ Value Elaborator::eval(const Expr& e) {
     case ExprKind::Name: return lookup(e.text, e.span);
     case ExprKind::Config: return config_value(e, false);
     case ExprKind::Unary: return unary(e);
-    case ExprKind::Binary: {
-      if (e.op == Tok::QuestionQuestion) return coalesce(e, false);
-      Value a = eval(*e.args[0]);
-      if (e.op == Tok::AndAnd || e.op == Tok::OrOr) {
-        if (a.is_error()) return a;
-        if (a.kind != K::Bool) return err(e.args[0]->span, std::string("expected a bool before ") + tok_name(e.op) + ", found " + show(a));
-        if (a.b == (e.op == Tok::OrOr)) return a;  // short-circuit
-        Value b = eval(*e.args[1]);
-        if (b.is_error()) return b;
-        if (b.kind != K::Bool) return err(e.args[1]->span, std::string("expected a bool after ") + tok_name(e.op) + ", found " + show(b));
-        return b;
-      }
-      Value b = eval(*e.args[1]);
-      return binary(e.op, a, b, e);
-    }
+    case ExprKind::Binary: return binary_chain(e, false);
     case ExprKind::Ternary: {
       Value c = eval(*e.args[0]);
       if (c.is_error()) return c;
@@ -80,11 +76,49 @@ Value Elaborator::eval_maybe_missing(const Expr& e) {
   return eval(e);
 }
 
-Value Elaborator::coalesce(const Expr& e, bool allow_missing) {
-  Value a = eval_maybe_missing(*e.args[0]);
-  if (a.kind != K::Null) return a;
-  return allow_missing ? eval_maybe_missing(*e.args[1]) : eval(*e.args[1]);
+// A left-associative chain (`a + b + c`, `a ?? b ?? c`, `a && b && c`) parses to a tree as deep as
+// the chain is long, so its left spine is walked with a loop, innermost operator first: the depth
+// bound (and the stack) then counts nesting, not the length of a chain. Each operator means what
+// it always did: `??` takes its right side only when the left is none (and lets a missing config
+// key or param be none on its left, and on its right when the `??` itself is on the left of
+// another `??`), `&&`/`||` short-circuit and need bools, any other operator evaluates both sides.
+Value Elaborator::binary_chain(const Expr& top, bool allow_missing) {
+  std::vector<const Expr*> spine;  // top first
+  const Expr* leaf = &top;
+  while (leaf->kind == ExprKind::Binary) {
+    spine.push_back(leaf);
+    leaf = leaf->args[0].get();
+  }
+  Value v = spine.back()->op == Tok::QuestionQuestion ? eval_maybe_missing(*leaf) : eval(*leaf);
+  for (size_t i = spine.size(); i-- > 0;) {
+    const Expr& e = *spine[i];
+    if (i > 0 && ++steps_ > opts_.max_nodes * 20 + 100000) throw TooLarge{};  // eval() counted the top
+    if (e.op == Tok::QuestionQuestion) {
+      if (v.kind != K::Null) continue;
+      const bool missing_ok = i == 0 ? allow_missing : spine[i - 1]->op == Tok::QuestionQuestion;
+      v = missing_ok ? eval_maybe_missing(*e.args[1]) : eval(*e.args[1]);
+      continue;
+    }
+    if (e.op == Tok::AndAnd || e.op == Tok::OrOr) {
+      if (v.is_error()) continue;
+      if (v.kind != K::Bool) {
+        v = err(e.args[0]->span, std::string("expected a bool before ") + tok_name(e.op) + ", found " + show(v));
+        continue;
+      }
+      if (v.b == (e.op == Tok::OrOr)) continue;  // short-circuit
+      Value b = eval(*e.args[1]);
+      if (!b.is_error() && b.kind != K::Bool)
+        b = err(e.args[1]->span, std::string("expected a bool after ") + tok_name(e.op) + ", found " + show(b));
+      v = std::move(b);
+      continue;
+    }
+    Value b = eval(*e.args[1]);
+    v = binary(e.op, v, b, e);
+  }
+  return v;
 }
+
+Value Elaborator::coalesce(const Expr& e, bool allow_missing) { return binary_chain(e, allow_missing); }
 
 Value Elaborator::config_value(const Expr& e, bool allow_missing) {
   const nlohmann::json* j = &config_;

@@ -1,7 +1,6 @@
 #include "lang/program.h"
 
 #include <algorithm>
-#include <functional>
 #include <tuple>
 
 #include "lang/lexer.h"
@@ -10,10 +9,25 @@
 namespace lg::lang {
 namespace {
 
+/// Visits `root` and its subexpressions in pre-order (a node, then its args left to right) with an
+/// explicit stack: a long `a + b + ...` is a tree as deep as it is long.
+template <class F>
+void preorder(const Expr& root, F&& visit) {
+  std::vector<const Expr*> todo{&root};
+  while (!todo.empty()) {
+    const Expr* e = todo.back();
+    todo.pop_back();
+    size_t first = visit(*e);  // visit returns the first arg to descend into
+    for (size_t k = e->args.size(); k-- > first;)
+      if (e->args[k]) todo.push_back(e->args[k].get());
+  }
+}
+
 void collect_calls(const Expr& e, std::vector<const Expr*>& out) {
-  if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) out.push_back(&e);
-  for (const auto& a : e.args)
-    if (a) collect_calls(*a, out);
+  preorder(e, [&](const Expr& x) -> size_t {
+    if (x.kind == ExprKind::Call && x.args[0]->kind == ExprKind::Name) out.push_back(&x);
+    return 0;
+  });
 }
 
 void collect_calls(const std::vector<Stmt>& body, std::vector<const Expr*>& out) {
@@ -30,11 +44,23 @@ void check_recursion(Program& p) {
   std::unordered_map<std::string, std::vector<const Expr*>> calls;
   for (auto& [name, fn] : p.fns) collect_calls(fn->body, calls[name]);
   std::unordered_map<std::string, int> color;  // 0 unvisited, 1 on the stack, 2 done
+  // Depth-first over the call graph with an explicit stack (fn, next call to follow): a program
+  // may chain thousands of fns.
   std::vector<std::string> stack;
-  std::function<void(const std::string&)> visit = [&](const std::string& f) {
-    color[f] = 1;
-    stack.push_back(f);
-    for (const Expr* c : calls[f]) {
+  std::vector<size_t> next;
+  auto visit = [&](const std::string& root) {
+    color[root] = 1;
+    stack.push_back(root);
+    next.push_back(0);
+    while (!stack.empty()) {
+      const std::vector<const Expr*>& fcalls = calls[stack.back()];
+      if (next.back() == fcalls.size()) {
+        color[stack.back()] = 2;
+        stack.pop_back();
+        next.pop_back();
+        continue;
+      }
+      const Expr* c = fcalls[next.back()++];
       const std::string& g = c->args[0]->text;
       if (!p.fns.count(g)) continue;
       if (color[g] == 1) {
@@ -50,11 +76,11 @@ void check_recursion(Program& p) {
         p.diags.error(c->args[0]->span, "recursive call: " + chain + g +
                                             " (fns are inlined at every call, so they cannot recurse)");
       } else if (color[g] == 0) {
-        visit(g);
+        color[g] = 1;
+        stack.push_back(g);
+        next.push_back(0);
       }
     }
-    stack.pop_back();
-    color[f] = 2;
   };
   std::vector<std::string> names;
   for (auto& [name, fn] : p.fns) names.push_back(name);
@@ -93,20 +119,20 @@ class FnNameCheck {
   }
 
  private:
-  void expr(const Expr& e) {
-    if (e.kind == ExprKind::Name) {
-      name(e);
-      return;
-    }
-    size_t first = 0;
-    if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) {
-      const std::string& f = e.args[0]->text;
-      if (!bound_.count(f) && !p_.fns.count(f) && !is_primitive(f) && !model_names_.count(f))
-        p_.diags.error(e.args[0]->span, "unknown function '" + f + "'");
-      first = 1;
-    }
-    for (size_t k = first; k < e.args.size(); ++k)
-      if (e.args[k]) expr(*e.args[k]);
+  void expr(const Expr& root) {
+    preorder(root, [&](const Expr& e) -> size_t {
+      if (e.kind == ExprKind::Name) {
+        name(e);
+        return e.args.size();
+      }
+      if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) {
+        const std::string& f = e.args[0]->text;
+        if (!bound_.count(f) && !p_.fns.count(f) && !is_primitive(f) && !model_names_.count(f))
+          p_.diags.error(e.args[0]->span, "unknown function '" + f + "'");
+        return 1;
+      }
+      return 0;
+    });
   }
   void name(const Expr& e) {
     const std::string& n = e.text;
