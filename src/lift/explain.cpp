@@ -1,7 +1,6 @@
 #include "lift/explain.h"
 
 #include <fstream>
-#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -14,13 +13,13 @@ std::string node_text(const ir::Graph& g, ir::ValueId v) {
   return (n.name.empty() ? "%" + std::to_string(v) : n.name) + "=" + ir::op_name(n.op);
 }
 
-std::string signature(const StagedProgram& p, const Launch& l) {
+std::string signature(const StagedProgram& p, const Launch& l, const std::vector<bool>& constant) {
   std::string sig;
   for (int32_t s : l.stages) {
     sig += stage_kind_name(p.stages[static_cast<size_t>(s)].kind);
     // The ops too: two GEMMs of one statement (fc1, fc2) are different launches of a layer.
     for (ir::ValueId v : p.stages[static_cast<size_t>(s)].nodes) sig += std::string(" ") + ir::op_name(p.graph.at(v).op);
-    for (const auto& line : stage_lines(p, p.stages[static_cast<size_t>(s)])) sig += " " + line;
+    for (const auto& line : stage_lines(p, p.stages[static_cast<size_t>(s)], &constant)) sig += " " + line;
     sig += ";";
   }
   return sig;
@@ -35,6 +34,8 @@ std::string explain(const StagedProgram& p, bool with_source) {
       for (std::string line; std::getline(in, line);) text[f].push_back(line);
     }
   std::ostringstream os;
+  const std::vector<bool> constant = constant_nodes(p.graph);
+  std::vector<uint32_t> reached(p.graph.nodes.size(), 0);  // per node: 1 + the stage that last listed it
   for (size_t li = 0; li < p.launches.size(); ++li) {
     const Launch& l = p.launches[li];
     os << "launch " << li << (l.stages.size() > 1 ? " (stages run together)" : "") << "\n";
@@ -43,17 +44,26 @@ std::string explain(const StagedProgram& p, bool with_source) {
       os << "  stage " << s << " " << stage_kind_name(st.kind) << "\n    computes:";
       for (ir::ValueId v : st.nodes) os << " " << node_text(p.graph, v);
       // Elementwise nodes recomputed inside the stage (dissolved maps), views omitted.
-      std::vector<bool> reached(p.graph.nodes.size(), false);
+      // Depth first, operands in order (an explicit stack: inline chains are as long as the program).
+      const uint32_t walk = static_cast<uint32_t>(s) + 1;
       std::vector<std::string> inl;
-      std::function<void(ir::ValueId)> visit = [&](ir::ValueId v) {
-        for (ir::ValueId o : p.graph.at(v).operands) {
-          if (reached[static_cast<size_t>(o)] || !p.is_inline[static_cast<size_t>(o)]) continue;
-          reached[static_cast<size_t>(o)] = true;
+      std::vector<std::pair<ir::ValueId, size_t>> stack;
+      for (ir::ValueId root : st.nodes) {
+        stack.push_back({root, 0});
+        while (!stack.empty()) {
+          auto& [v, next] = stack.back();
+          const auto& ops = p.graph.at(v).operands;
+          if (next == ops.size()) {
+            stack.pop_back();
+            continue;
+          }
+          const ir::ValueId o = ops[next++];
+          if (reached[static_cast<size_t>(o)] == walk || !p.is_inline[static_cast<size_t>(o)]) continue;
+          reached[static_cast<size_t>(o)] = walk;
           if (ir::is_elementwise(p.graph.at(o).op)) inl.push_back(ir::op_name(p.graph.at(o).op));
-          visit(o);
+          stack.push_back({o, 0});
         }
-      };
-      for (ir::ValueId v : st.nodes) visit(v);
+      }
       if (!inl.empty()) {
         os << "\n    inline:";
         for (const auto& o : inl) os << " " << o;
@@ -64,12 +74,12 @@ std::string explain(const StagedProgram& p, bool with_source) {
         if (p.graph.at(v).op == ir::Op::StateWrite)
           os << " " << node_text(p.graph, v) << "(in place)";
       os << "\n    lines:";
-      const auto listed = stage_lines(p, st);
+      const auto listed = stage_lines(p, st, &constant);
       for (const auto& line : listed) os << " " << line;
       if (listed.empty()) os << " - (values several statements share, computed once)";
       os << "\n";
       if (with_source)
-        for (auto [file, line] : stage_line_set(p, st)) {  // the lines listed above, with their text
+        for (auto [file, line] : stage_line_set(p, st, &constant)) {  // the lines listed above, with their text
           if (file < 0 || static_cast<size_t>(file) >= text.size()) continue;
           const auto& lines = text[static_cast<size_t>(file)];
           if (line >= 1 && static_cast<size_t>(line) <= lines.size())
@@ -83,7 +93,8 @@ std::string explain(const StagedProgram& p, bool with_source) {
 int64_t launches_per_layer(const StagedProgram& p, int64_t* layers_out) {
   if (layers_out) *layers_out = 0;
   std::map<std::string, int64_t> count;
-  for (const Launch& l : p.launches) ++count[signature(p, l)];
+  const std::vector<bool> constant = constant_nodes(p.graph);
+  for (const Launch& l : p.launches) ++count[signature(p, l, constant)];
   // L: the most common repeat count (a layer's launches all repeat L times; an unfused layer
   // repeats some signatures a multiple of L times).
   std::map<int64_t, int64_t> freq;

@@ -2,7 +2,6 @@
 #include "lift/lift.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <string>
 
@@ -100,17 +99,30 @@ void check_state_hazards(const ir::Graph& g) {
     for (ir::ValueId o : g.nodes[i].operands) users[static_cast<size_t>(o)].push_back(static_cast<ir::ValueId>(i));
   for (size_t w = 0; w < g.nodes.size(); ++w) {
     if (g.nodes[w].op != ir::Op::StateWrite) continue;
-    ir::ValueId old = g.nodes[w].operands.at(0);
-    std::function<void(ir::ValueId)> visit = [&](ir::ValueId v) {
-      for (ir::ValueId u : users[static_cast<size_t>(v)]) {
-        if (static_cast<size_t>(u) == w) continue;
-        if (ir::is_movement(g.at(u).op)) { visit(u); continue; }
-        if (static_cast<size_t>(u) > w || g.at(u).op == ir::Op::StateWrite)
-          refuse(g, u, "it reads the state as it was before the write at " + span_text(g, g.nodes[w].span) +
-                           ", but state writes happen in place");
+    // Depth first through the views of the old version, in the order of users (the first
+    // offending reader is the one reported); each view once (views may share views: concat(x, x)).
+    std::vector<bool> seen(g.nodes.size(), false);
+    std::vector<std::pair<ir::ValueId, size_t>> stack{{g.nodes[w].operands.at(0), 0}};
+    while (!stack.empty()) {
+      auto& [v, next] = stack.back();
+      const auto& us = users[static_cast<size_t>(v)];
+      if (next == us.size()) {
+        stack.pop_back();
+        continue;
       }
-    };
-    visit(old);
+      const ir::ValueId u = us[next++];
+      if (static_cast<size_t>(u) == w) continue;
+      if (ir::is_movement(g.at(u).op)) {
+        if (!seen[static_cast<size_t>(u)]) {
+          seen[static_cast<size_t>(u)] = true;
+          stack.push_back({u, 0});
+        }
+        continue;
+      }
+      if (static_cast<size_t>(u) > w || g.at(u).op == ir::Op::StateWrite)
+        refuse(g, u, "it reads the state as it was before the write at " + span_text(g, g.nodes[w].span) +
+                         ", but state writes happen in place");
+    }
   }
 }
 

@@ -66,39 +66,29 @@ struct StagedProgram {
 /// to one stage each. Called by lifting and after every fusion pass.
 void normalize(StagedProgram& p);
 
-/// The stages that read node `v`'s value directly (through inline nodes, which are traversed).
-/// -1 in the result stands for "a graph output".
-std::vector<int32_t> reader_stages(const StagedProgram& p, ir::ValueId v);
-
-/// The buffer-backed or stage-computed nodes that stage `s` reads (inline nodes traversed).
-std::vector<ir::ValueId> stage_inputs(const StagedProgram& p, int32_t s);
-
-/// Stage indices that stage `s` must run after (producers of its inputs, readers of a state
-/// version that `s` overwrites).
-std::vector<int32_t> stage_deps(const StagedProgram& p, int32_t s);
-
-/// True if merging stages a and b into one would create a dependency cycle through a third stage.
-bool merge_makes_cycle(const StagedProgram& p, int32_t a, int32_t b);
+// Readers, inputs and dependencies of stages, and whether a merge would make a cycle:
+// StageGraph (stage_graph.h), which computes them once per state of the program.
 
 /// True if stages a and b merged would overwrite a state version that the merged stage also
 /// reads (a cache read and its overwrite in one kernel: threads would race on the rows). The CPU
 /// staged executor computes before it writes and cannot see this; the passes must not make it.
 bool merge_races_on_state(const StagedProgram& p, int32_t a, int32_t b);
 
-/// What every fusion pass asks before merging: no cycle, no state race.
-inline bool merge_is_safe(const StagedProgram& p, int32_t a, int32_t b) {
-  return !merge_makes_cycle(p, a, b) && !merge_races_on_state(p, a, b);
-}
-
 /// Moves every node of stage `from` into stage `into` (kind of `into` kept) and removes `from`.
 /// Callers run normalize() afterwards.
 void merge_stages(StagedProgram& p, int32_t into, int32_t from);
 
+/// Per node of g: true for a constant expression, a Const or Arange or an elementwise op or view
+/// of constants only (an eps and its cast). Such nodes name no statement in stage listings.
+std::vector<bool> constant_nodes(const ir::Graph& g);
+
 /// The source lines a stage covers, (file index, line), sorted and unique: those of its nodes and
-/// of the inline nodes it evaluates, constants excepted.
-std::set<std::pair<int32_t, int32_t>> stage_line_set(const StagedProgram& p, const Stage& s);
+/// of the inline nodes it evaluates, constants excepted. `constant` is constant_nodes(p.graph)
+/// (computed once when listing every stage); without it, it is computed for this call.
+std::set<std::pair<int32_t, int32_t>> stage_line_set(const StagedProgram& p, const Stage& s,
+                                                     const std::vector<bool>* constant = nullptr);
 /// The same as "file:line" strings.
-std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s);
+std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s, const std::vector<bool>* constant = nullptr);
 
 /// "file:line:col" of a span ("<unknown>" when the graph has no file for it).
 std::string span_text(const ir::Graph& g, const ir::Span& span);

@@ -2,7 +2,6 @@
 // activation, one launch), and elementwise epilogues (bias, residual add, silu(gate)*up, casts)
 // and gather epilogues computed where the GEMM or gather produces its element.
 #include <algorithm>
-#include <functional>
 
 #include "lift/passes.h"
 #include "lift/passes/helpers.h"
@@ -20,44 +19,58 @@ std::vector<ir::ValueId> matmuls(const StagedProgram& p, int32_t s) {
 
 // True if v is a weight: a Param seen through views and casts.
 bool is_weight(const StagedProgram& p, ir::ValueId v) {
-  const ir::Node& n = p.graph.at(v);
-  if (n.op == ir::Op::Param) return true;
-  bool see_through = ir::is_movement(n.op) || n.op == ir::Op::Cast;
-  if (see_through && p.is_inline[static_cast<size_t>(v)] && n.operands.size() == 1)
-    return is_weight(p, n.operands[0]);
-  return false;
+  while (true) {
+    const ir::Node& n = p.graph.at(v);
+    if (n.op == ir::Op::Param) return true;
+    bool see_through = ir::is_movement(n.op) || n.op == ir::Op::Cast;
+    if (!see_through || !p.is_inline[static_cast<size_t>(v)] || n.operands.size() != 1) return false;
+    v = n.operands[0];
+  }
 }
 
 // True if stage c reads values of stage g only elementwise at the same shape: the reading node
 // is elementwise with g's value's shape, and no inline view of c reads g. Then c's element (i)
 // needs exactly g's element (i), which the GEMM/gather has in registers.
+//
+// A depth-first walk (explicit stack: inline chains are as long as the program) that visits each
+// inline node once, the first time it is reached, with the view flag of that path.
 bool reads_pointwise(const StagedProgram& p, int32_t c, int32_t g) {
   std::vector<bool> seen(p.graph.nodes.size(), false);
-  std::function<bool(ir::ValueId, bool)> ok = [&](ir::ValueId v, bool via_view) -> bool {
-    const ir::Node& n = p.graph.at(v);
-    for (ir::ValueId o : n.operands) {
+  struct Frame {
+    ir::ValueId v;
+    bool via_view;
+    size_t next = 0;  // operand to look at next
+  };
+  std::vector<Frame> stack;
+  for (ir::ValueId root : p.stages[static_cast<size_t>(c)].nodes) {
+    stack.push_back({root, false});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const ir::Node& n = p.graph.at(f.v);
+      if (f.next == n.operands.size()) {
+        stack.pop_back();
+        continue;
+      }
+      const ir::ValueId o = n.operands[f.next++];
       if (p.stage_of[static_cast<size_t>(o)] == g) {
-        if (via_view || !ir::is_elementwise(n.op) || !(p.graph.at(o).shape == n.shape)) return false;
+        if (f.via_view || !ir::is_elementwise(n.op) || !(p.graph.at(o).shape == n.shape)) return false;
       } else if (p.is_inline[static_cast<size_t>(o)] && !seen[static_cast<size_t>(o)]) {
         seen[static_cast<size_t>(o)] = true;
-        if (!ok(o, via_view || !ir::is_elementwise(p.graph.at(o).op))) return false;
+        stack.push_back({o, f.via_view || !ir::is_elementwise(p.graph.at(o).op)});  // f dangles now
       }
     }
-    return true;
-  };
-  for (ir::ValueId v : p.stages[static_cast<size_t>(c)].nodes)
-    if (!ok(v, false)) return false;
+  }
   return true;
 }
 
 // Merges Map readers of `kind` stages that read them pointwise.
 void epilogues(StagedProgram& prog, StageKind kind) {
-  detail::merge_while(prog, [kind](const StagedProgram& p) -> detail::Merge {
+  detail::merge_while(prog, [kind](const StagedProgram& p, StageGraph& sg) -> detail::Merge {
     for (int32_t g = 0; g < static_cast<int32_t>(p.stages.size()); ++g) {
       if (p.stages[static_cast<size_t>(g)].kind != kind) continue;
-      for (int32_t c : detail::readers_of_stage(p, g)) {
+      for (int32_t c : sg.readers_of_stage(g)) {
         if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
-        if (detail::all_elementwise(p, c) && reads_pointwise(p, c, g) && merge_is_safe(p, g, c)) return {{g, c}};
+        if (detail::all_elementwise(p, c) && reads_pointwise(p, c, g) && sg.merge_is_safe(g, c)) return {{g, c}};
       }
     }
     return std::nullopt;
@@ -69,7 +82,7 @@ void epilogues(StagedProgram& prog, StageKind kind) {
 /// Merges Gemm stages whose MatMuls read the same A value (same node), have the same leading
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
 void pass_merge_gemm_siblings(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
     for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
       if (p.stages[static_cast<size_t>(a)].kind != StageKind::Gemm) continue;
       const ir::Node& na = p.graph.at(matmuls(p, a).front());
@@ -79,7 +92,7 @@ void pass_merge_gemm_siblings(StagedProgram& prog) {
         const ir::Node& nb = p.graph.at(matmuls(p, b).front());
         if (nb.operands[0] != na.operands[0] || !is_weight(p, nb.operands[1])) continue;
         const ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
-        if (sa == sb && merge_is_safe(p, a, b)) return {{a, b}};
+        if (sa == sb && g.merge_is_safe(a, b)) return {{a, b}};
       }
     }
     return std::nullopt;

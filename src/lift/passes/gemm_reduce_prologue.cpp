@@ -4,7 +4,6 @@
 // reduces each activation row before it uses it: a decode GEMV once per block over the row it
 // stages anyway, a prefill pack kernel once per row span (emit/cuda/render.cpp).
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -20,29 +19,55 @@ namespace {
 // reduction of g's own) has an operand depending on reduction stage r: element (t, k) of the
 // operand must need row t of r and nothing else.
 bool operand_closure(const StagedProgram& p, ir::ValueId a, int32_t r, int32_t g, std::set<ir::ValueId>& out) {
-  std::map<ir::ValueId, bool> dep;  // memo: does v depend on r (through evaluated nodes)
-  std::function<bool(ir::ValueId)> depends = [&](ir::ValueId v) -> bool {
-    if (p.stage_of[static_cast<size_t>(v)] == r) return true;
-    if (!p.is_inline[static_cast<size_t>(v)] && p.stage_of[static_cast<size_t>(v)] != g) return false;
-    auto it = dep.find(v);
-    if (it != dep.end()) return it->second;
-    bool d = false;
-    for (ir::ValueId o : p.graph.at(v).operands) d = depends(o) || d;
-    return dep[v] = d;
+  // Nodes the walk expands: inline nodes and g's own; r's nodes and other buffers are leaves.
+  auto expands = [&](ir::ValueId v) {
+    const auto vi = static_cast<size_t>(v);
+    return p.stage_of[vi] != r && (p.is_inline[vi] || p.stage_of[vi] == g);
   };
-  std::function<bool(ir::ValueId)> visit = [&](ir::ValueId v) -> bool {
-    if (!out.insert(v).second) return true;
-    if (p.stage_of[static_cast<size_t>(v)] == r) return true;
-    if (!p.is_inline[static_cast<size_t>(v)] && p.stage_of[static_cast<size_t>(v)] != g) return true;
+  // Does v depend on r (through evaluated nodes)? Operands first, explicit stack, memoised.
+  std::map<ir::ValueId, bool> dep;
+  auto depends = [&](ir::ValueId root) -> bool {
+    std::vector<ir::ValueId> todo{root};
+    while (!todo.empty()) {
+      const ir::ValueId v = todo.back();
+      if (p.stage_of[static_cast<size_t>(v)] == r || !expands(v) || dep.count(v)) {
+        todo.pop_back();
+        continue;
+      }
+      bool ready = true, d = false;
+      for (ir::ValueId o : p.graph.at(v).operands) {
+        if (p.stage_of[static_cast<size_t>(o)] == r) {
+          d = true;
+        } else if (expands(o)) {
+          auto it = dep.find(o);
+          if (it == dep.end()) {
+            todo.push_back(o);
+            ready = false;
+          } else {
+            d = d || it->second;
+          }
+        }
+      }
+      if (!ready) continue;
+      dep[v] = d;
+      todo.pop_back();
+    }
+    if (p.stage_of[static_cast<size_t>(root)] == r) return true;
+    return expands(root) && dep[root];
+  };
+  std::vector<ir::ValueId> todo{a};
+  while (!todo.empty()) {
+    const ir::ValueId v = todo.back();
+    todo.pop_back();
+    if (!out.insert(v).second || !expands(v)) continue;
     const ir::Node& n = p.graph.at(v);
     const bool elementwise = ir::is_elementwise(n.op);
     for (ir::ValueId o : n.operands) {
       if (!elementwise && depends(o)) return false;
-      if (!visit(o)) return false;
+      todo.push_back(o);
     }
-    return true;
-  };
-  return visit(a);
+  }
+  return true;
 }
 
 // True if stage g reads reduction stage r only inside the activation operands of its MatMuls, and
@@ -79,20 +104,20 @@ bool feeds_only_activation_rows(const StagedProgram& p, int32_t r, int32_t g) {
   }
   // Nothing else of g (its epilogue, its stores) may read r's values.
   std::set<ir::ValueId> seen;
-  std::function<bool(ir::ValueId)> clean = [&](ir::ValueId v) -> bool {
-    if (!seen.insert(v).second || act.count(v)) return true;
+  std::vector<ir::ValueId> todo(p.stages[static_cast<size_t>(g)].nodes);
+  while (!todo.empty()) {
+    const ir::ValueId v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second || act.count(v)) continue;
     const ir::Node& n = gr.at(v);
     for (ir::ValueId o : n.operands) {
       if (p.stage_of[static_cast<size_t>(o)] == r) {
         if (!(n.op == ir::Op::MatMul && o == n.operands[0])) return false;
-      } else if (p.is_inline[static_cast<size_t>(o)] && !clean(o)) {
-        return false;
+      } else if (p.is_inline[static_cast<size_t>(o)]) {
+        todo.push_back(o);
       }
     }
-    return true;
-  };
-  for (ir::ValueId v : p.stages[static_cast<size_t>(g)].nodes)
-    if (!clean(v)) return false;
+  }
   return true;
 }
 
@@ -102,14 +127,14 @@ bool feeds_only_activation_rows(const StagedProgram& p, int32_t r, int32_t g) {
 /// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
 /// LM head). Reductions with other readers (a graph output, a second stage) stay as they are.
 void pass_gemm_reduce_prologue(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) -> detail::Merge {
     for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
       if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-      const auto readers = detail::readers_of_stage(p, r);
+      const auto readers = sg.readers_of_stage(r);
       if (readers.size() != 1 || readers[0] < 0) continue;
       const int32_t g = readers[0];
       if (p.stages[static_cast<size_t>(g)].kind == StageKind::Gemm && feeds_only_activation_rows(p, r, g) &&
-          merge_is_safe(p, g, r))
+          sg.merge_is_safe(g, r))
         return {{g, r}};
     }
     return std::nullopt;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "lift/passes.h"
+#include "lift/stage_graph.h"
 
 namespace lg::lift {
 
@@ -16,6 +17,7 @@ bool element_style(StageKind k) {
 /// Rebuilds p.launches: walks the stages in order and adds a stage to the current launch when
 /// both are element-style and the stage depends on no stage already in the launch.
 void pass_group_launches(StagedProgram& p) {
+  StageGraph g(p);
   p.launches.clear();
   for (int32_t s = 0; s < static_cast<int32_t>(p.stages.size()); ++s) {
     bool joined = false;
@@ -24,7 +26,7 @@ void pass_group_launches(StagedProgram& p) {
       bool ok = std::all_of(cur.begin(), cur.end(),
                             [&](int32_t c) { return element_style(p.stages[static_cast<size_t>(c)].kind); });
       if (ok) {
-        auto deps = stage_deps(p, s);
+        const auto& deps = g.deps(s);
         ok = std::none_of(cur.begin(), cur.end(),
                           [&](int32_t c) { return std::find(deps.begin(), deps.end(), c) != deps.end(); });
       }

@@ -5,16 +5,8 @@
 
 namespace lg::lift::detail {
 
-std::vector<int32_t> readers_of_stage(const StagedProgram& p, int32_t s) {
-  std::set<int32_t> out;
-  for (ir::ValueId v : p.stages[static_cast<size_t>(s)].nodes)
-    for (int32_t r : reader_stages(p, v))
-      if (r != s) out.insert(r);
-  return {out.begin(), out.end()};
-}
-
-bool reads_state(const StagedProgram& p, int32_t s) {
-  for (ir::ValueId in : stage_inputs(p, s)) {
+bool reads_state(const StagedProgram& p, StageGraph& g, int32_t s) {
+  for (ir::ValueId in : g.inputs(s)) {
     ir::Op op = p.graph.at(in).op;
     if (op == ir::Op::State || op == ir::Op::StateWrite) return true;
   }
@@ -46,17 +38,26 @@ bool inline_maps(StagedProgram& p, bool into_gemm) {
   for (bool changed = true; changed;) {
     changed = false;
     // Last stage first: a dissolved consumer makes its producer's reader set smaller.
+    //
+    // One StageGraph serves the whole sweep although stages dissolve during it: its reader sets
+    // are those of nodes of stages at or after s, and of inline nodes after those. Stages are in
+    // producer-first order, so a stage dissolved later in the sweep (before s) is upstream of
+    // every such node and changes none of their sets; it changes the sets of the nodes it reads,
+    // which are not computed yet. Inputs are asked afresh (inputs_now) for stages after s, which
+    // may have grown by the stages dissolved into them; those of s itself do not change before
+    // s is decided.
+    StageGraph g(p);
     for (int32_t s = static_cast<int32_t>(p.stages.size()) - 1; s >= 0; --s) {
       Stage& st = p.stages[static_cast<size_t>(s)];
-      if (st.kind != StageKind::Map || st.nodes.empty() || !all_elementwise(p, s) || reads_state(p, s)) continue;
-      auto readers = readers_of_stage(p, s);
+      if (st.kind != StageKind::Map || st.nodes.empty() || !all_elementwise(p, s) || reads_state(p, g, s)) continue;
+      auto readers = g.readers_of_stage(s);
       if (readers.empty() || readers.front() == -1) continue;
       bool gemm_reader = std::any_of(readers.begin(), readers.end(), [&](int32_t r) {
         return p.stages[static_cast<size_t>(r)].kind == StageKind::Gemm;
       });
       // Recomputing in several readers is only cheap when the inputs are sources (e.g. RoPE's
       // cos/sin from pos): recomputing a chain that reads other stages would grow with depth.
-      auto inputs = stage_inputs(p, s);
+      const auto& inputs = g.inputs(s);
       bool from_sources = std::all_of(inputs.begin(), inputs.end(), [&](ir::ValueId v) {
         return ir::is_source(p.graph.at(v).op);
       });
@@ -70,14 +71,17 @@ bool inline_maps(StagedProgram& p, bool into_gemm) {
       // iteration space (every head of every layer).
       // (A map that only feeds such maps, like RoPE's angles feeding cos and sin, still goes
       // into them: they are computed once either way.)
-      const bool feeds_source_maps = std::all_of(readers.begin(), readers.end(), [&](int32_t r) {
-        if (p.stages[static_cast<size_t>(r)].kind != StageKind::Map) return false;
-        auto in = stage_inputs(p, r);
-        return std::all_of(in.begin(), in.end(), [&](ir::ValueId v) {
-          return ir::is_source(p.graph.at(v).op) || p.stage_of[static_cast<size_t>(v)] == s;
+      // (Asked only of several readers: a reader's inputs are a walk over all it recomputes.)
+      const auto feeds_source_maps = [&] {
+        return std::all_of(readers.begin(), readers.end(), [&](int32_t r) {
+          if (p.stages[static_cast<size_t>(r)].kind != StageKind::Map) return false;
+          auto in = g.inputs_now(r);
+          return std::all_of(in.begin(), in.end(), [&](ir::ValueId v) {
+            return ir::is_source(p.graph.at(v).op) || p.stage_of[static_cast<size_t>(v)] == s;
+          });
         });
-      });
-      if (readers.size() != 1 && !feeds_source_maps && costly_math(p, s)) continue;
+      };
+      if (readers.size() != 1 && !feeds_source_maps() && costly_math(p, s)) continue;
       for (ir::ValueId v : st.nodes) {
         p.is_inline[static_cast<size_t>(v)] = true;
         p.stage_of[static_cast<size_t>(v)] = -1;

@@ -10,7 +10,7 @@ namespace lg::lift {
 /// P seen through Reshape/Permute views only (the emitter maps P's element index through them to
 /// the cache index) and the merge keeps the stage order acyclic.
 void pass_state_write_into_producer(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p) -> detail::Merge {
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
     for (int32_t w = 0; w < static_cast<int32_t>(p.stages.size()); ++w) {
       const Stage& st = p.stages[static_cast<size_t>(w)];
       if (st.kind != StageKind::StateWrite || st.nodes.size() != 1) continue;
@@ -21,7 +21,7 @@ void pass_state_write_into_producer(StagedProgram& prog) {
       const int32_t prod = p.stage_of[static_cast<size_t>(v)];
       if (prod < 0 || prod == w) continue;
       const StageKind k = p.stages[static_cast<size_t>(prod)].kind;
-      if (k != StageKind::Attention && k != StageKind::StateWrite && merge_is_safe(p, prod, w)) return {{prod, w}};
+      if (k != StageKind::Attention && k != StageKind::StateWrite && g.merge_is_safe(prod, w)) return {{prod, w}};
     }
     return std::nullopt;
   });

@@ -1,0 +1,167 @@
+#include "lift/stage_graph.h"
+
+#include <algorithm>
+
+namespace lg::lift {
+
+namespace {
+void sort_unique(std::vector<int32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+}  // namespace
+
+StageGraph::StageGraph(const StagedProgram& p) : p_(p) {
+  const size_t n = p.graph.nodes.size();
+  // Users in compressed rows: two passes over the operands, no vector per node.
+  user_start_.assign(n + 1, 0);
+  for (const ir::Node& node : p.graph.nodes)
+    for (ir::ValueId o : node.operands) ++user_start_[static_cast<size_t>(o) + 1];
+  for (size_t i = 0; i < n; ++i) user_start_[i + 1] += user_start_[i];
+  users_.resize(user_start_[n]);
+  std::vector<size_t> fill(user_start_.begin(), user_start_.end() - 1);
+  for (size_t i = 0; i < n; ++i)
+    for (ir::ValueId o : p.graph.nodes[i].operands) users_[fill[static_cast<size_t>(o)]++] = static_cast<ir::ValueId>(i);
+  is_output_.assign(n, false);
+  for (ir::ValueId o : p.graph.outputs) is_output_[static_cast<size_t>(o)] = true;
+  reader_state_.assign(n, 0);
+  readers_.resize(n);
+  inputs_known_.assign(p.stages.size(), false);
+  inputs_.resize(p.stages.size());
+  mark_.assign(n, 0);
+}
+
+// readers(v) = {-1 if v is an output} + for each user u: u's stage, or readers(u) if u is inline.
+// Users come after their operands (the graph is in topological order), so the unknown inline
+// nodes downstream of v are collected first and computed from the last one backwards.
+const std::vector<int32_t>& StageGraph::readers(ir::ValueId v) {
+  const auto vi = static_cast<size_t>(v);
+  if (reader_state_[vi] == 2) return readers_[vi];
+  std::vector<ir::ValueId> todo{v}, order;
+  reader_state_[vi] = 1;
+  while (!todo.empty()) {
+    const ir::ValueId x = todo.back();
+    todo.pop_back();
+    order.push_back(x);
+    for (const ir::ValueId* u = users_begin(x); u != users_end(x); ++u) {
+      const auto ui = static_cast<size_t>(*u);
+      if (p_.stage_of[ui] < 0 && p_.is_inline[ui] && reader_state_[ui] == 0) {
+        reader_state_[ui] = 1;
+        todo.push_back(*u);
+      }
+    }
+  }
+  std::sort(order.begin(), order.end(), std::greater<>());
+  for (ir::ValueId x : order) {
+    const auto xi = static_cast<size_t>(x);
+    std::vector<int32_t> r;
+    if (is_output_[xi]) r.push_back(-1);
+    for (const ir::ValueId* u = users_begin(x); u != users_end(x); ++u) {
+      const auto ui = static_cast<size_t>(*u);
+      if (p_.stage_of[ui] >= 0) r.push_back(p_.stage_of[ui]);
+      else if (p_.is_inline[ui]) r.insert(r.end(), readers_[ui].begin(), readers_[ui].end());
+    }
+    sort_unique(r);
+    readers_[xi] = std::move(r);
+    reader_state_[xi] = 2;
+  }
+  return readers_[vi];
+}
+
+std::vector<int32_t> StageGraph::readers_of_stage(int32_t s) {
+  std::vector<int32_t> out;
+  for (ir::ValueId v : p_.stages[static_cast<size_t>(s)].nodes)
+    for (int32_t r : readers(v))
+      if (r != s) out.push_back(r);
+  sort_unique(out);
+  return out;
+}
+
+std::vector<ir::ValueId> StageGraph::inputs_now(int32_t s) {
+  const uint32_t walk = ++walk_;
+  std::vector<ir::ValueId> out, todo;
+  const auto& nodes = p_.stages[static_cast<size_t>(s)].nodes;
+  for (ir::ValueId v : nodes) mark_[static_cast<size_t>(v)] = walk;
+  for (ir::ValueId v : nodes)
+    for (ir::ValueId o : p_.graph.at(v).operands) todo.push_back(o);
+  while (!todo.empty()) {
+    const ir::ValueId v = todo.back();
+    todo.pop_back();
+    const auto vi = static_cast<size_t>(v);
+    if (mark_[vi] == walk) continue;
+    mark_[vi] = walk;
+    if (p_.stage_of[vi] == s || p_.is_inline[vi]) {
+      for (ir::ValueId o : p_.graph.at(v).operands) todo.push_back(o);
+      continue;
+    }
+    out.push_back(v);  // a source buffer or another stage's value
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::vector<ir::ValueId>& StageGraph::inputs(int32_t s) {
+  const auto si = static_cast<size_t>(s);
+  if (!inputs_known_[si]) {
+    inputs_[si] = inputs_now(s);
+    inputs_known_[si] = true;
+  }
+  return inputs_[si];
+}
+
+// Producers of inputs, and for a state write, every other stage that reads the version it
+// overwrites (write-after-read: the write is in place).
+void StageGraph::compute_deps() {
+  const size_t n = p_.stages.size();
+  deps_.assign(n, {});
+  succ_.assign(n, {});
+  for (size_t s = 0; s < n; ++s) {
+    auto& d = deps_[s];
+    for (ir::ValueId in : inputs(static_cast<int32_t>(s))) {
+      int32_t ps = p_.stage_of[static_cast<size_t>(in)];
+      if (ps >= 0 && ps != static_cast<int32_t>(s)) d.push_back(ps);
+    }
+    for (ir::ValueId v : p_.stages[s].nodes) {
+      if (p_.graph.at(v).op != ir::Op::StateWrite) continue;
+      for (int32_t r : readers(p_.graph.at(v).operands[0]))
+        if (r >= 0 && r != static_cast<int32_t>(s)) d.push_back(r);
+    }
+    sort_unique(d);
+    for (int32_t x : d) succ_[static_cast<size_t>(x)].push_back(static_cast<int32_t>(s));
+  }
+  deps_known_ = true;
+}
+
+const std::vector<int32_t>& StageGraph::deps(int32_t s) {
+  if (!deps_known_) compute_deps();
+  return deps_[static_cast<size_t>(s)];
+}
+
+bool StageGraph::merge_makes_cycle(int32_t a, int32_t b) {
+  if (!deps_known_) compute_deps();
+  // A path x -> c -> ... -> y with c outside {a, b} becomes a cycle once x and y are one stage.
+  auto through_third = [&](int32_t x, int32_t y) {
+    std::vector<bool> seen(p_.stages.size(), false);
+    std::vector<int32_t> stack;
+    for (int32_t c : succ_[static_cast<size_t>(x)])
+      if (c != y) stack.push_back(c);
+    while (!stack.empty()) {
+      int32_t c = stack.back();
+      stack.pop_back();
+      if (seen[static_cast<size_t>(c)]) continue;
+      seen[static_cast<size_t>(c)] = true;
+      for (int32_t n : succ_[static_cast<size_t>(c)]) {
+        if (n == y) return true;
+        if (n != x) stack.push_back(n);
+      }
+    }
+    return false;
+  };
+  return through_third(a, b) || through_third(b, a);
+}
+
+bool StageGraph::merge_is_safe(int32_t a, int32_t b) {
+  return !merge_makes_cycle(a, b) && !merge_races_on_state(p_, a, b);
+}
+
+}  // namespace lg::lift
