@@ -3,6 +3,7 @@
 #include "emit/cuda/program.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,58 @@ std::string CudaProgram::source() const {
 }
 
 namespace {
+
+// The placed arena buffers whose live range (first to last launch) overlaps a given one, found
+// without a look at every placed buffer (an unfused program of 32k stages has 32k buffers, and
+// comparing each with each took seconds): the buffers sorted by first launch, and a segment tree
+// holding for each run of them the latest last launch among the placed ones.
+class PlacedByLife {
+ public:
+  PlacedByLife(const std::vector<Buffer>& buffers, std::vector<int32_t> ids) : buffers_(buffers), ids_(std::move(ids)) {
+    std::stable_sort(ids_.begin(), ids_.end(), [&](int32_t a, int32_t b) { return at(a).first_launch < at(b).first_launch; });
+    pos_.assign(buffers.size(), 0);
+    for (size_t i = 0; i < ids_.size(); ++i) pos_[static_cast<size_t>(ids_[i])] = i;
+    while (size_ < ids_.size()) size_ *= 2;
+    latest_.assign(2 * size_, kNone);
+  }
+  void place(int32_t id) {
+    size_t i = size_ + pos_[static_cast<size_t>(id)];
+    latest_[i] = at(id).last_launch;
+    for (i /= 2; i > 0; i /= 2) latest_[i] = std::max(latest_[2 * i], latest_[2 * i + 1]);
+  }
+  /// Calls f(id) for every placed buffer with first_launch <= last and last_launch >= first.
+  template <class F>
+  void overlapping(int32_t first, int32_t last, F&& f) const {
+    const size_t end = static_cast<size_t>(
+        std::upper_bound(ids_.begin(), ids_.end(), last, [&](int32_t l, int32_t id) { return l < at(id).first_launch; }) -
+        ids_.begin());
+    struct Run {
+      size_t node, lo, hi;
+    };
+    std::vector<Run> todo{{1, 0, size_}};
+    while (!todo.empty()) {
+      const Run r = todo.back();
+      todo.pop_back();
+      if (r.lo >= end || latest_[r.node] == kNone || latest_[r.node] < first) continue;
+      if (r.hi - r.lo == 1) {
+        f(ids_[r.lo]);
+        continue;
+      }
+      const size_t mid = (r.lo + r.hi) / 2;
+      todo.push_back({2 * r.node + 1, mid, r.hi});
+      todo.push_back({2 * r.node, r.lo, mid});
+    }
+  }
+
+ private:
+  static constexpr int64_t kNone = INT64_MIN;
+  const Buffer& at(int32_t id) const { return buffers_[static_cast<size_t>(id)]; }
+  const std::vector<Buffer>& buffers_;
+  std::vector<int32_t> ids_;
+  std::vector<size_t> pos_;
+  size_t size_ = 1;
+  std::vector<int64_t> latest_;
+};
 
 const char* kind_name(BufferKind k) {
   switch (k) {
@@ -296,14 +349,14 @@ struct ProgramBuilder {
     std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
       return prog.buffers[static_cast<size_t>(a)].bytes > prog.buffers[static_cast<size_t>(b)].bytes;
     });
-    std::vector<int32_t> placed;
+    PlacedByLife placed(prog.buffers, order);
     for (int32_t i : order) {
       Buffer& b = prog.buffers[static_cast<size_t>(i)];
       std::vector<std::pair<int64_t, int64_t>> busy;
-      for (int32_t j : placed) {
+      placed.overlapping(b.first_launch, b.last_launch, [&](int32_t j) {
         const Buffer& o = prog.buffers[static_cast<size_t>(j)];
-        if (o.first_launch <= b.last_launch && b.first_launch <= o.last_launch) busy.push_back({o.offset, o.offset + o.bytes});
-      }
+        busy.push_back({o.offset, o.offset + o.bytes});
+      });
       std::sort(busy.begin(), busy.end());
       int64_t off = 0;
       for (auto [s, e] : busy) {
@@ -312,9 +365,10 @@ struct ProgramBuilder {
       }
       b.offset = off;
       prog.arena_bytes = std::max(prog.arena_bytes, off + b.bytes);
-      placed.push_back(i);
+      placed.place(i);
     }
   }
+
 };
 
 }  // namespace
