@@ -88,6 +88,12 @@ void merge_stages(StagedProgram& p, int32_t into, int32_t from) {
 }
 
 void normalize(StagedProgram& p) {
+  // The index's reader sets are by node, not by stage: valid before and after the renumbering.
+  NodeIndex index(p);
+  normalize(p, index);
+}
+
+void normalize(StagedProgram& p, NodeIndex& index) {
   // Drop emptied stages, renumber.
   std::vector<Stage> kept;
   for (auto& s : p.stages)
@@ -99,18 +105,20 @@ void normalize(StagedProgram& p) {
     for (ir::ValueId v : p.stages[s].nodes) p.stage_of[static_cast<size_t>(v)] = static_cast<int32_t>(s);
   }
   // Stores: stage nodes read outside their stage (state writes write their state instead).
-  StageGraph sg(p);
+  std::vector<int32_t> readers;
   for (size_t s = 0; s < p.stages.size(); ++s) {
     auto& st = p.stages[s];
     st.stores.clear();
     for (ir::ValueId v : st.nodes) {
       if (p.graph.at(v).op == ir::Op::StateWrite) continue;
-      const auto& readers = sg.readers(v);
+      readers.clear();
+      index.reading_stages(v, readers);
       bool outside = std::any_of(readers.begin(), readers.end(),
                                  [&](int32_t r) { return r != static_cast<int32_t>(s); });
       if (outside) st.stores.push_back(v);
     }
   }
+  StageGraph sg(p, &index);
   // Topological order of stages, ties broken by first node (keeps the source order readable),
   // except that stages depending on no other stage come first: what they compute from the inputs
   // alone (the embedding lookup, RoPE's cos/sin of pos) then shares the first launch

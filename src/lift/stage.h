@@ -65,6 +65,9 @@ struct StagedProgram {
 /// (producers first, readers of a state version before its overwrite), and resets `launches`
 /// to one stage each. Called by lifting and after every fusion pass.
 void normalize(StagedProgram& p);
+class NodeIndex;
+/// The same with the node index of `p` (stage_graph.h) that a merging pass keeps across merges.
+void normalize(StagedProgram& p, NodeIndex& index);
 
 // Readers, inputs and dependencies of stages, and whether a merge would make a cycle:
 // StageGraph (stage_graph.h), which computes them once per state of the program.

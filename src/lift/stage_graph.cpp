@@ -2,16 +2,19 @@
 
 #include <algorithm>
 
+#include "support/error.h"
+
 namespace lg::lift {
 
 namespace {
-void sort_unique(std::vector<int32_t>& v) {
+template <class T>
+void sort_unique(std::vector<T>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 }  // namespace
 
-StageGraph::StageGraph(const StagedProgram& p) : p_(p) {
+NodeIndex::NodeIndex(const StagedProgram& p) : p_(p) {
   const size_t n = p.graph.nodes.size();
   // Users in compressed rows: two passes over the operands, no vector per node.
   user_start_.assign(n + 1, 0);
@@ -24,29 +27,29 @@ StageGraph::StageGraph(const StagedProgram& p) : p_(p) {
     for (ir::ValueId o : p.graph.nodes[i].operands) users_[fill[static_cast<size_t>(o)]++] = static_cast<ir::ValueId>(i);
   is_output_.assign(n, false);
   for (ir::ValueId o : p.graph.outputs) is_output_[static_cast<size_t>(o)] = true;
-  reader_state_.assign(n, 0);
-  readers_.resize(n);
-  inputs_known_.assign(p.stages.size(), false);
-  inputs_.resize(p.stages.size());
+  reach_state_.assign(n, 0);
+  reach_.resize(n);
   mark_.assign(n, 0);
 }
 
-// readers(v) = {-1 if v is an output} + for each user u: u's stage, or readers(u) if u is inline.
-// Users come after their operands (the graph is in topological order), so the unknown inline
-// nodes downstream of v are collected first and computed from the last one backwards.
-const std::vector<int32_t>& StageGraph::readers(ir::ValueId v) {
+// reach(v): for each user u, u itself if it is a stage node, reach(u) if it is inline; output if
+// v or an inline user is a graph output. Users come after their operands (the graph is in
+// topological order), so the unknown inline nodes downstream of v are collected first and
+// computed from the last one backwards.
+const NodeIndex::Reach& NodeIndex::reach(ir::ValueId v) {
   const auto vi = static_cast<size_t>(v);
-  if (reader_state_[vi] == 2) return readers_[vi];
+  if (reach_state_[vi] == 2) return reach_[vi];
+  auto is_inline_user = [&](size_t u) { return p_.stage_of[u] < 0 && p_.is_inline[u]; };
   std::vector<ir::ValueId> todo{v}, order;
-  reader_state_[vi] = 1;
+  reach_state_[vi] = 1;
   while (!todo.empty()) {
     const ir::ValueId x = todo.back();
     todo.pop_back();
     order.push_back(x);
     for (const ir::ValueId* u = users_begin(x); u != users_end(x); ++u) {
       const auto ui = static_cast<size_t>(*u);
-      if (p_.stage_of[ui] < 0 && p_.is_inline[ui] && reader_state_[ui] == 0) {
-        reader_state_[ui] = 1;
+      if (is_inline_user(ui) && reach_state_[ui] == 0) {
+        reach_state_[ui] = 1;
         todo.push_back(*u);
       }
     }
@@ -54,42 +57,96 @@ const std::vector<int32_t>& StageGraph::readers(ir::ValueId v) {
   std::sort(order.begin(), order.end(), std::greater<>());
   for (ir::ValueId x : order) {
     const auto xi = static_cast<size_t>(x);
-    std::vector<int32_t> r;
-    if (is_output_[xi]) r.push_back(-1);
+    Reach r;
+    r.output = is_output_[xi];
     for (const ir::ValueId* u = users_begin(x); u != users_end(x); ++u) {
       const auto ui = static_cast<size_t>(*u);
-      if (p_.stage_of[ui] >= 0) r.push_back(p_.stage_of[ui]);
-      else if (p_.is_inline[ui]) r.insert(r.end(), readers_[ui].begin(), readers_[ui].end());
+      if (p_.stage_of[ui] >= 0) {
+        r.nodes.push_back(*u);
+      } else if (p_.is_inline[ui]) {
+        r.nodes.insert(r.nodes.end(), reach_[ui].nodes.begin(), reach_[ui].nodes.end());
+        r.output = r.output || reach_[ui].output;
+      }
     }
-    sort_unique(r);
-    readers_[xi] = std::move(r);
-    reader_state_[xi] = 2;
+    sort_unique(r.nodes);
+    reach_[xi] = std::move(r);
+    reach_state_[xi] = 2;
   }
-  return readers_[vi];
+  return reach_[vi];
+}
+
+void NodeIndex::reading_stages(ir::ValueId v, std::vector<int32_t>& out) {
+  const Reach& r = reach(v);
+  if (r.output) out.push_back(-1);
+  std::vector<ir::ValueId> dissolved;
+  for (ir::ValueId u : r.nodes) {
+    const int32_t s = p_.stage_of[static_cast<size_t>(u)];
+    if (s >= 0) out.push_back(s);
+    else dissolved.push_back(u);
+  }
+  // Rare (inline_maps dissolving a stage of several nodes whose reader sets it had asked):
+  // each dissolved node's own readers stand for it, each node once.
+  if (dissolved.empty()) return;
+  const uint32_t walk = new_walk();
+  while (!dissolved.empty()) {
+    const ir::ValueId u = dissolved.back();
+    dissolved.pop_back();
+    if (mark(u) == walk) continue;
+    mark(u) = walk;
+    const Reach& ru = reach(u);
+    if (ru.output) out.push_back(-1);
+    for (ir::ValueId w : ru.nodes) {
+      const int32_t s = p_.stage_of[static_cast<size_t>(w)];
+      if (s >= 0) out.push_back(s);
+      else dissolved.push_back(w);
+    }
+  }
+}
+
+const std::vector<ir::ValueId>* NodeIndex::known_inputs(const Stage& s) const {
+  auto it = inputs_by_first_.find(s.nodes.front());
+  return it != inputs_by_first_.end() && it->second.count == s.nodes.size() ? &it->second.inputs : nullptr;
+}
+
+const std::vector<ir::ValueId>* NodeIndex::remember_inputs(const Stage& s, std::vector<ir::ValueId> inputs) {
+  KnownInputs& k = inputs_by_first_[s.nodes.front()];
+  k = {s.nodes.size(), std::move(inputs)};
+  return &k.inputs;
+}
+
+StageGraph::StageGraph(const StagedProgram& p, NodeIndex* index)
+    : p_(p), own_(index ? nullptr : std::make_unique<NodeIndex>(p)), idx_(index ? *index : *own_) {
+  inputs_.assign(p.stages.size(), nullptr);
+}
+
+std::vector<int32_t> StageGraph::readers(ir::ValueId v) {
+  std::vector<int32_t> out;
+  idx_.reading_stages(v, out);
+  sort_unique(out);
+  return out;
 }
 
 std::vector<int32_t> StageGraph::readers_of_stage(int32_t s) {
   std::vector<int32_t> out;
-  for (ir::ValueId v : p_.stages[static_cast<size_t>(s)].nodes)
-    for (int32_t r : readers(v))
-      if (r != s) out.push_back(r);
+  for (ir::ValueId v : p_.stages[static_cast<size_t>(s)].nodes) idx_.reading_stages(v, out);
+  out.erase(std::remove(out.begin(), out.end(), s), out.end());
   sort_unique(out);
   return out;
 }
 
 std::vector<ir::ValueId> StageGraph::inputs_now(int32_t s) {
-  const uint32_t walk = ++walk_;
+  const uint32_t walk = idx_.new_walk();
   std::vector<ir::ValueId> out, todo;
   const auto& nodes = p_.stages[static_cast<size_t>(s)].nodes;
-  for (ir::ValueId v : nodes) mark_[static_cast<size_t>(v)] = walk;
+  for (ir::ValueId v : nodes) idx_.mark(v) = walk;
   for (ir::ValueId v : nodes)
     for (ir::ValueId o : p_.graph.at(v).operands) todo.push_back(o);
   while (!todo.empty()) {
     const ir::ValueId v = todo.back();
     todo.pop_back();
+    if (idx_.mark(v) == walk) continue;
+    idx_.mark(v) = walk;
     const auto vi = static_cast<size_t>(v);
-    if (mark_[vi] == walk) continue;
-    mark_[vi] = walk;
     if (p_.stage_of[vi] == s || p_.is_inline[vi]) {
       for (ir::ValueId o : p_.graph.at(v).operands) todo.push_back(o);
       continue;
@@ -102,11 +159,13 @@ std::vector<ir::ValueId> StageGraph::inputs_now(int32_t s) {
 
 const std::vector<ir::ValueId>& StageGraph::inputs(int32_t s) {
   const auto si = static_cast<size_t>(s);
-  if (!inputs_known_[si]) {
-    inputs_[si] = inputs_now(s);
-    inputs_known_[si] = true;
+  if (!inputs_[si]) {
+    const Stage& st = p_.stages[si];
+    if (st.nodes.empty()) throw Error("lift: internal error: inputs of an empty stage");
+    inputs_[si] = idx_.known_inputs(st);
+    if (!inputs_[si]) inputs_[si] = idx_.remember_inputs(st, inputs_now(s));
   }
-  return inputs_[si];
+  return *inputs_[si];
 }
 
 // Producers of inputs, and for a state write, every other stage that reads the version it
@@ -123,7 +182,9 @@ void StageGraph::compute_deps() {
     }
     for (ir::ValueId v : p_.stages[s].nodes) {
       if (p_.graph.at(v).op != ir::Op::StateWrite) continue;
-      for (int32_t r : readers(p_.graph.at(v).operands[0]))
+      std::vector<int32_t> readers;
+      idx_.reading_stages(p_.graph.at(v).operands[0], readers);
+      for (int32_t r : readers)
         if (r >= 0 && r != static_cast<int32_t>(s)) d.push_back(r);
     }
     sort_unique(d);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "lift/explain.h"
+#include "lift/stage_graph.h"
 #include "tiny_models.h"
 
 namespace lg::lift::test {
@@ -33,6 +34,39 @@ TEST(Fusion, UnfusedLiftIsOneStagePerComputeNode) {
   s.b.output(s.b.unary(Op::Exp, s.b.binary(Op::Add, s.b.unary(Op::Neg, s.x), s.b.constant(1.0, 2))));
   StagedProgram p = lift(s.b.g);
   EXPECT_EQ(p.stages.size(), 4u);  // gather, neg, add, exp (the constant is inline)
+}
+
+TEST(Fusion, ReaderSetsFollowAStageOfSeveralNodesDissolvedSince) {
+  // neg -> {add, mul} (two maps merged into one stage by hand) -> exp. pass_inline_elementwise
+  // keeps one NodeIndex for a sweep while it dissolves stages: after {add, mul} is dissolved,
+  // neg's readers are found through add, whose remembered readers name mul, a stage node when
+  // they were asked; the answer must follow mul to exp.
+  Small s;
+  const ValueId a = s.b.unary(Op::Neg, s.x);
+  const ValueId m1 = s.b.binary(Op::Add, a, s.b.constant(1.0, 2));
+  const ValueId m2 = s.b.binary(Op::Mul, m1, m1);
+  const ValueId e = s.b.unary(Op::Exp, m2);
+  s.b.output(e);
+  StagedProgram p = lift(s.b.g);
+  ASSERT_EQ(p.stages.size(), 5u);  // gather, neg, add, mul, exp
+  merge_stages(p, p.stage_of[static_cast<size_t>(m1)], p.stage_of[static_cast<size_t>(m2)]);
+  normalize(p);
+  ASSERT_EQ(p.stages.size(), 4u);
+  const int32_t both = p.stage_of[static_cast<size_t>(m1)], exp_stage = p.stage_of[static_cast<size_t>(e)];
+  NodeIndex index(p);
+  StageGraph g(p, &index);
+  EXPECT_EQ(g.readers(m1), std::vector<int32_t>{both});
+  EXPECT_EQ(g.readers_of_stage(both), std::vector<int32_t>{exp_stage});
+  for (ValueId v : p.stages[static_cast<size_t>(both)].nodes) {  // dissolve it, as the sweep does
+    p.is_inline[static_cast<size_t>(v)] = true;
+    p.stage_of[static_cast<size_t>(v)] = -1;
+  }
+  p.stages[static_cast<size_t>(both)].nodes.clear();
+  EXPECT_EQ(g.readers(a), std::vector<int32_t>{exp_stage});
+  EXPECT_EQ(g.readers(m1), std::vector<int32_t>{exp_stage});
+  normalize(p);
+  pass_inline_elementwise(p);
+  EXPECT_EQ(p.stages.size(), 2u) << explain(p);  // gather | neg, add, mul recomputed in exp's stage
 }
 
 TEST(Fusion, IdenticalNodesAreOneValue) {

@@ -5,16 +5,17 @@
 
 #include "lift/passes.h"
 #include "lift/passes/helpers.h"
+#include "support/error.h"
 
 namespace lg::lift {
 
 namespace {
 
-std::vector<ir::ValueId> matmuls(const StagedProgram& p, int32_t s) {
-  std::vector<ir::ValueId> out;
+// The first MatMul node of stage s (its nodes are in graph order).
+ir::ValueId first_matmul(const StagedProgram& p, int32_t s) {
   for (ir::ValueId v : p.stages[static_cast<size_t>(s)].nodes)
-    if (p.graph.at(v).op == ir::Op::MatMul) out.push_back(v);
-  return out;
+    if (p.graph.at(v).op == ir::Op::MatMul) return v;
+  throw Error("lift: internal error: a gemm stage without a MatMul");
 }
 
 // True if v is a weight: a Param seen through views and casts.
@@ -83,13 +84,17 @@ void epilogues(StagedProgram& prog, StageKind kind) {
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
 void pass_merge_gemm_siblings(StagedProgram& prog) {
   detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
+    // Each Gemm stage's first MatMul, found once per scan (the scan looks at pairs).
+    std::vector<ir::ValueId> mm(p.stages.size(), -1);
+    for (int32_t s = 0; s < static_cast<int32_t>(p.stages.size()); ++s)
+      if (p.stages[static_cast<size_t>(s)].kind == StageKind::Gemm) mm[static_cast<size_t>(s)] = first_matmul(p, s);
     for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
       if (p.stages[static_cast<size_t>(a)].kind != StageKind::Gemm) continue;
-      const ir::Node& na = p.graph.at(matmuls(p, a).front());
+      const ir::Node& na = p.graph.at(mm[static_cast<size_t>(a)]);
       if (!is_weight(p, na.operands[1])) continue;
       for (int32_t b = a + 1; b < static_cast<int32_t>(p.stages.size()); ++b) {
         if (p.stages[static_cast<size_t>(b)].kind != StageKind::Gemm) continue;
-        const ir::Node& nb = p.graph.at(matmuls(p, b).front());
+        const ir::Node& nb = p.graph.at(mm[static_cast<size_t>(b)]);
         if (nb.operands[0] != na.operands[0] || !is_weight(p, nb.operands[1])) continue;
         const ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
         if (sa == sb && g.merge_is_safe(a, b)) return {{a, b}};

@@ -5,8 +5,8 @@
 
 namespace lg::lift::detail {
 
-bool reads_state(const StagedProgram& p, StageGraph& g, int32_t s) {
-  for (ir::ValueId in : g.inputs(s)) {
+bool reads_state(const StagedProgram& p, const std::vector<ir::ValueId>& inputs) {
+  for (ir::ValueId in : inputs) {
     ir::Op op = p.graph.at(in).op;
     if (op == ir::Op::State || op == ir::Op::StateWrite) return true;
   }
@@ -39,17 +39,17 @@ bool inline_maps(StagedProgram& p, bool into_gemm) {
     changed = false;
     // Last stage first: a dissolved consumer makes its producer's reader set smaller.
     //
-    // One StageGraph serves the whole sweep although stages dissolve during it: its reader sets
-    // are those of nodes of stages at or after s, and of inline nodes after those. Stages are in
-    // producer-first order, so a stage dissolved later in the sweep (before s) is upstream of
-    // every such node and changes none of their sets; it changes the sets of the nodes it reads,
-    // which are not computed yet. Inputs are asked afresh (inputs_now) for stages after s, which
-    // may have grown by the stages dissolved into them; those of s itself do not change before
-    // s is decided.
-    StageGraph g(p);
+    // One NodeIndex serves the whole sweep although stages dissolve during it: a reader set it
+    // remembers names the stage nodes of its time, and a node dissolved since is followed to its
+    // own readers (NodeIndex::reading_stages). Inputs are walked afresh (inputs_now): a stage
+    // after s may have grown by the stages dissolved into it.
+    NodeIndex index(p);
+    StageGraph g(p, &index);
     for (int32_t s = static_cast<int32_t>(p.stages.size()) - 1; s >= 0; --s) {
       Stage& st = p.stages[static_cast<size_t>(s)];
-      if (st.kind != StageKind::Map || st.nodes.empty() || !all_elementwise(p, s) || reads_state(p, g, s)) continue;
+      if (st.kind != StageKind::Map || st.nodes.empty() || !all_elementwise(p, s)) continue;
+      const auto inputs = g.inputs_now(s);
+      if (reads_state(p, inputs)) continue;
       auto readers = g.readers_of_stage(s);
       if (readers.empty() || readers.front() == -1) continue;
       bool gemm_reader = std::any_of(readers.begin(), readers.end(), [&](int32_t r) {
@@ -57,7 +57,6 @@ bool inline_maps(StagedProgram& p, bool into_gemm) {
       });
       // Recomputing in several readers is only cheap when the inputs are sources (e.g. RoPE's
       // cos/sin from pos): recomputing a chain that reads other stages would grow with depth.
-      const auto& inputs = g.inputs(s);
       bool from_sources = std::all_of(inputs.begin(), inputs.end(), [&](ir::ValueId v) {
         return ir::is_source(p.graph.at(v).op);
       });

@@ -18,17 +18,19 @@ using Merge = std::optional<std::pair<int32_t, int32_t>>;
 /// describes `p` as it is when `next` is called.
 template <class Next>
 void merge_while(StagedProgram& p, Next next) {
+  NodeIndex index(p);  // merges keep it valid
   while (true) {
-    StageGraph g(p);
+    StageGraph g(p, &index);
     const Merge m = next(static_cast<const StagedProgram&>(p), g);
     if (!m) return;
     merge_stages(p, m->first, m->second);
-    normalize(p);
+    normalize(p, index);
   }
 }
 
-/// True if stage s reads a state (a State source or a StateWrite's version), inline nodes followed.
-bool reads_state(const StagedProgram& p, StageGraph& g, int32_t s);
+/// True if one of a stage's inputs (StageGraph::inputs) is a state (a State source or a
+/// StateWrite's version).
+bool reads_state(const StagedProgram& p, const std::vector<ir::ValueId>& inputs);
 /// True if stage s evaluates a transcendental (an op ops.def flags kCostly: exp, log, sin, cos,
 /// tanh, sigmoid, pow, ...), inline nodes included.
 bool costly_math(const StagedProgram& p, int32_t s);
