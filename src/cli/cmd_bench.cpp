@@ -26,6 +26,7 @@
 #include "lanes/qwen/weight_source.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
+#include "runtime/solo_sequence.h"
 #endif
 #if defined(LG_HAVE_LANE_QWEN) && !defined(LG_BENCH_NO_FACTORY)
 #include "lanes/factory.h"
@@ -104,7 +105,7 @@ int run_bench(const BenchOpts& o) {
     sh.layers = c.num_hidden_layers, sh.heads = c.num_attention_heads, sh.kv_heads = c.num_key_value_heads;
     sh.head_dim = c.head_dim, sh.tied = c.tie_word_embeddings;
 #if !defined(LG_BENCH_NO_FACTORY)
-    lane = lg::make_lane(o.lane, *dir, max_seq);
+    lane = lg::make_lane(o.lane, *dir, {.max_seq = max_seq});
 #else
     if (o.lane != "handwritten") throw lg::Error("lg bench: this build has only the handwritten lane");
     lg::qwen::CheckpointWeights w(dir->checkpoint);
@@ -143,13 +144,16 @@ int run_bench(const BenchOpts& o) {
     for (auto& x : t) x = tok(rng);
     return t;
   };
+  lg::runtime::SoloSequence seq(*lane);
   for (int64_t T : o.prompt_lens) {
     auto toks = random_tokens(T);
-    lane->step(toks, 0, false);  // warm-up: cuBLASLt algorithm choice, first-touch
+    seq.restart();
+    seq.feed(toks, false);  // warm-up: cuBLASLt algorithm choice, first-touch
     std::vector<double> ms;
     for (int i = 0; i < 5; ++i) {
+      seq.restart();
       const auto t0 = clock::now();
-      lane->step(toks, 0, false);
+      seq.feed(toks, false);
       ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
     }
     r[fmt::format("prefill_{}_ms", T)] = median(ms);
@@ -157,11 +161,12 @@ int run_bench(const BenchOpts& o) {
   }
 
   auto prompt = random_tokens(o.decode_prompt);
-  int32_t next = lane->step(prompt, 0, false).argmax;
+  seq.restart();
+  int32_t next = seq.feed(prompt, false).argmax;
   std::vector<double> step_ms;
   for (int64_t i = 0; i < o.decode_tokens; ++i) {
     const auto t0 = clock::now();
-    next = lane->step(std::span<const int32_t>(&next, 1), o.decode_prompt + i, false).argmax;
+    next = seq.feed(std::span<const int32_t>(&next, 1), false).argmax;
     step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   }
   // The first replay includes the graph capture and instantiation: not a steady-state step.

@@ -24,6 +24,7 @@ struct LockOptions {
   std::string lane = "cpu";
   double threshold = -1;
   bool compare_logits = false;  // run the CPU reference alongside and report logit differences
+  int companions = 0;           // --batch-with: random sequences in every step of a case
   // lock new
   std::string model, golden, out;
   int64_t new_tokens = 24;
@@ -76,7 +77,7 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
   lock.new_tokens = new_tokens;
   size_t longest = 0;
   for (auto& p : prompts) longest = std::max(longest, p.size());
-  auto lane = make_lane("cpu", dir, static_cast<int64_t>(longest) + new_tokens);
+  auto lane = make_lane("cpu", dir, {.max_seq = static_cast<int64_t>(longest) + new_tokens});
   lock.made_by = lane->name() + " / " + to_string(lane->provenance());
   for (auto& p : prompts) lock.cases.push_back(locks::record_case(*lane, p, new_tokens));
   return lock;
@@ -146,9 +147,12 @@ int run_check(const LockOptions& o) {
       throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
                               "from other weights (re-record it with `lg lock update`)",
                               file.string(), hash, model_path.string(), lock.weights_hash));
-    auto lane = make_lane(o.lane, dir, needed_seq(lock));
+    // With companions the lane also holds their sequences: a context of at least 128 positions
+    // (their prompts reach 64) and a pool for all of them.
+    const int64_t seq = o.companions > 0 ? std::max<int64_t>(needed_seq(lock), 128) : needed_seq(lock);
+    auto lane = make_lane(o.lane, dir, {.max_seq = seq, .kv_tokens = seq * (o.companions + 1)});
     std::unique_ptr<Lane> reference;
-    if (o.compare_logits) reference = make_lane("cpu", dir, needed_seq(lock));
+    if (o.compare_logits) reference = make_lane("cpu", dir, {.max_seq = needed_seq(lock)});
     if (!printed_provenance) {
       fmt::print("lane {}: provenance {}; margin threshold {}\n", lane->name(), to_string(lane->provenance()),
                  threshold);
@@ -157,7 +161,8 @@ int run_check(const LockOptions& o) {
     int64_t steps = 0, excused = 0;
     float max_abs = 0, max_rel = 0;
     for (size_t i = 0; i < lock.cases.size(); ++i) {
-      auto r = locks::check_case(*lane, lock.cases[i], {threshold}, reference.get());
+      const locks::CheckOptions run{o.companions, static_cast<uint64_t>(i)};
+      auto r = locks::check_case(*lane, lock.cases[i], {threshold}, reference.get(), run);
       steps += r.steps_checked;
       excused += r.excused;
       max_abs = std::max(max_abs, r.max_abs_logit_diff);
@@ -194,6 +199,10 @@ LG_COMMAND("lock", [](CLI::App& app) {
     sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");
   }
   check->add_option("--lane", o->lane, "Lane: cpu, compiled, handwritten")->capture_default_str();
+  check->add_option("--batch-with", o->companions,
+                    "Run each case inside steps with N random other sequences (prefill chunks, decodes, joining and "
+                    "leaving): the lane must give the case the same tokens as alone")
+      ->check(CLI::Range(0, 1024));
   check->add_flag("--compare-logits", o->compare_logits,
                   "Also run the CPU reference on the same tokens and report the largest logit differences");
   check->add_option("--threshold", o->threshold,

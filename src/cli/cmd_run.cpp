@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <optional>
 
 #include "cli/command.h"
@@ -23,13 +25,31 @@
 namespace {
 
 struct RunOpts {
-  std::string model, prompt, device, lane;
+  std::string model, prompt, prompt_file, device, lane;
+  bool no_echo = false;
   bool fallback_cpu = false;
   int64_t max_tokens = 128, max_seq = 0, top_k = -1;
   std::optional<double> temperature, top_p;
   uint64_t seed = 0;
   bool quiet = false;
 };
+
+/// The prompt: --prompt's text, stdin for `--prompt -`, or the file of --file, byte for byte.
+std::string read_prompt(const RunOpts& o) {
+  if (!o.prompt_file.empty() || o.prompt == "-") {
+    const bool stdin_ = o.prompt == "-" || o.prompt_file == "-";
+    std::ifstream file;
+    if (!stdin_) {
+      file.open(o.prompt_file, std::ios::binary);
+      if (!file) throw lg::Error(o.prompt_file + ": cannot read the prompt file");
+    }
+    std::istream& in = stdin_ ? std::cin : file;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  return o.prompt;
+}
 
 double secs_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -55,7 +75,8 @@ int run(const RunOpts& o) {
     lane_name = "cpu";
   }
 
-  if (o.prompt.empty()) throw lg::Error("the prompt is empty: give --prompt some text");
+  const std::string prompt_text = read_prompt(o);
+  if (prompt_text.empty()) throw lg::Error("the prompt is empty: give --prompt some text (or -f FILE)");
   // Sampling flags are checked before the model loads and the prompt is echoed.
   // inf/nan would turn every probability into NaN or a uniform draw; 1e30 overflows the same way.
   if (o.temperature && !(*o.temperature >= 0 && std::isfinite(*o.temperature)))
@@ -71,7 +92,7 @@ int run(const RunOpts& o) {
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
   // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
   // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
-  const std::vector<int32_t> prompt = tok.encode_with_special_tokens(o.prompt);
+  const std::vector<int32_t> prompt = tok.encode_with_special_tokens(prompt_text);
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
   if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.config.vocab_size))
     throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "
@@ -92,7 +113,7 @@ int run(const RunOpts& o) {
     std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt token%s\n", o.model.c_str(),
                  dir.config.model_type.c_str(), static_cast<double>(dir.checkpoint.parameter_count()) / 1e6,
                  lane_name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s");
-  auto lane = lg::make_lane(lane_name, dir, max_seq);
+  auto lane = lg::make_lane(lane_name, dir, {.max_seq = max_seq});
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s lane ready (%s) in %.2f s\n", lane->name().c_str(),
                  lg::to_string(lane->provenance()).c_str(), secs_since(t0));
@@ -107,7 +128,9 @@ int run(const RunOpts& o) {
   gen.sampling.seed = o.seed;
   lg::tokenizer::StreamDecoder stream(tok);
   stream.prime(prompt);  // generated text continues the echoed prompt (keeps a SentencePiece "▁" space)
-  std::fputs(o.prompt.c_str(), stdout);
+  // stdout is the prompt (unless --no-echo) and the generated text, byte for byte: a pipe or a
+  // file gets exactly that, with no newline added.
+  if (!o.no_echo) std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
   std::fflush(stdout);
   gen.on_token = [&](int32_t id) {
     // End-of-sequence tokens stop generation; they are not part of the text.
@@ -121,13 +144,12 @@ int run(const RunOpts& o) {
   try {
     g = lg::runtime::generate(*lane, prompt, gen);
   } catch (const lg::Error&) {
-    std::fputs("\n", stdout);  // the echoed prompt ends its line before the error on stderr
     std::fflush(stdout);
+    std::fputs("\n", stderr);  // the error starts a line of its own on a terminal
     throw;
   }
   const std::string rest = stream.finish();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fputs("\n", stdout);
   std::fflush(stdout);
   const auto& s = g.stats;
   auto tokens = [](int64_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); };
@@ -147,7 +169,10 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  sub->add_option("--prompt,-p", o->prompt, "prompt text")->required();
+  auto* prompt = sub->add_option("--prompt,-p", o->prompt, "prompt text ('-': read it from stdin)");
+  auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
+  prompt->excludes(file);
+  sub->add_flag("--no-echo", o->no_echo, "print only the generated text, not the prompt before it");
   sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most")->capture_default_str()->check(lg::cli::at_least_one());
   sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)");
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
@@ -158,5 +183,8 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");
   sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str()->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
-  return [o]() -> int { return run(*o); };
+  return [o, prompt, file]() -> int {
+    if (prompt->count() == 0 && file->count() == 0) throw lg::Error("lg run needs a prompt: --prompt TEXT, --prompt - (stdin) or -f FILE");
+    return run(*o);
+  };
 });

@@ -1,8 +1,10 @@
 // `lg serve --model DIR`: an OpenAI-compatible HTTP server (docs/server.md) over one lane. Loads
-// the model once, then serves requests one at a time until the process is stopped (Ctrl-C).
+// the model once, then serves until the process is stopped (Ctrl-C); requests in flight run
+// together in the engine's batched steps.
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "server/server.h"
@@ -13,6 +15,7 @@ struct ServeOpts {
   std::string model, lane = "cpu", host = "127.0.0.1", chat_template;
   int port = 8000;
   int64_t max_seq = 0;
+  lg::LaneOptions lane_options;
 };
 
 // Says at start which chat template /v1/chat/completions uses, and whether it can be used (it
@@ -33,7 +36,7 @@ void report_chat_template(const lg::chat::ChatTemplate& t) {
 }
 
 int serve(const ServeOpts& o) {
-  lg::server::Engine engine(o.model, {o.lane, o.max_seq});
+  lg::server::Engine engine(o.model, {o.lane, o.max_seq, o.lane_options});
   lg::server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
@@ -53,7 +56,7 @@ int serve(const ServeOpts& o) {
 
 LG_COMMAND("serve", [](CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
-  auto* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (batch 1)");
+  auto* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
@@ -65,5 +68,6 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_option("--chat-template", o->chat_template,
                   "Jinja2 chat template file to use instead of the model's own (tokenizer_config.json)")
       ->check(CLI::ExistingFile);
+  lg::cli::add_lane_options(sub, o->lane_options);
   return [o]() -> int { return serve(*o); };
 });

@@ -2,6 +2,7 @@
 // this file only builds the app, dispatches, and turns lg::Error into a message and exit code 1.
 #include <algorithm>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "cli/command.h"
@@ -23,6 +24,7 @@ bool register_command(Command cmd) {
 
 int main(int argc, char** argv) {
   CLI::App app{"lanegraph: compile and run language-model forward passes written in .lg", "lg"};
+  app.set_version_flag("--version", std::string("lg ") + LG_VERSION);
   app.require_subcommand(1);
   auto& commands = lg::cli::registry();
   std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.name < b.name; });

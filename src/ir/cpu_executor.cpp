@@ -189,10 +189,22 @@ Tensor CpuExecutor::eval(size_t id, std::vector<Tensor>& values) {
         // Hand the old version over when this is its last reader, so the write can be in place.
         const auto sid = static_cast<size_t>(node.operands[0]);
         Tensor state = last_use_[sid] == id ? std::move(values[sid]) : values[sid];
-        out = cpu::state_write(std::move(state), arg(1), arg(2), a.fixed, a.axis);
+        if (node.operands.size() == 5) {
+          const cpu::Paging paging(arg(3), arg(4), a.block_size);
+          out = cpu::state_write(std::move(state), arg(1), arg(2), a.fixed, a.axis, &paging);
+        } else {
+          out = cpu::state_write(std::move(state), arg(1), arg(2), a.fixed, a.axis);
+        }
         break;
       }
-      case Op::Attention: out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group); break;
+      case Op::Attention:
+        if (node.operands.size() == 6) {
+          const cpu::Paging paging(arg(4), arg(5), a.block_size);
+          out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group, &paging);
+        } else {
+          out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group);
+        }
+        break;
       default: throw Error("the CPU executor has no implementation of this op");
     }
   }

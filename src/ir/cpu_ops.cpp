@@ -372,8 +372,28 @@ Tensor concat(std::span<const Tensor> xs, int32_t axis) {
   return out;
 }
 
+Paging::Paging(const Tensor& seq0, const Tensor& block_table, int64_t bs)
+    : seq(seq0.to_i32()), table(block_table.to_i32()), blocks_per_seq(block_table.shape.at(1)), block_size(bs) {
+  if (block_size < 1) throw Error("paging: block size " + std::to_string(block_size));
+}
+
+int64_t Paging::row(size_t t, int64_t p, int64_t rows) const {
+  const int64_t b = seq.at(t), sequences = static_cast<int64_t>(table.size()) / std::max<int64_t>(blocks_per_seq, 1);
+  if (b < 0 || b >= sequences)
+    throw Error("token " + std::to_string(t) + " names sequence " + std::to_string(b) + " of a block table of " +
+                std::to_string(sequences));
+  if (p < 0 || p / block_size >= blocks_per_seq)
+    throw Error("token " + std::to_string(t) + ": position " + std::to_string(p) + " is past the block table's " +
+                std::to_string(blocks_per_seq) + " blocks of " + std::to_string(block_size));
+  const int64_t block = table[static_cast<size_t>(b * blocks_per_seq + p / block_size)];
+  if (block < 0 || (block + 1) * block_size > rows)
+    throw Error("token " + std::to_string(t) + ": block " + std::to_string(block) + " (position " + std::to_string(p) +
+                ") is outside the pool of " + std::to_string(rows / block_size) + " blocks");
+  return block * block_size + p % block_size;
+}
+
 Tensor state_write(Tensor state, const Tensor& value, const Tensor& pos0, const std::vector<int64_t>& fixed,
-                   int32_t axis) {
+                   int32_t axis, const Paging* paging) {
   const size_t nf = fixed.size();
   if (static_cast<int64_t>(nf) > state.rank()) throw Error("state_write: more fixed indices than state axes");
   const size_t rest = state.shape.size() - nf;
@@ -402,46 +422,30 @@ Tensor state_write(Tensor state, const Tensor& value, const Tensor& pos0, const 
   region.strides.erase(region.strides.begin(), region.strides.begin() + static_cast<int64_t>(nf));
   const int64_t rows = region.shape[ax];
   for (size_t t = 0; t < pos.size(); ++t) {
-    if (pos[t] < 0 || pos[t] >= rows)
+    const int64_t row = paging ? paging->row(t, pos[t], rows) : pos[t];
+    if (row < 0 || row >= rows)
       throw Error("state_write: position " + std::to_string(pos[t]) + " outside the state's " + std::to_string(rows) + " rows");
-    Tensor dst = slice(region, static_cast<int32_t>(ax), pos[t], pos[t] + 1, 1);
+    Tensor dst = slice(region, static_cast<int32_t>(ax), row, row + 1, 1);
     Tensor src = slice(value, static_cast<int32_t>(ax), static_cast<int64_t>(t), static_cast<int64_t>(t) + 1, 1);
     copy_into(dst, src);
   }
   return state;
 }
 
-Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& pos0, double scale,
-                 int32_t gqa_group) {
-  if (q0.rank() != 3 || k0.rank() != 3 || v0.rank() != 3)
-    throw Error("attention expects q[T,H,Dh], k[KV,S,Dh], v[KV,S,Dh]; got " + shape_str(q0.shape) + ", " +
-                shape_str(k0.shape) + ", " + shape_str(v0.shape));
-  const Tensor q = as_float(q0).contiguous(), k = as_float(k0).contiguous(), v = as_float(v0).contiguous();
-  const std::vector<int32_t> pos = pos0.to_i32();
-  const int64_t T = q.shape[0], H = q.shape[1], Dh = q.shape[2];
-  const int64_t KV = k.shape[0], S = k.shape[1];
-  if (k.shape != v.shape || k.shape[2] != Dh)
-    throw Error("attention: k " + shape_str(k.shape) + " / v " + shape_str(v.shape) + " do not match q " + shape_str(q.shape));
-  if (gqa_group < 1 || H != KV * gqa_group)
-    throw Error("attention: " + std::to_string(H) + " query heads with " + std::to_string(KV) +
-                " KV heads do not make groups of " + std::to_string(gqa_group));
-  if (static_cast<int64_t>(pos.size()) != T)
-    throw Error("attention: " + std::to_string(pos.size()) + " positions for " + std::to_string(T) + " queries");
-  for (int32_t p : pos)
-    if (p < 0 || p >= S) throw Error("attention: position " + std::to_string(p) + " outside the cache's " + std::to_string(S) + " rows");
-  // Per query head h (KV head g = h / group): scores = scale * Q_h K_g^T over the rows any query
-  // of this step can see, causal mask, softmax per row, out_h = P V_g. Two GEMMs per head keep
-  // prefill on BLAS; q/out rows of one head are H*Dh apart, which BLAS takes as a leading dim.
-  int64_t n = 0;  // cache rows visible to the latest query
-  for (int32_t p : pos) n = std::max<int64_t>(n, p + 1);
-  Tensor out = Tensor::empty(DType::F32, {T, H, Dh});
+namespace {
+
+/// Causal GQA attention of `T` queries (q rows H*Dh apart) over the first `n` cache rows of each
+/// KV head (k/v rows Dh apart, heads `head_stride` apart); query t sees rows 0 ..= pos[t]. Writes
+/// out rows H*Dh apart.
+void attend(const float* q, int64_t T, int64_t H, int64_t Dh, const float* k, const float* v, int64_t head_stride,
+            int64_t n, const std::vector<int32_t>& pos, double scale, int32_t gqa_group, float* out) {
   std::vector<float> scores(static_cast<size_t>(T * n));
   const int ldq = static_cast<int>(H * Dh), ldk = static_cast<int>(Dh), ldp = static_cast<int>(n);
   for (int64_t h = 0; h < H; ++h) {
     const int64_t g = h / gqa_group;
-    const float* qh = q.fdata() + h * Dh;
-    const float* kg = k.fdata() + g * S * Dh;
-    const float* vg = v.fdata() + g * S * Dh;
+    const float* qh = q + h * Dh;
+    const float* kg = k + g * head_stride;
+    const float* vg = v + g * head_stride;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), static_cast<int>(n), static_cast<int>(Dh),
                 static_cast<float>(scale), qh, ldq, kg, ldk, 0.0f, scores.data(), ldp);
     for (int64_t t = 0; t < T; ++t) {
@@ -456,7 +460,72 @@ Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Ten
       std::fill(row + len, row + n, 0.0f);  // future positions: masked out
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(Dh), static_cast<int>(n),
-                1.0f, scores.data(), ldp, vg, ldk, 0.0f, out.f->data() + h * Dh, ldq);
+                1.0f, scores.data(), ldp, vg, ldk, 0.0f, out + h * Dh, ldq);
+  }
+}
+
+}  // namespace
+
+Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& pos0, double scale,
+                 int32_t gqa_group, const Paging* paging) {
+  if (q0.rank() != 3 || k0.rank() != 3 || v0.rank() != 3)
+    throw Error("attention expects q[T,H,Dh], k[KV,S,Dh], v[KV,S,Dh]; got " + shape_str(q0.shape) + ", " +
+                shape_str(k0.shape) + ", " + shape_str(v0.shape));
+  const Tensor q = as_float(q0).contiguous(), k = as_float(k0).contiguous(), v = as_float(v0).contiguous();
+  const std::vector<int32_t> pos = pos0.to_i32();
+  const int64_t T = q.shape[0], H = q.shape[1], Dh = q.shape[2];
+  const int64_t KV = k.shape[0], S = k.shape[1];
+  if (k.shape != v.shape || k.shape[2] != Dh)
+    throw Error("attention: k " + shape_str(k.shape) + " / v " + shape_str(v.shape) + " do not match q " + shape_str(q.shape));
+  if (gqa_group < 1 || H != KV * gqa_group)
+    throw Error("attention: " + std::to_string(H) + " query heads with " + std::to_string(KV) +
+                " KV heads do not make groups of " + std::to_string(gqa_group));
+  if (static_cast<int64_t>(pos.size()) != T)
+    throw Error("attention: " + std::to_string(pos.size()) + " positions for " + std::to_string(T) + " queries");
+  Tensor out = Tensor::empty(DType::F32, {T, H, Dh});
+  if (!paging) {
+    for (int32_t p : pos)
+      if (p < 0 || p >= S) throw Error("attention: position " + std::to_string(p) + " outside the cache's " + std::to_string(S) + " rows");
+    // Per query head: scores = scale * Q_h K_g^T over the rows any query of this step can see,
+    // causal mask, softmax per row, out_h = P V_g. Two GEMMs per head keep prefill on BLAS.
+    int64_t n = 0;  // cache rows visible to the latest query
+    for (int32_t p : pos) n = std::max<int64_t>(n, p + 1);
+    attend(q.fdata(), T, H, Dh, k.fdata(), v.fdata(), S * Dh, n, pos, scale, gqa_group, out.f->data());
+    return out;
+  }
+  if (static_cast<int64_t>(paging->seq.size()) != T)
+    throw Error("attention: " + std::to_string(paging->seq.size()) + " sequence ids for " + std::to_string(T) + " queries");
+  // Each sequence of the step on its own: its queries, and its cache rows gathered from the pool
+  // in position order, so a sequence computes exactly what it would alone.
+  std::vector<char> done(static_cast<size_t>(T), 0);
+  for (size_t t0 = 0; t0 < static_cast<size_t>(T); ++t0) {
+    if (done[t0]) continue;
+    std::vector<size_t> mine;
+    for (size_t t = t0; t < static_cast<size_t>(T); ++t)
+      if (paging->seq[t] == paging->seq[t0]) mine.push_back(t);
+    int64_t n = 0;
+    std::vector<int32_t> my_pos;
+    for (size_t t : mine) {
+      done[t] = 1;
+      if (pos[t] < 0) throw Error("attention: token " + std::to_string(t) + " has position " + std::to_string(pos[t]));
+      my_pos.push_back(pos[t]);
+      n = std::max<int64_t>(n, pos[t] + 1);
+    }
+    std::vector<float> kn(static_cast<size_t>(KV * n * Dh)), vn(kn.size()), qs(mine.size() * static_cast<size_t>(H * Dh)),
+        os(qs.size());
+    for (int64_t p = 0; p < n; ++p) {
+      const int64_t row = paging->row(mine[0], p, S);
+      for (int64_t g = 0; g < KV; ++g) {
+        std::copy_n(k.fdata() + (g * S + row) * Dh, Dh, kn.data() + (g * n + p) * Dh);
+        std::copy_n(v.fdata() + (g * S + row) * Dh, Dh, vn.data() + (g * n + p) * Dh);
+      }
+    }
+    for (size_t i = 0; i < mine.size(); ++i)
+      std::copy_n(q.fdata() + static_cast<int64_t>(mine[i]) * H * Dh, H * Dh, qs.data() + static_cast<int64_t>(i) * H * Dh);
+    attend(qs.data(), static_cast<int64_t>(mine.size()), H, Dh, kn.data(), vn.data(), n * Dh, n, my_pos, scale,
+           gqa_group, os.data());
+    for (size_t i = 0; i < mine.size(); ++i)
+      std::copy_n(os.data() + static_cast<int64_t>(i) * H * Dh, H * Dh, out.f->data() + static_cast<int64_t>(mine[i]) * H * Dh);
   }
   return out;
 }

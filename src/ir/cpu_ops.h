@@ -56,19 +56,36 @@ Tensor slice(const Tensor& x, int32_t axis, int64_t start, int64_t stop, int64_t
 /// Joins tensors of equal rank and dtype along `axis`; the other dims must agree.
 Tensor concat(std::span<const Tensor> xs, int32_t axis);
 
+/// The paging operands of a paged StateWrite or Attention (ir.h): position p of token t is row
+/// table[seq[t], p / block_size] * block_size + p % block_size of the state's position axis.
+struct Paging {
+  std::vector<int32_t> seq;    ///< [T]
+  std::vector<int32_t> table;  ///< [B, blocks_per_seq], row-major
+  int64_t blocks_per_seq = 0;
+  int64_t block_size = 0;
+  /// From the seq and block_table operands.
+  Paging(const Tensor& seq, const Tensor& block_table, int64_t block_size);
+  /// The row of position `p` of token `t` in a pool of `rows` rows. Throws lg::Error naming the
+  /// token for a sequence outside the table, a position past the table, or a block outside the pool.
+  int64_t row(size_t t, int64_t p, int64_t rows) const;
+};
+
 /// The StateWrite op of ir.h: writes `value` into `state` at the leading indices `fixed` and at
-/// rows pos[t] of the remaining axis `axis`, and returns the new version. `state` is taken by
+/// rows pos[t] (paged: paging->row(t, pos[t])) of the remaining axis `axis`, and returns the new
+/// version. `state` is taken by
 /// value: when it is the only owner of a contiguous buffer the write happens in place (the KV
 /// cache is never copied per step), else the buffer is copied first so older versions and views
 /// stay intact. Throws lg::Error for a position outside the state or mismatched shapes.
 Tensor state_write(Tensor state, const Tensor& value, const Tensor& pos,
-                   const std::vector<int64_t>& fixed, int32_t axis);
+                   const std::vector<int64_t>& fixed, int32_t axis, const Paging* paging = nullptr);
 
 /// Causal attention over a KV cache with GQA: q[T, H, Dh], k/v[KV, S, Dh], pos i32[T].
 /// out[t, h] = sum_{s <= pos[t]} softmax_s(scale * q[t, h] . k[h / group, s]) v[h / group, s].
-/// Requires H == KV * group and 0 <= pos[t] < S. Scores and the weighted sum are GEMMs
-/// (cblas_sgemm); the softmax subtracts the row max and sums in double.
+/// Requires H == KV * group and 0 <= pos[t] < S. Paged (`paging` given), the cache rows of
+/// query t are paging->row(t, 0 ..= pos[t]): the earlier positions of its own sequence, and the
+/// queries of each sequence are computed together exactly as that sequence alone. Scores and the
+/// weighted sum are GEMMs (cblas_sgemm); the softmax subtracts the row max and sums in double.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos, double scale,
-                 int32_t gqa_group);
+                 int32_t gqa_group, const Paging* paging = nullptr);
 
 }  // namespace lg::ir::cpu

@@ -32,6 +32,14 @@ struct Dim {
 };
 using Shape = std::vector<Dim>;
 
+/// Paged StateWrite and Attention (a graph made for batched steps, ir/batch.h) take two more
+/// operands, seq: i32[T] and block_table: i32[B, MB], and `attrs.block_size` = bs > 0. The
+/// state's position axis then holds blocks of bs rows from one pool shared by the sequences of a
+/// step: position p of token t's sequence is the physical row
+///     paged_row(t, p) = block_table[seq[t], p / bs] * bs + p % bs.
+/// StateWrite writes value row t at paged_row(t, pos[t]); Attention's query t reads the rows
+/// paged_row(t, 0 ..= pos[t]), so a token sees exactly the earlier positions of its own sequence.
+
 /// Op attributes; which fields mean something depends on the op (see ops.def).
 struct Attrs {
   int32_t index = -1;           ///< Input/Param/State: which one
@@ -46,6 +54,7 @@ struct Attrs {
   std::vector<int64_t> fixed;
   double scale = 0;             ///< Attention: softmax scale (1/sqrt(Dh) unless the source says)
   int32_t gqa_group = 1;        ///< Attention: H / KV (query head h reads KV head h / gqa_group)
+  int64_t block_size = 0;       ///< paged StateWrite / Attention: positions per KV block (see Op)
 };
 
 /// Where a node came from in the .lg source: the statement it was lowered from.
@@ -72,6 +81,15 @@ struct StateInfo { std::string name; DType dtype; Shape shape; };
 /// A runtime dim; `max` bounds it (T <= max sequence length).
 struct SymbolInfo { std::string name; int64_t max; };
 
+/// How a graph made for batched steps (ir/batch.h) lays out its per-sequence state.
+struct Batching {
+  int64_t block_size = 0;   ///< positions per KV block; 0: not batched (one sequence, row = position)
+  int64_t num_blocks = 0;   ///< blocks in the pool: a state's position axis has num_blocks * block_size rows
+  int64_t max_seq = 0;      ///< S: positions a sequence may hold
+  int64_t blocks_per_seq() const { return block_size ? (max_seq + block_size - 1) / block_size : 0; }
+  bool on() const { return block_size > 0; }
+};
+
 /// The forward graph. Nodes are in topological order (operands precede users).
 struct Graph {
   std::string model;                 ///< the .lg model name (e.g. "qwen3")
@@ -84,6 +102,7 @@ struct Graph {
   std::vector<ValueId> outputs;      ///< the forward's return values (logits f32[T, V])
   /// Last version of each state (indexed like `states`): what a step leaves in the cache.
   std::vector<ValueId> final_states;
+  Batching batching;                 ///< set by ir::make_batched
 
   ValueId add(Node n) {
     nodes.push_back(std::move(n));

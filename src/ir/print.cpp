@@ -50,8 +50,12 @@ std::string attr_string(const Graph& g, const Node& n) {
       return " axis=" + std::to_string(a.axis) + " " + std::to_string(a.start) + ":" + std::to_string(a.stop) +
              (a.step != 1 ? ":" + std::to_string(a.step) : "");
     case Op::Concat: return " axis=" + std::to_string(a.axis);
-    case Op::StateWrite: return " fixed=" + list(a.fixed) + " axis=" + std::to_string(a.axis);
-    case Op::Attention: return " scale=" + number(a.scale) + " group=" + std::to_string(a.gqa_group);
+    case Op::StateWrite:
+      return " fixed=" + list(a.fixed) + " axis=" + std::to_string(a.axis) +
+             (a.block_size ? " block=" + std::to_string(a.block_size) : "");
+    case Op::Attention:
+      return " scale=" + number(a.scale) + " group=" + std::to_string(a.gqa_group) +
+             (a.block_size ? " block=" + std::to_string(a.block_size) : "");
     default: return "";
   }
 }

@@ -75,6 +75,21 @@ class Verifier {
     if (n.operands.size() != count)
       fail("expects " + std::to_string(count) + " operands, has " + std::to_string(n.operands.size()));
   }
+  /// `base` operands, or paged (ir.h): base + seq i32[T] + block_table i32[B, MB] and a block size.
+  void expect_paging(const Node& n, size_t base) const {
+    if (n.operands.size() == base) {
+      if (n.attrs.block_size != 0) fail("a block size without the paging operands seq and block_table");
+      return;
+    }
+    expect_operands(n, base + 2);
+    const Node& pos = operand(n, base - 1);
+    const Node& seq = operand(n, base);
+    const Node& table = operand(n, base + 1);
+    if (n.attrs.block_size < 1) fail("paged: the block size must be >= 1");
+    if (seq.dtype != DType::I32 || seq.shape != pos.shape) fail("paged: seq must be i32 like pos " + type(pos));
+    if (table.dtype != DType::I32 || table.shape.size() != 2 || !table.shape[1].is_const())
+      fail("paged: the block table must be i32[B, MB]");
+  }
   void expect_shape(const Node& n, const Shape& s) const {
     if (n.shape != s) fail("shape should be " + type_string(g_, n.dtype, s));
   }
@@ -255,7 +270,7 @@ class Verifier {
         return;
       }
       case Op::StateWrite: {
-        expect_operands(n, 3);
+        expect_paging(n, 3);
         const Node& st = operand(n, 0);
         const Node& val = operand(n, 1);
         const Node& pos = operand(n, 2);
@@ -274,7 +289,7 @@ class Verifier {
         return;
       }
       case Op::Attention: {
-        expect_operands(n, 4);
+        expect_paging(n, 4);
         const Node& q = operand(n, 0);
         const Node& k = operand(n, 1);
         const Node& v = operand(n, 2);

@@ -41,9 +41,9 @@ bool cuda_available() {
 #endif
 }
 
-std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq) {
+std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, const LaneOptions& options) {
 #if defined(LG_HAVE_LG_LANE_CPU)
-  if (name == "cpu") return make_cpu_lane(dir, max_seq);
+  if (name == "cpu") return make_cpu_lane(dir, options);
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
   // Say it plainly before any CUDA call fails with a driver error code.
@@ -52,15 +52,15 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
                 "(the CPU reference), or --fallback-cpu with lg run");
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
-  if (name == "compiled") return make_compiled_lane(dir, max_seq);
+  if (name == "compiled") return make_compiled_lane(dir, options.max_seq);
 #endif
 #if defined(LG_HAVE_LG_LANE_QWEN)
-  if (name == "handwritten") return qwen::make_handwritten_lane(dir, max_seq);
+  if (name == "handwritten") return qwen::make_handwritten_lane(dir, options.max_seq);
 #endif
   std::string known;
   for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;
   (void)dir;
-  (void)max_seq;
+  (void)options;
   throw Error("unknown lane '" + name + "' (this build has: " + (known.empty() ? "none" : known) + ")");
 }
 

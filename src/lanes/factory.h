@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lanes/lane.h"
+#include "runtime/lane.h"
+#include "runtime/step.h"
 
 namespace lg::model {
 struct ModelDir;
@@ -24,10 +25,10 @@ bool is_gpu_lane(const std::string& name);
 /// without a driver).
 bool cuda_available();
 
-/// Builds lane `name` for the model in `dir` with a KV cache of `max_seq` tokens (0: the model's
-/// max_position_embeddings). Throws lg::Error for an unknown name (listing the known ones), for a
-/// GPU lane on a machine without a CUDA device, and whatever the lane throws for a model it
-/// cannot run.
-std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, int64_t max_seq);
+/// Builds lane `name` for the model in `dir` with the context, KV pool and step sizes of
+/// `options` (runtime/step.h; zeros pick each lane's defaults). Throws lg::Error for an unknown
+/// name (listing the known ones), for a GPU lane on a machine without a CUDA device, and whatever
+/// the lane throws for a model it cannot run.
+std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, const LaneOptions& options = {});
 
 }  // namespace lg

@@ -4,8 +4,12 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <memory>
+#include <random>
 #include <nlohmann/json.hpp>
 
+#include "runtime/kv_blocks.h"
+#include "runtime/solo_sequence.h"
 #include "support/error.h"
 
 namespace lg::locks {
@@ -104,24 +108,94 @@ LockCase record_case(Lane& lane, const std::vector<int32_t>& prompt, int64_t new
   if (prompt.empty()) throw Error("a lock case needs a non-empty prompt_ids");
   LockCase c;
   c.prompt_ids = prompt;
-  lane.reset();
-  StepResult r = lane.step(prompt, 0, /*want_logits=*/true);
-  int64_t pos = static_cast<int64_t>(prompt.size());
+  runtime::SoloSequence seq(lane);
+  SeqResult r = seq.feed(prompt, /*want_logits=*/true);
   for (int64_t i = 0; i < new_tokens; ++i) {
     const auto [tok, margin] = top2(r.logits);
     c.tokens.push_back(tok);
     c.margins.push_back(margin);
     if (i + 1 == new_tokens) break;
     const int32_t next[1] = {tok};
-    r = lane.step(next, pos++, true);
+    r = seq.feed(next, true);
   }
   return c;
 }
 
-CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane* reference) {
+namespace {
+
+/// Random sequences that share the lock case's steps (CheckOptions::companions): each has a
+/// random prompt drawn from the case's own ids (valid for the model), prefilled in random chunks,
+/// then decodes its own greedy tokens for a random length, then leaves and a new one joins.
+class Companions {
+ public:
+  Companions(Lane& lane, runtime::BlockManager& blocks, const LockCase& c, int count, uint64_t seed)
+      : lane_(lane), blocks_(blocks), rng_(seed) {
+    alphabet_ = c.prompt_ids;
+    alphabet_.insert(alphabet_.end(), c.tokens.begin(), c.tokens.end());
+    for (int k = 0; k < count; ++k) seqs_.push_back(fresh());
+  }
+
+  /// Appends each companion's next chunk to `batch`, using at most `budget` tokens.
+  void plan(std::vector<SeqStep>& batch, int64_t budget) {
+    planned_.clear();
+    for (auto& m : seqs_) {
+      if (budget < 1) break;
+      if (m->seq.position() + 1 > lane_.limits().max_seq || m->seq.position() >= m->leave_at) {
+        m = fresh();
+      }
+      const int64_t left = static_cast<int64_t>(m->prompt.size()) - m->seq.position();
+      std::span<const int32_t> part;
+      if (left > 0) {
+        const int64_t n = std::min<int64_t>({left, budget, std::uniform_int_distribution<int64_t>(1, left)(rng_)});
+        part = std::span<const int32_t>(m->prompt.data() + m->seq.position(), static_cast<size_t>(n));
+      } else {
+        part = std::span<const int32_t>(&m->next, 1);
+      }
+      batch.push_back(m->seq.next(part, false));
+      planned_.push_back({m.get(), static_cast<int64_t>(part.size())});
+      budget -= static_cast<int64_t>(part.size());
+    }
+  }
+  /// Takes the companions' results (batch entries from `first` on).
+  void done(const std::vector<SeqResult>& results, size_t first) {
+    for (size_t k = 0; k < planned_.size(); ++k) {
+      planned_[k].first->seq.advance(planned_[k].second);
+      planned_[k].first->next = results.at(first + k).argmax;
+    }
+  }
+
+ private:
+  struct Member {
+    runtime::SoloSequence seq;
+    std::vector<int32_t> prompt;
+    int64_t leave_at = 0;
+    int32_t next = 0;
+    Member(Lane& l, runtime::BlockManager& b) : seq(l, &b) {}
+  };
+  std::unique_ptr<Member> fresh() {
+    auto m = std::make_unique<Member>(lane_, blocks_);
+    const int64_t cap = std::max<int64_t>(1, std::min<int64_t>(64, lane_.limits().max_seq - 1));
+    m->prompt.resize(static_cast<size_t>(std::uniform_int_distribution<int64_t>(1, cap)(rng_)));
+    for (auto& t : m->prompt) t = alphabet_[std::uniform_int_distribution<size_t>(0, alphabet_.size() - 1)(rng_)];
+    m->leave_at = static_cast<int64_t>(m->prompt.size()) + std::uniform_int_distribution<int64_t>(0, 32)(rng_);
+    return m;
+  }
+
+  Lane& lane_;
+  runtime::BlockManager& blocks_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> alphabet_;
+  std::vector<std::unique_ptr<Member>> seqs_;
+  std::vector<std::pair<Member*, int64_t>> planned_;
+};
+
+}  // namespace
+
+CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane* reference,
+                      const CheckOptions& options) {
   CaseResult res;
   const bool compare = reference != nullptr;
-  auto measure = [&](const StepResult& got, const StepResult& want) {
+  auto measure = [&](const SeqResult& got, const SeqResult& want) {
     if (got.logits.size() != want.logits.size())
       throw Error("lane " + lane.name() + " returned " + std::to_string(got.logits.size()) +
                   " logits, the reference " + std::to_string(want.logits.size()));
@@ -134,11 +208,28 @@ CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane
     }
     if (ref2 > 0) res.max_rel_logit_err = std::max(res.max_rel_logit_err, static_cast<float>(std::sqrt(diff2 / ref2)));
   };
-  lane.reset();
-  if (compare) reference->reset();
-  StepResult r = lane.step(c.prompt_ids, 0, compare);
-  if (compare) measure(r, reference->step(c.prompt_ids, 0, true));
-  int64_t pos = static_cast<int64_t>(c.prompt_ids.size());
+  if (options.companions > 0 && lane.limits().max_batch < options.companions + 1)
+    throw Error("lane " + lane.name() + " runs steps of at most " + std::to_string(lane.limits().max_batch) +
+                " sequences; checking a lock among " + std::to_string(options.companions) + " others needs " +
+                std::to_string(options.companions + 1));
+  runtime::BlockManager blocks(lane.limits().num_blocks, lane.limits().block_size);
+  runtime::SoloSequence seq(lane, &blocks);
+  std::unique_ptr<runtime::SoloSequence> ref;
+  if (compare) ref = std::make_unique<runtime::SoloSequence>(*reference);
+  std::unique_ptr<Companions> others;
+  if (options.companions > 0) others = std::make_unique<Companions>(lane, blocks, c, options.companions, options.seed);
+  // The case's tokens at one step, with the companions' chunks beside them.
+  auto step = [&](std::span<const int32_t> tokens) {
+    if (!others) return seq.feed(tokens, compare);
+    std::vector<SeqStep> batch{seq.next(tokens, compare)};
+    others->plan(batch, lane.limits().max_tokens - static_cast<int64_t>(tokens.size()));
+    std::vector<SeqResult> out = lane.step(batch);
+    seq.advance(static_cast<int64_t>(tokens.size()));
+    others->done(out, 1);
+    return std::move(out[0]);
+  };
+  SeqResult r = step(c.prompt_ids);
+  if (compare) measure(r, ref->feed(c.prompt_ids, true));
   for (size_t i = 0; i < c.tokens.size(); ++i) {
     ++res.steps_checked;
     if (r.argmax != c.tokens[i]) {
@@ -155,9 +246,8 @@ CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane
     }
     if (i + 1 == c.tokens.size()) break;
     const int32_t next[1] = {c.tokens[i]};  // teacher forcing: continue from the lock's sequence
-    r = lane.step(next, pos, compare);
-    if (compare) measure(r, reference->step(next, pos, true));
-    ++pos;
+    r = step(next);
+    if (compare) measure(r, ref->feed(next, true));
   }
   return res;
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lanes/lane.h"
+#include "runtime/lane.h"
 
 namespace lg::locks {
 
@@ -59,11 +59,22 @@ struct CaseResult {
   float max_rel_logit_err = 0;
 };
 
+/// How a case is run besides the rule.
+struct CheckOptions {
+  /// Random other sequences in every step of the case (joining, prefilling in chunks, decoding
+  /// and leaving; their blocks interleaved with the case's): a lane must give the case the same
+  /// tokens inside a batch as alone. 0: the case runs alone.
+  int companions = 0;
+  uint64_t seed = 0;  ///< the companions' prompts and lengths
+};
+
 /// Runs the lane over the case teacher-forced: the lock's tokens are fed back at every step, so
 /// every step is compared even after an excused near-tie. Stops at the first failing step.
-/// When `reference` is given (the CPU lane), it is run alongside on the same tokens and the
-/// logit differences are measured: the numbers docs/locks.md's bf16 threshold rests on.
-CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane* reference = nullptr);
+/// When `reference` is given (the CPU lane), it is run alongside (alone) on the same tokens and
+/// the logit differences are measured: the numbers docs/locks.md's bf16 threshold rests on.
+/// Throws lg::Error when the lane cannot run `options.companions + 1` sequences in a step.
+CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane* reference = nullptr,
+                      const CheckOptions& options = {});
 
 /// Default margin thresholds (docs/locks.md justifies both): the fp32 CPU reference may only
 /// differ where another fp32 summation order could flip the step; bf16 GPU lanes where bf16

@@ -1,6 +1,7 @@
-// The generation loop over any lane: prefill the prompt, then decode one token per step until
-// an end-of-sequence id, the token limit, or the end of the KV cache, timing both phases the
-// way serving people report them (prefill tokens/s, time to first token, decode tokens/s).
+// Generating after one prompt on any lane: the scheduler (scheduler.h) with one request. Prefill
+// the prompt (in chunks of the lane's token budget), then decode one token per step until an
+// end-of-sequence id, the token limit, or the end of the context, timing both phases the way
+// serving people report them (prefill tokens/s, time to first token, decode tokens/s).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "lanes/lane.h"
+#include "runtime/lane.h"
 #include "runtime/sampler.h"
 
 namespace lg::runtime {
@@ -28,11 +29,11 @@ struct GenerateOptions {
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
-  double prefill_s = 0;        ///< the prefill step
-  double first_token_s = 0;    ///< prefill plus picking the first token
+  double prefill_s = 0;        ///< from the first prefill step's start to the first token
+  double first_token_s = 0;    ///< from submission (waiting in a queue included) to the first token
   int64_t decode_steps = 0;    ///< steps after the prefill (one token each)
   double decode_s = 0;
-  std::string stop;            ///< "eos", "max_tokens", "context" (KV cache full) or "caller" (should_stop)
+  std::string stop;            ///< "eos", "max_tokens", "context" (context full), "caller" (should_stop) or "error"
   double prefill_tokens_per_s() const { return prefill_s > 0 ? static_cast<double>(prompt_tokens) / prefill_s : 0; }
   double decode_tokens_per_s() const { return decode_s > 0 ? static_cast<double>(decode_steps) / decode_s : 0; }
 };
@@ -46,8 +47,8 @@ struct Generation {
 /// from another checkpoint gives such ids, and the embedding gather cannot take them.
 std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t vocab_size);
 
-/// Generates after `prompt` on `lane` (which is reset first). Throws lg::Error for an empty
-/// prompt, a prompt longer than the lane's context (max_seq), max_new_tokens < 1, or (when sampling)
+/// Generates after `prompt` on `lane`, alone. Throws lg::Error for an empty prompt, a prompt
+/// longer than the lane's context (max_seq) or KV pool, max_new_tokens < 1, or (when sampling)
 /// non-finite logits (check_finite_logits).
 Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateOptions& options);
 

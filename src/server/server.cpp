@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/connection_watch.h"
+#include "server/openai.h"
 #include "support/error.h"
 
 namespace lg::server {
@@ -20,57 +21,23 @@ namespace {
 
 using nlohmann::json;
 
-int64_t now_unix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string new_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}-{}-{}", prefix, now_unix(), counter.fetch_add(1));
-}
-
-// Generated text is valid UTF-8 by construction (StreamDecoder); replace, never throw, regardless.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+constexpr size_t kHandlerThreads = 128;
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_content(dump(body), "application/json");
 }
 
-// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
-json error_body(const std::string& message, const std::string& type, const std::string& param) {
-  return {{"error",
-           {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
-}
-
-json usage_json(const EngineResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-}
-
-enum class Kind { completion, chat };
-
-// One request after validation: everything the handler needs to run it, now or in a stream.
-struct Job {
-  Kind kind;
-  GenerationRequest gen;
-  std::vector<int32_t> prompt_ids;
-  std::string id;
-  int64_t created;
-  std::string model;
-};
-
-json chunk_json(const Job& job, const json& choice) {
+json chunk_json(const PreparedRequest& job, const json& choice) {
   return {{"id", job.id},
-          {"object", job.kind == Kind::chat ? "chat.completion.chunk" : "text_completion"},
+          {"object", job.kind == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
           {"created", job.created},
           {"model", job.model},
           {"choices", json::array({choice})}};
 }
 
-json piece_choice(const Job& job, const std::string& text, const json& finish) {
-  if (job.kind == Kind::chat) {
+json piece_choice(const PreparedRequest& job, const std::string& text, const json& finish) {
+  if (job.kind == Endpoint::chat) {
     json delta = json::object();
     if (!text.empty()) delta["content"] = text;
     return {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
@@ -110,25 +77,6 @@ Server::Server(Engine& engine, const ServerOptions& options)
 
 Server::~Server() { stop(); }
 
-std::string Server::render_chat(const ChatRequest& r) const {
-  chat::ChatInput in;
-  in.messages = r.messages;
-  in.tools = r.tools;
-  in.add_generation_prompt = r.add_generation_prompt;
-  in.kwargs = r.template_kwargs;
-  try {
-    return chat_template_.render(in);
-  } catch (const chat::ChatTemplateError& e) {
-    using K = chat::ChatTemplateError::Kind;
-    if (e.kind() == K::missing) throw RequestError("messages", std::string("'messages' cannot be rendered: ") + e.what());
-    if (e.kind() == K::failed)
-      throw RequestError("messages", std::string("'messages' is refused by the model's chat template: ") + e.what());
-    if (e.kind() == K::too_large) throw RequestError("messages", std::string("'messages' is too large: ") + e.what());
-    // broken template, timeout, no renderer: the server's fault, a 500 (set_exception_handler).
-    throw Error(std::string("the chat template could not be rendered: ") + e.what());
-  }
-}
-
 void Server::install_routes() {
   auto& h = *http_;
   // httplib's default socket options set SO_REUSEPORT on Linux: a second lg serve on a port in use
@@ -139,6 +87,9 @@ void Server::install_routes() {
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   h.set_payload_max_length(options_.max_body_bytes);
+  // A handler waits for its request's text while the engine generates, so the pool bounds how
+  // many requests can be in flight (and batched) at once; httplib's default is 8.
+  h.new_task_queue = [] { return new httplib::ThreadPool(kHandlerThreads); };
   h.set_read_timeout(30, 0);
   h.set_write_timeout(30, 0);
 
@@ -154,52 +105,27 @@ void Server::install_routes() {
 
   // Validation happens before any byte is sent, so every bad request is a clean 400 even when
   // it asked for a stream.
-  auto handle = [this](Kind kind, const httplib::Request& req, const std::string& body, httplib::Response& res) {
-    auto job = std::make_shared<Job>();
-    job->kind = kind;
-    job->created = now_unix();
-    job->model = engine_.model_id();
+  auto handle = [this](Endpoint kind, const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    std::shared_ptr<PreparedRequest> job;
     try {
-      if (kind == Kind::completion) {
-        CompletionRequest r = parse_completion_request(body);
-        job->gen = std::move(r.gen);
-        job->prompt_ids = engine_.encode_prompt(r.prompt, "prompt", /*add_special_tokens=*/true);
-      } else {
-        ChatRequest r = parse_chat_request(body);
-        job->gen = std::move(r.gen);
-        job->prompt_ids = engine_.encode_prompt(render_chat(r), "messages");
-      }
+      job = std::make_shared<PreparedRequest>(prepare_request(engine_, chat_template_, kind, body));
+    } catch (const ModelNotFound& e) {
+      send_json(res, 404, error_body(e.what(), "NotFoundError", e.param()));
+      return;
     } catch (const RequestError& e) {
       send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
       return;
     }
-    if (job->gen.model && *job->gen.model != engine_.model_id()) {
-      send_json(res, 404, error_body(fmt::format("The model '{}' does not exist; this server serves '{}'", *job->gen.model,
-                                                 engine_.model_id()),
-                                     "NotFoundError", "model"));
-      return;
-    }
-    // OpenAI's completions default is 16 tokens; chat runs to eos or the end of the context.
-    const int64_t default_max = kind == Kind::completion ? 16 : 0;
-    job->id = new_id(kind == Kind::chat ? "chatcmpl" : "cmpl");
+    const int64_t default_max = job->default_max;
 
     if (!job->gen.stream) {
       // Nothing is written until the end, so only the socket tells that the client hung up; then
-      // generation stops at the next token and the lane goes to the next request. The answer
+      // generation stops at the next token and its blocks go to the other requests. The answer
       // below is then written to a closed socket, which httplib tolerates.
       const ConnectionWatch watch(req);
       const EngineResult r =
           engine_.generate(job->prompt_ids, job->gen, default_max, nullptr, [&watch] { return watch.gone(); });
-      json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
-      if (kind == Kind::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-      else choice["text"] = r.text;
-      send_json(res, 200,
-                {{"id", job->id},
-                 {"object", kind == Kind::chat ? "chat.completion" : "text_completion"},
-                 {"created", job->created},
-                 {"model", job->model},
-                 {"choices", json::array({choice})},
-                 {"usage", usage_json(r)}});
+      send_json(res, 200, response_body(*job, r));
       return;
     }
     res.set_header("Cache-Control", "no-cache");
@@ -207,7 +133,7 @@ void Server::install_routes() {
       auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
       try {
         bool ok = true;
-        if (job->kind == Kind::chat) {
+        if (job->kind == Endpoint::chat) {
           json first = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                         {"finish_reason", nullptr}};
           ok = write(sse(chunk_json(*job, first)));
@@ -237,7 +163,7 @@ void Server::install_routes() {
   // that says nothing of the content type. Read whole (up to max_body_bytes, else 413), any
   // declared type other than application/json is a 415 that says which header to send, at every
   // size, as vLLM answers (its validate_json_request).
-  auto read_and_handle = [handle](Kind kind, const httplib::Request& req, httplib::Response& res,
+  auto read_and_handle = [handle](Endpoint kind, const httplib::Request& req, httplib::Response& res,
                                   const httplib::ContentReader& reader) {
     std::string body;
     bool ok;
@@ -270,11 +196,11 @@ void Server::install_routes() {
   };
   h.Post("/v1/completions",
          [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-           read_and_handle(Kind::completion, req, res, reader);
+           read_and_handle(Endpoint::completion, req, res, reader);
          });
   h.Post("/v1/chat/completions",
          [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-           read_and_handle(Kind::chat, req, res, reader);
+           read_and_handle(Endpoint::chat, req, res, reader);
          });
 
   h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

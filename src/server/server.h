@@ -55,9 +55,6 @@ class Server {
 
  private:
   void install_routes();
-  /// The prompt text of a chat request. Throws RequestError (400) when the request is at fault
-  /// (no template, the template refused it, too large), lg::Error (500) otherwise.
-  std::string render_chat(const ChatRequest& request) const;
 
   Engine& engine_;
   ServerOptions options_;

@@ -16,6 +16,7 @@
 #include "lanes/factory.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
+#include "common/step_alone.h"
 
 namespace lg {
 namespace {
@@ -26,8 +27,8 @@ const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARE
 TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   auto dir = model::ModelDir::open(kShared + "/models/qwen3-pycode-22m");
-  auto lane = make_lane("compiled", dir, 256);
-  auto ref = make_lane("cpu", dir, 256);
+  auto lane = make_lane("compiled", dir, {.max_seq = 256});
+  auto ref = make_lane("cpu", dir, {.max_seq = 256});
   EXPECT_EQ(lane->name(), "compiled");
   std::ifstream f(kShared + "/fixtures/qwen3-pycode-22m-golden.json");
   auto golden = nlohmann::json::parse(f);
@@ -39,10 +40,8 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
     auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     auto ids = c["fp32_cpu_greedy_ids"].get<std::vector<int32_t>>();
     auto margins = c["fp32_cpu_margins"].get<std::vector<double>>();
-    lane->reset();
-    ref->reset();
-    StepResult r = lane->step(prompt, 0, true);
-    StepResult want = ref->step(prompt, 0, true);
+    SeqResult r = lg::testing::step_alone(*lane, prompt, 0, true);
+    SeqResult want = lg::testing::step_alone(*ref, prompt, 0, true);
     double num = 0, den = 0;
     for (size_t i = 0; i < want.logits.size(); ++i) {
       num = std::max(num, std::fabs(static_cast<double>(r.logits.at(i)) - want.logits[i]));
@@ -58,7 +57,7 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
       }
       if (s + 1 < ids.size()) {
         auto t0 = std::chrono::steady_clock::now();
-        r = lane->step(std::vector<int32_t>{ids[s]}, pos++, false);
+        r = lg::testing::step_alone(*lane, std::vector<int32_t>{ids[s]}, pos++, false);
         decode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ++decode_steps;
       }
@@ -76,13 +75,13 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
 TEST(CompiledLane, LongPromptPrefillAndDecodeMatchReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   auto dir = model::ModelDir::open(kShared + "/models/qwen3-pycode-22m");
-  auto lane = make_lane("compiled", dir, 512);
-  auto ref = make_lane("cpu", dir, 512);
+  auto lane = make_lane("compiled", dir, {.max_seq = 512});
+  auto ref = make_lane("cpu", dir, {.max_seq = 512});
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(dir.config.vocab_size - 1));
   std::vector<int32_t> prompt(333);
   for (auto& t : prompt) t = tok(rng);
-  auto rel = [](const StepResult& got, const StepResult& want) {
+  auto rel = [](const SeqResult& got, const SeqResult& want) {
     double num = 0, den = 0;
     for (size_t i = 0; i < want.logits.size(); ++i) {
       num = std::max(num, std::fabs(static_cast<double>(got.logits.at(i)) - want.logits[i]));
@@ -90,12 +89,12 @@ TEST(CompiledLane, LongPromptPrefillAndDecodeMatchReference) {
     }
     return num / den;
   };
-  StepResult got = lane->step(prompt, 0, true), want = ref->step(prompt, 0, true);
+  SeqResult got = lg::testing::step_alone(*lane, prompt, 0, true), want = lg::testing::step_alone(*ref, prompt, 0, true);
   EXPECT_LT(rel(got, want), 2e-2) << "prefill of " << prompt.size() << " tokens";
   for (int64_t s = 0; s < 4; ++s) {
     const std::vector<int32_t> next{want.argmax};
-    got = lane->step(next, static_cast<int64_t>(prompt.size()) + s, true);
-    want = ref->step(next, static_cast<int64_t>(prompt.size()) + s, true);
+    got = lg::testing::step_alone(*lane, next, static_cast<int64_t>(prompt.size()) + s, true);
+    want = lg::testing::step_alone(*ref, next, static_cast<int64_t>(prompt.size()) + s, true);
     EXPECT_LT(rel(got, want), 2e-2) << "decode step " << s;
   }
 }

@@ -23,6 +23,7 @@
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
+#include "common/step_alone.h"
 
 namespace lg {
 namespace {
@@ -57,15 +58,14 @@ class Fixture : public ::testing::TestWithParam<std::string> {};
 TEST_P(Fixture, PrefillLogitsAndGreedyTokensMatchTransformers) {
   const std::string dir_path = kShared + "/fixtures/" + GetParam();
   const model::ModelDir dir = model::ModelDir::open(dir_path);
-  auto lane = make_cpu_lane_concrete(dir, 0);
+  auto lane = make_cpu_lane_concrete(dir, {.max_seq = 0});
   const nlohmann::json golden = read_json(dir_path + "/golden.json");
   size_t compared = 0, total = 0;
   for (size_t c = 0; c < golden["cases"].size(); ++c) {
     const auto& cs = golden["cases"][c];
     SCOPED_TRACE("case " + std::to_string(c));
     const auto prompt = cs["prompt_ids"].get<std::vector<int32_t>>();
-    lane->reset();
-    const ir::cpu::Tensor logits = lane->forward(prompt, 0);
+    const ir::cpu::Tensor logits = lane->forward(prompt);
     const auto V = static_cast<size_t>(logits.shape[1]);
     const std::vector<float> all = logits.to_f32();
     const std::span<const float> last(all.data() + (prompt.size() - 1) * V, V);
@@ -100,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(Shared, Fixture, ::testing::Values("tiny-qwen3", "tiny-
 
 TEST(Pycode22m, GreedyTokensOfAllGoldenPromptsMatchFp32Transformers) {
   const model::ModelDir dir = model::ModelDir::open(kSource + "/models/qwen3-pycode-22m");
-  auto lane = make_cpu_lane_concrete(dir, 256);
+  auto lane = make_cpu_lane_concrete(dir, {.max_seq = 256});
   const nlohmann::json golden = read_json(kShared + "/fixtures/qwen3-pycode-22m-golden.json");
   ASSERT_EQ(golden["cases"].size(), 8u);
   for (const auto& cs : golden["cases"]) {
@@ -115,15 +115,13 @@ TEST(Pycode22m, GreedyTokensOfAllGoldenPromptsMatchFp32Transformers) {
 /// Prefill seq[0, n) then decode seq[n] vs one prefill of seq[0, n]: same last logits.
 void expect_decode_equals_prefill(const model::ModelDir& dir, const std::vector<int32_t>& seq,
                                   std::initializer_list<size_t> lengths) {
-  auto stepped = make_cpu_lane_concrete(dir, 128);
-  auto full = make_cpu_lane_concrete(dir, 128);
+  auto stepped = make_cpu_lane_concrete(dir, {.max_seq = 128});
+  auto full = make_cpu_lane_concrete(dir, {.max_seq = 128});
   for (size_t n : lengths) {
     SCOPED_TRACE("prefill of " + std::to_string(n) + " then one decode step");
-    stepped->reset();
-    full->reset();
-    stepped->step(std::span(seq.data(), n), 0, false);
-    const StepResult dec = stepped->step(std::span(seq.data() + n, 1), static_cast<int64_t>(n), true);
-    const StepResult ref = full->step(std::span(seq.data(), n + 1), 0, true);
+    lg::testing::step_alone(*stepped, std::span(seq.data(), n), 0, false);
+    const SeqResult dec = lg::testing::step_alone(*stepped, std::span(seq.data() + n, 1), static_cast<int64_t>(n), true);
+    const SeqResult ref = lg::testing::step_alone(*full, std::span(seq.data(), n + 1), 0, true);
     EXPECT_LT(rel_err(dec.logits, ref.logits), 1e-5);
     EXPECT_EQ(dec.argmax, ref.argmax);
   }

@@ -14,6 +14,7 @@
 #include "model/model_dir.h"
 #include "runtime/generate.h"
 #include "support/error.h"
+#include "common/step_alone.h"
 
 namespace lg {
 namespace {
@@ -34,12 +35,11 @@ fs::path nan_copy(const std::string& tensor, uint64_t index) {
 TEST(CpuLaneNonFinite, NanWeightIsAnErrorAtTheFirstStep) {
   const fs::path dir = nan_copy("model.norm.weight", 3);
   const auto model = model::ModelDir::open(dir);
-  auto lane = make_cpu_lane(model, 16);
+  auto lane = make_cpu_lane(model, {.max_seq = 16});
   const std::vector<int32_t> prompt{5, 9, 2};
   for (bool want_logits : {false, true}) {
     try {
-      lane->reset();
-      lane->step(prompt, 0, want_logits);
+      lg::testing::step_alone(*lane, prompt, 0, want_logits);
       FAIL() << "expected an error";
     } catch (const Error& e) {
       const std::string m = e.what();
@@ -56,7 +56,7 @@ TEST(CpuLaneNonFinite, NanWeightIsAnErrorAtTheFirstStep) {
 
 TEST(CpuLaneNonFinite, TheUnpatchedFixtureRuns) {
   const auto model = model::ModelDir::open(fs::path(LG_SHARED_DIR) / "fixtures/tiny-qwen3");
-  auto lane = make_cpu_lane(model, 16);
+  auto lane = make_cpu_lane(model, {.max_seq = 16});
   runtime::GenerateOptions o;
   o.max_new_tokens = 4;
   EXPECT_EQ(runtime::generate(*lane, std::vector<int32_t>{5, 9, 2}, o).tokens.size(), 4u);

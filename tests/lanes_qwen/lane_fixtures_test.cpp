@@ -23,6 +23,7 @@
 #include "model/model_dir.h"
 #include "support/error.h"
 #include "test_util.h"
+#include "common/step_alone.h"
 
 using namespace lg;
 using namespace lg::qwen;
@@ -41,9 +42,9 @@ nlohmann::json read_json(const fs::path& p) {
 int check_greedy(Lane& lane, const std::vector<int32_t>& prompt, const std::vector<int32_t>& greedy,
                  const std::vector<double>& margins, const std::string& what) {
   int compared = 0;
-  StepResult r = lane.step(prompt, 0, false);
+  SeqResult r = lg::testing::step_alone(lane, prompt, 0, false);
   for (size_t i = 0; i < greedy.size(); ++i) {
-    if (i > 0) r = lane.step(std::span<const int32_t>(&greedy[i - 1], 1), static_cast<int64_t>(prompt.size() + i - 1), false);
+    if (i > 0) r = lg::testing::step_alone(lane, std::span<const int32_t>(&greedy[i - 1], 1), static_cast<int64_t>(prompt.size() + i - 1), false);
     if (margins[i] > 0.1) {
       ++compared;
       EXPECT_EQ(r.argmax, greedy[i]) << what << " step " << i << " margin " << margins[i];
@@ -70,7 +71,7 @@ TEST_P(TinyFixture, PrefillLogitsAndTeacherForcedGreedy) {
     auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     auto want = c["prefill_last_logits"].get<std::vector<float>>();
     auto greedy = c["greedy_ids"].get<std::vector<int32_t>>();
-    StepResult r = lane->step(prompt, 0, true);
+    SeqResult r = lg::testing::step_alone(*lane, prompt, 0, true);
     ASSERT_EQ(r.logits.size(), want.size());
     EXPECT_LT(rel_err(r.logits, want), 2e-2) << GetParam() << " prompt of " << prompt.size();
     compared += check_greedy(*lane, prompt_generate_attended(prompt), greedy,
@@ -90,12 +91,12 @@ TEST_P(TinyFixture, GpuMatchesCpuLoopTeacherForced) {
     CpuQwen cpu(md, false);
     auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     auto greedy = c["greedy_ids"].get<std::vector<int32_t>>();
-    StepResult r = lane->step(prompt, 0, true);
+    SeqResult r = lg::testing::step_alone(*lane, prompt, 0, true);
     std::vector<double> ref = cpu.step(prompt, 0);
     for (size_t i = 0; i < greedy.size(); ++i) {
       if (i > 0) {
         const int64_t pos = static_cast<int64_t>(prompt.size() + i - 1);
-        r = lane->step(std::span<const int32_t>(&greedy[i - 1], 1), pos, true);
+        r = lg::testing::step_alone(*lane, std::span<const int32_t>(&greedy[i - 1], 1), pos, true);
         ref = cpu.step({greedy[i - 1]}, pos);
       }
       EXPECT_LT(rel_err(r.logits, ref), 2e-2) << GetParam() << " prompt " << prompt.size() << " step " << i;
@@ -138,12 +139,12 @@ TEST(HandwrittenLane, DecodeAfterPrefillEqualsPrefillOfWholeSequence) {
     std::vector<int32_t> seq(40);
     for (auto& t : seq) t = tok(rng);
     const size_t P = 9;
-    lane->step(std::span<const int32_t>(seq.data(), P), 0, false);
+    lg::testing::step_alone(*lane, std::span<const int32_t>(seq.data(), P), 0, false);
     for (size_t i = P; i < seq.size(); ++i) {
-      StepResult dec = lane->step(std::span<const int32_t>(&seq[i], 1), static_cast<int64_t>(i), true);
+      SeqResult dec = lg::testing::step_alone(*lane, std::span<const int32_t>(&seq[i], 1), static_cast<int64_t>(i), true);
       if (i % 10 != 0 && i + 1 != seq.size()) continue;
       auto fresh = make_handwritten_lane(md, 128);
-      StepResult full = fresh->step(std::span<const int32_t>(seq.data(), i + 1), 0, true);
+      SeqResult full = lg::testing::step_alone(*fresh, std::span<const int32_t>(seq.data(), i + 1), 0, true);
       EXPECT_LT(rel_err(dec.logits, full.logits), 2e-2) << name << " position " << i;
     }
   }
@@ -154,9 +155,9 @@ TEST(HandwrittenLane, RejectsBadSteps) {
   auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen3");
   auto lane = make_handwritten_lane(md, 16);
   std::vector<int32_t> toks(17, 1);
-  EXPECT_THROW(lane->step(toks, 0, false), Error);
-  EXPECT_THROW(lane->step(std::span<const int32_t>(toks.data(), 1), 16, false), Error);
+  EXPECT_THROW(lg::testing::step_alone(*lane, toks, 0, false), Error);
+  EXPECT_THROW(lg::testing::step_alone(*lane, std::span<const int32_t>(toks.data(), 1), 16, false), Error);
   std::vector<int32_t> bad{1, static_cast<int32_t>(md.config.vocab_size)};
-  EXPECT_THROW(lane->step(bad, 0, false), Error);
-  EXPECT_THROW(lane->step(std::span<const int32_t>(), 0, false), Error);
+  EXPECT_THROW(lg::testing::step_alone(*lane, bad, 0, false), Error);
+  EXPECT_THROW(lg::testing::step_alone(*lane, std::span<const int32_t>(), 0, false), Error);
 }

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "locks/lock.h"
+#include "common/per_sequence_lane.h"
 #include "support/error.h"
 
 namespace fs = std::filesystem;
@@ -20,20 +21,18 @@ namespace {
 
 /// A deterministic toy lane: logits are a fixed random function of (last token, position), so
 /// recording and checking can be tested without a model.
-class ToyLane : public Lane {
+class ToyLane : public lg::testing::PerSequenceLane {
  public:
   /// flip_pos: at that position the lane answers argmax+1, as a lane whose arithmetic flipped a
   /// near tie would.
-  explicit ToyLane(uint32_t seed, int64_t flip_pos = -1) : seed_(seed), flip_pos_(flip_pos) {}
+  explicit ToyLane(uint32_t seed, int64_t flip_pos = -1) : PerSequenceLane(1024), seed_(seed), flip_pos_(flip_pos) {}
   std::string name() const override { return "toy"; }
   Provenance provenance() const override { return Reference{}; }
-  int64_t max_seq() const override { return 1024; }
-  void reset() override {}
-  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
+  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
     const int64_t pos = start_pos + static_cast<int64_t>(tokens.size()) - 1;
     std::mt19937 rng(seed_ ^ static_cast<uint32_t>(tokens.back() * 7919 + pos * 104729));
     std::normal_distribution<float> n;
-    StepResult r;
+    SeqResult r;
     std::vector<float> logits(kVocab);
     for (auto& x : logits) x = n(rng);
     r.argmax = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -100,8 +99,8 @@ TEST(Lock, NearTieDifferenceIsExcusedAndCheckingGoesOn) {
 class ShiftedLane : public ToyLane {
  public:
   ShiftedLane(uint32_t seed, float shift) : ToyLane(seed), shift_(shift) {}
-  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
-    StepResult r = ToyLane::step(tokens, start_pos, true);
+  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
+    SeqResult r = ToyLane::step_one(tokens, start_pos, true);
     r.logits[3] += shift_;
     if (!want_logits) r.logits.clear();
     return r;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/per_sequence_lane.h"
 #include "runtime/generate.h"
 #include "support/error.h"
 
@@ -11,16 +12,14 @@ namespace lg::runtime {
 namespace {
 
 /// A lane whose next token is (last token + 1) mod 50, recording every step.
-class CountingLane : public Lane {
+class CountingLane : public lg::testing::PerSequenceLane {
  public:
-  explicit CountingLane(int64_t max_seq) : max_seq_(max_seq) {}
+  explicit CountingLane(int64_t max_seq) : PerSequenceLane(max_seq) {}
   std::string name() const override { return "counting"; }
   Provenance provenance() const override { return Reference{}; }
-  int64_t max_seq() const override { return max_seq_; }
-  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
-    if (tokens.empty() || start_pos + static_cast<int64_t>(tokens.size()) > max_seq_) throw Error("bad step");
+  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
     steps.push_back({start_pos, static_cast<int64_t>(tokens.size())});
-    StepResult r;
+    SeqResult r;
     r.argmax = (tokens.back() + 1) % 50;
     if (want_logits) {
       r.logits.assign(50, 0.0f);
@@ -29,13 +28,8 @@ class CountingLane : public Lane {
     }
     return r;
   }
-  void reset() override { ++resets; }
   std::vector<std::pair<int64_t, int64_t>> steps;
-  int resets = 0;
   int64_t nan_at = -1;  ///< the step at this (last) position returns NaN logits, as NaN weights would
-
- private:
-  int64_t max_seq_;
 };
 
 TEST(Generate, StopsAtTheTokenLimitAndStepsAtTheRightPositions) {
@@ -49,7 +43,6 @@ TEST(Generate, StopsAtTheTokenLimitAndStepsAtTheRightPositions) {
   EXPECT_EQ(g.tokens, (std::vector<int32_t>{10, 11, 12, 13}));
   EXPECT_EQ(seen, g.tokens);
   EXPECT_EQ(g.stats.stop, "max_tokens");
-  EXPECT_EQ(lane.resets, 1);
   const std::vector<std::pair<int64_t, int64_t>> want = {{0, 3}, {3, 1}, {4, 1}, {5, 1}};
   EXPECT_EQ(lane.steps, want);
   EXPECT_EQ(g.stats.prompt_tokens, 3);

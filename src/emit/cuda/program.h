@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lanes/provenance.h"
+#include "runtime/provenance.h"
 #include "lift/stage.h"
 
 namespace lg::emit::cuda {

@@ -1,4 +1,5 @@
 #include "lanes/compiled/compiled_lane.h"
+#include "lanes/one_sequence_lane.h"
 
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -40,11 +41,11 @@ void progress(const std::string& msg) {
   if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << msg << std::flush;
 }
 
-class CompiledLane : public Lane {
+class CompiledLane : public OneSequenceLane {
  public:
   /// `ckpt` null: random weights from `seed` (matrices uniform with std 0.02, transformers'
   /// initializer_range; 1-D norm weights 1, other 1-D params 0, as a fresh HF model).
-  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed) {
+  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed) : OneSequenceLane(fg.max_seq) {
     if (!cuda::cuda_device_available()) throw Error("compiled lane: no CUDA device");
     max_seq_ = fg.max_seq;
     lift::StagedProgram staged = lift::lift(fg.graph);
@@ -104,9 +105,7 @@ class CompiledLane : public Lane {
 
   std::string name() const override { return "compiled"; }
   Provenance provenance() const override { return Compiled{}; }
-  int64_t max_seq() const override { return max_seq_; }
-
-  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
+  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
     if (tokens.empty()) throw Error("compiled lane: empty step");
     auto T = static_cast<int64_t>(tokens.size());
     if (start_pos < 0 || start_pos + T > max_seq_)
@@ -140,7 +139,7 @@ class CompiledLane : public Lane {
       launch_all(T);
       compiled::argmax(last_row, static_cast<long>(vocab_), argmax_.as<int>(), s);
     }
-    StepResult r;
+    SeqResult r;
     int32_t* hargmax = pinned_ + 2 * prog_.max_t;
     LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
     if (want_logits) {
@@ -152,11 +151,7 @@ class CompiledLane : public Lane {
     return r;
   }
 
-  void reset() override {
-    for (size_t i = 0; i < prog_.buffers.size(); ++i)
-      if (prog_.buffers[i].kind == BufferKind::State)
-        LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(prog_.buffers[i].bytes)));
-  }
+
 
  private:
   // NVRTC compiles the kernels in chunks on every core (each kernel that instantiates the

@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "lanes/lane.h"
+#include "runtime/lane.h"
 
 namespace lg::model {
 struct ModelDir;

@@ -1,7 +1,9 @@
 #include "lanes/cpu/cpu_lane.h"
 
+#include <algorithm>
 #include <string>
 
+#include "ir/batch.h"
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
 #include "runtime/finite_logits.h"
@@ -12,67 +14,100 @@
 namespace lg {
 
 namespace {
+
 size_t input_named(const ir::Graph& g, const std::string& name) {
   for (size_t k = 0; k < g.inputs.size(); ++k)
     if (g.inputs[k].name == name) return k;
   throw Error("the " + g.model + " forward has no input '" + name +
               "'; the cpu lane runs forwards declared as forward(tokens: i32[T], pos: i32[T])");
 }
-}  // namespace
 
-CpuLane::CpuLane(ir::Graph graph, std::vector<ir::cpu::Tensor> params, int64_t max_seq)
-    : executor_(std::move(graph), std::move(params)), max_seq_(max_seq) {
-  const ir::Graph& g = executor_.graph();
-  tokens_input_ = input_named(g, "tokens");
-  pos_input_ = input_named(g, "pos");
-  if (g.inputs.size() != 2) throw Error("the " + g.model + " forward takes " + std::to_string(g.inputs.size()) +
-                                        " inputs; the cpu lane gives it tokens and pos");
+const ir::Graph& checked(const ir::Graph& g) {
+  input_named(g, "tokens");
+  input_named(g, "pos");
+  if (g.inputs.size() != 2)
+    throw Error("the " + g.model + " forward takes " + std::to_string(g.inputs.size()) +
+                " inputs; the cpu lane gives it tokens and pos");
   if (g.outputs.size() != 1 || g.at(g.outputs[0]).shape.size() != 2)
     throw Error("the " + g.model + " forward must return one value, logits f32[T, V]");
-  if (max_seq_ < 1) throw Error("max_seq must be >= 1");
+  return g;
 }
 
-std::vector<ir::cpu::Tensor> CpuLane::inputs(std::span<const int32_t> tokens, int64_t start_pos) const {
+ir::Graph batched(ir::Graph g, const LaneLimits& l) {
+  ir::make_batched(g, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
+  return g;
+}
+
+ir::cpu::Tensor i32(std::vector<int64_t> shape, const std::vector<int32_t>& v) {
+  return ir::cpu::Tensor::from_i32(std::move(shape), v);
+}
+
+}  // namespace
+
+CpuLane::CpuLane(ir::Graph unbatched, std::vector<ir::cpu::Tensor> params, const LaneLimits& limits)
+    : unbatched_(checked(unbatched)),
+      params_(params),
+      limits_(limits),
+      executor_(batched(std::move(unbatched), limits), std::move(params)) {}
+
+std::vector<SeqResult> CpuLane::step(std::span<const SeqStep> batch) {
+  const FlatBatch f = flatten(batch, limits_);
+  const ir::Graph& g = executor_.graph();
+  std::vector<ir::cpu::Tensor> in(g.inputs.size());
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    const std::string& n = g.inputs[k].name;
+    if (n == "tokens") in[k] = i32({f.T}, f.tokens);
+    else if (n == "pos") in[k] = i32({f.T}, f.pos);
+    else if (n == "seq") in[k] = i32({f.T}, f.seq);
+    else if (n == "block_table") in[k] = i32({f.B, limits_.blocks_per_seq()}, f.block_table);
+    else if (n == "rows") in[k] = i32({f.B}, f.rows);
+    else throw Error("cpu lane: the batched forward takes an input `" + n + "` the lane does not know");
+  }
+  const ir::cpu::Tensor logits = executor_.run(in)[0].contiguous();
+  const int64_t V = logits.shape[1];
+  std::vector<SeqResult> out(batch.size());
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const std::span<const float> row(logits.fdata() + static_cast<int64_t>(b) * V, static_cast<size_t>(V));
+    // One pass over V floats per sequence (the forward itself reads every weight): a NaN or Inf
+    // here would otherwise pick a garbage token silently.
+    const int64_t last = batch[b].start_pos + static_cast<int64_t>(batch[b].tokens.size()) - 1;
+    runtime::check_finite_logits(row, last, batch[b].tokens.size() > 1, "cpu");
+    out[b].argmax = runtime::argmax(row);
+    if (batch[b].want_logits) out[b].logits.assign(row.begin(), row.end());
+  }
+  return out;
+}
+
+ir::cpu::Tensor CpuLane::forward(std::span<const int32_t> tokens) {
   if (tokens.empty()) throw Error("a step needs at least one token");
   const auto T = static_cast<int64_t>(tokens.size());
-  if (start_pos < 0 || start_pos + T > max_seq_)
-    throw Error("positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) +
-                " do not fit the KV cache of " + std::to_string(max_seq_) + " tokens");
+  ir::CpuExecutor alone(unbatched_, params_);
   std::vector<int32_t> pos(tokens.size());
-  for (size_t k = 0; k < pos.size(); ++k) pos[k] = static_cast<int32_t>(start_pos) + static_cast<int32_t>(k);
+  for (size_t k = 0; k < pos.size(); ++k) pos[k] = static_cast<int32_t>(k);
   std::vector<ir::cpu::Tensor> in(2);
-  in[tokens_input_] = ir::cpu::Tensor::from_i32({T}, {tokens.begin(), tokens.end()});
-  in[pos_input_] = ir::cpu::Tensor::from_i32({T}, std::move(pos));
-  return in;
+  in[input_named(unbatched_, "tokens")] = i32({T}, {tokens.begin(), tokens.end()});
+  in[input_named(unbatched_, "pos")] = i32({T}, pos);
+  return alone.run(in)[0];
 }
 
-ir::cpu::Tensor CpuLane::forward(std::span<const int32_t> tokens, int64_t start_pos) {
-  return executor_.run(inputs(tokens, start_pos))[0];
-}
-
-StepResult CpuLane::step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) {
-  // Only the last position's logits are returned: the LM head runs on that row alone.
-  const ir::cpu::Tensor logits = executor_.run_last_position(inputs(tokens, start_pos))[0];
-  const int64_t T = logits.shape[0], V = logits.shape[1];
-  const ir::cpu::Tensor last = ir::cpu::slice(logits, 0, T - 1, T, 1).contiguous();
-  const std::span<const float> row(last.fdata(), static_cast<size_t>(V));
-  // One pass over V floats per step (the forward itself reads every weight): a NaN or Inf here
-  // would otherwise pick a garbage token silently.
-  runtime::check_finite_logits(row, start_pos + static_cast<int64_t>(tokens.size()) - 1, tokens.size() > 1, "cpu");
-  StepResult r;
-  r.argmax = runtime::argmax(row);
-  if (want_logits) r.logits.assign(row.begin(), row.end());
-  return r;
-}
-
-std::unique_ptr<CpuLane> make_cpu_lane_concrete(const model::ModelDir& dir, int64_t max_seq) {
-  runtime::ForwardGraph fg = runtime::forward_graph(dir, max_seq);
+std::unique_ptr<CpuLane> make_cpu_lane_concrete(const model::ModelDir& dir, const LaneOptions& options) {
+  runtime::ForwardGraph fg = runtime::forward_graph(dir, options.max_seq);
   std::vector<ir::cpu::Tensor> params = runtime::bind_params(fg.graph, dir.checkpoint);
-  return std::make_unique<CpuLane>(std::move(fg.graph), std::move(params), fg.max_seq);
+  // The default pool holds two full contexts, fewer where that passes 1 GiB of fp32, never less
+  // than one context.
+  int64_t bytes_per_position = 0;
+  for (const ir::StateInfo& s : fg.graph.states) {
+    int64_t n = 4;
+    for (const ir::Dim& d : s.shape) n *= d.coeff;
+    bytes_per_position += n / fg.max_seq;
+  }
+  const int64_t fit = bytes_per_position > 0 ? (int64_t{1} << 30) / bytes_per_position : 2 * fg.max_seq;
+  const LaneLimits limits = resolve_limits(options, fg.max_seq, std::max(fg.max_seq, std::min(2 * fg.max_seq, fit)));
+  return std::make_unique<CpuLane>(std::move(fg.graph), std::move(params), limits);
 }
 
-std::unique_ptr<Lane> make_cpu_lane(const model::ModelDir& dir, int64_t max_seq) {
-  return make_cpu_lane_concrete(dir, max_seq);
+std::unique_ptr<Lane> make_cpu_lane(const model::ModelDir& dir, const LaneOptions& options) {
+  return make_cpu_lane_concrete(dir, options);
 }
 
 }  // namespace lg

@@ -1,6 +1,8 @@
 // The "cpu" lane: the CPU reference executor of the model's .lg program behind the Lane
-// interface, so `lg run`, the generation loop and the lock checks drive it like a GPU lane.
-// Its provenance is Reference: there is no CUDA program, only the program's meaning.
+// interface, so `lg run`, the scheduler and the lock checks drive it like a GPU lane. It runs
+// the batched graph (ir/batch.h): a step's sequences share one fp32 KV pool, paged as the
+// runtime's block tables say. Its provenance is Reference: there is no CUDA program, only the
+// program's meaning.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,7 @@
 
 #include "ir/cpu_executor.h"
 #include "ir/cpu_ops.h"
-#include "lanes/lane.h"
+#include "runtime/lane.h"
 
 namespace lg::model {
 struct ModelDir;
@@ -20,36 +22,39 @@ namespace lg {
 
 class CpuLane : public Lane {
  public:
-  /// `graph` must take the inputs tokens: i32[T] and pos: i32[T] (by name) and return one
-  /// output, logits f32[T, V]; params are bound as CpuExecutor wants them. `max_seq` is the KV
-  /// cache capacity the graph was lowered with. Throws lg::Error if the graph's signature differs.
-  CpuLane(ir::Graph graph, std::vector<ir::cpu::Tensor> params, int64_t max_seq);
+  /// `unbatched`: the forward of one sequence (inputs tokens: i32[T] and pos: i32[T] by name, one
+  /// output, logits f32[T, V]), params bound as CpuExecutor wants them; the lane makes the
+  /// batched graph for `limits`. Throws lg::Error if the graph's signature differs or it cannot be
+  /// batched.
+  CpuLane(ir::Graph unbatched, std::vector<ir::cpu::Tensor> params, const LaneLimits& limits);
 
   std::string name() const override { return "cpu"; }
   Provenance provenance() const override { return Reference{}; }
-  int64_t max_seq() const override { return max_seq_; }
-  /// Throws lg::Error when the last position's logits are not finite (runtime::check_finite_logits).
-  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override;
-  void reset() override { executor_.reset(); }
+  const LaneLimits& limits() const override { return limits_; }
+  /// Throws lg::Error for a malformed batch and when a returned row of logits is not finite
+  /// (runtime::check_finite_logits).
+  std::vector<SeqResult> step(std::span<const SeqStep> batch) override;
 
-  /// Like step, but returns the logits of every position: f32[T, V] (for tests against
-  /// per-position references).
-  ir::cpu::Tensor forward(std::span<const int32_t> tokens, int64_t start_pos);
+  /// The logits of every position of one sequence run alone from position 0, f32[T, V], by the
+  /// unbatched forward with a KV cache of its own (for tests against per-position references).
+  ir::cpu::Tensor forward(std::span<const int32_t> tokens);
 
+  /// The batched graph the lane runs.
   const ir::Graph& graph() const { return executor_.graph(); }
 
  private:
-  std::vector<ir::cpu::Tensor> inputs(std::span<const int32_t> tokens, int64_t start_pos) const;
-
+  ir::Graph unbatched_;
+  std::vector<ir::cpu::Tensor> params_;
+  LaneLimits limits_;
   ir::CpuExecutor executor_;
-  int64_t max_seq_;
-  size_t tokens_input_ = 0, pos_input_ = 1;
 };
 
-/// The cpu lane for a model directory: lowers its .lg program with KV capacity `max_seq`
-/// (0: max_position_embeddings) and binds the checkpoint (see runtime::forward_graph).
-std::unique_ptr<Lane> make_cpu_lane(const model::ModelDir& dir, int64_t max_seq);
+/// The cpu lane for a model directory: lowers its .lg program with the context `options.max_seq`
+/// (0: max_position_embeddings) and binds the checkpoint (see runtime::forward_graph). The
+/// default KV pool holds 2 * max_seq positions, less where that passes 1 GiB (never less than
+/// max_seq).
+std::unique_ptr<Lane> make_cpu_lane(const model::ModelDir& dir, const LaneOptions& options = {});
 /// Same, returning the concrete type (tests use forward()).
-std::unique_ptr<CpuLane> make_cpu_lane_concrete(const model::ModelDir& dir, int64_t max_seq);
+std::unique_ptr<CpuLane> make_cpu_lane_concrete(const model::ModelDir& dir, const LaneOptions& options = {});
 
 }  // namespace lg

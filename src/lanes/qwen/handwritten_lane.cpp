@@ -65,7 +65,7 @@ HandwrittenQwenLane::~HandwrittenQwenLane() = default;
 Provenance HandwrittenQwenLane::provenance() const { return HandWritten{shape_.family, "prefill+decode"}; }
 
 HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& weights, int64_t max_seq)
-    : shape_(shape), max_seq_(max_seq) {
+    : OneSequenceLane(max_seq), shape_(shape), max_seq_(max_seq) {
   check_supported(shape_, weights.describe());
   if (max_seq < 1 || max_seq > (int64_t{1} << 20))
     throw Error("hand-written lane: max_seq " + std::to_string(max_seq) + " out of range 1..1048576");
@@ -164,7 +164,7 @@ struct Dims {
 
 }  // namespace
 
-StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) {
+SeqResult HandwrittenQwenLane::step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) {
   if (tokens.empty()) throw Error("hand-written lane: step with no tokens");
   if (start_pos < 0 || start_pos + static_cast<int64_t>(tokens.size()) > max_seq_)
     throw Error("hand-written lane: positions " + std::to_string(start_pos) + ".." +
@@ -305,7 +305,7 @@ StepResult HandwrittenQwenLane::step(std::span<const int32_t> tokens, int64_t st
     // The LM head wrote the argmax straight into mapped host memory, visible once the stream is done.
     s.stream.synchronize();
   }
-  StepResult r;
+  SeqResult r;
   r.argmax = *static_cast<volatile int*>(s.h_argmax.p);
   if (want_logits) {
     r.logits.resize(static_cast<size_t>(shape_.vocab));

@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-#include "lanes/lane.h"
+#include "lanes/one_sequence_lane.h"
 #include "lanes/qwen/qwen_shape.h"
 
 namespace lg::model {
@@ -33,7 +33,7 @@ namespace lg::qwen {
 class WeightSource;
 
 /// The lane. Construct on a machine with a CUDA device (else lg::Error).
-class HandwrittenQwenLane : public Lane {
+class HandwrittenQwenLane : public OneSequenceLane {
  public:
   /// Uploads the weights from `weights` (HF tensor names) and allocates a KV cache of `max_seq`
   /// positions. Throws lg::Error for an unsupported shape, a missing or mis-shaped tensor, no
@@ -43,9 +43,7 @@ class HandwrittenQwenLane : public Lane {
 
   std::string name() const override { return "handwritten"; }
   Provenance provenance() const override;
-  int64_t max_seq() const override { return max_seq_; }
-  StepResult step(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override;
-  void reset() override {}
+  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override;
 
   const QwenShape& shape() const { return shape_; }
 

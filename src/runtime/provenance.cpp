@@ -1,4 +1,4 @@
-#include "lanes/provenance.h"
+#include "runtime/provenance.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,192 @@
+// `lg batch --model DIR -i requests.jsonl -o results.jsonl`: offline batch generation in the
+// OpenAI batch-file format (as vLLM's run_batch). Every line of the input is one request,
+// {"custom_id", "method": "POST", "url": "/v1/completions" | "/v1/chat/completions", "body"};
+// all of them run together in the engine's batched steps, and every input line gets one output
+// line, in input order: {"id", "custom_id", "response": {"status_code", "request_id", "body"},
+// "error"}. A line that is not a request (not JSON, an unknown url, no body) gets an output line
+// with its error and the others still run; a body the endpoint refuses gets the 400 answer lg
+// serve would give.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/lane_options.h"
+#include "cli/numeric_checks.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_renderer.h"
+#include "server/engine.h"
+#include "server/openai.h"
+#include "support/error.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct BatchOpts {
+  std::string model, input, output, lane = "cpu";
+  int64_t max_seq = 0;
+  lg::LaneOptions lane_options;
+  bool quiet = false;
+};
+
+/// One input line and what becomes of it.
+struct Line {
+  json custom_id = nullptr;
+  std::optional<lg::server::PreparedRequest> request;
+  std::shared_ptr<lg::server::EngineJob> job;
+  json response = nullptr;  // set when the line is answered without running (a 400)
+  json error = nullptr;     // set when the line is not a request at all
+};
+
+json line_error(const std::string& code, const std::string& message) { return {{"code", code}, {"message", message}}; }
+
+/// Parses line `n` (1-based) and, when it is a good request, prepares it.
+Line read_line(const std::string& text, size_t n, const lg::server::Engine& engine, const lg::chat::ChatTemplate& tmpl) {
+  Line l;
+  const std::string where = fmt::format("line {}", n);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    l.error = line_error("invalid_json", where + ": not JSON: " + e.what());
+    return l;
+  }
+  if (!j.is_object()) {
+    l.error = line_error("invalid_request", where + ": a request line must be a JSON object");
+    return l;
+  }
+  if (j.contains("custom_id")) l.custom_id = j["custom_id"];
+  if (!l.custom_id.is_string()) {
+    l.error = line_error("invalid_request", where + ": 'custom_id' must be a string");
+    l.custom_id = nullptr;
+    return l;
+  }
+  if (!j.contains("method") || j["method"] != "POST") {
+    l.error = line_error("invalid_request", where + ": 'method' must be \"POST\"");
+    return l;
+  }
+  const json url = j.contains("url") ? j["url"] : json(nullptr);
+  lg::server::Endpoint kind;
+  if (url == "/v1/completions") kind = lg::server::Endpoint::completion;
+  else if (url == "/v1/chat/completions") kind = lg::server::Endpoint::chat;
+  else {
+    l.error = line_error("invalid_url", where + ": 'url' must be \"/v1/completions\" or \"/v1/chat/completions\", got " +
+                                            url.dump());
+    return l;
+  }
+  if (!j.contains("body") || !j["body"].is_object()) {
+    l.error = line_error("invalid_request", where + ": 'body' must be a JSON object (the request body)");
+    return l;
+  }
+  try {
+    if (j["body"].value("stream", false))
+      throw lg::server::RequestError("stream", "'stream' is not supported in a batch: every answer is whole");
+    l.request = lg::server::prepare_request(engine, tmpl, kind, j["body"].dump());
+  } catch (const lg::server::ModelNotFound& e) {
+    l.response = {{"status_code", 404}, {"request_id", nullptr},
+                  {"body", lg::server::error_body(e.what(), "NotFoundError", e.param())}};
+  } catch (const lg::server::RequestError& e) {
+    l.response = {{"status_code", 400}, {"request_id", nullptr},
+                  {"body", lg::server::error_body(e.what(), "invalid_request_error", e.param())}};
+  } catch (const lg::Error& e) {  // a broken chat template: lg serve's 500
+    l.response = {{"status_code", 500}, {"request_id", nullptr},
+                  {"body", lg::server::error_body(e.what(), "server_error", "")}};
+  }
+  return l;
+}
+
+int run_batch(const BatchOpts& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::ifstream file;
+  if (o.input != "-") {
+    file.open(o.input, std::ios::binary);
+    if (!file) throw lg::Error(o.input + ": cannot read");
+  }
+  std::istream& in = o.input == "-" ? std::cin : file;
+  lg::server::Engine engine(o.model, {o.lane, o.max_seq, o.lane_options});
+  // The chat requests render the model's own chat template, as lg serve's chat endpoint does.
+  const auto tmpl = lg::chat::ChatTemplate::load(engine.model_dir(), std::nullopt,
+                                                 std::make_shared<lg::chat::JinjaRenderer>());
+  std::ofstream out_file;
+  if (o.output != "-") {
+    out_file.open(o.output, std::ios::binary | std::ios::trunc);
+    if (!out_file) throw lg::Error(o.output + ": cannot write");
+  }
+  std::ostream& out = o.output == "-" ? std::cout : out_file;
+
+  std::vector<Line> lines;
+  std::string text;
+  for (size_t n = 1; std::getline(in, text); ++n) {
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
+    lines.push_back(read_line(text, n, engine, tmpl));
+    Line& l = lines.back();
+    if (l.request) l.job = engine.start(l.request->prompt_ids, l.request->gen, l.request->default_max);
+  }
+  const bool bar = !o.quiet && isatty(STDERR_FILENO);
+  int64_t ok = 0, failed = 0, completion_tokens = 0;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    Line& l = lines[k];
+    if (l.job) {
+      std::string ignored;
+      while (!l.job->wait(ignored, std::chrono::milliseconds(200))) {
+        ignored.clear();
+        if (bar)
+          std::fprintf(stderr, "\r\033[Klg batch: %zu/%zu requests answered, %.1f s", k, lines.size(),
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      try {
+        const lg::server::EngineResult r = l.job->result();
+        completion_tokens += r.completion_tokens;
+        l.response = {{"status_code", 200}, {"request_id", l.request->id},
+                      {"body", lg::server::response_body(*l.request, r)}};
+      } catch (const lg::Error& e) {
+        l.response = {{"status_code", 500}, {"request_id", l.request->id},
+                      {"body", lg::server::error_body(e.what(), "server_error", "")}};
+      }
+    }
+    const bool good = l.response.is_object() && l.response["status_code"] == 200;
+    (good ? ok : failed) += 1;
+    json line = {{"id", fmt::format("batch_req_{}", k)},
+                 {"custom_id", l.custom_id},
+                 {"response", l.response},
+                 {"error", l.error}};
+    out << lg::server::dump(line) << "\n";
+    out.flush();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (bar) std::fputs("\r\033[K", stderr);
+  if (!o.quiet)
+    std::fprintf(stderr, "lg batch: %zu requests, %lld answered, %lld failed; %lld tokens generated in %.2f s (%.1f tokens/s)\n",
+                 lines.size(), static_cast<long long>(ok), static_cast<long long>(failed),
+                 static_cast<long long>(completion_tokens), s, s > 0 ? static_cast<double>(completion_tokens) / s : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+LG_COMMAND("batch", [](CLI::App& app) {
+  auto o = std::make_shared<BatchOpts>();
+  auto* sub = app.add_subcommand("batch", "Run a file of OpenAI requests (JSON lines) together in batched steps");
+  sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("-i,--input", o->input, "requests, one JSON object per line ('-': stdin)")->required();
+  sub->add_option("-o,--output", o->output, "results, one JSON object per input line ('-': stdout)")->required();
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();
+  sub->add_option("--max-seq", o->max_seq, "context per request in tokens (default: max_position_embeddings, at most 4096)")
+      ->check(lg::cli::at_least_one());
+  lg::cli::add_lane_options(sub, o->lane_options);
+  sub->add_flag("-q,--quiet", o->quiet, "no progress bar or summary on stderr");
+  return [o]() -> int { return run_batch(*o); };
+});

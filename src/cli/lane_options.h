@@ -1,0 +1,29 @@
+// The options that size a lane (runtime/step.h, LaneOptions) for the commands that make one to
+// serve many sequences (`lg serve`, `lg batch`, `lg run`): the same names, checks and help
+// text, after vLLM's (--max-num-seqs, --max-num-batched-tokens) where it has them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/numeric_checks.h"
+#include "runtime/step.h"
+
+namespace lg::cli {
+
+/// Adds --kv-tokens, --max-batch, --max-step-tokens and --block-size to `sub`, writing `o`.
+inline void add_lane_options(CLI::App* sub, LaneOptions& o) {
+  sub->add_option("--kv-tokens", o.kv_tokens,
+                  "KV cache size in tokens, all sequences together (default: the lane's; cpu: two contexts)")
+      ->check(at_least_one());
+  sub->add_option("--max-batch,--max-num-seqs", o.max_batch, "most sequences in one step (default 256)")
+      ->check(int_in_range(1, 65536));
+  sub->add_option("--max-step-tokens,--max-num-batched-tokens", o.max_tokens,
+                  "most tokens in one step, all sequences together: the prefill chunk (default: "
+                  "max(min(context, 2048), max-batch))")
+      ->check(at_least_one());
+  sub->add_option("--block-size", o.block_size, "positions per KV-cache block")
+      ->capture_default_str()
+      ->check(int_in_range(1, 4096));
+}
+
+}  // namespace lg::cli

@@ -1,0 +1,37 @@
+// A lane is one way to execute a model: the CPU reference executor of the .lg program ("cpu"),
+// the CUDA program compiled from it ("compiled"), or a hand-written CUDA lane ("handwritten").
+// The scheduler, `lg run`, `lg batch`, `lg bench` and `lg lock check` drive every lane through
+// this interface, so they cannot tell lanes apart except by what they compute and how fast.
+//
+// A step is a ragged batch of sequences (runtime/step.h). The lane owns the KV pool's memory
+// (limits().num_blocks blocks of limits().block_size positions); the runtime owns which blocks
+// hold which sequence (runtime/kv_blocks.h) and hands each step the block tables.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/provenance.h"
+#include "runtime/step.h"
+
+namespace lg {
+
+class Lane {
+ public:
+  virtual ~Lane() = default;
+  /// "cpu", "compiled", "handwritten".
+  virtual std::string name() const = 0;
+  virtual Provenance provenance() const = 0;
+  /// Context, KV pool and step sizes, fixed when the lane was made.
+  virtual const LaneLimits& limits() const = 0;
+  /// Runs the forward over one step's sequences: writes the K/V of their new tokens into the
+  /// blocks their tables name, and returns per sequence (in batch order) the argmax and, when
+  /// asked, the logits of its last new token. Each sequence sees exactly its own earlier
+  /// positions. Throws lg::Error for a batch flatten() refuses (naming the sequence), and for
+  /// what the lane finds wrong while running (non-finite logits on the cpu lane).
+  virtual std::vector<SeqResult> step(std::span<const SeqStep> batch) = 0;
+};
+
+}  // namespace lg

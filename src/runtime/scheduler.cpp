@@ -1,0 +1,223 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/finite_logits.h"
+#include "support/error.h"
+
+namespace lg::runtime {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+}  // namespace
+
+/// A request while it is waiting or running: all its tokens (the prompt, then what it generated),
+/// how many of them are in the KV cache, and the blocks that hold them.
+struct Scheduler::Seq {
+  int64_t id = 0;
+  Request req;
+  std::vector<int32_t> tokens;
+  int64_t prompt_len = 0;
+  int64_t computed = 0;
+  std::vector<int32_t> table;
+  Sampler sampler;
+  Generation gen;
+  Clock::time_point submitted, started, first_token;
+  bool has_started = false;
+
+  Seq(int64_t id_, Request r) : id(id_), req(std::move(r)), sampler(req.options.sampling) {
+    tokens = req.prompt;
+    prompt_len = static_cast<int64_t>(tokens.size());
+    gen.stats.prompt_tokens = prompt_len;
+    submitted = Clock::now();
+  }
+  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - computed; }
+  bool decoding() const { return static_cast<int64_t>(tokens.size()) > prompt_len; }
+};
+
+Scheduler::Scheduler(Lane& lane, SchedulerOptions options)
+    : lane_(lane), limits_(lane.limits()), options_(options), blocks_(limits_.num_blocks, limits_.block_size) {
+  if (options_.max_tokens <= 0 || options_.max_tokens > limits_.max_tokens) options_.max_tokens = limits_.max_tokens;
+  if (options_.max_batch <= 0 || options_.max_batch > limits_.max_batch) options_.max_batch = limits_.max_batch;
+}
+
+Scheduler::~Scheduler() = default;
+
+int64_t Scheduler::submit(Request request) {
+  const auto n = static_cast<int64_t>(request.prompt.size());
+  if (n == 0) throw Error("the prompt is empty: generation needs at least one prompt token");
+  if (request.options.max_new_tokens < 1)
+    throw Error("max new tokens must be >= 1, got " + std::to_string(request.options.max_new_tokens));
+  if (n > limits_.max_seq)
+    throw Error("the prompt has " + std::to_string(n) + " tokens, more than the context of " +
+                std::to_string(limits_.max_seq) + " tokens");
+  if (blocks_.blocks_for(n) > blocks_.num_blocks())
+    throw Error("the prompt has " + std::to_string(n) + " tokens, more than the KV cache holds (" +
+                std::to_string(limits_.pool_tokens()) + " tokens)");
+  const int64_t id = next_id_++;
+  waiting_.push_back(std::make_unique<Seq>(id, std::move(request)));
+  return id;
+}
+
+void Scheduler::run() {
+  while (step()) {
+  }
+}
+
+void Scheduler::preempt(Seq& s) {
+  blocks_.release(s.table);
+  s.computed = 0;
+  ++preemptions_;
+  waiting_.push_front(take_running(&s));
+}
+
+std::unique_ptr<Scheduler::Seq> Scheduler::take_running(Seq* s) {
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& q) { return q.get() == s; });
+  std::unique_ptr<Seq> out = std::move(*it);
+  running_.erase(it);
+  return out;
+}
+
+void Scheduler::finish(std::unique_ptr<Seq> owned, const std::string& error) {
+  Seq& s = *owned;
+  blocks_.release(s.table);
+  if (s.gen.stats.stop.empty()) s.gen.stats.stop = error.empty() ? "caller" : "error";
+  const auto now = Clock::now();
+  if (!s.gen.tokens.empty()) s.gen.stats.decode_s = seconds(s.first_token, now);
+  if (s.req.on_done) s.req.on_done(std::move(s.gen), error);
+}
+
+// The running sequences first (decodes, then the rest of prompts being prefilled), then waiting
+// requests in arrival order while the budget, the batch and the free blocks allow. A sequence
+// that needs a block when none is free takes it from the newest running request, which is
+// preempted.
+void Scheduler::plan_step(std::vector<Planned>& plan, int64_t& budget) {
+  const int64_t bs = limits_.block_size;
+  auto fits = [&](Seq& s, int64_t n) {  // the largest chunk of up to n tokens the free blocks allow
+    const int64_t room = (static_cast<int64_t>(s.table.size()) + blocks_.free_blocks()) * bs - s.computed;
+    return std::min(n, room);
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Seq& s = *running_[i];
+      const bool decode = s.remaining() == 1;
+      if ((pass == 0) != decode) continue;
+      if (budget == 0 || static_cast<int64_t>(plan.size()) >= options_.max_batch) return;
+      int64_t n = std::min(s.remaining(), budget);
+      bool preempted_self = false;
+      while (fits(s, n) < 1) {
+        Seq& victim = *running_.back();  // the newest; it may be planned already (a decode)
+        auto planned = std::find_if(plan.begin(), plan.end(), [&](const Planned& p) { return p.seq == &victim; });
+        if (planned != plan.end()) {
+          budget += planned->n;
+          plan.erase(planned);
+        }
+        preempted_self = &victim == &s;
+        preempt(victim);  // erases the back of running_: the indices before it stay
+        if (preempted_self) break;
+      }
+      if (preempted_self) continue;
+      n = fits(s, n);
+      blocks_.grow(s.table, s.computed + n);
+      plan.push_back({&s, n});
+      budget -= n;
+    }
+  }
+  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(plan.size()) < options_.max_batch) {
+    Seq& s = *waiting_.front();
+    if (s.computed == 0 && s.gen.tokens.empty() && s.req.options.should_stop && s.req.options.should_stop()) {
+      std::unique_ptr<Seq> gone = std::move(waiting_.front());
+      waiting_.pop_front();
+      finish(std::move(gone));
+      continue;
+    }
+    const int64_t n = fits(s, std::min(s.remaining(), budget));
+    if (n < 1) break;
+    blocks_.grow(s.table, s.computed + n);
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    plan.push_back({&s, n});
+    budget -= n;
+  }
+}
+
+bool Scheduler::advance(Seq& s, const SeqResult& r) {
+  const GenerateOptions& o = s.req.options;
+  int32_t tok = r.argmax;
+  if (!s.sampler.greedy()) {
+    const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
+    check_finite_logits(r.logits, position, !s.decoding(), lane_.name());
+    tok = s.sampler.pick(r.logits);
+  }
+  const auto now = Clock::now();
+  if (s.gen.tokens.empty()) {
+    s.first_token = now;
+    s.gen.stats.prefill_s = seconds(s.started, now);
+    s.gen.stats.first_token_s = seconds(s.submitted, now);
+  } else {
+    ++s.gen.stats.decode_steps;
+  }
+  s.tokens.push_back(tok);
+  s.gen.tokens.push_back(tok);
+  if (o.on_token) o.on_token(tok);
+  auto& stop = s.gen.stats.stop;
+  if (std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end()) stop = "eos";
+  else if (o.should_stop && o.should_stop()) stop = "caller";
+  else if (static_cast<int64_t>(s.gen.tokens.size()) >= o.max_new_tokens) stop = "max_tokens";
+  else if (static_cast<int64_t>(s.tokens.size()) > limits_.max_seq) stop = "context";
+  return stop.empty();
+}
+
+bool Scheduler::step() {
+  if (waiting_.empty() && running_.empty()) return false;
+  std::vector<Planned> plan;
+  int64_t budget = options_.max_tokens;
+  plan_step(plan, budget);
+  if (plan.empty()) {
+    if (running_.empty() && waiting_.empty()) return false;  // every waiting request was cancelled
+    throw Error("scheduler: no sequence could be scheduled (" + std::to_string(blocks_.free_blocks()) + " free blocks)");
+  }
+  std::vector<SeqStep> steps;
+  steps.reserve(plan.size());
+  const auto now = Clock::now();
+  for (const Planned& p : plan) {
+    Seq& s = *p.seq;
+    if (!s.has_started) {
+      s.has_started = true;
+      s.started = now;
+    }
+    SeqStep st;
+    st.tokens = std::span<const int32_t>(s.tokens.data() + s.computed, static_cast<size_t>(p.n));
+    st.start_pos = s.computed;
+    st.blocks = s.table;
+    st.want_logits = s.computed + p.n == static_cast<int64_t>(s.tokens.size()) && !s.sampler.greedy();
+    steps.push_back(st);
+  }
+  std::vector<SeqResult> results;
+  try {
+    results = lane_.step(steps);
+  } catch (const Error& e) {
+    // The step failed as a whole (the lane refused it or broke): every request in it ends with
+    // the error; the others go on.
+    for (const Planned& p : plan) finish(take_running(p.seq), e.what());
+    return true;
+  }
+  for (size_t k = 0; k < plan.size(); ++k) {
+    Seq& s = *plan[k].seq;
+    s.computed += plan[k].n;
+    if (s.remaining() > 0) continue;  // a prefill chunk that is not the prompt's last
+    std::string error;
+    try {
+      if (advance(s, results[k])) continue;
+    } catch (const Error& e) {
+      s.gen.stats.stop = "error";
+      error = e.what();
+    }
+    finish(take_running(&s), error);
+  }
+  return true;
+}
+
+}  // namespace lg::runtime

@@ -1,0 +1,70 @@
+// What one step of a lane carries: a ragged batch of sequences, each with some new tokens (a
+// prefill chunk, or one decode token) at its own positions, the KV-cache blocks that hold its
+// positions, and what it wants back. Flattened, the tokens of all sequences are one token axis,
+// as vLLM and FlashInfer lay out a step (docs/language.md, "Batched steps").
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace lg {
+
+/// One sequence's part of a step.
+struct SeqStep {
+  std::span<const int32_t> tokens;  ///< the new tokens (at least one)
+  int64_t start_pos = 0;            ///< position of tokens[0]; positions before it are in the cache
+  /// The sequence's block table: blocks[j] holds positions j*block_size .. (j+1)*block_size - 1.
+  /// Must cover every position up to start_pos + tokens.size() - 1.
+  std::span<const int32_t> blocks;
+  bool want_logits = false;         ///< return the last token's logits (else only its argmax)
+};
+
+/// What a step gives back for one sequence: about its last new token.
+struct SeqResult {
+  int32_t argmax = -1;        ///< greedy next token (lowest id wins a tie)
+  std::vector<float> logits;  ///< f32[V] when asked for, else empty
+};
+
+/// A lane's capacities, fixed when it is made.
+struct LaneLimits {
+  int64_t max_seq = 0;     ///< positions one sequence may hold (S)
+  int64_t block_size = 0;  ///< positions per KV block
+  int64_t num_blocks = 0;  ///< blocks in the lane's KV pool
+  int64_t max_batch = 0;   ///< sequences per step
+  int64_t max_tokens = 0;  ///< tokens per step, all sequences together
+  int64_t pool_tokens() const { return num_blocks * block_size; }
+  int64_t blocks_per_seq() const { return (max_seq + block_size - 1) / block_size; }
+};
+
+/// What a lane is made with (`lg run/serve/batch` options); 0 picks the default.
+struct LaneOptions {
+  int64_t max_seq = 0;      ///< context per sequence; 0: the model's (max_position_embeddings)
+  int64_t kv_tokens = 0;    ///< KV pool size in positions (all sequences); 0: the lane's default
+  int64_t max_batch = 0;    ///< sequences per step; 0: 256
+  int64_t max_tokens = 0;   ///< tokens per step; 0: max(min(max_seq, 2048), max_batch)
+  int64_t block_size = 16;  ///< positions per KV block
+};
+
+/// The limits `options` ask for, with max_seq already resolved (`max_seq`: the context the graph
+/// was lowered with) and `default_pool` positions when options.kv_tokens is 0. The pool is
+/// rounded up to whole blocks. Throws lg::Error naming the option for a negative value or a
+/// block size outside 1..4096.
+LaneLimits resolve_limits(const LaneOptions& options, int64_t max_seq, int64_t default_pool);
+
+/// A step flattened into the inputs of a batched forward graph (ir/batch.h).
+struct FlatBatch {
+  std::vector<int32_t> tokens, pos, seq;  ///< [T]: token, its position, its sequence (0 .. B-1)
+  std::vector<int32_t> block_table;       ///< [B, limits.blocks_per_seq()], unused entries -1
+  std::vector<int32_t> rows;              ///< [B]: each sequence's last token in the token axis
+  int64_t T = 0, B = 0;
+};
+
+/// Checks `batch` against `limits` and flattens it. Throws lg::Error naming the sequence (its
+/// index in the batch) for: an empty batch or sequence, more sequences or tokens than the limits
+/// allow, positions past max_seq, a block table that does not cover the new positions or names a
+/// block outside the pool, and a block written by two sequences of the step (their writes would
+/// race).
+FlatBatch flatten(std::span<const SeqStep> batch, const LaneLimits& limits);
+
+}  // namespace lg

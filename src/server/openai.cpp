@@ -1,0 +1,93 @@
+#include "server/openai.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "support/error.h"
+
+namespace lg::server {
+
+using nlohmann::json;
+
+int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+std::string new_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}-{}-{}", prefix, now_unix(), counter.fetch_add(1));
+}
+}  // namespace
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json error_body(const std::string& message, const std::string& type, const std::string& param) {
+  return {{"error",
+           {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+}
+
+json usage_json(const EngineResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+}
+
+std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& r) {
+  chat::ChatInput in;
+  in.messages = r.messages;
+  in.tools = r.tools;
+  in.add_generation_prompt = r.add_generation_prompt;
+  in.kwargs = r.template_kwargs;
+  try {
+    return tmpl.render(in);
+  } catch (const chat::ChatTemplateError& e) {
+    using K = chat::ChatTemplateError::Kind;
+    if (e.kind() == K::missing) throw RequestError("messages", std::string("'messages' cannot be rendered: ") + e.what());
+    if (e.kind() == K::failed)
+      throw RequestError("messages", std::string("'messages' is refused by the model's chat template: ") + e.what());
+    if (e.kind() == K::too_large) throw RequestError("messages", std::string("'messages' is too large: ") + e.what());
+    // broken template, timeout, no renderer: the server's fault, a 500.
+    throw Error(std::string("the chat template could not be rendered: ") + e.what());
+  }
+}
+
+PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& tmpl, Endpoint kind,
+                                const std::string& body) {
+  PreparedRequest p;
+  p.kind = kind;
+  p.created = now_unix();
+  p.model = engine.model_id();
+  if (kind == Endpoint::completion) {
+    CompletionRequest r = parse_completion_request(body);
+    p.gen = std::move(r.gen);
+    p.prompt_ids = engine.encode_prompt(r.prompt, "prompt", /*add_special_tokens=*/true);
+  } else {
+    ChatRequest r = parse_chat_request(body);
+    p.gen = std::move(r.gen);
+    p.prompt_ids = engine.encode_prompt(render_chat(tmpl, r), "messages");
+  }
+  if (p.gen.model && *p.gen.model != engine.model_id())
+    throw ModelNotFound("model", fmt::format("The model '{}' does not exist; this server serves '{}'", *p.gen.model,
+                                             engine.model_id()));
+  // OpenAI's completions default is 16 tokens; chat runs to eos or the end of the context.
+  p.default_max = kind == Endpoint::completion ? 16 : 0;
+  p.id = new_id(kind == Endpoint::chat ? "chatcmpl" : "cmpl");
+  return p;
+}
+
+json response_body(const PreparedRequest& p, const EngineResult& r) {
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
+  if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  else choice["text"] = r.text;
+  return {{"id", p.id},
+          {"object", p.kind == Endpoint::chat ? "chat.completion" : "text_completion"},
+          {"created", p.created},
+          {"model", p.model},
+          {"choices", json::array({choice})},
+          {"usage", usage_json(r)}};
+}
+
+}  // namespace lg::server

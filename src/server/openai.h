@@ -1,0 +1,55 @@
+// The OpenAI request and response shapes that lg serve (HTTP) and lg batch (batch files) share:
+// a request body validated and tokenized into a PreparedRequest, and the bodies that answer it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "server/engine.h"
+#include "server/request.h"
+
+namespace lg::server {
+
+enum class Endpoint { completion, chat };
+
+/// A request after validation: everything needed to run it, now or in a stream.
+struct PreparedRequest {
+  Endpoint kind = Endpoint::completion;
+  GenerationRequest gen;
+  std::vector<int32_t> prompt_ids;
+  std::string id;             ///< "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;        ///< unix seconds
+  std::string model;          ///< the served model's id
+  int64_t default_max = 0;    ///< max_tokens when the body has none (16 for completions, 0: the context)
+};
+
+/// A request for another model than the one served: answered with 404.
+class ModelNotFound : public RequestError {
+ public:
+  using RequestError::RequestError;
+};
+
+/// The prompt text of a chat request, rendered by `tmpl`. Throws RequestError (400) when the
+/// request is at fault (no template, the template raises, the result is too large) and lg::Error
+/// (a 500) when the template or its renderer is broken.
+std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& request);
+
+/// Parses `body` for the endpoint, renders chat messages with `tmpl`, tokenizes. Throws
+/// RequestError (400) for a bad body or prompt, ModelNotFound (404) when `model` names another
+/// model, and what render_chat throws.
+PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& tmpl, Endpoint kind,
+                                const std::string& body);
+
+int64_t now_unix();
+/// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
+nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param);
+nlohmann::json usage_json(const EngineResult& r);
+/// The whole answer of a request that did not stream ("text_completion" / "chat.completion").
+nlohmann::json response_body(const PreparedRequest& p, const EngineResult& r);
+/// JSON text; invalid UTF-8 is replaced, never thrown on.
+std::string dump(const nlohmann::json& j);
+
+}  // namespace lg::server

@@ -1,0 +1,151 @@
+// Randomized ragged-batch schedules against runs alone (issue 12's acceptance): sequences join
+// at random steps, are prefilled in random chunks, decode, and leave; their blocks come from a
+// pool whose free list was shuffled, so block tables are scattered and interleaved. At every
+// step that completes a sequence's prompt or decodes a token, the logits of that sequence must
+// equal those of the same sequence run alone (relative error < 1e-5: the same fp32 arithmetic,
+// except that a GEMM over more rows may sum in another order inside BLAS), and so must its
+// argmax wherever the alone run's top-2 margin leaves room for that rounding.
+//
+// The lane-agnostic driver: `Run` gets a lane and a seed; the caller supplies the alphabet of
+// valid token ids. Used for the cpu lane in CI and for the GPU lanes on the device (with a
+// tolerance given there).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/kv_blocks.h"
+#include "runtime/lane.h"
+#include "runtime/solo_sequence.h"
+
+namespace lg::testing {
+
+struct ScheduleStats {
+  int64_t compared = 0;      ///< logits rows compared
+  int64_t argmax_compared = 0;
+  int64_t steps = 0;         ///< batched steps run
+  int64_t max_batch = 0;     ///< most sequences in one step
+  double worst_rel = 0;      ///< largest relative error seen
+};
+
+inline double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+  double d = 0, n = 0;
+  for (size_t k = 0; k < ref.size(); ++k) {
+    const double e = static_cast<double>(got[k]) - ref[k];
+    d += e * e;
+    n += static_cast<double>(ref[k]) * ref[k];
+  }
+  return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
+}
+
+/// One randomized schedule on `lane` (its pool must hold every sequence at once; its limits
+/// bound the chunks). `tol`: the relative logits error allowed; `tie`: the alone run's top-2
+/// margin below which differing argmaxes are excused.
+inline ScheduleStats run_random_schedule(Lane& lane, uint64_t seed, int32_t lo_id, int32_t hi_id, double tol,
+                                         double tie) {
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  const LaneLimits lim = lane.limits();
+  struct Seq {
+    std::vector<int32_t> prompt, feed;          // feed: the prompt, then the alone run's greedy tokens
+    std::vector<std::vector<float>> want;       // logits alone: after the prompt, after each decode
+    std::vector<float> margin;                  // the alone run's top-2 margin at each of those
+    std::vector<int32_t> table;
+    int64_t done = 0;                           // tokens fed
+    int64_t join_at = 0;                        // the step it joins at
+  };
+  const int64_t nseq = uni(1, std::min<int64_t>(6, lim.max_batch));
+  std::vector<Seq> seqs(static_cast<size_t>(nseq));
+  // Alone first: a fresh allocator, each sequence by itself from position 0.
+  for (auto& s : seqs) {
+    s.prompt.resize(static_cast<size_t>(uni(1, std::min<int64_t>(40, lim.max_seq - 13))));
+    for (auto& t : s.prompt) t = static_cast<int32_t>(uni(lo_id, hi_id));
+    const int64_t decodes = uni(0, 12);
+    runtime::SoloSequence alone(lane);
+    auto record = [&](const SeqResult& r) {
+      std::vector<float> top(r.logits);
+      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+      s.want.push_back(r.logits);
+      s.margin.push_back(top[0] - top[1]);
+    };
+    SeqResult r = alone.feed(s.prompt, true);
+    record(r);
+    s.feed = s.prompt;
+    for (int64_t k = 0; k < decodes; ++k) {
+      s.feed.push_back(r.argmax);
+      r = alone.feed(std::span<const int32_t>(&s.feed.back(), 1), true);
+      record(r);
+    }
+    s.join_at = uni(0, 6);
+  }
+  // A pool whose free list is in random order: tables come out scattered and interleaved.
+  runtime::BlockManager blocks(lim.num_blocks, lim.block_size);
+  {
+    std::vector<int32_t> all;
+    blocks.grow(all, lim.pool_tokens());
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int32_t b : all) {
+      std::vector<int32_t> one{b};
+      blocks.release(one);
+    }
+  }
+  ScheduleStats st;
+  for (int64_t step = 0;; ++step) {
+    std::vector<SeqStep> batch;
+    std::vector<size_t> who;
+    std::vector<int64_t> fed;
+    int64_t budget = lim.max_tokens;
+    bool left = false;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Seq& s = seqs[i];
+      if (s.done == static_cast<int64_t>(s.feed.size())) continue;
+      left = true;
+      if (step < s.join_at || uni(0, 3) == 0 || budget < 1 || static_cast<int64_t>(batch.size()) >= lim.max_batch)
+        continue;  // not yet joined, or sits this step out
+      const auto plen = static_cast<int64_t>(s.prompt.size());
+      int64_t n = s.done < plen ? std::min(uni(1, plen - s.done), budget) : 1;
+      if (!blocks.grow(s.table, s.done + n)) ADD_FAILURE() << "pool too small for the schedule";
+      SeqStep q;
+      q.tokens = std::span<const int32_t>(s.feed.data() + s.done, static_cast<size_t>(n));
+      q.start_pos = s.done;
+      q.blocks = s.table;
+      q.want_logits = true;
+      batch.push_back(q);
+      who.push_back(i);
+      fed.push_back(n);
+      budget -= n;
+    }
+    if (!left) break;
+    if (batch.empty()) continue;
+    const std::vector<SeqResult> out = lane.step(batch);
+    ++st.steps;
+    st.max_batch = std::max<int64_t>(st.max_batch, static_cast<int64_t>(batch.size()));
+    for (size_t k = 0; k < batch.size(); ++k) {
+      Seq& s = seqs[who[k]];
+      s.done += fed[k];
+      const auto plen = static_cast<int64_t>(s.prompt.size());
+      if (s.done < plen) continue;  // a chunk inside the prompt: no logits to compare
+      const auto at = static_cast<size_t>(s.done - plen);
+      const double e = rel_err(out[k].logits, s.want[at]);
+      st.worst_rel = std::max(st.worst_rel, e);
+      EXPECT_LT(e, tol) << "seed " << seed << " step " << step << ": sequence " << who[k] << " at position "
+                        << s.done - 1;
+      ++st.compared;
+      if (s.margin[at] > tie) {
+        const auto want = static_cast<int32_t>(std::max_element(s.want[at].begin(), s.want[at].end()) - s.want[at].begin());
+        EXPECT_EQ(out[k].argmax, want) << "seed " << seed << " sequence " << who[k] << " at position " << s.done - 1;
+        ++st.argmax_compared;
+      }
+      if (s.done == static_cast<int64_t>(s.feed.size())) blocks.release(s.table);  // it leaves
+    }
+  }
+  EXPECT_EQ(blocks.used_blocks(), 0) << "blocks leaked";
+  return st;
+}
+
+}  // namespace lg::testing
