@@ -26,12 +26,16 @@ void check_node(const ir::Graph& g, ir::ValueId v) {
   if (n.shape.size() > kMaxRank)
     refuse(g, v, "rank " + std::to_string(n.shape.size()) + " exceeds the " + std::to_string(kMaxRank) +
                      " axes a stage indexes");
+  // A batched graph (ir/batch.h) has B, the sequences of the step, as symbol 1: the rows its
+  // result is gathered to.
+  const int32_t max_sym = g.batching.on() ? 1 : 0;
   for (const auto& d : n.shape)
-    if (d.sym > 0) {
+    if (d.sym > max_sym) {
       std::string name = static_cast<size_t>(d.sym) < g.symbols.size() ? g.symbols[static_cast<size_t>(d.sym)].name
                                                                         : "#" + std::to_string(d.sym);
       refuse(g, v, "its shape has the runtime dim `" + name +
-                       "`; kernels are specialised on every dim but T, the tokens of the step");
+                       "`; kernels are specialised on every dim but T, the tokens of the step (and B, its "
+                       "sequences)");
     }
   auto operand = [&](size_t i) -> const ir::Node& { return g.at(n.operands.at(i)); };
   if (ir::is_float_only(n.op) && !is_float(operand(0).dtype))
@@ -145,7 +149,7 @@ std::string value_key(const ir::Node& n) {
   for (int32_t x : a.perm) put_i(x);
   put_i(static_cast<int64_t>(a.fixed.size()));
   for (int64_t x : a.fixed) put_i(x);
-  put_d(a.scale), put_i(a.gqa_group);
+  put_d(a.scale), put_i(a.gqa_group), put_i(a.block_size);
   return k;
 }
 

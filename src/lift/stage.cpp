@@ -30,6 +30,12 @@ int64_t numel(const ir::Shape& shape, int64_t T) {
   return n;
 }
 
+int64_t numel(const ir::Shape& shape, const std::vector<int64_t>& symbols) {
+  int64_t n = 1;
+  for (const auto& d : shape) n *= dim_value(d, symbols);
+  return n;
+}
+
 std::string span_text(const ir::Graph& g, const ir::Span& span) {
   std::string file = span.file >= 0 && static_cast<size_t>(span.file) < g.files.size()
                          ? g.files[static_cast<size_t>(span.file)]

@@ -100,5 +100,10 @@ std::string span_text(const ir::Graph& g, const ir::Span& span);
 inline int64_t dim_value(const ir::Dim& d, int64_t T) { return d.is_const() ? d.coeff : d.coeff * T; }
 /// Number of elements of `shape` for a given T.
 int64_t numel(const ir::Shape& shape, int64_t T);
+/// The same for values of every runtime symbol (symbols[i]: symbol i; T, then B in a batched graph).
+inline int64_t dim_value(const ir::Dim& d, const std::vector<int64_t>& symbols) {
+  return d.is_const() ? d.coeff : d.coeff * symbols.at(static_cast<size_t>(d.sym));
+}
+int64_t numel(const ir::Shape& shape, const std::vector<int64_t>& symbols);
 
 }  // namespace lg::lift

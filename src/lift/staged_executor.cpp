@@ -25,7 +25,6 @@ struct Memo {
 struct Eval {
   const StagedProgram& p;
   int32_t stage;
-  int64_t T;
   const std::vector<std::vector<int64_t>>& dims;   // per node, concrete dims
   const std::vector<const float*>& buffer;         // per node, its buffer or nullptr
   std::unordered_map<ir::ValueId, Memo> memo;
@@ -189,6 +188,23 @@ struct Eval {
     return m.value[static_cast<size_t>(at)] = acc;
   }
 
+  // The row of position `p` of token `t` in a paged state of `rows` rows (ir.h): through the
+  // block table, operands `first` (seq) and `first + 1` (block_table) of node n.
+  int64_t paged_row(const ir::Node& n, size_t first, int64_t t, int64_t p_, int64_t rows) {
+    const ir::ValueId seq = n.operands[first], table = n.operands[first + 1];
+    const int64_t bs = n.attrs.block_size, mb = dims[static_cast<size_t>(table)][1];
+    const int64_t b = static_cast<int64_t>(eval(seq, Index{t}));
+    const int64_t nseq = dims[static_cast<size_t>(table)][0];
+    if (b < 0 || b >= nseq || p_ / bs >= mb)
+      throw Error("staged executor: token " + std::to_string(t) + " (sequence " + std::to_string(b) + ", position " +
+                  std::to_string(p_) + ") is outside the block table (" + span_text(p.graph, n.span) + ")");
+    const int64_t block = static_cast<int64_t>(eval(table, Index{b, p_ / bs}));
+    if (block < 0 || (block + 1) * bs > rows)
+      throw Error("staged executor: block " + std::to_string(block) + " of token " + std::to_string(t) +
+                  " is outside the KV pool (" + span_text(p.graph, n.span) + ")");
+    return block * bs + p_ % bs;
+  }
+
   // The whole attention output at first use (the stage computes all of it anyway).
   double attention(ir::ValueId v, const ir::Node& n, const Index& idx) {
     Memo& m = memo_of(v);
@@ -197,14 +213,17 @@ struct Eval {
       const auto& dq = dims[static_cast<size_t>(q)];
       int64_t Tn = dq[0], H = dq[1], Dh = dq[2], S = dims[static_cast<size_t>(k)][1];
       std::vector<double> score, qrow(static_cast<size_t>(Dh));
+      std::vector<int64_t> rows;  // cache row of each position of token t (paged: through its block table)
       for (int64_t t = 0; t < Tn; ++t) {
         Index pi{};
         pi[0] = t;
         double pd = eval(pos, pi);
-        if (pd < 0 || pd >= static_cast<double>(S))
+        if (pd < 0 || (n.operands.size() == 4 && pd >= static_cast<double>(S)))
           throw Error("staged executor: position " + std::to_string(static_cast<int64_t>(pd)) +
                       " outside the KV cache of " + std::to_string(S) + " (" + span_text(p.graph, n.span) + ")");
         auto last = static_cast<int64_t>(pd);
+        rows.resize(static_cast<size_t>(last + 1));
+        for (int64_t s = 0; s <= last; ++s) rows[static_cast<size_t>(s)] = n.operands.size() == 4 ? s : paged_row(n, 4, t, s, S);
         for (int64_t h = 0; h < H; ++h) {
           int64_t kvh = h / n.attrs.gqa_group;
           for (int64_t d = 0; d < Dh; ++d) qrow[static_cast<size_t>(d)] = eval(q, Index{t, h, d});
@@ -212,7 +231,8 @@ struct Eval {
           double mx = -std::numeric_limits<double>::infinity();
           for (int64_t s = 0; s <= last; ++s) {
             double acc = 0;
-            for (int64_t d = 0; d < Dh; ++d) acc += qrow[static_cast<size_t>(d)] * eval(k, Index{kvh, s, d});
+            for (int64_t d = 0; d < Dh; ++d)
+              acc += qrow[static_cast<size_t>(d)] * eval(k, Index{kvh, rows[static_cast<size_t>(s)], d});
             score[static_cast<size_t>(s)] = acc * n.attrs.scale;
             mx = std::max(mx, score[static_cast<size_t>(s)]);
           }
@@ -220,7 +240,8 @@ struct Eval {
           for (auto& e : score) denom += (e = std::exp(e - mx));
           for (int64_t d = 0; d < Dh; ++d) {
             double acc = 0;
-            for (int64_t s = 0; s <= last; ++s) acc += score[static_cast<size_t>(s)] * eval(vv, Index{kvh, s, d});
+            for (int64_t s = 0; s <= last; ++s)
+              acc += score[static_cast<size_t>(s)] * eval(vv, Index{kvh, rows[static_cast<size_t>(s)], d});
             int64_t at = (t * H + h) * Dh + d;
             m.value[static_cast<size_t>(at)] = acc / denom;
           }
@@ -278,18 +299,26 @@ void StagedExecutor::reset() {
 }
 
 std::vector<std::vector<float>> StagedExecutor::step(const std::vector<std::vector<int32_t>>& inputs, int64_t T) {
+  return step(inputs, std::vector<int64_t>{T});
+}
+
+std::vector<std::vector<float>> StagedExecutor::step(const std::vector<std::vector<int32_t>>& inputs,
+                                                     const std::vector<int64_t>& symbols) {
   const auto& g = p_.graph;
   if (inputs.size() != g.inputs.size())
     throw Error("staged executor: " + std::to_string(inputs.size()) + " inputs given, the program has " +
                 std::to_string(g.inputs.size()));
+  if (symbols.size() != g.symbols.size())
+    throw Error("staged executor: " + std::to_string(symbols.size()) + " runtime dims given, the program has " +
+                std::to_string(g.symbols.size()));
   std::vector<std::vector<int64_t>> dims(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const auto& d : g.nodes[i].shape) dims[i].push_back(dim_value(d, T));
+    for (const auto& d : g.nodes[i].shape) dims[i].push_back(dim_value(d, symbols));
   std::vector<std::vector<float>> input_f(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].size() != static_cast<size_t>(numel(g.inputs[i].shape, T)))
+    if (inputs[i].size() != static_cast<size_t>(numel(g.inputs[i].shape, symbols)))
       throw Error("staged executor: input `" + g.inputs[i].name + "` has " + std::to_string(inputs[i].size()) +
-                  " elements for T = " + std::to_string(T));
+                  " elements for its runtime dims");
     input_f[i].assign(inputs[i].begin(), inputs[i].end());
   }
   std::vector<const float*> buffer(g.nodes.size(), nullptr);
@@ -307,10 +336,10 @@ std::vector<std::vector<float>> StagedExecutor::step(const std::vector<std::vect
   for (const Launch& launch : p_.launches) {
     for (int32_t s : launch.stages) {
       const Stage& st = p_.stages[static_cast<size_t>(s)];
-      Eval ev{p_, s, T, dims, buffer, {}};
+      Eval ev{p_, s, dims, buffer, {}};
       for (ir::ValueId v : st.stores) {
         auto& out = stored[static_cast<size_t>(v)];
-        out.assign(static_cast<size_t>(numel(g.at(v).shape, T)), 0.0f);
+        out.assign(static_cast<size_t>(numel(g.at(v).shape, symbols)), 0.0f);
         for_each_index(dims[static_cast<size_t>(v)], [&](const Index& idx) {
           out[static_cast<size_t>(ev.linear(v, idx))] = static_cast<float>(ev.eval(v, idx));
         });
@@ -333,7 +362,9 @@ std::vector<std::vector<float>> StagedExecutor::step(const std::vector<std::vect
           Index pi{};
           pi[0] = idx[axis];
           double pd = ev.eval(pos, pi);
-          if (pd < 0 || pd >= static_cast<double>(sdims[nfixed + axis]))
+          const int64_t rows = sdims[nfixed + axis];
+          if (n.operands.size() == 5 && pd >= 0) pd = static_cast<double>(ev.paged_row(n, 3, idx[axis], static_cast<int64_t>(pd), rows));
+          if (pd < 0 || pd >= static_cast<double>(rows))
             throw Error("staged executor: position " + std::to_string(static_cast<int64_t>(pd)) + " outside state `" +
                         g.states.at(static_cast<size_t>(state_index(g, w))).name + "` (" + span_text(g, n.span) + ")");
           si[nfixed + axis] = static_cast<int64_t>(pd);

@@ -25,6 +25,10 @@ class StagedExecutor {
   /// tokens and pos). Returns the graph outputs row-major (f32). Throws lg::Error for a position
   /// outside a state, a gather index outside its table, or inputs of the wrong size.
   std::vector<std::vector<float>> step(const std::vector<std::vector<int32_t>>& inputs, int64_t T);
+  /// The same with a value for every runtime symbol of the graph (T, then B in a batched graph,
+  /// ir/batch.h); paged state writes and attention read the seq and block_table inputs.
+  std::vector<std::vector<float>> step(const std::vector<std::vector<int32_t>>& inputs,
+                                       const std::vector<int64_t>& symbols);
 
   /// Zeroes the states.
   void reset();

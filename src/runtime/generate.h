@@ -22,8 +22,9 @@ struct GenerateOptions {
   std::vector<int64_t> eos_ids;  ///< stop after producing one of these (config + generation_config)
   /// Called with every new token as soon as it is picked (the eos token included).
   std::function<void(int32_t)> on_token;
-  /// Asked after each new token (after on_token); true ends generation with stop "caller"
-  /// (a server's stop string matched, or its client went away). Empty: never.
+  /// Asked before the request starts (true: it never runs) and after each new token (after
+  /// on_token); true ends generation with stop "caller" (a server's stop string matched, or its
+  /// client went away). Empty: never.
   std::function<bool()> should_stop;
 };
 

@@ -45,9 +45,9 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& r
 
 /// One randomized schedule on `lane` (its pool must hold every sequence at once; its limits
 /// bound the chunks). `tol`: the relative logits error allowed; `tie`: the alone run's top-2
-/// margin below which differing argmaxes are excused.
+/// margin below which differing argmaxes are excused; prompts of 1 .. `max_prompt` tokens.
 inline ScheduleStats run_random_schedule(Lane& lane, uint64_t seed, int32_t lo_id, int32_t hi_id, double tol,
-                                         double tie) {
+                                         double tie, int64_t max_prompt = 40) {
   std::mt19937_64 rng(seed);
   auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
   const LaneLimits lim = lane.limits();
@@ -63,7 +63,7 @@ inline ScheduleStats run_random_schedule(Lane& lane, uint64_t seed, int32_t lo_i
   std::vector<Seq> seqs(static_cast<size_t>(nseq));
   // Alone first: a fresh allocator, each sequence by itself from position 0.
   for (auto& s : seqs) {
-    s.prompt.resize(static_cast<size_t>(uni(1, std::min<int64_t>(40, lim.max_seq - 13))));
+    s.prompt.resize(static_cast<size_t>(uni(1, std::min<int64_t>(max_prompt, lim.max_seq - 13))));
     for (auto& t : s.prompt) t = static_cast<int32_t>(uni(lo_id, hi_id));
     const int64_t decodes = uni(0, 12);
     runtime::SoloSequence alone(lane);

@@ -54,9 +54,49 @@ TEST(LgRun, GreedyTextOfThe22mModelMatchesTransformers) {
   const auto& cs = golden["cases"][0];
   const Result r = run_lg({"run", "--model", kModel, "--prompt", cs["prompt"].get<std::string>(), "--max-tokens", "48"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, cs["prompt"].get<std::string>() + cs["fp32_cpu_text"].get<std::string>() + "\n");
+  // stdout is the prompt and the text, byte for byte: no newline added.
+  EXPECT_EQ(r.out, cs["prompt"].get<std::string>() + cs["fp32_cpu_text"].get<std::string>());
   EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("time to first token"), std::string::npos) << r.err;
+}
+
+// A prompt from a file, from stdin, or without the echo: what a llama.cpp user reaches for first
+// (a prompt over 128 KB cannot be an argument at all).
+TEST(LgRun, PromptFromAFileOrStdinAndWithoutEcho) {
+  std::ifstream in(kShared + "/fixtures/qwen3-pycode-22m-golden.json");
+  const auto golden = nlohmann::json::parse(in);
+  const std::string prompt = golden["cases"][1]["prompt"].get<std::string>();
+  const std::string text = golden["cases"][1]["fp32_cpu_text"].get<std::string>();
+  const fs::path file = fs::temp_directory_path() / ("lg_prompt_" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(file, std::ios::binary) << prompt;
+  const Result f = run_lg({"run", "--model", kModel, "-f", file.string(), "--max-tokens", "48", "--no-echo"});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, text);
+  // stdin through the shell (run_lg quotes every argument).
+  const std::string cmd = quote(LG_BINARY) + " run --model " + quote(kModel) + " -p - --max-tokens 48 <" +
+                          quote(file.string()) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), 0);
+  EXPECT_EQ(out, prompt + text);
+  const Result both = run_lg({"run", "--model", kModel, "-f", file.string(), "--prompt", "x"});
+  EXPECT_EQ(both.code, 2) << both.err;
+  const Result none = run_lg({"run", "--model", kModel});
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.err.find("needs a prompt"), std::string::npos) << none.err;
+  const Result missing = run_lg({"run", "--model", kModel, "-f", "/nonexistent/prompt.txt"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/prompt.txt: cannot read the prompt file"), std::string::npos) << missing.err;
+  fs::remove(file);
+}
+
+TEST(LgRun, VersionFlag) {
+  const Result r = run_lg({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("lg ", 0), 0u) << r.out;
 }
 
 TEST(LgRun, PromptLongerThanTheContextIsAnError) {

@@ -66,7 +66,9 @@ TEST(Generate, StopsWhenTheCallerAsks) {
   GenerateOptions o;
   o.max_new_tokens = 40;
   int asked = 0;
-  o.should_stop = [&] { return ++asked == 3; };
+  // Asked once before the request starts (a cancelled queued request never runs), then after
+  // every token: the fourth answer stops it after its third token.
+  o.should_stop = [&] { return ++asked == 4; };
   const std::vector<int32_t> prompt = {1};
   const Generation g = generate(lane, prompt, o);
   EXPECT_EQ(g.tokens, (std::vector<int32_t>{2, 3, 4}));

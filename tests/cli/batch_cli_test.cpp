@@ -1,0 +1,129 @@
+// `lg batch` as a user meets it (issue 12): a file of OpenAI requests runs together in batched
+// steps, every request gets exactly the text transformers produced for its prompt, bad lines
+// get error lines of their own while the others run, and batching pays: the same 32 requests
+// cost well under half the CPU time of running them one at a time.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+
+namespace lg::cli_test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json golden() {
+  std::ifstream in(kShared + "/fixtures/qwen3-pycode-22m-golden.json");
+  return json::parse(in);
+}
+
+/// Writes 32 greedy completion requests (the 8 golden prompts, 4 times each) and `extra` lines.
+fs::path write_requests(const std::string& name, const std::vector<std::string>& extra) {
+  const json g = golden();
+  const fs::path p = fs::temp_directory_path() / (name + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream out(p);
+  for (int k = 0; k < 32; ++k) {
+    const auto& c = g["cases"][static_cast<size_t>(k % 8)];
+    const json body = {{"prompt", c["prompt"]}, {"max_tokens", 48}, {"temperature", 0}};
+    out << json{{"custom_id", "r" + std::to_string(k)}, {"method", "POST"}, {"url", "/v1/completions"}, {"body", body}}.dump()
+        << "\n";
+    if (k == 10)
+      for (const auto& e : extra) out << e << "\n";  // bad lines in the middle: the rest still runs
+  }
+  return p;
+}
+
+std::vector<json> read_results(const fs::path& p) {
+  std::vector<json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+/// CPU seconds (user + system) of the children that finished since the last call.
+double child_cpu_seconds() {
+  static double seen = 0;
+  rusage r{};
+  getrusage(RUSAGE_CHILDREN, &r);
+  const double now = static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+                     static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
+  const double d = now - seen;
+  seen = now;
+  return d;
+}
+
+TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
+  const std::vector<std::string> bad = {
+      "this is not json",
+      R"({"custom_id": "u", "method": "POST", "url": "/v1/embeddings", "body": {}})",
+      R"({"custom_id": "b", "method": "POST", "url": "/v1/completions", "body": {"prompt": 5}})",
+      R"({"custom_id": "m", "method": "GET", "url": "/v1/completions", "body": {"prompt": "x"}})",
+      R"({"method": "POST", "url": "/v1/completions", "body": {"prompt": "x"}})",
+      R"({"custom_id": "s", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": true}})",
+      R"({"custom_id": "t", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": -3}})",
+      R"([1, 2, 3])"};
+  const fs::path in = write_requests("lg_batch_in_", bad);
+  const fs::path out = fs::temp_directory_path() / ("lg_batch_out_" + std::to_string(::getpid()) + ".jsonl");
+  const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto res = read_results(out);
+  ASSERT_EQ(res.size(), 32 + bad.size());
+  const json g = golden();
+  size_t k = 0;
+  for (size_t i = 0; i < res.size(); ++i) {
+    const json& line = res[i];
+    const bool is_bad = i >= 11 && i < 11 + bad.size();
+    SCOPED_TRACE("output line " + std::to_string(i) + ": " + line.dump().substr(0, 300));
+    if (is_bad) {
+      const bool line_error = !line["error"].is_null();
+      const bool http_error = line["response"].is_object() && line["response"]["status_code"] == 400;
+      EXPECT_TRUE(line_error != http_error);
+      continue;
+    }
+    ASSERT_EQ(line["custom_id"], "r" + std::to_string(k));
+    ASSERT_EQ(line["response"]["status_code"], 200);
+    EXPECT_EQ(line["response"]["body"]["choices"][0]["text"], g["cases"][k % 8]["fp32_cpu_text"]);
+    EXPECT_EQ(line["response"]["body"]["usage"]["completion_tokens"], 48);
+    ++k;
+  }
+  EXPECT_EQ(k, 32u);
+  EXPECT_EQ(res[11]["error"]["code"], "invalid_json");
+  EXPECT_EQ(res[12]["error"]["code"], "invalid_url");
+  EXPECT_EQ(res[13]["response"]["body"]["error"]["param"], "prompt");
+  EXPECT_NE(r.out.find("40 requests, 32 answered, 8 failed"), std::string::npos) << r.out;
+  fs::remove(in);
+  fs::remove(out);
+}
+
+// The 22M model's step is mostly its LM head (151,936 x 128): batched, the weights are read once
+// for all sequences in a step. CPU time, not wall time, so that other tests running beside this
+// one on the CI machine do not decide it; the cost of loading the model and the tokenizer (an
+// empty batch file) is the same either way and is taken off both.
+TEST(LgBatch, ThirtyTwoRequestsTogetherCostWellUnderHalfOfOneByOne) {
+  const fs::path in = write_requests("lg_batch_time_", {});
+  const fs::path none = fs::temp_directory_path() / ("lg_batch_none_" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(none).close();
+  const fs::path out = fs::temp_directory_path() / ("lg_batch_time_out_" + std::to_string(::getpid()) + ".jsonl");
+  const std::string cmd = "batch --model " + kSource + "/models/qwen3-pycode-22m -q -o " + out.string() + " -i ";
+  child_cpu_seconds();
+  ASSERT_EQ(run_lg(cmd + none.string()).code, 0);
+  const double load = child_cpu_seconds();
+  ASSERT_EQ(run_lg(cmd + in.string() + " --max-batch 1").code, 0);
+  const double alone = child_cpu_seconds() - load;
+  ASSERT_EQ(run_lg(cmd + in.string()).code, 0);
+  const double together = child_cpu_seconds() - load;
+  std::cout << "[ lg batch ] loading: " << load << " CPU s; 32 requests one by one: " << alone
+            << " CPU s; together: " << together << " CPU s (" << together / alone << "x)\n";
+  EXPECT_LT(together, 0.5 * alone);
+  fs::remove(in);
+  fs::remove(none);
+  fs::remove(out);
+}
+
+}  // namespace
+}  // namespace lg::cli_test
