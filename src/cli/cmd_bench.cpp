@@ -114,7 +114,7 @@ int run_bench(const BenchOpts& o) {
   } else if (o.lane == "compiled") {
     sh = lg::qwen::qwen3_preset(o.shape);
 #if defined(LG_HAVE_LANE_COMPILED)
-    lane = lg::make_compiled_lane_random(preset_config(sh, o.shape), 20261129, max_seq);
+    lane = lg::make_compiled_lane_random(preset_config(sh, o.shape), 20261129, {.max_seq = max_seq});
 #else
     throw lg::Error("lg bench: this build has no compiled lane");
 #endif

@@ -1,5 +1,6 @@
-// `lg compile MODEL.lg --config config.json -o OUTDIR [--explain]`: lowers the program, lifts it
-// into stages, fuses them and emits the CUDA program. Writes program.cu, plan.json,
+// `lg compile MODEL.lg --config config.json -o OUTDIR [--explain]`: lowers the program, makes it
+// the program of batched steps the compiled lane runs (ir/batch.h; --one-sequence: the program
+// as written), lifts it into stages, fuses them and emits the CUDA program. Writes program.cu, plan.json,
 // provenance.json ({"kind": "Compiled"}) and stages.txt (every stage with the source lines it
 // covers). --explain prints the stage listing and `launches per decode layer: N`.
 #include <algorithm>
@@ -9,9 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "cli/program_options.h"
 #include "emit/cuda/program.h"
+#include "ir/batch.h"
 #include "lang/lower.h"
 #include "model/config.h"
 #include "lift/explain.h"
@@ -35,7 +38,8 @@ LG_COMMAND("compile", [](CLI::App& app) {
   struct Opts {
     std::string file, config, out;
     int64_t max_seq = 0;  // 0: the model's context, at most kDefaultMaxSeq
-    bool explain = false, no_fuse = false;
+    bool explain = false, no_fuse = false, one_sequence = false;
+    lg::LaneOptions lane;
   };
   auto opts = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("compile", "Compile an .lg program into a CUDA program (stages, kernels, launch plan)");
@@ -46,6 +50,9 @@ LG_COMMAND("compile", [](CLI::App& app) {
       ->check(lg::cli::at_least_one());
   auto* explain_flag = sub->add_flag("--explain", opts->explain, "print the stages, the source lines each covers, and launches per layer");
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
+  sub->add_flag("--one-sequence", opts->one_sequence,
+                "the program as written, for one sequence (no batched steps, no paged cache, f32 state)");
+  lg::cli::add_lane_options(sub, opts->lane);
   // Neither output asked for is a usage error (exit 2 with "Run with --help"), raised while
   // parsing like CLI11's own, not an lg::Error about the program (exit 1).
   sub->callback([out_opt, explain_flag] {
@@ -63,9 +70,15 @@ LG_COMMAND("compile", [](CLI::App& app) {
       if (auto it = config.find("max_position_embeddings"); it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0)
         bind.max_seq = std::min<int64_t>(it->get<int64_t>(), kDefaultMaxSeq);
     lg::ir::Graph graph = lg::lang::lower_file(opts->file, config, bind);
+    if (!opts->one_sequence) {
+      // The compiled lane sizes its pool from the free device memory; here 4 contexts unless asked.
+      const int64_t S = graph.symbols.at(0).max;
+      const lg::LaneLimits l = lg::resolve_limits(opts->lane, S, 4 * S);
+      lg::ir::make_batched(graph, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
+    }
     lg::lift::StagedProgram prog = lg::lift::lift(graph);
     if (!opts->no_fuse) lg::lift::fuse(prog);
-    lg::emit::cuda::CudaProgram cuda = lg::emit::cuda::emit_program(prog);
+    lg::emit::cuda::CudaProgram cuda = lg::emit::cuda::emit_program(prog, {.bf16_states = !opts->one_sequence});
     std::string listing = lg::lift::explain(prog, /*with_source=*/true);
     int64_t layers = 0;
     const int64_t per_layer = lg::lift::launches_per_layer(prog, &layers);
@@ -73,7 +86,8 @@ LG_COMMAND("compile", [](CLI::App& app) {
                           "  launches: " + std::to_string(prog.launches.size()) +
                           "  kernels: " + std::to_string(cuda.kernels.size()) +
                           "  arena: " + std::to_string(cuda.arena_bytes) + " bytes at T = " +
-                          std::to_string(cuda.max_t) + "\nlaunches per decode layer: " + std::to_string(per_layer) +
+                          std::to_string(cuda.max_t) + (opts->one_sequence ? "" : ", B = " + std::to_string(cuda.max_b)) +
+                          "\nlaunches per decode layer: " + std::to_string(per_layer) +
                           (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n";
     if (!opts->out.empty()) {
       std::filesystem::path dir(opts->out);

@@ -52,7 +52,7 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
                 "(the CPU reference), or --fallback-cpu with lg run");
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
-  if (name == "compiled") return make_compiled_lane(dir, options.max_seq);
+  if (name == "compiled") return make_compiled_lane(dir, options);
 #endif
 #if defined(LG_HAVE_LG_LANE_QWEN)
   if (name == "handwritten") return qwen::make_handwritten_lane(dir, options.max_seq);

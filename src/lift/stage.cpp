@@ -24,6 +24,25 @@ const char* stage_kind_name(StageKind k) {
   return "?";
 }
 
+int32_t stage_rows_symbol(const StagedProgram& p, int32_t s) {
+  const ir::Graph& g = p.graph;
+  int32_t sym = -1;
+  for (ir::ValueId v : p.stages.at(static_cast<size_t>(s)).nodes) {
+    const ir::Node& n = g.at(v);
+    // A state write's own shape is the state's; its loop is over the value written.
+    const ir::Shape& shape = n.op == ir::Op::StateWrite ? g.at(n.operands[1]).shape : n.shape;
+    for (const ir::Dim& d : shape) {
+      if (d.is_const()) continue;
+      if (sym >= 0 && d.sym != sym)
+        throw Error("lift: internal error: stage " + std::to_string(s) + " loops over two runtime dims (" +
+                    g.symbols.at(static_cast<size_t>(sym)).name + " and " +
+                    g.symbols.at(static_cast<size_t>(d.sym)).name + ")");
+      sym = d.sym;
+    }
+  }
+  return sym < 0 ? 0 : sym;
+}
+
 int64_t numel(const ir::Shape& shape, int64_t T) {
   int64_t n = 1;
   for (const auto& d : shape) n *= dim_value(d, T);

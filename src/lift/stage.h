@@ -96,6 +96,12 @@ std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s, con
 /// "file:line:col" of a span ("<unknown>" when the graph has no file for it).
 std::string span_text(const ir::Graph& g, const ir::Span& span);
 
+/// The runtime symbol a stage's loops run over: 0 (T, the tokens of the step) for nearly every
+/// stage; 1 (B, the sequences) for the stages of a batched graph (ir/batch.h) that compute the
+/// rows its result is gathered to. A stage's kernel takes that symbol's value as its `T`. Throws
+/// lg::Error for a stage whose nodes loop over both (the lifter never makes one).
+int32_t stage_rows_symbol(const StagedProgram& p, int32_t s);
+
 /// Value of dim `d` for a given T (the runtime token count; symbol 0).
 inline int64_t dim_value(const ir::Dim& d, int64_t T) { return d.is_const() ? d.coeff : d.coeff * T; }
 /// Number of elements of `shape` for a given T.

@@ -20,6 +20,9 @@ void Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector<in
   auto name = lambdas(s, nodes, os, {});
   std::string Q = name.at(n.operands[0]), K = name.at(n.operands[1]), V = name.at(n.operands[2]),
               P = name.at(n.operands[3]);
+  // Paged (a batched graph): key j of token t is pool row block_table[seq[t], j / bs] * bs + j % bs.
+  const bool paged = n.operands.size() == 6;
+  const std::string row = paged ? paged_row(n, 4, "t", "j", name) : "j";
   int64_t DC = (Dh + 31) / 32;
   // 32 warps split the KV length: a decode step has only H blocks, and each warp's loop over its
   // keys is latency-bound (load K, reduce, load V), so more warps in flight is what pays.
@@ -34,14 +37,15 @@ void Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector<in
      << "    const long last = (long)" << P << "(t);\n"
      << "    float m = __int_as_float(0xff800000), l = 0.0f;\n"
      << "    for (long j = wid; j <= last; j += NW) {\n"
+     << "      const long r = " << row << ";\n"
      << "      float sc = 0.0f;\n"
      << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; if (d < DH) sc += q[c] * " << K
-     << "(kvh, j, d); }\n"
+     << "(kvh, r, d); }\n"
      << "      sc = lg_warp_sum(sc) * " << lit(n.attrs.scale) << ";\n"
      << "      const float mn = fmaxf(m, sc), corr = expf(m - mn), pj = expf(sc - mn);\n"
      << "      l = l * corr + pj;\n"
      << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; acc[c] = acc[c] * corr + (d < DH ? pj * "
-     << V << "(kvh, j, d) : 0.0f); }\n"
+     << V << "(kvh, r, d) : 0.0f); }\n"
      << "      m = mn;\n    }\n"
      << "    __shared__ float sm[NW], sl[NW], sacc[NW][DC * 32];\n"
      << "    if (lane == 0) { sm[wid] = m; sl[wid] = l; }\n"
@@ -79,11 +83,13 @@ AttentionPrefillRender flash_kernel(Renderer& r, int32_t s, ir::ValueId att) {
   const std::string kbase = r.state_slice_base(n.operands[1]), vbase = r.state_slice_base(n.operands[2]);
   const auto& ks = g.at(n.operands[1]).shape;
   const bool rows = !kbase.empty() && !vbase.empty();
+  // Packed K/V rows per KV head: the cache's positions, or one sequence's of a paged pool.
+  const int64_t S = n.operands.size() == 6 ? g.batching.max_seq : ks[1].coeff;
   if (rows)
     body << "  const lg_attn_policy_rows<" << Dh << ", decltype(" << name.at(n.operands[3])
          << "), decltype(store)> pol{" << name.at(n.operands[3]) << ", store, qpacked, " << H * Dh
-         << "L, kvpacked, kvpacked + " << ks[0].coeff * ks[1].coeff * ks[2].coeff << "L, "
-         << ks[1].coeff * ks[2].coeff << "L, " << ks[2].coeff << "L};\n";
+         << "L, kvpacked, kvpacked + " << ks[0].coeff * S * ks[2].coeff << "L, " << S * ks[2].coeff << "L, "
+         << ks[2].coeff << "L};\n";
   else
     body << "  const lg_attn_policy<decltype(" << name.at(n.operands[0]) << "), decltype(" << name.at(n.operands[1])
          << "), decltype(" << name.at(n.operands[2]) << "), decltype(" << name.at(n.operands[3])
@@ -117,7 +123,15 @@ GemmPrefillRender::Pack kv_pack(Renderer& r, int32_t s, ir::ValueId att) {
   auto name = r.lambdas(s, nodes, body, {});
   const std::string kbase = r.state_slice_base(n.operands[1]), vbase = r.state_slice_base(n.operands[2]);
   const auto& ks = g.at(n.operands[1]).shape;
-  const int64_t KV = ks[0].coeff, S = ks[1].coeff, per_head = S * Dh;
+  // Paged: one sequence's positions (the step holds one), gathered through its block table.
+  const bool paged = n.operands.size() == 6;
+  const int64_t KV = ks[0].coeff, S = paged ? g.batching.max_seq : ks[1].coeff, per_head = S * Dh,
+                src_head = ks[1].coeff * Dh;
+  const std::string src_row = paged ? r.paged_row(n, 4, "0L", "p", name) : "p";
+  // bf16 states are copied as they are, f32 ones rounded to bf16.
+  const std::string chunk = r.bf16_state(g.at(buffer_node(g, n.operands[1])))
+                                ? "*reinterpret_cast<const uint4*>"
+                                : "lg_fa::load8_f32_as_bf16";
   // Every block finds the step's last position itself (T reads of an L2-resident vector):
   // the rows past it are never attended to and are not copied.
   // (Positions are exact as floats: below 2^24.)
@@ -130,9 +144,10 @@ GemmPrefillRender::Pack kv_pack(Renderer& r, int32_t s, ir::ValueId att) {
        << "  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < 2L * " << KV
        << "L * chunks; i += (long)gridDim.x * blockDim.x) {\n"
        << "    const long c = i / (" << KV << "L * chunks), kvh = (i / chunks) % " << KV << "L, e = (i % chunks) * 8L;\n"
-       << "    const long off = kvh * " << per_head << "L + e;\n"
-       << "    *reinterpret_cast<uint4*>(packed + c * " << KV * per_head << "L + off) = lg_fa::load8_f32_as_bf16((c == 0 ? "
-       << kbase << " : " << vbase << ") + off);\n"
+       << "    const long p = e / " << Dh << "L, d = e % " << Dh << "L;\n"
+       << "    const long src = kvh * " << src_head << "L + " << src_row << " * " << Dh << "L + d;\n"
+       << "    *reinterpret_cast<uint4*>(packed + c * " << KV * per_head << "L + kvh * " << per_head << "L + e) = "
+       << chunk << "((c == 0 ? " << kbase << " : " << vbase << ") + src);\n"
        << "  }\n";
   GemmPrefillRender::Pack pk;
   pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"},
@@ -154,11 +169,14 @@ std::optional<AttentionPrefillRender> render_attention_prefill(const lift::Stage
   const int64_t Dh = g.at(n.operands[0]).shape[2].coeff;
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return std::nullopt;
   AttentionPrefillRender a = with_layer_lifting(p, [&](Renderer& r) { return flash_kernel(r, s, att); });
+  // A paged cache is read by the flash kernel only as one sequence's packed rows.
+  if (n.operands.size() == 6 && !a.q_pack) return std::nullopt;
   if (!a.q_pack) return a;
   // q [T, H, Dh] packed once as bf16 rows, and the K/V cache rows of positions 0 .. max pos as
   // bf16 [2][KV, S, Dh], when the kernel reads them so.
   a.q_pack = render_pack(p, s, n.operands[0], {}, "q of a prefill attention as bf16 rows");
   a.kv_pack = with_layer_lifting(p, [&](Renderer& r) { return kv_pack(r, s, att); });
+  a.paged = n.operands.size() == 6;
   return a;
 }
 

@@ -109,7 +109,8 @@ void Renderer::element_stage(int32_t s, std::ostringstream& os, std::vector<int6
     if (g.at(w).op != ir::Op::StateWrite) continue;
     ir::ValueId val = g.at(w).operands[1];
     const std::vector<std::string> ix = idx_names(g.at(val).shape.size());
-    loop(g.at(val).shape, state_element(w, ix, name), call(name, val, ix));
+    const std::string v = call(name, val, ix);
+    loop(g.at(val).shape, state_element(w, ix, name), bf16_state(g.at(buffer_node(g, w))) ? "lg_to_bf16(" + v + ")" : v);
   }
   os << "  }\n";
 }

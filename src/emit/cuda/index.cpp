@@ -5,11 +5,25 @@
 #include <algorithm>
 
 #include "emit/cuda/renderer.h"
+#include "support/error.h"
 
 namespace lg::emit::cuda {
 
+namespace {
+thread_local KernelContext current;
+}
+
+const KernelContext& kernel_context() { return current; }
+KernelScope::KernelScope(KernelContext ctx) : saved_(current) { current = ctx; }
+KernelScope::~KernelScope() { current = saved_; }
+
 std::string dim(const ir::Dim& d) {
   if (d.is_const()) return std::to_string(d.coeff) + "L";
+  // A kernel's T is the row count of its launch: a dim of the other runtime symbol has no value
+  // in it. Row-major offsets never need a leading dim, so a gather of T rows for B outputs is fine.
+  if (d.sym != current.rows)
+    throw Error("emit: internal error: a kernel over runtime dim #" + std::to_string(current.rows) +
+                " needs the extent of runtime dim #" + std::to_string(d.sym));
   return d.coeff == 1 ? "T" : "(" + std::to_string(d.coeff) + "L * T)";
 }
 
@@ -105,7 +119,12 @@ std::string Renderer::view_body(int32_t s, ir::ValueId v, const std::vector<std:
       std::vector<std::string> ii(ix.begin(), ix.begin() + static_cast<std::ptrdiff_t>(ri));
       std::vector<std::string> ti = {"row"};
       for (size_t k = ri; k < ix.size(); ++k) ti.push_back(ix[k]);
-      const std::string rows = dim(g.at(tab).shape[0]);
+      const ir::Dim& extent = g.at(tab).shape[0];
+      // The batched program's row selection gathers B rows of a [T, ...] value by the step's `rows`
+      // input, which the runtime builds and checks (step.cpp flatten): no clamp, and no T in a B kernel.
+      if (!extent.is_const() && extent.sym != kernel_context().rows)
+        return "long row = (long)" + call(name, id, ii) + "; return " + call(name, tab, ti) + ";";
+      const std::string rows = dim(extent);
       return "long row = (long)" + call(name, id, ii) + "; row = row < 0 ? 0 : (row >= " + rows + " ? " + rows +
              " - 1 : row); return " + call(name, tab, ti) + ";";
     }

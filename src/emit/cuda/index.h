@@ -3,6 +3,7 @@
 // index.cpp (Renderer::view_body).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,29 @@
 
 namespace lg::emit::cuda {
 
-/// A dim as a `long` expression: "64L", "T" or "(4L * T)".
+/// What the kernels being rendered on this thread share: which runtime dim is their `T` (their
+/// launch's row count, lift::stage_rows_symbol: the tokens, or the sequences of a batched step)
+/// and how states are stored (EmitOptions::bf16_states). Set for a scope by KernelScope.
+struct KernelContext {
+  int32_t rows = 0;
+  bool bf16_states = false;
+};
+const KernelContext& kernel_context();
+
+/// While alive, kernels on this thread are rendered in `ctx`.
+class KernelScope {
+ public:
+  explicit KernelScope(KernelContext ctx);
+  ~KernelScope();
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+
+ private:
+  KernelContext saved_;
+};
+
+/// A dim as a `long` expression: "64L", "T" or "(4L * T)". `T` is the kernel's row count
+/// (kernel_context().rows); a dim of another runtime symbol is an internal error.
 std::string dim(const ir::Dim& d);
 
 /// The index variable of axis k: "i0", "i1", ...

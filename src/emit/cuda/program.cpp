@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "emit/cuda/index.h"
 #include "emit/cuda/render.h"
 #include "support/error.h"
 
@@ -94,15 +95,20 @@ const char* kind_name(BufferKind k) {
   return "?";
 }
 
+/// `max_sym[i]`: the largest value of runtime dim i (T, then B in a batched graph).
 Buffer make_buffer(BufferKind kind, int32_t index, ir::ValueId node, std::string name, DType dt, const ir::Shape& shape,
-                   int64_t max_t) {
-  Buffer b{kind, index, node, std::move(name), dt, 1, 0, 0, 0, -1, -1};
+                   const std::vector<int64_t>& max_sym) {
+  Buffer b{kind, index, node, std::move(name), dt, 1, 0, 0, 0, 0, -1, -1};
   for (const auto& d : shape) {
     b.elems_const *= d.coeff;
-    if (!d.is_const()) ++b.elems_t_power;
+    if (d.is_const()) continue;
+    if (b.elems_t_power > 0 && d.sym != b.sym)
+      throw Error("emit: internal error: buffer " + b.name + " scales with two runtime dims");
+    b.sym = d.sym;
+    ++b.elems_t_power;
   }
   int64_t n = b.elems_const;
-  for (int32_t k = 0; k < b.elems_t_power; ++k) n *= max_t;
+  for (int32_t k = 0; k < b.elems_t_power; ++k) n *= max_sym.at(static_cast<size_t>(b.sym));
   b.bytes = n * static_cast<int64_t>(dtype_size(dt));
   return b;
 }
@@ -114,6 +120,7 @@ std::string CudaProgram::plan_json() const {
   j["model"] = model;
   j["provenance"] = nlohmann::json::parse(to_json(provenance));
   j["max_t"] = max_t;
+  j["max_b"] = max_b;
   j["arena_bytes"] = arena_bytes;
   j["prefill_gemm"] =
       "GEMM launches with a `prefill` entry run at T > 1 as: pack kernels (activation -> bf16), cuBLASLt bf16 GEMMs "
@@ -122,6 +129,7 @@ std::string CudaProgram::plan_json() const {
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
+    if (b.elems_t_power > 0 && b.sym != 0) e["rows"] = "B";
     if (b.kind == BufferKind::Arena) {
       e["offset"] = b.offset;
       e["live"] = {b.first_launch, b.last_launch};
@@ -135,6 +143,7 @@ std::string CudaProgram::plan_json() const {
                         {"args", l.args},
                         {"layer", l.layer},
                         {"block", l.block},
+                        {"rows", l.rows_sym == 0 ? "T" : "B"},
                         {"grid", {{"work", l.work_const}, {"t_power", l.work_t_power}, {"per_block", l.per_block},
                                   {"max_blocks", l.max_blocks}}}};
     if (l.prefill) {
@@ -171,26 +180,38 @@ struct ProgramBuilder {
   std::map<ir::ValueId, int32_t> arena_of;  ///< stored value -> its buffer
   std::map<std::string, int32_t> kernel_of;  ///< source (before naming) -> kernel
 
-  explicit ProgramBuilder(const lift::StagedProgram& program) : p(program), g(program.graph) {}
+  EmitOptions options;
+  std::vector<int64_t> max_sym;  ///< largest value of each runtime dim
+  int32_t rows = 0;              ///< the runtime dim of the launch being planned
+
+  ProgramBuilder(const lift::StagedProgram& program, const EmitOptions& o) : p(program), g(program.graph), options(o) {
+    for (const auto& sym : g.symbols) max_sym.push_back(sym.max);
+    if (max_sym.empty()) max_sym.push_back(1);
+  }
 
   void add_buffers() {
     for (size_t i = 0; i < g.inputs.size(); ++i)
       prog.buffers.push_back(make_buffer(BufferKind::Input, static_cast<int32_t>(i), -1, g.inputs[i].name, DType::I32,
-                                         g.inputs[i].shape, prog.max_t));
+                                         g.inputs[i].shape, max_sym));
     for (size_t i = 0; i < g.params.size(); ++i)
       prog.buffers.push_back(make_buffer(BufferKind::Weight, static_cast<int32_t>(i), -1, g.params[i].tensor,
                                          g.params[i].dtype == DType::BF16 ? DType::BF16 : DType::F32, g.params[i].shape,
-                                         prog.max_t));
+                                         max_sym));
     for (size_t i = 0; i < g.states.size(); ++i)
-      prog.buffers.push_back(make_buffer(BufferKind::State, static_cast<int32_t>(i), -1, g.states[i].name, DType::F32,
-                                         g.states[i].shape, prog.max_t));
+      prog.buffers.push_back(make_buffer(BufferKind::State, static_cast<int32_t>(i), -1, g.states[i].name,
+                                         state_dtype(g.states[i].dtype), g.states[i].shape, max_sym));
     for (const auto& st : p.stages)
       for (ir::ValueId v : st.stores) {
         arena_of[v] = static_cast<int32_t>(prog.buffers.size());
         const ir::Node& n = g.at(v);
         prog.buffers.push_back(make_buffer(BufferKind::Arena, -1, v, n.name.empty() ? "%" + std::to_string(v) : n.name,
-                                           DType::F32, n.shape, prog.max_t));
+                                           DType::F32, n.shape, max_sym));
       }
+  }
+
+  /// A state's dtype on the device: bf16 for a float state when asked (EmitOptions), else f32.
+  DType state_dtype(DType declared) const {
+    return options.bf16_states && is_float(declared) ? DType::BF16 : DType::F32;
   }
 
   int32_t buffer_id(ir::ValueId node) const {
@@ -238,13 +259,14 @@ struct ProgramBuilder {
   /// A scratch buffer of the prefill path (`shape`: [T, cols], or a constant size), live during
   /// launch li only.
   int32_t scratch(const std::string& name, DType dt, ir::Shape shape, int32_t li) {
-    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, std::move(shape), prog.max_t);
+    Buffer b = make_buffer(BufferKind::Arena, -1, -1, name, dt, std::move(shape), max_sym);
     b.first_launch = b.last_launch = li;
     prog.buffers.push_back(b);
     return static_cast<int32_t>(prog.buffers.size() - 1);
   }
 
-  static ir::Shape t_rows(int64_t cols) { return ir::Shape{ir::Dim::symbol(0), ir::Dim::constant(cols)}; }
+  /// [rows, cols]: rows of the launch being planned (T or B).
+  ir::Shape t_rows(int64_t cols) const { return ir::Shape{ir::Dim::symbol(rows), ir::Dim::constant(cols)}; }
 
   /// A pack kernel's launch: its arguments, then the buffer `out` it writes.
   LaunchPlan::Prefill::Pack plan_pack(const GemmPrefillRender::Pack& pk, int32_t out, int32_t li) {
@@ -305,8 +327,10 @@ struct ProgramBuilder {
     }
     if (fa.kv_pack) {
       const ir::ValueId att = p.stages[static_cast<size_t>(stage)].nodes.at(0);
-      const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]
-      const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * cache[1].coeff * cache[2].coeff)};
+      const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]; paged: S is the pool
+      // A paged cache's rows are gathered for one sequence: S (its positions), not the pool's rows.
+      const int64_t rows = fa.paged ? g.batching.max_seq : cache[1].coeff;
+      const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * rows * cache[2].coeff)};
       const std::string name = "launch" + std::to_string(li) + ".kv.bf16";
       pf.packs.push_back(plan_pack(*fa.kv_pack, scratch(name, DType::BF16, kv, li), li));
       pf.epilogue_args.push_back(pf.packs.back().args.back());
@@ -316,14 +340,26 @@ struct ProgramBuilder {
     pf.block = 128;
     pf.t_tile = 64;
     pf.epilogue_layer = fa.layer;
+    pf.one_sequence = fa.paged;
     return pf;
   }
 
   void plan_launch(size_t li) {
     const auto l32 = static_cast<int32_t>(li);
     const auto& stages = p.launches[li].stages;
-    RenderedLaunch r = render_launch(p, stages);
+    rows = lift::stage_rows_symbol(p, stages[0]);
+    const KernelScope scope({rows, options.bf16_states});  // the kernels of this launch take that dim as T
+    RenderedLaunch r;
+    try {
+      r = render_launch(p, stages);
+    } catch (const Error& e) {
+      const auto& st = p.stages[static_cast<size_t>(stages[0])];
+      throw Error(std::string(e.what()) + " (launch " + std::to_string(li) + ", a " +
+                  lift::stage_kind_name(st.kind) + " stage ending in " + ir::op_name(p.graph.at(st.nodes.back()).op) +
+                  ")");
+    }
     LaunchPlan lp;
+    lp.rows_sym = rows;
     lp.kernel = kernel_for(r.source, lift::stage_kind_name(p.stages[static_cast<size_t>(stages[0])].kind));
     lp.stages = stages;
     lp.args = args_of(r.args, l32);
@@ -373,11 +409,12 @@ struct ProgramBuilder {
 
 }  // namespace
 
-CudaProgram emit_program(const lift::StagedProgram& p) {
-  ProgramBuilder b(p);
+CudaProgram emit_program(const lift::StagedProgram& p, const EmitOptions& options) {
+  ProgramBuilder b(p, options);
   const ir::Graph& g = p.graph;
   b.prog.model = g.model;
   b.prog.max_t = g.symbols.empty() ? 1 : g.symbols[0].max;
+  b.prog.max_b = g.symbols.size() > 1 ? g.symbols[1].max : 1;
   b.prog.prelude = device_prelude();
   b.add_buffers();
   for (size_t li = 0; li < p.launches.size(); ++li) b.plan_launch(li);

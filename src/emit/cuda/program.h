@@ -23,21 +23,26 @@ enum class BufferKind : uint8_t {
   Arena,   ///< an activation stored by a stage, at `offset` in the arena
 };
 
-/// One device buffer. Sizes are for T = the program's max T (Graph::symbols[0].max).
+/// One device buffer. Sizes are for the largest value of its runtime dim (T: the program's max_t,
+/// B: its max_b).
 struct Buffer {
   BufferKind kind;
   int32_t index = -1;          ///< Input/Weight/State: index in Graph::inputs/params/states
   ir::ValueId node = -1;       ///< Arena: the stored node
   std::string name;            ///< for plan.json: the .lg name, or the checkpoint tensor
   DType dtype = DType::F32;    ///< element type on the device
-  int64_t elems_const = 0;     ///< element count = elems_const * T^elems_t_power
+  int64_t elems_const = 0;     ///< element count = elems_const * R^elems_t_power
   int32_t elems_t_power = 0;
-  int64_t bytes = 0;           ///< at max T
+  int32_t sym = 0;             ///< R: the runtime dim its size scales with (0: T; 1: B, batched graphs)
+  int64_t bytes = 0;           ///< at R's largest value
   int64_t offset = 0;          ///< Arena: byte offset (256-aligned)
   int32_t first_launch = -1, last_launch = -1;  ///< Arena: liveness
 };
 
-/// The work of a launch: blocks = ceil(max_i(work_const[i] * T^work_t_power[i]) / per_block).
+/// The work of a launch: blocks = ceil(max_i(work_const[i] * T^work_t_power[i]) / per_block), where
+/// T is the launch's row count: the value of runtime dim `rows_sym` in this step (the tokens, or in
+/// a batched graph the sequences for the launches that compute only their rows). Its kernels take
+/// that value as their `T` argument.
 struct LaunchPlan {
   int32_t kernel = -1;                 ///< index into CudaProgram::kernels
   std::vector<int32_t> stages;         ///< the lifted stages it runs
@@ -50,6 +55,7 @@ struct LaunchPlan {
   int64_t layer = -1;                  ///< >= 0: passed as the kernel's `lg_l` (before T)
   bool gemm = false;                   ///< a GEMM stage's kernel: warps stride over the outputs, so
                                        ///< the lane may launch fewer blocks than grid(1) at decode
+  int32_t rows_sym = 0;                ///< 0: T rows; 1: B rows (lift::stage_rows_symbol)
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;
@@ -80,6 +86,9 @@ struct LaunchPlan {
     std::vector<int32_t> work_t_power;
     int32_t block = 256;                 ///< epilogue threads per block
     int64_t t_tile = 0;                  ///< > 0: blocks = ceil(T / t_tile) * work_const[0]
+    /// The form holds for a step of one sequence only (paged flash attention: its K/V rows are
+    /// gathered through that sequence's block table); other steps run the kernel above.
+    bool one_sequence = false;
   };
   std::optional<Prefill> prefill;
 };
@@ -93,6 +102,7 @@ struct CudaProgram {
   std::string model;
   Provenance provenance = Compiled{};
   int64_t max_t = 0;
+  int64_t max_b = 1;                  ///< sequences per step (batched graphs; 1 otherwise)
   std::string prelude;                ///< device helpers shared by all kernels
   std::vector<Kernel> kernels;
   std::vector<LaunchPlan> launches;
@@ -106,9 +116,16 @@ struct CudaProgram {
   std::string plan_json() const;
 };
 
+/// How states are stored on the device.
+struct EmitOptions {
+  /// Float states (the KV cache) in bf16 whatever the .lg declares (f32 in qwen3.lg, as the fp32
+  /// reference keeps it): half the memory and bandwidth; the locks check it (docs/language.md).
+  bool bf16_states = false;
+};
+
 /// Renders a fused staged program into CUDA for sm_90: per launch one kernel specialised on
 /// every bound dim (T stays a kernel argument), the arena laid out by liveness.
 /// Throws lg::Error if a stage has a form the renderer does not take (named by its stage).
-CudaProgram emit_program(const lift::StagedProgram& p);
+CudaProgram emit_program(const lift::StagedProgram& p, const EmitOptions& options = {});
 
 }  // namespace lg::emit::cuda

@@ -108,6 +108,9 @@ struct AttentionPrefillRender {
   /// this one, into the flash kernel's `kvpacked` (a buffer of 2 * KV * S * Dh; K = its 16-byte
   /// chunks per token when the step starts at position 0, for the grid).
   std::optional<GemmPrefillRender::Pack> kv_pack;
+  /// k and v are a paged cache (a batched graph): the K/V pack gathers one sequence's rows
+  /// through its block table, so the form holds for steps of one sequence.
+  bool paged = false;
 };
 
 /// The prefill form of attention stage `stage`, or nullopt (head_dim not 16/32/64/128: the

@@ -47,6 +47,7 @@ std::string Renderer::param_decl(size_t i) const {
   std::string ty;
   if (n.op == ir::Op::Input) ty = "const int* __restrict__";
   else if (n.op == ir::Op::Param) ty = n.dtype == DType::BF16 ? "const unsigned short* __restrict__" : "const float* __restrict__";
+  else if (bf16_state(n)) ty = "unsigned short* __restrict__";
   else ty = args[i].written || n.op == ir::Op::State ? "float* __restrict__" : "const float* __restrict__";
   return ty + " p" + std::to_string(i);
 }

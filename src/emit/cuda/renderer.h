@@ -57,6 +57,10 @@ struct Renderer {
   /// The lifted layer index, or -1 (the kernel then has no lg_l parameter).
   int64_t layer() const { return layer_values.empty() ? -1 : *layer_values.begin(); }
   bool is_state(ir::ValueId v) const { return g.at(buffer_node(g, v)).op == ir::Op::State; }
+  /// Buffer node `n` is a float state stored as bf16 (EmitOptions::bf16_states).
+  bool bf16_state(const ir::Node& n) const {
+    return n.op == ir::Op::State && is_float(n.dtype) && kernel_context().bf16_states;
+  }
   /// True if stage s computes v (its own node or an inline one); false: v is loaded.
   bool here(int32_t s, ir::ValueId v) const {
     return p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)];
@@ -108,6 +112,10 @@ struct Renderer {
 
   /// The cache element state write w writes for value index `vi`, as an lvalue.
   std::string state_element(ir::ValueId w, const std::vector<std::string>& vi, const LambdaNames& name);
+  /// The pool row of position `pos` of token `t` for paged node n (its seq and block_table are
+  /// operands `first` and `first + 1`): block_table[seq[t], pos / bs] * bs + pos % bs.
+  std::string paged_row(const ir::Node& n, size_t first, const std::string& t, const std::string& pos,
+                        const LambdaNames& name);
   /// The statement writing w's element at value index `vi` with value expression `val`.
   std::string state_store(ir::ValueId w, const std::vector<std::string>& vi, const std::string& val,
                           const LambdaNames& name);

@@ -16,13 +16,24 @@ std::string Renderer::state_element(ir::ValueId w, const std::vector<std::string
   for (size_t k = 0; k < nfixed; ++k)
     si.push_back(k == 0 ? layer_index(n.attrs.fixed[k]) : std::to_string(n.attrs.fixed[k]) + "L");
   for (size_t k = 0; k < vi.size(); ++k) si.push_back(vi[k]);
-  si[nfixed + axis] = "(long)" + call(name, n.operands[2], {vi[axis]});
+  const std::string pos = "(long)" + call(name, n.operands[2], {vi[axis]});
+  // Paged (ir.h): position p of token t is row block_table[seq[t], p / bs] * bs + p % bs.
+  si[nfixed + axis] = n.operands.size() == 5 ? paged_row(n, 3, vi[axis], pos, name) : pos;
   return "p" + std::to_string(arg(st, true)) + "[" + linear(ssh, si) + "]";
+}
+
+std::string Renderer::paged_row(const ir::Node& n, size_t first, const std::string& t, const std::string& pos,
+                                const LambdaNames& name) {
+  const std::string bs = std::to_string(n.attrs.block_size) + "L";
+  const std::string seq = "(long)" + call(name, n.operands[first], {t});
+  const std::string block = "(long)" + call(name, n.operands[first + 1], {seq, "(" + pos + ") / " + bs});
+  return "(" + block + " * " + bs + " + (" + pos + ") % " + bs + ")";
 }
 
 std::string Renderer::state_store(ir::ValueId w, const std::vector<std::string>& vi, const std::string& val,
                                   const LambdaNames& name) {
-  return state_element(w, vi, name) + " = " + val + ";";
+  const bool bf16 = bf16_state(g.at(buffer_node(g, w)));
+  return state_element(w, vi, name) + " = " + (bf16 ? "lg_to_bf16(" + val + ")" : val) + ";";
 }
 
 std::string Renderer::gemm_cache_write(int32_t s, ir::ValueId w, const ir::Shape& shape,

@@ -1,5 +1,4 @@
 #include "lanes/compiled/compiled_lane.h"
-#include "lanes/one_sequence_lane.h"
 
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "kernels/launch_policy.h"
 #include "lift/lift.h"
 #include "lanes/compiled/device_ops.h"
+#include "ir/batch.h"
 #include "lift/passes.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
@@ -41,16 +41,21 @@ void progress(const std::string& msg) {
   if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << msg << std::flush;
 }
 
-class CompiledLane : public OneSequenceLane {
+class CompiledLane : public Lane {
  public:
   /// `ckpt` null: random weights from `seed` (matrices uniform with std 0.02, transformers'
   /// initializer_range; 1-D norm weights 1, other 1-D params 0, as a fresh HF model).
-  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed) : OneSequenceLane(fg.max_seq) {
+  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed, const LaneOptions& options) {
     if (!cuda::cuda_device_available()) throw Error("compiled lane: no CUDA device");
-    max_seq_ = fg.max_seq;
+    for (const auto& in : fg.graph.inputs)
+      if (in.name != "tokens" && in.name != "pos")
+        throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
+    limits_ = resolve_limits(options, fg.max_seq, default_pool(fg, options));
+    ir::make_batched(fg.graph, {limits_.block_size, limits_.num_blocks, limits_.max_batch, limits_.max_tokens});
     lift::StagedProgram staged = lift::lift(fg.graph);
     lift::fuse(staged);
-    prog_ = emit::cuda::emit_program(staged);
+    // The KV pool in bf16 (the .lg's f32 cache is the reference's; the locks check this lane).
+    prog_ = emit::cuda::emit_program(staged, {.bf16_states = true});
     const ir::Graph& g = staged.graph;
     compile_kernels(g.model);
     // Buffers: weights uploaded once, states zeroed, inputs and the arena allocated.
@@ -66,7 +71,7 @@ class CompiledLane : public OneSequenceLane {
       owned_.emplace_back(static_cast<size_t>(std::max<int64_t>(b.bytes, 16)));
       ptrs_[i] = owned_.back().data();
       if (b.kind == BufferKind::State) LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(b.bytes)));
-      if (b.kind == BufferKind::Input) input_ptr_.push_back(static_cast<int32_t*>(ptrs_[i]));
+      if (b.kind == BufferKind::Input) input_of_[g.inputs[static_cast<size_t>(b.index)].name] = static_cast<int32_t*>(ptrs_[i]);
       if (b.kind == BufferKind::Weight) {
         progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +
                  std::to_string(++done) + "/" + std::to_string(g.params.size()));
@@ -75,14 +80,15 @@ class CompiledLane : public OneSequenceLane {
         else random_weight(prm, b, owned_.back(), seed);
       }
     }
-    for (const auto& in : g.inputs)
-      if (in.name != "tokens" && in.name != "pos")
-        throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
-    find_last_row_launch(staged);
-    tokens_is_first_ = g.inputs.at(0).name == "tokens";
+    for (const char* in : {"tokens", "pos", "seq", "block_table", "rows"})
+      if (!input_of_.count(in)) throw Error(std::string("compiled lane: internal error: no input buffer `") + in + "`");
     vocab_ = g.at(g.outputs.at(0)).shape.back().coeff;
-    argmax_ = cuda::DeviceBuffer(sizeof(int32_t));
-    LG_CUDA_CHECK(cudaMallocHost(&pinned_, static_cast<size_t>(2 * prog_.max_t + 1) * sizeof(int32_t)));
+    argmax_ = cuda::DeviceBuffer(static_cast<size_t>(limits_.max_batch) * sizeof(int32_t));
+    // Pinned staging of one step's inputs (tokens, pos, seq: T each; the block table; rows) and
+    // of the argmaxes that come back.
+    const auto T = static_cast<size_t>(limits_.max_tokens), B = static_cast<size_t>(limits_.max_batch);
+    staging_size_ = 3 * T + B * static_cast<size_t>(limits_.blocks_per_seq()) + 2 * B;
+    LG_CUDA_CHECK(cudaMallocHost(&pinned_, staging_size_ * sizeof(int32_t)));
     stream_.synchronize();
     progress("");
     profile_ = std::getenv("LG_PROFILE_LAUNCHES") != nullptr;
@@ -105,55 +111,94 @@ class CompiledLane : public OneSequenceLane {
 
   std::string name() const override { return "compiled"; }
   Provenance provenance() const override { return Compiled{}; }
-  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override {
-    if (tokens.empty()) throw Error("compiled lane: empty step");
-    auto T = static_cast<int64_t>(tokens.size());
-    if (start_pos < 0 || start_pos + T > max_seq_)
-      throw Error("compiled lane: positions " + std::to_string(start_pos) + ".." + std::to_string(start_pos + T - 1) +
-                  " exceed the KV cache of " + std::to_string(max_seq_));
-    if (T > prog_.max_t)
-      throw Error("compiled lane: a step of " + std::to_string(T) + " tokens exceeds the program's largest T (" +
-                  std::to_string(prog_.max_t) + ")");
-    // Pinned staging: cudaMemcpyAsync from pageable memory is staged through a driver buffer and
-    // is not asynchronous; from pinned memory it is a plain DMA.
-    int32_t* htok = pinned_;
-    int32_t* hpos = pinned_ + prog_.max_t;
-    std::copy(tokens.begin(), tokens.end(), htok);
-    for (int64_t i = 0; i < T; ++i) hpos[i] = static_cast<int32_t>(start_pos + i);
-    int32_t* dtok = input_ptr_[tokens_is_first_ ? 0 : 1];
-    int32_t* dpos = input_ptr_[tokens_is_first_ ? 1 : 0];
+  const LaneLimits& limits() const override { return limits_; }
+
+  std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
+    const FlatBatch f = flatten(batch, limits_);
+    for (size_t t = 0; t < f.tokens.size(); ++t)
+      if (f.tokens[t] < 0 || f.tokens[t] >= vocab_)
+        throw Error("compiled lane: sequence " + std::to_string(f.seq[t]) + " of the step has token id " +
+                    std::to_string(f.tokens[t]) + ", outside the vocabulary of " + std::to_string(vocab_));
     cudaStream_t s = stream_.get();
-    LG_CUDA_CHECK(cudaMemcpyAsync(dtok, htok, tokens.size() * 4, cudaMemcpyHostToDevice, s));
-    LG_CUDA_CHECK(cudaMemcpyAsync(dpos, hpos, tokens.size() * 4, cudaMemcpyHostToDevice, s));
-    if (profile_ && ++steps_seen_[T] == 2) profile(T);
-    const float* last_row = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]) + (T - 1) * vocab_;
-    if (T == 1) {
+    // Pinned staging: cudaMemcpyAsync from pageable memory is staged through a driver buffer and
+    // is not asynchronous; from pinned memory it is a plain DMA. One copy per input.
+    int32_t* h = pinned_;
+    auto upload = [&](const char* input, const std::vector<int32_t>& v) {
+      std::copy(v.begin(), v.end(), h);
+      LG_CUDA_CHECK(cudaMemcpyAsync(input_of_.at(input), h, v.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+      h += v.size();
+    };
+    upload("tokens", f.tokens);
+    upload("pos", f.pos);
+    upload("seq", f.seq);
+    upload("block_table", f.block_table);
+    upload("rows", f.rows);
+    if (profile_ && ++steps_seen_[{f.T, f.B}] == 2) profile(f.T, f.B);
+    const float* logits = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]);
+    if (f.T == 1) {
+      // One decode token: the step is a CUDA graph replay (the inputs above are its arguments).
       if (!graph_.ready()) {
         graph_.begin_capture(s);
-        launch_all(1);
-        compiled::argmax(last_row, static_cast<long>(vocab_), argmax_.as<int>(), s);
+        launch_all(1, 1);
+        compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s);
         graph_.end_capture(s);
       }
       graph_.launch(s);
     } else {
-      launch_all(T);
-      compiled::argmax(last_row, static_cast<long>(vocab_), argmax_.as<int>(), s);
+      launch_all(f.T, f.B);
+      compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(f.B));
     }
-    SeqResult r;
-    int32_t* hargmax = pinned_ + 2 * prog_.max_t;
-    LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost, s));
-    if (want_logits) {
-      r.logits.resize(static_cast<size_t>(vocab_));
-      LG_CUDA_CHECK(cudaMemcpyAsync(r.logits.data(), last_row, r.logits.size() * 4, cudaMemcpyDeviceToHost, s));
+    int32_t* hargmax = h;
+    LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), static_cast<size_t>(f.B) * sizeof(int32_t),
+                                  cudaMemcpyDeviceToHost, s));
+    std::vector<SeqResult> out(batch.size());
+    for (size_t b = 0; b < batch.size(); ++b) {
+      if (!batch[b].want_logits) continue;
+      out[b].logits.resize(static_cast<size_t>(vocab_));
+      LG_CUDA_CHECK(cudaMemcpyAsync(out[b].logits.data(), logits + static_cast<int64_t>(b) * vocab_,
+                                    out[b].logits.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
     }
     stream_.synchronize();
-    r.argmax = *hargmax;
-    return r;
+    for (size_t b = 0; b < batch.size(); ++b) out[b].argmax = hargmax[b];
+    return out;
   }
 
-
-
  private:
+  /// The default KV pool in positions: 90% of the device memory free now, less the weights and a
+  /// reserve (activations, cuBLASLt, the CUDA context's growth), capped at max_batch * max_seq
+  /// positions, and rounded down to a power-of-two count of blocks: the pool's size is a constant
+  /// in the kernels (the NVRTC cache keys on their text), so a little more or less free memory
+  /// must not make a program of its own. Throws lg::Error when it cannot hold one context.
+  static int64_t default_pool(const runtime::ForwardGraph& fg, const LaneOptions& o) {
+    const ir::Graph& g = fg.graph;
+    int64_t per_position = 0, weights = 0;
+    for (const auto& st : g.states) {
+      int64_t n = 2;  // bf16
+      for (const auto& d : st.shape) n *= d.coeff;
+      per_position += n / fg.max_seq;
+    }
+    for (const auto& prm : g.params) {
+      int64_t n = prm.dtype == DType::BF16 ? 2 : 4;
+      for (const auto& d : prm.shape) n *= d.coeff;
+      weights += n;
+    }
+    size_t free = 0, total = 0;
+    LG_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    const int64_t reserve = int64_t{2} << 30;
+    const int64_t avail = static_cast<int64_t>(0.9 * static_cast<double>(free)) - weights - reserve;
+    const int64_t bs = std::max<int64_t>(o.block_size, 1);
+    const int64_t cap = (o.max_batch > 0 ? o.max_batch : 256) * fg.max_seq;
+    int64_t blocks = std::min(avail / std::max<int64_t>(per_position, 1), cap) / bs;
+    if (blocks * bs < fg.max_seq)
+      throw Error("compiled lane: the device has " + std::to_string(free >> 20) + " MiB free; the weights take " +
+                  std::to_string(weights >> 20) + " MiB and one context of " + std::to_string(fg.max_seq) +
+                  " tokens " + std::to_string((fg.max_seq * per_position) >> 20) +
+                  " MiB of KV cache: use a smaller --max-seq or --kv-tokens");
+    int64_t pow2 = 1;
+    while (pow2 * 2 <= blocks) pow2 *= 2;
+    return std::max(pow2 * bs, fg.max_seq);
+  }
+
   // NVRTC compiles the kernels in chunks on every core (each kernel that instantiates the
   // flash-attention template takes seconds at -O3); each chunk is its own cached cubin and library.
   void compile_kernels(const std::string& model) {
@@ -251,7 +296,8 @@ class CompiledLane : public OneSequenceLane {
                                       args.data()));
   }
 
-  void launch_one(const emit::cuda::LaunchPlan& l, int64_t T) {
+  /// One launch over `T` rows (its kernels' T) in a step of B sequences.
+  void launch_one(const emit::cuda::LaunchPlan& l, int64_t T, int64_t B) {
     if (T == 1 && gemv_max_blocks_ > 0 && l.gemm) {
       // As many rounds of outputs per warp as the cap needs, and the blocks that many rounds need:
       // QKV's 768 blocks of outputs become 384 blocks doing two each rather than 528 of which
@@ -260,7 +306,10 @@ class CompiledLane : public OneSequenceLane {
       const int64_t blocks = l.grid(T), rounds = (blocks + gemv_max_blocks_ - 1) / gemv_max_blocks_;
       return launch_kernel(l.kernel, l.args, l.layer, (blocks + rounds - 1) / rounds, l.block, T);
     }
-    if (T == 1 || !l.prefill) return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
+    // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
+    // one-block-per-query kernel serves ragged batches).
+    if (T == 1 || !l.prefill || (l.prefill->one_sequence && B > 1))
+      return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
     // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs).
     const auto& pf = *l.prefill;
@@ -301,59 +350,22 @@ class CompiledLane : public OneSequenceLane {
     mark(pf.t_tile > 0 ? ".flash" : ".epilogue");
   }
 
-  // The lane hands out the logits of the last position only, so at T > 1 the final launch (the
-  // LM head, by far the largest GEMM of a prefill: V x D per row) may run for that row alone, as
-  // a decode step on row T - 1 (as transformers' logits_to_keep=1). Allowed when that launch
-  // writes the output and no state, and every buffer it touches is either independent of T or
-  // laid out [T, ...] (row T - 1 then starts at a fixed offset).
-  void find_last_row_launch(const lift::StagedProgram& staged) {
-    const ir::Graph& g = staged.graph;
-    if (prog_.launches.empty() || prog_.outputs.size() != 1) return;
-    const auto li = static_cast<int32_t>(prog_.launches.size() - 1);
-    const auto& l = prog_.launches.back();
-    if (std::find(l.args.begin(), l.args.end(), prog_.outputs[0]) == l.args.end()) return;
-    for (int32_t st : l.stages)
-      for (ir::ValueId v : staged.stages[static_cast<size_t>(st)].nodes)
-        if (g.at(v).op == ir::Op::StateWrite) return;
-    std::vector<std::pair<int32_t, int64_t>> offsets;
-    for (int32_t b : l.args) {
-      const auto& buf = prog_.buffers[static_cast<size_t>(b)];
-      if (buf.elems_t_power == 0) continue;
-      const ir::Shape* shape = nullptr;
-      if (buf.kind == BufferKind::Arena && buf.node >= 0) shape = &g.at(buf.node).shape;
-      if (buf.kind == BufferKind::Input) shape = &g.inputs[static_cast<size_t>(buf.index)].shape;
-      if (!shape || shape->empty() || (*shape)[0].is_const() || (*shape)[0].coeff != 1 || buf.elems_t_power != 1)
-        return;
-      offsets.push_back({b, buf.elems_const * static_cast<int64_t>(dtype_size(buf.dtype))});
-    }
-    last_row_launch_ = li;
-    last_row_offsets_ = std::move(offsets);
+  /// Every launch of the program for a step of T tokens from B sequences: a launch's rows are T,
+  /// or B for those that compute only the rows of each sequence's last token (LaunchPlan::rows_sym).
+  void launch_all(int64_t T, int64_t B) {
+    for (size_t i = 0; i < prog_.launches.size(); ++i) launch_at(i, T, B);
   }
 
-  void shift_rows(int64_t rows) {
-    for (auto [b, row_bytes] : last_row_offsets_) {
-      void*& ptr = ptrs_[static_cast<size_t>(b)];
-      ptr = static_cast<char*>(ptr) + rows * row_bytes;
-    }
-  }
-
-  void launch_at(size_t i, int64_t T) {
+  void launch_at(size_t i, int64_t T, int64_t B) {
     const auto& l = prog_.launches[i];
-    if (T == 1 || static_cast<int32_t>(i) != last_row_launch_) return launch_one(l, T);
-    shift_rows(T - 1);
-    launch_kernel(l.kernel, l.args, l.layer, l.grid(1), l.block, 1);
-    shift_rows(-(T - 1));
-  }
-
-  void launch_all(int64_t T) {
-    for (size_t i = 0; i < prog_.launches.size(); ++i) launch_at(i, T);
+    launch_one(l, l.rows_sym == 0 ? T : B, B);
   }
 
   // LG_PROFILE_LAUNCHES=1: the second step of each T (the first pays for lazy module loading and
   // cuBLASLt's set-up) is run once more beforehand with an event around every launch; stderr gets
   // the time per kernel, summed over its launches, largest first. The KV cache is rewritten by the
   // real step that follows.
-  void profile(int64_t T) {
+  void profile(int64_t T, int64_t B) {
     cudaStream_t s = stream_.get();
     // One event after every kernel: a prefill launch's packs, GEMMs and epilogue are timed apart
     // (labelled kernel.part), through mark_, which launch_one calls after each of them.
@@ -371,7 +383,7 @@ class CompiledLane : public OneSequenceLane {
     for (size_t i = 0; i < prog_.launches.size(); ++i) {
       current = prog_.kernels[static_cast<size_t>(prog_.launches[i].kernel)].name;
       const size_t before = ev.size();
-      launch_at(i, T);
+      launch_at(i, T, B);
       if (ev.size() == before) record("");
       for (size_t j = before; j < ev.size(); ++j) launch_of.try_emplace(label[j], static_cast<int32_t>(i));
     }
@@ -389,18 +401,18 @@ class CompiledLane : public OneSequenceLane {
     std::vector<std::pair<double, std::string>> order;
     for (auto& [k, v] : per_kernel) order.push_back({v.first, k});
     std::sort(order.rbegin(), order.rend());
-    std::fprintf(stderr, "profile T=%ld: %zu launches, %zu kernels run, %.3f ms (events between kernels, no graph)\n",
-                 static_cast<long>(T), prog_.launches.size(), ev.size() - 1, total);
+    std::fprintf(stderr, "profile T=%ld B=%ld: %zu launches, %zu kernels run, %.3f ms (events between kernels, no graph)\n",
+                 static_cast<long>(T), static_cast<long>(B), prog_.launches.size(), ev.size() - 1, total);
     for (size_t i = 0; i < order.size() && i < 16; ++i) {
       const auto& [ms, k] = order[i];
       const auto& l = prog_.launches[static_cast<size_t>(launch_of.at(k))];
       std::fprintf(stderr, "  %8.3f ms %5.1f%%  %-24s x%-3d launch grid %ld x %d\n", ms, 100 * ms / total, k.c_str(),
-                   per_kernel[k].second, static_cast<long>(l.grid(T)), l.block);
+                   per_kernel[k].second, static_cast<long>(l.grid(l.rows_sym == 0 ? T : B)), l.block);
     }
   }
 
-  int64_t max_seq_ = 0, vocab_ = 0;
-  bool tokens_is_first_ = true;
+  LaneLimits limits_;
+  int64_t vocab_ = 0;
   emit::cuda::CudaProgram prog_;
   std::vector<cudaLibrary_t> libs_;
   std::vector<cudaKernel_t> kernels_;
@@ -408,28 +420,28 @@ class CompiledLane : public OneSequenceLane {
   /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
   std::function<void(const char*)> mark_;
   int64_t gemv_max_blocks_ = 0;  ///< blocks per SM x SMs; 0: uncapped
-  std::map<int64_t, int> steps_seen_;  ///< per T: profiling waits for the second step of a T
+  std::map<std::pair<int64_t, int64_t>, int> steps_seen_;  ///< per (T, B): profiling waits for the second
   cuda::DeviceBuffer arena_;
   std::vector<cuda::DeviceBuffer> owned_;
   std::vector<void*> ptrs_;
-  std::vector<int32_t*> input_ptr_;
+  std::map<std::string, int32_t*> input_of_;  ///< the device buffer of each input, by name
   cuda::Stream stream_;
   cuda::GraphExec graph_;
   cuda::LtGemm gemm_;
   cuda::DeviceBuffer argmax_;      ///< int: the greedy token of the last step
-  int32_t last_row_launch_ = -1;   ///< see find_last_row_launch
-  std::vector<std::pair<int32_t, int64_t>> last_row_offsets_;  ///< (buffer, bytes per row of T)
-  int32_t* pinned_ = nullptr;      ///< host: tokens [max_t], positions [max_t], argmax [1]
+  int32_t* pinned_ = nullptr;      ///< host staging: a step's inputs, then its argmaxes
+  size_t staging_size_ = 0;        ///< int32s in pinned_
 };
 
 }  // namespace
 
-std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, int64_t max_seq) {
-  return std::make_unique<CompiledLane>(runtime::forward_graph(dir, max_seq), &dir.checkpoint, 0);
+std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, const LaneOptions& options) {
+  return std::make_unique<CompiledLane>(runtime::forward_graph(dir, options.max_seq), &dir.checkpoint, 0, options);
 }
 
-std::unique_ptr<Lane> make_compiled_lane_random(const model::ModelConfig& config, uint64_t seed, int64_t max_seq) {
-  return std::make_unique<CompiledLane>(runtime::forward_graph(config, max_seq), nullptr, seed);
+std::unique_ptr<Lane> make_compiled_lane_random(const model::ModelConfig& config, uint64_t seed,
+                                                const LaneOptions& options) {
+  return std::make_unique<CompiledLane>(runtime::forward_graph(config, options.max_seq), nullptr, seed, options);
 }
 
 }  // namespace lg

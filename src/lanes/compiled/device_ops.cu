@@ -25,7 +25,10 @@ __global__ void widen_bf16_kernel(const uint16_t* src, size_t n, float* dst) {
 // One block: each thread scans a strided slice, then a shared-memory tree picks the largest value,
 // the lowest index on ties (as std::max_element on the host).
 constexpr int kArgmaxThreads = 1024;
-__global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* x, long n, int* out) {
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* rows_x, long n, int* rows_out) {
+  // Block b takes row b.
+  const float* x = rows_x + static_cast<long>(blockIdx.x) * n;
+  int* out = rows_out + blockIdx.x;
   __shared__ float sv[kArgmaxThreads];
   __shared__ int si[kArgmaxThreads];
   float best = -__int_as_float(0x7f800000);
@@ -71,8 +74,8 @@ void widen_bf16(const uint16_t* src, size_t n, float* dst, cudaStream_t s) {
   LG_CUDA_CHECK_LAUNCH();
 }
 
-void argmax(const float* x, long n, int* out, cudaStream_t s) {
-  argmax_kernel<<<1, kArgmaxThreads, 0, s>>>(x, n, out);
+void argmax(const float* x, long n, int* out, cudaStream_t s, int rows) {
+  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, n, out);
   LG_CUDA_CHECK_LAUNCH();
 }
 

@@ -25,6 +25,11 @@ void pass_group_launches(StagedProgram& p) {
       auto& cur = p.launches.back().stages;
       bool ok = std::all_of(cur.begin(), cur.end(),
                             [&](int32_t c) { return element_style(p.stages[static_cast<size_t>(c)].kind); });
+      // One launch, one row count: its kernel takes T or B as its rows (stage_rows_symbol).
+      if (ok) {
+        const int32_t rows = stage_rows_symbol(p, s);
+        ok = std::all_of(cur.begin(), cur.end(), [&](int32_t c) { return stage_rows_symbol(p, c) == rows; });
+      }
       if (ok) {
         const auto& deps = g.deps(s);
         ok = std::none_of(cur.begin(), cur.end(),
