@@ -1,8 +1,10 @@
 // Times causal prefill attention alone at the Qwen3-8B (H 32, KV 8) and 0.6B (H 16, KV 8) shapes,
-// head_dim 128, pos0 0: the tensor-core template (launch_attention_prefill_tc) against the lane's
-// CUDA-core kernel (launch_attention_prefill), CUDA events, median of repeated launches after a
-// warm-up, random inputs. FLOPs counted as causal: 4 * T^2 / 2 * Dh * H. Also prints the
-// norm-wise difference of the two outputs (both bf16; the old one keeps q and P in fp32).
+// head_dim 128, one sequence from position 0 in a paged pool (blocks of 16 in shuffled order): the
+// tensor-core template (launch_attention_prefill_tc) against the lane's CUDA-core ragged kernel
+// (launch_attention_ragged, what a batch of several sequences runs), CUDA events, median of
+// repeated launches after a warm-up, random inputs. FLOPs counted as causal: 4 * T^2 / 2 * Dh * H.
+// Also prints the norm-wise difference of the two outputs (both bf16; the ragged one keeps q and
+// P in fp32).
 // Usage: flash-attention-bench [reps]
 #include <cuda_runtime.h>
 
@@ -64,7 +66,7 @@ int main(int argc, char** argv) {
   const Shape shapes[] = {{"qwen3-8b", 32, 8}, {"qwen3-0.6b", 16, 8}};
   const int Dh = 128;
   std::mt19937_64 rng(20261129);
-  std::printf("%-11s %5s %12s %12s %12s %12s %8s %10s\n", "shape", "T", "old ms", "old TFLOP/s", "tc ms",
+  std::printf("%-11s %5s %12s %12s %12s %12s %8s %10s\n", "shape", "T", "ragged ms", "ragged TF/s", "tc ms",
               "tc TFLOP/s", "speedup", "rel diff");
   for (const Shape& sh : shapes)
     for (int T : {512, 2048}) {
@@ -73,20 +75,32 @@ int main(int argc, char** argv) {
       std::vector<float> q(nq);
       std::uniform_real_distribution<float> u(-2.f, 2.f);
       for (auto& x : q) x = u(rng);
-      lg::cuda::DeviceBuffer dq(nq * 4), dk(nkv * 2), dv(nkv * 2), dpos(sizeof(int)), o_old(nq * 2), o_tc(nq * 2);
+      const int bs = 16;
+      std::vector<int> pos(static_cast<size_t>(T)), seq(static_cast<size_t>(T), 0), table(static_cast<size_t>(S / bs));
+      for (int t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = t;
+      for (size_t j = 0; j < table.size(); ++j) table[j] = static_cast<int>(j);
+      std::shuffle(table.begin(), table.end(), rng);
+      lg::cuda::DeviceBuffer dq(nq * 4), dk(nkv * 2), dv(nkv * 2), dpos(pos.size() * 4), dseq(seq.size() * 4),
+          dtable(table.size() * 4), o_old(nq * 2), o_tc(nq * 2);
       dq.upload(q.data(), nq * 4);
-      const int pos0 = 0;
-      dpos.upload(&pos0, sizeof pos0);
+      dpos.upload(pos.data(), pos.size() * 4);
+      dseq.upload(seq.data(), seq.size() * 4);
+      dtable.upload(table.data(), table.size() * 4);
       lg::cuda::fill_uniform_bf16(dk.as<bf16>(), nkv, 1, 1.f, nullptr);
       lg::cuda::fill_uniform_bf16(dv.as<bf16>(), nkv, 2, 1.f, nullptr);
       LG_CUDA_CHECK(cudaDeviceSynchronize());
+      lg::qwen::KvPages pages;
+      pages.k = dk.as<bf16>();
+      pages.v = dv.as<bf16>();
+      pages.rows = S;
+      pages.block_size = bs;
       auto old_launch = [&] {
-        lg::qwen::launch_attention_prefill(dq.as<float>(), dk.as<bf16>(), dv.as<bf16>(), dpos.as<int>(), T, sh.H,
-                                           sh.KV, Dh, S, o_old.as<bf16>(), nullptr);
+        lg::qwen::launch_attention_ragged(dq.as<float>(), pages, dtable.as<int>(), static_cast<int>(table.size()),
+                                          dseq.as<int>(), dpos.as<int>(), T, sh.H, sh.KV, Dh, o_old.as<bf16>(), nullptr);
       };
       auto tc_launch = [&] {
-        lg::qwen::launch_attention_prefill_tc(dq.as<float>(), dk.as<bf16>(), dv.as<bf16>(), dpos.as<int>(), T,
-                                              sh.H, sh.KV, Dh, S, o_tc.as<bf16>(), nullptr);
+        lg::qwen::launch_attention_prefill_tc(dq.as<float>(), pages, dtable.as<int>(), dpos.as<int>(), T, sh.H, sh.KV,
+                                              Dh, o_tc.as<bf16>(), nullptr);
       };
       const double old_ms = median_ms(old_launch, std::max(3, reps / 4));
       const double tc_ms = median_ms(tc_launch, reps);

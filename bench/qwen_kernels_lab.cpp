@@ -1,11 +1,13 @@
 // qwen-kernels-lab: the hand-written lane's decode kernels timed alone (bench/qwen_lane.md, "kernel
 // lab"): the decode GEMV at the real Qwen3 shapes for 3 and 4 blocks per SM, the decode attention,
 // and the QKV GEMV + RoPE attention step, each launched back to back with PDL as the decode graph
-// does. Weights rotate through a 3 GB pool of random bf16 so that no launch reads from L2 what the
+// does (the attention over a paged pool of 16-position blocks in shuffled order, as the lane's).
+// Weights rotate through a 3 GB pool of random bf16 so that no launch reads from L2 what the
 // previous one left there. Prints microseconds per launch; checks nothing (the kernels' tests are
 // tests/lanes_qwen/kernels_test.cpp). Run on the GPU machine: `qwen-kernels-lab`.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <random>
@@ -41,6 +43,24 @@ cuda::DeviceBuffer to_device(const std::vector<T>& v) {
   cuda::DeviceBuffer b(v.size() * sizeof(T));
   b.upload(v.data(), v.size() * sizeof(T));
   return b;
+}
+
+/// A block table over all `S / bs` blocks of a pool, in shuffled order (the lane's tables come
+/// from a free list and are scattered).
+std::vector<int> shuffled_table(std::mt19937_64& rng, int S, int bs) {
+  std::vector<int> t(static_cast<size_t>(S / bs));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int>(i);
+  std::shuffle(t.begin(), t.end(), rng);
+  return t;
+}
+
+KvPages pages_of(const cuda::DeviceBuffer& k, const cuda::DeviceBuffer& v, int S, int bs) {
+  KvPages p;
+  p.k = k.as<bf16>();
+  p.v = v.as<bf16>();
+  p.rows = S;
+  p.block_size = bs;
+  return p;
 }
 
 }  // namespace
@@ -126,12 +146,13 @@ int main() {
     cuda::fill_uniform_bf16(vc.as<bf16>(), size_t(at.KV) * S * Dh, 2, 1.f, s.get());
     auto q = to_device(host_uniform(rng, size_t(at.H) * Dh, -1, 1));
     auto pos = to_device(std::vector<int>{at.pos});
+    auto table = to_device(shuffled_table(rng, S, 16));
     auto counters = to_device(std::vector<int>(at.H, 0));
     cuda::DeviceBuffer scratch(decode_attention_scratch_floats(at.H, Dh) * 4), out(size_t(at.H) * Dh * 2);
     auto run = [&](int n) {
       for (int i = 0; i < n; ++i)
-        launch_attention_decode(q.as<float>(), kc.as<bf16>(), vc.as<bf16>(), pos.as<int>(), at.H, at.KV, Dh, S,
-                                scratch.as<float>(), counters.as<int>(), out.as<bf16>(), s.get());
+        launch_attention_decode(q.as<float>(), pages_of(kc, vc, S, 16), table.as<int>(), pos.as<int>(), at.H, at.KV,
+                                Dh, S, scratch.as<float>(), counters.as<int>(), out.as<bf16>(), s.get());
     };
     run(4);
     e0.record(s.get());
@@ -155,9 +176,9 @@ int main() {
     cuda::fill_uniform_bf16(vc.as<bf16>(), size_t(qs.KV) * S * Dh, 2, 1.f, s.get());
     auto inv = to_device(rope_inv_freq(Dh, 1e6));
     auto pos = to_device(std::vector<int>{qs.pos});
+    auto table = to_device(shuffled_table(rng, S, 16));
     auto counters = to_device(std::vector<int>(qs.H, 0));
-    cuda::DeviceBuffer scratch(decode_attention_scratch_floats(qs.H, Dh) * 4), q(size_t(qs.H) * Dh * 4),
-        out(size_t(qs.H) * Dh * 2);
+    cuda::DeviceBuffer scratch(decode_attention_scratch_floats(qs.H, Dh) * 4), out(size_t(qs.H) * Dh * 2);
     GemvArgs a;
     a.N = N;
     a.K = qs.K;
@@ -167,14 +188,12 @@ int main() {
     a.out_f32 = out_f.as<float>();
     QkvRopeArgs rope;
     rope.inv_freq = inv.as<float>();
-    rope.pos0 = pos.as<int>();
     rope.H = qs.H;
     rope.KV = qs.KV;
     rope.Dh = Dh;
-    rope.S = S;
-    rope.q_out = q.as<float>();
-    rope.k_cache = kc.as<bf16>();
-    rope.v_cache = vc.as<bf16>();
+    rope.max_seq = S;
+    rope.cache = pages_of(kc, vc, S, 16);
+    rope.block_table = table.as<int>();
     auto run = [&](int n) {
       for (int i = 0; i < n; ++i) {
         a.W = pool.as<bf16>() + (i % regions) * elems;

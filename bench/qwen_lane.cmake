@@ -4,5 +4,5 @@
 if(LG_HAVE_CUDA AND TARGET lg_lane_qwen)
   add_executable(lg-bench ${CMAKE_SOURCE_DIR}/src/cli/main.cpp ${CMAKE_SOURCE_DIR}/src/cli/cmd_bench.cpp)
   target_link_libraries(lg-bench PRIVATE lg_lane_qwen lg_support CLI11::CLI11 fmt::fmt lg_warnings)
-  target_compile_definitions(lg-bench PRIVATE LG_BENCH_NO_FACTORY=1)
+  target_compile_definitions(lg-bench PRIVATE LG_BENCH_NO_FACTORY=1 LG_VERSION="${PROJECT_VERSION}")
 endif()

@@ -109,7 +109,8 @@ int run_bench(const BenchOpts& o) {
 #else
     if (o.lane != "handwritten") throw lg::Error("lg bench: this build has only the handwritten lane");
     lg::qwen::CheckpointWeights w(dir->checkpoint);
-    lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(lg::qwen::qwen_shape_from_config(dir->config), w, max_seq);
+    lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(lg::qwen::qwen_shape_from_config(dir->config), w,
+                                                           lg::LaneOptions{.max_seq = max_seq});
 #endif
   } else if (o.lane == "compiled") {
     sh = lg::qwen::qwen3_preset(o.shape);
@@ -121,7 +122,7 @@ int run_bench(const BenchOpts& o) {
   } else {
     sh = lg::qwen::qwen3_preset(o.shape);
     lg::qwen::RandomWeights w(20261129);
-    lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(sh, w, max_seq);
+    lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(sh, w, lg::LaneOptions{.max_seq = max_seq});
   }
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
 

@@ -55,7 +55,7 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
   if (name == "compiled") return make_compiled_lane(dir, options);
 #endif
 #if defined(LG_HAVE_LG_LANE_QWEN)
-  if (name == "handwritten") return qwen::make_handwritten_lane(dir, options.max_seq);
+  if (name == "handwritten") return qwen::make_handwritten_lane(dir, options);
 #endif
   std::string known;
   for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;

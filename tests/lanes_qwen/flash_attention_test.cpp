@@ -1,5 +1,6 @@
 // Tests of the tensor-core prefill attention template (src/kernels/flash_attention.cuh): through the
-// hand-written lane's launcher against a double-precision CPU loop on fresh random inputs, and its
+// hand-written lane's launcher (its paged policy: one sequence's K/V in scattered blocks of a pool
+// whose other rows are NaN) against a double-precision CPU loop on fresh random inputs, and its
 // text compiled by NVRTC (no GPU needed) the way the compiled lane will compile it.
 #include <gtest/gtest.h>
 
@@ -110,7 +111,7 @@ void attention_ref(const std::vector<float>& qb, const std::vector<float>& k, co
 }
 
 struct Case {
-  int T, pos0;
+  int T, pos0, bs;
 };
 
 // Tolerance, per element, from what the kernel rounds (reference: exact math on the same bf16 q, k, v):
@@ -128,10 +129,11 @@ constexpr double kU = 1.0 / 256, kFp32Slack = 1.0 / 1024;
 
 void check_case(int Dh, int group, const Case& c, std::mt19937_64& rng) {
   const int KV = 2, H = KV * group, T = c.T, pos0 = c.pos0;
-  // Cache rows past the last written position hold NaN: the kernel must not read them into P V.
+  // The sequence's logical rows [KV, S, Dh]; rows past the last position hold NaN, and so does
+  // every pool row outside its blocks: the kernel must not read them into P V.
   const int S = pos0 + T + 9;
   SCOPED_TRACE("Dh=" + std::to_string(Dh) + " H=" + std::to_string(H) + " KV=" + std::to_string(KV) +
-               " T=" + std::to_string(T) + " pos0=" + std::to_string(pos0));
+               " T=" + std::to_string(T) + " pos0=" + std::to_string(pos0) + " bs=" + std::to_string(c.bs));
   // q in (-4, 4), k in (-1, 1): scaled scores have a spread of about 4/3, so softmax rows are
   // neither flat nor one-hot.
   auto q = random_f32(rng, static_cast<size_t>(T) * H * Dh, -4.f, 4.f);
@@ -147,10 +149,20 @@ void check_case(int Dh, int group, const Case& c, std::mt19937_64& rng) {
   std::vector<float> qb(q.size());
   for (size_t i = 0; i < q.size(); ++i) qb[i] = round_bf16(q[i]);
 
-  auto dq = to_device(q), dk = to_device(k.raw), dv = to_device(v.raw), dpos = to_device(std::vector<int>{pos0});
+  const TestPages pages = scattered_pages(rng, {S}, c.bs, 2);
+  std::vector<int> pos(static_cast<size_t>(T));
+  for (int t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = pos0 + t;
+  auto dq = to_device(q), dk = to_device(scatter_to_pool(pages, {&k}, {S}, KV, Dh)),
+       dv = to_device(scatter_to_pool(pages, {&v}, {S}, KV, Dh)), dpos = to_device(pos),
+       dbt = to_device(pages.tables[0]);
   const size_t n_out = static_cast<size_t>(T) * H * Dh;
   auto dout = poisoned_bf16(n_out);
-  launch_attention_prefill_tc(dq.as<float>(), dk.as<__nv_bfloat16>(), dv.as<__nv_bfloat16>(), dpos.as<int>(), T, H, KV, Dh, S,
+  KvPages cache;
+  cache.k = dk.as<__nv_bfloat16>();
+  cache.v = dv.as<__nv_bfloat16>();
+  cache.rows = pages.rows();
+  cache.block_size = pages.bs;
+  launch_attention_prefill_tc(dq.as<float>(), cache, dbt.as<int>(), dpos.as<int>(), T, H, KV, Dh,
                               dout.as<__nv_bfloat16>(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto got = download_bf16(dout, n_out);
@@ -184,7 +196,8 @@ void check_head_dim(int Dh) {
   auto rng = fresh_rng();
   // T not a multiple of 64; several query and key tiles; a second chunk (pos0 > 0, not a multiple
   // of 64) attending to cached keys; a single token at 0 and deep in the cache.
-  const Case cases[] = {{100, 0}, {37, 70}, {300, 129}, {1, 0}, {1, 200}, {64, 64}};
+  // Block sizes 16 (the lane's default), 1, 8 and 128 (a block wider than a key tile).
+  const Case cases[] = {{100, 0, 16}, {37, 70, 8}, {300, 129, 16}, {1, 0, 16}, {1, 200, 1}, {64, 64, 128}};
   for (int group : {1, 2, 4, 8})
     for (const Case& c : cases) check_case(Dh, group, c, rng);
 }
@@ -196,11 +209,18 @@ TEST(FlashAttentionGpu, HeadDim128) { check_head_dim(128); }
 
 TEST(FlashAttentionLaunch, RejectsBadShapes) {
   // Checked before anything touches the device, so no GPU is needed.
-  EXPECT_THROW(launch_attention_prefill_tc(nullptr, nullptr, nullptr, nullptr, 4, 8, 8, 96, 16, nullptr, nullptr),
-               Error);
-  EXPECT_THROW(launch_attention_prefill_tc(nullptr, nullptr, nullptr, nullptr, 4, 6, 4, 64, 16, nullptr, nullptr),
-               Error);
-  EXPECT_NO_THROW(launch_attention_prefill_tc(nullptr, nullptr, nullptr, nullptr, 0, 8, 2, 64, 16, nullptr, nullptr));
+  KvPages c;
+  c.rows = 64;
+  c.block_size = 16;
+  EXPECT_THROW(launch_attention_prefill_tc(nullptr, c, nullptr, nullptr, 4, 8, 8, 96, nullptr, nullptr), Error);
+  EXPECT_THROW(launch_attention_prefill_tc(nullptr, c, nullptr, nullptr, 4, 6, 4, 64, nullptr, nullptr), Error);
+  EXPECT_THROW(launch_attention_prefill_tc(nullptr, c, nullptr, nullptr, 4, 8, 2, 64, nullptr, nullptr), Error);
+  c.block_size = 24;  // not a power of two
+  c.rows = 48;
+  EXPECT_THROW(launch_attention_prefill_tc(nullptr, c, nullptr, nullptr, 0, 8, 2, 64, nullptr, nullptr), Error);
+  c.block_size = 16;
+  c.rows = 64;
+  EXPECT_NO_THROW(launch_attention_prefill_tc(nullptr, c, nullptr, nullptr, 0, 8, 2, 64, nullptr, nullptr));
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 //     an element whose fp32 value differs in the last bit may round to the neighbouring bf16,
 //     2^-8 on that one input element); with a bf16 output after it (SwiGLU, the K/V cache of
 //     the QKV-RoPE epilogue) the bf16 bound, 4e-3, which has room for both.
+// The KV cache is paged: the kernels that touch it get pools whose sequences' blocks are scattered
+// (test_util.h: scattered_pages), every row no sequence holds is NaN, and the references work on
+// the sequences' logical rows; a kernel that reads or writes outside its sequence's blocks fails.
 // Kernels that hand work between blocks through counters (decode attention, the QKV-RoPE and
 // argmax epilogues) are launched twice on fresh poison: the second launch checks that the first
 // left its counters at zero. GEMVs also run with a one-block-per-SM grid, where every warp loops
@@ -196,44 +199,67 @@ std::vector<float> cache_rows(const std::vector<float>& cache, int KV, int S, in
   return out;
 }
 
+/// Rows `row` of every KV head of a pool [KV, rows, Dh], in head order.
+std::vector<float> pool_rows(const std::vector<float>& pool, int KV, int rows, int Dh, int row) {
+  return cache_rows(pool, KV, rows, Dh, row);
+}
+
+KvPages kv_pages(const cuda::DeviceBuffer& k, const cuda::DeviceBuffer& v, const TestPages& p) {
+  KvPages c;
+  c.k = k.as<bf16>();
+  c.v = v.as<bf16>();
+  c.rows = p.rows();
+  c.block_size = p.bs;
+  return c;
+}
+
 }  // namespace
 
+// Tokens in shuffled order (each brings its own position and pool row, as a ragged batch's do),
+// their K/V rows written where their slots say and nowhere else.
 TEST(QwenKernels, RopeQkNormBiasAndKvWrite) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
   struct C {
-    int H, KV, Dh, T, pos0;
+    int H, KV, Dh, T, pos0, bs;
     bool bias, norm;
   };
-  for (C c : {C{4, 2, 16, 5, 0, true, false}, C{4, 1, 32, 3, 7, false, true}, C{16, 8, 128, 4, 3000, false, true},
-              C{8, 8, 64, 2, 100, true, true}}) {
-    const int S = 4096, W = (c.H + 2 * c.KV) * c.Dh;
+  for (C c : {C{4, 2, 16, 5, 0, 16, true, false}, C{4, 1, 32, 3, 7, 1, false, true},
+              C{16, 8, 128, 4, 3000, 16, false, true}, C{8, 8, 64, 40, 100, 32, true, true}}) {
+    const int W = (c.H + 2 * c.KV) * c.Dh;
     const float eps = 1e-6f;
+    const TestPages pages = scattered_pages(rng, {c.pos0 + c.T}, c.bs, 2);
+    std::vector<int> pos(static_cast<size_t>(c.T)), slot(pos.size());
+    for (int t = 0; t < c.T; ++t) pos[size_t(t)] = c.pos0 + t;
+    std::shuffle(pos.begin(), pos.end(), rng);
+    for (int t = 0; t < c.T; ++t) slot[size_t(t)] = pages.row(0, pos[size_t(t)]);
     auto qkv = random_f32(rng, size_t(c.T) * W, -2, 2);
     auto bias = random_f32(rng, W, -0.5f, 0.5f);
     auto qn = random_f32(rng, c.Dh, 0.5f, 1.5f), kn = random_f32(rng, c.Dh, 0.5f, 1.5f);
     const std::vector<float> inv = inv_freq_of(c.Dh, 1e6);
     auto dqkv = to_device(qkv), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv);
-    auto dpos = to_device(std::vector<int>{c.pos0});
+    auto dpos = to_device(pos), dslot = to_device(slot);
     auto q = poisoned_f32(size_t(c.T) * c.H * c.Dh);
-    auto kc = poisoned_bf16(size_t(c.KV) * S * c.Dh), vc = poisoned_bf16(size_t(c.KV) * S * c.Dh);
+    const size_t pool_n = size_t(c.KV) * pages.rows() * c.Dh;
+    auto kc = poisoned_bf16(pool_n), vc = poisoned_bf16(pool_n);
     launch_rope_kv(dqkv.as<float>(), c.bias ? db.as<float>() : nullptr, c.norm ? dqn.as<float>() : nullptr,
-                   c.norm ? dkn.as<float>() : nullptr, dinv.as<float>(), dpos.as<int>(), eps, c.T, c.H, c.KV, c.Dh, S,
-                   q.as<float>(), kc.as<bf16>(), vc.as<bf16>(), s.get());
+                   c.norm ? dkn.as<float>() : nullptr, dinv.as<float>(), dpos.as<int>(), dslot.as<int>(), eps, c.T,
+                   c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), q.as<float>(), s.get());
     s.synchronize();
     std::vector<double> want_q, want_k, want_v;
     std::vector<float> got_k, got_v;
     auto gq = download_f32(q, size_t(c.T) * c.H * c.Dh);
-    auto gk = download_bf16(kc, size_t(c.KV) * S * c.Dh), gv = download_bf16(vc, size_t(c.KV) * S * c.Dh);
+    auto gk = download_bf16(kc, pool_n), gv = download_bf16(vc, pool_n);
     for (int t = 0; t < c.T; ++t) {
       const std::vector<double> y(qkv.begin() + size_t(t) * W, qkv.begin() + size_t(t + 1) * W);
       RopeRef r = rope_ref(y, c.bias ? bias.data() : nullptr, c.norm ? qn.data() : nullptr,
-                           c.norm ? kn.data() : nullptr, inv, c.pos0 + t, c.H, c.KV, c.Dh, eps);
+                           c.norm ? kn.data() : nullptr, inv, pos[size_t(t)], c.H, c.KV, c.Dh, eps);
       want_q.insert(want_q.end(), r.q.begin(), r.q.end());
       want_k.insert(want_k.end(), r.k.begin(), r.k.end());
       want_v.insert(want_v.end(), r.v.begin(), r.v.end());
-      auto k_rows = cache_rows(gk, c.KV, S, c.Dh, c.pos0 + t), v_rows = cache_rows(gv, c.KV, S, c.Dh, c.pos0 + t);
+      auto k_rows = pool_rows(gk, c.KV, pages.rows(), c.Dh, slot[size_t(t)]);
+      auto v_rows = pool_rows(gv, c.KV, pages.rows(), c.Dh, slot[size_t(t)]);
       got_k.insert(got_k.end(), k_rows.begin(), k_rows.end());
       got_v.insert(got_v.end(), v_rows.begin(), v_rows.end());
     }
@@ -241,6 +267,10 @@ TEST(QwenKernels, RopeQkNormBiasAndKvWrite) {
     EXPECT_LT(rel_err(gq, want_q), 2e-5) << "q Dh=" << c.Dh;
     EXPECT_LT(rel_err(got_k, want_k), 4e-3) << "k cache Dh=" << c.Dh;
     EXPECT_LT(rel_err(got_v, want_v), 4e-3) << "v cache Dh=" << c.Dh;
+    // Nothing else of the pool was written.
+    size_t written = 0;
+    for (size_t i = 0; i < pool_n; ++i) written += !std::isnan(gk[i]) + !std::isnan(gv[i]);
+    EXPECT_EQ(written, 2 * size_t(c.T) * c.KV * c.Dh) << "rows written outside the slots, Dh=" << c.Dh;
   }
 }
 
@@ -335,73 +365,81 @@ std::vector<double> attention_ref(const std::vector<float>& q, const Bf16Vec& k,
 
 }  // namespace
 
+// Positions 0..pos of one sequence in a pool of scattered blocks (block sizes 1 .. 128); the
+// split grid sized for a context of 4096, as the lane sizes it for its max_seq.
 TEST(QwenKernels, DecodeAttentionSplitKv) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
   struct C {
-    int H, KV, Dh, pos;
+    int H, KV, Dh, pos, bs;
   };
-  for (C c : {C{4, 2, 16, 0}, C{4, 1, 32, 36}, C{8, 8, 64, 1000}, C{32, 8, 128, 2047}, C{16, 2, 128, 5},
-              C{8, 1, 64, 4095}, C{28, 4, 128, 33}, C{12, 2, 64, 130}}) {
-    const int S = 4096;
+  for (C c : {C{4, 2, 16, 0, 16}, C{4, 1, 32, 36, 8}, C{8, 8, 64, 1000, 16}, C{32, 8, 128, 2047, 16},
+              C{16, 2, 128, 5, 1}, C{8, 1, 64, 4095, 128}, C{28, 4, 128, 33, 16}, C{12, 2, 64, 130, 32}}) {
+    const int max_seq = 4096, len = c.pos + 1;
+    const TestPages pages = scattered_pages(rng, {len}, c.bs, 3);
     auto q = random_f32(rng, size_t(c.H) * c.Dh, -2, 2);
-    auto k = random_bf16(rng, size_t(c.KV) * S * c.Dh, -2, 2), v = random_bf16(rng, size_t(c.KV) * S * c.Dh, -1, 1);
-    auto dq = to_device(q), dk = to_device(k.raw), dv = to_device(v.raw), dpos = to_device(std::vector<int>{c.pos});
+    auto k = random_bf16(rng, size_t(c.KV) * len * c.Dh, -2, 2), v = random_bf16(rng, size_t(c.KV) * len * c.Dh, -1, 1);
+    auto dq = to_device(q), dpos = to_device(std::vector<int>{c.pos}), dbt = to_device(pages.tables[0]);
+    auto dk = to_device(scatter_to_pool(pages, {&k}, {len}, c.KV, c.Dh));
+    auto dv = to_device(scatter_to_pool(pages, {&v}, {len}, c.KV, c.Dh));
     auto counters = to_device(std::vector<int>(c.H, 0));
-    auto want = attention_ref(q, k, v, 1, c.H, c.KV, c.Dh, S, c.pos);
+    auto want = attention_ref(q, k, v, 1, c.H, c.KV, c.Dh, len, c.pos);
     for (int rep = 0; rep < 2; ++rep) {  // the second launch needs the counters the first left at zero
       auto scratch = poisoned_f32(decode_attention_scratch_floats(c.H, c.Dh));
       auto out = poisoned_bf16(size_t(c.H) * c.Dh);
-      launch_attention_decode(dq.as<float>(), as_bf16(dk), as_bf16(dv), dpos.as<int>(), c.H, c.KV, c.Dh, S,
-                              scratch.as<float>(), counters.as<int>(), out.as<bf16>(), s.get());
+      launch_attention_decode(dq.as<float>(), kv_pages(dk, dv, pages), dbt.as<int>(), dpos.as<int>(), c.H, c.KV, c.Dh,
+                              max_seq, scratch.as<float>(), counters.as<int>(), out.as<bf16>(), s.get());
       s.synchronize();
       EXPECT_LT(rel_err(download_bf16(out, size_t(c.H) * c.Dh), want), 4e-3)
-          << "H=" << c.H << " KV=" << c.KV << " Dh=" << c.Dh << " pos=" << c.pos << " launch " << rep;
+          << "H=" << c.H << " KV=" << c.KV << " Dh=" << c.Dh << " pos=" << c.pos << " bs=" << c.bs << " launch " << rep;
     }
     EXPECT_EQ(download_ints(counters, c.H), std::vector<int>(c.H, 0));
   }
 }
 
 // The decode attention fed by the raw QKV projection (launch_attention_decode_rope): this
-// position's K/V rows written to the caches against the RoPE reference (bf16 bound, 4e-3), and the
-// output against attention_ref over the reference query and the caches the device holds
-// afterwards (random earlier rows, this position's row as the kernel wrote it; bf16 output bound).
-// The query is fp32 from the same fp32 inputs on both sides, so it adds only fp32 roundoff.
-// Launched twice (the split counters must be back at zero). Positions: one chunk of the lane's
-// 128 keys, written by its block without a merge (0, 5, 33, 77), and merged splits (131, 2000,
-// 4095); GQA groups 1, 2, 4, 7.
+// position's K/V rows written to the pool (where the block table puts them) against the RoPE
+// reference (bf16 bound, 4e-3), and the output against attention_ref over the reference query and
+// the sequence's rows the device holds afterwards (random earlier rows, this position's row as the
+// kernel wrote it; bf16 output bound). The query is fp32 from the same fp32 inputs on both sides,
+// so it adds only fp32 roundoff. Launched twice (the split counters must be back at zero).
+// Positions: one chunk of the lane's 128 keys, written by its block without a merge (0, 5, 33,
+// 77), and merged splits (131, 2000, 4095); GQA groups 1, 2, 4, 7; scattered blocks of 1 .. 64.
 TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
   struct C {
-    int H, KV, Dh, pos;
+    int H, KV, Dh, pos, bs;
     bool bias, norm;
   };
-  for (C c : {C{4, 2, 16, 0, true, false}, C{4, 1, 32, 33, false, true}, C{32, 8, 128, 2000, false, true},
-              C{14, 2, 64, 77, true, false}, C{16, 8, 128, 4095, false, true}, C{16, 8, 128, 131, true, true},
-              C{8, 8, 64, 5, false, true}}) {
-    const int S = 4096, N = (c.H + 2 * c.KV) * c.Dh;
-    const size_t cache_n = size_t(c.KV) * S * c.Dh;
+  for (C c : {C{4, 2, 16, 0, 16, true, false}, C{4, 1, 32, 33, 16, false, true}, C{32, 8, 128, 2000, 16, false, true},
+              C{14, 2, 64, 77, 4, true, false}, C{16, 8, 128, 4095, 64, false, true}, C{16, 8, 128, 131, 1, true, true},
+              C{8, 8, 64, 5, 16, false, true}}) {
+    const int max_seq = 4096, len = c.pos + 1, N = (c.H + 2 * c.KV) * c.Dh;
+    const TestPages pages = scattered_pages(rng, {len}, c.bs, 3);
+    const size_t logical_n = size_t(c.KV) * len * c.Dh, pool_n = size_t(c.KV) * pages.rows() * c.Dh;
     const float eps = 1e-6f;
     auto y = random_f32(rng, N, -3, 3);
     auto bias = random_f32(rng, N, -0.5f, 0.5f);
     auto qn = random_f32(rng, c.Dh, 0.5f, 1.5f), kn = random_f32(rng, c.Dh, 0.5f, 1.5f);
-    auto k0 = random_bf16(rng, cache_n, -2, 2), v0 = random_bf16(rng, cache_n, -1, 1);
+    auto k0 = random_bf16(rng, logical_n, -2, 2), v0 = random_bf16(rng, logical_n, -1, 1);
     for (int h = 0; h < c.KV; ++h)  // this position's rows: poison, the kernel must write them
       for (int d = 0; d < c.Dh; ++d)
-        k0.raw[(size_t(h) * S + c.pos) * c.Dh + d] = v0.raw[(size_t(h) * S + c.pos) * c.Dh + d] = 0x7fc0;
+        k0.raw[(size_t(h) * len + c.pos) * c.Dh + d] = v0.raw[(size_t(h) * len + c.pos) * c.Dh + d] = 0x7fc0;
+    const auto kpool0 = scatter_to_pool(pages, {&k0}, {len}, c.KV, c.Dh);
+    const auto vpool0 = scatter_to_pool(pages, {&v0}, {len}, c.KV, c.Dh);
     const std::vector<float> inv = inv_freq_of(c.Dh, 1e6);
     RopeRef want = rope_ref(std::vector<double>(y.begin(), y.end()), c.bias ? bias.data() : nullptr,
                             c.norm ? qn.data() : nullptr, c.norm ? kn.data() : nullptr, inv, c.pos, c.H, c.KV, c.Dh,
                             eps);
     const std::vector<float> want_q(want.q.begin(), want.q.end());
     auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
-         dpos = to_device(std::vector<int>{c.pos});
+         dpos = to_device(std::vector<int>{c.pos}), dbt = to_device(pages.tables[0]);
     auto counters = to_device(std::vector<int>(c.H, 0));
     for (int rep = 0; rep < 2; ++rep) {
-      auto kc = to_device(k0.raw), vc = to_device(v0.raw);
+      auto kc = to_device(kpool0), vc = to_device(vpool0);
       auto scratch = poisoned_f32(decode_attention_scratch_floats(c.H, c.Dh));
       auto out = poisoned_bf16(size_t(c.H) * c.Dh);
       QkvRopeArgs r;
@@ -412,21 +450,31 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
       r.H = c.H;
       r.KV = c.KV;
       r.Dh = c.Dh;
-      r.S = S;
-      r.k_cache = kc.as<bf16>();
-      r.v_cache = vc.as<bf16>();
+      r.max_seq = max_seq;
+      r.cache = kv_pages(kc, vc, pages);
+      r.block_table = dbt.as<int>();
       launch_attention_decode_rope(dy.as<float>(), r, eps, dpos.as<int>(), scratch.as<float>(), counters.as<int>(),
                                    out.as<bf16>(), s.get());
       s.synchronize();
       const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
-                               std::to_string(c.Dh) + " pos=" + std::to_string(c.pos) + " launch " + std::to_string(rep);
+                               std::to_string(c.Dh) + " pos=" + std::to_string(c.pos) + " bs=" + std::to_string(c.bs) +
+                               " launch " + std::to_string(rep);
+      const auto kpool = download_bf16(kc, pool_n), vpool = download_bf16(vc, pool_n);
       Bf16Vec gk, gv;
-      gk.f = download_bf16(kc, cache_n);
-      gv.f = download_bf16(vc, cache_n);
-      EXPECT_LT(rel_err(cache_rows(gk.f, c.KV, S, c.Dh, c.pos), want.k), 4e-3) << "k " << what;
-      EXPECT_LT(rel_err(cache_rows(gv.f, c.KV, S, c.Dh, c.pos), want.v), 4e-3) << "v " << what;
-      const auto want_o = attention_ref(want_q, gk, gv, 1, c.H, c.KV, c.Dh, S, c.pos);
+      gk.f = gather_from_pool(pages, kpool, 0, len, c.KV, c.Dh);
+      gv.f = gather_from_pool(pages, vpool, 0, len, c.KV, c.Dh);
+      EXPECT_LT(rel_err(cache_rows(gk.f, c.KV, len, c.Dh, c.pos), want.k), 4e-3) << "k " << what;
+      EXPECT_LT(rel_err(cache_rows(gv.f, c.KV, len, c.Dh, c.pos), want.v), 4e-3) << "v " << what;
+      const auto want_o = attention_ref(want_q, gk, gv, 1, c.H, c.KV, c.Dh, len, c.pos);
       EXPECT_LT(rel_err(download_bf16(out, size_t(c.H) * c.Dh), want_o), 4e-3) << "attention " << what;
+      // Only this position's rows were written: every other row is as it was.
+      size_t changed = 0;
+      for (size_t i = 0; i < pool_n; ++i) {
+        const float k_before = bf16_to_f32(kpool0[i]), v_before = bf16_to_f32(vpool0[i]);
+        changed += !(kpool[i] == k_before || (std::isnan(kpool[i]) && std::isnan(k_before)));
+        changed += !(vpool[i] == v_before || (std::isnan(vpool[i]) && std::isnan(v_before)));
+      }
+      EXPECT_EQ(changed, 2 * size_t(c.KV) * c.Dh) << "pool rows changed " << what;
     }
     EXPECT_EQ(download_ints(counters, c.H), std::vector<int>(c.H, 0));
   }
@@ -442,13 +490,24 @@ TEST(QwenKernels, DecodeAttentionRopeRefusesBadInput) {
   r.H = 4;
   r.KV = 2;
   r.Dh = 48;  // no instance for this head_dim
-  r.S = 8;
-  r.k_cache = r.v_cache = b;
+  r.max_seq = 8;
+  r.cache.k = r.cache.v = b;
+  r.cache.rows = 16;
+  r.cache.block_size = 16;
+  r.block_table = &dummy;
   EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
   r.Dh = 64;
   r.KV = 3;  // H not a multiple of KV
   EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
   r.KV = 2;
+  r.block_table = nullptr;
+  EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
+  r.block_table = &dummy;
+  r.cache.rows = 24;
+  r.cache.block_size = 12;  // not a power of two
+  EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
+  r.cache.rows = 16;
+  r.cache.block_size = 16;
   r.inv_freq = nullptr;
   EXPECT_THROW(launch_attention_decode_rope(&f, r, 1e-6f, &dummy, &f, &dummy, b, nullptr), Error);
 }
@@ -482,26 +541,110 @@ TEST(QwenKernels, EmbedDecodeFromMappedHostMemory) {
   cudaFreeHost(host);
 }
 
-TEST(QwenKernels, PrefillAttentionCausal) {
+// The ragged attention of a batched step: several sequences, each with a chunk of new tokens at
+// the end of its cached positions (one decode token, a prefill chunk, a whole prompt from 0),
+// blocks scattered over one pool, the tables padded with -1 to a common stride wider than any
+// sequence needs. Each token's output against attention_ref over its own sequence's rows.
+TEST(QwenKernels, RaggedPagedAttention) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
-  struct C {
-    int H, KV, Dh, T, pos0;
+  struct Seq {
+    int len, chunk;  // positions held after the step, new tokens (the last `chunk` positions)
   };
-  for (C c : {C{4, 2, 16, 7, 0}, C{4, 1, 32, 33, 0}, C{8, 4, 64, 17, 40}, C{16, 8, 128, 130, 0}}) {
-    const int S = 512;
-    auto q = random_f32(rng, size_t(c.T) * c.H * c.Dh, -2, 2);
-    auto k = random_bf16(rng, size_t(c.KV) * S * c.Dh, -2, 2), v = random_bf16(rng, size_t(c.KV) * S * c.Dh, -1, 1);
-    auto dq = to_device(q), dk = to_device(k.raw), dv = to_device(v.raw), dpos = to_device(std::vector<int>{c.pos0});
-    auto out = poisoned_bf16(size_t(c.T) * c.H * c.Dh);
-    launch_attention_prefill(dq.as<float>(), as_bf16(dk), as_bf16(dv), dpos.as<int>(), c.T, c.H, c.KV, c.Dh, S,
-                             out.as<bf16>(), s.get());
+  struct C {
+    int H, KV, Dh, bs;
+    std::vector<Seq> seqs;
+  };
+  const std::vector<C> cases = {
+      C{4, 2, 16, 16, {{7, 7}, {1, 1}, {40, 1}}},
+      C{4, 1, 32, 8, {{33, 33}, {50, 17}, {3, 1}, {100, 1}}},
+      C{8, 4, 64, 16, {{17, 5}, {300, 1}, {64, 64}}},
+      C{16, 8, 128, 32, {{130, 130}, {5, 2}}},
+      C{14, 2, 64, 1, {{9, 3}, {12, 12}}},
+  };
+  for (const C& c : cases) {
+    std::vector<int> lens;
+    for (const Seq& q : c.seqs) lens.push_back(q.len);
+    const TestPages pages = scattered_pages(rng, lens, c.bs, 2);
+    const int stride = pages.widest() + 2;
+    std::vector<Bf16Vec> k, v;
+    for (int len : lens) {
+      k.push_back(random_bf16(rng, size_t(c.KV) * len * c.Dh, -2, 2));
+      v.push_back(random_bf16(rng, size_t(c.KV) * len * c.Dh, -1, 1));
+    }
+    std::vector<const Bf16Vec*> kp, vp;
+    for (size_t i = 0; i < k.size(); ++i) kp.push_back(&k[i]), vp.push_back(&v[i]);
+    std::vector<int> seq, pos;
+    for (size_t b = 0; b < c.seqs.size(); ++b)
+      for (int p = c.seqs[b].len - c.seqs[b].chunk; p < c.seqs[b].len; ++p) seq.push_back(int(b)), pos.push_back(p);
+    const int T = int(seq.size()), HD = c.H * c.Dh;
+    auto q = random_f32(rng, size_t(T) * HD, -2, 2);
+    auto dq = to_device(q), dk = to_device(scatter_to_pool(pages, kp, lens, c.KV, c.Dh)),
+         dv = to_device(scatter_to_pool(pages, vp, lens, c.KV, c.Dh)), dbt = to_device(pages.padded(stride)),
+         dseq = to_device(seq), dpos = to_device(pos);
+    auto out = poisoned_bf16(size_t(T) * HD);
+    launch_attention_ragged(dq.as<float>(), kv_pages(dk, dv, pages), dbt.as<int>(), stride, dseq.as<int>(),
+                            dpos.as<int>(), T, c.H, c.KV, c.Dh, out.as<bf16>(), s.get());
     s.synchronize();
-    auto want = attention_ref(q, k, v, c.T, c.H, c.KV, c.Dh, S, c.pos0);
-    EXPECT_LT(rel_err(download_bf16(out, size_t(c.T) * c.H * c.Dh), want), 4e-3)
-        << "H=" << c.H << " KV=" << c.KV << " Dh=" << c.Dh << " T=" << c.T;
+    std::vector<double> want;
+    for (int t = 0; t < T; ++t) {
+      const std::vector<float> qt(q.begin() + size_t(t) * HD, q.begin() + size_t(t + 1) * HD);
+      const size_t b = size_t(seq[size_t(t)]);
+      auto o = attention_ref(qt, k[b], v[b], 1, c.H, c.KV, c.Dh, lens[b], pos[size_t(t)]);
+      want.insert(want.end(), o.begin(), o.end());
+    }
+    EXPECT_LT(rel_err(download_bf16(out, size_t(T) * HD), want), 4e-3)
+        << "H=" << c.H << " KV=" << c.KV << " Dh=" << c.Dh << " bs=" << c.bs << " T=" << T;
   }
+}
+
+// The final norm of a batched step (each sequence's last row) and the argmax of each row of its
+// logits, with planted ties (lowest index wins) and a row of NaN (0, as the GEMV's argmax).
+TEST(QwenKernels, RmsNormGatherAndArgmaxRows) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  const int T = 9, D = 1000;
+  auto x = random_f32(rng, size_t(T) * D, -3, 3);
+  auto w = random_f32(rng, D, 0.5f, 1.5f);
+  const std::vector<int> rows{8, 0, 3, 3};
+  const int B = int(rows.size());
+  auto dx = to_device(x), dw = to_device(w), drows = to_device(rows);
+  auto h = poisoned_bf16(size_t(B) * D);
+  launch_rmsnorm_gather(dx.as<float>(), drows.as<int>(), dw.as<float>(), B, D, 1e-6f, h.as<bf16>(), s.get());
+  s.synchronize();
+  std::vector<double> want(size_t(B) * D);
+  for (int b = 0; b < B; ++b) {
+    const float* xr = &x[size_t(rows[size_t(b)]) * D];
+    double ss = 0;
+    for (int k = 0; k < D; ++k) ss += double(xr[k]) * xr[k];
+    const double r = 1.0 / std::sqrt(ss / D + 1e-6);
+    for (int k = 0; k < D; ++k) want[size_t(b) * D + k] = xr[k] * r * w[k];
+  }
+  EXPECT_LT(rel_err(download_bf16(h, want.size()), want), 4e-3);
+
+  const int V = 151936, R = 5;
+  auto logits = random_f32(rng, size_t(R) * V, -10, 10);
+  std::vector<int> best(R);
+  std::uniform_int_distribution<int> pick(0, V - 1);
+  for (int b = 0; b < R; ++b) {
+    float* row = &logits[size_t(b) * V];
+    best[size_t(b)] = int(std::max_element(row, row + V) - row);
+  }
+  // Row 1: a tie, the lower index must win; row 2: a NaN before the maximum; row 4: all NaN.
+  const int a = pick(rng), c = pick(rng);
+  logits[size_t(V) + size_t(std::max(a, c))] = logits[size_t(V) + size_t(std::min(a, c))] = 11.f;
+  best[1] = a == c ? a : std::min(a, c);
+  logits[2 * size_t(V)] = std::nanf("");
+  if (best[2] == 0) best[2] = int(std::max_element(&logits[2 * size_t(V) + 1], &logits[3 * size_t(V)]) - &logits[2 * size_t(V)]);
+  std::fill(logits.begin() + 4 * size_t(V), logits.end(), std::nanf(""));
+  best[4] = 0;
+  auto dl = to_device(logits);
+  auto idx = to_device(std::vector<int>(R, -1));
+  launch_argmax_rows(dl.as<float>(), R, V, idx.as<int>(), s.get());
+  s.synchronize();
+  EXPECT_EQ(download_ints(idx, R), best);
 }
 
 TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {

@@ -62,7 +62,7 @@ TEST_P(TinyFixture, PrefillLogitsAndTeacherForcedGreedy) {
   const fs::path dir = fs::path(shared_dir()) / "fixtures" / GetParam();
   ASSERT_TRUE(fs::exists(dir / "config.json")) << dir;
   auto md = model::ModelDir::open(dir);
-  auto lane = make_handwritten_lane(md, 256);
+  auto lane = make_handwritten_lane(md, {.max_seq = 256});
   EXPECT_EQ(lane->name(), "handwritten");
   EXPECT_EQ(to_string(lane->provenance()), "HandWritten{model: " + md.config.model_type + ", lane: prefill+decode}");
   auto golden = read_json(dir / "golden.json");
@@ -84,7 +84,7 @@ TEST_P(TinyFixture, GpuMatchesCpuLoopTeacherForced) {
   LG_REQUIRE_GPU();
   const fs::path dir = fs::path(shared_dir()) / "fixtures" / GetParam();
   auto md = model::ModelDir::open(dir);
-  auto lane = make_handwritten_lane(md, 256);
+  auto lane = make_handwritten_lane(md, {.max_seq = 256});
   auto golden = read_json(dir / "golden.json");
   int compared = 0;
   for (const auto& c : golden["cases"]) {
@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, TinyFixture,
 TEST(HandwrittenLane, Pycode22mGreedyVsFp32Cpu) {
   LG_REQUIRE_GPU();
   auto md = model::ModelDir::open(fs::path(source_dir()) / "models" / "qwen3-pycode-22m");
-  auto lane = make_handwritten_lane(md, 512);
+  auto lane = make_handwritten_lane(md, {.max_seq = 512});
   auto golden = read_json(fs::path(shared_dir()) / "fixtures" / "qwen3-pycode-22m-golden.json");
   int compared = 0;
   for (const auto& c : golden["cases"])
@@ -133,7 +133,7 @@ TEST(HandwrittenLane, DecodeAfterPrefillEqualsPrefillOfWholeSequence) {
   LG_REQUIRE_GPU();
   for (const char* name : {"tiny-qwen3", "tiny-qwen2"}) {
     auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / name);
-    auto lane = make_handwritten_lane(md, 128);
+    auto lane = make_handwritten_lane(md, {.max_seq = 128});
     auto rng = fresh_rng();
     std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(md.config.vocab_size - 1));
     std::vector<int32_t> seq(40);
@@ -143,7 +143,7 @@ TEST(HandwrittenLane, DecodeAfterPrefillEqualsPrefillOfWholeSequence) {
     for (size_t i = P; i < seq.size(); ++i) {
       SeqResult dec = lg::testing::step_alone(*lane, std::span<const int32_t>(&seq[i], 1), static_cast<int64_t>(i), true);
       if (i % 10 != 0 && i + 1 != seq.size()) continue;
-      auto fresh = make_handwritten_lane(md, 128);
+      auto fresh = make_handwritten_lane(md, {.max_seq = 128});
       SeqResult full = lg::testing::step_alone(*fresh, std::span<const int32_t>(seq.data(), i + 1), 0, true);
       EXPECT_LT(rel_err(dec.logits, full.logits), 2e-2) << name << " position " << i;
     }
@@ -153,7 +153,7 @@ TEST(HandwrittenLane, DecodeAfterPrefillEqualsPrefillOfWholeSequence) {
 TEST(HandwrittenLane, RejectsBadSteps) {
   LG_REQUIRE_GPU();
   auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen3");
-  auto lane = make_handwritten_lane(md, 16);
+  auto lane = make_handwritten_lane(md, {.max_seq = 16});
   std::vector<int32_t> toks(17, 1);
   EXPECT_THROW(lg::testing::step_alone(*lane, toks, 0, false), Error);
   EXPECT_THROW(lg::testing::step_alone(*lane, std::span<const int32_t>(toks.data(), 1), 16, false), Error);

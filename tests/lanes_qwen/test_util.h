@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -109,6 +110,71 @@ inline std::vector<int32_t> prompt_generate_attended(const std::vector<int32_t>&
   std::vector<int32_t> out;
   for (int32_t t : prompt)
     if (t != 0) out.push_back(t);
+  return out;
+}
+
+/// A paged KV pool for kernel tests (kernels.h: KvPages): sequences of the given lengths whose
+/// blocks come from a shuffled list of all the pool's blocks, so their tables are scattered and
+/// interleaved, with `spare` blocks no sequence holds (the caller poisons them: a kernel that
+/// reads outside a sequence's blocks then reads NaN).
+struct TestPages {
+  int bs = 0, num_blocks = 0;
+  std::vector<std::vector<int>> tables;  ///< per sequence, ceil(len / bs) blocks
+  int rows() const { return num_blocks * bs; }
+  /// Pool row of position p of sequence s.
+  int row(size_t s, int p) const { return tables[s][static_cast<size_t>(p / bs)] * bs + p % bs; }
+  /// The tables as one [B, stride] array (the ragged kernel's), unused entries -1.
+  std::vector<int> padded(int stride) const {
+    std::vector<int> out(tables.size() * static_cast<size_t>(stride), -1);
+    for (size_t s = 0; s < tables.size(); ++s) std::copy(tables[s].begin(), tables[s].end(), out.begin() + s * stride);
+    return out;
+  }
+  int widest() const {
+    size_t w = 1;
+    for (const auto& t : tables) w = std::max(w, t.size());
+    return static_cast<int>(w);
+  }
+};
+
+inline TestPages scattered_pages(std::mt19937_64& rng, const std::vector<int>& lens, int bs, int spare) {
+  TestPages p;
+  p.bs = bs;
+  int need = 0;
+  for (int n : lens) need += (n + bs - 1) / bs;
+  p.num_blocks = need + spare;
+  std::vector<int> ids(static_cast<size_t>(p.num_blocks));
+  for (int i = 0; i < p.num_blocks; ++i) ids[static_cast<size_t>(i)] = i;
+  std::shuffle(ids.begin(), ids.end(), rng);
+  size_t next = 0;
+  for (int n : lens) {
+    std::vector<int> t(static_cast<size_t>((n + bs - 1) / bs));
+    for (auto& b : t) b = ids[next++];
+    p.tables.push_back(std::move(t));
+  }
+  return p;
+}
+
+/// A pool [KV, rows, Dh] of bf16 NaN with the logical rows of each sequence (logical[s]: bf16
+/// [KV, lens[s], Dh]) scattered to where its table puts them.
+inline std::vector<uint16_t> scatter_to_pool(const TestPages& p, const std::vector<const Bf16Vec*>& logical,
+                                             const std::vector<int>& lens, int KV, int Dh) {
+  std::vector<uint16_t> pool(static_cast<size_t>(KV) * p.rows() * Dh, 0x7fc0);
+  for (size_t s = 0; s < logical.size(); ++s)
+    for (int h = 0; h < KV; ++h)
+      for (int j = 0; j < lens[s]; ++j)
+        std::copy_n(logical[s]->raw.begin() + (static_cast<size_t>(h) * lens[s] + j) * Dh, Dh,
+                    pool.begin() + (static_cast<size_t>(h) * p.rows() + p.row(s, j)) * Dh);
+  return pool;
+}
+
+/// The logical rows [KV, len, Dh] of sequence s gathered back out of a downloaded pool.
+inline std::vector<float> gather_from_pool(const TestPages& p, const std::vector<float>& pool, size_t s, int len, int KV,
+                                           int Dh) {
+  std::vector<float> out(static_cast<size_t>(KV) * len * Dh);
+  for (int h = 0; h < KV; ++h)
+    for (int j = 0; j < len; ++j)
+      std::copy_n(pool.begin() + (static_cast<size_t>(h) * p.rows() + p.row(s, j)) * Dh, Dh,
+                  out.begin() + (static_cast<size_t>(h) * len + j) * Dh);
   return out;
 }
 

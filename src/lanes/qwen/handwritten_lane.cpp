@@ -1,6 +1,7 @@
 #include "lanes/qwen/handwritten_lane.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 
 #include "lanes/qwen/kernels.h"
@@ -14,18 +15,22 @@ namespace lg::qwen {
 
 namespace {
 
-/// Prefill runs in chunks of at most this many tokens (bounds the activation buffers).
-constexpr int64_t kMaxPrefillChunk = 2048;
+/// Share of the device memory still free (after weights and step buffers) that the default KV
+/// pool takes: vLLM's gpu_memory_utilization default, applied to what is free. The rest is left
+/// for cuBLASLt, the decode graph and whatever else the process allocates later.
+constexpr double kPoolShareOfFree = 0.9;
 
-/// Pinned host ints, mapped into the device's address space: the decode graph reads the token
-/// and position from them and the LM head writes the argmax into one, so a decode step makes no
-/// copy (kernels.h: launch_embed_decode). `dev` is the device's pointer to the same ints.
+/// Pinned host ints. Mapped (`mapped`): also in the device's address space at `dev`, so a kernel
+/// reads or writes them without a copy (the decode graph's token and position, the argmaxes).
+/// Not mapped: staging for one cudaMemcpyAsync (pinned, so the copy is a real async DMA).
 struct PinnedInts {
   int* p = nullptr;
   int* dev = nullptr;
-  explicit PinnedInts(size_t n) {
-    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), n * sizeof(int), cudaHostAllocMapped));
-    LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0));
+  PinnedInts() = default;
+  void allocate(size_t n, bool mapped) {
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(int),
+                                mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
+    if (mapped) LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0));
   }
   ~PinnedInts() {
     if (p) cudaFreeHost(p);
@@ -33,6 +38,12 @@ struct PinnedInts {
   PinnedInts(const PinnedInts&) = delete;
   PinnedInts& operator=(const PinnedInts&) = delete;
 };
+
+int64_t gib_tenths(size_t bytes) { return static_cast<int64_t>(static_cast<double>(bytes) / (1 << 30) * 10 + 0.5); }
+std::string gib(size_t bytes) {
+  const int64_t t = gib_tenths(bytes);
+  return std::to_string(t / 10) + "." + std::to_string(t % 10) + " GiB";
+}
 
 }  // namespace
 
@@ -45,273 +56,429 @@ struct HandwrittenQwenLane::State {
   cuda::LtGemm gemm;
   std::vector<Layer> layers;
   cuda::DeviceBuffer embed, head, final_norm, inv_freq;
-  cuda::DeviceBuffer kcache, vcache;
+  // The KV pool: bf16 [L, KV, rows, Dh] each (kernels.h: KvPages).
+  cuda::DeviceBuffer kpool, vpool;
+  int rows = 0;
+  // Activations for max_tokens rows; logits for max_batch rows.
   cuda::DeviceBuffer x, h, qkv, q, attn, gu, act, logits, attn_scratch;
   // Zero-filled once; the kernels that count in them (the decode attention's per-head split
   // counters, the LM head GEMV's argmax hand-off) leave them at zero after every launch.
   cuda::DeviceBuffer attn_counters, gemv_sync;
-  cuda::DeviceBuffer d_tokens, d_pos;
-  PinnedInts h_tokens{static_cast<size_t>(kMaxPrefillChunk)};
-  PinnedInts h_pos{1};
-  PinnedInts h_argmax{1};
+  // The rows path's inputs, one upload per step from pinned staging:
+  // [tokens T | pos T | seq T | slot T | rows B | block table B x W].
+  cuda::DeviceBuffer d_step;
+  PinnedInts h_step;
+  // The decode graph's: token and position in mapped host memory (the embedding kernel copies the
+  // position to d_pos for the later kernels), the sequence's block table in d_table, which holds
+  // table_on_device (refreshed from h_table only when the step's table differs).
+  PinnedInts h_token, h_pos, h_table;
+  cuda::DeviceBuffer d_pos, d_table;
+  std::vector<int32_t> table_on_device;
+  // Each sequence's argmax, written by the LM head straight into mapped host memory.
+  PinnedInts h_argmax;
   cuda::GraphExec decode_graph;
-  int64_t chunk = 0;
 
   const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
+
+  /// Uploads every weight of `sh` from `w`.
+  void load_weights(const QwenShape& sh, WeightSource& w);
+  /// Activations for sizes.max_tokens rows, logits and argmaxes for sizes.max_batch, staging.
+  void allocate_step_buffers(const QwenShape& sh, const LaneLimits& sizes);
+  /// The KV pools, zero-filled: `pool_rows` positions of every layer and KV head.
+  void allocate_pool(size_t pool_bytes, int pool_rows);
 };
-
-HandwrittenQwenLane::~HandwrittenQwenLane() = default;
-
-Provenance HandwrittenQwenLane::provenance() const { return HandWritten{shape_.family, "prefill+decode"}; }
-
-HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& weights, int64_t max_seq)
-    : OneSequenceLane(max_seq), shape_(shape), max_seq_(max_seq) {
-  check_supported(shape_, weights.describe());
-  if (max_seq < 1 || max_seq > (int64_t{1} << 20))
-    throw Error("hand-written lane: max_seq " + std::to_string(max_seq) + " out of range 1..1048576");
-  if (!cuda::cuda_device_available()) throw Error("hand-written lane: no CUDA device (the lane needs a GPU)");
-  st_ = std::make_unique<State>();
-  State& s = *st_;
-  cudaStream_t cs = s.stream.get();
-  const int64_t V = shape_.vocab, D = shape_.hidden, F = shape_.intermediate, H = shape_.heads,
-                KV = shape_.kv_heads, Dh = shape_.head_dim, L = shape_.layers;
-  const int64_t nq = H * Dh, nkv = KV * Dh, nqkv = nq + 2 * nkv;
-  using bf16_t = __nv_bfloat16;
-  auto bf16_buf = [](int64_t n) { return cuda::DeviceBuffer(static_cast<size_t>(n) * 2); };
-  auto f32_buf = [](int64_t n) { return cuda::DeviceBuffer(static_cast<size_t>(n) * 4); };
-
-  s.embed = bf16_buf(V * D);
-  weights.load_bf16("model.embed_tokens.weight", {V, D}, s.embed.as<bf16_t>(), cs);
-  if (!shape_.tied) {
-    s.head = bf16_buf(V * D);
-    weights.load_bf16("lm_head.weight", {V, D}, s.head.as<bf16_t>(), cs);
-  }
-  s.final_norm = f32_buf(D);
-  weights.load_f32("model.norm.weight", {D}, s.final_norm.as<float>(), cs);
-  const std::vector<float> inv = rope_inv_freq(Dh, shape_.rope_theta);
-  s.inv_freq = f32_buf(Dh / 2);
-  s.inv_freq.upload(inv.data(), inv.size() * sizeof(float));
-
-  cuda::DeviceBuffer tmp_gate = bf16_buf(F * D), tmp_up = bf16_buf(F * D);
-  for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    State::Layer ly;
-    ly.wqkv = bf16_buf(nqkv * D);
-    bf16_t* wqkv = ly.wqkv.as<bf16_t>();
-    weights.load_bf16(p + "self_attn.q_proj.weight", {nq, D}, wqkv, cs);
-    weights.load_bf16(p + "self_attn.k_proj.weight", {nkv, D}, wqkv + nq * D, cs);
-    weights.load_bf16(p + "self_attn.v_proj.weight", {nkv, D}, wqkv + (nq + nkv) * D, cs);
-    if (shape_.qkv_bias) {
-      ly.bqkv = f32_buf(nqkv);
-      float* b = ly.bqkv.as<float>();
-      weights.load_f32(p + "self_attn.q_proj.bias", {nq}, b, cs);
-      weights.load_f32(p + "self_attn.k_proj.bias", {nkv}, b + nq, cs);
-      weights.load_f32(p + "self_attn.v_proj.bias", {nkv}, b + nq + nkv, cs);
-    }
-    if (shape_.qk_norm) {
-      ly.qn = f32_buf(Dh);
-      ly.kn = f32_buf(Dh);
-      weights.load_f32(p + "self_attn.q_norm.weight", {Dh}, ly.qn.as<float>(), cs);
-      weights.load_f32(p + "self_attn.k_norm.weight", {Dh}, ly.kn.as<float>(), cs);
-    }
-    ly.wo = bf16_buf(D * nq);
-    weights.load_bf16(p + "self_attn.o_proj.weight", {D, nq}, ly.wo.as<bf16_t>(), cs);
-    ly.wgu = bf16_buf(2 * F * D);
-    weights.load_bf16(p + "mlp.gate_proj.weight", {F, D}, tmp_gate.as<bf16_t>(), cs);
-    weights.load_bf16(p + "mlp.up_proj.weight", {F, D}, tmp_up.as<bf16_t>(), cs);
-    launch_interleave_rows(tmp_gate.as<bf16_t>(), tmp_up.as<bf16_t>(), static_cast<size_t>(F),
-                           static_cast<size_t>(D), ly.wgu.as<bf16_t>(), cs);
-    ly.wd = bf16_buf(D * F);
-    weights.load_bf16(p + "mlp.down_proj.weight", {D, F}, ly.wd.as<bf16_t>(), cs);
-    ly.ln1 = f32_buf(D);
-    ly.ln2 = f32_buf(D);
-    weights.load_f32(p + "input_layernorm.weight", {D}, ly.ln1.as<float>(), cs);
-    weights.load_f32(p + "post_attention_layernorm.weight", {D}, ly.ln2.as<float>(), cs);
-    s.layers.push_back(std::move(ly));
-    // The interleave reads the temporaries: finish before the next layer overwrites them.
-    s.stream.synchronize();
-  }
-
-  s.kcache = bf16_buf(L * KV * max_seq * Dh);
-  s.vcache = bf16_buf(L * KV * max_seq * Dh);
-  s.chunk = std::min(max_seq, kMaxPrefillChunk);
-  const int64_t C = s.chunk;
-  s.x = f32_buf(C * D);
-  s.h = bf16_buf(C * D);
-  s.qkv = f32_buf(C * nqkv);
-  s.q = f32_buf(C * nq);
-  s.attn = bf16_buf(C * nq);
-  s.gu = f32_buf(C * 2 * F);
-  s.act = bf16_buf(C * F);
-  s.logits = f32_buf(V);
-  s.attn_scratch = f32_buf(static_cast<int64_t>(decode_attention_scratch_floats(static_cast<int>(H), static_cast<int>(Dh))));
-  s.attn_counters = cuda::DeviceBuffer(static_cast<size_t>(H) * sizeof(int));
-  s.gemv_sync = cuda::DeviceBuffer(static_cast<size_t>(kGemvSyncInts) * sizeof(int));
-  LG_CUDA_CHECK(cudaMemsetAsync(s.attn_counters.data(), 0, s.attn_counters.bytes(), cs));
-  LG_CUDA_CHECK(cudaMemsetAsync(s.gemv_sync.data(), 0, s.gemv_sync.bytes(), cs));
-  s.d_tokens = cuda::DeviceBuffer(static_cast<size_t>(C) * sizeof(int));
-  s.d_pos = cuda::DeviceBuffer(sizeof(int));
-  s.stream.synchronize();
-}
 
 namespace {
 
 /// The layer-independent arguments of every launch, in ints as the kernels take them.
 struct Dims {
-  int V, D, F, H, KV, Dh, S, nq, nqkv;
+  int V, D, F, H, KV, Dh, nq, nqkv, max_seq, bs;
   float eps;
 };
 
 }  // namespace
 
-SeqResult HandwrittenQwenLane::step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) {
-  if (tokens.empty()) throw Error("hand-written lane: step with no tokens");
-  if (start_pos < 0 || start_pos + static_cast<int64_t>(tokens.size()) > max_seq_)
-    throw Error("hand-written lane: positions " + std::to_string(start_pos) + ".." +
-                std::to_string(start_pos + static_cast<int64_t>(tokens.size()) - 1) + " exceed max_seq " +
-                std::to_string(max_seq_));
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= shape_.vocab)
-      throw Error("hand-written lane: token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
-                  " is outside the vocabulary of " + std::to_string(shape_.vocab));
+HandwrittenQwenLane::~HandwrittenQwenLane() = default;
+
+Provenance HandwrittenQwenLane::provenance() const { return HandWritten{shape_.family, "prefill+decode"}; }
+
+HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& weights, const LaneOptions& options)
+    : shape_(shape) {
+  check_supported(shape_, weights.describe());
+  const int64_t max_seq = options.max_seq;
+  if (max_seq < 1 || max_seq > (int64_t{1} << 20))
+    throw Error("hand-written lane: max_seq " + std::to_string(max_seq) + " out of range 1..1048576");
+  // Step sizes first (the pool's default depends on what is left after the step buffers).
+  const LaneLimits step_sizes = resolve_limits(options, max_seq, 1);
+  const int64_t bs = step_sizes.block_size;
+  if ((bs & (bs - 1)) != 0)
+    throw Error("hand-written lane: KV block size " + std::to_string(bs) +
+                " is not a power of two (its kernels find a position's block with a shift)");
+  if (step_sizes.max_tokens > (int64_t{1} << 20) || step_sizes.max_batch > (int64_t{1} << 20))
+    throw Error("hand-written lane: " + std::to_string(step_sizes.max_tokens) + " tokens and " +
+                std::to_string(step_sizes.max_batch) + " sequences per step exceed its 1048576");
+  if (!cuda::cuda_device_available()) throw Error("hand-written lane: no CUDA device (the lane needs a GPU)");
+  st_ = std::make_unique<State>();
+  st_->load_weights(shape_, weights);
+  st_->allocate_step_buffers(shape_, step_sizes);
+
+  // The KV pool: --kv-tokens, else most of what is free now.
+  const size_t per_position = static_cast<size_t>(2 * shape_.layers * shape_.kv_heads * shape_.head_dim) * 2;  // K, V bf16
+  size_t free_bytes = 0, total_bytes = 0;
+  LG_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  int64_t default_pool = 0;
+  if (options.kv_tokens == 0) {
+    const auto fit = static_cast<int64_t>(kPoolShareOfFree * static_cast<double>(free_bytes) / static_cast<double>(per_position));
+    const int64_t Bmax = step_sizes.max_batch;
+    const int64_t cap = Bmax > INT64_MAX / max_seq ? INT64_MAX : Bmax * max_seq;
+    default_pool = std::min(fit, cap);
+    if (default_pool < max_seq)
+      throw Error("hand-written lane: " + gib(free_bytes) + " of device memory are free after the weights and step " +
+                  "buffers; " + std::to_string(static_cast<int>(kPoolShareOfFree * 100)) + "% of it holds " +
+                  std::to_string(fit) + " KV positions, less than one sequence of " + std::to_string(max_seq) +
+                  " (lower the context with --max-seq, or free device memory)");
+  }
+  limits_ = resolve_limits(options, max_seq, default_pool);
+  const int64_t rows = limits_.num_blocks * limits_.block_size;
+  if (rows > INT_MAX)
+    throw Error("hand-written lane: a KV pool of " + std::to_string(rows) + " positions exceeds its 2147483647 (--kv-tokens)");
+  const size_t pool_bytes = static_cast<size_t>(rows) * per_position;
+  if (pool_bytes > free_bytes)
+    throw Error("hand-written lane: a KV pool of " + std::to_string(rows) + " positions needs " + gib(pool_bytes) +
+                " of device memory, " + gib(free_bytes) + " are free (lower --kv-tokens)");
+  st_->allocate_pool(pool_bytes, static_cast<int>(rows));
+}
+
+void HandwrittenQwenLane::State::load_weights(const QwenShape& sh, WeightSource& weights) {
+  cudaStream_t cs = stream.get();
+  const int64_t V = sh.vocab, D = sh.hidden, F = sh.intermediate, H = sh.heads, KV = sh.kv_heads, Dh = sh.head_dim,
+                L = sh.layers;
+  const int64_t nq = H * Dh, nkv = KV * Dh, nqkv = nq + 2 * nkv;
+  using bf16_t = __nv_bfloat16;
+  auto bf16_buf = [](int64_t n) { return cuda::DeviceBuffer(static_cast<size_t>(n) * 2); };
+  auto f32_buf = [](int64_t n) { return cuda::DeviceBuffer(static_cast<size_t>(n) * 4); };
+
+  embed = bf16_buf(V * D);
+  weights.load_bf16("model.embed_tokens.weight", {V, D}, embed.as<bf16_t>(), cs);
+  if (!sh.tied) {
+    head = bf16_buf(V * D);
+    weights.load_bf16("lm_head.weight", {V, D}, head.as<bf16_t>(), cs);
+  }
+  final_norm = f32_buf(D);
+  weights.load_f32("model.norm.weight", {D}, final_norm.as<float>(), cs);
+  const std::vector<float> inv = rope_inv_freq(Dh, sh.rope_theta);
+  inv_freq = f32_buf(Dh / 2);
+  inv_freq.upload(inv.data(), inv.size() * sizeof(float));
+
+  {  // the (gate, up) temporaries are freed before the pool is sized from what is free
+    cuda::DeviceBuffer tmp_gate = bf16_buf(F * D), tmp_up = bf16_buf(F * D);
+    for (int64_t l = 0; l < L; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      State::Layer ly;
+      ly.wqkv = bf16_buf(nqkv * D);
+      bf16_t* wqkv = ly.wqkv.as<bf16_t>();
+      weights.load_bf16(p + "self_attn.q_proj.weight", {nq, D}, wqkv, cs);
+      weights.load_bf16(p + "self_attn.k_proj.weight", {nkv, D}, wqkv + nq * D, cs);
+      weights.load_bf16(p + "self_attn.v_proj.weight", {nkv, D}, wqkv + (nq + nkv) * D, cs);
+      if (sh.qkv_bias) {
+        ly.bqkv = f32_buf(nqkv);
+        float* b = ly.bqkv.as<float>();
+        weights.load_f32(p + "self_attn.q_proj.bias", {nq}, b, cs);
+        weights.load_f32(p + "self_attn.k_proj.bias", {nkv}, b + nq, cs);
+        weights.load_f32(p + "self_attn.v_proj.bias", {nkv}, b + nq + nkv, cs);
+      }
+      if (sh.qk_norm) {
+        ly.qn = f32_buf(Dh);
+        ly.kn = f32_buf(Dh);
+        weights.load_f32(p + "self_attn.q_norm.weight", {Dh}, ly.qn.as<float>(), cs);
+        weights.load_f32(p + "self_attn.k_norm.weight", {Dh}, ly.kn.as<float>(), cs);
+      }
+      ly.wo = bf16_buf(D * nq);
+      weights.load_bf16(p + "self_attn.o_proj.weight", {D, nq}, ly.wo.as<bf16_t>(), cs);
+      ly.wgu = bf16_buf(2 * F * D);
+      weights.load_bf16(p + "mlp.gate_proj.weight", {F, D}, tmp_gate.as<bf16_t>(), cs);
+      weights.load_bf16(p + "mlp.up_proj.weight", {F, D}, tmp_up.as<bf16_t>(), cs);
+      launch_interleave_rows(tmp_gate.as<bf16_t>(), tmp_up.as<bf16_t>(), static_cast<size_t>(F),
+                             static_cast<size_t>(D), ly.wgu.as<bf16_t>(), cs);
+      ly.wd = bf16_buf(D * F);
+      weights.load_bf16(p + "mlp.down_proj.weight", {D, F}, ly.wd.as<bf16_t>(), cs);
+      ly.ln1 = f32_buf(D);
+      ly.ln2 = f32_buf(D);
+      weights.load_f32(p + "input_layernorm.weight", {D}, ly.ln1.as<float>(), cs);
+      weights.load_f32(p + "post_attention_layernorm.weight", {D}, ly.ln2.as<float>(), cs);
+      layers.push_back(std::move(ly));
+      // The interleave reads the temporaries: finish before the next layer overwrites them.
+      stream.synchronize();
+    }
+  }
+}
+
+void HandwrittenQwenLane::State::allocate_step_buffers(const QwenShape& sh, const LaneLimits& sizes) {
+  cudaStream_t cs = stream.get();
+  const int64_t V = sh.vocab, D = sh.hidden, F = sh.intermediate, H = sh.heads, Dh = sh.head_dim;
+  const int64_t nq = H * Dh, nqkv = (H + 2 * sh.kv_heads) * Dh;
+  auto bf16_buf = [](int64_t n) { return cuda::DeviceBuffer(static_cast<size_t>(n) * 2); };
+  auto f32_buf = [](int64_t n) { return cuda::DeviceBuffer(static_cast<size_t>(n) * 4); };
+  const int64_t Tmax = sizes.max_tokens, Bmax = sizes.max_batch, MB = sizes.blocks_per_seq();
+  x = f32_buf(Tmax * D);
+  h = bf16_buf(Tmax * D);
+  qkv = f32_buf(Tmax * nqkv);
+  q = f32_buf(Tmax * nq);
+  attn = bf16_buf(Tmax * nq);
+  gu = f32_buf(Tmax * 2 * F);
+  act = bf16_buf(Tmax * F);
+  logits = f32_buf(Bmax * V);
+  attn_scratch = f32_buf(static_cast<int64_t>(decode_attention_scratch_floats(static_cast<int>(H), static_cast<int>(Dh))));
+  attn_counters = cuda::DeviceBuffer(static_cast<size_t>(H) * sizeof(int));
+  gemv_sync = cuda::DeviceBuffer(static_cast<size_t>(kGemvSyncInts) * sizeof(int));
+  LG_CUDA_CHECK(cudaMemsetAsync(attn_counters.data(), 0, attn_counters.bytes(), cs));
+  LG_CUDA_CHECK(cudaMemsetAsync(gemv_sync.data(), 0, gemv_sync.bytes(), cs));
+  const int64_t step_ints = 4 * Tmax + Bmax + Bmax * MB;
+  d_step = cuda::DeviceBuffer(static_cast<size_t>(step_ints) * sizeof(int));
+  h_step.allocate(static_cast<size_t>(step_ints), false);
+  h_token.allocate(1, true);
+  h_pos.allocate(1, true);
+  h_table.allocate(static_cast<size_t>(MB), false);
+  d_pos = cuda::DeviceBuffer(sizeof(int));
+  d_table = cuda::DeviceBuffer(static_cast<size_t>(MB) * sizeof(int));
+  h_argmax.allocate(static_cast<size_t>(Bmax), true);
+  stream.synchronize();
+}
+
+void HandwrittenQwenLane::State::allocate_pool(size_t pool_bytes, int pool_rows) {
+  cudaStream_t cs = stream.get();
+  rows = pool_rows;
+  kpool = cuda::DeviceBuffer(pool_bytes / 2);
+  vpool = cuda::DeviceBuffer(pool_bytes / 2);
+  // Attention reads only positions its sequence wrote; zeros make a stray read harmless and
+  // keep compute-sanitizer's initcheck quiet.
+  LG_CUDA_CHECK(cudaMemsetAsync(kpool.data(), 0, kpool.bytes(), cs));
+  LG_CUDA_CHECK(cudaMemsetAsync(vpool.data(), 0, vpool.bytes(), cs));
+  stream.synchronize();
+}
+
+std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch) {
+  const FlatBatch f = flatten(batch, limits_);  // throws, naming the sequence, for what the limits refuse
+  for (size_t b = 0; b < batch.size(); ++b)
+    for (size_t i = 0; i < batch[b].tokens.size(); ++i)
+      if (batch[b].tokens[i] < 0 || batch[b].tokens[i] >= shape_.vocab)
+        throw Error("hand-written lane: sequence " + std::to_string(b) + " of the step: token id " +
+                    std::to_string(batch[b].tokens[i]) + " at index " + std::to_string(i) +
+                    " is outside the vocabulary of " + std::to_string(shape_.vocab));
+  State& s = *st_;
+  if (f.B == 1 && f.T == 1)
+    run_decode(batch[0]);
+  else
+    run_rows(f, batch);
+  // The LM head wrote the argmaxes straight into mapped host memory, visible once the stream is done.
+  s.stream.synchronize();
+  std::vector<SeqResult> out(batch.size());
+  const auto V = static_cast<size_t>(shape_.vocab);
+  for (size_t b = 0; b < batch.size(); ++b) {
+    out[b].argmax = static_cast<volatile int*>(s.h_argmax.p)[b];
+    if (batch[b].want_logits) {
+      out[b].logits.resize(V);
+      s.logits.download(out[b].logits.data(), V * sizeof(float), b * V * sizeof(float));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+Dims dims_of(const QwenShape& sh, const LaneLimits& lim) {
+  return Dims{static_cast<int>(sh.vocab), static_cast<int>(sh.hidden), static_cast<int>(sh.intermediate),
+              static_cast<int>(sh.heads), static_cast<int>(sh.kv_heads), static_cast<int>(sh.head_dim),
+              static_cast<int>(sh.heads * sh.head_dim), static_cast<int>((sh.heads + 2 * sh.kv_heads) * sh.head_dim),
+              static_cast<int>(lim.max_seq), static_cast<int>(lim.block_size), static_cast<float>(sh.eps)};
+}
+
+/// Layer l's pages of the pools.
+KvPages pages_of(const cuda::DeviceBuffer& kpool, const cuda::DeviceBuffer& vpool, int rows, const Dims& d, size_t l) {
+  const size_t layer = static_cast<size_t>(d.KV) * static_cast<size_t>(rows) * static_cast<size_t>(d.Dh);
+  KvPages p;
+  p.k = kpool.as<__nv_bfloat16>() + l * layer;
+  p.v = vpool.as<__nv_bfloat16>() + l * layer;
+  p.rows = rows;
+  p.block_size = d.bs;
+  return p;
+}
+
+}  // namespace
+
+// One decode token of one sequence: the captured graph (see the header), its block table refreshed first
+// when the sequence's differs from what the device holds (a new sequence, or a block added every
+// block_size tokens).
+void HandwrittenQwenLane::run_decode(const SeqStep& q) {
   State& s = *st_;
   cudaStream_t cs = s.stream.get();
   using bf16_t = __nv_bfloat16;
-  const Dims d{static_cast<int>(shape_.vocab), static_cast<int>(shape_.hidden), static_cast<int>(shape_.intermediate),
-               static_cast<int>(shape_.heads), static_cast<int>(shape_.kv_heads), static_cast<int>(shape_.head_dim),
-               static_cast<int>(max_seq_), static_cast<int>(shape_.heads * shape_.head_dim),
-               static_cast<int>((shape_.heads + 2 * shape_.kv_heads) * shape_.head_dim), static_cast<float>(shape_.eps)};
-  const size_t cache_layer = static_cast<size_t>(d.KV) * d.S * d.Dh;
-  const int* pos = s.d_pos.as<int>();
-  auto kc = [&](size_t l) { return s.kcache.as<bf16_t>() + l * cache_layer; };
-  auto vc = [&](size_t l) { return s.vcache.as<bf16_t>() + l * cache_layer; };
-
-  // Final RMSNorm + LM head on one row of the residual stream, with the device argmax fused.
-  auto enqueue_head = [&](const float* x_row) {
-    GemvArgs a;
-    a.W = s.head_w();
-    a.N = d.V;
-    a.K = d.D;
-    a.x_f32 = x_row;
-    a.norm_w = s.final_norm.as<float>();
-    a.eps = d.eps;
-    a.out_f32 = s.logits.as<float>();
-    a.argmax_out = s.h_argmax.dev;
-    a.sync = s.gemv_sync.as<int>();
-    launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStoreArgmax, a, cs);
-  };
-
-  auto enqueue_decode = [&]() {
-    launch_embed_decode(s.embed.as<bf16_t>(), s.h_tokens.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
-    for (size_t l = 0; l < s.layers.size(); ++l) {
-      const State::Layer& ly = s.layers[l];
-      GemvArgs a;
-      a.W = ly.wqkv.as<bf16_t>();
-      a.N = d.nqkv;
-      a.K = d.D;
-      a.x_f32 = s.x.as<float>();
-      a.norm_w = ly.ln1.as<float>();
-      a.eps = d.eps;
-      a.out_f32 = s.qkv.as<float>();
-      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
-      QkvRopeArgs rope;
-      rope.bias = ly.bqkv.as<float>();
-      rope.q_norm = ly.qn.as<float>();
-      rope.k_norm = ly.kn.as<float>();
-      rope.inv_freq = s.inv_freq.as<float>();
-      rope.pos0 = pos;
-      rope.H = d.H;
-      rope.KV = d.KV;
-      rope.Dh = d.Dh;
-      rope.S = d.S;
-      rope.q_out = s.q.as<float>();
-      rope.k_cache = kc(l);
-      rope.v_cache = vc(l);
-      launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
-                                   s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
-      GemvArgs o;
-      o.W = ly.wo.as<bf16_t>();
-      o.N = d.D;
-      o.K = d.nq;
-      o.in_bf16 = s.attn.as<bf16_t>();
-      o.out_f32 = s.x.as<float>();
-      launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, o, cs);
-      GemvArgs g;
-      g.W = ly.wgu.as<bf16_t>();
-      g.N = 2 * d.F;
-      g.K = d.D;
-      g.x_f32 = s.x.as<float>();
-      g.norm_w = ly.ln2.as<float>();
-      g.eps = d.eps;
-      g.out_bf16 = s.act.as<bf16_t>();
-      launch_gemv(GemvInput::kRmsNorm, GemvOutput::kSwiGLU, g, cs);
-      GemvArgs dn;
-      dn.W = ly.wd.as<bf16_t>();
-      dn.N = d.D;
-      dn.K = d.F;
-      dn.in_bf16 = s.act.as<bf16_t>();
-      dn.out_f32 = s.x.as<float>();
-      launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, dn, cs);
-    }
-    enqueue_head(s.x.as<float>());
-  };
-
-  auto enqueue_prefill = [&](int T) {
-    launch_embed(s.embed.as<bf16_t>(), s.d_tokens.as<int>(), T, d.D, s.x.as<float>(), cs);
-    for (size_t l = 0; l < s.layers.size(); ++l) {
-      const State::Layer& ly = s.layers[l];
-      launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
-      s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), T, d.nqkv, d.D, false, cs);
-      launch_rope_kv(s.qkv.as<float>(), ly.bqkv.as<float>(), ly.qn.as<float>(), ly.kn.as<float>(),
-                     s.inv_freq.as<float>(), pos, d.eps, T, d.H, d.KV, d.Dh, d.S, s.q.as<float>(), kc(l), vc(l), cs);
-      launch_attention_prefill_tc(s.q.as<float>(), kc(l), vc(l), pos, T, d.H, d.KV, d.Dh, d.S, s.attn.as<bf16_t>(), cs);
-      s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
-      launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
-      s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);
-      launch_swiglu(s.gu.as<float>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
-      s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), T, d.D, d.F, true, cs);
-    }
-    enqueue_head(s.x.as<float>() + static_cast<size_t>(T - 1) * d.D);
-  };
-
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  for (int64_t off = 0; off < n; off += s.chunk) {
-    const int T = static_cast<int>(std::min(s.chunk, n - off));
-    // The pinned staging is reused: the previous chunk's copies finished at its synchronize.
-    std::copy(tokens.begin() + off, tokens.begin() + off + T, s.h_tokens.p);
-    *s.h_pos.p = static_cast<int>(start_pos + off);
-    // The decode step reads both from mapped host memory itself (launch_embed_decode).
-    if (T > 1) {
-      LG_CUDA_CHECK(cudaMemcpyAsync(s.d_tokens.data(), s.h_tokens.p, T * sizeof(int), cudaMemcpyHostToDevice, cs));
-      LG_CUDA_CHECK(cudaMemcpyAsync(s.d_pos.data(), s.h_pos.p, sizeof(int), cudaMemcpyHostToDevice, cs));
-    }
-    if (T == 1) {
-      if (!s.decode_graph.ready()) {
-        s.decode_graph.begin_capture(cs);
-        try {
-          enqueue_decode();
-        } catch (...) {
-          cudaGraph_t g = nullptr;
-          cudaStreamEndCapture(cs, &g);
-          if (g) cudaGraphDestroy(g);
-          throw;
-        }
-        s.decode_graph.end_capture(cs);
+  const Dims d = dims_of(shape_, limits_);
+  const auto need = static_cast<size_t>(q.start_pos / limits_.block_size + 1);  // flatten checked q.blocks covers it
+  if (s.table_on_device.size() < need || !std::equal(q.blocks.begin(), q.blocks.begin() + static_cast<std::ptrdiff_t>(need),
+                                                     s.table_on_device.begin())) {
+    s.table_on_device.clear();  // unknown until the copy is enqueued
+    std::copy(q.blocks.begin(), q.blocks.begin() + static_cast<std::ptrdiff_t>(need), s.h_table.p);
+    LG_CUDA_CHECK(cudaMemcpyAsync(s.d_table.data(), s.h_table.p, need * sizeof(int), cudaMemcpyHostToDevice, cs));
+    s.table_on_device.assign(q.blocks.begin(), q.blocks.begin() + static_cast<std::ptrdiff_t>(need));
+  }
+  // Read by the graph's first kernel from mapped memory; the previous step finished at its synchronize.
+  *s.h_token.p = q.tokens[0];
+  *s.h_pos.p = static_cast<int>(q.start_pos);
+  if (!s.decode_graph.ready()) {
+    const int* pos = s.d_pos.as<int>();
+    s.decode_graph.begin_capture(cs);
+    try {
+      launch_embed_decode(s.embed.as<bf16_t>(), s.h_token.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
+      for (size_t l = 0; l < s.layers.size(); ++l) {
+        const State::Layer& ly = s.layers[l];
+        GemvArgs a;
+        a.W = ly.wqkv.as<bf16_t>();
+        a.N = d.nqkv;
+        a.K = d.D;
+        a.x_f32 = s.x.as<float>();
+        a.norm_w = ly.ln1.as<float>();
+        a.eps = d.eps;
+        a.out_f32 = s.qkv.as<float>();
+        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
+        QkvRopeArgs rope;
+        rope.bias = ly.bqkv.as<float>();
+        rope.q_norm = ly.qn.as<float>();
+        rope.k_norm = ly.kn.as<float>();
+        rope.inv_freq = s.inv_freq.as<float>();
+        rope.H = d.H;
+        rope.KV = d.KV;
+        rope.Dh = d.Dh;
+        rope.max_seq = d.max_seq;
+        rope.cache = pages_of(s.kpool, s.vpool, s.rows, d, l);
+        rope.block_table = s.d_table.as<int>();
+        launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
+                                     s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+        GemvArgs o;
+        o.W = ly.wo.as<bf16_t>();
+        o.N = d.D;
+        o.K = d.nq;
+        o.in_bf16 = s.attn.as<bf16_t>();
+        o.out_f32 = s.x.as<float>();
+        launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, o, cs);
+        GemvArgs g;
+        g.W = ly.wgu.as<bf16_t>();
+        g.N = 2 * d.F;
+        g.K = d.D;
+        g.x_f32 = s.x.as<float>();
+        g.norm_w = ly.ln2.as<float>();
+        g.eps = d.eps;
+        g.out_bf16 = s.act.as<bf16_t>();
+        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kSwiGLU, g, cs);
+        GemvArgs dn;
+        dn.W = ly.wd.as<bf16_t>();
+        dn.N = d.D;
+        dn.K = d.F;
+        dn.in_bf16 = s.act.as<bf16_t>();
+        dn.out_f32 = s.x.as<float>();
+        launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, dn, cs);
       }
-      s.decode_graph.launch(cs);
-    } else {
-      enqueue_prefill(T);
+      enqueue_head_gemv(s.x.as<float>());
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(cs, &g);
+      if (g) cudaGraphDestroy(g);
+      throw;
     }
-    // The LM head wrote the argmax straight into mapped host memory, visible once the stream is done.
-    s.stream.synchronize();
+    s.decode_graph.end_capture(cs);
   }
-  SeqResult r;
-  r.argmax = *static_cast<volatile int*>(s.h_argmax.p);
-  if (want_logits) {
-    r.logits.resize(static_cast<size_t>(shape_.vocab));
-    s.logits.download(r.logits.data(), r.logits.size() * sizeof(float));
+  s.decode_graph.launch(cs);
+}
+
+// Final RMSNorm + LM head on one row of the residual stream (x_row f32 [D]), with the device argmax
+// fused: logits row 0, the argmax into the first mapped int.
+void HandwrittenQwenLane::enqueue_head_gemv(const float* x_row) {
+  State& s = *st_;
+  GemvArgs a;
+  a.W = s.head_w();
+  a.N = static_cast<int>(shape_.vocab);
+  a.K = static_cast<int>(shape_.hidden);
+  a.x_f32 = x_row;
+  a.norm_w = s.final_norm.as<float>();
+  a.eps = static_cast<float>(shape_.eps);
+  a.out_f32 = s.logits.as<float>();
+  a.argmax_out = s.h_argmax.dev;
+  a.sync = s.gemv_sync.as<int>();
+  launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStoreArgmax, a, s.stream.get());
+}
+
+// Everything but one decode token: the step's T rows through the layers, then the LM head on each
+// sequence's last row.
+void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> batch) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
+  using bf16_t = __nv_bfloat16;
+  const Dims d = dims_of(shape_, limits_);
+  const int T = static_cast<int>(f.T), B = static_cast<int>(f.B);
+  const int64_t bs = limits_.block_size;
+  // The block tables with the step's own row stride W (the longest table it needs), not the
+  // context's: a batch of short sequences uploads a few ints per sequence.
+  int64_t W = 1;
+  for (const SeqStep& q : batch)
+    W = std::max<int64_t>(W, (q.start_pos + static_cast<int64_t>(q.tokens.size()) + bs - 1) / bs);
+  int* h = s.h_step.p;  // the previous step's copy finished at its synchronize
+  int* tokens = h;
+  int* pos = h + T;
+  int* seq = h + 2 * T;
+  int* slot = h + 3 * T;
+  int* rows = h + 4 * T;
+  int* table = rows + B;
+  std::copy(f.tokens.begin(), f.tokens.end(), tokens);
+  std::copy(f.pos.begin(), f.pos.end(), pos);
+  std::copy(f.seq.begin(), f.seq.end(), seq);
+  std::copy(f.rows.begin(), f.rows.end(), rows);
+  std::fill(table, table + B * W, -1);
+  for (int b = 0; b < B; ++b) {
+    const SeqStep& q = batch[static_cast<size_t>(b)];
+    const auto n = std::min<int64_t>(W, static_cast<int64_t>(q.blocks.size()));
+    std::copy(q.blocks.begin(), q.blocks.begin() + n, table + b * W);
   }
-  return r;
+  for (int t = 0; t < T; ++t) {
+    const int64_t p = pos[t];
+    slot[t] = static_cast<int>(table[seq[t] * W + p / bs] * bs + p % bs);
+  }
+  const size_t n_ints = static_cast<size_t>(4 * T + B + B * W);
+  LG_CUDA_CHECK(cudaMemcpyAsync(s.d_step.data(), h, n_ints * sizeof(int), cudaMemcpyHostToDevice, cs));
+  const int* d_tokens = s.d_step.as<int>();
+  const int* d_pos = d_tokens + T;
+  const int* d_seq = d_tokens + 2 * T;
+  const int* d_slot = d_tokens + 3 * T;
+  const int* d_rows = d_tokens + 4 * T;
+  const int* d_table = d_rows + B;
+
+  launch_embed(s.embed.as<bf16_t>(), d_tokens, T, d.D, s.x.as<float>(), cs);
+  for (size_t l = 0; l < s.layers.size(); ++l) {
+    const State::Layer& ly = s.layers[l];
+    const KvPages pages = pages_of(s.kpool, s.vpool, s.rows, d, l);
+    launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
+    s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), T, d.nqkv, d.D, false, cs);
+    launch_rope_kv(s.qkv.as<float>(), ly.bqkv.as<float>(), ly.qn.as<float>(), ly.kn.as<float>(),
+                   s.inv_freq.as<float>(), d_pos, d_slot, d.eps, T, d.H, d.KV, d.Dh, pages, s.q.as<float>(), cs);
+    if (B == 1)
+      launch_attention_prefill_tc(s.q.as<float>(), pages, d_table, d_pos, T, d.H, d.KV, d.Dh, s.attn.as<bf16_t>(), cs);
+    else
+      launch_attention_ragged(s.q.as<float>(), pages, d_table, static_cast<int>(W), d_seq, d_pos, T, d.H, d.KV, d.Dh,
+                              s.attn.as<bf16_t>(), cs);
+    s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
+    launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
+    s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);
+    launch_swiglu(s.gu.as<float>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
+    s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), T, d.D, d.F, true, cs);
+  }
+  if (B == 1) {
+    enqueue_head_gemv(s.x.as<float>() + static_cast<size_t>(T - 1) * d.D);
+    return;
+  }
+  // B rows: each sequence's last token, normed into bf16 (as the GEMV's prologue rounds it), the
+  // LM head as one GEMM [B, V], an argmax per row.
+  launch_rmsnorm_gather(s.x.as<float>(), d_rows, s.final_norm.as<float>(), B, d.D, d.eps, s.h.as<bf16_t>(), cs);
+  s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), B, d.V, d.D, false, cs);
+  launch_argmax_rows(s.logits.as<float>(), B, d.V, s.h_argmax.dev, cs);
 }
 
 }  // namespace lg::qwen

@@ -2,27 +2,35 @@
 // Qwen3 dense family (kernels/*.cuh) and the launch sequence below, instantiated from the model's
 // config. Not compiled from models/qwen*.lg: golden-token locks hold it to that forward.
 //
-// Decode (one token), 5 launches per layer, the whole step captured in one CUDA graph (token and
-// position are read on the device from mapped pinned host memory, and the argmax written into it,
-// so one graph serves every position and a step makes no copy), each launch with
-// Programmatic Dependent Launch so its weight loads overlap the previous kernel's tail:
-//   1 RMSNorm + fused QKV GEMV (raw projection)               3 o_proj GEMV + residual add
-//   2 bias/qk-norm/RoPE/KV write + split-KV attention, the    4 RMSNorm + gate/up GEMV + SwiGLU
-//     splits merged by the last block                         5 down_proj GEMV + residual add
-// then the embedding gather first and, last, final RMSNorm + LM-head GEMV with a fused argmax.
-// Prefill (T tokens, in chunks of at most 2048): RMSNorm rows, cuBLASLt bf16 GEMMs (residual
-// adds as beta = 1 into the fp32 residual stream), the same RoPE/KV kernel, a causal prefill
-// attention kernel, SwiGLU; the LM head runs on the last row only.
+// A step is a ragged batch of sequences (runtime/step.h) over one paged bf16 KV pool per lane
+// (docs/handwritten_lane.md). Two paths:
+// - One decode token (one sequence, one token): 5 launches per layer, the whole step captured in
+//   one CUDA graph (token and position read on the device from mapped pinned host memory, the
+//   argmax written into it, the sequence's block table in device memory the host refreshes only
+//   when it changed; so one graph serves every position and a step makes no copy), each launch
+//   with Programmatic Dependent Launch so its weight loads overlap the previous kernel's tail:
+//     1 RMSNorm + fused QKV GEMV (raw projection)              3 o_proj GEMV + residual add
+//     2 bias/qk-norm/RoPE/KV write + split-KV attention, the   4 RMSNorm + gate/up GEMV + SwiGLU
+//       splits merged by the last block                        5 down_proj GEMV + residual add
+//   then the embedding gather first and, last, final RMSNorm + LM-head GEMV with a fused argmax.
+// - Everything else (prefill chunks, several sequences, decode batches) over the step's T token
+//   rows: RMSNorm rows, cuBLASLt bf16 GEMMs (residual adds as beta = 1 into the fp32 residual
+//   stream), RoPE + K/V write at each token's position and pool row, attention (one sequence: the
+//   tensor-core flash kernel; several: the ragged paged kernel), SwiGLU; then the LM head on each
+//   sequence's last row only (one sequence: the GEMV with its argmax; several: the rows gathered
+//   and normed, a cuBLASLt GEMM [B, V] and an argmax per row).
 // Numerics: bf16 weights and KV cache, bf16 GEMM/GEMV inputs, fp32 accumulation, fp32 residual
 // stream, norms, softmax and RoPE.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
-#include "lanes/one_sequence_lane.h"
 #include "lanes/qwen/qwen_shape.h"
+#include "runtime/lane.h"
+#include "runtime/step.h"
 
 namespace lg::model {
 struct ModelDir;
@@ -33,30 +41,38 @@ namespace lg::qwen {
 class WeightSource;
 
 /// The lane. Construct on a machine with a CUDA device (else lg::Error).
-class HandwrittenQwenLane : public OneSequenceLane {
+class HandwrittenQwenLane : public Lane {
  public:
-  /// Uploads the weights from `weights` (HF tensor names) and allocates a KV cache of `max_seq`
-  /// positions. Throws lg::Error for an unsupported shape, a missing or mis-shaped tensor, no
-  /// device, or too little device memory.
-  HandwrittenQwenLane(const QwenShape& shape, WeightSource& weights, int64_t max_seq);
+  /// Uploads the weights from `weights` (HF tensor names), then sizes the step buffers and the KV
+  /// pool from `options` (runtime/step.h; options.max_seq must be set, 1 .. 2^20): activations
+  /// for max_tokens rows, logits for max_batch rows, and a pool of options.kv_tokens positions,
+  /// or by default 90% of the device memory still free, capped at max_batch * max_seq positions
+  /// (vLLM's gpu_memory_utilization, applied to what is free). Throws lg::Error for an
+  /// unsupported shape, a missing or mis-shaped tensor, no device, a block size that is not a
+  /// power of two, or a pool or buffers that do not fit in device memory.
+  HandwrittenQwenLane(const QwenShape& shape, WeightSource& weights, const LaneOptions& options);
   ~HandwrittenQwenLane() override;
 
   std::string name() const override { return "handwritten"; }
   Provenance provenance() const override;
-  SeqResult step_one(std::span<const int32_t> tokens, int64_t start_pos, bool want_logits) override;
+  const LaneLimits& limits() const override { return limits_; }
+  std::vector<SeqResult> step(std::span<const SeqStep> batch) override;
 
   const QwenShape& shape() const { return shape_; }
 
  private:
   struct State;
+  void run_decode(const SeqStep& s);
+  void enqueue_head_gemv(const float* x_row);
+  void run_rows(const FlatBatch& f, std::span<const SeqStep> batch);
   QwenShape shape_;
-  int64_t max_seq_;
+  LaneLimits limits_;
   std::unique_ptr<State> st_;
 };
 
-/// The lane for a model directory (config.json + safetensors); max_seq 0 means the config's
-/// max_position_embeddings. Throws lg::Error when the config
-/// is outside the templates (the message says so and names the config) or without a CUDA device.
-std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, int64_t max_seq);
+/// The lane for a model directory (config.json + safetensors); options.max_seq 0 means the
+/// config's max_position_embeddings. Throws lg::Error when the config is outside the templates
+/// (the message says so and names the config) or without a CUDA device.
+std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, const LaneOptions& options);
 
 }  // namespace lg::qwen

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/launch_policy.h"
+#include "lanes/qwen/kernels/argmax.cuh"
 #include "lanes/qwen/kernels/attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
@@ -79,6 +80,23 @@ void check_head_dim(int Dh) {
     throw Error("hand-written attention: head_dim " + std::to_string(Dh) + " is not one of 16, 32, 64, 128");
 }
 
+void check_gqa(int H, int KV) {
+  if (H <= 0 || KV <= 0 || H % KV != 0)
+    throw Error("hand-written attention: H=" + std::to_string(H) + " is not a positive multiple of KV=" +
+                std::to_string(KV));
+}
+
+/// log2 of the pool's block size; throws unless the pages are complete and the block size a power of two.
+int page_shift(const KvPages& c) {
+  if (!c.k || !c.v || c.rows <= 0) throw Error("hand-written attention: KV pool without memory or rows");
+  if (c.block_size <= 0 || (c.block_size & (c.block_size - 1)) != 0 || c.rows % c.block_size != 0)
+    throw Error("hand-written attention: KV block size " + std::to_string(c.block_size) +
+                " is not a power of two dividing the pool's " + std::to_string(c.rows) + " rows");
+  int shift = 0;
+  while ((1 << shift) < c.block_size) ++shift;
+  return shift;
+}
+
 }  // namespace
 
 void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s) {
@@ -93,15 +111,26 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
 }
 
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t s) {
-  dev::rmsnorm_rows_kernel<<<T, 256, 0, s>>>(x, w, D, eps, h);
+  if (T <= 0) return;
+  dev::rmsnorm_rows_kernel<<<T, 256, 0, s>>>(x, w, D, eps, nullptr, h);
+  LG_CUDA_CHECK_LAUNCH();
+}
+
+void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int B, int D, float eps, bf16* h,
+                           cudaStream_t s) {
+  if (!rows) throw Error("hand-written RMSNorm: gather without its rows");
+  if (B <= 0) return;
+  dev::rmsnorm_rows_kernel<<<B, 256, 0, s>>>(x, w, D, eps, rows, h);
   LG_CUDA_CHECK_LAUNCH();
 }
 
 void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, const float* k_norm,
-                    const float* inv_freq, const int* pos0, float eps, int T, int H, int KV, int Dh, int S,
-                    float* q_out, bf16* k_cache, bf16* v_cache, cudaStream_t s) {
+                    const float* inv_freq, const int* pos, const int* slot, float eps, int T, int H, int KV, int Dh,
+                    const KvPages& cache, float* q_out, cudaStream_t s) {
   if (Dh > 256 || Dh % 2 != 0) throw Error("hand-written RoPE: head_dim " + std::to_string(Dh) + " unsupported");
-  dev::RopeKvArgs a{qkv, bias, q_norm, k_norm, inv_freq, pos0, eps, H, KV, Dh, S, q_out, k_cache, v_cache};
+  if (!pos || !slot || !cache.k || !cache.v) throw Error("hand-written RoPE: missing positions, slots or KV pool");
+  if (T <= 0) return;
+  dev::RopeKvArgs a{qkv, bias, q_norm, k_norm, inv_freq, pos, slot, eps, H, KV, Dh, cache.rows, q_out, cache.k, cache.v};
   dev::rope_kv_kernel<<<dim3(H + 2 * KV, T), Dh, 0, s>>>(a);
   LG_CUDA_CHECK_LAUNCH();
 }
@@ -126,18 +155,18 @@ DecodeAttnShape decode_attn_shape() {
   return sh;
 }
 
-/// Enough splits that a chunk of min_split positions covers S (the cache capacity), at most
-/// kDecodeSplits: blocks that can never have keys are not launched.
-int decode_attn_splits(int S, int min_split) {
-  return std::max(1, std::min(dev::kDecodeSplits, (S + min_split - 1) / min_split));
+/// Enough splits that a chunk of min_split positions covers max_seq (the longest sequence), at
+/// most kDecodeSplits: blocks that can never have keys are not launched.
+int decode_attn_splits(int max_seq, int min_split) {
+  return std::max(1, std::min(dev::kDecodeSplits, (max_seq + min_split - 1) / min_split));
 }
 
 template <int DH, bool ROPE>
-void launch_attn_decode_kernel(const dev::DecodeAttnParams& p0, const int* pos0, cudaStream_t s) {
+void launch_attn_decode_kernel(const dev::DecodeAttnParams& p0, int max_seq, const int* pos0, cudaStream_t s) {
   const DecodeAttnShape sh = decode_attn_shape();
   dev::DecodeAttnParams p = p0;
   p.min_split = sh.min_split;
-  const dim3 grid(p.H, decode_attn_splits(p.S, sh.min_split));
+  const dim3 grid(p.H, decode_attn_splits(max_seq, sh.min_split));
   switch (sh.warps) {
     case 8: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 8>, grid, dim3(8 * 32), 0, s, p, pos0);
     case 16: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 16>, grid, dim3(16 * 32), 0, s, p, pos0);
@@ -148,15 +177,17 @@ void launch_attn_decode_kernel(const dev::DecodeAttnParams& p0, const int* pos0,
 }  // namespace
 
 // The fields both decode-attention forms share.
-static dev::DecodeAttnParams decode_attention_params(const float* q, const bf16* kc, const bf16* vc, int H, int KV, int S,
-                                                     int Dh, float* scratch, int* counters, bf16* out) {
+static dev::DecodeAttnParams decode_attention_params(const float* q, const KvPages& c, const int* block_table, int H,
+                                                     int KV, int Dh, float* scratch, int* counters, bf16* out) {
   dev::DecodeAttnParams p{};
   p.q_all = q;
-  p.k_cache = kc;
-  p.v_cache = vc;
+  p.k_cache = c.k;
+  p.v_cache = c.v;
+  p.block_table = block_table;
   p.H = H;
   p.KV = KV;
-  p.S = S;
+  p.rows = c.rows;
+  p.block_shift = page_shift(c);
   p.scale = 1.f / sqrtf(static_cast<float>(Dh));
   p.partial = scratch;
   p.counters = counters;
@@ -165,46 +196,47 @@ static dev::DecodeAttnParams decode_attention_params(const float* q, const bf16*
 }
 
 template <int DH>
-static void attn_decode_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int S,
-                           float* scratch, int* counters, bf16* out, cudaStream_t s) {
-  const dev::DecodeAttnParams p = decode_attention_params(q, kc, vc, H, KV, S, DH, scratch, counters, out);
-  launch_attn_decode_kernel<DH, false>(p, pos0, s);
+static void attn_decode_as(const float* q, const KvPages& c, const int* bt, const int* pos0, int H, int KV,
+                           int max_seq, float* scratch, int* counters, bf16* out, cudaStream_t s) {
+  const dev::DecodeAttnParams p = decode_attention_params(q, c, bt, H, KV, DH, scratch, counters, out);
+  launch_attn_decode_kernel<DH, false>(p, max_seq, pos0, s);
 }
 
-void launch_attention_decode(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int H, int KV, int Dh,
-                             int S, float* scratch, int* counters, bf16* out, cudaStream_t s) {
+void launch_attention_decode(const float* q, const KvPages& c, const int* bt, const int* pos0, int H, int KV, int Dh,
+                             int max_seq, float* scratch, int* counters, bf16* out, cudaStream_t s) {
   check_head_dim(Dh);
-  if (KV <= 0 || H % KV != 0) throw Error("hand-written attention: H=" + std::to_string(H) + " is not a multiple of KV=" + std::to_string(KV));
+  check_gqa(H, KV);
+  if (!q || !bt || !pos0 || !scratch || !counters || !out || max_seq <= 0)
+    throw Error("hand-written attention: decode attention with a missing buffer or no context");
   switch (Dh) {
-    case 16: return attn_decode_as<16>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
-    case 32: return attn_decode_as<32>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
-    case 64: return attn_decode_as<64>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
-    default: return attn_decode_as<128>(q, kc, vc, pos0, H, KV, S, scratch, counters, out, s);
+    case 16: return attn_decode_as<16>(q, c, bt, pos0, H, KV, max_seq, scratch, counters, out, s);
+    case 32: return attn_decode_as<32>(q, c, bt, pos0, H, KV, max_seq, scratch, counters, out, s);
+    case 64: return attn_decode_as<64>(q, c, bt, pos0, H, KV, max_seq, scratch, counters, out, s);
+    default: return attn_decode_as<128>(q, c, bt, pos0, H, KV, max_seq, scratch, counters, out, s);
   }
 }
 
 template <int DH>
 static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
                                 int* counters, bf16* out, cudaStream_t s) {
-  dev::DecodeAttnParams p =
-      decode_attention_params(qkv, r.k_cache, r.v_cache, r.H, r.KV, r.S, DH, scratch, counters, out);
-  p.k_store = r.k_cache;
-  p.v_store = r.v_cache;
+  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
+  p.k_store = r.cache.k;
+  p.v_store = r.cache.v;
   p.bias = r.bias;
   p.q_norm = r.q_norm;
   p.k_norm = r.k_norm;
   p.inv_freq = r.inv_freq;
   p.eps = eps;
-  launch_attn_decode_kernel<DH, true>(p, pos0, s);
+  launch_attn_decode_kernel<DH, true>(p, r.max_seq, pos0, s);
 }
 
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
                                   int* counters, bf16* out, cudaStream_t s) {
   check_head_dim(r.Dh);
-  if (r.KV <= 0 || r.H % r.KV != 0)
-    throw Error("hand-written attention: H=" + std::to_string(r.H) + " is not a multiple of KV=" + std::to_string(r.KV));
-  if (!qkv || !r.inv_freq || !r.k_cache || !r.v_cache || !pos0 || !scratch || !counters || !out)
-    throw Error("hand-written attention: decode attention from the raw QKV with a missing buffer");
+  check_gqa(r.H, r.KV);
+  if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos0 || !scratch || !counters || !out ||
+      r.max_seq <= 0)
+    throw Error("hand-written attention: decode attention from the raw QKV with a missing buffer or no context");
   switch (r.Dh) {
     case 16: return attn_decode_rope_as<16>(qkv, r, eps, pos0, scratch, counters, out, s);
     case 32: return attn_decode_rope_as<32>(qkv, r, eps, pos0, scratch, counters, out, s);
@@ -214,23 +246,47 @@ void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float 
 }
 
 template <int DH>
-static void attn_prefill_as(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int T, int H, int KV,
-                            int S, bf16* out, cudaStream_t s) {
-  const float scale = 1.f / sqrtf(static_cast<float>(DH));
-  dim3 grid(H, (T + dev::kAttnWarps - 1) / dev::kAttnWarps);
-  dev::attn_prefill_kernel<DH><<<grid, dev::kAttnWarps * 32, 0, s>>>(q, kc, vc, pos0, T, H, KV, S, scale, out);
+static void attn_ragged_as(dev::RaggedAttnParams p, cudaStream_t s) {
+  p.scale = 1.f / sqrtf(static_cast<float>(DH));
+  const dim3 grid(p.H, (p.T + dev::kAttnWarps - 1) / dev::kAttnWarps);
+  dev::attn_ragged_kernel<DH><<<grid, dev::kAttnWarps * 32, 0, s>>>(p);
   LG_CUDA_CHECK_LAUNCH();
 }
 
-void launch_attention_prefill(const float* q, const bf16* kc, const bf16* vc, const int* pos0, int T, int H, int KV,
-                              int Dh, int S, bf16* out, cudaStream_t s) {
+void launch_attention_ragged(const float* q, const KvPages& c, const int* block_table, int table_stride,
+                             const int* seq, const int* pos, int T, int H, int KV, int Dh, bf16* out, cudaStream_t s) {
   check_head_dim(Dh);
+  check_gqa(H, KV);
+  if (T < 0 || table_stride < 1) throw Error("hand-written attention: ragged attention with T < 0 or no block table");
+  if (T == 0) return;
+  if (!q || !block_table || !seq || !pos || !out) throw Error("hand-written attention: ragged attention with a missing buffer");
+  dev::RaggedAttnParams p{};
+  p.q = q;
+  p.k_pool = c.k;
+  p.v_pool = c.v;
+  p.block_table = block_table;
+  p.seq = seq;
+  p.pos = pos;
+  p.table_stride = table_stride;
+  p.T = T;
+  p.H = H;
+  p.KV = KV;
+  p.rows = c.rows;
+  p.block_shift = page_shift(c);
+  p.out = out;
   switch (Dh) {
-    case 16: return attn_prefill_as<16>(q, kc, vc, pos0, T, H, KV, S, out, s);
-    case 32: return attn_prefill_as<32>(q, kc, vc, pos0, T, H, KV, S, out, s);
-    case 64: return attn_prefill_as<64>(q, kc, vc, pos0, T, H, KV, S, out, s);
-    default: return attn_prefill_as<128>(q, kc, vc, pos0, T, H, KV, S, out, s);
+    case 16: return attn_ragged_as<16>(p, s);
+    case 32: return attn_ragged_as<32>(p, s);
+    case 64: return attn_ragged_as<64>(p, s);
+    default: return attn_ragged_as<128>(p, s);
   }
+}
+
+void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_t s) {
+  if (B < 0 || V <= 0) throw Error("hand-written argmax: B=" + std::to_string(B) + " V=" + std::to_string(V));
+  if (B == 0) return;
+  dev::argmax_rows_kernel<<<B, dev::kArgmaxThreads, 0, s>>>(logits, V, out);
+  LG_CUDA_CHECK_LAUNCH();
 }
 
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t s) {

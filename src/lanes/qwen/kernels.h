@@ -7,6 +7,8 @@
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
 // shortest chunk of positions).
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
+// The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
+// the sequence's block table; block sizes are powers of two.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -32,6 +34,17 @@ enum class GemvOutput {
   kStoreArgmax,  ///< out_f32[N] = y and *argmax_out = argmax(y), lowest index on a tie (the LM head)
 };
 
+/// One layer's paged KV cache: K and V pools bf16 [KV, rows, Dh], rows = num_blocks * block_size.
+/// Position p of a sequence whose block table is bt (device ints) lives at row
+/// bt[p / block_size] * block_size + p % block_size of each KV head. The attention launchers
+/// throw lg::Error for a block size that is not a power of two dividing rows.
+struct KvPages {
+  bf16* k = nullptr;
+  bf16* v = nullptr;
+  int rows = 0;        ///< pool rows per KV head, 1 .. 2^31 - 1
+  int block_size = 0;  ///< positions per block, a power of two
+};
+
 /// What the decode attention does to the raw QKV projection of one token at position *pos0
 /// (launch_attention_decode_rope): q/k/v bias, qk-norm, RoPE and the KV-cache write, as
 /// launch_rope_kv does for prefill (same fields, same math).
@@ -40,11 +53,10 @@ struct QkvRopeArgs {
   const float* q_norm = nullptr;    ///< f32 [Dh] or null (Qwen3 only)
   const float* k_norm = nullptr;    ///< f32 [Dh] or null
   const float* inv_freq = nullptr;  ///< f32 [Dh/2]
-  const int* pos0 = nullptr;        ///< device int: the token's position
-  int H = 0, KV = 0, Dh = 0, S = 0;  ///< S: KV-cache capacity (positions)
-  float* q_out = nullptr;           ///< f32 [H, Dh]
-  bf16* k_cache = nullptr;          ///< bf16 [KV, S, Dh] of this layer
-  bf16* v_cache = nullptr;
+  int H = 0, KV = 0, Dh = 0;
+  int max_seq = 0;                  ///< longest sequence the launch must serve (sizes the split grid)
+  KvPages cache;                    ///< this layer's pools
+  const int* block_table = nullptr; ///< device ints: the sequence's blocks, covering positions 0 .. *pos0
 };
 
 /// Layout of the GEMV's cross-block sync area (ints; `sync` below): the block counter and the
@@ -81,41 +93,55 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t stream);
+/// The same over chosen rows: h[b] = bf16(rms_norm(x[rows[b]], w, eps)) for b < B; rows device
+/// int [B] (each a row of x); h bf16 [B, D].
+void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int B, int D, float eps, bf16* h,
+                           cudaStream_t stream);
 
-/// Bias + qk-norm + RoPE + KV-cache write (kernels/rope_kv.cuh). qkv f32 [T, (H+2KV)*Dh];
-/// bias f32 [(H+2KV)*Dh] or null; q_norm/k_norm f32 [Dh] or null; inv_freq f32 [Dh/2];
-/// pos0 device int; q_out f32 [T, H, Dh]; caches bf16 [KV, S, Dh] of this layer. Dh <= 256, even.
+/// Bias + qk-norm + RoPE + KV-cache write (kernels/rope_kv.cuh) for T tokens of any sequences.
+/// qkv f32 [T, (H+2KV)*Dh]; bias f32 [(H+2KV)*Dh] or null; q_norm/k_norm f32 [Dh] or null;
+/// inv_freq f32 [Dh/2]; pos device int [T] (each token's position, for RoPE); slot device int
+/// [T] (each token's pool row, 0 .. cache.rows - 1, where its K/V go); q_out f32 [T, H, Dh].
+/// Dh <= 256, even. T == 0 launches nothing.
 void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, const float* k_norm,
-                    const float* inv_freq, const int* pos0, float eps, int T, int H, int KV, int Dh, int S,
-                    float* q_out, bf16* k_cache, bf16* v_cache, cudaStream_t stream);
+                    const float* inv_freq, const int* pos, const int* slot, float eps, int T, int H, int KV, int Dh,
+                    const KvPages& cache, float* q_out, cudaStream_t stream);
 
 /// Floats of scratch the split-KV decode attention needs for H query heads of head_dim Dh.
 size_t decode_attention_scratch_floats(int H, int Dh);
 
-/// Decode attention of one query at position *pos0 over cached positions 0..*pos0 (causal GQA,
-/// split-KV; one block per head while the context fits one chunk, else the last split of a head to
-/// finish merges the splits: one launch, PDL).
-/// q f32 [H, Dh]; caches bf16 [KV, S, Dh]; scratch f32 [decode_attention_scratch_floats];
-/// counters: H device ints, zero-filled once before the first launch (each launch leaves them
-/// at zero); out bf16 [H * Dh]. Dh in {16, 32, 64, 128}.
-void launch_attention_decode(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int H,
-                             int KV, int Dh, int S, float* scratch, int* counters, bf16* out, cudaStream_t stream);
+/// Decode attention of one query at position *pos0 over the sequence's positions 0..*pos0 in the
+/// paged pool (causal GQA, split-KV; one block per head while the context fits one chunk, else the
+/// last split of a head to finish merges the splits: one launch, PDL).
+/// q f32 [H, Dh]; block_table device ints covering positions 0..*pos0; *pos0 < max_seq (the
+/// split grid is sized for max_seq); scratch f32 [decode_attention_scratch_floats]; counters: H
+/// device ints, zero-filled once before the first launch (each launch leaves them at zero); out
+/// bf16 [H * Dh]. Dh in {16, 32, 64, 128}.
+void launch_attention_decode(const float* q, const KvPages& cache, const int* block_table, const int* pos0, int H,
+                             int KV, int Dh, int max_seq, float* scratch, int* counters, bf16* out,
+                             cudaStream_t stream);
 
 /// The decode step's attention fed by the raw QKV projection (v3): launch_attention_decode, with
 /// what launch_rope_kv does for this one position done inside it. Every block forms its query
 /// head from qkv (bias, qk-norm, RoPE in fp32); the blocks whose split holds position *pos0 form
 /// the KV head's key and value there too (rounded to bf16, as the cache holds them) and use them
 /// for that position, and the one of the KV head's first query head writes them into the caches.
-/// So the QKV GEMV before it is a plain store. `rope`: its bias, q_norm, k_norm (each may be null),
-/// inv_freq, eps, H, KV, Dh, S, k_cache and v_cache are used (pos0 and q_out are not); qkv f32
-/// [(H+2KV)*Dh]; scratch, counters, out as launch_attention_decode. Dh in {16, 32, 64, 128}.
+/// So the QKV GEMV before it is a plain store. qkv f32 [(H+2KV)*Dh]; scratch, counters, out as
+/// launch_attention_decode. Dh in {16, 32, 64, 128}.
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                   float* scratch, int* counters, bf16* out, cudaStream_t stream);
 
-/// Causal prefill attention of T queries at positions *pos0 + t. q f32 [T, H, Dh]; out bf16
-/// [T, H * Dh]. Dh in {16, 32, 64, 128}.
-void launch_attention_prefill(const float* q, const bf16* k_cache, const bf16* v_cache, const int* pos0, int T,
-                              int H, int KV, int Dh, int S, bf16* out, cudaStream_t stream);
+/// Attention of a ragged batch (kernels/attention.cuh): token t of sequence seq[t] at position
+/// pos[t] sees positions 0 .. pos[t] of that sequence (causal GQA). q f32 [T, H, Dh];
+/// block_table device int [B, table_stride] (row seq[t] covers positions 0 .. pos[t]); seq, pos
+/// device int [T]; out bf16 [T, H * Dh]. Dh in {16, 32, 64, 128}. T == 0 launches nothing.
+void launch_attention_ragged(const float* q, const KvPages& cache, const int* block_table, int table_stride,
+                             const int* seq, const int* pos, int T, int H, int KV, int Dh, bf16* out,
+                             cudaStream_t stream);
+
+/// out[b] = argmax of logits[b, 0 .. V-1] for b < B (lowest index on a tie, NaN never wins, all
+/// NaN: 0); logits f32 [B, V]; out device (or mapped host) int [B].
+void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_t stream);
 
 /// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n].
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t stream);

@@ -6,12 +6,13 @@
 
 namespace lg::qwen {
 
-std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, int64_t max_seq) {
+std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, const LaneOptions& options) {
   const QwenShape shape = qwen_shape_from_config(dir.config);
   CheckpointWeights weights(dir.checkpoint);
   // 0 (the factory's "model default"): the config's max_position_embeddings.
-  const int64_t seq = max_seq > 0 ? max_seq : dir.config.max_position_embeddings;
-  return std::make_unique<HandwrittenQwenLane>(shape, weights, seq);
+  LaneOptions o = options;
+  if (o.max_seq <= 0) o.max_seq = dir.config.max_position_embeddings;
+  return std::make_unique<HandwrittenQwenLane>(shape, weights, o);
 }
 
 }  // namespace lg::qwen

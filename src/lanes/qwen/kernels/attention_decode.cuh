@@ -1,5 +1,5 @@
-// Decode attention (one query per head at position pos = *pos0, keys 0..pos of the bf16 KV cache),
-// causal GQA, fp32 online softmax (Milakov & Gimelshein 2018; FlashAttention's split-KV form,
+// Decode attention (one query per head at position pos = *pos0, keys 0..pos of the sequence in the
+// paged bf16 KV pool, kernels/paged.cuh), causal GQA, fp32 online softmax (Milakov & Gimelshein 2018; FlashAttention's split-KV form,
 // "Flash-Decoding"). Query head h reads KV head h / (H / KV).
 // Grid (H, splits): block (h, s) takes the s-th chunk of the positions counted back from the
 // query's own (split 0 always holds it; the chunk length and the number of chunks come from the
@@ -13,6 +13,9 @@
 // each block writes its partial (max, sum, unnormalised output) and the last block of head h to
 // finish (pdl.cuh: arrive_last) merges the partials and writes the output; that hand-off (a fence,
 // an atomic, a re-read of the partials from L2) is what one chunk skips.
+// Paging: a key's row is looked up in the sequence's block table (device memory the host fills
+// before the graph launch; __ldg, so after the first key of a block it comes from L1), then its K
+// and V loads are issued as before: one more dependent L2 round trip per block of keys.
 // The ROPE form (v3, the lane's decode step) reads the raw QKV projection instead of a finished
 // query and a cache that already holds this position: each block does bias + qk-norm + RoPE of its
 // query head in registers (the lane's 32 Dh-element slices; the rotate-half partner is 16 lanes
@@ -23,6 +26,7 @@
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
+#include "lanes/qwen/kernels/paged.cuh"
 #include "lanes/qwen/kernels/pdl.cuh"
 
 namespace lg::qwen::dev {
@@ -68,9 +72,11 @@ __device__ __forceinline__ uint2 pack_raw(const float (&v)[EPL]) {
 /// What the decode attention reads and writes (the kernel's arguments).
 struct DecodeAttnParams {
   const float* q_all;    // f32 [H, DH], RoPE applied; ROPE form: the raw projection [(H+2KV), DH]
-  const bf16* k_cache;   // bf16 [KV, S, DH] of this layer
+  const bf16* k_cache;   // bf16 [KV, rows, DH]: this layer's pool
   const bf16* v_cache;
-  int H, KV, S;
+  const int* block_table;  // the sequence's blocks (covering positions 0 .. *pos0)
+  int H, KV, rows;       // rows: pool rows per KV head
+  int block_shift;       // log2 of the block size
   float scale;           // 1 / sqrt(DH)
   int min_split;         // shortest chunk of positions one block takes
   float* partial;        // f32 [H, kDecodeSplits, DH + 2]
@@ -114,12 +120,16 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
   const int nsplits = sp.n;
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
-  const size_t base = static_cast<size_t>(h / (p.H / p.KV)) * p.S * DH;
+  const size_t base = static_cast<size_t>(h / (p.H / p.KV)) * static_cast<size_t>(p.rows) * DH;
 
   float m = kNegInf, l = 0.f, acc[EPL] = {};
   for (int j = k0 + warp * R; j < k1; j += NW * R) {
     uint2 kr[R], vr[R];
     float s[R];
+    // The keys' pool rows first: all R block-table loads in flight together, then all K/V loads.
+    int prow[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j + r, k1 - 1), p.block_shift);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int key = min(j + r, k1 - 1);  // past the chunk: a valid row, masked below
@@ -127,8 +137,9 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
         kr[r] = pack_raw<EPL>(kp);
         vr[r] = pack_raw<EPL>(vp);
       } else {
-        kr[r] = load_bf16_raw<DH>(p.k_cache + base + static_cast<size_t>(key) * DH);
-        vr[r] = load_bf16_raw<DH>(p.v_cache + base + static_cast<size_t>(key) * DH);
+        const size_t row = base + static_cast<size_t>(prow[r]) * DH;
+        kr[r] = load_bf16_raw<DH>(p.k_cache + row);
+        vr[r] = load_bf16_raw<DH>(p.v_cache + row);
       }
     }
 #pragma unroll
@@ -323,7 +334,7 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
     if (holds_pos) {
       rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
       const bool writer = h % (p.H / p.KV) == 0 && threadIdx.x < 32 && active;
-      const size_t row = (static_cast<size_t>(kvh) * p.S + pos) * DH;
+      const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(p.block_table, pos, p.block_shift));
 #pragma unroll
       for (int e = 0; e < EPL; ++e) {
         const bf16 kb = __float2bfloat16(kp[e]), vb = __float2bfloat16(vp[e] + bv[e]);

@@ -5,8 +5,9 @@
 // inv_freq[i] = theta^(-2i/Dh) (computed on the host in fp32 as transformers does):
 //   out[i]        = x[i] cos - x[i + Dh/2] sin
 //   out[i + Dh/2] = x[i + Dh/2] cos + x[i] sin
-// Positions are read from device memory (pos0 + token index) so a captured decode graph replays
-// at every position.
+// Each token brings its own position and its own pool row (its "slot": where its sequence's block
+// table puts that position, kernels/paged.cuh), both from device memory: the tokens of a ragged
+// batch belong to different sequences at unrelated positions.
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
@@ -19,12 +20,13 @@ struct RopeKvArgs {
   const float* q_norm;   ///< f32 [Dh] or null (no qk-norm)
   const float* k_norm;   ///< f32 [Dh] or null
   const float* inv_freq; ///< f32 [Dh / 2]
-  const int* pos0;       ///< device: position of token 0
+  const int* pos;        ///< device int [T]: each token's position
+  const int* slot;       ///< device int [T]: each token's pool row
   float eps;
-  int H, KV, Dh, S;      ///< S: KV-cache capacity (positions)
+  int H, KV, Dh, rows;   ///< rows: pool rows per KV head
   float* q_out;          ///< f32 [T, H, Dh]
-  bf16* k_cache;         ///< bf16 [KV, S, Dh] (this layer)
-  bf16* v_cache;         ///< bf16 [KV, S, Dh]
+  bf16* k_cache;         ///< bf16 [KV, rows, Dh] (this layer's pool)
+  bf16* v_cache;         ///< bf16 [KV, rows, Dh]
 };
 
 __global__ void rope_kv_kernel(RopeKvArgs a) {
@@ -32,12 +34,13 @@ __global__ void rope_kv_kernel(RopeKvArgs a) {
   __shared__ float scratch[32];
   const int head = blockIdx.x, t = blockIdx.y, d = threadIdx.x;
   const int Dh = a.Dh, width = (a.H + 2 * a.KV) * Dh;
-  const int pos = *a.pos0 + t;
+  const int pos = a.pos[t];
+  const size_t slot = static_cast<size_t>(a.slot[t]);
   float v = a.qkv[static_cast<size_t>(t) * width + head * Dh + d];
   if (a.bias) v += a.bias[head * Dh + d];
   if (head >= a.H + a.KV) {  // value head: straight into the cache
     const int kvh = head - a.H - a.KV;
-    a.v_cache[(static_cast<size_t>(kvh) * a.S + pos) * Dh + d] = __float2bfloat16(v);
+    a.v_cache[(static_cast<size_t>(kvh) * a.rows + slot) * Dh + d] = __float2bfloat16(v);
     return;
   }
   const bool is_q = head < a.H;
@@ -58,7 +61,7 @@ __global__ void rope_kv_kernel(RopeKvArgs a) {
     a.q_out[(static_cast<size_t>(t) * a.H + head) * Dh + d] = out;
   } else {
     const int kvh = head - a.H;
-    a.k_cache[(static_cast<size_t>(kvh) * a.S + pos) * Dh + d] = __float2bfloat16(out);
+    a.k_cache[(static_cast<size_t>(kvh) * a.rows + slot) * Dh + d] = __float2bfloat16(out);
   }
 }
 
