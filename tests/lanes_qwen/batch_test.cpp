@@ -1,0 +1,223 @@
+// The hand-written lane on ragged batches over its paged KV pool (GPU; skipped without one):
+//   - randomized schedules (tests/common/batch_schedules.h): sequences join, are prefilled in
+//     random chunks, decode and leave, their blocks scattered over the pool; at every step that
+//     ends a prompt or decodes, each sequence's logits must agree with its run alone;
+//   - the decode graph follows the block table of whichever sequence it runs (two sequences
+//     decoding in turn, one token each, give what each gives alone);
+//   - limits() says what the buffers hold, and what it refuses is refused with a message.
+//
+// Tolerance of the schedules: 5e-2 norm-wise relative error of the logits. A sequence alone and
+// in a batch may take different paths for the same token: alone, a decode token is the graph's
+// GEMVs and split-KV decode attention and a prompt the tensor-core flash attention with bf16 q
+// and P; in a batch of several, the same token is a row of cuBLASLt GEMMs (another fp32
+// summation order) and of the ragged attention (fp32 q and P). Activations are rounded to bf16
+// between the ops (2^-9 relative), so an fp32 difference in the last bit can move a value to the
+// neighbouring bf16 and that difference flows through the later layers: the paths agree to
+// bf16's precision, not fp32's. Each path is within the lane's distance from the fp32 reference,
+// measured at most 0.025 on these models (bench/RESULTS.md, `lg lock check --compare-logits`),
+// so two paths are within 2 x 0.025 of each other (triangle inequality). Argmaxes must agree
+// wherever the alone run's top-2 margin is above 0.1 (docs/locks.md, the bf16 lanes' margin).
+// A sequence that reads another's rows, a wrong position or a stale block table changes its
+// attention in every layer, far beyond 5e-2; the worst error seen is printed so a GPU log shows
+// the headroom.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "common/batch_schedules.h"
+#include "lanes/qwen/handwritten_lane.h"
+#include "model/model_dir.h"
+#include "runtime/solo_sequence.h"
+#include "support/error.h"
+#include "test_util.h"
+
+using namespace lg;
+using namespace lg::qwen;
+using namespace lg::qwen::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kPathTolerance = 5e-2;  // see the top of the file
+constexpr double kBf16Margin = 0.1;      // docs/locks.md
+
+/// `n` seeded schedules on `lane`; prints what they covered and the worst error (the headroom).
+void run_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t first_seed, int n) {
+  lg::testing::ScheduleStats all;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t seed = first_seed + static_cast<uint64_t>(i);
+    const auto st = lg::testing::run_random_schedule(lane, seed, 0, vocab - 1, kPathTolerance, kBf16Margin);
+    all.compared += st.compared;
+    all.argmax_compared += st.argmax_compared;
+    all.steps += st.steps;
+    all.max_batch = std::max(all.max_batch, st.max_batch);
+    all.worst_rel = std::max(all.worst_rel, st.worst_rel);
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf("%s: %d schedules, %lld steps (up to %lld sequences), %lld logits rows compared (%lld argmaxes), "
+              "worst relative error %.2e (tolerance %.0e)\n",
+              what.c_str(), n, static_cast<long long>(all.steps), static_cast<long long>(all.max_batch),
+              static_cast<long long>(all.compared), static_cast<long long>(all.argmax_compared), all.worst_rel,
+              kPathTolerance);
+  EXPECT_GT(all.max_batch, 1) << what << ": no step batched several sequences";
+}
+
+class TinyBatch : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+// The default limits (blocks of 16, a token budget above any schedule's prompts) and tight ones
+// (blocks of 4, steps of at most 3 sequences and 24 tokens, a pool just big enough), where
+// prompts are cut into chunks and sequences wait for room in the step.
+TEST_P(TinyBatch, RandomSchedulesAgreeWithRunsAlone) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / GetParam());
+  const auto vocab = static_cast<int32_t>(md.config.vocab_size);
+  {
+    auto lane = make_handwritten_lane(md, {.max_seq = 128});
+    run_schedules(*lane, GetParam() + " (default limits)", vocab, 1000, 40);
+  }
+  {
+    // 6 sequences of at most 40 + 12 positions: 6 x 13 blocks of 4.
+    auto lane = make_handwritten_lane(md, {.max_seq = 64, .kv_tokens = 6 * 52, .max_batch = 3, .max_tokens = 24,
+                                           .block_size = 4});
+    EXPECT_EQ(lane->limits().block_size, 4);
+    EXPECT_EQ(lane->limits().max_batch, 3);
+    EXPECT_EQ(lane->limits().max_tokens, 24);
+    run_schedules(*lane, GetParam() + " (blocks of 4, 3 x 24)", vocab, 2000, 40);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TinyBatch, ::testing::Values("tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2"));
+
+TEST(HandwrittenBatch, Pycode22mRandomSchedulesAgreeWithRunsAlone) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(source_dir()) / "models" / "qwen3-pycode-22m");
+  auto lane = make_handwritten_lane(md, {.max_seq = 256});
+  // Ids of the model's own vocabulary, as the schedules' random prompts.
+  run_schedules(*lane, "qwen3-pycode-22m", static_cast<int32_t>(md.config.vocab_size), 3000, 20);
+}
+
+// Two sequences decoding in turn, one token per step: every step is the decode graph, each time
+// with the other sequence's block table (scattered blocks of 4, so the tables also grow every 4
+// tokens). Each must give what it gives decoding alone on the same lane: the same kernels over
+// the same values in other rows, so to fp32 roundoff (in practice bit for bit).
+TEST(HandwrittenBatch, DecodeGraphFollowsEachSequencesBlockTable) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen3");
+  auto lane = make_handwritten_lane(md, {.max_seq = 128, .kv_tokens = 512, .block_size = 4});
+  auto rng = fresh_rng();
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(md.config.vocab_size - 1));
+  std::vector<std::vector<int32_t>> prompts(2);
+  for (auto& p : prompts) {
+    p.resize(static_cast<size_t>(std::uniform_int_distribution<int>(3, 20)(rng)));
+    for (auto& t : p) t = tok(rng);
+  }
+  const int kDecodes = 30;
+  // Alone: each sequence from position 0, its logits after every decode token.
+  std::vector<std::vector<std::vector<float>>> alone(2);
+  std::vector<std::vector<int32_t>> fed(2);
+  for (size_t i = 0; i < 2; ++i) {
+    runtime::SoloSequence s(*lane);
+    SeqResult r = s.feed(prompts[i], false);
+    for (int k = 0; k < kDecodes; ++k) {
+      fed[i].push_back(r.argmax);
+      r = s.feed(std::span<const int32_t>(&fed[i].back(), 1), true);
+      alone[i].push_back(r.logits);
+    }
+  }
+  // In turn, with blocks from one manager whose free list was shuffled.
+  runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
+  {
+    std::vector<int32_t> all;
+    ASSERT_TRUE(blocks.grow(all, lane->limits().pool_tokens()));
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int32_t b : all) {
+      std::vector<int32_t> one{b};
+      blocks.release(one);
+    }
+  }
+  std::vector<std::unique_ptr<runtime::SoloSequence>> seqs;
+  for (size_t i = 0; i < 2; ++i) {
+    seqs.push_back(std::make_unique<runtime::SoloSequence>(*lane, &blocks));
+    seqs[i]->feed(prompts[i], false);
+  }
+  for (int k = 0; k < kDecodes; ++k)
+    for (size_t i = 0; i < 2; ++i) {
+      SeqResult r = seqs[i]->feed(std::span<const int32_t>(&fed[i][static_cast<size_t>(k)], 1), true);
+      EXPECT_LT(rel_err(r.logits, alone[i][static_cast<size_t>(k)]), 1e-6) << "sequence " << i << " decode " << k;
+    }
+}
+
+// limits() is what the lane was made with and what its buffers hold: a step at every limit at
+// once runs (and agrees with the sequences alone), one past any limit is refused, naming the
+// sequence where there is one.
+TEST(HandwrittenBatch, LimitsAreWhatTheStepAccepts) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen2");
+  auto lane = make_handwritten_lane(md, {.max_seq = 40, .kv_tokens = 100, .max_batch = 3, .max_tokens = 10,
+                                         .block_size = 8});
+  const LaneLimits& lim = lane->limits();
+  EXPECT_EQ(lim.max_seq, 40);
+  EXPECT_EQ(lim.block_size, 8);
+  EXPECT_EQ(lim.num_blocks, 13);  // 100 positions rounded up to blocks of 8
+  EXPECT_EQ(lim.max_batch, 3);
+  EXPECT_EQ(lim.max_tokens, 10);
+
+  // Three sequences, ten tokens, the last one ending at position 39 in the pool's last block.
+  const std::vector<int32_t> a{1, 2, 3, 4}, b{5, 6, 7, 8, 9}, c{10};
+  const std::vector<int32_t> ta{0}, tb{1}, tc{12, 7, 3, 11, 2};  // tc: block 12 is the pool's last
+  std::vector<SeqStep> batch(3);
+  batch[0] = SeqStep{a, 0, ta, true};
+  batch[1] = SeqStep{b, 0, tb, true};
+  batch[2] = SeqStep{c, 39, tc, true};
+  // Sequence 2 attends to positions 0..38 too: write them first, alone, through its table.
+  std::vector<int32_t> prefix(39);
+  for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = static_cast<int32_t>(i % 50);
+  for (size_t at = 0; at < prefix.size(); at += 10) {
+    const size_t n = std::min<size_t>(10, prefix.size() - at);
+    SeqStep p{std::span<const int32_t>(prefix.data() + at, n), static_cast<int64_t>(at), tc, false};
+    lane->step(std::span<const SeqStep>(&p, 1));
+  }
+  const std::vector<SeqResult> together = lane->step(batch);
+  ASSERT_EQ(together.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const SeqResult alone = lane->step(std::span<const SeqStep>(&batch[i], 1)).at(0);
+    EXPECT_LT(rel_err(together[i].logits, alone.logits), kPathTolerance) << "sequence " << i;
+  }
+
+  std::vector<SeqStep> four(batch);
+  four.push_back(SeqStep{c, 0, std::span<const int32_t>(ta), false});
+  EXPECT_THROW(lane->step(four), Error);  // 4 sequences
+  const std::vector<int32_t> eleven(11, 1);
+  const std::vector<int32_t> two_blocks{0, 1};
+  SeqStep big{eleven, 0, two_blocks, false};
+  EXPECT_THROW(lane->step(std::span<const SeqStep>(&big, 1)), Error);  // 11 tokens
+  const std::vector<int32_t> outside{13};
+  SeqStep off{a, 0, outside, false};
+  EXPECT_THROW(lane->step(std::span<const SeqStep>(&off, 1)), Error);  // block 13 is past the pool
+  const std::vector<int32_t> bad{1, static_cast<int32_t>(md.config.vocab_size)};
+  std::vector<SeqStep> with_bad{batch[0], SeqStep{bad, 0, tb, false}};
+  try {
+    lane->step(with_bad);
+    ADD_FAILURE() << "a token outside the vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence 1"), std::string::npos) << e.what();
+  }
+  // Two sequences writing one block in one step would race.
+  std::vector<SeqStep> shared{SeqStep{a, 0, ta, false}, SeqStep{b, 0, ta, false}};
+  EXPECT_THROW(lane->step(shared), Error);
+}
+
+TEST(HandwrittenBatch, RefusesWhatItCannotHold) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen3");
+  EXPECT_THROW(make_handwritten_lane(md, {.max_seq = 64, .block_size = 12}), Error);  // not a power of two
+  // The default pool: at least one context, at most max_batch contexts.
+  auto lane = make_handwritten_lane(md, {.max_seq = 64, .max_batch = 5});
+  EXPECT_GE(lane->limits().pool_tokens(), 64);
+  EXPECT_LE(lane->limits().pool_tokens(), 5 * 64 + lane->limits().block_size);
+}
