@@ -13,14 +13,13 @@
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "cli/program_options.h"
-#include "emit/cuda/program.h"
+#include "emit/cuda/compile.h"
 #include "ir/batch.h"
 #include "lang/lower.h"
-#include "model/config.h"
 #include "lift/explain.h"
-#include "lift/lift.h"
-#include "lift/passes.h"
+#include "model/config.h"
 #include "support/error.h"
+#include "support/startup_clock.h"
 
 namespace {
 
@@ -69,19 +68,25 @@ LG_COMMAND("compile", [](CLI::App& app) {
     if (bind.max_seq == 0)
       if (auto it = config.find("max_position_embeddings"); it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0)
         bind.max_seq = std::min<int64_t>(it->get<int64_t>(), kDefaultMaxSeq);
+    lg::StartupClock clock("lg compile");  // LG_STARTUP_TIMES=1: the time of each phase on stderr
     lg::ir::Graph graph = lg::lang::lower_file(opts->file, config, bind);
+    clock.mark("lower", std::to_string(graph.nodes.size()) + " nodes");
     if (!opts->one_sequence) {
       // The compiled lane sizes its pool from the free device memory; here 4 contexts unless asked.
       const int64_t S = graph.symbols.at(0).max;
       const lg::LaneLimits l = lg::resolve_limits(opts->lane, S, 4 * S);
       lg::ir::make_batched(graph, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
     }
-    lg::lift::StagedProgram prog = lg::lift::lift(graph);
-    if (!opts->no_fuse) lg::lift::fuse(prog);
-    lg::emit::cuda::CudaProgram cuda = lg::emit::cuda::emit_program(prog, {.bf16_states = !opts->one_sequence});
+    lg::emit::cuda::CompileOptions copts;
+    copts.fuse = !opts->no_fuse;
+    copts.emit.bf16_states = !opts->one_sequence;
+    copts.clock = &clock;
+    const lg::emit::cuda::Compilation comp = lg::emit::cuda::compile(graph, copts);
+    const lg::lift::StagedProgram& prog = comp.staged;
+    const lg::emit::cuda::CudaProgram& cuda = comp.program;
     std::string listing = lg::lift::explain(prog, /*with_source=*/true);
-    int64_t layers = 0;
-    const int64_t per_layer = lg::lift::launches_per_layer(prog, &layers);
+    clock.mark("explain");
+    const auto [per_layer, layers] = lg::emit::cuda::layer_launches(comp);
     std::string summary = "stages: " + std::to_string(prog.stages.size()) +
                           "  launches: " + std::to_string(prog.launches.size()) +
                           "  kernels: " + std::to_string(cuda.kernels.size()) +
@@ -98,6 +103,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
       write_file(dir / "plan.json", cuda.plan_json());
       write_file(dir / "provenance.json", lg::to_json(cuda.provenance) + "\n");
       write_file(dir / "stages.txt", listing + summary);
+      clock.mark("write");
     }
     if (opts->explain) std::cout << listing;
     std::cout << summary;

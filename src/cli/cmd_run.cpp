@@ -20,6 +20,7 @@
 #include "model/weight_checks.h"
 #include "runtime/generate.h"
 #include "support/error.h"
+#include "support/startup_clock.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -85,14 +86,18 @@ int run(const RunOpts& o) {
     throw lg::Error(fmt::format("--temperature must be at most 1000 (higher is a uniform draw), got {}", *o.temperature));
   if (o.top_p && !(std::isfinite(*o.top_p) && *o.top_p > 0 && *o.top_p <= 1)) throw lg::Error(fmt::format("--top-p must be in (0, 1], got {}", *o.top_p));
   if (o.top_k < -1) throw lg::Error(fmt::format("--top-k must be >= 0 (0 = off), got {}", o.top_k));
+  // LG_STARTUP_TIMES=1: each start-up phase on stderr (the lanes add their own inside make_lane).
+  lg::StartupClock startup("lg run");
   const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
   // A config from another size would otherwise show up as a bad prompt id or a gather error.
   lg::model::require_config_matches_shapes(dir.config, dir.checkpoint, o.model);
+  startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
   // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
   // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
   const std::vector<int32_t> prompt = tok.encode_with_special_tokens(prompt_text);
+  startup.mark("tokenizer");
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
   if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.config.vocab_size))
     throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "
@@ -114,6 +119,7 @@ int run(const RunOpts& o) {
                  dir.config.model_type.c_str(), static_cast<double>(dir.checkpoint.parameter_count()) / 1e6,
                  lane_name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s");
   auto lane = lg::make_lane(lane_name, dir, {.max_seq = max_seq});
+  startup.mark("make lane", lane->name());
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s lane ready (%s) in %.2f s\n", lane->name().c_str(),
                  lg::to_string(lane->provenance()).c_str(), secs_since(t0));
@@ -132,7 +138,10 @@ int run(const RunOpts& o) {
   // file gets exactly that, with no newline added.
   if (!o.no_echo) std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
   std::fflush(stdout);
+  int64_t produced = 0;
   gen.on_token = [&](int32_t id) {
+    // The first steps pay for lazy module loading, cuBLASLt's set-up and the decode graph capture.
+    if (produced < 2) startup.mark(produced++ == 0 ? "first step (prefill, warm-up)" : "first decode step (graph capture)");
     // End-of-sequence tokens stop generation; they are not part of the text.
     for (int64_t e : gen.eos_ids)
       if (e == id) return;

@@ -8,20 +8,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 
-#include "emit/cuda/nvrtc.h"
+#include "emit/cuda/compile.h"
+#include "emit/cuda/nvrtc_program.h"
 #include "emit/cuda/program.h"
 #include "kernels/launch_policy.h"
-#include "lift/lift.h"
 #include "lanes/compiled/device_ops.h"
 #include "ir/batch.h"
-#include "lift/passes.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
@@ -30,6 +28,7 @@
 #include "runtime/forward_graph.h"
 #include "support/error.h"
 #include "support/fnv1a.h"
+#include "support/startup_clock.h"
 
 namespace lg {
 
@@ -44,20 +43,26 @@ void progress(const std::string& msg) {
 class CompiledLane : public Lane {
  public:
   /// `ckpt` null: random weights from `seed` (matrices uniform with std 0.02, transformers'
-  /// initializer_range; 1-D norm weights 1, other 1-D params 0, as a fresh HF model).
-  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed, const LaneOptions& options) {
+  /// initializer_range; 1-D norm weights 1, other 1-D params 0, as a fresh HF model). `clock` has
+  /// timed the lowering; the lane marks its own phases on it (LG_STARTUP_TIMES).
+  CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed, const LaneOptions& options,
+               StartupClock& clock) {
     if (!cuda::cuda_device_available()) throw Error("compiled lane: no CUDA device");
     for (const auto& in : fg.graph.inputs)
       if (in.name != "tokens" && in.name != "pos")
         throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
     limits_ = resolve_limits(options, fg.max_seq, default_pool(fg, options));
     ir::make_batched(fg.graph, {limits_.block_size, limits_.num_blocks, limits_.max_batch, limits_.max_tokens});
-    lift::StagedProgram staged = lift::lift(fg.graph);
-    lift::fuse(staged);
+    emit::cuda::CompileOptions opts;
+    opts.arch = cuda::device_arch();
     // The KV pool in bf16 (the .lg's f32 cache is the reference's; the locks check this lane).
-    prog_ = emit::cuda::emit_program(staged, {.bf16_states = true});
+    opts.emit.bf16_states = true;
+    opts.clock = &clock;
+    emit::cuda::Compilation comp = emit::cuda::compile(fg.graph, opts);
+    prog_ = std::move(comp.program);
+    const lift::StagedProgram& staged = comp.staged;
     const ir::Graph& g = staged.graph;
-    compile_kernels(g.model);
+    compile_kernels(comp.arch, clock);
     // Buffers: weights uploaded once, states zeroed, inputs and the arena allocated.
     arena_ = cuda::DeviceBuffer(static_cast<size_t>(std::max<int64_t>(prog_.arena_bytes, 256)));
     ptrs_.resize(prog_.buffers.size());
@@ -90,6 +95,7 @@ class CompiledLane : public Lane {
     staging_size_ = 3 * T + B * static_cast<size_t>(limits_.blocks_per_seq()) + 2 * B;
     LG_CUDA_CHECK(cudaMallocHost(&pinned_, staging_size_ * sizeof(int32_t)));
     stream_.synchronize();
+    clock.mark(ckpt ? "weight upload" : "random weights");
     progress("");
     profile_ = std::getenv("LG_PROFILE_LAUNCHES") != nullptr;
     const char* pdl = std::getenv("LG_COMPILED_PDL");
@@ -201,30 +207,24 @@ class CompiledLane : public Lane {
 
   // NVRTC compiles the kernels in chunks on every core (each kernel that instantiates the
   // flash-attention template takes seconds at -O3); each chunk is its own cached cubin and library.
-  void compile_kernels(const std::string& model) {
+  void compile_kernels(const std::string& arch, StartupClock& clock) {
     const size_t nk = prog_.kernels.size();
     const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 32));
-    const size_t per = std::max<size_t>(1, (nk + threads - 1) / threads);
     progress("compiled lane: compiling " + std::to_string(nk) + " kernels with NVRTC on " + std::to_string(threads) +
              " threads...");
-    std::vector<std::future<std::vector<char>>> jobs;
-    for (size_t k0 = 0; k0 < nk; k0 += per) {
-      std::string src = "// " + model + ": kernels " + std::to_string(k0) + ".." +
-                        std::to_string(std::min(nk, k0 + per) - 1) + " of the compiled program.\n" + prog_.prelude;
-      for (size_t k = k0; k < std::min(nk, k0 + per); ++k) src += "\n" + prog_.kernels[k].source;
-      jobs.push_back(std::async(std::launch::async, [src = std::move(src), model] {
-        return emit::cuda::nvrtc_compile_cached(src, model, "sm_90");
-      }));
-    }
+    const std::vector<emit::cuda::CubinChunk> chunks = emit::cuda::nvrtc_compile_program(prog_, arch, threads);
+    size_t hits = 0;
+    for (const auto& c : chunks) hits += c.cache_hit;
+    clock.mark("nvrtc", std::to_string(hits) + "/" + std::to_string(chunks.size()) + " units from the cache, " + arch);
     kernels_.resize(nk);
-    for (size_t c = 0; c < jobs.size(); ++c) {
-      std::vector<char> cubin = jobs[c].get();
+    for (const auto& c : chunks) {
       cudaLibrary_t lib = nullptr;
-      LG_CUDA_CHECK(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      LG_CUDA_CHECK(cudaLibraryLoadData(&lib, c.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
       libs_.push_back(lib);
-      for (size_t k = c * per; k < std::min(nk, (c + 1) * per); ++k)
+      for (size_t k = c.first; k < c.first + c.count; ++k)
         LG_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[k], lib, prog_.kernels[k].name.c_str()));
     }
+    clock.mark("module load", std::to_string(chunks.size()) + " libraries");
   }
 
   void upload_weight(const model::Checkpoint& ckpt, const std::string& tensor, const emit::cuda::Buffer& b,
@@ -436,12 +436,18 @@ class CompiledLane : public Lane {
 }  // namespace
 
 std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, const LaneOptions& options) {
-  return std::make_unique<CompiledLane>(runtime::forward_graph(dir, options.max_seq), &dir.checkpoint, 0, options);
+  StartupClock clock("compiled lane");
+  runtime::ForwardGraph fg = runtime::forward_graph(dir, options.max_seq);
+  clock.mark("lower", std::to_string(fg.graph.nodes.size()) + " nodes");
+  return std::make_unique<CompiledLane>(std::move(fg), &dir.checkpoint, 0, options, clock);
 }
 
 std::unique_ptr<Lane> make_compiled_lane_random(const model::ModelConfig& config, uint64_t seed,
                                                 const LaneOptions& options) {
-  return std::make_unique<CompiledLane>(runtime::forward_graph(config, options.max_seq), nullptr, seed, options);
+  StartupClock clock("compiled lane");
+  runtime::ForwardGraph fg = runtime::forward_graph(config, options.max_seq);
+  clock.mark("lower", std::to_string(fg.graph.nodes.size()) + " nodes");
+  return std::make_unique<CompiledLane>(std::move(fg), nullptr, seed, options, clock);
 }
 
 }  // namespace lg

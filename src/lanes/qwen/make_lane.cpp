@@ -3,16 +3,20 @@
 #include "lanes/qwen/handwritten_lane.h"
 #include "lanes/qwen/weight_source.h"
 #include "model/model_dir.h"
+#include "support/startup_clock.h"
 
 namespace lg::qwen {
 
 std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, const LaneOptions& options) {
+  StartupClock clock("handwritten lane");  // LG_STARTUP_TIMES=1: what the start-up took
   const QwenShape shape = qwen_shape_from_config(dir.config);
   CheckpointWeights weights(dir.checkpoint);
   // 0 (the factory's "model default"): the config's max_position_embeddings.
   LaneOptions o = options;
   if (o.max_seq <= 0) o.max_seq = dir.config.max_position_embeddings;
-  return std::make_unique<HandwrittenQwenLane>(shape, weights, o);
+  auto lane = std::make_unique<HandwrittenQwenLane>(shape, weights, o);
+  clock.mark("weight upload and buffers");
+  return lane;
 }
 
 }  // namespace lg::qwen

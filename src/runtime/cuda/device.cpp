@@ -38,6 +38,14 @@ int sm_count() {
   return n;
 }
 
+std::string device_arch() {
+  int dev = 0, major = 0, minor = 0;
+  LG_CUDA_CHECK(cudaGetDevice(&dev));
+  LG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  LG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   cudaError_t err = cudaMalloc(&ptr_, bytes);

@@ -22,6 +22,10 @@ std::string device_description();
 /// by. Throws lg::Error without a device.
 int sm_count();
 
+/// The current device's architecture as NVRTC names it, "sm_90" for compute capability 9.0.
+/// Throws lg::Error without a device.
+std::string device_arch();
+
 /// Owns one cudaMalloc allocation. Move-only; freed in the destructor.
 class DeviceBuffer {
  public:
