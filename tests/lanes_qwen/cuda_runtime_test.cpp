@@ -2,10 +2,12 @@
 // graphs round-trip data on a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/pinned_upload.h"
 
 using namespace lg::cuda;
 
@@ -44,4 +46,28 @@ TEST(CudaRuntime, BufferRoundTripAndGraphReplay) {
   std::vector<int> back(host.size());
   b.download(back.data(), back.size() * sizeof(int));
   EXPECT_EQ(back, host);
+}
+
+// The pinned staging ring: sizes around the slot size (empty, one byte, a slot less and more one,
+// several slots), several uploads in a row that reuse every slot, from pageable memory that is
+// overwritten as soon as upload() returns (as an unmapped checkpoint would be gone): the device
+// holds the bytes as they were.
+TEST(CudaRuntime, PinnedUploaderCopiesEveryByteInStreamOrder) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  const size_t slot = size_t{4} << 20;  // above 2 MiB: the copy is split across the threads
+  PinnedUploader up(slot, 2, 3);
+  Stream s;
+  uint32_t x = 12345;
+  for (size_t n : {size_t{0}, size_t{1}, slot - 1, slot, slot + 1, 3 * slot + 4097}) {
+    std::vector<uint8_t> host(n), keep(n);
+    for (size_t i = 0; i < n; ++i) host[i] = keep[i] = static_cast<uint8_t>((x = x * 1664525u + 1013904223u) >> 24);
+    DeviceBuffer d(n);
+    up.upload(d.data(), host.data(), n, s.get());
+    std::fill(host.begin(), host.end(), uint8_t{0});  // read when upload() returned
+    up.finish();
+    std::vector<uint8_t> back(n);
+    d.download(back.data(), n);
+    EXPECT_EQ(back, keep) << n << " bytes";
+  }
+  EXPECT_EQ(up.bytes(), 0 + 1 + (slot - 1) + slot + (slot + 1) + (3 * slot + 4097));
 }

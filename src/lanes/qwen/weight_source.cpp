@@ -8,6 +8,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/fill.h"
+#include "runtime/cuda/pinned_upload.h"
 #include "support/dtype.h"
 #include "support/fnv1a.h"
 
@@ -39,13 +40,17 @@ const model::TensorInfo& checked_info(const model::Checkpoint& c, const std::str
 
 }  // namespace
 
+CheckpointWeights::CheckpointWeights(const model::Checkpoint& ckpt) : ckpt_(ckpt) {}
+
+CheckpointWeights::~CheckpointWeights() = default;
+
 void CheckpointWeights::load_bf16(const std::string& name, const std::vector<int64_t>& shape, __nv_bfloat16* dst,
                                   cudaStream_t stream) {
   const model::TensorInfo& info = checked_info(ckpt_, name, shape);
   const auto bytes = ckpt_.bytes(name);
   if (info.dtype == DType::BF16) {
-    LG_CUDA_CHECK(cudaMemcpyAsync(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream));
-    LG_CUDA_CHECK(cudaStreamSynchronize(stream));  // the mapping may be unmapped by the caller later
+    if (!uploader_) uploader_ = std::make_unique<cuda::PinnedUploader>();
+    uploader_->upload(dst, bytes.data(), bytes.size(), stream);  // the mapping is read when it returns
     return;
   }
   // f32 / f16: widen on the host (exact), round to bf16 on the device (round-to-nearest-even).

@@ -8,11 +8,15 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace lg::model {
 class Checkpoint;
+}
+namespace lg::cuda {
+class PinnedUploader;
 }
 
 namespace lg::qwen {
@@ -32,10 +36,13 @@ class WeightSource {
   virtual std::string describe() const = 0;
 };
 
-/// Tensors of a checkpoint (which must outlive the source).
+/// Tensors of a checkpoint (which must outlive the source). bf16 tensors go to the device through
+/// pinned staging buffers (cuda::PinnedUploader): load_bf16 returns once the tensor has been read
+/// from the mapping, and its copy completes in `stream`'s order; the destructor waits for the last.
 class CheckpointWeights : public WeightSource {
  public:
-  explicit CheckpointWeights(const model::Checkpoint& ckpt) : ckpt_(ckpt) {}
+  explicit CheckpointWeights(const model::Checkpoint& ckpt);
+  ~CheckpointWeights() override;
   void load_bf16(const std::string& name, const std::vector<int64_t>& shape, __nv_bfloat16* dst,
                  cudaStream_t stream) override;
   void load_f32(const std::string& name, const std::vector<int64_t>& shape, float* dst, cudaStream_t stream) override;
@@ -43,6 +50,7 @@ class CheckpointWeights : public WeightSource {
 
  private:
   const model::Checkpoint& ckpt_;
+  std::unique_ptr<cuda::PinnedUploader> uploader_;  ///< made at the first bf16 tensor
 };
 
 /// Random weights: matrices uniform in +-sqrt(3) * 0.02 (std 0.02, transformers' initializer_range),
