@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -21,19 +22,14 @@
 #include "cli/numeric_checks.h"
 #include "support/error.h"
 
-#ifdef LG_HAVE_LANE_QWEN
-#include "lanes/qwen/handwritten_lane.h"
-#include "lanes/qwen/weight_source.h"
+// Every GPU lane brings lg_cuda (bandwidth, device name) and the factory builds it.
+#if defined(LG_HAVE_LANE_QWEN) || defined(LG_HAVE_LANE_COMPILED)
+#define LG_BENCH_GPU 1
+#include "lanes/factory.h"
+#include "model/config.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
 #include "runtime/solo_sequence.h"
-#endif
-#if defined(LG_HAVE_LANE_QWEN) && !defined(LG_BENCH_NO_FACTORY)
-#include "lanes/factory.h"
-#endif
-#if defined(LG_HAVE_LANE_COMPILED)
-#include "lanes/compiled/compiled_lane.h"
-#include "model/config.h"
 #endif
 
 namespace {
@@ -47,7 +43,7 @@ struct BenchOpts {
   bool json = false;
 };
 
-#ifdef LG_HAVE_LANE_QWEN
+#ifdef LG_BENCH_GPU
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -59,21 +55,25 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-#if defined(LG_HAVE_LANE_COMPILED)
-/// The config.json a preset shape stands for (the fields of HF Qwen/Qwen3-* config.json that the
-/// .lg program reads), parsed as a checkpoint's would be.
-lg::model::ModelConfig preset_config(const lg::qwen::QwenShape& s, const std::string& name) {
-  nlohmann::json c = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", s.family},
-                      {"vocab_size", s.vocab}, {"hidden_size", s.hidden},
-                      {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers},
-                      {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
-                      {"head_dim", s.head_dim}, {"rms_norm_eps", s.eps},
-                      {"rope_theta", s.rope_theta}, {"tie_word_embeddings", s.tied},
-                      {"attention_bias", s.qkv_bias}, {"hidden_act", "silu"},
-                      {"max_position_embeddings", 40960}, {"torch_dtype", "bfloat16"}};
+/// The config.json of a real Qwen3 shape `lg bench` measures at ("qwen3-0.6b", "qwen3-8b": the
+/// fields of HF Qwen/Qwen3-* config.json that the .lg program and the lanes read), parsed as a
+/// checkpoint's would be. Throws lg::Error for another name.
+lg::model::ModelConfig preset_config(const std::string& name) {
+  nlohmann::json c = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"},
+                      {"vocab_size", 151936}, {"head_dim", 128}, {"num_key_value_heads", 8},
+                      {"rms_norm_eps", 1e-6}, {"rope_theta", 1e6}, {"attention_bias", false},
+                      {"hidden_act", "silu"}, {"max_position_embeddings", 40960}, {"torch_dtype", "bfloat16"}};
+  if (name == "qwen3-0.6b") {
+    c.update({{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_hidden_layers", 28},
+              {"num_attention_heads", 16}, {"tie_word_embeddings", true}});
+  } else if (name == "qwen3-8b") {
+    c.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 36},
+              {"num_attention_heads", 32}, {"tie_word_embeddings", false}});
+  } else {
+    throw lg::Error("--shape '" + name + "': known shapes are qwen3-0.6b, qwen3-8b, or a model directory");
+  }
   return lg::model::parse_config(c, "preset " + name);
 }
-#endif
 
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
@@ -81,7 +81,8 @@ int run_bench(const BenchOpts& o) {
   if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
                     "are made on the device for the hand-written and compiled lanes only)");
-  if (!is_dir) (void)lg::qwen::qwen3_preset(o.shape);  // an unknown shape name is an error first
+  std::optional<lg::model::ModelConfig> preset;
+  if (!is_dir) preset = preset_config(o.shape);  // an unknown shape name is an error first
   if (!lg::cuda::cuda_device_available())
     throw lg::Error(o.lane == "cpu" ? "lg bench: no CUDA device: lg bench times a lane next to the GPU's copy bandwidth "
                                       "(its floor), so it needs a GPU even for --lane cpu; time the CPU reference with "
@@ -93,37 +94,14 @@ int run_bench(const BenchOpts& o) {
 
   std::unique_ptr<lg::Lane> lane;
   std::unique_ptr<lg::model::ModelDir> dir;
-  lg::qwen::QwenShape sh;
   const auto t_load = clock::now();
   if (is_dir) {
     dir = std::make_unique<lg::model::ModelDir>(lg::model::ModelDir::open(o.shape));
-    // Only the sizes, for the floor: no check_supported, since another lane may run what the
-    // hand-written templates refuse.
-    const auto& c = dir->config;
-    sh.family = c.model_type;
-    sh.vocab = c.vocab_size, sh.hidden = c.hidden_size, sh.intermediate = c.intermediate_size;
-    sh.layers = c.num_hidden_layers, sh.heads = c.num_attention_heads, sh.kv_heads = c.num_key_value_heads;
-    sh.head_dim = c.head_dim, sh.tied = c.tie_word_embeddings;
-#if !defined(LG_BENCH_NO_FACTORY)
     lane = lg::make_lane(o.lane, *dir, {.max_seq = max_seq});
-#else
-    if (o.lane != "handwritten") throw lg::Error("lg bench: this build has only the handwritten lane");
-    lg::qwen::CheckpointWeights w(dir->checkpoint);
-    lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(lg::qwen::qwen_shape_from_config(dir->config), w,
-                                                           lg::LaneOptions{.max_seq = max_seq});
-#endif
-  } else if (o.lane == "compiled") {
-    sh = lg::qwen::qwen3_preset(o.shape);
-#if defined(LG_HAVE_LANE_COMPILED)
-    lane = lg::make_compiled_lane_random(preset_config(sh, o.shape), 20261129, {.max_seq = max_seq});
-#else
-    throw lg::Error("lg bench: this build has no compiled lane");
-#endif
   } else {
-    sh = lg::qwen::qwen3_preset(o.shape);
-    lg::qwen::RandomWeights w(20261129);
-    lane = std::make_unique<lg::qwen::HandwrittenQwenLane>(sh, w, lg::LaneOptions{.max_seq = max_seq});
+    lane = lg::make_random_lane(o.lane, *preset, 20261129, {.max_seq = max_seq});
   }
+  const lg::model::ModelConfig& config = is_dir ? dir->config : *preset;
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
 
   nlohmann::json r;
@@ -134,12 +112,12 @@ int run_bench(const BenchOpts& o) {
   r["load_s"] = load_s;
   const double bw = lg::cuda::measure_copy_bandwidth();
   r["copy_TBps"] = bw / 1e12;
-  const double weight_bytes = static_cast<double>(sh.decode_weight_bytes());
+  const double weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config));
   r["decode_weight_GB"] = weight_bytes / 1e9;
   r["decode_floor_ms"] = weight_bytes / bw * 1e3;
 
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(sh.vocab - 1));
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(config.vocab_size - 1));
   auto random_tokens = [&](int64_t n) {
     std::vector<int32_t> t(static_cast<size_t>(n));
     for (auto& x : t) x = tok(rng);
@@ -178,7 +156,8 @@ int run_bench(const BenchOpts& o) {
   r["decode_p10_ms"] = percentile(steady, 0.1);
   r["decode_p90_ms"] = percentile(steady, 0.9);
   r["decode_over_floor"] = median(steady) / r["decode_floor_ms"].get<double>();
-  if (o.lane == "handwritten") r["launches_per_decode_layer"] = 5;
+  // As the lane counts them (its plan, or the decode graph it captured): never a constant here.
+  if (const auto n = lane->facts().launches_per_decode_layer) r["launches_per_decode_layer"] = *n;
 
   if (o.json) {
     std::cout << r.dump() << "\n";

@@ -17,6 +17,16 @@
 
 namespace lg {
 
+namespace {
+
+std::string known_lanes() {
+  std::string known;
+  for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;
+  return known.empty() ? "none" : known;
+}
+
+}  // namespace
+
 std::vector<std::string> lane_names() {
   std::vector<std::string> names;
 #if defined(LG_HAVE_LG_LANE_CPU)
@@ -57,11 +67,28 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
 #if defined(LG_HAVE_LG_LANE_QWEN)
   if (name == "handwritten") return qwen::make_handwritten_lane(dir, options);
 #endif
-  std::string known;
-  for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;
   (void)dir;
   (void)options;
-  throw Error("unknown lane '" + name + "' (this build has: " + (known.empty() ? "none" : known) + ")");
+  throw Error("unknown lane '" + name + "' (this build has: " + known_lanes() + ")");
+}
+
+std::unique_ptr<Lane> make_random_lane(const std::string& name, const model::ModelConfig& config, uint64_t seed,
+                                       const LaneOptions& options) {
+  if (name == "cpu") throw Error("lane 'cpu' runs on a checkpoint only: random weights are made for the GPU lanes");
+#if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
+  if (is_gpu_lane(name) && !cuda_available())
+    throw Error("lane '" + name + "' runs on an NVIDIA GPU and this machine has no usable CUDA device");
+#endif
+#if defined(LG_HAVE_LG_LANE_COMPILED)
+  if (name == "compiled") return make_compiled_lane_random(config, seed, options);
+#endif
+#if defined(LG_HAVE_LG_LANE_QWEN)
+  if (name == "handwritten") return qwen::make_handwritten_lane_random(config, seed, options);
+#endif
+  (void)config;
+  (void)seed;
+  (void)options;
+  throw Error("unknown lane '" + name + "' (this build has: " + known_lanes() + ")");
 }
 
 }  // namespace lg

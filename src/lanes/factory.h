@@ -12,6 +12,7 @@
 
 namespace lg::model {
 struct ModelDir;
+struct ModelConfig;
 }
 
 namespace lg {
@@ -30,5 +31,13 @@ bool cuda_available();
 /// name (listing the known ones), for a GPU lane on a machine without a CUDA device, and whatever
 /// the lane throws for a model it cannot run.
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, const LaneOptions& options = {});
+
+/// Builds GPU lane `name` for the model `config` describes with deterministic random weights made
+/// on the device from `seed` (bf16 matrices uniform with std 0.02, norm weights 1, other 1-D
+/// params 0): `lg bench` at a real shape without a checkpoint of many GB. `options` as for
+/// make_lane (options.max_seq 0: the config's max_position_embeddings). Throws lg::Error for a lane that makes no
+/// random weights ("cpu") or an unknown name, without a CUDA device, and what the lane throws.
+std::unique_ptr<Lane> make_random_lane(const std::string& name, const model::ModelConfig& config, uint64_t seed,
+                                       const LaneOptions& options = {});
 
 }  // namespace lg

@@ -224,6 +224,14 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   return c;
 }
 
+uint64_t decode_weight_bytes(const ModelConfig& c) {
+  const auto D = static_cast<uint64_t>(c.hidden_size), F = static_cast<uint64_t>(c.intermediate_size);
+  const auto q = static_cast<uint64_t>(c.num_attention_heads * c.head_dim);
+  const auto kv = static_cast<uint64_t>(c.num_key_value_heads * c.head_dim);
+  const uint64_t per_layer = (q + 2 * kv) * D + D * q + 2 * F * D + D * F;
+  return 2 * (static_cast<uint64_t>(c.num_hidden_layers) * per_layer + static_cast<uint64_t>(c.vocab_size) * D);
+}
+
 ModelConfig load_config(const fs::path& path) { return parse_config(read_json_file(path), path.string()); }
 
 }  // namespace lg::model

@@ -79,6 +79,12 @@ ModelConfig parse_config(const nlohmann::json& json, const std::string& source_n
 /// Reads and parses a config.json file (malformed JSON is an lg::Error naming the file).
 ModelConfig load_config(const std::filesystem::path& path);
 
+/// Bytes of bf16 weights one decode step of the dense decoder `c` describes reads: every layer's
+/// q/k/v/o and gate/up/down matrices and the LM head (the embedding table is only gathered from,
+/// one row per token; norm weights and biases are left out, under 0.01%). The numerator of
+/// `lg bench`'s bandwidth floor.
+uint64_t decode_weight_bytes(const ModelConfig& c);
+
 /// Reads a JSON file into a document; lg::Error naming the file if it is missing or malformed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 /// The raw config.json document of a model: `path` is the file or the model directory holding it.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,12 +19,23 @@
 
 namespace lg {
 
+/// What a lane says of itself, for reports (`lg bench`). Each figure comes from the lane's own plan
+/// or launch sequence, never written in by hand; empty when the lane cannot tell (yet).
+struct LaneFacts {
+  /// Kernel launches per decoder layer in one decode step. The compiled lane counts them in its
+  /// launch plan (as `lg compile --explain`); the hand-written lane in the decode graph it captured
+  /// (known after its first decode step).
+  std::optional<int64_t> launches_per_decode_layer;
+};
+
 class Lane {
  public:
   virtual ~Lane() = default;
   /// "cpu", "compiled", "handwritten".
   virtual std::string name() const = 0;
   virtual Provenance provenance() const = 0;
+  /// See LaneFacts. Default: nothing known.
+  virtual LaneFacts facts() const { return {}; }
   /// Context, KV pool and step sizes, fixed when the lane was made.
   virtual const LaneLimits& limits() const = 0;
   /// Runs the forward over one step's sequences: writes the K/V of their new tokens into the

@@ -148,5 +148,15 @@ TEST(CliUsage, BenchOfTheCpuLaneSaysWhatIsWrong) {
   EXPECT_NE(dir.out.find("lg run --lane cpu"), std::string::npos) << dir.out;
 }
 
+// An unknown preset is refused by name before a device is looked for (the presets are bench's own
+// config.json values, not the hand-written lane's).
+TEST(CliUsage, BenchNamesItsPresetShapes) {
+  const CliRun r = run_lg("bench --shape qwen3-235b");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--shape 'qwen3-235b': known shapes are qwen3-0.6b, qwen3-8b, or a model directory"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test

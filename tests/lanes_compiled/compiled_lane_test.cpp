@@ -64,6 +64,10 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
     }
   }
   EXPECT_GT(checked, 300);
+  // What lg bench reports of the lane is its plan's count, as `lg compile --explain` prints it for
+  // the 22M config (at most 6, issue 11).
+  ASSERT_TRUE(lane->facts().launches_per_decode_layer.has_value());
+  EXPECT_EQ(*lane->facts().launches_per_decode_layer, 6);
   std::cout << "compiled lane, 22M model: " << checked << " steps checked; worst prefill logits rel err "
             << worst_rel << "; decode "
             << 1e3 * decode_s / static_cast<double>(decode_steps) << " ms/token (step(), incl. the logits copy)\n";

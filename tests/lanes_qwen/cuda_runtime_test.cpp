@@ -7,6 +7,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/fill.h"
 #include "runtime/cuda/pinned_upload.h"
 
 using namespace lg::cuda;
@@ -70,4 +71,22 @@ TEST(CudaRuntime, PinnedUploaderCopiesEveryByteInStreamOrder) {
     EXPECT_EQ(back, keep) << n << " bytes";
   }
   EXPECT_EQ(up.bytes(), 0 + 1 + (slot - 1) + slot + (slot + 1) + (3 * slot + 4097));
+}
+
+// The kernels a capture puts into its graph, counted while it is captured.
+TEST(CudaRuntime, CapturedKernelLaunchesCountsTheCapture) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  Stream s;
+  EXPECT_EQ(captured_kernel_launches(s.get()), 0u);  // not capturing
+  DeviceBuffer a(1024);
+  GraphExec g;
+  g.begin_capture(s.get());
+  EXPECT_EQ(captured_kernel_launches(s.get()), 0u);
+  LG_CUDA_CHECK(cudaMemsetAsync(a.data(), 0, a.bytes(), s.get()));  // a memset node: not a kernel
+  EXPECT_EQ(captured_kernel_launches(s.get()), 0u);
+  fill_uniform_bf16(a.as<__nv_bfloat16>(), 512, 1, 0.1f, s.get());
+  fill_uniform_bf16(a.as<__nv_bfloat16>(), 512, 2, 0.1f, s.get());
+  EXPECT_EQ(captured_kernel_launches(s.get()), 2u);
+  g.end_capture(s.get());
+  EXPECT_EQ(device_arch().rfind("sm_", 0), 0u) << device_arch();
 }

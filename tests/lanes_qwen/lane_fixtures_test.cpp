@@ -127,6 +127,9 @@ TEST(HandwrittenLane, Pycode22mGreedyVsFp32Cpu) {
                              c["fp32_cpu_greedy_ids"].get<std::vector<int32_t>>(),
                              c["fp32_cpu_margins"].get<std::vector<double>>(), c["prompt"].get<std::string>());
   EXPECT_GT(compared, 100);
+  // Counted in the decode graph the lane captured (docs/handwritten_lane.md: 5 per layer).
+  ASSERT_TRUE(lane->facts().launches_per_decode_layer.has_value());
+  EXPECT_EQ(*lane->facts().launches_per_decode_layer, 5);
 }
 
 TEST(HandwrittenLane, DecodeAfterPrefillEqualsPrefillOfWholeSequence) {

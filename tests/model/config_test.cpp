@@ -66,6 +66,17 @@ TEST(Config, Qwen3Pycode22m) {
   EXPECT_HAS(c.source, "config.json");
 }
 
+TEST(Config, DecodeWeightBytesOfQwen3_8B) {
+  // Qwen3-8B: 8.19B parameters with the untied head; a decode step reads all but the embedding
+  // table (the norms are 0.01% and left out).
+  const ModelConfig c = parse_config(json::parse(R"({
+    "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 12288,
+    "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000, "max_position_embeddings": 40960,
+    "tie_word_embeddings": false})"), "qwen3-8b");
+  EXPECT_NEAR(static_cast<double>(decode_weight_bytes(c)) / 2, 8.19e9 - 151936.0 * 4096, 0.01e9);
+}
+
 TEST(Config, TinyFixtures) {
   auto q3 = load_config(kShared / "fixtures/tiny-qwen3/config.json");
   EXPECT_EQ(q3.head_dim, 32);

@@ -61,6 +61,7 @@ class CompiledLane : public Lane {
     opts.clock = &clock;
     emit::cuda::Compilation comp = emit::cuda::compile(fg.graph, opts);
     prog_ = std::move(comp.program);
+    launches_per_layer_ = emit::cuda::layer_launches(comp).per_layer;
     const lift::StagedProgram& staged = comp.staged;
     const ir::Graph& g = staged.graph;
     compile_kernels(comp.arch, clock);
@@ -129,6 +130,11 @@ class CompiledLane : public Lane {
   std::string name() const override { return "compiled"; }
   Provenance provenance() const override { return Compiled{}; }
   const LaneLimits& limits() const override { return limits_; }
+  LaneFacts facts() const override {
+    LaneFacts f;
+    f.launches_per_decode_layer = launches_per_layer_;
+    return f;
+  }
 
   std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
     const FlatBatch f = flatten(batch, limits_);
@@ -423,6 +429,7 @@ class CompiledLane : public Lane {
 
   LaneLimits limits_;
   int64_t vocab_ = 0;
+  int64_t launches_per_layer_ = 0;  ///< of the plan's decode launches (emit::cuda::layer_launches)
   emit::cuda::CudaProgram prog_;
   std::vector<cudaLibrary_t> libs_;
   std::vector<cudaKernel_t> kernels_;

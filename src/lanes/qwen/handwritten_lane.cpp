@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <string>
 
 #include "lanes/qwen/kernels.h"
@@ -77,6 +78,8 @@ struct HandwrittenQwenLane::State {
   // Each sequence's argmax, written by the LM head straight into mapped host memory.
   PinnedInts h_argmax;
   cuda::GraphExec decode_graph;
+  /// Counted in the decode graph while it is captured (LaneFacts).
+  std::optional<int64_t> decode_launches_per_layer;
 
   const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
 
@@ -101,6 +104,12 @@ struct Dims {
 HandwrittenQwenLane::~HandwrittenQwenLane() = default;
 
 Provenance HandwrittenQwenLane::provenance() const { return HandWritten{shape_.family, "prefill+decode"}; }
+
+LaneFacts HandwrittenQwenLane::facts() const {
+  LaneFacts f;
+  f.launches_per_decode_layer = st_->decode_launches_per_layer;
+  return f;
+}
 
 HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& weights, const LaneOptions& options)
     : shape_(shape) {
@@ -330,6 +339,7 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
     s.decode_graph.begin_capture(cs);
     try {
       launch_embed_decode(s.embed.as<bf16_t>(), s.h_token.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
+      const size_t launches_before = cuda::captured_kernel_launches(cs);
       for (size_t l = 0; l < s.layers.size(); ++l) {
         const State::Layer& ly = s.layers[l];
         GemvArgs a;
@@ -378,6 +388,10 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
         dn.out_f32 = s.x.as<float>();
         launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, dn, cs);
       }
+      // What `lg bench` reports: the kernels the layers above put into the graph, per layer.
+      const size_t layer_launches = cuda::captured_kernel_launches(cs) - launches_before;
+      if (!s.layers.empty() && layer_launches % s.layers.size() == 0)
+        s.decode_launches_per_layer = static_cast<int64_t>(layer_launches / s.layers.size());
       enqueue_head_gemv(s.x.as<float>());
     } catch (...) {
       cudaGraph_t g = nullptr;

@@ -34,6 +34,7 @@
 
 namespace lg::model {
 struct ModelDir;
+struct ModelConfig;
 }
 
 namespace lg::qwen {
@@ -56,6 +57,7 @@ class HandwrittenQwenLane : public Lane {
   std::string name() const override { return "handwritten"; }
   Provenance provenance() const override;
   const LaneLimits& limits() const override { return limits_; }
+  LaneFacts facts() const override;
   std::vector<SeqResult> step(std::span<const SeqStep> batch) override;
 
   const QwenShape& shape() const { return shape_; }
@@ -74,5 +76,10 @@ class HandwrittenQwenLane : public Lane {
 /// config's max_position_embeddings. Throws lg::Error when the config is outside the templates
 /// (the message says so and names the config) or without a CUDA device.
 std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, const LaneOptions& options);
+
+/// The lane for the model `config` describes with RandomWeights(seed) (`lg bench` at a real shape);
+/// options.max_seq 0: the config's max_position_embeddings. Same errors, less the checkpoint's.
+std::unique_ptr<Lane> make_handwritten_lane_random(const model::ModelConfig& config, uint64_t seed,
+                                                  const LaneOptions& options);
 
 }  // namespace lg::qwen

@@ -1,5 +1,5 @@
-// make_handwritten_lane: the hand-written lane for a model directory (kept apart so the lane
-// itself does not depend on the checkpoint reader).
+// make_handwritten_lane(_random): the hand-written lane for a model directory or for a config
+// with random weights (kept apart so the lane itself does not depend on the checkpoint reader).
 #include "lanes/qwen/handwritten_lane.h"
 #include "lanes/qwen/weight_source.h"
 #include "model/model_dir.h"
@@ -17,6 +17,15 @@ std::unique_ptr<Lane> make_handwritten_lane(const model::ModelDir& dir, const La
   auto lane = std::make_unique<HandwrittenQwenLane>(shape, weights, o);
   clock.mark("weight upload and buffers");
   return lane;
+}
+
+std::unique_ptr<Lane> make_handwritten_lane_random(const model::ModelConfig& config, uint64_t seed,
+                                                  const LaneOptions& options) {
+  const QwenShape shape = qwen_shape_from_config(config);
+  RandomWeights weights(seed);
+  LaneOptions o = options;
+  if (o.max_seq <= 0) o.max_seq = config.max_position_embeddings;
+  return std::make_unique<HandwrittenQwenLane>(shape, weights, o);
 }
 
 }  // namespace lg::qwen

@@ -8,12 +8,6 @@
 
 namespace lg::qwen {
 
-uint64_t QwenShape::decode_weight_bytes() const {
-  const uint64_t D = hidden, F = intermediate, q = heads * head_dim, kv = kv_heads * head_dim;
-  const uint64_t per_layer = (q + 2 * kv) * D + D * q + 2 * F * D + D * F;
-  return 2 * (layers * per_layer + static_cast<uint64_t>(vocab) * D);
-}
-
 QwenShape qwen_shape_from_config(const model::ModelConfig& c) {
   QwenShape s;
   s.family = c.model_type;
@@ -63,25 +57,6 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta) {
     f[i] = 1.0f / powf(base, e);
   }
   return f;
-}
-
-QwenShape qwen3_preset(const std::string& name) {
-  QwenShape s;
-  s.family = "qwen3";
-  s.vocab = 151936;
-  s.head_dim = 128;
-  s.kv_heads = 8;
-  s.eps = 1e-6;
-  s.rope_theta = 1e6;
-  s.qk_norm = true;
-  if (name == "qwen3-0.6b") {
-    s.hidden = 1024, s.intermediate = 3072, s.layers = 28, s.heads = 16, s.tied = true;
-  } else if (name == "qwen3-8b") {
-    s.hidden = 4096, s.intermediate = 12288, s.layers = 36, s.heads = 32, s.tied = false;
-  } else {
-    throw Error("--shape '" + name + "': known shapes are qwen3-0.6b, qwen3-8b, or a model directory");
-  }
-  return s;
 }
 
 }  // namespace lg::qwen

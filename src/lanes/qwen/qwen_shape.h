@@ -27,10 +27,6 @@ struct QwenShape {
   bool qkv_bias = false;     ///< Qwen2: always; Qwen3: attention_bias
   bool qk_norm = false;      ///< Qwen3
   bool tied = false;         ///< tie_word_embeddings
-
-  /// Bytes of bf16 weights a decode step reads: every layer matrix, the norms, and the LM head
-  /// (the embedding table is only gathered from, one row per token).
-  uint64_t decode_weight_bytes() const;
 };
 
 /// The fields of a parsed config.json. Throws lg::Error (via check_supported) for what the lane
@@ -46,9 +42,5 @@ void check_supported(const QwenShape& s, const std::string& source);
 /// RoPE inverse frequencies as transformers computes them, in fp32:
 /// inv_freq[i] = 1 / theta^((2i) / head_dim), i < head_dim / 2.
 std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
-
-/// The real Qwen3 shapes `lg bench` measures: "qwen3-0.6b", "qwen3-8b" (HF Qwen/Qwen3-*
-/// config.json values). Throws lg::Error for another name.
-QwenShape qwen3_preset(const std::string& name);
 
 }  // namespace lg::qwen

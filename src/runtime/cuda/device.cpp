@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 #include "runtime/cuda/cuda_check.h"
 
@@ -44,6 +45,24 @@ std::string device_arch() {
   LG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   LG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
   return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+size_t captured_kernel_launches(cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  LG_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, nullptr, &graph));
+  if (status != cudaStreamCaptureStatusActive || !graph) return 0;
+  size_t n = 0;
+  LG_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  LG_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+  size_t kernels = 0;
+  for (size_t i = 0; i < n; ++i) {
+    cudaGraphNodeType type{};
+    LG_CUDA_CHECK(cudaGraphNodeGetType(nodes[i], &type));
+    kernels += type == cudaGraphNodeTypeKernel;
+  }
+  return kernels;
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {

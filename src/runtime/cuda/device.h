@@ -26,6 +26,10 @@ int sm_count();
 /// Throws lg::Error without a device.
 std::string device_arch();
 
+/// Kernel nodes in the graph being captured on `s` so far (0 when `s` is not capturing): how a
+/// lane counts the launches its own capture made. Throws lg::Error on a CUDA error.
+size_t captured_kernel_launches(cudaStream_t s);
+
 /// Owns one cudaMalloc allocation. Move-only; freed in the destructor.
 class DeviceBuffer {
  public:
