@@ -29,7 +29,8 @@ PinnedUploader::PinnedUploader(size_t slot_bytes, int slots, int threads) : slot
     throw;
   }
   if (threads <= 0) threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker(static_cast<size_t>(i)); });
+  parts_ = static_cast<size_t>(threads);  // set before any worker starts: they read it unlocked
+  for (size_t i = 1; i < parts_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
 PinnedUploader::~PinnedUploader() {
@@ -59,8 +60,7 @@ void PinnedUploader::worker(size_t index) {
       seen = generation_;
       dst = job_dst_, src = job_src_, n = job_n_;
     }
-    const size_t parts = workers_.size() + 1;
-    const size_t lo = n * index / parts, hi = n * (index + 1) / parts;
+    const size_t lo = n * index / parts_, hi = n * (index + 1) / parts_;
     if (hi > lo) std::memcpy(dst + lo, src + lo, hi - lo);
     {
       std::lock_guard<std::mutex> lock(m_);
@@ -71,7 +71,7 @@ void PinnedUploader::worker(size_t index) {
 }
 
 void PinnedUploader::parallel_copy(char* dst, const char* src, size_t n) {
-  if (workers_.empty() || n < 2 * kMinSlice) {
+  if (parts_ == 1 || n < 2 * kMinSlice) {
     std::memcpy(dst, src, n);
     return;
   }
@@ -82,8 +82,7 @@ void PinnedUploader::parallel_copy(char* dst, const char* src, size_t n) {
     ++generation_;
   }
   start_.notify_all();
-  const size_t parts = workers_.size() + 1;
-  std::memcpy(dst, src, n / parts);  // slice 0 is this thread's
+  std::memcpy(dst, src, n / parts_);  // slice 0 is this thread's
   std::unique_lock<std::mutex> lock(m_);
   done_.wait(lock, [&] { return pending_ == 0; });
 }

@@ -46,7 +46,8 @@ class PinnedUploader {
     cudaEvent_t drained = nullptr;  ///< recorded after the slot's last DMA
     bool in_flight = false;
   };
-  /// Copies `n` bytes from src to dst on every worker and this thread (slices of 1 MiB or more).
+  /// Copies `n` bytes from src to dst, split among the workers and this thread (under 2 MiB: this
+  /// thread alone).
   void parallel_copy(char* dst, const char* src, size_t n);
   void worker(size_t index);
 
@@ -55,7 +56,8 @@ class PinnedUploader {
   size_t next_ = 0;
   uint64_t bytes_ = 0;
 
-  // The copy workers: each job is split into workers_.size() + 1 slices.
+  // The copy workers: each job is split into parts_ slices, slice 0 for the calling thread.
+  size_t parts_ = 1;
   std::vector<std::thread> workers_;
   std::mutex m_;
   std::condition_variable start_, done_;
