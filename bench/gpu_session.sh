@@ -17,6 +17,7 @@ out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
 export LD_LIBRARY_PATH=/tmp/lgb/lib:/usr/local/cuda/lib64
+export LG_MODELS_DIR=$PWD/models  # the .lg programs (the binaries were built with another checkout's path)
 cp -r /tmp/lgb/fixtures /tmp/lgshared/ && ln -sfn "$PWD/models" /tmp/lgshared/models
 lg=/tmp/lgb/bin/lg
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"

@@ -91,7 +91,9 @@ LG_COMMAND("compile", [](CLI::App& app) {
                           "  launches: " + std::to_string(prog.launches.size()) +
                           "  kernels: " + std::to_string(cuda.kernels.size()) +
                           "  arena: " + std::to_string(cuda.arena_bytes) + " bytes at T = " +
-                          std::to_string(cuda.max_t) + (opts->one_sequence ? "" : ", B = " + std::to_string(cuda.max_b)) +
+                          std::to_string(cuda.max_t) +
+                          (opts->one_sequence ? "" : ", B = " + std::to_string(cuda.max_b) + " (context " +
+                                                         std::to_string(graph.batching.max_seq) + ")") +
                           "\nlaunches per decode layer: " + std::to_string(per_layer) +
                           (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n";
     if (!opts->out.empty()) {

@@ -94,11 +94,15 @@ TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
 }
 
 // Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
-// S), at most 4096; a program without layers says its launch count is not per layer.
+// S), at most 4096; a step holds at most min(S, 2048) tokens, at least the 256 sequences of the
+// default --max-batch (--one-sequence: T = S); a program without layers says its launch count is
+// not per layer.
 TEST(CliUsage, CompileSizesForTheModelsContext) {
   const CliRun r = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain");  // max_position_embeddings 1024
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("at T = 1024\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at T = 1024, B = 256 (context 1024)\n"), std::string::npos) << r.out;
+  const CliRun one = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --one-sequence");
+  EXPECT_NE(one.out.find("at T = 1024\n"), std::string::npos) << one.out;
   // A Qwen3-sized context (40960) is capped at 4096.
   std::ifstream in(kTiny + "/config.json");
   std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -108,9 +112,9 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
   const std::string big_config = ::testing::TempDir() + "/lg_compile_big_context.json";
   std::ofstream(big_config) << config;
   const CliRun big = run_lg("compile " + kQwen3 + " -c " + big_config + " --explain");
-  EXPECT_NE(big.out.find("at T = 4096\n"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("at T = 2048, B = 256 (context 4096)\n"), std::string::npos) << big.out;
   const CliRun given = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 64");
-  EXPECT_NE(given.out.find("at T = 64\n"), std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("at T = 256, B = 256 (context 64)\n"), std::string::npos) << given.out;
   const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
   EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
   const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";

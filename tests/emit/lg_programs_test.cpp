@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <set>
 #include <nlohmann/json.hpp>
 
 #include "emit/cuda/nvrtc.h"
 #include "emit/cuda/program.h"
+#include "ir/batch.h"
 #include "lang/lower.h"
 #include "lift/lift.h"
 #include "lift/passes.h"
@@ -38,6 +40,36 @@ TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3-untied-mqa"));
   compiles("qwen2.lg", config_of(kShared + "/fixtures/tiny-qwen2"));
   compiles("qwen3.lg", config_of(kShared + "/models/qwen3-pycode-22m"));
+}
+
+// The batched programs the compiled lane and `lg compile` make (ir::make_batched: paged states in
+// bf16, the step's sequence and block-table inputs, T and B row counts): every kernel, the prefill
+// forms' pack kernels that read the paged cache included, compiles. Blocks of 16 (the default) and
+// of 4 with a small pool (other constants in the index arithmetic).
+TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
+  struct Case {
+    std::string lg, config;
+    ir::BatchOptions batch;
+  };
+  for (const Case& c : {Case{"qwen3.lg", kShared + "/fixtures/tiny-qwen3", {16, 64, 32, 256}},
+                        Case{"qwen2.lg", kShared + "/fixtures/tiny-qwen2", {4, 100, 3, 24}}}) {
+    SCOPED_TRACE(c.lg + " on " + c.config);
+    ir::Graph g = lang::lower_file(kSource + "/models/" + c.lg, config_of(c.config), lang::BindOptions{128});
+    ir::make_batched(g, c.batch);
+    lift::StagedProgram p = lift::lift(g);
+    lift::fuse(p);
+    const CudaProgram prog = emit_program(p, {.bf16_states = true});
+    EXPECT_NE(prog.source().find("unsigned short* __restrict__"), std::string::npos) << "no bf16 state";
+    // A bf16 state's element is read through lg_bf16 (widened), never as a raw 16-bit integer: a
+    // `return pN[...]` of such a pointer compiles and reads garbage (found on the H200).
+    for (const auto& k : prog.kernels) {
+      const std::regex decl(R"(unsigned short\* __restrict__ (p[0-9]+))");
+      for (std::sregex_iterator it(k.source.begin(), k.source.end(), decl), end; it != end; ++it)
+        EXPECT_EQ(k.source.find("return " + (*it)[1].str() + "["), std::string::npos)
+            << k.name << " reads bf16 " << (*it)[1] << " as a number";
+    }
+    EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+  }
 }
 
 CudaProgram program_of(const std::string& lg, const nlohmann::json& config) {

@@ -14,8 +14,10 @@
 // between the ops (2^-9 relative), so an fp32 difference in the last bit can move a value to the
 // neighbouring bf16 and that difference flows through the later layers: the paths agree to
 // bf16's precision, not fp32's. Each path is within the lane's distance from the fp32 reference,
-// measured at most 0.025 on these models (bench/RESULTS.md, `lg lock check --compare-logits`),
-// so two paths are within 2 x 0.025 of each other (triangle inequality). Argmaxes must agree
+// measured at most 0.025 on the lock prompts (bench/RESULTS.md, `lg lock check --compare-logits`),
+// so two paths are within 2 x 0.025 of each other (triangle inequality). That holds for the tiny
+// fixtures (about 1e-2 seen); the 22M model on random prompts goes past it and is held to the
+// fp32 reference instead (Pycode22m below, batch_schedules.h). Argmaxes must agree
 // wherever the alone run's top-2 margin is above 0.1 (docs/locks.md, the bf16 lanes' margin).
 // A sequence that reads another's rows, a wrong position or a stale block table changes its
 // attention in every layer, far beyond 5e-2; the worst error seen is printed so a GPU log shows
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "common/batch_schedules.h"
+#include "lanes/factory.h"
 #include "lanes/qwen/handwritten_lane.h"
 #include "model/model_dir.h"
 #include "runtime/solo_sequence.h"
@@ -43,25 +46,35 @@ namespace {
 
 constexpr double kPathTolerance = 5e-2;  // see the top of the file
 constexpr double kBf16Margin = 0.1;      // docs/locks.md
+// A row that reads another sequence's K/V, a wrong position or a stale block table is off by about
+// the logits' own size (relative error 1.5 to 17.6 seen from a broken compiled lane); the bf16
+// paths of the 22M model stay below 0.14 of fp32 (measured on the H200).
+constexpr double kGrossError = 0.25;
 
 /// `n` seeded schedules on `lane`; prints what they covered and the worst error (the headroom).
-void run_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t first_seed, int n) {
+void run_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t first_seed, int n,
+                   Lane* reference = nullptr, double tol = kPathTolerance) {
   lg::testing::ScheduleStats all;
   for (int i = 0; i < n; ++i) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(i);
-    const auto st = lg::testing::run_random_schedule(lane, seed, 0, vocab - 1, kPathTolerance, kBf16Margin);
+    const auto st =
+        lg::testing::run_random_schedule(lane, seed, 0, vocab - 1, tol, kBf16Margin, 40, reference);
     all.compared += st.compared;
     all.argmax_compared += st.argmax_compared;
     all.steps += st.steps;
     all.max_batch = std::max(all.max_batch, st.max_batch);
     all.worst_rel = std::max(all.worst_rel, st.worst_rel);
+    all.worst_alone_ref = std::max(all.worst_alone_ref, st.worst_alone_ref);
+    all.worst_batched_ref = std::max(all.worst_batched_ref, st.worst_batched_ref);
     if (::testing::Test::HasFailure()) break;
   }
   std::printf("%s: %d schedules, %lld steps (up to %lld sequences), %lld logits rows compared (%lld argmaxes), "
-              "worst relative error %.2e (tolerance %.0e)\n",
+              "worst relative error %.2e (tolerance %.2g)\n",
               what.c_str(), n, static_cast<long long>(all.steps), static_cast<long long>(all.max_batch),
-              static_cast<long long>(all.compared), static_cast<long long>(all.argmax_compared), all.worst_rel,
-              kPathTolerance);
+              static_cast<long long>(all.compared), static_cast<long long>(all.argmax_compared), all.worst_rel, tol);
+  if (reference)
+    std::printf("%s: against the fp32 reference, worst relative error alone %.2e, batched %.2e\n", what.c_str(),
+                all.worst_alone_ref, all.worst_batched_ref);
   EXPECT_GT(all.max_batch, 1) << what << ": no step batched several sequences";
 }
 
@@ -97,8 +110,16 @@ TEST(HandwrittenBatch, Pycode22mRandomSchedulesAgreeWithRunsAlone) {
   LG_REQUIRE_GPU();
   auto md = model::ModelDir::open(fs::path(source_dir()) / "models" / "qwen3-pycode-22m");
   auto lane = make_handwritten_lane(md, {.max_seq = 256});
-  // Ids of the model's own vocabulary, as the schedules' random prompts.
-  run_schedules(*lane, "qwen3-pycode-22m", static_cast<int32_t>(md.config.vocab_size), 3000, 20);
+  // A trained model on random ids of its vocabulary. Measured on the H200 (bench/RESULTS.md, these
+  // 20 seeds): rows alone are within 1.34e-1 of the fp32 reference, rows batched within 1.16e-1,
+  // and the two 1.05e-1 apart: past the tiny models' 5e-2 (a decode token alone is GEMVs over fp32
+  // activations, batched a row of GEMMs over bf16 ones, as a prompt's rows are). So the rule here
+  // is docs/locks.md's (argmaxes equal where the alone margin is above 0.1), with logits within
+  // kGrossError of the fp32 reference (batch_schedules.h): what a misrouted row breaks (the tiny
+  // models above hold the fine bound on the same kernels).
+  auto reference = make_lane("cpu", md, {.max_seq = 256});
+  run_schedules(*lane, "qwen3-pycode-22m", static_cast<int32_t>(md.config.vocab_size), 3000, 20, reference.get(),
+                kGrossError);
 }
 
 // Two sequences decoding in turn, one token per step: every step is the decode graph, each time

@@ -128,8 +128,15 @@ GemmPrefillRender::Pack kv_pack(Renderer& r, int32_t s, ir::ValueId att) {
   const int64_t KV = ks[0].coeff, S = paged ? g.batching.max_seq : ks[1].coeff, per_head = S * Dh,
                 src_head = ks[1].coeff * Dh;
   const std::string src_row = paged ? r.paged_row(n, 4, "0L", "p", name) : "p";
-  // bf16 states are copied as they are, f32 ones rounded to bf16.
-  const std::string chunk = r.bf16_state(g.at(buffer_node(g, n.operands[1])))
+  // bf16 states are copied as they are, f32 ones rounded to bf16. The operand is the layer's view
+  // (a reshape of a slice) of the state, or of a version a state write made of it.
+  ir::ValueId cache = n.operands[1];
+  for (;;) {
+    const ir::Op op = g.at(cache).op;
+    if (op == ir::Op::Reshape || op == ir::Op::Slice || op == ir::Op::StateWrite) cache = g.at(cache).operands[0];
+    else break;
+  }
+  const std::string chunk = r.bf16_state(g.at(cache))
                                 ? "*reinterpret_cast<const uint4*>"
                                 : "lg_fa::load8_f32_as_bf16";
   // Every block finds the step's last position itself (T reads of an L2-resident vector):

@@ -57,7 +57,7 @@ std::string Renderer::load(ir::ValueId v, const std::string& off) {
   std::string ptr = "p" + std::to_string(arg(b, false));
   const ir::Node& n = g.at(b);
   if (n.op == ir::Op::Input) return "(float)" + ptr + "[" + off + "]";
-  if (n.op == ir::Op::Param && n.dtype == DType::BF16) return "lg_bf16(" + ptr + "[" + off + "])";
+  if ((n.op == ir::Op::Param && n.dtype == DType::BF16) || bf16_state(n)) return "lg_bf16(" + ptr + "[" + off + "])";
   return ptr + "[" + off + "]";
 }
 

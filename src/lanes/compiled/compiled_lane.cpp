@@ -144,12 +144,17 @@ class CompiledLane : public Lane {
                     std::to_string(f.tokens[t]) + ", outside the vocabulary of " + std::to_string(vocab_));
     cudaStream_t s = stream_.get();
     // Pinned staging: cudaMemcpyAsync from pageable memory is staged through a driver buffer and
-    // is not asynchronous; from pinned memory it is a plain DMA. One copy per input.
+    // is not asynchronous; from pinned memory it is a plain DMA. One copy per input that changed
+    // since the last step: a decode step of one sequence sends its token and position (its seq
+    // and rows are 0, its block table changes once per block), as before batching.
     int32_t* h = pinned_;
     auto upload = [&](const char* input, const std::vector<int32_t>& v) {
+      std::vector<int32_t>& last = on_device_[input];
+      if (last == v) return;
       std::copy(v.begin(), v.end(), h);
       LG_CUDA_CHECK(cudaMemcpyAsync(input_of_.at(input), h, v.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
       h += v.size();
+      last = v;
     };
     upload("tokens", f.tokens);
     upload("pos", f.pos);
@@ -428,6 +433,8 @@ class CompiledLane : public Lane {
   }
 
   LaneLimits limits_;
+  /// What each step input's device buffer holds (the last values uploaded).
+  std::map<std::string, std::vector<int32_t>> on_device_;
   int64_t vocab_ = 0;
   int64_t launches_per_layer_ = 0;  ///< of the plan's decode launches (emit::cuda::layer_launches)
   emit::cuda::CudaProgram prog_;
