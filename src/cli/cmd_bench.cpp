@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "support/error.h"
 
@@ -41,6 +42,7 @@ struct BenchOpts {
   int64_t decode_tokens = 128;
   int64_t decode_prompt = 32;
   bool json = false;
+  lg::LaneOptions lane_options;
 };
 
 #ifdef LG_BENCH_GPU
@@ -91,15 +93,17 @@ int run_bench(const BenchOpts& o) {
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_seq = std::max(max_prompt, o.decode_prompt + o.decode_tokens) + 8;
+  lg::LaneOptions lane_options = o.lane_options;
+  lane_options.max_seq = max_seq;
 
   std::unique_ptr<lg::Lane> lane;
   std::unique_ptr<lg::model::ModelDir> dir;
   const auto t_load = clock::now();
   if (is_dir) {
     dir = std::make_unique<lg::model::ModelDir>(lg::model::ModelDir::open(o.shape));
-    lane = lg::make_lane(o.lane, *dir, {.max_seq = max_seq});
+    lane = lg::make_lane(o.lane, *dir, lane_options);
   } else {
-    lane = lg::make_random_lane(o.lane, *preset, 20261129, {.max_seq = max_seq});
+    lane = lg::make_random_lane(o.lane, *preset, 20261129, lane_options);
   }
   const lg::model::ModelConfig& config = is_dir ? dir->config : *preset;
   const double load_s = std::chrono::duration<double>(clock::now() - t_load).count();
@@ -110,6 +114,8 @@ int run_bench(const BenchOpts& o) {
   r["provenance"] = lg::to_string(lane->provenance());
   r["device"] = lg::cuda::device_description();
   r["load_s"] = load_s;
+  r["kv_pool_tokens"] = lane->limits().pool_tokens();
+  r["kv_block_size"] = lane->limits().block_size;
   const double bw = lg::cuda::measure_copy_bandwidth();
   r["copy_TBps"] = bw / 1e12;
   const double weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config));
@@ -166,6 +172,8 @@ int run_bench(const BenchOpts& o) {
   std::cout << fmt::format("lg bench: {} on {} ({}), {}\n", o.shape, lane->name(), r["provenance"].get<std::string>(),
                            r["device"].get<std::string>());
   std::cout << fmt::format("  weights ready in {:.1f} s; copy bandwidth {:.2f} TB/s (read + write)\n", load_s, bw / 1e12);
+  std::cout << fmt::format("  KV pool: {} tokens in blocks of {} (--kv-tokens, --block-size)\n",
+                           lane->limits().pool_tokens(), lane->limits().block_size);
   for (int64_t T : o.prompt_lens)
     std::cout << fmt::format("  prefill T={:5}: {:8.2f} ms  {:10.0f} tokens/s\n", T,
                              r[fmt::format("prefill_{}_ms", T)].get<double>(),
@@ -202,5 +210,6 @@ LG_COMMAND("bench", [](CLI::App& app) {
       ->check(lg::cli::int_in_range(2, int64_t{1} << 20))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
+  lg::cli::add_lane_options(sub, o->lane_options);
   return [o]() -> int { return run_bench(*o); };
 });
