@@ -23,6 +23,7 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/step_times.h"
 #include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
 #include "runtime/cuda/pinned_upload.h"
@@ -137,6 +138,7 @@ class CompiledLane : public Lane {
   }
 
   std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
+    times_.begin(stream_.get());
     const FlatBatch f = flatten(batch, limits_);
     for (size_t t = 0; t < f.tokens.size(); ++t)
       if (f.tokens[t] < 0 || f.tokens[t] >= vocab_)
@@ -176,6 +178,7 @@ class CompiledLane : public Lane {
       launch_all(f.T, f.B);
       compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(f.B));
     }
+    times_.end_launches(s);
     int32_t* hargmax = h;
     LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), static_cast<size_t>(f.B) * sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, s));
@@ -187,6 +190,7 @@ class CompiledLane : public Lane {
                                     out[b].logits.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
     }
     stream_.synchronize();
+    times_.done(f.T, f.B);
     for (size_t b = 0; b < batch.size(); ++b) out[b].argmax = hargmax[b];
     return out;
   }
@@ -433,6 +437,7 @@ class CompiledLane : public Lane {
   }
 
   LaneLimits limits_;
+  cuda::StepTimes times_{"compiled lane"};  // LG_STEP_TIMES=1
   /// What each step input's device buffer holds (the last values uploaded).
   std::map<std::string, std::vector<int32_t>> on_device_;
   int64_t vocab_ = 0;

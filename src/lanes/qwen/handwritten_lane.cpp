@@ -11,6 +11,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm_lt.h"
+#include "runtime/cuda/step_times.h"
 
 namespace lg::qwen {
 
@@ -80,6 +81,7 @@ struct HandwrittenQwenLane::State {
   cuda::GraphExec decode_graph;
   /// Counted in the decode graph while it is captured (LaneFacts).
   std::optional<int64_t> decode_launches_per_layer;
+  cuda::StepTimes times{"handwritten lane"};  // LG_STEP_TIMES=1
 
   const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
 
@@ -267,6 +269,7 @@ void HandwrittenQwenLane::State::allocate_pool(size_t pool_bytes, int pool_rows)
 }
 
 std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch) {
+  st_->times.begin(st_->stream.get());
   const FlatBatch f = flatten(batch, limits_);  // throws, naming the sequence, for what the limits refuse
   for (size_t b = 0; b < batch.size(); ++b)
     for (size_t i = 0; i < batch[b].tokens.size(); ++i)
@@ -279,8 +282,10 @@ std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch)
     run_decode(batch[0]);
   else
     run_rows(f, batch);
+  s.times.end_launches(s.stream.get());
   // The LM head wrote the argmaxes straight into mapped host memory, visible once the stream is done.
   s.stream.synchronize();
+  s.times.done(f.T, f.B);
   std::vector<SeqResult> out(batch.size());
   const auto V = static_cast<size_t>(shape_.vocab);
   for (size_t b = 0; b < batch.size(); ++b) {

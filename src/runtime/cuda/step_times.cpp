@@ -1,0 +1,46 @@
+#include "runtime/cuda/step_times.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace lg::cuda {
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+}  // namespace
+
+StepTimes::StepTimes(std::string who) : who_(std::move(who)) {
+  const char* e = std::getenv("LG_STEP_TIMES");
+  on_ = e != nullptr && *e != '\0' && std::strcmp(e, "0") != 0;
+}
+
+StepTimes::~StepTimes() {
+  for (const auto& [shape, s] : by_shape_)
+    std::fprintf(stderr, "lg: step times: %s: T=%lld B=%lld: %zu steps, wall median %.3f ms, GPU median %.3f ms\n",
+                 who_.c_str(), static_cast<long long>(shape.first), static_cast<long long>(shape.second),
+                 s.wall_ms.size(), median(s.wall_ms), median(s.gpu_ms));
+}
+
+void StepTimes::begin(cudaStream_t s) {
+  if (!on_) return;
+  t0_ = std::chrono::steady_clock::now();
+  start_.record(s);
+}
+
+void StepTimes::end_launches(cudaStream_t s) {
+  if (on_) stop_.record(s);
+}
+
+void StepTimes::done(int64_t T, int64_t B) {
+  if (!on_) return;
+  Samples& x = by_shape_[{T, B}];
+  x.wall_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count());
+  x.gpu_ms.push_back(stop_.elapsed_ms_since(start_));
+}
+
+}  // namespace lg::cuda

@@ -1,0 +1,45 @@
+// Opt-in timing of a lane's steps (LG_STEP_TIMES=1): the wall time of each step() against the GPU
+// time of its launches (events around them), so a slow step can be told apart as host overhead
+// (the GPU idles between steps: step() synchronises) or kernel time, where there is no profiler.
+// Off by default: nothing is recorded or printed.
+#pragma once
+
+#include <chrono>
+#include <cuda_runtime.h>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/device.h"
+
+namespace lg::cuda {
+
+/// Step timing of one lane, printed on stderr when it is destroyed, per step shape (T, B):
+/// "lg: step times: WHO: T=1 B=1: 63 steps, wall median 4.190 ms, GPU median 4.170 ms".
+class StepTimes {
+ public:
+  explicit StepTimes(std::string who);
+  ~StepTimes();
+  StepTimes(const StepTimes&) = delete;
+  StepTimes& operator=(const StepTimes&) = delete;
+  /// Whether LG_STEP_TIMES is set (to anything but "" or "0").
+  bool on() const { return on_; }
+  /// Marks the start of a step (host clock) and of its launches on `s` (event).
+  void begin(cudaStream_t s);
+  /// Marks the end of the step's launches on `s` (event).
+  void end_launches(cudaStream_t s);
+  /// After the step's synchronise: records its wall and GPU times under (T, B).
+  void done(int64_t T, int64_t B);
+
+ private:
+  struct Samples {
+    std::vector<double> wall_ms, gpu_ms;
+  };
+  std::string who_;
+  bool on_ = false;
+  std::chrono::steady_clock::time_point t0_;
+  Event start_, stop_;
+  std::map<std::pair<int64_t, int64_t>, Samples> by_shape_;
+};
+
+}  // namespace lg::cuda
