@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs binaries built here for the GPU machine (which has CUDA but none of our Debian libraries)
 # into .carry/lg.tar.xz: each given executable, stripped, in bin/; every library they need that is
-# not glibc's, libstdc++'s or CUDA's in lib/; ../shared/fixtures in fixtures/ (the tests and locks
-# read them; the 22M model travels as the tracked models/ folder). Carry `.carry` with the device
+# not glibc's, libstdc++'s or CUDA's in lib/; the Qwen fixtures of ../shared/fixtures in fixtures/
+# (the tests and locks read them; the 22M model travels as the tracked models/ folder). Carry `.carry` with the device
 # tool and unpack it there (bench/gpu_session.sh does).
 # Usage: scripts/device_bundle.sh build-gpu/src/cli/lg build-gpu/tests/lanes_compiled/compiled_lane_tests ...
 set -euo pipefail
@@ -11,7 +11,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" .carry
 for exe in "$@"; do
-  cp "$exe" "$stage/bin/" && strip --strip-debug "$stage/bin/$(basename "$exe")"
+  cp "$exe" "$stage/bin/" && strip --strip-unneeded "$stage/bin/$(basename "$exe")"
   ldd "$exe" | awk '/=> \// {print $3}' | while read -r lib; do
     case "$lib" in
       /lib/x86_64-linux-gnu/libc.so*|/lib/x86_64-linux-gnu/libm.so*|/lib/x86_64-linux-gnu/libpthread*|\
@@ -21,6 +21,15 @@ for exe in "$@"; do
     esac
   done
 done
-cp -r ../shared/fixtures "$stage/fixtures"
-tar -C "$stage" -cJf .carry/lg.tar.xz .
+# The fixtures the GPU tests and locks read (the Qwen ones); LG_BUNDLE_FIXTURES=all takes every one
+# (44 MB of tokenizers among them: with the 22M model beside it, that leaves the 64 MiB upload
+# limit little room for binaries).
+if [ "${LG_BUNDLE_FIXTURES-}" = all ]; then
+  cp -r ../shared/fixtures "$stage/fixtures"
+else
+  mkdir -p "$stage/fixtures"
+  cp -r ../shared/fixtures/tiny-qwen2 ../shared/fixtures/tiny-qwen3 ../shared/fixtures/tiny-qwen3-untied-mqa \
+    ../shared/fixtures/*.json ../shared/fixtures/tokenizer "$stage/fixtures/"
+fi
+XZ_OPT=-9e tar -C "$stage" -cJf .carry/lg.tar.xz .
 du -sh .carry/lg.tar.xz
