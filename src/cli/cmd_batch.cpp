@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -109,6 +110,11 @@ int run_batch(const BatchOpts& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::ifstream file;
   if (o.input != "-") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(o.input, ec)) throw lg::Error(o.input + ": is a directory, not a requests file");
+    // Opening the output truncates it: the same file as the input would be lost before it is read.
+    if (o.output != "-" && std::filesystem::equivalent(o.input, o.output, ec))
+      throw lg::Error(o.output + ": is the input file; write the results to another file");
     file.open(o.input, std::ios::binary);
     if (!file) throw lg::Error(o.input + ": cannot read");
   }
@@ -139,8 +145,13 @@ int run_batch(const BatchOpts& o) {
     Line& l = lines[k];
     if (l.job) {
       std::string ignored;
+      // The job wakes the wait for every piece of text: redraw the bar at most 5 times a second.
+      auto drawn = std::chrono::steady_clock::time_point{};
       while (!l.job->wait(ignored, std::chrono::milliseconds(200))) {
         ignored.clear();
+        const auto now = std::chrono::steady_clock::now();
+        if (now - drawn < std::chrono::milliseconds(200)) continue;
+        drawn = now;
         if (bar)
           std::fprintf(stderr, "\r\033[Klg batch: %zu/%zu requests answered, %.1f s", k, lines.size(),
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -163,6 +174,7 @@ int run_batch(const BatchOpts& o) {
                  {"error", l.error}};
     out << lg::server::dump(line) << "\n";
     out.flush();
+    if (!out) throw lg::Error((o.output == "-" ? std::string("standard output") : o.output) + ": write failed");
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) std::fputs("\r\033[K", stderr);

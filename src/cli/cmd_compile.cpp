@@ -49,9 +49,10 @@ LG_COMMAND("compile", [](CLI::App& app) {
       ->check(lg::cli::at_least_one());
   auto* explain_flag = sub->add_flag("--explain", opts->explain, "print the stages, the source lines each covers, and launches per layer");
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
-  sub->add_flag("--one-sequence", opts->one_sequence,
-                "the program as written, for one sequence (no batched steps, no paged cache, f32 state)");
+  auto* one = sub->add_flag("--one-sequence", opts->one_sequence,
+                            "the program as written, for one sequence (no batched steps, no paged cache, f32 state)");
   lg::cli::add_lane_options(sub, opts->lane);
+  for (const char* o : {"--kv-tokens", "--max-batch", "--max-step-tokens", "--block-size"}) one->excludes(sub->get_option(o));
   // Neither output asked for is a usage error (exit 2 with "Run with --help"), raised while
   // parsing like CLI11's own, not an lg::Error about the program (exit 1).
   sub->callback([out_opt, explain_flag] {
@@ -92,8 +93,12 @@ LG_COMMAND("compile", [](CLI::App& app) {
                           "  kernels: " + std::to_string(cuda.kernels.size()) +
                           "  arena: " + std::to_string(cuda.arena_bytes) + " bytes at T = " +
                           std::to_string(cuda.max_t) +
-                          (opts->one_sequence ? "" : ", B = " + std::to_string(cuda.max_b) + " (context " +
-                                                         std::to_string(graph.batching.max_seq) + ")") +
+                          (opts->one_sequence ? ""
+                                              : ", B = " + std::to_string(cuda.max_b) + " (context " +
+                                                    std::to_string(graph.batching.max_seq) + ", KV pool " +
+                                                    std::to_string(graph.batching.num_blocks * graph.batching.block_size) +
+                                                    " tokens in blocks of " + std::to_string(graph.batching.block_size) +
+                                                    ")") +
                           "\nlaunches per decode layer: " + std::to_string(per_layer) +
                           (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n";
     if (!opts->out.empty()) {

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
@@ -33,6 +34,7 @@ struct RunOpts {
   std::optional<double> temperature, top_p;
   uint64_t seed = 0;
   bool quiet = false;
+  lg::LaneOptions lane_options;
 };
 
 /// The prompt: --prompt's text, stdin for `--prompt -`, or the file of --file, byte for byte.
@@ -118,7 +120,9 @@ int run(const RunOpts& o) {
     std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt token%s\n", o.model.c_str(),
                  dir.config.model_type.c_str(), static_cast<double>(dir.checkpoint.parameter_count()) / 1e6,
                  lane_name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s");
-  auto lane = lg::make_lane(lane_name, dir, {.max_seq = max_seq});
+  lg::LaneOptions lane_options = o.lane_options;
+  lane_options.max_seq = max_seq;
+  auto lane = lg::make_lane(lane_name, dir, lane_options);
   startup.mark("make lane", lane->name());
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s lane ready (%s) in %.2f s\n", lane->name().c_str(),
@@ -187,6 +191,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
   sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::at_least_one());
+  lg::cli::add_lane_options(sub, o->lane_options);
   sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)");
   sub->add_option("--top-k", o->top_k, "keep the k most likely tokens when sampling (0 = off)");
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");

@@ -48,8 +48,9 @@ struct LaneOptions {
 
 /// The limits `options` ask for, with max_seq already resolved (`max_seq`: the context the graph
 /// was lowered with) and `default_pool` positions when options.kv_tokens is 0. The pool is
-/// rounded up to whole blocks. Throws lg::Error naming the option for a negative value or a
-/// block size outside 1..4096.
+/// rounded up to whole blocks; max_batch is at most max_tokens. Throws lg::Error naming the
+/// option for a negative value, a block size outside 1..4096, a pool smaller than one context or
+/// of more than 2^31 blocks.
 LaneLimits resolve_limits(const LaneOptions& options, int64_t max_seq, int64_t default_pool);
 
 /// A step flattened into the inputs of a batched forward graph (ir/batch.h).

@@ -100,6 +100,51 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   fs::remove(out);
 }
 
+// Files it cannot use are errors before any request runs (exit 1), never a silent exit 0: the
+// input named as the output too (opening the output would truncate the input first), a directory
+// as input, an output that cannot be written (/dev/full takes the open, fails the write).
+TEST(LgBatch, FilesItCannotUseAreErrors) {
+  const std::string model = kSource + "/models/qwen3-pycode-22m";
+  const fs::path in = fs::temp_directory_path() / ("lg_batch_same_" + std::to_string(::getpid()) + ".jsonl");
+  const std::string line =
+      R"({"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": {"prompt": "def f(", "max_tokens": 2}})";
+  std::ofstream(in) << line << "\n";
+  const CliRun same = run_lg("batch --model " + model + " -i " + in.string() + " -o " + in.string());
+  EXPECT_EQ(same.code, 1) << same.out;
+  EXPECT_NE(same.out.find("is the input file"), std::string::npos) << same.out;
+  std::ifstream kept(in);
+  std::string first;
+  std::getline(kept, first);
+  EXPECT_EQ(first, line) << "the input was overwritten";
+  const CliRun dir = run_lg("batch --model " + model + " -i " + fs::temp_directory_path().string() + " -o -");
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
+  if (fs::exists("/dev/full")) {
+    const CliRun full = run_lg("batch --model " + model + " -i " + in.string() + " -o /dev/full");
+    EXPECT_EQ(full.code, 1) << full.out;
+    EXPECT_NE(full.out.find("write failed"), std::string::npos) << full.out;
+  }
+  fs::remove(in);
+}
+
+// A KV cache smaller than one context is refused at start, naming the option: a request that
+// grew past it used to preempt itself and run again forever (found by a new-user pass).
+TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
+  const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m --max-seq 128 --kv-tokens 32 -i - -o - "
+                          "< /dev/null");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--kv-tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("one context of 128 tokens"), std::string::npos) << r.out;
+  const CliRun huge = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m --kv-tokens 9223372036854775807 "
+                             "-i - -o - < /dev/null");
+  EXPECT_EQ(huge.code, 1) << huge.out;
+  EXPECT_NE(huge.out.find("--kv-tokens"), std::string::npos) << huge.out;
+  const CliRun big = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m --kv-tokens 99999999999 "
+                            "-i - -o - < /dev/null");
+  EXPECT_EQ(big.code, 1) << big.out;
+  EXPECT_NE(big.out.find("--kv-tokens"), std::string::npos) << big.out;
+}
+
 // The 22M model's step is mostly its LM head (151,936 x 128): batched, the weights are read once
 // for all sequences in a step. CPU time, not wall time, so that other tests running beside this
 // one on the CI machine do not decide it; the cost of loading the model and the tokenizer (an

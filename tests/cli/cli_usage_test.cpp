@@ -88,6 +88,23 @@ TEST(CliUsage, RunRefusesALaneThatContradictsTheDeviceOrDoesNotExist) {
   EXPECT_NE(one.out.find("on lane cpu, 1 prompt token\n"), std::string::npos) << one.out;
 }
 
+// The lane options size the batched program; the one-sequence program has none to size.
+TEST(CliUsage, OneSequenceProgramTakesNoLaneOptions) {
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o /tmp/x --one-sequence --kv-tokens 64",
+                     "--one-sequence excludes --kv-tokens");
+}
+
+// lg run takes the lane options as lg serve and lg batch do; a pool below one context is refused.
+TEST(CliUsage, RunTakesTheLaneOptions) {
+  const CliRun ok = run_lg("run -m " + kModel + " -p 'def f(' -n 3 --max-seq 64 --kv-tokens 64 --block-size 8 "
+                           "--max-batch 2 --max-step-tokens 16 -q");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  // lg run sizes the context to the prompt and --max-tokens (3 + 40 here), at most --max-seq.
+  const CliRun small = run_lg("run -m " + kModel + " -p 'def f(' -n 40 --max-seq 64 --kv-tokens 32 -q");
+  EXPECT_EQ(small.code, 1) << small.out;
+  EXPECT_NE(small.out.find("--kv-tokens"), std::string::npos) << small.out;
+}
+
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
   EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);
@@ -100,7 +117,7 @@ TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
 TEST(CliUsage, CompileSizesForTheModelsContext) {
   const CliRun r = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain");  // max_position_embeddings 1024
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("at T = 1024, B = 256 (context 1024)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at T = 1024, B = 256 (context 1024, KV pool 4096 tokens in blocks of 16)\n"), std::string::npos) << r.out;
   const CliRun one = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --one-sequence");
   EXPECT_NE(one.out.find("at T = 1024\n"), std::string::npos) << one.out;
   // A Qwen3-sized context (40960) is capped at 4096.
@@ -112,9 +129,9 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
   const std::string big_config = ::testing::TempDir() + "/lg_compile_big_context.json";
   std::ofstream(big_config) << config;
   const CliRun big = run_lg("compile " + kQwen3 + " -c " + big_config + " --explain");
-  EXPECT_NE(big.out.find("at T = 2048, B = 256 (context 4096)\n"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("at T = 2048, B = 256 (context 4096, KV pool 16384 tokens in blocks of 16)\n"), std::string::npos) << big.out;
   const CliRun given = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 64");
-  EXPECT_NE(given.out.find("at T = 256, B = 256 (context 64)\n"), std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("at T = 256, B = 256 (context 64, KV pool 256 tokens in blocks of 16)\n"), std::string::npos) << given.out;
   const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
   EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
   const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";

@@ -1,6 +1,10 @@
 #include "lanes/cpu/cpu_lane.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <new>
 #include <string>
 
 #include "ir/batch.h"
@@ -103,7 +107,22 @@ std::unique_ptr<CpuLane> make_cpu_lane_concrete(const model::ModelDir& dir, cons
   }
   const int64_t fit = bytes_per_position > 0 ? (int64_t{1} << 30) / bytes_per_position : 2 * fg.max_seq;
   const LaneLimits limits = resolve_limits(options, fg.max_seq, std::max(fg.max_seq, std::min(2 * fg.max_seq, fit)));
-  return std::make_unique<CpuLane>(std::move(fg.graph), std::move(params), limits);
+  // The pool is allocated at once: say what it needs rather than die of std::bad_alloc.
+  const double need = static_cast<double>(limits.pool_tokens()) * static_cast<double>(bytes_per_position);
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  char what[160];
+  std::snprintf(what, sizeof what, "a KV cache of %lld tokens (--kv-tokens) needs %.1f GiB of fp32 on the cpu lane",
+                static_cast<long long>(limits.pool_tokens()), need / (1 << 30));
+  if (have > 0 && need > have) {
+    char more[64];
+    std::snprintf(more, sizeof more, ", more than this machine's %.1f GiB", have / (1 << 30));
+    throw Error(std::string(what) + more);
+  }
+  try {
+    return std::make_unique<CpuLane>(std::move(fg.graph), std::move(params), limits);
+  } catch (const std::bad_alloc&) {
+    throw Error(std::string(what) + ", which could not be allocated");
+  }
 }
 
 std::unique_ptr<Lane> make_cpu_lane(const model::ModelDir& dir, const LaneOptions& options) {
