@@ -22,6 +22,8 @@ struct Scheduler::Seq {
   int64_t prompt_len = 0;
   int64_t computed = 0;
   std::vector<int32_t> table;
+  int64_t named = 0;        ///< blocks of `table` named in the prefix cache (full, K/V written)
+  bool looked_up = false;   ///< its prompt was counted in the prefix cache's queries
   Sampler sampler;
   Generation gen;
   Clock::time_point submitted, started, first_token;
@@ -41,6 +43,7 @@ Scheduler::Scheduler(Lane& lane, SchedulerOptions options)
     : lane_(lane), limits_(lane.limits()), options_(options), blocks_(limits_.num_blocks, limits_.block_size) {
   if (options_.max_tokens <= 0 || options_.max_tokens > limits_.max_tokens) options_.max_tokens = limits_.max_tokens;
   if (options_.max_batch <= 0 || options_.max_batch > limits_.max_batch) options_.max_batch = limits_.max_batch;
+  stats_.prefix_cache = options_.prefix_cache;
 }
 
 Scheduler::~Scheduler() = default;
@@ -66,10 +69,24 @@ void Scheduler::run() {
   }
 }
 
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats st = stats_;
+  st.running = running();
+  st.waiting = waiting();
+  st.kv_blocks_total = blocks_.num_blocks();
+  st.kv_block_size = blocks_.block_size();
+  st.kv_blocks_used = blocks_.used_blocks();
+  st.kv_blocks_free = blocks_.free_blocks();
+  st.kv_blocks_cached_free = blocks_.cached_free_blocks();
+  st.prefix_cache_evictions = blocks_.evictions();
+  return st;
+}
+
 void Scheduler::preempt(Seq& s) {
-  blocks_.release(s.table);
+  blocks_.release(s.table);  // its cached blocks stay cached: readmitted, it may take them back
   s.computed = 0;
-  ++preemptions_;
+  s.named = 0;
+  ++stats_.preemptions;
   waiting_.push_front(take_running(&s));
 }
 
@@ -83,28 +100,44 @@ std::unique_ptr<Scheduler::Seq> Scheduler::take_running(Seq* s) {
 void Scheduler::finish(std::unique_ptr<Seq> owned, const std::string& error) {
   Seq& s = *owned;
   blocks_.release(s.table);
+  ++stats_.requests_finished;
   if (s.gen.stats.stop.empty()) s.gen.stats.stop = error.empty() ? "caller" : "error";
   const auto now = Clock::now();
   if (!s.gen.tokens.empty()) s.gen.stats.decode_s = seconds(s.first_token, now);
   if (s.req.on_done) s.req.on_done(std::move(s.gen), error);
 }
 
+int64_t Scheduler::fits(const Seq& s, int64_t n) const {
+  const int64_t room = (static_cast<int64_t>(s.table.size()) + blocks_.free_blocks()) * limits_.block_size - s.computed;
+  return std::min(n, room);
+}
+
+int64_t Scheduler::take_cached_prefix(Seq& s) {
+  if (!options_.prefix_cache) return 0;
+  // The last token is always computed: its logits pick the next one. A block is shared only
+  // whole, so a prompt cached to its end recomputes its last block (into a block of its own).
+  const int64_t max_blocks = (static_cast<int64_t>(s.tokens.size()) - 1) / limits_.block_size;
+  const int64_t blocks = blocks_.take_cached_prefix(s.table, s.tokens, max_blocks);
+  s.named = blocks;
+  s.computed = blocks * limits_.block_size;
+  return s.computed;
+}
+
 // The running sequences first (decodes, then the rest of prompts being prefilled), then waiting
-// requests in arrival order while the budget, the batch and the free blocks allow. A sequence
-// that needs a block when none is free takes it from the newest running request, which is
-// preempted.
+// requests in arrival order while the budget, the batch and the free blocks allow.
 void Scheduler::plan_step(std::vector<Planned>& plan, int64_t& budget) {
-  const int64_t bs = limits_.block_size;
-  auto fits = [&](Seq& s, int64_t n) {  // the largest chunk of up to n tokens the free blocks allow
-    const int64_t room = (static_cast<int64_t>(s.table.size()) + blocks_.free_blocks()) * bs - s.computed;
-    return std::min(n, room);
-  };
+  if (plan_running(plan, budget)) admit_waiting(plan, budget);
+}
+
+// A sequence that needs a block when none is free takes it from the newest running request,
+// which is preempted.
+bool Scheduler::plan_running(std::vector<Planned>& plan, int64_t& budget) {
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < running_.size(); ++i) {
       Seq& s = *running_[i];
       const bool decode = s.remaining() == 1;
       if ((pass == 0) != decode) continue;
-      if (budget == 0 || static_cast<int64_t>(plan.size()) >= options_.max_batch) return;
+      if (budget == 0 || static_cast<int64_t>(plan.size()) >= options_.max_batch) return false;
       int64_t n = std::min(s.remaining(), budget);
       bool preempted_self = false;
       while (fits(s, n) < 1) {
@@ -125,6 +158,10 @@ void Scheduler::plan_step(std::vector<Planned>& plan, int64_t& budget) {
       budget -= n;
     }
   }
+  return true;
+}
+
+void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(plan.size()) < options_.max_batch) {
     Seq& s = *waiting_.front();
     if (s.computed == 0 && s.gen.tokens.empty() && s.req.options.should_stop && s.req.options.should_stop()) {
@@ -133,8 +170,18 @@ void Scheduler::plan_step(std::vector<Planned>& plan, int64_t& budget) {
       finish(std::move(gone));
       continue;
     }
+    const int64_t cached = take_cached_prefix(s);
     const int64_t n = fits(s, std::min(s.remaining(), budget));
-    if (n < 1) break;
+    if (n < 1) {  // it waits, holding nothing
+      blocks_.release(s.table);
+      s.computed = s.named = 0;
+      break;
+    }
+    if (!s.looked_up) {
+      s.looked_up = true;
+      stats_.prefix_cache_queries += options_.prefix_cache ? s.prompt_len : 0;
+      stats_.prefix_cache_hits += cached;
+    }
     blocks_.grow(s.table, s.computed + n);
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
@@ -151,6 +198,7 @@ bool Scheduler::advance(Seq& s, const SeqResult& r) {
     check_finite_logits(r.logits, position, !s.decoding(), lane_.name());
     tok = s.sampler.pick(r.logits);
   }
+  ++stats_.generated_tokens;
   const auto now = Clock::now();
   if (s.gen.tokens.empty()) {
     s.first_token = now;
@@ -204,9 +252,14 @@ bool Scheduler::step() {
     for (const Planned& p : plan) finish(take_running(p.seq), e.what());
     return true;
   }
+  ++stats_.steps;
   for (size_t k = 0; k < plan.size(); ++k) {
     Seq& s = *plan[k].seq;
+    stats_.tokens_computed += plan[k].n;
+    stats_.prompt_tokens_computed += std::clamp<int64_t>(s.prompt_len - s.computed, 0, plan[k].n);
     s.computed += plan[k].n;
+    if (options_.prefix_cache)  // its blocks filled by this step, for later requests
+      s.named = blocks_.cache_full_blocks(s.table, s.tokens, s.named, s.computed / limits_.block_size);
     if (s.remaining() > 0) continue;  // a prefill chunk that is not the prompt's last
     std::string error;
     try {

@@ -5,6 +5,10 @@
 // is left, so long prompts never stall the decodes. KV blocks come from a BlockManager; when a
 // decode finds none free, the newest running request is preempted (its blocks freed, its
 // tokens recomputed when it is admitted again) rather than any request failing.
+//
+// With the prefix cache (on by default, SchedulerOptions::prefix_cache) a request admitted to
+// the batch first takes the cached KV blocks its tokens start with (kv_blocks.h) and prefills
+// only the rest; the blocks each step fills are named for later requests once full.
 #pragma once
 
 #include <chrono>
@@ -23,8 +27,31 @@
 namespace lg::runtime {
 
 struct SchedulerOptions {
-  int64_t max_tokens = 0;  ///< token budget per step; 0: the lane's max_tokens
-  int64_t max_batch = 0;   ///< sequences per step; 0: the lane's max_batch
+  int64_t max_tokens = 0;     ///< token budget per step; 0: the lane's max_tokens
+  int64_t max_batch = 0;      ///< sequences per step; 0: the lane's max_batch
+  bool prefix_cache = true;   ///< share full KV blocks of equal token prefixes (`--no-prefix-cache`)
+};
+
+/// What the scheduler is doing and has done, for metrics (`lg serve`'s /metrics). The request
+/// and block figures are the state now; the counters are cumulative since construction.
+struct SchedulerStats {
+  int64_t running = 0;  ///< requests in the running batch
+  int64_t waiting = 0;  ///< requests queued: never admitted, or preempted
+  int64_t kv_blocks_total = 0;        ///< blocks in the lane's KV pool
+  int64_t kv_block_size = 0;          ///< positions per block
+  int64_t kv_blocks_used = 0;         ///< blocks held by running requests
+  int64_t kv_blocks_free = 0;         ///< blocks no request holds (kv_blocks_total - kv_blocks_used)
+  int64_t kv_blocks_cached_free = 0;  ///< of the free blocks, those holding a cached prefix (evictable)
+  bool prefix_cache = false;          ///< whether prefix caching is on
+  int64_t prefix_cache_queries = 0;   ///< prompt tokens looked up in the prefix cache (each request once)
+  int64_t prefix_cache_hits = 0;      ///< of those, tokens found cached (not computed)
+  int64_t prefix_cache_evictions = 0; ///< cached blocks evicted to hold other tokens
+  int64_t prompt_tokens_computed = 0; ///< prompt positions fed to the lane, recomputation after a preemption included
+  int64_t tokens_computed = 0;        ///< every position fed to the lane (prompts, decodes, recomputation)
+  int64_t generated_tokens = 0;       ///< tokens sampled
+  int64_t preemptions = 0;            ///< requests preempted (their blocks freed, recomputed later)
+  int64_t steps = 0;                  ///< lane steps run
+  int64_t requests_finished = 0;      ///< requests that left (stopped, cancelled or failed)
 };
 
 /// One request: a prompt and how to generate after it (GenerateOptions: token limit, sampling,
@@ -58,7 +85,10 @@ class Scheduler {
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   const BlockManager& blocks() const { return blocks_; }
   /// Requests preempted so far (each recomputes its tokens when admitted again).
-  int64_t preemptions() const { return preemptions_; }
+  int64_t preemptions() const { return stats_.preemptions; }
+  /// The figures of SchedulerStats, now. Cheap (no lock, no allocation); like every member, call
+  /// it from the thread that steps.
+  SchedulerStats stats() const;
 
  private:
   struct Seq;
@@ -68,6 +98,15 @@ class Scheduler {
   };
   /// Picks this step's sequences and chunk sizes within `budget` tokens, growing their blocks.
   void plan_step(std::vector<Planned>& plan, int64_t& budget);
+  /// plan_step's first part: the running requests. False when the budget or the batch is spent.
+  bool plan_running(std::vector<Planned>& plan, int64_t& budget);
+  /// plan_step's second part: admits waiting requests while the budget, batch and blocks allow.
+  void admit_waiting(std::vector<Planned>& plan, int64_t& budget);
+  /// The largest chunk of up to `n` tokens of `s` that its blocks and the free ones hold.
+  int64_t fits(const Seq& s, int64_t n) const;
+  /// With the prefix cache: `s` (not running, no blocks) takes the cached blocks its tokens start
+  /// with, all but its last token at most. Returns the tokens they hold.
+  int64_t take_cached_prefix(Seq& s);
   void preempt(Seq& s);
   /// Removes `s` from the running requests and hands it over.
   std::unique_ptr<Seq> take_running(Seq* s);
@@ -81,7 +120,7 @@ class Scheduler {
   SchedulerOptions options_;
   BlockManager blocks_;
   int64_t next_id_ = 0;
-  int64_t preemptions_ = 0;
+  SchedulerStats stats_;  ///< the counters; stats() adds the state
   std::deque<std::unique_ptr<Seq>> waiting_;
   std::vector<std::unique_ptr<Seq>> running_;  ///< in admission order (the newest last)
 };

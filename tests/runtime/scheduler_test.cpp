@@ -4,13 +4,16 @@
 // block shared by two sequences or a preemption that recomputes the wrong tokens changes the
 // hash, so "every finished request generates what it generates alone" checks the scheduler's
 // block bookkeeping, not just its counting. Seeded random arrivals, cancellations, small pools
-// (preemptions) and step budgets; no block may leak.
+// (preemptions) and step budgets; no block may leak. With shared prompt prefixes the prefix cache
+// hands requests blocks other requests wrote: the lane also checks that no step writes into a
+// block another sequence holds or the cache has named.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
 #include "runtime/generate.h"
+#include "runtime/kv_blocks.h"
 #include "runtime/scheduler.h"
 #include "support/error.h"
 
@@ -39,7 +42,16 @@ class PoolLane : public Lane {
     auto slot = [&](int64_t b, int64_t p) {
       return f.block_table[static_cast<size_t>(b * MB + p / bs)] * bs + p % bs;
     };
-    for (int64_t t = 0; t < f.T; ++t) pool_[static_cast<size_t>(slot(f.seq[t], f.pos[t]))] = f.tokens[t];
+    for (int64_t t = 0; t < f.T; ++t) {
+      if (watch) {  // a block written is its writer's alone: not shared, not cached
+        const int32_t b = f.block_table[static_cast<size_t>(f.seq[t] * MB + f.pos[t] / bs)];
+        if (watch->holders(b) != 1 || watch->cached(b))
+          throw Error("step writes block " + std::to_string(b) + ", held by " + std::to_string(watch->holders(b)) +
+                      (watch->cached(b) ? ", cached" : ""));
+      }
+      pool_[static_cast<size_t>(slot(f.seq[t], f.pos[t]))] = f.tokens[t];
+    }
+    tokens_fed += f.T;
     std::vector<SeqResult> out;
     for (int64_t b = 0; b < f.B; ++b) {
       uint64_t h = 1469598103934665603ull;
@@ -61,6 +73,8 @@ class PoolLane : public Lane {
     return out;
   }
   int64_t steps = 0;
+  int64_t tokens_fed = 0;
+  const runtime::BlockManager* watch = nullptr;  ///< the scheduler's blocks, checked at each write
 
  private:
   LaneLimits limits_;
@@ -74,9 +88,48 @@ struct Spec {
   int64_t cancel_after = -1;  ///< tokens after which its client goes away (-1: never)
 };
 
-TEST(Scheduler, RandomArrivalsCancellationsAndPreemptionsGiveEachRequestItsSoloTokens) {
+struct RandomTotals {
   int64_t preemptions = 0, cancelled = 0, finished = 0, max_running = 0;
-  for (uint64_t seed = 0; seed < 300; ++seed) {
+  int64_t queries = 0, hits = 0, evictions = 0, cached_left = 0;
+};
+
+/// Prompts for one seed: random ones, or (with `shared`) mostly beginnings of a few stems,
+/// sometimes cut at a block boundary, with their own tails, and some exact repeats.
+std::vector<std::vector<int32_t>> make_prompts(std::mt19937_64& rng, int64_t n, int64_t bs, bool shared) {
+  auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  auto random_tokens = [&](int64_t len) {
+    std::vector<int32_t> t(static_cast<size_t>(len));
+    for (auto& x : t) x = static_cast<int32_t>(uni(0, kVocab - 1));
+    return t;
+  };
+  std::vector<std::vector<int32_t>> stems;
+  for (int64_t k = uni(1, 3); k-- > 0;) stems.push_back(random_tokens(uni(1, 60)));
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t kind = shared ? uni(0, 5) : 0;
+    if (kind == 0) {
+      out.push_back(random_tokens(uni(1, 50)));
+    } else if (kind == 1 && !out.empty()) {
+      out.push_back(out[static_cast<size_t>(uni(0, static_cast<int64_t>(out.size()) - 1))]);
+    } else {
+      const auto& stem = stems[static_cast<size_t>(uni(0, static_cast<int64_t>(stems.size()) - 1))];
+      int64_t len = uni(1, static_cast<int64_t>(stem.size()));
+      if (uni(0, 1) == 0 && len >= bs) len -= len % bs;
+      std::vector<int32_t> p(stem.begin(), stem.begin() + len);
+      const auto tail = random_tokens(uni(0, 15));
+      p.insert(p.end(), tail.begin(), tail.end());
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+/// Seeds 0 .. seeds-1 of random arrivals, cancellations and pools; every finished request must
+/// generate its solo tokens (a cancelled one a prefix of them), no block may leak, and the
+/// scheduler's counters must agree with what the lane saw.
+RandomTotals run_random_schedules(uint64_t seeds, bool shared, bool prefix_cache) {
+  RandomTotals tot;
+  for (uint64_t seed = 0; seed < seeds; ++seed) {
     std::mt19937_64 rng(seed);
     auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
     const int64_t bs = uni(1, 8), max_seq = 96;
@@ -84,10 +137,11 @@ TEST(Scheduler, RandomArrivalsCancellationsAndPreemptionsGiveEachRequestItsSoloT
     const int64_t pool = uni(max_seq, 5 * max_seq);
     PoolLane lane(max_seq, pool, bs, uni(1, 12), uni(8, 64));
     const int64_t n = uni(1, 14);
+    const auto prompts = make_prompts(rng, n, bs, shared);
     std::vector<Spec> specs(static_cast<size_t>(n));
-    for (auto& s : specs) {
-      s.prompt.resize(static_cast<size_t>(uni(1, 50)));
-      for (auto& t : s.prompt) t = static_cast<int32_t>(uni(0, kVocab - 1));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      Spec& s = specs[i];
+      s.prompt = prompts[i];
       s.options.max_new_tokens = uni(1, 40);
       if (uni(0, 4) == 0) s.options.eos_ids = {static_cast<int64_t>(uni(0, kVocab - 1))};
       if (uni(0, 3) == 0) {
@@ -103,7 +157,10 @@ TEST(Scheduler, RandomArrivalsCancellationsAndPreemptionsGiveEachRequestItsSoloT
       PoolLane alone(max_seq, max_seq, bs, 1, 64);
       solo.push_back(generate(alone, s.prompt, s.options).tokens);
     }
-    Scheduler sched(lane);
+    SchedulerOptions so;
+    so.prefix_cache = prefix_cache;
+    Scheduler sched(lane, so);
+    lane.watch = &sched.blocks();
     std::vector<Generation> got(specs.size());
     std::vector<int> done(specs.size(), 0);
     std::vector<int64_t> seen(specs.size(), 0);
@@ -127,32 +184,108 @@ TEST(Scheduler, RandomArrivalsCancellationsAndPreemptionsGiveEachRequestItsSoloT
         };
         sched.submit(std::move(r));
       }
-      max_running = std::max(max_running, sched.running());
+      tot.max_running = std::max(tot.max_running, sched.running());
       sched.step();
-      ASSERT_LT(step, 100000) << "seed " << seed << ": the scheduler makes no progress";
+      if (::testing::Test::HasFailure()) return tot;
+      EXPECT_LT(step, 100000) << "seed " << seed << ": the scheduler makes no progress";
     }
+    int64_t generated = 0;
     for (size_t i = 0; i < specs.size(); ++i) {
-      ASSERT_EQ(done[i], 1) << "seed " << seed << " request " << i << " finished " << done[i] << " times";
+      EXPECT_EQ(done[i], 1) << "seed " << seed << " request " << i << " finished " << done[i] << " times";
       const auto& want = solo[i];
       const auto& have = got[i].tokens;
+      generated += static_cast<int64_t>(have.size());
       if (specs[i].cancel_after >= 0 && got[i].stats.stop == "caller") {
         // Cancelled: a prefix of its solo tokens (none when cancelled while it waited).
-        ++cancelled;
-        ASSERT_LE(have.size(), want.size());
-        EXPECT_TRUE(std::equal(have.begin(), have.end(), want.begin())) << "seed " << seed << " request " << i;
+        ++tot.cancelled;
+        EXPECT_LE(have.size(), want.size());
+        EXPECT_TRUE(std::equal(have.begin(), have.begin() + static_cast<std::ptrdiff_t>(std::min(have.size(), want.size())),
+                               want.begin()))
+            << "seed " << seed << " request " << i;
       } else {
         EXPECT_EQ(have, want) << "seed " << seed << " request " << i;
-        ++finished;
+        ++tot.finished;
       }
     }
-    EXPECT_EQ(sched.blocks().used_blocks(), 0) << "seed " << seed << ": blocks leaked";
-    preemptions += sched.preemptions();
+    const SchedulerStats st = sched.stats();
+    EXPECT_EQ(st.kv_blocks_used, 0) << "seed " << seed << ": blocks leaked";
+    EXPECT_EQ(st.kv_blocks_free, st.kv_blocks_total) << "seed " << seed;
+    EXPECT_EQ(st.running + st.waiting, 0);
+    EXPECT_EQ(st.tokens_computed, lane.tokens_fed) << "seed " << seed;
+    EXPECT_EQ(st.steps, lane.steps) << "seed " << seed;
+    EXPECT_EQ(st.generated_tokens, generated) << "seed " << seed;
+    EXPECT_EQ(st.requests_finished, n) << "seed " << seed;
+    EXPECT_LE(st.prefix_cache_hits, st.prefix_cache_queries) << "seed " << seed;
+    if (!prefix_cache) EXPECT_EQ(st.kv_blocks_cached_free + st.prefix_cache_queries + st.prefix_cache_evictions, 0);
+    if (::testing::Test::HasFailure()) return tot;
+    tot.preemptions += st.preemptions;
+    tot.queries += st.prefix_cache_queries;
+    tot.hits += st.prefix_cache_hits;
+    tot.evictions += st.prefix_cache_evictions;
+    tot.cached_left += st.kv_blocks_cached_free;
   }
-  std::cout << "[ scheduler ] " << finished << " requests finished as alone, " << cancelled << " cancelled, "
-            << preemptions << " preemptions, up to " << max_running << " running at once\n";
-  EXPECT_GT(preemptions, 0);
-  EXPECT_GT(cancelled, 0);
-  EXPECT_GE(max_running, 6);
+  std::cout << "[ scheduler ] " << (shared ? "shared prefixes" : "random prompts") << ", prefix cache "
+            << (prefix_cache ? "on" : "off") << ": " << tot.finished << " requests finished as alone, " << tot.cancelled
+            << " cancelled, " << tot.preemptions << " preemptions, up to " << tot.max_running << " running at once; "
+            << tot.hits << " of " << tot.queries << " prompt tokens found cached, " << tot.evictions
+            << " cached blocks evicted\n";
+  return tot;
+}
+
+TEST(Scheduler, RandomArrivalsCancellationsAndPreemptionsGiveEachRequestItsSoloTokens) {
+  const RandomTotals t = run_random_schedules(300, false, true);
+  EXPECT_GT(t.preemptions, 0);
+  EXPECT_GT(t.cancelled, 0);
+  EXPECT_GE(t.max_running, 6);
+}
+
+// Shared prefixes: requests take blocks other requests wrote (hits), under small pools that
+// evict cached blocks and preempt, and each still generates exactly what it does alone.
+TEST(Scheduler, SharedPrefixesHitTheCacheAndEachRequestStillGetsItsSoloTokens) {
+  const RandomTotals t = run_random_schedules(300, true, true);
+  EXPECT_GT(t.preemptions, 0);
+  EXPECT_GT(t.cancelled, 0);
+  EXPECT_GT(t.hits, t.queries / 10);
+  EXPECT_GT(t.evictions, 0);
+  EXPECT_GT(t.cached_left, 0);  // finished requests' blocks stay cached, free
+}
+
+TEST(Scheduler, SharedPrefixesWithoutThePrefixCacheComputeEverything) {
+  const RandomTotals t = run_random_schedules(100, true, false);
+  EXPECT_EQ(t.hits, 0);
+  EXPECT_GT(t.preemptions, 0);
+}
+
+// A prompt cached to its end still computes its last token (its logits pick the next one):
+// when the prompt ends a block, that whole block is recomputed, into a block of its own.
+TEST(Scheduler, ARepeatedPromptComputesOnlyItsLastBlockOrTail) {
+  for (const int64_t len : {32, 35, 8, 5}) {
+    PoolLane lane(64, 256, 8, 4, 64);
+    Scheduler sched(lane);
+    lane.watch = &sched.blocks();
+    std::vector<int32_t> prompt(static_cast<size_t>(len));
+    for (int64_t i = 0; i < len; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37 + 11) % kVocab);
+    std::vector<std::vector<int32_t>> out;
+    for (int run = 0; run < 2; ++run) {
+      Request r;
+      r.prompt = prompt;
+      r.options.max_new_tokens = 5;
+      r.on_done = [&](Generation&& g, const std::string&) { out.push_back(g.tokens); };
+      sched.submit(std::move(r));
+      sched.run();
+    }
+    const SchedulerStats st = sched.stats();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0], out[1]) << len;
+    EXPECT_EQ(out[0].size(), 5u);
+    const int64_t cached = (len - 1) / 8 * 8;  // 24, 32, 0, 0
+    EXPECT_EQ(st.prefix_cache_queries, 2 * len);
+    EXPECT_EQ(st.prefix_cache_hits, cached) << len;
+    EXPECT_EQ(st.prompt_tokens_computed, 2 * len - cached) << len;
+    EXPECT_EQ(lane.tokens_fed, 2 * (len + 4) - cached) << len;
+    EXPECT_EQ(st.generated_tokens, 10);
+    EXPECT_EQ(st.kv_blocks_used, 0);
+  }
 }
 
 TEST(Scheduler, RefusesWhatCanNeverRun) {
