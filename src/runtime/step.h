@@ -15,7 +15,8 @@ struct SeqStep {
   std::span<const int32_t> tokens;  ///< the new tokens (at least one)
   int64_t start_pos = 0;            ///< position of tokens[0]; positions before it are in the cache
   /// The sequence's block table: blocks[j] holds positions j*block_size .. (j+1)*block_size - 1.
-  /// Must cover every position up to start_pos + tokens.size() - 1.
+  /// Must cover every position up to start_pos + tokens.size() - 1. Blocks wholly before
+  /// start_pos may be shared with other sequences that only read them (the prefix cache).
   std::span<const int32_t> blocks;
   bool want_logits = false;         ///< return the last token's logits (else only its argmax)
 };
