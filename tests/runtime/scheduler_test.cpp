@@ -216,7 +216,9 @@ RandomTotals run_random_schedules(uint64_t seeds, bool shared, bool prefix_cache
     EXPECT_EQ(st.generated_tokens, generated) << "seed " << seed;
     EXPECT_EQ(st.requests_finished, n) << "seed " << seed;
     EXPECT_LE(st.prefix_cache_hits, st.prefix_cache_queries) << "seed " << seed;
-    if (!prefix_cache) EXPECT_EQ(st.kv_blocks_cached_free + st.prefix_cache_queries + st.prefix_cache_evictions, 0);
+    if (!prefix_cache) {
+      EXPECT_EQ(st.kv_blocks_cached_free + st.prefix_cache_queries + st.prefix_cache_evictions, 0);
+    }
     if (::testing::Test::HasFailure()) return tot;
     tot.preemptions += st.preemptions;
     tot.queries += st.prefix_cache_queries;
