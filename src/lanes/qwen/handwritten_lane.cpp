@@ -119,8 +119,9 @@ HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& w
   const int64_t max_seq = options.max_seq;
   if (max_seq < 1 || max_seq > (int64_t{1} << 20))
     throw Error("hand-written lane: max_seq " + std::to_string(max_seq) + " out of range 1..1048576");
-  // Step sizes first (the pool's default depends on what is left after the step buffers).
-  const LaneLimits step_sizes = resolve_limits(options, max_seq, 1);
+  // Step sizes first (the pool's default depends on what is left after the step buffers): a
+  // stand-in pool of one context, checked for real below.
+  const LaneLimits step_sizes = resolve_limits(options, max_seq, max_seq);
   const int64_t bs = step_sizes.block_size;
   if ((bs & (bs - 1)) != 0)
     throw Error("hand-written lane: KV block size " + std::to_string(bs) +
