@@ -102,6 +102,12 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (!v->is_boolean()) throw RequestError("stream", fmt::format("'stream' must be a boolean, got {}", v->type_name()));
     g.stream = v->get<bool>();
   }
+  for (auto [name, flag] : {std::pair{"ignore_eos", &g.ignore_eos}, std::pair{"return_token_ids", &g.return_token_ids}}) {
+    if (const json* v = field(j, name)) {
+      if (!v->is_boolean()) throw RequestError(name, fmt::format("'{}' must be a boolean, got {}", name, v->type_name()));
+      *flag = v->get<bool>();
+    }
+  }
   if (const json* v = field(j, "stream_options")) {
     if (!v->is_object()) throw RequestError("stream_options", "'stream_options' must be an object");
     if (const json* u = field(*v, "include_usage")) {
@@ -123,16 +129,32 @@ CompletionRequest parse_completion_request(const std::string& body) {
   r.gen = parse_common(j, false);
   const json* p = field(j, "prompt");
   if (!p) throw RequestError("prompt", "'prompt' is required");
-  // OpenAI also takes a one-element array of strings; batches of prompts are not served (batch 1).
-  if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) p = &(*p)[0];
-  if (p->is_array() && p->size() > 1)
+  // One prompt per request, in any of OpenAI's forms; a batch of prompts is not served.
+  const auto is_prompt = [](const json& v) { return v.is_string() || (v.is_array() && !v.empty() && v[0].is_number()); };
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  else if (p->is_array() && p->size() > 1 && is_prompt((*p)[0]) && !(*p)[0].is_number())
     throw RequestError("prompt", fmt::format("'prompt' is an array of {} prompts; lg serve takes one prompt per request "
-                                             "(a string, or an array of one string)",
+                                             "(a string, an array of token ids, or an array of one of those)",
                                              p->size()));
-  if (!p->is_string())
-    throw RequestError("prompt", fmt::format("'prompt' must be a string or an array of one string, got {}", p->type_name()));
-  r.prompt = p->get<std::string>();
-  if (r.prompt.empty()) throw RequestError("prompt", "'prompt' is empty");
+  if (p->is_string()) {
+    r.prompt = p->get<std::string>();
+    if (r.prompt.empty()) throw RequestError("prompt", "'prompt' is empty");
+    return r;
+  }
+  if (!p->is_array())
+    throw RequestError("prompt", fmt::format("'prompt' must be a string or an array of token ids, got {}", p->type_name()));
+  if (p->empty()) throw RequestError("prompt", "'prompt' is empty");
+  r.prompt_ids.reserve(p->size());
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& id = (*p)[i];
+    const std::string at = fmt::format("prompt[{}]", i);
+    if (!id.is_number_integer())
+      throw RequestError(at, fmt::format("'{}' must be a token id (an integer), got {}", at,
+                                         id.is_number() ? id.dump() : id.type_name()));
+    if (id.is_number_unsigned() ? id.get<uint64_t>() > INT32_MAX : (id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX))
+      throw RequestError(at, fmt::format("'{}' is not a token id: {}", at, id.dump()));
+    r.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
   return r;
 }
 

@@ -35,11 +35,15 @@ struct GenerationRequest {
   std::vector<std::string> stop;      ///< stop strings (non-empty, at most 16)
   bool stream = false;
   bool include_usage = false;         ///< stream_options.include_usage: a last chunk with usage
+  bool ignore_eos = false;            ///< vLLM's extension: generate past the eos token (benchmarks)
+  bool return_token_ids = false;      ///< vLLM's extension: the generated ids beside the text
 };
 
 struct CompletionRequest {
   GenerationRequest gen;
-  std::string prompt;
+  std::string prompt;                ///< the prompt as text, or
+  std::vector<int32_t> prompt_ids;   ///< the prompt as token ids (then `prompt` is empty)
+  bool has_ids() const { return !prompt_ids.empty(); }
 };
 
 /// A chat request, ready for the model's chat template (chat/chat_template.h).
@@ -56,8 +60,12 @@ struct ChatRequest {
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  ///< `chat_template_kwargs` (vLLM's)
 };
 
-/// Parses a /v1/completions body. Throws RequestError for malformed JSON, a missing or non-string
-/// `prompt`, or any field of the wrong type or range.
+/// Parses a /v1/completions body. `prompt` is one prompt, as in OpenAI's API: a string, an array
+/// of one string, an array of token ids, or an array of one array of token ids. Throws
+/// RequestError for malformed JSON, a missing or empty `prompt`, a batch of prompts (an array of
+/// several strings or id arrays), a token id that is not an integer in [0, 2^31) (naming
+/// `prompt[i]`), or any field of the wrong type or range. Ids are checked against the vocabulary
+/// by the engine (Engine::check_prompt).
 CompletionRequest parse_completion_request(const std::string& body);
 
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty

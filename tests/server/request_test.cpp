@@ -80,6 +80,57 @@ TEST(CompletionRequest, ABatchOfPromptsSaysOnePromptPerRequest) {
   }
 }
 
+TEST(CompletionRequest, TokenIdPromptsAreOnePrompt) {
+  // As in OpenAI's API: an array of ids is one prompt, and so is an array of one array of ids.
+  for (const char* body : {R"({"prompt":[750,282,2075]})", R"({"prompt":[[750,282,2075]]})"}) {
+    const auto r = parse_completion_request(body);
+    EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{750, 282, 2075})) << body;
+    EXPECT_TRUE(r.prompt.empty());
+    EXPECT_TRUE(r.has_ids());
+  }
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[0]})").prompt_ids, std::vector<int32_t>{0});
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x"})").has_ids(), false);
+}
+
+TEST(CompletionRequest, BadTokenIdPromptsNameTheId) {
+  auto p = [](const std::string& body) { return param_of([&] { parse_completion_request(body); }); };
+  EXPECT_EQ(p(R"({"prompt":[]})"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":[[]]})"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":[1,"a"]})"), "prompt[1]");
+  EXPECT_EQ(p(R"({"prompt":[1,2.5]})"), "prompt[1]");
+  EXPECT_EQ(p(R"({"prompt":[true]})"), "prompt[0]");
+  EXPECT_EQ(p(R"({"prompt":[1,-1]})"), "prompt[1]");
+  EXPECT_EQ(p(R"({"prompt":[2147483648]})"), "prompt[0]");
+  EXPECT_EQ(p(R"({"prompt":[1,null]})"), "prompt[1]");
+  EXPECT_EQ(p(R"({"prompt":[[1,2],[3]]})"), "prompt");
+  EXPECT_EQ(p(R"({"prompt":{"ids":[1]}})"), "prompt");
+  try {
+    parse_completion_request(R"({"prompt":[[1,2],[3],[4]]})");
+    FAIL() << "a batch of three id prompts was accepted";
+  } catch (const RequestError& e) {
+    EXPECT_NE(std::string(e.what()).find("an array of 3 prompts"), std::string::npos) << e.what();
+  }
+  try {
+    parse_completion_request(R"({"prompt":[5,"x"]})");
+    FAIL();
+  } catch (const RequestError& e) {
+    EXPECT_NE(std::string(e.what()).find("'prompt[1]' must be a token id (an integer), got string"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CompletionRequest, IgnoreEosAndReturnTokenIdsAreBooleans) {
+  const auto r = parse_completion_request(R"({"prompt":"x","ignore_eos":true,"return_token_ids":true})");
+  EXPECT_TRUE(r.gen.ignore_eos);
+  EXPECT_TRUE(r.gen.return_token_ids);
+  const auto d = parse_completion_request(R"({"prompt":"x","ignore_eos":null})");
+  EXPECT_FALSE(d.gen.ignore_eos);
+  EXPECT_FALSE(d.gen.return_token_ids);
+  auto p = [](const std::string& body) { return param_of([&] { parse_completion_request(body); }); };
+  EXPECT_EQ(p(R"({"prompt":"x","ignore_eos":1})"), "ignore_eos");
+  EXPECT_EQ(p(R"({"prompt":"x","return_token_ids":"yes"})"), "return_token_ids");
+}
+
 TEST(ChatRequest, ParsesMessagesAndTextParts) {
   const auto r = parse_chat_request(
       R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"max_completion_tokens":3})");
