@@ -21,6 +21,7 @@
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/preset_shapes.h"
 #include "support/error.h"
 
 // Every GPU lane brings lg_cuda (bandwidth, device name) and the factory builds it.
@@ -57,25 +58,7 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-/// The config.json of a real Qwen3 shape `lg bench` measures at ("qwen3-0.6b", "qwen3-8b": the
-/// fields of HF Qwen/Qwen3-* config.json that the .lg program and the lanes read), parsed as a
-/// checkpoint's would be. Throws lg::Error for another name.
-lg::model::ModelConfig preset_config(const std::string& name) {
-  nlohmann::json c = {{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"},
-                      {"vocab_size", 151936}, {"head_dim", 128}, {"num_key_value_heads", 8},
-                      {"rms_norm_eps", 1e-6}, {"rope_theta", 1e6}, {"attention_bias", false},
-                      {"hidden_act", "silu"}, {"max_position_embeddings", 40960}, {"torch_dtype", "bfloat16"}};
-  if (name == "qwen3-0.6b") {
-    c.update({{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_hidden_layers", 28},
-              {"num_attention_heads", 16}, {"tie_word_embeddings", true}});
-  } else if (name == "qwen3-8b") {
-    c.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 36},
-              {"num_attention_heads", 32}, {"tie_word_embeddings", false}});
-  } else {
-    throw lg::Error("--shape '" + name + "': known shapes are qwen3-0.6b, qwen3-8b, or a model directory");
-  }
-  return lg::model::parse_config(c, "preset " + name);
-}
+using lg::cli::preset_config;
 
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
@@ -84,7 +67,7 @@ int run_bench(const BenchOpts& o) {
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
                     "are made on the device for the hand-written and compiled lanes only)");
   std::optional<lg::model::ModelConfig> preset;
-  if (!is_dir) preset = preset_config(o.shape);  // an unknown shape name is an error first
+  if (!is_dir) preset = preset_config(o.shape, ", or a model directory");  // an unknown shape name is an error first
   if (!lg::cuda::cuda_device_available())
     throw lg::Error(o.lane == "cpu" ? "lg bench: no CUDA device: lg bench times a lane next to the GPU's copy bandwidth "
                                       "(its floor), so it needs a GPU even for --lane cpu; time the CPU reference with "

@@ -1,20 +1,32 @@
 // `lg serve --model DIR`: an OpenAI-compatible HTTP server (docs/server.md) over one lane. Loads
-// the model once, then serves until the process is stopped (Ctrl-C); requests in flight run
-// together in the engine's batched steps.
+// the model once, then serves until SIGINT or SIGTERM: then it stops accepting, lets the running
+// requests finish (up to --shutdown-timeout; a second signal cuts that short) and exits 0.
+// `--shape qwen3-8b` serves random weights made on the GPU instead, for load tests at a real
+// shape without a checkpoint (token-id prompts only).
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdio>
+#include <ctime>
+#include <memory>
+#include <thread>
 
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/preset_shapes.h"
 #include "lanes/factory.h"
 #include "server/server.h"
 
 namespace {
 
 struct ServeOpts {
-  std::string model, lane = "cpu", host = "127.0.0.1", chat_template;
+  std::string model, shape, lane, host = "127.0.0.1", chat_template;
   int port = 8000;
   int64_t max_seq = 0;
+  int64_t max_waiting = 512;
+  double shutdown_timeout_s = 30;
+  bool quiet = false;
   lg::LaneOptions lane_options;
 };
 
@@ -35,20 +47,68 @@ void report_chat_template(const lg::chat::ChatTemplate& t) {
   }
 }
 
+std::string lane_of(const ServeOpts& o) { return o.lane.empty() ? (o.shape.empty() ? "cpu" : "handwritten") : o.lane; }
+
+std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o) {
+  lg::server::EngineOptions eo;
+  eo.lane = lane_of(o);
+  eo.max_seq = o.max_seq;
+  eo.lane_options = o.lane_options;
+  eo.max_waiting = o.max_waiting;
+  eo.log_requests = !o.quiet;
+  if (o.shape.empty()) return std::make_unique<lg::server::Engine>(o.model, eo);
+  // Random weights: a context of 4096 by default, as for a checkpoint (40960 would size a KV
+  // pool per sequence far beyond what a load test needs).
+  return std::make_unique<lg::server::Engine>(lg::server::RandomModel{o.shape, lg::cli::preset_config(o.shape)}, eo);
+}
+
+// Waits for SIGINT/SIGTERM (blocked in every thread, so they arrive here), then drains the
+// server; a second signal cuts the drain short. Woken by SIGUSR1 when the server ended on its own.
+void watch_signals(lg::server::Server& server, const lg::server::Engine& engine, const sigset_t& set, double timeout_s) {
+  int sig = 0;
+  if (sigwait(&set, &sig) != 0 || sig == SIGUSR1) return;
+  std::fprintf(stderr, "lg: %s: no new requests; waiting up to %.0f s for %lld running (a second Ctrl-C stops them)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", timeout_s, static_cast<long long>(engine.in_flight()));
+  const auto cut_short = [&set] {
+    const timespec none{0, 0};
+    const int s = sigtimedwait(&set, nullptr, &none);
+    return s == SIGINT || s == SIGTERM;
+  };
+  server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)), cut_short);
+  std::fprintf(stderr, "lg: stopped\n");
+}
+
 int serve(const ServeOpts& o) {
-  lg::server::Engine engine(o.model, {o.lane, o.max_seq, o.lane_options});
+  if (o.model.empty() == o.shape.empty()) throw lg::Error("lg serve: give either --model DIR or --shape NAME");
+  if (!o.shape.empty() && !o.chat_template.empty())
+    throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
+  // Blocked before any thread starts (the engine's worker, the chat renderer, httplib's), so
+  // every thread inherits the mask and the signals reach only watch_signals().
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  const auto engine = make_engine(o);
   lg::server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
   if (!o.chat_template.empty()) so.chat_template_file = o.chat_template;
-  lg::server::Server server(engine, so);
-  std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens\n", engine.model_id().c_str(), o.lane.c_str(),
-               static_cast<long long>(engine.context()));
-  report_chat_template(server.chat_template());
+  lg::server::Server server(*engine, so);
+  std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens, KV cache %lld tokens\n",
+               engine->model_id().c_str(), lane_of(o).c_str(),
+               static_cast<long long>(engine->context()), static_cast<long long>(engine->limits().pool_tokens()));
+  if (engine->has_tokenizer()) report_chat_template(server.chat_template());
+  else std::fprintf(stderr, "lg: random weights, no tokenizer: prompts are token ids; chat answers 400\n");
   const int port = server.bind();
-  std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions)\n", o.host.c_str(),
-               port);
+  std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /metrics)\n",
+               o.host.c_str(), port);
+  std::thread signals([&] { watch_signals(server, *engine, set, o.shutdown_timeout_s); });
   server.run();
+  pthread_kill(signals.native_handle(), SIGUSR1);  // a no-op for the watcher once it has drained
+  signals.join();
   return 0;
 }
 
@@ -58,9 +118,11 @@ LG_COMMAND("serve", [](CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
   auto* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
-      ->required()
       ->check(CLI::ExistingDirectory);
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();
+  sub->add_option("--shape", o->shape,
+                  std::string("random weights made on the GPU at a real shape instead of --model (") +
+                      lg::cli::preset_shape_names() + "): prompts as token ids, for load tests");
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten; default cpu, handwritten with --shape)");
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));
   sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")
@@ -68,6 +130,15 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_option("--chat-template", o->chat_template,
                   "Jinja2 chat template file to use instead of the model's own (tokenizer_config.json)")
       ->check(CLI::ExistingFile);
+  sub->add_option("--max-waiting", o->max_waiting,
+                  "requests waiting to run beyond which new ones are answered 503 with Retry-After")
+      ->capture_default_str()
+      ->check(lg::cli::at_least_one());
+  sub->add_option("--shutdown-timeout", o->shutdown_timeout_s,
+                  "seconds running requests may take to finish after SIGINT/SIGTERM before they are cut")
+      ->capture_default_str()
+      ->check(lg::cli::non_negative_number());
+  sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
   lg::cli::add_lane_options(sub, o->lane_options);
   return [o]() -> int { return serve(*o); };
 });

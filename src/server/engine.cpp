@@ -11,11 +11,13 @@
 #include "runtime/generate.h"
 #include "runtime/scheduler.h"
 #include "server/stop_strings.h"
-#include "support/error.h"
 
 namespace lg::server {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 tokenizer::Tokenizer load_tokenizer(const model::ModelDir& dir) {
   if (!dir.tokenizer_json) throw Error(dir.dir.string() + ": no tokenizer.json; lg serve needs one to read prompts");
@@ -26,61 +28,207 @@ tokenizer::Tokenizer load_tokenizer(const model::ModelDir& dir) {
 // a 32K-128K max_position_embeddings would reserve gigabytes for requests that rarely need it.
 constexpr int64_t kDefaultContextCap = 4096;
 
+int64_t resolve_context(const EngineOptions& options, int64_t model_max) {
+  const int64_t context = options.max_seq > 0 ? options.max_seq : std::min(model_max, kDefaultContextCap);
+  if (context > model_max)
+    throw Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
+                            model_max));
+  return context;
+}
+
 }  // namespace
 
+/// One request's state on the worker: its text (stream decoder, stop strings), its timing for
+/// the metrics, and the job its output goes to. The runtime's callbacks hold it.
+struct JobState {
+  std::shared_ptr<EngineJob> job;
+  std::optional<tokenizer::StreamDecoder> decoder;  ///< none without a tokenizer: ids only
+  StopMatcher stops;
+  std::vector<int64_t> eos;  ///< the model's eos ids: never shown as text (even with ignore_eos)
+  const std::atomic<bool>* stopping = nullptr;
+  std::atomic<int64_t>* in_flight = nullptr;
+  ServeMetrics* metrics = nullptr;
+  std::string id;
+  bool log = false;
+  int64_t prompt_tokens = 0;
+  Clock::time_point started, last_token;
+  bool has_token = false;
+
+  JobState(std::vector<std::string> stop_strings) : stops(std::move(stop_strings)) {}
+
+  void emit(EnginePiece piece) {
+    if (piece.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(job->mu_);
+      job->pending_.text += piece.text;
+      job->pending_.token_ids.insert(job->pending_.token_ids.end(), piece.token_ids.begin(), piece.token_ids.end());
+      job->result_.text += piece.text;
+    }
+    job->cv_.notify_all();
+  }
+
+  void on_token(int32_t token) {
+    const auto now = Clock::now();
+    if (!has_token) metrics->first_token(prompt_tokens, seconds(started, now));
+    else metrics->next_token(seconds(last_token, now));
+    if (!has_token) {
+      std::lock_guard<std::mutex> lock(job->mu_);
+      job->result_.ttft_s = seconds(started, now);
+    }
+    has_token = true;
+    last_token = now;
+    EnginePiece piece;
+    piece.token_ids.push_back(token);
+    const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
+    if (decoder && !is_eos) piece.text = stops.push(decoder->push(token));
+    emit(std::move(piece));
+  }
+
+  bool should_stop() const { return stops.stopped() || job->cancelled_ || *stopping; }
+
+  void on_done(runtime::Generation&& g, const std::string& error) {
+    if (decoder) {
+      EnginePiece tail;
+      if (!stops.stopped()) tail.text = stops.push(decoder->finish());
+      tail.text += stops.finish();
+      emit(std::move(tail));
+    }
+    FinishedRequest record;
+    {
+      std::lock_guard<std::mutex> lock(job->mu_);
+      EngineResult& r = job->result_;
+      r.token_ids = g.tokens;
+      r.completion_tokens = static_cast<int64_t>(g.tokens.size());
+      r.finish_reason = (g.stats.stop == "eos" || stops.stopped()) ? "stop" : "length";
+      r.aborted = g.stats.stop == "caller" && !stops.stopped();
+      r.total_s = seconds(started, Clock::now());
+      job->error_ = error;
+      record = {id, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.ttft_s, r.total_s};
+      if (r.aborted) record.finish_reason = "abort";
+      if (!error.empty()) record.finish_reason = "error";
+    }
+    metrics->finished(record);
+    if (log) {
+      const std::string line = request_log_line(record) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    --*in_flight;
+    // Done last: the waiting thread may read the result and let the job go at once.
+    {
+      std::lock_guard<std::mutex> lock(job->mu_);
+      job->done_ = true;
+    }
+    job->cv_.notify_all();
+  }
+};
+
 Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& options)
-    : dir_(model::ModelDir::open(model_dir)), tokenizer_(load_tokenizer(dir_)) {
+    : dir_(std::make_unique<model::ModelDir>(model::ModelDir::open(model_dir))) {
+  tokenizer_.emplace(load_tokenizer(*dir_));
+  config_ = dir_->config;
+  generation_ = dir_->generation;
+  model_dir_ = dir_->dir;
   const auto norm = model_dir.lexically_normal();
   model_id_ = (norm.has_filename() ? norm.filename() : norm.parent_path().filename()).string();
-  const int64_t model_max = dir_.config.max_position_embeddings;
-  context_ = options.max_seq > 0 ? options.max_seq : std::min(model_max, kDefaultContextCap);
-  if (context_ > model_max)
-    throw Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context_,
-                            model_max));
+  context_ = resolve_context(options, config_.max_position_embeddings);
   LaneOptions lo = options.lane_options;
   lo.max_seq = context_;
-  lane_ = make_lane(options.lane, dir_, lo);
+  init(make_lane(options.lane, *dir_, lo), options);
+}
+
+Engine::Engine(const RandomModel& model, const EngineOptions& options) {
+  config_ = model.config;
+  model_id_ = model.name;
+  context_ = resolve_context(options, config_.max_position_embeddings);
+  LaneOptions lo = options.lane_options;
+  lo.max_seq = context_;
+  init(make_random_lane(options.lane, config_, model.seed, lo), options);
+}
+
+void Engine::init(std::unique_ptr<Lane> lane, const EngineOptions& options) {
+  if (options.max_waiting < 1) throw Error(fmt::format("max waiting requests must be >= 1, got {}", options.max_waiting));
+  max_waiting_ = options.max_waiting;
+  log_requests_ = options.log_requests;
+  lane_ = std::move(lane);
   scheduler_ = std::make_unique<runtime::Scheduler>(*lane_);
+  publish_stats();
   worker_ = std::thread([this] { work(); });
 }
 
 Engine::~Engine() {
+  cancel_all();
+  worker_.join();
+}
+
+const tokenizer::Tokenizer& Engine::tokenizer() const {
+  if (!tokenizer_) throw Error("the model '" + model_id_ + "' has no tokenizer (random weights)");
+  return *tokenizer_;
+}
+
+void Engine::cancel_all() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  worker_.join();
 }
 
 std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std::string& param,
                                            bool add_special_tokens) const {
+  if (!tokenizer_)
+    throw RequestError(param, fmt::format("'{}' must be token ids: the model '{}' is served with random weights and no "
+                                          "tokenizer (lg serve --shape)",
+                                          param, model_id_));
   std::vector<int32_t> ids;
   try {
-    ids = add_special_tokens ? tokenizer_.encode_with_special_tokens(prompt) : tokenizer_.encode(prompt);
+    ids = add_special_tokens ? tokenizer_->encode_with_special_tokens(prompt) : tokenizer_->encode(prompt);
   } catch (const Error& e) {
     throw RequestError(param, fmt::format("'{}' cannot be tokenized: {}", param, e.what()));
   }
   if (ids.empty()) throw RequestError(param, fmt::format("'{}' encodes to no tokens", param));
-  if (const auto id = runtime::first_out_of_vocab(ids, dir_.config.vocab_size))
+  if (const auto id = runtime::first_out_of_vocab(ids, config_.vocab_size))
     throw RequestError(param, fmt::format("'{}' has token id {}, outside the model's vocabulary of {} ids: the model "
                                           "directory's tokenizer.json does not belong to its checkpoint",
-                                          param, *id, dir_.config.vocab_size));
-  if (static_cast<int64_t>(ids.size()) > context_)
-    throw RequestError(param, fmt::format("'{}' has {} tokens, more than the context of {} tokens", param, ids.size(),
-                                          context_));
-  if (static_cast<int64_t>(ids.size()) > limits().pool_tokens())
-    throw RequestError(param, fmt::format("'{}' has {} tokens, more than the KV cache holds ({} tokens)", param,
-                                          ids.size(), limits().pool_tokens()));
+                                          param, *id, config_.vocab_size));
+  check_prompt(ids, param);
   return ids;
 }
 
-bool EngineJob::wait(std::string& piece, std::chrono::milliseconds timeout) {
+void Engine::check_prompt(const std::vector<int32_t>& ids, const std::string& param) const {
+  if (ids.empty()) throw RequestError(param, fmt::format("'{}' is empty", param));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
+      const std::string at = fmt::format("{}[{}]", param, i);
+      throw RequestError(at, fmt::format("'{}' is token id {}, outside the model's vocabulary of {} ids (0 to {})", at,
+                                         ids[i], config_.vocab_size, config_.vocab_size - 1));
+    }
+  }
+  const auto n = static_cast<int64_t>(ids.size());
+  if (n > context_)
+    throw RequestError(param, fmt::format("'{}' has {} tokens, more than the context of {} tokens", param, n, context_));
+  if (n == context_)
+    throw RequestError(param, fmt::format("'{}' has {} tokens, the whole context of {} tokens: no room is left for a "
+                                          "completion",
+                                          param, n, context_));
+  if (n >= limits().pool_tokens())
+    throw RequestError(param, fmt::format("'{}' has {} tokens, {} the KV cache holds ({} tokens)", param, n,
+                                          n == limits().pool_tokens() ? "all" : "more than", limits().pool_tokens()));
+}
+
+bool EngineJob::wait(EnginePiece& piece, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, timeout, [&] { return done_ || !pending_.empty(); });
-  piece += pending_;
-  pending_.clear();
+  piece.text += pending_.text;
+  piece.token_ids.insert(piece.token_ids.end(), pending_.token_ids.begin(), pending_.token_ids.end());
+  pending_ = {};
   return done_;
+}
+
+bool EngineJob::wait(std::string& text, std::chrono::milliseconds timeout) {
+  EnginePiece piece;
+  const bool done = wait(piece, timeout);
+  text += piece.text;
+  return done;
 }
 
 EngineResult EngineJob::result() const {
@@ -90,83 +238,105 @@ EngineResult EngineJob::result() const {
 }
 
 std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                                         int64_t default_max_tokens) {
-  const auto& gc = dir_.generation;
+                                         int64_t default_max_tokens, const std::string& id) {
+  const auto& gc = generation_;
   auto job = std::make_shared<EngineJob>();
   auto req = std::make_unique<runtime::Request>();
   req->prompt = prompt_ids;
   runtime::GenerateOptions& gen = req->options;
-  const auto room = context_ - static_cast<int64_t>(prompt_ids.size());
-  gen.max_new_tokens = request.max_tokens.value_or(default_max_tokens > 0 ? default_max_tokens : std::max<int64_t>(room, 1));
-  gen.eos_ids = gc.eos_token_ids;
+  // The room after the prompt, in the context and in the KV pool (a request alone always fits):
+  // usage then never counts past the context (check_prompt leaves at least one token).
+  const auto n = static_cast<int64_t>(prompt_ids.size());
+  const int64_t room = std::max<int64_t>(std::min(context_, limits().pool_tokens()) - n, 1);
+  gen.max_new_tokens = std::min(request.max_tokens.value_or(default_max_tokens > 0 ? default_max_tokens : room), room);
+  if (!request.ignore_eos) gen.eos_ids = gc.eos_token_ids;
   // Absent fields take generation_config.json's defaults, as vLLM does and as `lg run` does.
   gen.sampling.temperature = request.temperature.value_or(gc.do_sample ? gc.temperature : 0.0);
   gen.sampling.top_k = request.top_k.value_or(gc.top_k);
   gen.sampling.top_p = request.top_p.value_or(gc.top_p);
   gen.sampling.seed = request.seed ? *request.seed : std::random_device{}();
-  job->result_.prompt_tokens = static_cast<int64_t>(prompt_ids.size());
+  job->result_.prompt_tokens = n;
 
-  // The request's text state lives with its callbacks, which run on the worker only.
-  struct Text {
-    tokenizer::StreamDecoder decoder;
-    StopMatcher stops;
-    std::vector<int64_t> eos;
-    Text(const tokenizer::Tokenizer& t, const std::vector<std::string>& s, std::vector<int64_t> e)
-        : decoder(t), stops(s), eos(std::move(e)) {}
-  };
-  auto text = std::make_shared<Text>(tokenizer_, request.stop, gen.eos_ids);
-  text->decoder.prime(prompt_ids);  // the completion continues the prompt's text (a SentencePiece "▁" keeps its space)
-  auto emit = [job](const std::string& piece) {
-    if (piece.empty()) return;
-    {
-      std::lock_guard<std::mutex> lock(job->mu_);
-      job->pending_ += piece;
-      job->result_.text += piece;
-    }
-    job->cv_.notify_all();
-  };
-  gen.on_token = [text, emit](int32_t id) {
-    if (std::find(text->eos.begin(), text->eos.end(), id) != text->eos.end()) return;
-    emit(text->stops.push(text->decoder.push(id)));
-  };
-  gen.should_stop = [text, job, this] {
-    return text->stops.stopped() || job->cancelled_ || stopping_;
-  };
-  req->on_done = [text, job, emit](runtime::Generation&& g, const std::string& error) {
-    if (!text->stops.stopped()) emit(text->stops.push(text->decoder.finish()));
-    emit(text->stops.finish());
-    {
-      std::lock_guard<std::mutex> lock(job->mu_);
-      job->result_.completion_tokens = static_cast<int64_t>(g.tokens.size());
-      job->result_.finish_reason = (g.stats.stop == "eos" || text->stops.stopped()) ? "stop" : "length";
-      job->error_ = error;
-      job->done_ = true;
-    }
-    job->cv_.notify_all();
-  };
+  // The request's state lives with its callbacks, which run on the worker only.
+  auto state = std::make_shared<JobState>(request.stop);
+  state->job = job;
+  state->eos = gc.eos_token_ids;
+  state->stopping = &stopping_;
+  state->in_flight = &in_flight_;
+  state->metrics = &metrics_;
+  state->id = id;
+  state->log = log_requests_;
+  state->prompt_tokens = n;
+  state->started = Clock::now();
+  if (tokenizer_) {
+    state->decoder.emplace(*tokenizer_);
+    state->decoder->prime(prompt_ids);  // the completion continues the prompt's text (a SentencePiece "▁" keeps its space)
+  }
+  gen.on_token = [state](int32_t token) { state->on_token(token); };
+  gen.should_stop = [state] { return state->should_stop(); };
+  req->on_done = [state](runtime::Generation&& g, const std::string& error) { state->on_done(std::move(g), error); };
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) throw Error("the server is shutting down");
+    if (stopping_) {
+      metrics_.rejected("shutting_down");
+      throw EngineBusy("shutting_down", "the server is shutting down");
+    }
+    const int64_t waiting = static_cast<int64_t>(incoming_.size()) + scheduler_waiting_;
+    if (waiting >= max_waiting_) {
+      metrics_.rejected("queue_full");
+      throw EngineBusy("queue_full", fmt::format("the server is busy: {} requests are waiting already (--max-waiting "
+                                                 "{}); retry later",
+                                                 waiting, max_waiting_));
+    }
     incoming_.push_back(std::move(req));
+    ++in_flight_;
   }
   cv_.notify_all();
   return job;
 }
 
-EngineResult Engine::generate(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                              int64_t default_max_tokens, const std::function<bool(const std::string&)>& on_text,
+EngineResult EngineJob::follow(const std::function<bool(const EnginePiece&)>& on_piece,
                               const std::function<bool()>& cancelled) {
-  auto job = start(prompt_ids, request, default_max_tokens);
   bool client_gone = false;
   while (true) {
-    std::string piece;
-    const bool done = job->wait(piece, std::chrono::milliseconds(50));
-    if (!piece.empty() && !client_gone && on_text && !on_text(piece)) client_gone = true;
+    EnginePiece piece;
+    const bool done = wait(piece, std::chrono::milliseconds(50));
+    if (!piece.empty() && !client_gone && on_piece && !on_piece(piece)) client_gone = true;
     if (!client_gone && cancelled && cancelled()) client_gone = true;
-    if (client_gone) job->cancel();
+    if (client_gone) cancel();
     if (done) break;
   }
-  return job->result();
+  return result();
+}
+
+EngineResult Engine::generate(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
+                              int64_t default_max_tokens, const std::function<bool(const EnginePiece&)>& on_piece,
+                              const std::function<bool()>& cancelled, const std::string& id) {
+  return start(prompt_ids, request, default_max_tokens, id)->follow(on_piece, cancelled);
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+// On the worker: the scheduler's counters, for stats() and the waiting-queue bound.
+void Engine::publish_stats() {
+  const auto& blocks = scheduler_->blocks();
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.running = scheduler_->running();
+  stats_.kv_blocks_used = blocks.used_blocks();
+  stats_.kv_blocks_free = blocks.free_blocks();
+  stats_.kv_block_size = blocks.block_size();
+  stats_.preemptions = scheduler_->preemptions();
+  // PREFIX CACHE (issue 14): the lead copies the prefix cache's counters from the scheduler's
+  // stats() into EngineStats here.
+  {
+    // The requests handed over but not yet taken by the worker are waiting too.
+    std::lock_guard<std::mutex> in(mu_);
+    stats_.waiting = scheduler_->waiting() + static_cast<int64_t>(incoming_.size());
+    scheduler_waiting_ = scheduler_->waiting();
+  }
 }
 
 // The worker: takes new requests into the scheduler and steps while any is waiting or running.
@@ -189,13 +359,18 @@ void Engine::work() {
         on_done(runtime::Generation{}, e.what());
       }
     }
+    publish_stats();
     try {
-      scheduler_->step();
+      if (scheduler_->step()) {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.steps;
+      }
     } catch (const std::exception& e) {
       // A scheduler fault (not a lane error: those end their requests inside step()). Say it
       // and go on: the requests stay queued rather than the server going down.
       std::fprintf(stderr, "lg: engine step failed: %s\n", e.what());
     }
+    publish_stats();
   }
 }
 

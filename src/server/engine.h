@@ -3,16 +3,19 @@
 // steps on one worker thread. Turns a prompt into text with the OpenAI semantics the endpoints
 // need: stop strings, finish_reason "stop"/"length", token usage. The threads that submit
 // requests (HTTP handlers, lg batch) never touch the lane: they hand a request to the worker
-// and take its text as it comes, so a slow client never holds up a step.
+// and take its text as it comes, so a slow client never holds up a step, and a step never holds
+// up a thread that answers /health or /metrics.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +23,8 @@
 #include "model/model_dir.h"
 #include "runtime/lane.h"
 #include "server/request.h"
+#include "server/serve_metrics.h"
+#include "support/error.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lg::runtime {
@@ -33,32 +38,77 @@ struct EngineOptions {
   std::string lane = "cpu";  ///< lane name (lanes/factory.h)
   int64_t max_seq = 0;       ///< context per request in tokens; 0: min(max_position_embeddings, 4096)
   LaneOptions lane_options;  ///< KV pool and step sizes (its max_seq is taken from max_seq above)
+  /// Requests submitted but not running yet (waiting for the batch or for KV blocks) beyond which
+  /// start() refuses a request with EngineBusy (lg serve: a 503). At least 1.
+  int64_t max_waiting = 512;
+  /// One line per finished request on stderr (serve_metrics.h, request_log_line).
+  bool log_requests = false;
+};
+
+/// A model with deterministic random weights at a preset shape, made on the GPU (`lg serve
+/// --shape`): no directory, no tokenizer, so prompts come as token ids and answers as token ids.
+struct RandomModel {
+  std::string name;             ///< the served model id ("qwen3-8b")
+  model::ModelConfig config;    ///< the shape
+  uint64_t seed = 20261129;
+};
+
+/// The engine cannot take a request now: its waiting queue is full, or it is shutting down.
+/// lg serve answers 503 with Retry-After.
+class EngineBusy : public Error {
+ public:
+  EngineBusy(std::string reason, const std::string& message) : Error(message), reason_(std::move(reason)) {}
+  /// "queue_full" or "shutting_down".
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
 };
 
 /// What one request produced.
 struct EngineResult {
   std::string text;           ///< the generated text, cut before a stop string, without the eos token
+  std::vector<int32_t> token_ids;  ///< every generated id, the eos included (as completion_tokens counts)
   std::string finish_reason;  ///< "stop" (eos or stop string) or "length" (max_tokens or context full)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;  ///< tokens generated, the eos token included
+  bool aborted = false;           ///< ended early because it was cancelled (client gone, shutdown)
+  double ttft_s = -1;             ///< seconds from start() to the first token; < 0 when none came
+  double total_s = 0;             ///< seconds from start() to the end
+};
+
+/// Text and ids produced since the last look.
+struct EnginePiece {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  bool empty() const { return text.empty() && token_ids.empty(); }
 };
 
 /// A request handed to the engine: its text arrives in pieces until it is done.
 class EngineJob {
  public:
-  /// Waits up to `timeout` for more text or the end. Appends the text produced since the last
-  /// call to `piece` and returns true once the request is done (the text is then complete).
-  bool wait(std::string& piece, std::chrono::milliseconds timeout);
+  /// Waits up to `timeout` for more output or the end. Appends what was produced since the last
+  /// call to `piece` and returns true once the request is done (its output is then complete).
+  bool wait(EnginePiece& piece, std::chrono::milliseconds timeout);
+  /// The same for the text alone.
+  bool wait(std::string& text, std::chrono::milliseconds timeout);
   /// Asks the engine to stop this request at its next token (its client went away).
   void cancel() { cancelled_ = true; }
   /// The result, once wait() returned true. Throws lg::Error if the request failed in the lane.
   EngineResult result() const;
+  /// Waits for the output as it comes until the end: `on_piece` gets each piece as it becomes
+  /// final and returns false to stop early (client gone); `cancelled`, when set, is polled while
+  /// waiting (every 50 ms at most) and ends the request when true (a non-streaming client that
+  /// hung up). Returns result().
+  EngineResult follow(const std::function<bool(const EnginePiece&)>& on_piece,
+                      const std::function<bool()>& cancelled = {});
 
  private:
   friend class Engine;
+  friend struct JobState;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string pending_;
+  EnginePiece pending_;
   bool done_ = false;
   EngineResult result_;
   std::string error_;
@@ -71,51 +121,86 @@ class Engine {
   /// directory, a missing tokenizer.json, an unknown lane or a max_seq beyond
   /// max_position_embeddings.
   Engine(const std::filesystem::path& model_dir, const EngineOptions& options);
+  /// Random weights at `model`'s shape on GPU lane options.lane (lanes/factory.h,
+  /// make_random_lane). Throws lg::Error for the cpu lane, no CUDA device, or a bad max_seq.
+  Engine(const RandomModel& model, const EngineOptions& options);
   /// Stops the worker; requests still running end with finish_reason "length".
   ~Engine();
 
-  /// The served model's id: the model directory's last component.
+  /// The served model's id: the model directory's last component (or the shape's name).
   const std::string& model_id() const { return model_id_; }
   /// Context length in tokens (prompt + completion).
   int64_t context() const { return context_; }
-  const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
-  /// The model directory (the chat template is read from it).
-  const std::filesystem::path& model_dir() const { return dir_.dir; }
+  /// Whether prompts can be text (false for random weights: token ids only).
+  bool has_tokenizer() const { return tokenizer_.has_value(); }
+  /// The tokenizer. Throws lg::Error when there is none (has_tokenizer()).
+  const tokenizer::Tokenizer& tokenizer() const;
+  /// The model directory (the chat template is read from it); empty for random weights.
+  const std::filesystem::path& model_dir() const { return model_dir_; }
   const LaneLimits& limits() const { return lane_->limits(); }
 
   /// Tokenizes `prompt`: with the special tokens the model expects around it (BOS; none for Qwen)
   /// when `add_special_tokens`, as for a completion prompt, else as written (a rendered chat
-  /// template already holds them). Throws RequestError(param) if it encodes to nothing or to more
-  /// tokens than the context or the KV pool holds (naming both lengths).
+  /// template already holds them). Throws RequestError(param) if there is no tokenizer, or as
+  /// check_prompt().
   std::vector<int32_t> encode_prompt(const std::string& prompt, const std::string& param,
                                      bool add_special_tokens = false) const;
+  /// Checks prompt ids (from encode_prompt, or sent as ids): not empty, every id in the
+  /// vocabulary, and shorter than the context and the KV pool, so at least one token can be
+  /// generated within both. Throws RequestError(param) naming the sizes (or `param[i]`, the id).
+  void check_prompt(const std::vector<int32_t>& ids, const std::string& param) const;
 
   /// Hands a request to the worker; it joins the running batch at the next step.
-  /// `default_max_tokens` applies when the request has none (the rest of the context when 0).
+  /// `default_max_tokens` applies when the request has none (the rest of the context when 0);
+  /// either is cut to the room the context and the KV pool leave after the prompt, so usage never
+  /// counts past the context. `id` names the request in metrics and logs. Throws EngineBusy when
+  /// max_waiting requests are already waiting or the engine is shutting down.
   std::shared_ptr<EngineJob> start(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                                   int64_t default_max_tokens);
+                                   int64_t default_max_tokens, const std::string& id = "");
 
-  /// start(), then the text as it comes: `on_text` gets each piece as it becomes final and
-  /// returns false to stop early (client gone); `cancelled`, when set, is polled while waiting
-  /// and ends the request when true (a non-streaming client that hung up). Throws lg::Error when
-  /// the request failed in the lane.
+  /// start(), then EngineJob::follow(). Throws lg::Error when the request failed in the lane,
+  /// EngineBusy as start().
   EngineResult generate(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                        int64_t default_max_tokens, const std::function<bool(const std::string&)>& on_text,
-                        const std::function<bool()>& cancelled = {});
+                        int64_t default_max_tokens, const std::function<bool(const EnginePiece&)>& on_piece,
+                        const std::function<bool()>& cancelled = {}, const std::string& id = "");
+
+  /// The scheduler's state as of the last step (running, waiting, KV blocks, preemptions).
+  EngineStats stats() const;
+  /// The bound on waiting requests (EngineOptions::max_waiting).
+  int64_t max_waiting() const { return max_waiting_; }
+  /// Requests started and not yet done.
+  int64_t in_flight() const { return in_flight_; }
+  /// Counters and histograms of the requests run (`GET /metrics`).
+  ServeMetrics& metrics() { return metrics_; }
+  /// Ends every request at its next token and refuses new ones (EngineBusy "shutting_down"):
+  /// the end of a graceful shutdown whose time ran out.
+  void cancel_all();
 
  private:
+  void init(std::unique_ptr<Lane> lane, const EngineOptions& options);
   void work();
+  void publish_stats();
 
-  model::ModelDir dir_;
-  tokenizer::Tokenizer tokenizer_;
+  std::unique_ptr<model::ModelDir> dir_;  ///< null for random weights; the lane may read its weights
+  model::ModelConfig config_;
+  model::GenerationConfig generation_;
+  std::optional<tokenizer::Tokenizer> tokenizer_;
+  std::filesystem::path model_dir_;
   std::string model_id_;
   int64_t context_ = 0;
+  int64_t max_waiting_ = 0;
+  bool log_requests_ = false;
   std::unique_ptr<Lane> lane_;
   std::unique_ptr<runtime::Scheduler> scheduler_;  ///< the worker's alone
+  ServeMetrics metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<runtime::Request>> incoming_;
   std::atomic<bool> stopping_{false};  ///< written under mu_, read by the worker's callbacks too
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> scheduler_waiting_{0};  ///< the scheduler's waiting(), published by the worker
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;  ///< published by the worker after each step
   std::thread worker_;
 };
 

@@ -63,15 +63,29 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
   if (kind == Endpoint::completion) {
     CompletionRequest r = parse_completion_request(body);
     p.gen = std::move(r.gen);
-    p.prompt_ids = engine.encode_prompt(r.prompt, "prompt", /*add_special_tokens=*/true);
+    if (r.has_ids()) {
+      // Token ids are the model's input as given: no special tokens are added (as vLLM).
+      engine.check_prompt(r.prompt_ids, "prompt");
+      p.prompt_ids = std::move(r.prompt_ids);
+    } else {
+      p.prompt_ids = engine.encode_prompt(r.prompt, "prompt", /*add_special_tokens=*/true);
+    }
   } else {
     ChatRequest r = parse_chat_request(body);
+    if (!engine.has_tokenizer())
+      throw RequestError("messages", fmt::format("chat needs a tokenizer and a chat template; the model '{}' is served "
+                                                 "with random weights and neither (lg serve --shape): send token ids "
+                                                 "to /v1/completions",
+                                                 engine.model_id()));
     p.gen = std::move(r.gen);
     p.prompt_ids = engine.encode_prompt(render_chat(tmpl, r), "messages");
   }
   if (p.gen.model && *p.gen.model != engine.model_id())
     throw ModelNotFound("model", fmt::format("The model '{}' does not exist; this server serves '{}'", *p.gen.model,
                                              engine.model_id()));
+  if (!engine.has_tokenizer() && !p.gen.stop.empty())
+    throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
+  p.token_ids = p.gen.return_token_ids || !engine.has_tokenizer();
   // OpenAI's completions default is 16 tokens; chat runs to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;
   p.id = new_id(kind == Endpoint::chat ? "chatcmpl" : "cmpl");
@@ -82,6 +96,7 @@ json response_body(const PreparedRequest& p, const EngineResult& r) {
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
   if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
   else choice["text"] = r.text;
+  if (p.token_ids) choice["token_ids"] = r.token_ids;
   return {{"id", p.id},
           {"object", p.kind == Endpoint::chat ? "chat.completion" : "text_completion"},
           {"created", p.created},

@@ -24,6 +24,7 @@ struct PreparedRequest {
   int64_t created = 0;        ///< unix seconds
   std::string model;          ///< the served model's id
   int64_t default_max = 0;    ///< max_tokens when the body has none (16 for completions, 0: the context)
+  bool token_ids = false;     ///< answers carry `token_ids` (asked for, or no tokenizer to make text)
 };
 
 /// A request for another model than the one served: answered with 404.
@@ -37,9 +38,10 @@ class ModelNotFound : public RequestError {
 /// (a 500) when the template or its renderer is broken.
 std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& request);
 
-/// Parses `body` for the endpoint, renders chat messages with `tmpl`, tokenizes. Throws
-/// RequestError (400) for a bad body or prompt, ModelNotFound (404) when `model` names another
-/// model, and what render_chat throws.
+/// Parses `body` for the endpoint, renders chat messages with `tmpl`, tokenizes (or checks the
+/// token ids sent as the prompt). Throws RequestError (400) for a bad body or prompt, a chat
+/// request or stop strings on an engine without a tokenizer; ModelNotFound (404) when `model`
+/// names another model; and what render_chat throws.
 PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& tmpl, Endpoint kind,
                                 const std::string& body);
 
@@ -47,7 +49,8 @@ int64_t now_unix();
 /// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
 nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param);
 nlohmann::json usage_json(const EngineResult& r);
-/// The whole answer of a request that did not stream ("text_completion" / "chat.completion").
+/// The whole answer of a request that did not stream ("text_completion" / "chat.completion"),
+/// with `choices[0].token_ids` when p.token_ids.
 nlohmann::json response_body(const PreparedRequest& p, const EngineResult& r);
 /// JSON text; invalid UTF-8 is replaced, never thrown on.
 std::string dump(const nlohmann::json& j);

@@ -1,11 +1,17 @@
 // lg serve's HTTP front: the OpenAI-compatible endpoints that vLLM and llama.cpp users expect
-// (GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions, streaming as
-// Server-Sent Events) over one Engine. Runs in-process on any port, 0 for an ephemeral one, so
-// tests start it, call it over 127.0.0.1 and stop it.
+// (GET /health, GET /v1/models[/{id}], GET /metrics, POST /v1/completions, POST
+// /v1/chat/completions, streaming as Server-Sent Events) over one Engine. Every connection runs on
+// its own thread (ElasticThreadPool), so requests that wait on generation never delay /health,
+// /metrics or a 400; a full waiting queue is a 503 with Retry-After; shutdown() drains. Runs
+// in-process on any port, 0 for an ephemeral one, so tests start it, call it over 127.0.0.1 and
+// stop it.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +33,9 @@ struct ServerOptions {
   /// The chat template: the model directory's own unless a file is given (lg serve --chat-template).
   std::optional<std::filesystem::path> chat_template_file{};
   chat::RendererOptions chat_renderer{};  ///< bounds of the Jinja2 renderer (time, size, workers)
+  /// How long an idle keep-alive connection is kept open waiting for its next request (its
+  /// thread polls meanwhile). httplib's default is 5 s.
+  int keep_alive_s = 2;
 };
 
 class Server {
@@ -48,6 +57,14 @@ class Server {
   void run();
   /// Stops serving and joins the background thread. Safe to call more than once.
   void stop();
+  /// A graceful stop (SIGTERM): new connections are refused and requests on open ones answered
+  /// 503, /health answers 503 "draining"; the requests running finish, for up to `timeout`, or
+  /// until `cut_short` (polled every 50 ms, e.g. a second Ctrl-C) says to stop waiting; what still
+  /// runs then is cancelled (streams end with finish_reason "length"). Returns once every request
+  /// has ended; run() then returns too. Safe to call from any thread, once.
+  void shutdown(std::chrono::milliseconds timeout, const std::function<bool()>& cut_short = {});
+  /// True once shutdown() began.
+  bool draining() const { return draining_; }
   /// The bound port (after start()/run() bound it), else 0.
   int port() const { return port_; }
   /// The chat template the chat endpoint renders with.
@@ -55,6 +72,9 @@ class Server {
 
  private:
   void install_routes();
+  void install_info_routes();
+  void install_generation_routes();
+  void install_error_handlers();
 
   Engine& engine_;
   ServerOptions options_;
@@ -62,6 +82,8 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace lg::server

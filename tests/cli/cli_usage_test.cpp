@@ -37,6 +37,8 @@ TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 0", "--max-seq: must be at least 1, got 0");
   expect_usage_error("serve -m " + kModel + " --port 0", "--port: must be between 1 and 65535, got 0");
   expect_usage_error("serve -m " + kModel + " --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("serve -m " + kModel + " --max-waiting 0", "--max-waiting: must be at least 1, got 0");
+  expect_usage_error("serve -m " + kModel + " --shutdown-timeout=-1", "--shutdown-timeout: must be a number >= 0, got -1");
   expect_usage_error("bench --decode-tokens 1", "--decode-tokens: must be between 2 and 1048576, got 1");
   expect_usage_error("bench --prompt-len 512,0", "--prompt-len: must be between 2 and 1048576, got 0");
 }

@@ -197,19 +197,27 @@ TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
 }
 
 TEST_F(ServerTest, FullContextEndsWithLength) {
-  // A prompt that leaves little room: generation runs to the end of the KV cache, not to max_tokens.
+  // A prompt that leaves little room: generation runs to the end of the context, not to
+  // max_tokens, and usage never counts past the context (prompt + completion <= context).
   std::string prompt;
   for (int i = 0; i < 240; ++i) prompt += " x";
   const auto n = static_cast<int64_t>(engine_->tokenizer().encode(prompt).size());
   ASSERT_LT(n, kContext - 2);
-  const json r = post_ok("/v1/completions", {{"prompt", prompt}, {"max_tokens", 100}, {"temperature", 0}});
-  const int64_t done = r["usage"]["completion_tokens"];
-  if (r["choices"][0]["finish_reason"] == "length") {
-    // The last token is picked from the last cached position's logits, so one more than the room.
-    EXPECT_EQ(done, kContext - n + 1);
-  } else {
-    EXPECT_LT(done, kContext - n + 1) << "stopped by eos";
+  for (const json& extra : {json{{"max_tokens", 100}}, json::object()}) {
+    json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}};
+    body.update(extra);
+    const json r = post_ok("/v1/completions", body);
+    EXPECT_EQ(r["usage"]["completion_tokens"], extra.empty() ? std::min<int64_t>(16, kContext - n) : kContext - n);
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+    EXPECT_LE(r["usage"]["total_tokens"].get<int64_t>(), kContext);
   }
+  // Chat's default max_tokens is the rest of the context: the same bound.
+  const json chat = post_ok("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", prompt}}}},
+                                                     {"temperature", 0}, {"ignore_eos", true}});
+  EXPECT_EQ(chat["usage"]["total_tokens"], kContext);
+  // A prompt of exactly the context leaves no room: a 400 that says so.
+  std::vector<int32_t> whole(static_cast<size_t>(kContext), 33);
+  expect_400("/v1/completions", json{{"prompt", whole}}.dump(), "prompt", "no room is left for a completion");
 }
 
 TEST_F(ServerTest, GoneClientStopsGeneration) {
@@ -219,7 +227,7 @@ TEST_F(ServerTest, GoneClientStopsGeneration) {
   req.temperature = 0;
   int pieces = 0;
   const auto ids = engine_->encode_prompt("def fibonacci(n):\n", "prompt");
-  const EngineResult r = engine_->generate(ids, req, 0, [&](const std::string&) { return ++pieces < 3; });
+  const EngineResult r = engine_->generate(ids, req, 0, [&](const EnginePiece&) { return ++pieces < 3; });
   EXPECT_EQ(pieces, 3);
   EXPECT_LE(r.completion_tokens, 4);
   EXPECT_EQ(r.finish_reason, "length");

@@ -1,0 +1,178 @@
+// POST /v1/completions and /v1/chat/completions: the body read and checked, the request handed to
+// the engine, and its answer whole or streamed as Server-Sent Events. Every check (the body, the
+// prompt, a full waiting queue) answers before any byte of a stream is sent.
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "server/connection_watch.h"
+#include "server/http_json.h"
+#include "server/openai.h"
+#include "server/server.h"
+
+namespace lg::server {
+
+namespace {
+
+using nlohmann::json;
+
+json chunk_json(const PreparedRequest& p, const json& choice) {
+  return {{"id", p.id},
+          {"object", p.kind == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", p.created},
+          {"model", p.model},
+          {"choices", json::array({choice})}};
+}
+
+json piece_choice(const PreparedRequest& p, const EnginePiece& piece, const json& finish) {
+  json choice;
+  if (p.kind == Endpoint::chat) {
+    json delta = json::object();
+    if (!piece.text.empty()) delta["content"] = piece.text;
+    choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  } else {
+    choice = {{"index", 0}, {"text", piece.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  }
+  if (p.token_ids) choice["token_ids"] = piece.token_ids;
+  return choice;
+}
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+// The media type of a Content-Type value: lowercased, parameters (`; charset=utf-8`) dropped.
+std::string media_type(const std::string& content_type) {
+  std::string t = content_type.substr(0, content_type.find(';'));
+  t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return t;
+}
+
+// Writes a running request's events to `sink` until it ends (or the client goes).
+void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& sink) {
+  auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+  try {
+    bool ok = true;
+    if (p.kind == Endpoint::chat) {
+      json first = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                    {"finish_reason", nullptr}};
+      ok = write(sse(chunk_json(p, first)));
+    }
+    if (!ok) {
+      job.cancel();
+      return;
+    }
+    const EngineResult r =
+        job.follow([&](const EnginePiece& piece) { return write(sse(chunk_json(p, piece_choice(p, piece, nullptr)))); });
+    ok = write(sse(chunk_json(p, piece_choice(p, EnginePiece{}, r.finish_reason))));
+    if (ok && p.gen.include_usage) {
+      json last = chunk_json(p, nullptr);
+      last["choices"] = json::array();
+      last["usage"] = usage_json(r);
+      ok = write(sse(last));
+    }
+    if (ok) write("data: [DONE]\n\n");
+  } catch (const std::exception& e) {
+    // The status line is already sent: the error travels as an event, as vLLM does.
+    write(sse(error_body(e.what(), "server_error", "")));
+  }
+  sink.done();
+}
+
+}  // namespace
+
+void Server::install_generation_routes() {
+  // Validation and admission happen before any byte is sent, so every bad request is a clean
+  // 400, and a full queue a 503, even when it asked for a stream.
+  auto handle = [this](Endpoint kind, const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    if (draining_) {
+      engine_.metrics().rejected("shutting_down");
+      send_unavailable(res, "the server is shutting down");
+      return;
+    }
+    std::shared_ptr<PreparedRequest> p;
+    try {
+      p = std::make_shared<PreparedRequest>(prepare_request(engine_, chat_template_, kind, body));
+    } catch (const ModelNotFound& e) {
+      send_json(res, 404, error_body(e.what(), "NotFoundError", e.param()));
+      return;
+    } catch (const RequestError& e) {
+      send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
+      return;
+    }
+    std::shared_ptr<EngineJob> job;
+    try {
+      job = engine_.start(p->prompt_ids, p->gen, p->default_max, p->id);
+    } catch (const EngineBusy& e) {
+      send_unavailable(res, e.what());
+      return;
+    }
+    if (!p->gen.stream) {
+      // Nothing is written until the end, so only the socket tells that the client hung up; then
+      // generation stops at the next token and its blocks go to the other requests. The answer
+      // below is then written to a closed socket, which httplib tolerates.
+      const ConnectionWatch watch(req);
+      const EngineResult r = job->follow(nullptr, [&watch] { return watch.gone(); });
+      send_json(res, 200, response_body(*p, r));
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [p, job](size_t, httplib::DataSink& sink) {
+          stream_events(*p, *job, sink);
+          return true;
+        },
+        // Called when the response is done with, also when httplib never got to stream (the
+        // client left before the headers went out): the request must not run on unwatched.
+        [job](bool) { job->cancel(); });
+  };
+  // The body is read here, through a content reader, rather than by httplib before the handler:
+  // httplib caps an application/x-www-form-urlencoded body (plain `curl -d`) at 8 KB with a 413
+  // that says nothing of the content type. Read whole (up to max_body_bytes, else 413), any
+  // declared type other than application/json is a 415 that says which header to send, at every
+  // size, as vLLM answers (its validate_json_request).
+  auto read_and_handle = [handle](Endpoint kind, const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+    std::string body;
+    bool ok;
+    if (req.is_multipart_form_data()) {  // `curl -F`: drained and refused below
+      ok = reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
+    } else {
+      ok = reader([&body](const char* data, size_t n) {
+        body.append(data, n);
+        return true;
+      });
+    }
+    if (!ok) {
+      if (res.status == 413)
+        send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
+      else
+        send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
+      return;
+    }
+    const std::string content_type = req.get_header_value("Content-Type");
+    if (media_type(content_type) != "application/json") {
+      send_json(res, 415,
+                error_body(fmt::format("Unsupported Media Type '{}': only 'application/json' is allowed; send the "
+                                       "header 'Content-Type: application/json' (curl: -H 'Content-Type: "
+                                       "application/json')",
+                                       content_type.empty() ? "(none)" : content_type),
+                           "invalid_request_error", ""));
+      return;
+    }
+    handle(kind, req, body, res);
+  };
+  http_->Post("/v1/completions",
+              [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+                read_and_handle(Endpoint::completion, req, res, reader);
+              });
+  http_->Post("/v1/chat/completions",
+              [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+                read_and_handle(Endpoint::chat, req, res, reader);
+              });
+}
+
+}  // namespace lg::server
