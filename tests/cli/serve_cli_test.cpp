@@ -1,0 +1,169 @@
+// `lg serve` as an operator runs it (issue 14): SIGTERM stops accepting, lets the running stream
+// finish and exits 0, logging one line per finished request; with --shutdown-timeout a stream
+// that would run long is cut (finish_reason "length", the stream still well-formed) and the
+// server still exits 0; -q turns the request log off.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli_run.h"
+#include "common/raw_http.h"
+
+namespace lg::cli_test {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// A free TCP port on 127.0.0.1 (bound and let go: another process could take it in between,
+/// which the tests would then report as a failure to start).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// `lg serve` in a child process, its stderr in a file; killed at the end if still running.
+struct ServeProcess {
+  pid_t pid = -1;
+  int port = 0;
+  std::string log_path;
+
+  explicit ServeProcess(const std::vector<std::string>& extra) {
+    port = free_port();
+    log_path = (std::filesystem::temp_directory_path() / ("lg_serve_cli_" + std::to_string(::getpid()) + "_" +
+                                                          std::to_string(port) + ".log"))
+                   .string();
+    std::vector<std::string> args = {LG_BINARY, "serve", "--model", kSource + "/models/qwen3-pycode-22m", "--port",
+                                     std::to_string(port)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, STDERR_FILENO);
+      ::dup2(fd, STDOUT_FILENO);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~ServeProcess() {
+    if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    std::filesystem::remove(log_path);
+  }
+  /// True once it answers /health (the model is loaded).
+  bool wait_ready(std::chrono::seconds limit = std::chrono::seconds(60)) const {
+    const auto deadline = clock_type::now() + limit;
+    while (clock_type::now() < deadline) {
+      const int fd = test::tcp_connect(port);
+      if (fd >= 0) {
+        test::send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        const std::string r = test::read_until(fd, "\"ok\"", std::chrono::seconds(5));
+        ::close(fd);
+        if (r.find("\"ok\"") != std::string::npos) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  /// The exit status once it ended within `limit`, else -1 (still running).
+  int wait_exit(std::chrono::seconds limit) {
+    const auto deadline = clock_type::now() + limit;
+    while (clock_type::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  std::string log() const { return read_text(log_path); }
+};
+
+std::string stream_body(int max_tokens) {
+  return R"({"prompt": "def f():", "temperature": 0, "ignore_eos": true, "stream": true, )"
+         R"("stream_options": {"include_usage": true}, "max_tokens": )" +
+         std::to_string(max_tokens) + "}";
+}
+
+TEST(ServeCli, SigtermLetsTheRunningStreamFinishThenExitsZero) {
+  ServeProcess serve({"--max-seq", "512"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.log();
+  const int fd = test::send_post(serve.port, "/v1/completions", stream_body(150));
+  ASSERT_GE(fd, 0);
+  std::string got = test::read_until(fd, "data: ", std::chrono::seconds(30));
+  ASSERT_NE(got.find("data: "), std::string::npos) << got;
+  ASSERT_EQ(::kill(serve.pid, SIGTERM), 0);
+  // No new connections once it drains (the listening socket is closed at once).
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    const int probe = test::tcp_connect(serve.port);
+    refused = probe < 0;
+    if (probe >= 0) ::close(probe);
+    if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(refused) << "new connections were still accepted 1 s after SIGTERM";
+  got += test::read_until(fd, "data: [DONE]", std::chrono::seconds(60));
+  ::close(fd);
+  EXPECT_NE(got.find("\"completion_tokens\":150"), std::string::npos) << got.substr(got.size() > 400 ? got.size() - 400 : 0);
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(serve.wait_exit(std::chrono::seconds(30)), 0) << serve.log();
+  const std::string log = serve.log();
+  EXPECT_NE(log.find("lg: SIGTERM: no new requests; waiting up to 30 s for 1 running"), std::string::npos) << log;
+  EXPECT_NE(log.find("prompt_tokens=3 completion_tokens=150 finish_reason=length ttft_s="), std::string::npos) << log;
+  EXPECT_NE(log.find("lg: stopped"), std::string::npos) << log;
+}
+
+// 2,000 tokens take the cpu lane well over 5 s; the timeout of 0.5 s cuts the stream, which
+// still ends with its finish chunk, usage and [DONE]; the log (off with -q) stays quiet.
+TEST(ServeCli, ShutdownTimeoutCutsALongStreamAndQuietLogsNoRequests) {
+  ServeProcess serve({"--max-seq", "2048", "--shutdown-timeout", "0.5", "-q"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.log();
+  const int fd = test::send_post(serve.port, "/v1/completions", stream_body(2000));
+  ASSERT_GE(fd, 0);
+  std::string got = test::read_until(fd, "data: ", std::chrono::seconds(30));
+  const auto t0 = clock_type::now();
+  ASSERT_EQ(::kill(serve.pid, SIGINT), 0);
+  got += test::read_until(fd, "data: [DONE]", std::chrono::seconds(60));
+  ::close(fd);
+  EXPECT_EQ(serve.wait_exit(std::chrono::seconds(30)), 0) << serve.log();
+  const double took = std::chrono::duration<double>(clock_type::now() - t0).count();
+  EXPECT_LT(took, 5.0) << "the drain was not cut at its timeout";
+  EXPECT_NE(got.find("\"finish_reason\":\"length\""), std::string::npos);
+  EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(got.find("\"completion_tokens\":2000"), std::string::npos) << "the stream ran to its end";
+  const std::string log = serve.log();
+  EXPECT_NE(log.find("lg: SIGINT"), std::string::npos) << log;
+  EXPECT_EQ(log.find("lg: request "), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace lg::cli_test

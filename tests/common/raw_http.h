@@ -1,0 +1,87 @@
+// HTTP/1.1 over plain sockets for the serving tests: clients that an HTTP library does not play
+// (one that hangs up mid-stream, one that connects and says nothing, one that keeps an idle
+// keep-alive connection open), and reading a value out of a Prometheus text.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <sstream>
+#include <string>
+
+namespace lg::test {
+
+/// A TCP connection to 127.0.0.1:port, or -1.
+inline int tcp_connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+inline bool send_all(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// The text of a JSON POST request.
+inline std::string post_text(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+/// Opens a connection and sends a JSON POST on it; returns the socket (-1 on failure).
+inline int send_post(int port, const std::string& path, const std::string& body) {
+  const int fd = tcp_connect(port);
+  if (fd >= 0 && !send_all(fd, post_text(path, body))) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Reads until `needle` appears in what was read, EOF, or `timeout`; returns what was read.
+inline std::string read_until(int fd, const std::string& needle, std::chrono::milliseconds timeout) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  while (got.find(needle) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+/// The value of the sample written exactly as `sample` (name and labels) in a Prometheus text.
+inline std::optional<double> metric_value(const std::string& text, const std::string& sample) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > sample.size() && line.compare(0, sample.size(), sample) == 0 && line[sample.size()] == ' ')
+      return std::stod(line.substr(sample.size() + 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace lg::test
