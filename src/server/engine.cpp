@@ -281,7 +281,12 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
       metrics_.rejected("shutting_down");
       throw EngineBusy("shutting_down", "the server is shutting down");
     }
-    const int64_t waiting = static_cast<int64_t>(incoming_.size()) + scheduler_waiting_;
+    // Waiting: not running and not about to run. Requests just handed over join the batch at the
+    // next step while it has free slots and nothing waits before them (for KV blocks).
+    const auto incoming = static_cast<int64_t>(incoming_.size()) + in_transit_;
+    const int64_t free_slots = std::max<int64_t>(limits().max_batch - scheduler_running_, 0);
+    const int64_t waiting =
+        scheduler_waiting_ > 0 ? incoming + scheduler_waiting_ : std::max<int64_t>(incoming - free_slots, 0);
     if (waiting >= max_waiting_) {
       metrics_.rejected("queue_full");
       throw EngineBusy("queue_full", fmt::format("the server is busy: {} requests are waiting already (--max-waiting "
@@ -336,6 +341,8 @@ void Engine::publish_stats() {
     std::lock_guard<std::mutex> in(mu_);
     stats_.waiting = scheduler_->waiting() + static_cast<int64_t>(incoming_.size());
     scheduler_waiting_ = scheduler_->waiting();
+    scheduler_running_ = scheduler_->running();
+    in_transit_ = 0;
   }
 }
 
@@ -349,6 +356,7 @@ void Engine::work() {
         return stopping_ || !incoming_.empty() || scheduler_->waiting() + scheduler_->running() > 0;
       });
       fresh.swap(incoming_);
+      in_transit_ = static_cast<int64_t>(fresh.size());  // counted until the step after it is published
       if (stopping_ && fresh.empty() && scheduler_->waiting() + scheduler_->running() == 0) return;
     }
     for (auto& r : fresh) {
@@ -359,7 +367,6 @@ void Engine::work() {
         on_done(runtime::Generation{}, e.what());
       }
     }
-    publish_stats();
     try {
       if (scheduler_->step()) {
         std::lock_guard<std::mutex> lock(stats_mu_);

@@ -39,7 +39,8 @@ struct EngineOptions {
   int64_t max_seq = 0;       ///< context per request in tokens; 0: min(max_position_embeddings, 4096)
   LaneOptions lane_options;  ///< KV pool and step sizes (its max_seq is taken from max_seq above)
   /// Requests submitted but not running yet (waiting for the batch or for KV blocks) beyond which
-  /// start() refuses a request with EngineBusy (lg serve: a 503). At least 1.
+  /// start() refuses a request with EngineBusy (lg serve: a 503). Requests that join the batch
+  /// at the next step (free batch slots, nothing waiting before them) do not count. At least 1.
   int64_t max_waiting = 512;
   /// One line per finished request on stderr (serve_metrics.h, request_log_line).
   bool log_requests = false;
@@ -199,6 +200,8 @@ class Engine {
   std::atomic<bool> stopping_{false};  ///< written under mu_, read by the worker's callbacks too
   std::atomic<int64_t> in_flight_{0};
   std::atomic<int64_t> scheduler_waiting_{0};  ///< the scheduler's waiting(), published by the worker
+  std::atomic<int64_t> scheduler_running_{0};  ///< the scheduler's running(), published by the worker
+  int64_t in_transit_ = 0;  ///< under mu_: taken from incoming_, not yet in a published step
   mutable std::mutex stats_mu_;
   EngineStats stats_;  ///< published by the worker after each step
   std::thread worker_;
