@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -119,7 +120,9 @@ int run_batch(const BatchOpts& o) {
     if (!file) throw lg::Error(o.input + ": cannot read");
   }
   std::istream& in = o.input == "-" ? std::cin : file;
-  lg::server::Engine engine(o.model, {o.lane, o.max_seq, o.lane_options});
+  lg::server::EngineOptions eo{o.lane, o.max_seq, o.lane_options};
+  eo.max_waiting = INT64_MAX;  // every line is handed over at once: offline, nothing to refuse
+  lg::server::Engine engine(o.model, eo);
   // The chat requests render the model's own chat template, as lg serve's chat endpoint does.
   const auto tmpl = lg::chat::ChatTemplate::load(engine.model_dir(), std::nullopt,
                                                  std::make_shared<lg::chat::JinjaRenderer>());

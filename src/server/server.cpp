@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +25,8 @@ using nlohmann::json;
 // Threads beyond those generation can hold (every running and waiting request holds its
 // connection's thread): what /health, /metrics, 400s and idle keep-alive connections run on.
 constexpr size_t kSpareThreads = 256;
+// Threads counted for waiting requests at most (an engine may be unbounded: lg batch's).
+constexpr int64_t kMaxWaitingThreads = 4096;
 // Threads kept when idle; the rest end after a while without work.
 constexpr size_t kKeptThreads = 16;
 constexpr std::chrono::seconds kThreadIdleExit{30};
@@ -78,7 +81,8 @@ void Server::install_routes() {
   // keep-alive requests: the pool starts threads as needed, so a quick request never queues
   // behind them. Its cap leaves kSpareThreads beyond the most requests generation can hold
   // (running + waiting; more are refused with a 503 at once).
-  const size_t max_threads = static_cast<size_t>(engine_.limits().max_batch) + static_cast<size_t>(engine_.max_waiting()) +
+  const size_t max_threads = static_cast<size_t>(engine_.limits().max_batch) +
+                             static_cast<size_t>(std::min<int64_t>(engine_.max_waiting(), kMaxWaitingThreads)) +
                              kSpareThreads;
   h.new_task_queue = [max_threads] {
     return new ElasticThreadPool(max_threads, kKeptThreads, std::chrono::duration_cast<std::chrono::milliseconds>(kThreadIdleExit));
