@@ -136,13 +136,23 @@ Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& opti
   init(make_lane(options.lane, *dir_, lo), options);
 }
 
-Engine::Engine(const RandomModel& model, const EngineOptions& options) {
-  config_ = model.config;
-  model_id_ = model.name;
-  context_ = resolve_context(options, config_.max_position_embeddings);
+namespace {
+std::unique_ptr<Lane> random_lane(const RandomModel& model, const EngineOptions& options) {
   LaneOptions lo = options.lane_options;
-  lo.max_seq = context_;
-  init(make_random_lane(options.lane, config_, model.seed, lo), options);
+  lo.max_seq = resolve_context(options, model.config.max_position_embeddings);
+  return make_random_lane(options.lane, model.config, model.seed, lo);
+}
+}  // namespace
+
+Engine::Engine(const RandomModel& model, const EngineOptions& options)
+    : Engine(random_lane(model, options), model.config, model.name, options) {}
+
+Engine::Engine(std::unique_ptr<Lane> lane, const model::ModelConfig& config, std::string model_id,
+               const EngineOptions& options) {
+  config_ = config;
+  model_id_ = std::move(model_id);
+  context_ = lane->limits().max_seq;
+  init(std::move(lane), options);
 }
 
 void Engine::init(std::unique_ptr<Lane> lane, const EngineOptions& options) {

@@ -125,6 +125,11 @@ class Engine {
   /// Random weights at `model`'s shape on GPU lane options.lane (lanes/factory.h,
   /// make_random_lane). Throws lg::Error for the cpu lane, no CUDA device, or a bad max_seq.
   Engine(const RandomModel& model, const EngineOptions& options);
+  /// Serves `lane`, built by the caller for the model `config` describes (the caller keeps what
+  /// the lane reads alive), as `model_id`, without a tokenizer: prompts and answers are token ids.
+  /// The context is the lane's max_seq; options.lane, max_seq and lane_options are not used.
+  Engine(std::unique_ptr<Lane> lane, const model::ModelConfig& config, std::string model_id,
+         const EngineOptions& options);
   /// Stops the worker; requests still running end with finish_reason "length".
   ~Engine();
 

@@ -166,6 +166,68 @@ TEST_F(ServerTest, GreedyCompletionMatchesTransformers) {
   EXPECT_EQ(r["usage"]["total_tokens"], g.prompt_ids.size() + 16);
 }
 
+TEST_F(ServerTest, ModelById) {
+  auto m = client().Get("/v1/models/qwen3-pycode-22m");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(json::parse(m->body)["id"], "qwen3-pycode-22m");
+  EXPECT_EQ(json::parse(m->body)["max_model_len"], kContext);
+  auto other = client().Get("/v1/models/gpt-4");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  EXPECT_EQ(json::parse(other->body)["error"]["param"], "model");
+  auto post = client().Post("/v1/models/qwen3-pycode-22m", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET");
+}
+
+// A prompt given as token ids (OpenAI's form) is the model's input as is: the golden prompt's
+// ids give transformers' greedy ids (return_token_ids) and the text prompt's answer.
+TEST_F(ServerTest, TokenIdPromptsGiveTransformersTokens) {
+  const Golden g = first_golden();
+  const std::vector<int32_t> first16(g.greedy_ids.begin(), g.greedy_ids.begin() + 16);
+  const json by_text = post_ok("/v1/completions", {{"prompt", g.prompt}, {"max_tokens", 16}, {"temperature", 0}});
+  for (const json& prompt : {json(g.prompt_ids), json::array({g.prompt_ids})}) {
+    const json r = post_ok("/v1/completions",
+                           {{"prompt", prompt}, {"max_tokens", 16}, {"temperature", 0}, {"return_token_ids", true}});
+    EXPECT_EQ(r["choices"][0]["token_ids"], first16);
+    EXPECT_EQ(r["choices"][0]["text"], by_text["choices"][0]["text"]);
+    EXPECT_EQ(r["usage"], by_text["usage"]);
+  }
+  // Streamed, the chunks' ids add up to the same ids.
+  auto r = post("/v1/completions", json{{"prompt", g.prompt_ids}, {"max_tokens", 16}, {"temperature", 0},
+                                        {"stream", true}, {"return_token_ids", true}}.dump());
+  ASSERT_TRUE(r);
+  std::vector<int32_t> streamed;
+  for (const auto& ev : sse_events(r->body)) {
+    if (ev == "[DONE]") break;
+    const json chunk = json::parse(ev);
+    for (const auto& id : chunk["choices"][0]["token_ids"]) streamed.push_back(id);
+  }
+  EXPECT_EQ(streamed, first16);
+  expect_400("/v1/completions", R"({"prompt": [750, 151936, 2075]})", "prompt[1]",
+             "outside the model's vocabulary of 151936 ids");
+  expect_400("/v1/completions", R"({"prompt": [[750], [282]]})", "prompt", "one prompt per request");
+  expect_400("/v1/completions", R"({"prompt": [750, -1]})", "prompt[1]");
+}
+
+// This prompt ends a file: greedy decoding gives the eos token at once. ignore_eos goes on past
+// it (the eos counted and in token_ids, never in the text).
+TEST_F(ServerTest, IgnoreEosGeneratesPastTheEndOfSequence) {
+  const std::string prompt = "    return x\n\n\nif __name__ == \"__main__\":\n    main()\n";
+  const json stops = post_ok("/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}});
+  ASSERT_EQ(stops["choices"][0]["finish_reason"], "stop") << stops;
+  ASSERT_EQ(stops["usage"]["completion_tokens"], 1);
+  EXPECT_EQ(stops["choices"][0]["text"], "");
+  const json goes_on = post_ok("/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0},
+                                                   {"ignore_eos", true}, {"return_token_ids", true}});
+  EXPECT_EQ(goes_on["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(goes_on["usage"]["completion_tokens"], 8);
+  EXPECT_EQ(goes_on["choices"][0]["token_ids"][0], 151643);  // <|endoftext|>
+  EXPECT_EQ(goes_on["choices"][0]["text"].get<std::string>().find("<|endoftext|>"), std::string::npos);
+}
+
 TEST_F(ServerTest, StreamingConcatenatesToTheNonStreamingText) {
   const Golden g = first_golden();
   const json body = {{"prompt", g.prompt}, {"max_tokens", 16}, {"temperature", 0}};
