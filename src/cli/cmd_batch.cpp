@@ -39,6 +39,7 @@ struct BatchOpts {
   int64_t max_seq = 0;
   lg::LaneOptions lane_options;
   bool quiet = false;
+  bool no_prefix_cache = false;
 };
 
 /// One input line and what becomes of it.
@@ -122,6 +123,7 @@ int run_batch(const BatchOpts& o) {
   std::istream& in = o.input == "-" ? std::cin : file;
   lg::server::EngineOptions eo{o.lane, o.max_seq, o.lane_options};
   eo.max_waiting = INT64_MAX;  // every line is handed over at once: offline, nothing to refuse
+  eo.prefix_cache = !o.no_prefix_cache;
   lg::server::Engine engine(o.model, eo);
   // The chat requests render the model's own chat template, as lg serve's chat endpoint does.
   const auto tmpl = lg::chat::ChatTemplate::load(engine.model_dir(), std::nullopt,
@@ -203,5 +205,7 @@ LG_COMMAND("batch", [](CLI::App& app) {
       ->check(lg::cli::at_least_one());
   lg::cli::add_lane_options(sub, o->lane_options);
   sub->add_flag("-q,--quiet", o->quiet, "no progress bar or summary on stderr");
+  sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
+                "do not share the KV cache of equal prompt prefixes between requests");
   return [o]() -> int { return run_batch(*o); };
 });

@@ -27,6 +27,7 @@ struct ServeOpts {
   int64_t max_waiting = 512;
   double shutdown_timeout_s = 30;
   bool quiet = false;
+  bool no_prefix_cache = false;
   lg::LaneOptions lane_options;
 };
 
@@ -56,6 +57,7 @@ std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o) {
   eo.lane_options = o.lane_options;
   eo.max_waiting = o.max_waiting;
   eo.log_requests = !o.quiet;
+  eo.prefix_cache = !o.no_prefix_cache;
   if (o.shape.empty()) return std::make_unique<lg::server::Engine>(o.model, eo);
   // Random weights: a context of 4096 by default, as for a checkpoint (40960 would size a KV
   // pool per sequence far beyond what a load test needs).
@@ -139,6 +141,8 @@ LG_COMMAND("serve", [](CLI::App& app) {
       ->capture_default_str()
       ->check(lg::cli::non_negative_number());
   sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
+  sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
+                "do not share the KV cache of equal prompt prefixes between requests");
   lg::cli::add_lane_options(sub, o->lane_options);
   return [o]() -> int { return serve(*o); };
 });

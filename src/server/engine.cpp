@@ -160,7 +160,9 @@ void Engine::init(std::unique_ptr<Lane> lane, const EngineOptions& options) {
   max_waiting_ = options.max_waiting;
   log_requests_ = options.log_requests;
   lane_ = std::move(lane);
-  scheduler_ = std::make_unique<runtime::Scheduler>(*lane_);
+  runtime::SchedulerOptions so;
+  so.prefix_cache = options.prefix_cache;
+  scheduler_ = std::make_unique<runtime::Scheduler>(*lane_, so);
   publish_stats();
   worker_ = std::thread([this] { work(); });
 }
@@ -337,15 +339,20 @@ EngineStats Engine::stats() const {
 
 // On the worker: the scheduler's counters, for stats() and the waiting-queue bound.
 void Engine::publish_stats() {
-  const auto& blocks = scheduler_->blocks();
+  const runtime::SchedulerStats st = scheduler_->stats();
   std::lock_guard<std::mutex> lock(stats_mu_);
-  stats_.running = scheduler_->running();
-  stats_.kv_blocks_used = blocks.used_blocks();
-  stats_.kv_blocks_free = blocks.free_blocks();
-  stats_.kv_block_size = blocks.block_size();
-  stats_.preemptions = scheduler_->preemptions();
-  // PREFIX CACHE (issue 14): the lead copies the prefix cache's counters from the scheduler's
-  // stats() into EngineStats here.
+  stats_.running = st.running;
+  stats_.kv_blocks_used = st.kv_blocks_used;
+  stats_.kv_blocks_free = st.kv_blocks_free;
+  stats_.kv_block_size = st.kv_block_size;
+  stats_.preemptions = st.preemptions;
+  stats_.steps = st.steps;
+  stats_.prefix_cache = st.prefix_cache;
+  stats_.kv_blocks_cached_free = st.kv_blocks_cached_free;
+  stats_.prefix_cache_queries = st.prefix_cache_queries;
+  stats_.prefix_cache_hits = st.prefix_cache_hits;
+  stats_.prefix_cache_evictions = st.prefix_cache_evictions;
+  stats_.prompt_tokens_computed = st.prompt_tokens_computed;
   {
     // The requests handed over but not yet taken by the worker are waiting too.
     std::lock_guard<std::mutex> in(mu_);
@@ -378,10 +385,7 @@ void Engine::work() {
       }
     }
     try {
-      if (scheduler_->step()) {
-        std::lock_guard<std::mutex> lock(stats_mu_);
-        ++stats_.steps;
-      }
+      scheduler_->step();
     } catch (const std::exception& e) {
       // A scheduler fault (not a lane error: those end their requests inside step()). Say it
       // and go on: the requests stay queued rather than the server going down.

@@ -44,6 +44,8 @@ struct EngineOptions {
   int64_t max_waiting = 512;
   /// One line per finished request on stderr (serve_metrics.h, request_log_line).
   bool log_requests = false;
+  /// Share the KV blocks of equal prompt prefixes between requests (runtime/scheduler.h).
+  bool prefix_cache = true;
 };
 
 /// A model with deterministic random weights at a preset shape, made on the GPU (`lg serve

@@ -78,8 +78,23 @@ std::string ServeMetrics::render(const EngineStats& s) const {
   counter("lg_num_preemptions_total", "Requests preempted (their KV blocks freed, their tokens recomputed later).",
           static_cast<double>(s.preemptions));
   counter("lg_steps_total", "Batched steps run.", static_cast<double>(s.steps));
-  // PREFIX CACHE (issue 14): the lead writes the prefix cache's metrics here, from the fields
-  // added to EngineStats (vLLM: prefix_cache_queries_total and prefix_cache_hits_total, in tokens).
+  // The prefix cache (vLLM's prefix_cache_queries and prefix_cache_hits, in tokens): the hit
+  // rate over a window is rate(hits) / rate(queries); the ratio since start is given too.
+  gauge("lg_prefix_cache_enabled", "1 when prefix caching is on.", s.prefix_cache ? 1.0 : 0.0);
+  gauge("lg_kv_blocks_cached_free", "Free KV-cache blocks that hold a cached prefix (evictable).",
+        static_cast<double>(s.kv_blocks_cached_free));
+  counter("lg_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache (each request once).",
+          static_cast<double>(s.prefix_cache_queries));
+  counter("lg_prefix_cache_hits_total", "Prompt tokens found in the prefix cache (not computed).",
+          static_cast<double>(s.prefix_cache_hits));
+  gauge("lg_prefix_cache_hit_ratio", "Prefix-cache hits / queries since start (0 before any query).",
+        s.prefix_cache_queries > 0 ? static_cast<double>(s.prefix_cache_hits) / static_cast<double>(s.prefix_cache_queries)
+                                   : 0.0);
+  counter("lg_prefix_cache_evictions_total", "Cached KV blocks evicted to hold other tokens.",
+          static_cast<double>(s.prefix_cache_evictions));
+  counter("lg_prompt_tokens_computed_total",
+          "Prompt positions the lane computed (cache hits excluded, recomputation after preemption included).",
+          static_cast<double>(s.prompt_tokens_computed));
 
   std::lock_guard<std::mutex> lock(mu_);
   counter("lg_prompt_tokens_total", "Prompt tokens prefilled.", static_cast<double>(prompt_tokens_));

@@ -24,9 +24,12 @@ struct EngineStats {
   int64_t kv_block_size = 0;    ///< positions per block
   int64_t preemptions = 0;      ///< requests preempted so far (their tokens recomputed later)
   int64_t steps = 0;            ///< batched steps run so far
-  // PREFIX CACHE (issue 14): the lead adds the prefix cache's counters here (queried and hit
-  // tokens or blocks, cached blocks), read from the Scheduler's stats() in Engine::publish_stats(),
-  // and writes them in ServeMetrics::render() at the marked place.
+  bool prefix_cache = false;    ///< whether prefix caching is on
+  int64_t kv_blocks_cached_free = 0;   ///< of the free blocks, those holding a cached prefix
+  int64_t prefix_cache_queries = 0;    ///< prompt tokens looked up in the prefix cache
+  int64_t prefix_cache_hits = 0;       ///< of those, tokens found cached (not computed)
+  int64_t prefix_cache_evictions = 0;  ///< cached blocks evicted to hold other tokens
+  int64_t prompt_tokens_computed = 0;  ///< prompt positions the lane computed (recomputation included)
 };
 
 /// One finished request, for the counters, histograms and the request log.

@@ -121,6 +121,9 @@ TEST(ServeMetrics, RendersEveryMetricInTheTextFormat) {
   s.kv_blocks_free = 61;
   s.kv_block_size = 16;
   s.preemptions = 4;
+  s.prefix_cache = true;
+  s.prefix_cache_queries = 200;
+  s.prefix_cache_hits = 150;
   const std::string text = m.render(s);
   expect_valid_exposition(text);
   for (const char* line : {"lg_num_requests_running 2\n", "lg_num_requests_waiting 5\n", "lg_kv_blocks_used 3\n",
@@ -131,7 +134,9 @@ TEST(ServeMetrics, RendersEveryMetricInTheTextFormat) {
                            "lg_requests_rejected_total{reason=\"queue_full\"} 1\n",
                            "lg_time_to_first_token_seconds_count 1\n", "lg_inter_token_latency_seconds_count 2\n",
                            "lg_inter_token_latency_seconds_bucket{le=\"0.005\"} 1\n",
-                           "lg_e2e_request_latency_seconds_count 2\n"})
+                           "lg_e2e_request_latency_seconds_count 2\n", "lg_prefix_cache_enabled 1\n",
+                           "lg_prefix_cache_queries_total 200\n", "lg_prefix_cache_hits_total 150\n",
+                           "lg_prefix_cache_hit_ratio 0.75\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "in:\n" << text;
 }
 
