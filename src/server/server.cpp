@@ -191,7 +191,7 @@ void Server::stop() {
 
 void Server::shutdown(std::chrono::milliseconds timeout, const std::function<bool()>& cut_short) {
   using clock = std::chrono::steady_clock;
-  draining_ = true;  // requests on open connections are answered 503 from now on
+  draining_ = true;  // a request read from now on is answered 503
   http_->stop();     // no new connections; the open ones end after their current request
   const auto deadline = clock::now() + timeout;
   while (engine_.in_flight() > 0 && clock::now() < deadline && !(cut_short && cut_short()))
@@ -199,6 +199,7 @@ void Server::shutdown(std::chrono::milliseconds timeout, const std::function<boo
   // Whatever still runs ends at its next token; a request that slipped in after the drain began
   // is refused (503).
   engine_.cancel_all();
+  while (engine_.in_flight() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next step
   if (thread_.joinable()) thread_.join();
 }
 
