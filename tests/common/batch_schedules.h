@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -173,6 +174,35 @@ inline ScheduleStats run_random_schedule(Lane& lane, uint64_t seed, int32_t lo_i
   }
   EXPECT_EQ(blocks.used_blocks(), 0) << "blocks leaked";
   return st;
+}
+
+/// `n` seeded schedules (seeds first_seed, first_seed + 1, ...) on `lane`, prompts of ids below
+/// `vocab`, stopping at the first failure; prints what they covered and the worst errors, so a GPU
+/// log shows the headroom. Expects at least one step to batch several sequences.
+inline ScheduleStats run_seeded_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t first_seed,
+                                          int n, double tol, double tie, Lane* reference = nullptr) {
+  ScheduleStats all;
+  for (int i = 0; i < n; ++i) {
+    const auto st = run_random_schedule(lane, first_seed + static_cast<uint64_t>(i), 0, vocab - 1, tol, tie, 40,
+                                        reference);
+    all.compared += st.compared;
+    all.argmax_compared += st.argmax_compared;
+    all.steps += st.steps;
+    all.max_batch = std::max(all.max_batch, st.max_batch);
+    all.worst_rel = std::max(all.worst_rel, st.worst_rel);
+    all.worst_alone_ref = std::max(all.worst_alone_ref, st.worst_alone_ref);
+    all.worst_batched_ref = std::max(all.worst_batched_ref, st.worst_batched_ref);
+    if (::testing::Test::HasFailure()) break;
+  }
+  std::printf("%s: %d schedules, %lld steps (up to %lld sequences), %lld logits rows compared (%lld argmaxes), "
+              "worst relative error %.2e (tolerance %.2g)\n",
+              what.c_str(), n, static_cast<long long>(all.steps), static_cast<long long>(all.max_batch),
+              static_cast<long long>(all.compared), static_cast<long long>(all.argmax_compared), all.worst_rel, tol);
+  if (reference)
+    std::printf("%s: against the fp32 reference, worst relative error alone %.2e, batched %.2e\n", what.c_str(),
+                all.worst_alone_ref, all.worst_batched_ref);
+  EXPECT_GT(all.max_batch, 1) << what << ": no step batched several sequences";
+  return all;
 }
 
 }  // namespace lg::testing

@@ -54,28 +54,7 @@ constexpr double kGrossError = 0.25;
 /// `n` seeded schedules on `lane`; prints what they covered and the worst error (the headroom).
 void run_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t first_seed, int n,
                    Lane* reference = nullptr, double tol = kPathTolerance) {
-  lg::testing::ScheduleStats all;
-  for (int i = 0; i < n; ++i) {
-    const uint64_t seed = first_seed + static_cast<uint64_t>(i);
-    const auto st =
-        lg::testing::run_random_schedule(lane, seed, 0, vocab - 1, tol, kBf16Margin, 40, reference);
-    all.compared += st.compared;
-    all.argmax_compared += st.argmax_compared;
-    all.steps += st.steps;
-    all.max_batch = std::max(all.max_batch, st.max_batch);
-    all.worst_rel = std::max(all.worst_rel, st.worst_rel);
-    all.worst_alone_ref = std::max(all.worst_alone_ref, st.worst_alone_ref);
-    all.worst_batched_ref = std::max(all.worst_batched_ref, st.worst_batched_ref);
-    if (::testing::Test::HasFailure()) break;
-  }
-  std::printf("%s: %d schedules, %lld steps (up to %lld sequences), %lld logits rows compared (%lld argmaxes), "
-              "worst relative error %.2e (tolerance %.2g)\n",
-              what.c_str(), n, static_cast<long long>(all.steps), static_cast<long long>(all.max_batch),
-              static_cast<long long>(all.compared), static_cast<long long>(all.argmax_compared), all.worst_rel, tol);
-  if (reference)
-    std::printf("%s: against the fp32 reference, worst relative error alone %.2e, batched %.2e\n", what.c_str(),
-                all.worst_alone_ref, all.worst_batched_ref);
-  EXPECT_GT(all.max_batch, 1) << what << ": no step batched several sequences";
+  lg::testing::run_seeded_schedules(lane, what, vocab, first_seed, n, tol, kBf16Margin, reference);
 }
 
 class TinyBatch : public ::testing::TestWithParam<std::string> {};

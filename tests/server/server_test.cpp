@@ -1,11 +1,8 @@
 // lg serve end to end: the server runs in-process on an ephemeral 127.0.0.1 port with the cpu lane
 // on the repo's 22M model; httplib's client calls it. Greedy completions are checked against the
 // transformers fp32 greedy tokens of shared/fixtures/qwen3-pycode-22m-golden.json.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "common/raw_http.h"
 #include "server/server.h"
 #include "support/error.h"
 
@@ -57,7 +55,9 @@ std::vector<std::string> sse_events(const std::string& body) {
 class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    engine_ = new Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", {"cpu", kContext});
+    EngineOptions eo;
+    eo.max_seq = kContext;
+    engine_ = new Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
     server_ = new Server(*engine_, {"127.0.0.1", 0});
     port_ = server_->start();
   }
@@ -499,19 +499,11 @@ namespace {
 
 // Sends a raw HTTP/1.1 POST to 127.0.0.1:port and returns the open socket (-1 on failure).
 int send_raw_post(int port, const std::string& path, const std::string& body) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = lg::test::tcp_connect(port);
   if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
   const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+  if (!lg::test::send_all(fd, req)) {
     ::close(fd);
     return -1;
   }
@@ -525,7 +517,9 @@ TEST(ServerHangUpTest, ClientThatHangsUpFreesTheLane) {
   using clock = std::chrono::steady_clock;
   const auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
   constexpr int64_t kLongContext = 2048;
-  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", {"cpu", kLongContext});
+  EngineOptions eo;
+  eo.max_seq = kLongContext;
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
   Server server(engine, {"127.0.0.1", 0});
   const int port = server.start();
   httplib::Client c("127.0.0.1", port);
@@ -582,7 +576,9 @@ TEST(EngineTest, PromptIdOutsideTheVocabularyNamesTheField) {
   fs::copy_file(tiny / "model.safetensors", dir / "model.safetensors");
   fs::create_symlink(fs::path(LG_SOURCE_DIR) / "models" / "qwen3-pycode-22m" / "tokenizer.json", dir / "tokenizer.json");
   {
-    lg::server::Engine engine(dir.string(), {"cpu", 64});
+    lg::server::EngineOptions eo;
+    eo.max_seq = 64;
+    lg::server::Engine engine(dir.string(), eo);
     try {
       engine.encode_prompt("def fibonacci(n):", "prompt");
       ADD_FAILURE() << "expected a RequestError";
