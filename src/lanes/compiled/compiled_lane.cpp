@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -90,8 +91,13 @@ class CompiledLane : public Lane {
         else random_weight(prm, b, owned_.back(), seed);
       }
     }
-    for (const char* in : {"tokens", "pos", "seq", "block_table", "rows"})
-      if (!input_of_.count(in)) throw Error(std::string("compiled lane: internal error: no input buffer `") + in + "`");
+    // The step's inputs in the order step() uploads them (kStepInputs), found once by name.
+    for (size_t k = 0; k < kStepInputs.size(); ++k) {
+      const auto it = input_of_.find(kStepInputs[k]);
+      if (it == input_of_.end())
+        throw Error(std::string("compiled lane: internal error: no input buffer `") + kStepInputs[k] + "`");
+      step_inputs_[k].device = it->second;
+    }
     vocab_ = g.at(g.outputs.at(0)).shape.back().coeff;
     argmax_ = cuda::DeviceBuffer(static_cast<size_t>(limits_.max_batch) * sizeof(int32_t));
     // Pinned staging of one step's inputs (tokens, pos, seq: T each; the block table; rows) and
@@ -150,19 +156,16 @@ class CompiledLane : public Lane {
     // since the last step: a decode step of one sequence sends its token and position (its seq
     // and rows are 0, its block table changes once per block), as before batching.
     int32_t* h = pinned_;
-    auto upload = [&](const char* input, const std::vector<int32_t>& v) {
-      std::vector<int32_t>& last = on_device_[input];
-      if (last == v) return;
+    const std::vector<int32_t>* values[] = {&f.tokens, &f.pos, &f.seq, &f.block_table, &f.rows};
+    for (size_t k = 0; k < kStepInputs.size(); ++k) {
+      StepInput& in = step_inputs_[k];
+      const std::vector<int32_t>& v = *values[k];
+      if (in.last == v) continue;
       std::copy(v.begin(), v.end(), h);
-      LG_CUDA_CHECK(cudaMemcpyAsync(input_of_.at(input), h, v.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
+      LG_CUDA_CHECK(cudaMemcpyAsync(in.device, h, v.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
       h += v.size();
-      last = v;
-    };
-    upload("tokens", f.tokens);
-    upload("pos", f.pos);
-    upload("seq", f.seq);
-    upload("block_table", f.block_table);
-    upload("rows", f.rows);
+      in.last = v;
+    }
     if (profile_ && ++steps_seen_[{f.T, f.B}] == 2) profile(f.T, f.B);
     const float* logits = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]);
     if (f.T == 1) {
@@ -438,8 +441,14 @@ class CompiledLane : public Lane {
 
   LaneLimits limits_;
   cuda::StepTimes times_{"compiled lane"};  // LG_STEP_TIMES=1
-  /// What each step input's device buffer holds (the last values uploaded).
-  std::map<std::string, std::vector<int32_t>> on_device_;
+  /// The batched program's step inputs (ir/batch.h), in upload order.
+  static constexpr std::array<const char*, 5> kStepInputs = {"tokens", "pos", "seq", "block_table", "rows"};
+  /// Each step input's device buffer and what it holds (the last values uploaded).
+  struct StepInput {
+    int32_t* device = nullptr;
+    std::vector<int32_t> last;
+  };
+  std::array<StepInput, 5> step_inputs_;
   int64_t vocab_ = 0;
   int64_t launches_per_layer_ = 0;  ///< of the plan's decode launches (emit::cuda::layer_launches)
   emit::cuda::CudaProgram prog_;
