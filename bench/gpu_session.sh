@@ -9,9 +9,12 @@
 #   SANITIZE_LANES="handwritten compiled"          compute-sanitizer memcheck on a batched lock check
 #                                                  (tiny locks, --batch-with 16)
 #   SHAPES="qwen3-0.6b qwen3-8b"  LANES="handwritten compiled"   `lg bench` (random weights, on the device)
+#   BATCHES="1,16,64,128"  CONTEXTS="128,512"      ... its decode batch sizes and contexts (default: 1 at 32)
+#   BENCH_ENV="LG_QWEN_BATCH_GRAPHS=0"             ... run once more with these variables set (an A/B)
 #   STARTUP_LANES="handwritten compiled"           time to ready (LG_STARTUP_TIMES) on a random 8B-shaped
 #                                                  checkpoint in the published layout (bench/make_checkpoint.py)
 #   PEER="qwen3-0.6b qwen3-8b"  PEER_TIMEOUT=300   transformers in the same call (bench/peers/hf_peer.py)
+#   BATCH_PEER="qwen3-8b"                          transformers batched decode at $BATCHES (hf_batch_peer.py)
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
@@ -45,7 +48,13 @@ if [ -n "${SANITIZE_LANES-}" ]; then
 fi
 for shape in ${SHAPES-qwen3-0.6b qwen3-8b}; do
   for lane in ${LANES-handwritten compiled}; do
-    timeout 200 $lg bench --shape "$shape" --lane "$lane" --decode-tokens 64 2>&1 | tee "$out/bench_${shape}_$lane.txt"
+    timeout 300 $lg bench --shape "$shape" --lane "$lane" --decode-tokens 64 --batch "${BATCHES:-1}" \
+      --context "${CONTEXTS:-32}" 2>&1 | tee "$out/bench_${shape}_$lane.txt"
+    if [ -n "${BENCH_ENV-}" ]; then
+      echo "== again with $BENCH_ENV" | tee -a "$out/bench_${shape}_$lane.txt"
+      env $BENCH_ENV timeout 300 $lg bench --shape "$shape" --lane "$lane" --decode-tokens 64 --batch "${BATCHES:-1}" \
+        --context "${CONTEXTS:-32}" --prompt-len 512 2>&1 | tee -a "$out/bench_${shape}_$lane.txt"
+    fi
   done
 done
 if [ -n "${STARTUP_LANES-}" ]; then
@@ -61,5 +70,9 @@ if [ -n "${STARTUP_LANES-}" ]; then
     done
   done
 fi
+for shape in ${BATCH_PEER-}; do
+  timeout "${PEER_TIMEOUT:-300}" python3 bench/peers/hf_batch_peer.py "$shape" $(echo "${BATCHES:-1,16,64}" | tr , ' ') 2>&1 |
+    grep -v Warning | tee -a "$out/hf_batch_peer.txt"
+done
 [ -n "${PEER-}" ] && timeout "${PEER_TIMEOUT:-300}" python3 bench/peers/hf_peer.py $PEER 2>&1 | grep -v Warning | tee "$out/hf_peer.txt"
 exit 0

@@ -1,11 +1,18 @@
-// `lg bench`: times a lane at a real model shape on the GPU, next to the memory-bandwidth floor.
+// `lg bench`: times a lane at a real model shape on the GPU, next to its floors.
 //   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR [--lane handwritten] [--prompt-len 512,2048]
-//            [--decode-tokens 128] [--json]
+//            [--batch 1,16,64,128] [--context 512,8192,32768] [--decode-tokens 128] [--json]
 // A preset shape gets deterministic random bf16 weights made on the device (hand-written and
-// compiled lanes; no checkpoint of many GB has to exist or travel); a model directory is loaded as is. Reports the device-to-device copy
-// bandwidth (bytes read + written, as shared/peers/hf_peer.py measures it), prefill tokens/s per
-// prompt length, batch-1 decode ms/token (median over the steps, each a CUDA-graph replay plus the
-// token round trip a generation loop pays), and the floor = decode weight bytes / bandwidth.
+// compiled lanes; no checkpoint of many GB has to exist or travel); a model directory is loaded as
+// is. Reports the device-to-device copy bandwidth (bytes read + written, as shared/peers/hf_peer.py
+// measures it) and the bf16 tensor-core rate (a large cuBLASLt GEMM), prefill tokens/s per prompt
+// length, and for every (context, batch) the decode step: B sequences at position `context` each
+// decode one token per step (median step over the timed steps, each what a generation loop pays:
+// the lane's step call, its copies and the token round trip), generated tokens/s, and the step's
+// floor: max(weight bytes + the B sequences' K/V bytes over the copy bandwidth, FLOPs over the
+// tensor-core rate).
+// The decode sequences' earlier positions are not prefilled: each holds blocks of its own in the
+// pool (as B prefilled sequences would), taken as they are. A step's kernels read every key
+// whatever its value, so this times the same memory traffic without B x context tokens of prefill.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,6 +38,7 @@
 #include "model/config.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm_lt.h"
 #include "runtime/solo_sequence.h"
 #endif
 
@@ -41,7 +49,8 @@ struct BenchOpts {
   std::string lane = "handwritten";
   std::vector<int64_t> prompt_lens{512, 2048};
   int64_t decode_tokens = 128;
-  int64_t decode_prompt = 32;
+  std::vector<int64_t> batches{1};
+  std::vector<int64_t> contexts{32};
   bool json = false;
   lg::LaneOptions lane_options;
 };
@@ -60,6 +69,48 @@ double percentile(std::vector<double> v, double p) {
 
 using lg::cli::preset_config;
 
+struct DecodeTiming {
+  double median_ms, p10_ms, p90_ms;
+  size_t steps;
+};
+
+/// Times `steps` decode steps of B sequences that start at position `context`, each in blocks of
+/// its own (see the top of the file); nullopt when the pool cannot hold them. Two untimed steps
+/// first (graph capture, cuBLASLt's algorithm choice).
+std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t steps, int32_t vocab,
+                                        std::mt19937& rng) {
+  using clock = std::chrono::steady_clock;
+  const lg::LaneLimits& lim = lane.limits();
+  const int64_t warm = 2, last = context + warm + steps;  // positions context .. last - 1 are decoded
+  const int64_t per_seq = (last + lim.block_size - 1) / lim.block_size;
+  if (B * per_seq > lim.num_blocks || last > lim.max_seq) return std::nullopt;
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(B));
+  std::vector<int32_t> tokens(static_cast<size_t>(B));
+  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  for (int64_t b = 0; b < B; ++b) {
+    auto& t = tables[static_cast<size_t>(b)];
+    t.resize(static_cast<size_t>(per_seq));
+    for (int64_t j = 0; j < per_seq; ++j) t[static_cast<size_t>(j)] = static_cast<int32_t>(b * per_seq + j);
+    tokens[static_cast<size_t>(b)] = tok(rng);
+  }
+  std::vector<lg::SeqStep> batch(static_cast<size_t>(B));
+  std::vector<double> ms;
+  for (int64_t i = 0; i < warm + steps; ++i) {
+    for (int64_t b = 0; b < B; ++b) {
+      auto& q = batch[static_cast<size_t>(b)];
+      q.tokens = std::span<const int32_t>(&tokens[static_cast<size_t>(b)], 1);
+      q.start_pos = context + i;
+      q.blocks = tables[static_cast<size_t>(b)];
+    }
+    const auto t0 = clock::now();
+    const auto res = lane.step(batch);
+    for (int64_t b = 0; b < B; ++b) tokens[static_cast<size_t>(b)] = res[static_cast<size_t>(b)].argmax;
+    if (i >= warm) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  return DecodeTiming{median(ms), percentile(ms, 0.1), percentile(ms, 0.9), ms.size()};
+}
+
+
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
   const bool is_dir = std::filesystem::is_directory(o.shape);
@@ -75,9 +126,18 @@ int run_bench(const BenchOpts& o) {
                                     : "lg bench: no CUDA device: the " + o.lane + " lane runs on a GPU");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
-  const int64_t max_seq = std::max(max_prompt, o.decode_prompt + o.decode_tokens) + 8;
+  const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
+  const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  // Whole blocks: time_decode gives each sequence ceil(positions / block_size) blocks of a pool of
+  // max_batch x max_seq positions.
+  const int64_t bs = o.lane_options.block_size > 0 ? o.lane_options.block_size : 16;
+  const int64_t max_seq = (std::max(max_prompt, max_context + o.decode_tokens + 2) + 8 + bs - 1) / bs * bs;
   lg::LaneOptions lane_options = o.lane_options;
   lane_options.max_seq = max_seq;
+  if (lane_options.max_batch == 0) lane_options.max_batch = std::max<int64_t>(max_batch, 1);
+  if (lane_options.max_batch < max_batch)
+    throw lg::Error("lg bench: --batch " + std::to_string(max_batch) + " needs --max-batch of at least that (got " +
+                    std::to_string(lane_options.max_batch) + ")");
 
   std::unique_ptr<lg::Lane> lane;
   std::unique_ptr<lg::model::ModelDir> dir;
@@ -127,24 +187,51 @@ int run_bench(const BenchOpts& o) {
     r[fmt::format("prefill_{}_ms", T)] = median(ms);
     r[fmt::format("prefill_{}_tok_per_s", T)] = static_cast<double>(T) / (median(ms) / 1e3);
   }
+  seq.restart();  // its blocks back: the decode timings below place sequences in the pool themselves
 
-  auto prompt = random_tokens(o.decode_prompt);
-  seq.restart();
-  int32_t next = seq.feed(prompt, false).argmax;
-  std::vector<double> step_ms;
-  for (int64_t i = 0; i < o.decode_tokens; ++i) {
-    const auto t0 = clock::now();
-    next = seq.feed(std::span<const int32_t>(&next, 1), false).argmax;
-    step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  // The floors of a decode step of B sequences at position `context`.
+  const double tc_rate = lg::cuda::measure_bf16_tensor_rate();
+  r["tensor_TFLOPs"] = tc_rate / 1e12;
+  const double kv_bytes_per_position = 2.0 * 2.0 * static_cast<double>(config.num_hidden_layers) *
+                                       static_cast<double>(config.num_key_value_heads * config.head_dim);  // K, V bf16
+  const double attn_flops_per_position = 4.0 * static_cast<double>(config.num_hidden_layers) *
+                                         static_cast<double>(config.num_attention_heads * config.head_dim);
+  nlohmann::json decode = nlohmann::json::array();
+  std::vector<std::string> skipped;
+  for (int64_t C : o.contexts) {
+    for (int64_t B : o.batches) {
+      auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), rng);
+      if (!m) {
+        skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
+                                      B * (C + o.decode_tokens + 2), lane->limits().pool_tokens()));
+        continue;
+      }
+      const double Bd = static_cast<double>(B), ctx = static_cast<double>(C) + 0.5 * static_cast<double>(o.decode_tokens);
+      const double kv_bytes = Bd * ctx * kv_bytes_per_position;
+      const double flops = Bd * weight_bytes + Bd * ctx * attn_flops_per_position;  // 2 FLOPs per bf16 weight
+      const double floor_ms = std::max((weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
+      nlohmann::json e;
+      e["batch"] = B;
+      e["context"] = C;
+      e["steps"] = m->steps;
+      e["step_ms"] = m->median_ms;
+      e["p10_ms"] = m->p10_ms;
+      e["p90_ms"] = m->p90_ms;
+      e["tok_per_s"] = Bd / (m->median_ms / 1e3);
+      e["kv_GB"] = kv_bytes / 1e9;
+      e["floor_ms"] = floor_ms;
+      e["over_floor"] = m->median_ms / floor_ms;
+      decode.push_back(e);
+    }
   }
-  // The first replay includes the graph capture and instantiation: not a steady-state step.
-  std::vector<double> steady(step_ms.begin() + 1, step_ms.end());
-  if (steady.empty()) steady = step_ms;
-  r["decode_steps"] = steady.size();
-  r["decode_ms"] = median(steady);
-  r["decode_p10_ms"] = percentile(steady, 0.1);
-  r["decode_p90_ms"] = percentile(steady, 0.9);
-  r["decode_over_floor"] = median(steady) / r["decode_floor_ms"].get<double>();
+  r["decode"] = decode;
+  r["decode_skipped"] = skipped;
+  for (const auto& e : decode)  // the batch-1 figures at the first context, as before --batch existed
+    if (e["batch"] == 1) {
+      r["decode_ms"] = e["step_ms"];
+      r["decode_over_floor"] = e["step_ms"].get<double>() / r["decode_floor_ms"].get<double>();
+      break;
+    }
   // As the lane counts them (its plan, or the decode graph it captured): never a constant here.
   if (const auto n = lane->facts().launches_per_decode_layer) r["launches_per_decode_layer"] = *n;
 
@@ -161,12 +248,15 @@ int run_bench(const BenchOpts& o) {
     std::cout << fmt::format("  prefill T={:5}: {:8.2f} ms  {:10.0f} tokens/s\n", T,
                              r[fmt::format("prefill_{}_ms", T)].get<double>(),
                              r[fmt::format("prefill_{}_tok_per_s", T)].get<double>());
-  std::cout << fmt::format("  decode (batch 1, CUDA graph): median {:.3f} ms/token over {} steps (p10 {:.3f}, p90 {:.3f})\n",
-                           r["decode_ms"].get<double>(), steady.size(), r["decode_p10_ms"].get<double>(),
-                           r["decode_p90_ms"].get<double>());
-  std::cout << fmt::format("  floor: {:.2f} GB / {:.2f} TB/s = {:.3f} ms/token; decode / floor = {:.2f}\n",
-                           weight_bytes / 1e9, bw / 1e12, r["decode_floor_ms"].get<double>(),
-                           r["decode_over_floor"].get<double>());
+  std::cout << fmt::format("  floors: weights {:.2f} GB over {:.2f} TB/s = {:.3f} ms; tensor cores {:.0f} TFLOP/s\n",
+                           weight_bytes / 1e9, bw / 1e12, r["decode_floor_ms"].get<double>(), tc_rate / 1e12);
+  std::cout << "  decode   batch  context   step ms  (p10 .. p90)      tokens/s   floor ms  step/floor\n";
+  for (const auto& e : decode)
+    std::cout << fmt::format("         {:6} {:8} {:9.3f}  ({:.3f} .. {:.3f}) {:10.0f} {:10.3f} {:10.2f}\n",
+                             e["batch"].get<int64_t>(), e["context"].get<int64_t>(), e["step_ms"].get<double>(),
+                             e["p10_ms"].get<double>(), e["p90_ms"].get<double>(), e["tok_per_s"].get<double>(),
+                             e["floor_ms"].get<double>(), e["over_floor"].get<double>());
+  for (const auto& sk : skipped) std::cout << "  skipped: " << sk << " (--kv-tokens)\n";
   std::cout << "json: " << r.dump() << "\n";
   return 0;
 }
@@ -181,8 +271,8 @@ int run_bench(const BenchOpts&) { throw lg::Error("lg bench: this lg was built w
 
 LG_COMMAND("bench", [](CLI::App& app) {
   auto o = std::make_shared<BenchOpts>();
-  auto* sub = app.add_subcommand("bench", "Time prefill and batch-1 decode of a lane at a real Qwen3 shape (random "
-                                          "bf16 weights) or a model directory, next to the memory-bandwidth floor");
+  auto* sub = app.add_subcommand("bench", "Time prefill and batched decode of a lane at a real Qwen3 shape (random "
+                                          "bf16 weights) or a model directory, next to the bandwidth and tensor-core floors");
   sub->add_option("--shape", o->shape, "qwen3-0.6b, qwen3-8b, or a model directory")->capture_default_str();
   sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory")->capture_default_str();
   sub->add_option("--prompt-len", o->prompt_lens, "prefill lengths to time")
@@ -191,6 +281,14 @@ LG_COMMAND("bench", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--decode-tokens", o->decode_tokens, "decode steps to time (the median is reported)")
       ->check(lg::cli::int_in_range(2, int64_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--batch", o->batches, "decode batch sizes to time (sequences per step)")
+      ->delimiter(',')
+      ->check(lg::cli::int_in_range(1, int64_t{1} << 16))
+      ->capture_default_str();
+  sub->add_option("--context", o->contexts, "positions each decoding sequence already holds")
+      ->delimiter(',')
+      ->check(lg::cli::int_in_range(1, int64_t{1} << 20))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   lg::cli::add_lane_options(sub, o->lane_options);

@@ -14,7 +14,9 @@
 
 namespace lg::cuda {
 
-/// One cuBLASLt handle, a workspace and a cache of chosen algorithms per (T, N, K, accumulate).
+/// One cuBLASLt handle, a workspace and a cache of chosen algorithms per (T, N, K, accumulate): the
+/// heuristic's first guess (timing its other candidates at the batched decode's shapes gained
+/// nothing on the H200: bench/RESULTS.md, "Batched decode").
 class LtGemm {
  public:
   LtGemm();
@@ -36,5 +38,11 @@ class LtGemm {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The bf16 tensor-core rate in FLOP/s that cuBLASLt reaches on an n x n x n GEMM (bf16 random
+/// operands, fp32 accumulation and output; 2 n^3 FLOPs a call): the best of `reps` calls timed
+/// with events, after 2 warm-up calls. The compute floor `lg bench` divides a step's FLOPs by.
+/// Throws lg::Error without a device or when cuBLASLt fails.
+double measure_bf16_tensor_rate(int n = 8192, int reps = 5);
 
 }  // namespace lg::cuda
