@@ -24,7 +24,10 @@
 // the headroom.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <filesystem>
 #include <random>
 #include <vector>
@@ -150,6 +153,92 @@ TEST(HandwrittenBatch, DecodeGraphFollowsEachSequencesBlockTable) {
       SeqResult r = seqs[i]->feed(std::span<const int32_t>(&fed[i][static_cast<size_t>(k)], 1), true);
       EXPECT_LT(rel_err(r.logits, alone[i][static_cast<size_t>(k)]), 1e-6) << "sequence " << i << " decode " << k;
     }
+}
+
+// Steps where every sequence decodes one token (the batched decode graphs): up to 7 sequences,
+// some with a few hundred positions (several splits of the decode attention), each decoding its
+// own number of tokens, so the batch shrinks through the buckets (8, 4, 2) down to one sequence
+// (the single-sequence graph). Every decode's logits must agree with the sequence's run alone
+// within kPathTolerance (the top of the file: batched, a token is a row of cuBLASLt GEMMs, alone
+// the GEMVs), and its argmax wherever the alone margin is above kBf16Margin. The sequences' blocks
+// come from one shuffled free list, so a row that reads a neighbour's table or the pad rows' block
+// changes its attention far beyond the tolerance.
+TEST(HandwrittenBatch, BatchedDecodeGraphsAgreeWithRunsAlone) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen3");
+  auto lane = make_handwritten_lane(md, {.max_seq = 1024, .kv_tokens = 7 * 1024, .max_batch = 8, .block_size = 16});
+  auto rng = fresh_rng();
+  auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  const auto vocab = static_cast<int32_t>(md.config.vocab_size);
+  const int n = 7;
+  struct Seq {
+    std::vector<int32_t> prompt, decoded;  // decoded: the alone run's greedy tokens, fed in both runs
+    std::vector<std::vector<float>> want;  // logits alone after each decoded token
+    std::vector<float> margin;
+  };
+  std::vector<Seq> seqs(n);
+  for (int i = 0; i < n; ++i) {
+    Seq& q = seqs[static_cast<size_t>(i)];
+    q.prompt.resize(static_cast<size_t>(i % 2 ? uni(300, 900) : uni(2, 40)));
+    for (auto& t : q.prompt) t = uni(0, vocab - 1);
+    runtime::SoloSequence alone(*lane);
+    SeqResult r = alone.feed(q.prompt, false);
+    const int decodes = uni(3, 24);
+    for (int k = 0; k < decodes; ++k) {
+      q.decoded.push_back(r.argmax);
+      r = alone.feed(std::span<const int32_t>(&q.decoded.back(), 1), true);
+      std::vector<float> top(r.logits);
+      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+      q.want.push_back(r.logits);
+      q.margin.push_back(top[0] - top[1]);
+    }
+  }
+  runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
+  {
+    std::vector<int32_t> all;
+    ASSERT_TRUE(blocks.grow(all, lane->limits().pool_tokens()));
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int32_t b : all) {
+      std::vector<int32_t> one{b};
+      blocks.release(one);
+    }
+  }
+  std::vector<std::unique_ptr<runtime::SoloSequence>> live;
+  for (int i = 0; i < n; ++i) {
+    live.push_back(std::make_unique<runtime::SoloSequence>(*lane, &blocks));
+    live.back()->feed(seqs[static_cast<size_t>(i)].prompt, false);
+  }
+  double worst = 0;
+  int compared = 0, batched_steps = 0;
+  for (size_t k = 0;; ++k) {
+    std::vector<SeqStep> batch;
+    std::vector<int> who;
+    for (int i = 0; i < n; ++i)
+      if (k < seqs[static_cast<size_t>(i)].decoded.size()) {
+        batch.push_back(live[static_cast<size_t>(i)]->next(
+            std::span<const int32_t>(&seqs[static_cast<size_t>(i)].decoded[k], 1), true));
+        who.push_back(i);
+      }
+    if (batch.empty()) break;
+    batched_steps += batch.size() > 1;
+    const std::vector<SeqResult> got = lane->step(batch);
+    for (size_t j = 0; j < who.size(); ++j) {
+      const Seq& q = seqs[static_cast<size_t>(who[j])];
+      live[static_cast<size_t>(who[j])]->advance(1);
+      const double e = rel_err(got[j].logits, q.want[k]);
+      worst = std::max(worst, e);
+      ++compared;
+      EXPECT_LT(e, kPathTolerance) << "sequence " << who[j] << " (prompt " << q.prompt.size() << "), decode " << k
+                                   << " in a step of " << batch.size();
+      if (q.margin[k] > kBf16Margin) {
+        EXPECT_EQ(got[j].argmax, std::max_element(q.want[k].begin(), q.want[k].end()) - q.want[k].begin())
+            << "sequence " << who[j] << ", decode " << k;
+      }
+    }
+  }
+  EXPECT_GT(batched_steps, 2);
+  std::printf("batched decode graphs: %d logits compared over %d batched steps, worst relative error %.3g\n", compared,
+              batched_steps, worst);
 }
 
 // limits() is what the lane was made with and what its buffers hold: a step at every limit at

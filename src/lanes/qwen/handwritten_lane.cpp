@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -11,6 +14,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm_lt.h"
+#include "runtime/cuda/launch_profile.h"
 #include "runtime/cuda/step_times.h"
 
 namespace lg::qwen {
@@ -49,6 +53,16 @@ std::string gib(size_t bytes) {
 
 }  // namespace
 
+namespace {
+
+/// The layer-independent arguments of every launch, in ints as the kernels take them.
+struct Dims {
+  int V, D, F, H, KV, Dh, nq, nqkv, max_seq, bs;
+  float eps;
+};
+
+}  // namespace
+
 struct HandwrittenQwenLane::State {
   struct Layer {
     cuda::DeviceBuffer wqkv, wo, wgu, wd;       // bf16
@@ -76,6 +90,14 @@ struct HandwrittenQwenLane::State {
   PinnedInts h_token, h_pos, h_table;
   cuda::DeviceBuffer d_pos, d_table;
   std::vector<int32_t> table_on_device;
+  // The batched decode graphs' (steps of 2+ sequences with one decode token each, padded to a
+  // bucket; run_decode_batch): [tokens Bp | pos Bp] in d_dec, the block tables [Bp, blocks_per_seq]
+  // in d_dec_table (each step copies only the width it uses), staged in h_dec / h_dec_table; the
+  // attention's partials and split counters for max_batch sequences; one graph per (bucket, splits).
+  cuda::DeviceBuffer d_dec, d_dec_table, dec_scratch, dec_counters;
+  PinnedInts h_dec, h_dec_table;
+  std::map<std::pair<int, int>, cuda::GraphExec> batch_graphs;
+  int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
   // Each sequence's argmax, written by the LM head straight into mapped host memory.
   PinnedInts h_argmax;
   cuda::GraphExec decode_graph;
@@ -91,17 +113,11 @@ struct HandwrittenQwenLane::State {
   void allocate_step_buffers(const QwenShape& sh, const LaneLimits& sizes);
   /// The KV pools, zero-filled: `pool_rows` positions of every layer and KV head.
   void allocate_pool(size_t pool_bytes, int pool_rows);
+  /// Layer l's arguments of the decode attention's fused bias/qk-norm/RoPE/KV write, reading the
+  /// block tables at `table`.
+  QkvRopeArgs rope_args(const Dims& d, size_t l, const int* table) const;
 };
 
-namespace {
-
-/// The layer-independent arguments of every launch, in ints as the kernels take them.
-struct Dims {
-  int V, D, F, H, KV, Dh, nq, nqkv, max_seq, bs;
-  float eps;
-};
-
-}  // namespace
 
 HandwrittenQwenLane::~HandwrittenQwenLane() = default;
 
@@ -151,7 +167,8 @@ HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& w
                   " (lower the context with --max-seq, or free device memory)");
   }
   limits_ = resolve_limits(options, max_seq, default_pool);
-  const int64_t rows = limits_.num_blocks * limits_.block_size;
+  // One block more than the runtime allocates from: the batched decode graphs' pad rows use it.
+  const int64_t rows = (limits_.num_blocks + 1) * limits_.block_size;
   if (rows > INT_MAX)
     throw Error("hand-written lane: a KV pool of " + std::to_string(rows) + " positions exceeds its 2147483647 (--kv-tokens)");
   const size_t pool_bytes = static_cast<size_t>(rows) * per_position;
@@ -159,6 +176,7 @@ HandwrittenQwenLane::HandwrittenQwenLane(const QwenShape& shape, WeightSource& w
     throw Error("hand-written lane: a KV pool of " + std::to_string(rows) + " positions needs " + gib(pool_bytes) +
                 " of device memory, " + gib(free_bytes) + " are free (lower --kv-tokens)");
   st_->allocate_pool(pool_bytes, static_cast<int>(rows));
+  st_->trash_block = static_cast<int>(limits_.num_blocks);
 }
 
 void HandwrittenQwenLane::State::load_weights(const QwenShape& sh, WeightSource& weights) {
@@ -254,6 +272,15 @@ void HandwrittenQwenLane::State::allocate_step_buffers(const QwenShape& sh, cons
   d_pos = cuda::DeviceBuffer(sizeof(int));
   d_table = cuda::DeviceBuffer(static_cast<size_t>(MB) * sizeof(int));
   h_argmax.allocate(static_cast<size_t>(Bmax), true);
+  d_dec = cuda::DeviceBuffer(static_cast<size_t>(2 * Bmax) * sizeof(int));
+  h_dec.allocate(static_cast<size_t>(2 * Bmax), false);
+  d_dec_table = cuda::DeviceBuffer(static_cast<size_t>(Bmax * MB) * sizeof(int));
+  h_dec_table.allocate(static_cast<size_t>(Bmax * MB), false);
+  dec_scratch = f32_buf(static_cast<int64_t>(
+      decode_attention_batch_scratch_floats(static_cast<int>(H), static_cast<int>(sh.kv_heads), static_cast<int>(Dh),
+                                            static_cast<int>(Bmax))));
+  dec_counters = cuda::DeviceBuffer(static_cast<size_t>(Bmax * H) * sizeof(int));
+  LG_CUDA_CHECK(cudaMemsetAsync(dec_counters.data(), 0, dec_counters.bytes(), cs));
   stream.synchronize();
 }
 
@@ -279,8 +306,15 @@ std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch)
                     std::to_string(batch[b].tokens[i]) + " at index " + std::to_string(i) +
                     " is outside the vocabulary of " + std::to_string(shape_.vocab));
   State& s = *st_;
+  // LG_QWEN_BATCH_GRAPHS=0 sends batched decode steps down the rows path (A/B in one binary).
+  static const bool batch_graphs = [] {
+    const char* e = std::getenv("LG_QWEN_BATCH_GRAPHS");
+    return !(e && std::string(e) == "0");
+  }();
   if (f.B == 1 && f.T == 1)
     run_decode(batch[0]);
+  else if (f.T == f.B && batch_graphs)
+    run_decode_batch(f, batch);
   else
     run_rows(f, batch);
   s.times.end_launches(s.stream.get());
@@ -319,7 +353,46 @@ KvPages pages_of(const cuda::DeviceBuffer& kpool, const cuda::DeviceBuffer& vpoo
   return p;
 }
 
+/// Runs `enqueue` captured into `graph` on `s`; a throw ends the capture and discards it.
+template <class F>
+void capture(cuda::GraphExec& graph, cudaStream_t s, F&& enqueue) {
+  graph.begin_capture(s);
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(s, &g);
+    if (g) cudaGraphDestroy(g);
+    throw;
+  }
+  graph.end_capture(s);
+}
+
+/// The batch-size bucket a decode step of B sequences is padded to: the next power of two, at
+/// most max_batch (vLLM's CUDA-graph batch sizes, coarser: each bucket is one graph per split count).
+int decode_bucket(int B, int max_batch) {
+  int b = 2;
+  while (b < B) b *= 2;
+  return std::min(b, max_batch);
+}
+
 }  // namespace
+
+QkvRopeArgs HandwrittenQwenLane::State::rope_args(const Dims& d, size_t l, const int* table) const {
+  const Layer& ly = layers[l];
+  QkvRopeArgs rope;
+  rope.bias = ly.bqkv.as<float>();
+  rope.q_norm = ly.qn.as<float>();
+  rope.k_norm = ly.kn.as<float>();
+  rope.inv_freq = inv_freq.as<float>();
+  rope.H = d.H;
+  rope.KV = d.KV;
+  rope.Dh = d.Dh;
+  rope.max_seq = d.max_seq;
+  rope.cache = pages_of(kpool, vpool, rows, d, l);
+  rope.block_table = table;
+  return rope;
+}
 
 // One decode token of one sequence: the captured graph (see the header), its block table refreshed first
 // when the sequence's differs from what the device holds (a new sequence, or a block added every
@@ -342,8 +415,13 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
   *s.h_pos.p = static_cast<int>(q.start_pos);
   if (!s.decode_graph.ready()) {
     const int* pos = s.d_pos.as<int>();
-    s.decode_graph.begin_capture(cs);
-    try {
+    // LG_QWEN_ATTN_SOLO_GQA=1: the single-sequence graph takes the batched decode attention too.
+    static const bool solo_by_kv_head = [] {
+      const char* e = std::getenv("LG_QWEN_ATTN_SOLO_GQA");
+      return e && std::string(e) == "1";
+    }();
+    const int solo_splits = decode_attention_batch_splits(d.H, d.KV, 1, d.max_seq);
+    capture(s.decode_graph, cs, [&] {
       launch_embed_decode(s.embed.as<bf16_t>(), s.h_token.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
       const size_t launches_before = cuda::captured_kernel_launches(cs);
       for (size_t l = 0; l < s.layers.size(); ++l) {
@@ -357,19 +435,13 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
         a.eps = d.eps;
         a.out_f32 = s.qkv.as<float>();
         launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
-        QkvRopeArgs rope;
-        rope.bias = ly.bqkv.as<float>();
-        rope.q_norm = ly.qn.as<float>();
-        rope.k_norm = ly.kn.as<float>();
-        rope.inv_freq = s.inv_freq.as<float>();
-        rope.H = d.H;
-        rope.KV = d.KV;
-        rope.Dh = d.Dh;
-        rope.max_seq = d.max_seq;
-        rope.cache = pages_of(s.kpool, s.vpool, s.rows, d, l);
-        rope.block_table = s.d_table.as<int>();
-        launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
-                                     s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+        const QkvRopeArgs rope = s.rope_args(d, l, s.d_table.as<int>());
+        if (solo_by_kv_head)  // the batched decode's attention (v6) for a batch of one
+          launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, 1, 1, solo_splits, d.eps, pos,
+                                             s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+        else
+          launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
+                                       s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
         GemvArgs o;
         o.W = ly.wo.as<bf16_t>();
         o.N = d.D;
@@ -399,15 +471,100 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
       if (!s.layers.empty() && layer_launches % s.layers.size() == 0)
         s.decode_launches_per_layer = static_cast<int64_t>(layer_launches / s.layers.size());
       enqueue_head_gemv(s.x.as<float>());
-    } catch (...) {
-      cudaGraph_t g = nullptr;
-      cudaStreamEndCapture(cs, &g);
-      if (g) cudaGraphDestroy(g);
-      throw;
-    }
-    s.decode_graph.end_capture(cs);
+    });
   }
   s.decode_graph.launch(cs);
+}
+
+// Two or more sequences with one decode token each: a CUDA graph per (bucket, splits), the batch
+// padded to its bucket with rows of token 0 at position 0 in the pool's extra block (their results
+// are dropped). The step's tokens, positions and the used width of its block tables are copied
+// into the graph's fixed buffers first.
+void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
+  using bf16_t = __nv_bfloat16;
+  const Dims d = dims_of(shape_, limits_);
+  const int B = static_cast<int>(f.B);
+  const int Bp = decode_bucket(B, static_cast<int>(limits_.max_batch));
+  const int64_t bs = limits_.block_size, MB = limits_.blocks_per_seq();
+  int max_len = 1;
+  for (int b = 0; b < B; ++b) max_len = std::max(max_len, f.pos[static_cast<size_t>(b)] + 1);
+  const int W = static_cast<int>((max_len + bs - 1) / bs);  // block-table entries any sequence needs
+  int* h = s.h_dec.p;  // the previous step's copies finished at its synchronize
+  int* table = s.h_dec_table.p;
+  for (int b = 0; b < Bp; ++b) {
+    const bool real = b < B;
+    h[b] = real ? f.tokens[static_cast<size_t>(b)] : 0;
+    h[Bp + b] = real ? f.pos[static_cast<size_t>(b)] : 0;
+    int* row = table + static_cast<size_t>(b) * W;
+    std::fill(row, row + W, s.trash_block);
+    if (real) {
+      const SeqStep& q = batch[static_cast<size_t>(b)];
+      const auto n = std::min<int64_t>(W, static_cast<int64_t>(q.blocks.size()));
+      std::copy(q.blocks.begin(), q.blocks.begin() + n, row);
+    }
+  }
+  LG_CUDA_CHECK(cudaMemcpyAsync(s.d_dec.data(), h, static_cast<size_t>(2 * Bp) * sizeof(int), cudaMemcpyHostToDevice, cs));
+  LG_CUDA_CHECK(cudaMemcpy2DAsync(s.d_dec_table.data(), static_cast<size_t>(MB) * sizeof(int), table,
+                                  static_cast<size_t>(W) * sizeof(int), static_cast<size_t>(W) * sizeof(int),
+                                  static_cast<size_t>(Bp), cudaMemcpyHostToDevice, cs));
+  // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
+  int len_bucket = 1;
+  while (len_bucket < max_len) len_bucket *= 2;
+  const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
+  cuda::GraphExec& graph = s.batch_graphs[{Bp, splits}];
+  if (!graph.ready()) {
+    const int* d_tokens = s.d_dec.as<int>();
+    const int* d_pos = d_tokens + Bp;
+    cuda::LaunchProfile* prof = nullptr;  // LG_PROFILE_LAUNCHES=1: an eager run with events between launches
+    auto mark = [&](const char* what) {
+      if (prof) prof->mark(what);
+    };
+    auto enqueue = [&] {
+      launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
+      mark("embed");
+      for (size_t l = 0; l < s.layers.size(); ++l) {
+        const State::Layer& ly = s.layers[l];
+        launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+        mark("rmsnorm");
+        s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
+        mark("gemm qkv");
+        const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
+        launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), splits, d.eps, d_pos,
+                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+        mark("attention");
+        s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.nq, true, cs);
+        mark("gemm o");
+        launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+        mark("rmsnorm");
+        s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
+        mark("gemm gate/up");
+        launch_swiglu(s.gu.as<float>(), static_cast<size_t>(Bp) * d.F, s.act.as<bf16_t>(), cs);
+        mark("swiglu");
+        s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.F, true, cs);
+        mark("gemm down");
+      }
+      launch_rmsnorm_rows(s.x.as<float>(), s.final_norm.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+      mark("rmsnorm");
+      s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
+      mark("gemm lm head");
+      launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);
+      mark("argmax");
+    };
+    // LG_PROFILE_LAUNCHES=1: the step runs eagerly once more with events between its launches
+    // (the graph replay then computes it again: same inputs, same K/V rows, same argmaxes).
+    if (std::getenv("LG_PROFILE_LAUNCHES")) {
+      cuda::LaunchProfile p(cs);
+      prof = &p;
+      enqueue();
+      prof = nullptr;
+      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " + std::to_string(splits) +
+                          " splits").c_str(), stderr);
+    }
+    capture(graph, cs, enqueue);
+  }
+  graph.launch(cs);
 }
 
 // Final RMSNorm + LM head on one row of the residual stream (x_row f32 [D]), with the device argmax

@@ -13,7 +13,12 @@
 //     2 bias/qk-norm/RoPE/KV write + split-KV attention, the   4 RMSNorm + gate/up GEMV + SwiGLU
 //       splits merged by the last block                        5 down_proj GEMV + residual add
 //   then the embedding gather first and, last, final RMSNorm + LM-head GEMV with a fused argmax.
-// - Everything else (prefill chunks, several sequences, decode batches) over the step's T token
+// - Several sequences with one decode token each: the same launches as the rows path below with
+//   the batched decode attention (v5: bias/qk-norm/RoPE/KV write fused, split-KV per sequence)
+//   in place of RoPE + ragged attention, captured as one CUDA graph per batch-size bucket (2, 4,
+//   8, ... max_batch; pad rows of token 0 at position 0 write only the pool's extra block) and
+//   per split count (from the longest sequence, rounded up to a power of two).
+// - Everything else (prefill chunks, mixed steps) over the step's T token
 //   rows: RMSNorm rows, cuBLASLt bf16 GEMMs (residual adds as beta = 1 into the fp32 residual
 //   stream), RoPE + K/V write at each token's position and pool row, attention (one sequence: the
 //   tensor-core flash kernel; several: the ragged paged kernel), SwiGLU; then the LM head on each
@@ -66,6 +71,7 @@ class HandwrittenQwenLane : public Lane {
   struct State;
   void run_decode(const SeqStep& s);
   void enqueue_head_gemv(const float* x_row);
+  void run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch);
   void run_rows(const FlatBatch& f, std::span<const SeqStep> batch);
   QwenShape shape_;
   LaneLimits limits_;

@@ -10,6 +10,7 @@
 #include "lanes/qwen/kernels/argmax.cuh"
 #include "lanes/qwen/kernels/attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
+#include "lanes/qwen/kernels/attention_decode_gqa.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
 #include "lanes/qwen/kernels/gemv.cuh"
 #include "lanes/qwen/kernels/init.cuh"
@@ -242,6 +243,116 @@ void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float 
     case 32: return attn_decode_rope_as<32>(qkv, r, eps, pos0, scratch, counters, out, s);
     case 64: return attn_decode_rope_as<64>(qkv, r, eps, pos0, scratch, counters, out, s);
     default: return attn_decode_rope_as<128>(qkv, r, eps, pos0, scratch, counters, out, s);
+  }
+}
+
+static_assert(kDecodeMaxSplits >= dev::kDecodeSplits && kDecodeMaxSplits >= dev::kGqaMaxSplits);
+
+namespace {
+/// Blocks a batched decode attention aims at: about two waves of 8-warp blocks (8 such blocks fit
+/// an SM at 64 registers a thread) for v5; for v6 (a block per KV head) about 8 blocks per SM.
+int batch_attn_blocks() { return 2 * 8 * cuda::sm_count(); }
+/// LG_QWEN_ATTN_GQA=0: the batched decode attention is v5 (a block per query head) instead of v6.
+bool gqa_attention() {
+  static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
+  return on;
+}
+/// v6's shortest chunk (knob LG_QWEN_GQA_SPLIT): two tiles of 32 keys.
+int gqa_min_split() {
+  static const int n = std::max(1, lab_knob("LG_QWEN_GQA_SPLIT", 64));
+  return n;
+}
+}  // namespace
+
+int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
+  if (gqa_attention()) {
+    const int by_length = (std::max(1, max_len) + gqa_min_split() - 1) / gqa_min_split();
+    const int by_blocks = std::max(1, 8 * cuda::sm_count() / std::max(1, KV * batch));
+    static const int most = std::clamp(lab_knob("LG_QWEN_GQA_MAX_SPLITS", 64), 1, dev::kGqaMaxSplits);
+    return std::max(1, std::min({by_length, by_blocks, most}));
+  }
+  const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
+  const int by_blocks = std::max(1, batch_attn_blocks() / std::max(1, H * batch));
+  return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
+}
+
+size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
+  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
+  const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
+                                            static_cast<size_t>(8 * cuda::sm_count() / std::max(1, KV)),
+                                            static_cast<size_t>(std::max(1, max_batch))});
+  return per_head * static_cast<size_t>(H) * static_cast<size_t>(Dh + 2);
+}
+
+template <int DH>
+static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride, int splits,
+                                      float eps, const int* pos, float* scratch, int* counters, bf16* out,
+                                      cudaStream_t s) {
+  if (gqa_attention()) {
+    dev::GqaDecodeParams g{};
+    g.qkv = qkv;
+    g.k_cache = r.cache.k;
+    g.v_cache = r.cache.v;
+    g.block_table = r.block_table;
+    g.pos = pos;
+    g.table_stride = table_stride;
+    g.H = r.H;
+    g.KV = r.KV;
+    g.rows = r.cache.rows;
+    g.block_shift = page_shift(r.cache);
+    g.scale = 1.f / sqrtf(static_cast<float>(DH));
+    g.min_split = gqa_min_split();
+    g.partial = scratch;
+    g.counters = counters;
+    g.out = out;
+    g.bias = r.bias;
+    g.q_norm = r.q_norm;
+    g.k_norm = r.k_norm;
+    g.inv_freq = r.inv_freq;
+    g.eps = eps;
+    const int G = r.H / r.KV;
+    return launch_pdl(dev::attn_decode_gqa_kernel<DH>, dim3(r.KV, splits, batch), dim3(32 * G),
+                      dev::gqa_smem_bytes<DH>(G), s, g);
+  }
+  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
+  p.k_store = r.cache.k;
+  p.v_store = r.cache.v;
+  p.bias = r.bias;
+  p.q_norm = r.q_norm;
+  p.k_norm = r.k_norm;
+  p.inv_freq = r.inv_freq;
+  p.eps = eps;
+  p.q_stride = (r.H + 2 * r.KV) * DH;
+  p.table_stride = table_stride;
+  const DecodeAttnShape sh = decode_attn_shape();
+  p.min_split = sh.min_split;
+  const dim3 grid(p.H, splits, batch);
+  switch (sh.warps) {
+    case 8: return launch_pdl(dev::attn_decode_kernel<DH, true, 8, true>, grid, dim3(8 * 32), 0, s, p, pos);
+    case 16: return launch_pdl(dev::attn_decode_kernel<DH, true, 16, true>, grid, dim3(16 * 32), 0, s, p, pos);
+    default: return launch_pdl(dev::attn_decode_kernel<DH, true, 4, true>, grid, dim3(4 * 32), 0, s, p, pos);
+  }
+}
+
+void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride,
+                                        int splits, float eps, const int* pos, float* scratch, int* counters,
+                                        bf16* out, cudaStream_t s) {
+  check_head_dim(r.Dh);
+  check_gqa(r.H, r.KV);
+  if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos || !scratch || !counters || !out)
+    throw Error("hand-written attention: batched decode attention with a missing buffer");
+  if (r.H / r.KV > dev::kGqaMaxGroup)
+    throw Error("hand-written attention: " + std::to_string(r.H / r.KV) + " query heads per KV head, at most " +
+                std::to_string(dev::kGqaMaxGroup));
+  if (batch < 1 || batch > 65535 || table_stride < 1 || splits < 1 || splits > kDecodeMaxSplits)
+    throw Error("hand-written attention: batched decode attention of " + std::to_string(batch) + " sequences, " +
+                std::to_string(splits) + " splits, block-table stride " + std::to_string(table_stride) +
+                " (1..65535 sequences, 1.." + std::to_string(kDecodeMaxSplits) + " splits)");
+  switch (r.Dh) {
+    case 16: return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
+    case 32: return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
+    case 64: return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
+    default: return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
   }
 }
 

@@ -5,7 +5,9 @@
 // Kernel-lab knobs, read once from the environment (bench/qwen_lane.md; defaults are the measured
 // best): LG_QWEN_GEMV_BPS (GEMV blocks per SM), LG_QWEN_PDL=0 (launch without PDL),
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
-// shortest chunk of positions).
+// shortest chunk of positions); for the batched decode attention LG_QWEN_ATTN_GQA=0 (v5 instead
+// of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 64) and LG_QWEN_GQA_MAX_SPLITS (64), and
+// LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200).
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
@@ -130,6 +132,32 @@ void launch_attention_decode(const float* q, const KvPages& cache, const int* bl
 /// launch_attention_decode. Dh in {16, 32, 64, 128}.
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                   float* scratch, int* counters, bf16* out, cudaStream_t stream);
+
+/// Splits of each sequence's positions in a batched decode attention launch: enough that chunks
+/// of the kernel's split length cover max_len (the step's longest sequence), at most
+/// kDecodeMaxSplits, and no more than keep about two waves of blocks busy once the batch's
+/// sequences x heads are there already (a batch brings its own parallelism; every split adds a
+/// partial to merge).
+int decode_attention_batch_splits(int H, int KV, int batch, int max_len);
+/// Most splits decode_attention_batch_splits returns.
+constexpr int kDecodeMaxSplits = 128;
+/// Floats of scratch launch_attention_decode_rope_batch needs for up to max_batch sequences.
+size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch);
+
+/// The batched decode step's attention: launch_attention_decode_rope's math for `batch` sequences
+/// of one decode token each in one launch; v6 (kernels/attention_decode_gqa.cuh: a block per
+/// (KV head, split, sequence) for the KV head's H / KV <= 16 query heads, K/V tiles through shared
+/// memory), or v5 with LG_QWEN_ATTN_GQA=0 (a block per (query head, split, sequence)). Sequence b's raw projection is
+/// row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its block table row b
+/// of rope.block_table (table_stride ints apart), its output row b of out bf16 [batch, H*Dh].
+/// splits from decode_attention_batch_splits for a max_len at least every pos[b] + 1 (a
+/// sequence longer than splits * chunk still gets every key: chunks grow with the length);
+/// scratch f32 [decode_attention_batch_scratch_floats(H, Dh, batch)]; counters batch * H device
+/// ints, zero-filled once (each launch leaves them at zero). rope.max_seq is unused. Throws
+/// lg::Error for more than 16 query heads per KV head or a batch, split count or stride out of range.
+void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& rope, int batch, int table_stride,
+                                        int splits, float eps, const int* pos, float* scratch, int* counters,
+                                        bf16* out, cudaStream_t stream);
 
 /// Attention of a ragged batch (kernels/attention.cuh): token t of sequence seq[t] at position
 /// pos[t] sees positions 0 .. pos[t] of that sequence (causal GQA). q f32 [T, H, Dh];

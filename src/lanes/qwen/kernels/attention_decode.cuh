@@ -23,6 +23,10 @@
 // as the cache holds them) and use them from registers, and one block per KV head writes them to
 // the caches. The QKV GEMV before it then stores its rows and ends: its per-head hand-off (a fence,
 // an atomic and a last warp's round trips to L2) cost 4.3 us per layer at 0.6B, 6.4 at 8B (v3 lab).
+// The BATCH form (v5, the lane's batched decode step) is the same kernel over B sequences with one
+// decode token each: grid (H, splits, B), block (h, s, b) reads sequence b's row of the projection,
+// its position pos0[b] and its row of the block tables (table_stride ints apart); its partials and
+// counters are its own, so the B sequences of a launch never meet.
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
@@ -91,7 +95,22 @@ struct DecodeAttnParams {
   const float* k_norm;
   const float* inv_freq;
   float eps;
+  // BATCH form only: floats between the sequences' rows of q_all, ints between their block-table rows.
+  int q_stride;
+  int table_stride;
 };
+
+/// Sequence b's view of a BATCH launch (splits: the grid's y extent): its projection row, block
+/// table, partials, counters and output row.
+template <int DH>
+__device__ __forceinline__ DecodeAttnParams at_sequence(DecodeAttnParams p, int b, int splits) {
+  p.q_all += static_cast<size_t>(b) * p.q_stride;
+  p.block_table += static_cast<size_t>(b) * p.table_stride;
+  p.partial += static_cast<size_t>(b) * p.H * splits * (DH + 2);
+  p.counters += static_cast<size_t>(b) * p.H;
+  p.out += static_cast<size_t>(b) * p.H * DH;
+  return p;
+}
 
 /// The chunking of positions 0..len-1 into at most max_splits splits of at least min_chunk
 /// positions (the same in every block of a launch, since every block reads the same length on
@@ -109,7 +128,7 @@ struct DecodeSplits {
 /// slice of the query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp,
 /// the lane's slices of this position's key and value, instead of the cache. A single split
 /// writes out itself; otherwise the last split of head h to finish merges all of them into out.
-template <int DH, int NW>
+template <int DH, int NW, bool BATCH>
 __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& sp, int h, int split,
                                  const float (&q)[DecodeSlice<DH>::EPL], const float (&kp)[DecodeSlice<DH>::EPL],
                                  const float (&vp)[DecodeSlice<DH>::EPL], int key_in_regs) {
@@ -119,6 +138,7 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
   const int nsplits = sp.n;
+  const int stride = BATCH ? static_cast<int>(gridDim.y) : kDecodeSplits;  // partials per head
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
   const size_t base = static_cast<size_t>(h / (p.H / p.KV)) * static_cast<size_t>(p.rows) * DH;
 
@@ -178,7 +198,7 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   }
   __syncthreads();
   const int d = threadIdx.x;
-  float* mine = p.partial + (static_cast<size_t>(h) * kDecodeSplits + split) * (DH + 2);
+  float* mine = p.partial + (static_cast<size_t>(h) * stride + split) * (DH + 2);
   if (d < DH) {
     float bm = kNegInf;
     for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w]);
@@ -209,7 +229,7 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   // Merge the splits, kMergeBatch at a time: every load of a batch is issued before any is used,
   // so a short context (nsplits <= 8) costs one round trip to L2, not one per split.
   constexpr int kMergeBatch = 8;
-  const float* pp = p.partial + static_cast<size_t>(h) * kDecodeSplits * (DH + 2);
+  const float* pp = p.partial + static_cast<size_t>(h) * stride * (DH + 2);
   float gm = kNegInf, gl = 0.f, go = 0.f;
   for (int s0 = 0; s0 < nsplits; s0 += kMergeBatch) {
     float ms[kMergeBatch], ls[kMergeBatch], os[kMergeBatch];
@@ -274,9 +294,10 @@ __device__ __forceinline__ void rope_head_slice(float (&v)[DecodeSlice<DH>::EPL]
 /// it fit an SM: the empty blocks of a short context and the many splits of a long one take half
 /// the waves they took at 103 registers (v4 lab, 8B position 2000, 16 warps: 25.5 us at 103
 /// registers in one device call, 17.6 at 64 in the next).
-template <int DH, bool ROPE, int NW>
-__global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const DecodeAttnParams p, const int* pos0) {
+template <int DH, bool ROPE, int NW, bool BATCH = false>
+__global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const DecodeAttnParams p0, const int* pos0) {
   constexpr int EPL = DecodeSlice<DH>::EPL;
+  const DecodeAttnParams p = BATCH ? at_sequence<DH>(p0, static_cast<int>(blockIdx.z), static_cast<int>(gridDim.y)) : p0;
   const int lane = threadIdx.x & 31, h = blockIdx.x, kvh = h / (p.H / p.KV);
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
   const int split = blockIdx.y;
@@ -318,7 +339,7 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
     }
   };
   if (holds_pos) load_projection();
-  const int pos = *pos0;
+  const int pos = pos0[BATCH ? blockIdx.z : 0];
   const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
   if (split >= sp.n) return;  // past the end: not counted, not merged
   if (!holds_pos) {
@@ -348,7 +369,7 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
       key_in_regs = pos;
     }
   }
-  attn_decode_item<DH, NW>(p, sp, h, split, q, kp, vp, key_in_regs);
+  attn_decode_item<DH, NW, BATCH>(p, sp, h, split, q, kp, vp, key_in_regs);
 }
 
 }  // namespace lg::qwen::dev
