@@ -51,8 +51,12 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
     std::string lg, config;
     ir::BatchOptions batch;
   };
+  // Head dims 32, 16 (MQA too) and 128: the split-KV attention's 16-byte row loads with 4, 2 and
+  // 16 lanes per key.
   for (const Case& c : {Case{"qwen3.lg", kShared + "/fixtures/tiny-qwen3", {16, 64, 32, 256}},
-                        Case{"qwen2.lg", kShared + "/fixtures/tiny-qwen2", {4, 100, 3, 24}}}) {
+                        Case{"qwen2.lg", kShared + "/fixtures/tiny-qwen2", {4, 100, 3, 24}},
+                        Case{"qwen3.lg", kShared + "/fixtures/tiny-qwen3-untied-mqa", {16, 65, 8, 64}},
+                        Case{"qwen3.lg", kShared + "/models/qwen3-pycode-22m", {16, 33, 16, 128}}}) {
     SCOPED_TRACE(c.lg + " on " + c.config);
     ir::Graph g = lang::lower_file(kSource + "/models/" + c.lg, config_of(c.config), lang::BindOptions{128});
     ir::make_batched(g, c.batch);
@@ -70,6 +74,48 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
     }
     EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
   }
+}
+
+// Attention at the Qwen3-8B head shape (32 query heads, 8 KV heads, head_dim 128) in the batched
+// program: every attention launch is split-KV (grid (T * items, splits), its scratch after the
+// buffers), a block serves 2 query heads of one KV head (K/V rows loaded once for both; 2 x 8
+// registers of q and accumulators per head is what two 256-thread blocks per SM leave room for),
+// reads the bf16 cache rows 16 bytes a lane, and the launch has as many splits as chunks of
+// min_chunk fit the context; the kernel compiles for sm_90.
+TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
+  nlohmann::json c = config_of(kShared + "/fixtures/tiny-qwen3");
+  c["num_attention_heads"] = 32;
+  c["num_key_value_heads"] = 8;
+  c["head_dim"] = 128;
+  c["num_hidden_layers"] = 1;
+  ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
+  ir::make_batched(g, {16, 129, 64, 256});
+  lift::StagedProgram p = lift::lift(g);
+  lift::fuse(p);
+  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  int attn = 0;
+  for (const auto& l : prog.launches) {
+    const Kernel& k = prog.kernels[static_cast<size_t>(l.kernel)];
+    if (k.name.find("_attention") == std::string::npos) {
+      EXPECT_FALSE(l.split) << k.name;
+      EXPECT_EQ(k.source.find("lg_part"), std::string::npos) << k.name;
+      continue;
+    }
+    ++attn;
+    ASSERT_TRUE(l.split) << k.name;
+    EXPECT_EQ(l.split->heads_per_item, 2);
+    EXPECT_EQ(l.split->items_per_row, 16);
+    EXPECT_EQ(l.grid(3), 3 * 16);
+    EXPECT_EQ(l.split->part_floats, 32 * (128 + 2));
+    ASSERT_GT(l.split->min_chunk, 0);
+    EXPECT_EQ(l.split->max_splits, (1024 + l.split->min_chunk - 1) / l.split->min_chunk);
+    EXPECT_NE(k.source.find("float* __restrict__ lg_part,\n    int* __restrict__ lg_count"), std::string::npos);
+    EXPECT_NE(k.source.find("__ldcg(reinterpret_cast<const uint4*>"), std::string::npos) << "no 16-byte row loads";
+    EXPECT_NE(k.source.find("atomicAdd(lg_count + item, 1)"), std::string::npos);
+  }
+  EXPECT_EQ(attn, 1);
+  EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
+  EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
 }
 
 CudaProgram program_of(const std::string& lg, const nlohmann::json& config) {

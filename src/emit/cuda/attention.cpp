@@ -1,66 +1,231 @@
-// Attention stages. At T = 1 (and for any head_dim): one block per (token, query head), 32 warps
-// split the KV length, each an online softmax (running max and sum), merged across warps in shared
-// memory. At T > 1 with head_dim 16/32/64/128: lg_fa::attention_block (src/kernels/
-// flash_attention.cuh, tensor cores) through one of the device prelude's policies, with q and the
-// K/V cache rows first packed as bf16 when k and v are contiguous cache rows.
+// Attention stages. Decode rows (T = 1, a step of one token per sequence) and every step the prefill
+// form does not take (ragged batches; any head_dim): the split-KV kernel (flash-decoding, below;
+// program.h, SplitKv). At T > 1 with head_dim 16/32/64/128 for one sequence:
+// lg_fa::attention_block (src/kernels/flash_attention.cuh, tensor cores) through one of the device
+// prelude's policies, with q and the K/V cache rows first packed as bf16 when k and v are
+// contiguous cache rows.
+#include <algorithm>
+
 #include "emit/cuda/expr.h"
 #include "emit/cuda/renderer.h"
 
 namespace lg::emit::cuda {
 
-void Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
+namespace {
+
+/// The split-KV kernel's shape, from the head dim, the GQA group and how K/V can be read.
+struct SplitShape {
+  bool rows = false;  ///< K/V read as 16-byte pieces of bf16 cache rows (else through the lambdas)
+  int64_t ne = 0;     ///< elements of a row one lane holds
+  int64_t lk = 0;     ///< lanes per key (32 / lk keys side by side in a warp)
+  int64_t r = 0;      ///< key steps a warp loads together (all K and V loads in flight at once)
+  int64_t qg = 0;     ///< query heads per block: a divisor of the GQA group
+  static constexpr int64_t kWarps = 8;
+};
+
+SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows) {
+  SplitShape sh;
+  // 16-byte loads of 8 bf16 when the rows are bf16 cache rows and Dh / 8 lanes tile a warp; each
+  // lane then holds 8 contiguous elements, and 32 / (Dh / 8) keys share one warp-wide load (fewer
+  // shuffles per key: log2(Dh / 8) steps, not 5).
+  sh.rows = bf16_rows && Dh % 8 == 0 && 32 % (Dh / 8) == 0;
+  sh.ne = sh.rows ? 8 : (Dh + 31) / 32;
+  sh.lk = sh.rows ? Dh / 8 : 32;
+  const int64_t kpw = 32 / sh.lk;
+  // About 8 keys per warp per round, with the raw K/V of a round in at most 32 registers.
+  sh.r = sh.rows ? std::clamp<int64_t>(8 / kpw, 1, 4) : std::clamp<int64_t>(16 / sh.ne, 1, 8);
+  // q and the accumulators of the block's heads: 2 * qg * ne registers; 32 keeps a thread under
+  // the 128 that lets two blocks share an SM (__launch_bounds__(256, 2)).
+  sh.qg = 1;
+  for (int64_t d = 1; d <= group; ++d)
+    if (group % d == 0 && d * sh.ne <= 16) sh.qg = d;
+  return sh;
+}
+
+}  // namespace
+
+// Flash-decoding (Dao et al. 2023, "Flash-Decoding for long-context inference"; FlashAttention's
+// split-KV): block (item, split) takes the split-th chunk of item's token's positions counted back
+// from its own, for the qg query heads of item that read one KV head, so each K/V row is loaded
+// once for all of them. Within a chunk, warp w takes keys in rounds of (32 / lk) * r: lane group
+// `sub` (lk lanes, each `ne` elements of the row) key j0 + r' * (32 / lk) + sub of each of the r
+// steps, every K and V load of the round issued before the math. Each lane group keeps an online
+// softmax per head (Milakov & Gimelshein 2018); the groups of a warp merge with shuffles, the warps
+// of a block in shared memory. One chunk: the block writes the output. More: each writes its
+// partial (unnormalised output, max, sum) to lg_part and the last block of the item to finish (an
+// atomic count in lg_count, reset to 0 by that block: graphs replay) merges them in batches of 8
+// (the loads of a batch in flight together). The chunk length comes from the token's own position
+// on the device, so a launch of any number of splits serves every context; the runner picks the
+// splits (SplitKv) so that short contexts leave most blocks empty (they exit after one read).
+SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
   ir::ValueId att = st.nodes.at(0);
   const ir::Node& n = g.at(att);
   const auto& qs = g.at(n.operands[0]).shape;
-  int64_t H = qs[1].coeff, Dh = qs[2].coeff;
-  wc.push_back(H);
-  wp.push_back(1);
+  const auto& ks = g.at(n.operands[1]).shape;  // [KV, rows, Dh]
+  const int64_t H = qs[1].coeff, Dh = qs[2].coeff, G = n.attrs.gqa_group;
+  const bool paged = n.operands.size() == 6;
   auto nodes = closure(s);
   auto name = lambdas(s, nodes, os, {});
-  std::string Q = name.at(n.operands[0]), K = name.at(n.operands[1]), V = name.at(n.operands[2]),
-              P = name.at(n.operands[3]);
-  // Paged (a batched graph): key j of token t is pool row block_table[seq[t], j / bs] * bs + j % bs.
-  const bool paged = n.operands.size() == 6;
-  const std::string row = paged ? paged_row(n, 4, "t", "j", name) : "j";
-  int64_t DC = (Dh + 31) / 32;
-  // 32 warps split the KV length: a decode step has only H blocks, and each warp's loop over its
-  // keys is latency-bound (load K, reduce, load V), so more warps in flight is what pays.
-  os << "  {  // attention stage: one block per (token, head), 32 warps over the KV length\n"
-     << "    const long row = blockIdx.x; if (row >= T * " << H << "L) return;\n"
-     << "    const long t = row / " << H << "L, h = row % " << H << "L, kvh = h / " << n.attrs.gqa_group << "L;\n"
-     << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;\n"
-     << "    constexpr int DC = " << DC << "; constexpr long DH = " << Dh << "L; constexpr int NW = 32;\n"
-     << "    float q[DC], acc[DC];\n"
-     << "    #pragma unroll\n    for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; q[c] = d < DH ? " << Q
-     << "(t, h, d) : 0.0f; acc[c] = 0.0f; }\n"
-     << "    const long last = (long)" << P << "(t);\n"
-     << "    float m = __int_as_float(0xff800000), l = 0.0f;\n"
-     << "    for (long j = wid; j <= last; j += NW) {\n"
-     << "      const long r = " << row << ";\n"
-     << "      float sc = 0.0f;\n"
-     << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; if (d < DH) sc += q[c] * " << K
-     << "(kvh, r, d); }\n"
-     << "      sc = lg_warp_sum(sc) * " << lit(n.attrs.scale) << ";\n"
-     << "      const float mn = fmaxf(m, sc), corr = expf(m - mn), pj = expf(sc - mn);\n"
-     << "      l = l * corr + pj;\n"
-     << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { long d = lane + 32 * c; acc[c] = acc[c] * corr + (d < DH ? pj * "
-     << V << "(kvh, r, d) : 0.0f); }\n"
-     << "      m = mn;\n    }\n"
-     << "    __shared__ float sm[NW], sl[NW], sacc[NW][DC * 32];\n"
-     << "    if (lane == 0) { sm[wid] = m; sl[wid] = l; }\n"
-     << "    #pragma unroll\n    for (int c = 0; c < DC; ++c) sacc[wid][lane + 32 * c] = acc[c];\n"
+  const std::string Q = name.at(n.operands[0]), K = name.at(n.operands[1]), V = name.at(n.operands[2]),
+                    P = name.at(n.operands[3]);
+  // The cache behind k (a reshape of a layer slice of a state, or of a version a write made of it).
+  ir::ValueId cache = n.operands[1];
+  for (;;) {
+    const ir::Op op = g.at(cache).op;
+    if (op == ir::Op::Reshape || op == ir::Op::Slice || op == ir::Op::StateWrite) cache = g.at(cache).operands[0];
+    else break;
+  }
+  const std::string kbase = state_slice_base(n.operands[1]), vbase = state_slice_base(n.operands[2]);
+  const SplitShape sh = split_shape(Dh, G, !kbase.empty() && !vbase.empty() && bf16_state(g.at(cache)));
+  const int64_t NW = SplitShape::kWarps, KPW = 32 / sh.lk, QG = sh.qg, items = H / QG;
+  // Shared memory: each warp's partial per head (sizes a block's heads and warps, 16 KB at Dh 128).
+  if (NW * QG * Dh * 4 > 40 * 1024)
+    throw Error("emit: attention with head_dim " + std::to_string(Dh) + " needs more than 40 KB of shared memory");
+  wc.push_back(items);
+  wp.push_back(1);
+  SplitKv split;
+  split.items_per_row = items;
+  split.heads_per_item = QG;
+  split.part_floats = H * (Dh + 2);
+  split.min_chunk = 2 * NW * KPW * sh.r;  // two rounds of the block's warps
+  const int64_t context = paged ? g.batching.max_seq : ks[1].coeff;
+  split.max_splits = std::clamp<int64_t>((context + split.min_chunk - 1) / split.min_chunk, 1, 64);
+
+  // Element e of the lane's slice of a row, and the key row of position j of the token.
+  const std::string elem = sh.rows ? "ln * 8 + e" : "lane + 32 * e";
+  const std::string bs = std::to_string(n.attrs.block_size) + "L";
+  const std::string key_row =
+      paged ? "(long)" + call(name, n.operands[5], {"sq", "j / " + bs}) + " * " + bs + " + j % " + bs : "j";
+  const std::string out = "p" + std::to_string(arg(att, true));
+  os << "  {  // attention stage: split-KV (flash-decoding), " << QG << " query head(s) per block\n"
+     << "    constexpr int NW = " << NW << ", QG = " << QG << ", NE = " << sh.ne << ", LK = " << sh.lk << ", KPW = " << KPW
+     << ", R = " << sh.r << ";\n"
+     << "    constexpr long DH = " << Dh << "L, H = " << H << "L, G = " << G << "L, MINC = " << split.min_chunk << "L;\n"
+     << "    const float NEG_INF = __int_as_float(0xff800000);\n"
+     << "    const long item = blockIdx.x; if (item >= T * (H / QG)) return;\n"
+     << "    const long t = item / (H / QG), h0 = item % (H / QG) * QG, kvh = h0 / G;\n"
+     << "    const long len = (long)" << P << "(t) + 1L, nsp = gridDim.y, split = blockIdx.y;\n"
+     << "    const long chunk = max(MINC, (len + nsp - 1) / nsp), nch = (len + chunk - 1) / chunk;\n"
+     << "    if (split >= nch) return;  // past the token's last chunk\n"
+     << "    const long k1 = len - split * chunk, k0 = max(0L, k1 - chunk);\n"
+     << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, sub = lane / LK, ln = lane % LK;\n"
+     << "    (void)ln;\n";
+  if (paged) os << "    const long sq = (long)" << call(name, n.operands[4], {"t"}) << ";\n";
+  os << "    auto key_row = [&](long j) -> long { return " << key_row << "; };\n"
+     << "    float q[QG][NE], acc[QG][NE], m[QG], l[QG];\n"
+     << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
+     << "      m[g] = NEG_INF; l[g] = 0.0f;\n"
+     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; q[g][e] = d < DH ? " << Q
+     << "(t, h0 + g, d) : 0.0f; acc[g][e] = 0.0f; }\n"
+     << "    }\n";
+  if (sh.rows) {
+    // Raw bf16 as loaded (4 registers per 8 elements), widened at use; L2 only (__ldcg): the rows
+    // of a block's chunk are read once by it.
+    const int64_t head_stride = ks[1].coeff * Dh;
+    os << "    typedef uint4 Raw;\n"
+       << "    const unsigned short* kb = " << kbase << " + kvh * " << head_stride << "L + ln * 8;\n"
+       << "    const unsigned short* vb = " << vbase << " + kvh * " << head_stride << "L + ln * 8;\n"
+       << "    auto kraw = [&](long row) -> Raw { return __ldcg(reinterpret_cast<const uint4*>(kb + row * DH)); };\n"
+       << "    auto vraw = [&](long row) -> Raw { return __ldcg(reinterpret_cast<const uint4*>(vb + row * DH)); };\n"
+       << "    auto el = [](const Raw& u, int e) -> float {\n"
+       << "      const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;\n"
+       << "      return (e & 1) ? lg_bf16_hi(w) : lg_bf16_lo(w); };\n";
+  } else {
+    os << "    struct Raw { float x[NE]; };\n"
+       << "    auto kraw = [&](long row) -> Raw { Raw u;\n"
+       << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; u.x[e] = d < DH ? " << K
+       << "(kvh, row, d) : 0.0f; }\n      return u; };\n"
+       << "    auto vraw = [&](long row) -> Raw { Raw u;\n"
+       << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; u.x[e] = d < DH ? " << V
+       << "(kvh, row, d) : 0.0f; }\n      return u; };\n"
+       << "    auto el = [](const Raw& u, int e) -> float { return u.x[e]; };\n";
+  }
+  os << "    for (long j0 = k0 + (long)wid * (KPW * R); j0 < k1; j0 += (long)NW * KPW * R) {\n"
+     << "      Raw kr[R], vr[R];\n"
+     << "      #pragma unroll\n      for (int r = 0; r < R; ++r) {\n"
+     << "        const long row = key_row(min(j0 + r * KPW + sub, k1 - 1));  // past the chunk: a valid row, masked below\n"
+     << "        kr[r] = kraw(row); vr[r] = vraw(row);\n      }\n"
+     << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
+     << "        float sc[R], mx = m[g];\n"
+     << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n"
+     << "          float d = 0.0f;\n"
+     << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) d = fmaf(q[g][e], el(kr[r], e), d);\n"
+     << "          #pragma unroll\n          for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
+     << "          sc[r] = j0 + r * KPW + sub < k1 ? d * " << lit(n.attrs.scale) << " : NEG_INF;\n"
+     << "          mx = fmaxf(mx, sc[r]);\n        }\n"
+     << "        const float mu = mx == NEG_INF ? 0.0f : mx;  // a lane group that has seen no key yet\n"
+     << "        const float corr = __expf(m[g] - mu);\n"
+     << "        l[g] *= corr;\n"
+     << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] *= corr;\n"
+     << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n"
+     << "          const float pr = __expf(sc[r] - mu);  // masked: exp(-inf) = 0\n"
+     << "          l[g] += pr;\n"
+     << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) acc[g][e] = fmaf(pr, el(vr[r], e), acc[g][e]);\n"
+     << "        }\n        m[g] = mx;\n      }\n    }\n"
+     // The lane groups of a warp (KPW > 1) merge by shuffles: every lane ends with the warp's.
+     << "    #pragma unroll\n    for (int o = LK; o < 32; o <<= 1) {\n"
+     << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
+     << "        const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);\n"
+     << "        const float mx = fmaxf(m[g], mo), mu = mx == NEG_INF ? 0.0f : mx;\n"
+     << "        const float cs = __expf(m[g] - mu), co = __expf(mo - mu);\n"
+     << "        l[g] = l[g] * cs + lo * co;\n"
+     << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;\n"
+     << "        m[g] = mx;\n      }\n    }\n"
+     << "    __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG * DH];\n"
+     << "    __shared__ bool s_last;\n"
+     << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
+     << "      if (lane == 0) { s_m[wid][g] = m[g]; s_l[wid][g] = l[g]; }\n"
+     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem
+     << "; if (sub == 0 && d < DH) s_o[wid][g * DH + d] = acc[g][e]; }\n"
+     << "    }\n"
      << "    __syncthreads();\n"
-     << "    if (wid == 0) {\n"
-     << "      // Lane w rescales warp w's partial softmax to the common max (NW == warp size).\n"
-     << "      float M = sm[lane];\n"
-     << "      for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));\n"
-     << "      const float fw = sl[lane] > 0.0f ? expf(sm[lane] - M) : 0.0f;\n"
-     << "      const float L = lg_warp_sum(sl[lane] * fw);\n"
-     << "      #pragma unroll\n      for (int c = 0; c < DC; ++c) { const long d = lane + 32 * c;\n"
-     << "        float o = 0.0f; for (int w = 0; w < NW; ++w) o += sacc[w][d] * __shfl_sync(0xffffffffu, fw, w);\n"
-     << "        if (d < DH) p" << arg(att, true) << "[(t * " << H << "L + h) * DH + d] = o / L; }\n"
-     << "    }\n  }\n";
+     // The block's partial per (head, element); the output itself when the token has one chunk.
+     << "    for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {\n"
+     << "      const int g = i / DH, d = i % DH;\n"
+     << "      float bm = NEG_INF;\n"
+     << "      for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w][g]);  // finite: the chunk has keys\n"
+     << "      float bl = 0.0f, bo = 0.0f;\n"
+     << "      for (int w = 0; w < NW; ++w) { const float c = __expf(s_m[w][g] - bm); bl += s_l[w][g] * c; bo += s_o[w][g * DH + d] * c; }\n"
+     << "      const long row = t * H + h0 + g;\n"
+     << "      if (nch == 1) { " << out << "[row * DH + d] = bo / bl; continue; }\n"
+     << "      float* pp = lg_part + (row * nsp + split) * (DH + 2L);\n"
+     << "      pp[d] = bo;\n"
+     << "      if (d == 0) { pp[DH] = bm; pp[DH + 1] = bl; }\n"
+     << "    }\n"
+     << "    if (nch == 1) return;\n"
+     // The last block of the item to finish merges (threadFenceReduction, CUDA samples).
+     << "    __threadfence();\n"
+     << "    __syncthreads();\n"
+     << "    if (threadIdx.x == 0) {\n"
+     << "      s_last = atomicAdd(lg_count + item, 1) + 1 == (int)nch;\n"
+     << "      if (s_last) lg_count[item] = 0;  // for the next launch: no other block of this one touches it\n"
+     << "    }\n"
+     << "    __syncthreads();\n"
+     << "    if (!s_last) return;\n"
+     << "    __threadfence();\n"
+     << "    for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {\n"
+     << "      const int g = i / DH, d = i % DH;\n"
+     << "      const long row = t * H + h0 + g;\n"
+     << "      const float* pp = lg_part + row * nsp * (DH + 2L);\n"
+     << "      float gm = NEG_INF, gl = 0.0f, go = 0.0f;\n"
+     << "      for (long s0 = 0; s0 < nch; s0 += 8) {\n"
+     << "        float ms[8], ls[8], vs[8];\n"
+     << "        #pragma unroll\n        for (int k = 0; k < 8; ++k) {\n"
+     << "          ms[k] = NEG_INF; ls[k] = 0.0f; vs[k] = 0.0f;\n"
+     << "          if (s0 + k < nch) { const float* ps = pp + (s0 + k) * (DH + 2L); ms[k] = __ldcg(ps + DH); ls[k] = __ldcg(ps + DH + 1); vs[k] = __ldcg(ps + d); }\n"
+     << "        }\n"
+     << "        float bm = gm;\n"
+     << "        #pragma unroll\n        for (int k = 0; k < 8; ++k) bm = fmaxf(bm, ms[k]);  // finite: split s0 has keys\n"
+     << "        const float corr = __expf(gm - bm);\n"
+     << "        gl *= corr; go *= corr;\n"
+     << "        #pragma unroll\n        for (int k = 0; k < 8; ++k) { const float c = __expf(ms[k] - bm); gl += ls[k] * c; go += vs[k] * c; }\n"
+     << "        gm = bm;\n"
+     << "      }\n"
+     << "      " << out << "[row * DH + d] = go / gl;\n"
+     << "    }\n"
+     << "  }\n";
+  return split;
 }
 
 namespace {

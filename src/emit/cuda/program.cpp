@@ -126,6 +126,10 @@ std::string CudaProgram::plan_json() const {
       "GEMM launches with a `prefill` entry run at T > 1 as: pack kernels (activation -> bf16), cuBLASLt bf16 GEMMs "
       "with f32 accumulation and output (tensor cores), then the epilogue kernel; at T = 1 (decode) the fused "
       "warp-per-output GEMV kernel streams the bf16 weights";
+  j["split_kv"] =
+      "attention launches with a `split_kv` entry run on a grid of (T * items_per_row, splits) blocks: block (item, "
+      "split) takes one chunk of the positions of item's token for heads_per_item query heads; the kernel takes "
+      "float* lg_part (T * splits * part_floats) and int* lg_count (T * items_per_row, zero) after its buffers";
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
@@ -146,6 +150,10 @@ std::string CudaProgram::plan_json() const {
                         {"rows", l.rows_sym == 0 ? "T" : "B"},
                         {"grid", {{"work", l.work_const}, {"t_power", l.work_t_power}, {"per_block", l.per_block},
                                   {"max_blocks", l.max_blocks}}}};
+    if (l.split)
+      e["split_kv"] = {{"items_per_row", l.split->items_per_row}, {"heads_per_item", l.split->heads_per_item},
+                       {"part_floats", l.split->part_floats}, {"min_chunk", l.split->min_chunk},
+                       {"max_splits", l.split->max_splits}};
     if (l.prefill) {
       nlohmann::json pf;
       for (const auto& pk : l.prefill->packs)
@@ -370,6 +378,7 @@ struct ProgramBuilder {
     lp.block = r.block;
     lp.max_blocks = r.per_block == 256 ? 4096 : 0;  // element kernels stride over the grid
     lp.layer = r.layer;
+    lp.split = r.split;
     if (stages.size() == 1) {
       if (auto pre = render_gemm_prefill(p, stages[0])) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);

@@ -39,6 +39,25 @@ struct Buffer {
   int32_t first_launch = -1, last_launch = -1;  ///< Arena: liveness
 };
 
+/// The split-KV ("flash-decoding") form of an attention launch: block (item, split) of a grid of
+/// (T * items_per_row, splits) blocks runs an online softmax over one chunk of the positions of
+/// item's token, for heads_per_item query heads that share a KV head; each chunk ends
+/// split * chunk positions before the token's own, chunk = max(min_chunk, ceil(len / splits)) with
+/// len = pos + 1 read on the device, so one launch (or captured graph) serves every position, and
+/// splits past the last chunk exit at once. With more than one chunk, each block writes its partial
+/// (unnormalised output, max, sum) to `lg_part` and the last of the item's blocks to finish merges
+/// them (an atomic counter per item in `lg_count`, put back to 0 by that block). The kernel takes
+/// `float* lg_part, int* lg_count` after its buffers; the runner allocates them: lg_part at least
+/// T * splits * part_floats floats for every (T, splits) it launches, lg_count T * items_per_row
+/// ints, zeroed once.
+struct SplitKv {
+  int64_t items_per_row = 0;   ///< blocks per token along x: query heads / heads_per_item
+  int64_t heads_per_item = 1;  ///< query heads one block serves (they read the same K/V rows once)
+  int64_t part_floats = 0;     ///< lg_part floats per (token, split): H * (head_dim + 2)
+  int64_t min_chunk = 0;       ///< positions: the shortest chunk one block takes
+  int64_t max_splits = 1;      ///< splits that can have positions at the program's context
+};
+
 /// The work of a launch: blocks = ceil(max_i(work_const[i] * T^work_t_power[i]) / per_block), where
 /// T is the launch's row count: the value of runtime dim `rows_sym` in this step (the tokens, or in
 /// a batched graph the sequences for the launches that compute only their rows). Its kernels take
@@ -56,6 +75,8 @@ struct LaunchPlan {
   bool gemm = false;                   ///< a GEMM stage's kernel: warps stride over the outputs, so
                                        ///< the lane may launch fewer blocks than grid(1) at decode
   int32_t rows_sym = 0;                ///< 0: T rows; 1: B rows (lift::stage_rows_symbol)
+  /// An attention launch's kernel is split-KV: grid (grid(T), splits), 1 <= splits; see SplitKv.
+  std::optional<SplitKv> split;
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;

@@ -20,14 +20,16 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
         out.per_block = 8;  // warps per block
         out.gemm = true;
       } else if (k == lift::StageKind::Attention) {
-        r.attention_stage(s, body, out.work_const, out.work_t_power);
+        out.split = r.attention_stage(s, body, out.work_const, out.work_t_power);
         out.per_block = 1;
-        out.block = 1024;
+        out.block = 256;
       } else {
         r.element_stage(s, body, out.work_const, out.work_t_power);
       }
     }
-    out.source = r.kernel("__launch_bounds__(" + std::to_string(out.block) + ")", {}, "", body.str());
+    // A split-KV attention block: at most 128 registers a thread, so two blocks share an SM.
+    const std::string bounds = "__launch_bounds__(" + std::to_string(out.block) + (out.split ? ", 2)" : ")");
+    out.source = r.kernel(bounds, out.split ? kSplitKvParams : std::vector<std::string>{}, "", body.str());
     out.args = r.args;
     out.layer = r.layer();
     return out;

@@ -6,8 +6,10 @@
 //   - GEMM stages: one warp per output element, lanes split K, bf16 weights read 16 bytes
 //     (8 values) per lane per load when the weight is a transposed bf16 param with K % 8 == 0;
 //     the epilogue and cache writes run on lane 0 with the dot products in registers;
-//   - attention: one block per (token, query head), 32 warps split the KV length, each an online
-//     softmax (running max and sum), merged across warps in shared memory at the end.
+//   - attention: split-KV (flash-decoding): a block per (token, group of query heads that share a
+//     KV head, chunk of the token's positions), warps over the chunk, each an online softmax
+//     (running max and sum) merged across warps in shared memory, the chunks by the last block of
+//     the token's group to finish (program.h, SplitKv).
 //
 // Which file renders what (all in src/emit/cuda; the Renderer is declared in renderer.h):
 //   render.cpp         render_launch: the dispatcher from a launch's stages to their kind's emitter
@@ -28,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "emit/cuda/program.h"
 #include "lift/stage.h"
 
 namespace lg::emit::cuda {
@@ -50,6 +53,7 @@ struct RenderedLaunch {
   int32_t block = 256;
   int64_t layer = -1;                 ///< >= 0: the kernel takes `const long lg_l` (before T) = this
   bool gemm = false;                  ///< a GEMM stage: its warps stride over the outputs (any grid)
+  std::optional<SplitKv> split;       ///< an attention stage: its split-KV launch (program.h)
 };
 
 /// The node whose buffer holds v's value: the State source for a state version, v otherwise.

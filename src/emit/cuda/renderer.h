@@ -146,9 +146,14 @@ struct Renderer {
 
   // ---- attention (attention.cpp)
 
-  /// The T = 1 form (and any head_dim): one block per (token, head), 32 warps over the KV length.
-  void attention_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+  /// The split-KV form (every T outside the prefill flash form, any head_dim): a block per (token,
+  /// group of query heads sharing a KV head, chunk of the token's positions); see SplitKv. Its
+  /// kernel takes `lg_part` and `lg_count` after the buffers (kSplitKvParams).
+  SplitKv attention_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
 };
+
+/// The extra kernel parameters of a split-KV attention kernel, after its buffers (SplitKv).
+inline const std::vector<std::string> kSplitKvParams = {"float* __restrict__ lg_part", "int* __restrict__ lg_count"};
 
 /// Runs `render(r)` on a fresh Renderer with the layer index lifted to `lg_l`, and once more with
 /// constants when that kernel saw more than one layer.

@@ -105,6 +105,7 @@ class CompiledLane : public Lane {
     const auto T = static_cast<size_t>(limits_.max_tokens), B = static_cast<size_t>(limits_.max_batch);
     staging_size_ = 3 * T + B * static_cast<size_t>(limits_.blocks_per_seq()) + 2 * B;
     LG_CUDA_CHECK(cudaMallocHost(&pinned_, staging_size_ * sizeof(int32_t)));
+    allocate_split_kv();
     if (uploader) uploader->finish();
     stream_.synchronize();
     if (uploader) {
@@ -199,6 +200,38 @@ class CompiledLane : public Lane {
   }
 
  private:
+  /// Splits of a split-KV attention launch over `rows` tokens: as many as keep the grid within
+  /// attn_blocks_ (one wave at two 256-thread blocks per SM: the kernel's register bound), at
+  /// most the splits the context can fill, at least 1. Blocks past a token's last chunk exit at
+  /// once, so a short context pays only their launch. Qwen3-8B (16 blocks per token): 16 splits
+  /// at B = 1, 2 at B = 8, 1 from B = 9 on.
+  int64_t splits(const emit::cuda::SplitKv& sp, int64_t rows) const {
+    const int64_t items = std::max<int64_t>(rows * sp.items_per_row, 1);
+    return std::clamp<int64_t>(attn_blocks_ / items, 1, sp.max_splits);
+  }
+
+  /// The split-KV attention's scratch, shared by every launch (they run one after another): the
+  /// partials of the largest T * splits * part_floats any launch can ask for, and one counter per
+  /// item of the largest T, zeroed (each launch leaves them zero).
+  void allocate_split_kv() {
+    // LG_COMPILED_ATTN_BPS: target blocks per SM of a split-KV launch (measurements).
+    const char* bps = std::getenv("LG_COMPILED_ATTN_BPS");
+    attn_blocks_ = static_cast<int64_t>(bps && *bps ? std::max(1, std::atoi(bps)) : 2) * cuda::sm_count();
+    int64_t part = 1, count = 1;
+    for (const auto& l : prog_.launches) {
+      if (!l.split) continue;
+      const int64_t max_rows = l.rows_sym == 0 ? prog_.max_t : prog_.max_b;
+      for (int64_t t = 1; t <= max_rows; ++t) {
+        const int64_t n = splits(*l.split, t);
+        if (n > 1) part = std::max(part, t * n * l.split->part_floats);
+      }
+      count = std::max(count, max_rows * l.split->items_per_row);
+    }
+    split_part_ = cuda::DeviceBuffer(static_cast<size_t>(part) * sizeof(float));
+    split_count_ = cuda::DeviceBuffer(static_cast<size_t>(count) * sizeof(int));
+    LG_CUDA_CHECK(cudaMemset(split_count_.data(), 0, split_count_.bytes()));
+  }
+
   /// The default KV pool in positions: 90% of the device memory free now, less the weights and a
   /// reserve (activations, cuBLASLt, the CUDA context's growth), capped at max_batch * max_seq
   /// positions, and rounded down to a power-of-two count of blocks: the pool's size is a constant
@@ -302,15 +335,23 @@ class CompiledLane : public Lane {
     }
   }
 
+  /// `splits` > 0: a split-KV attention kernel (its scratch after the buffers), on a grid of
+  /// (blocks, splits).
   void launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers, int64_t layer, int64_t blocks, int32_t block,
-                     int64_t T) {
+                     int64_t T, int64_t splits = 0) {
     long t = static_cast<long>(T), l = static_cast<long>(layer);
+    void* part = split_part_.data();
+    void* count = split_count_.data();
     std::vector<void*> args;
     for (int32_t b : buffers) args.push_back(&ptrs_[static_cast<size_t>(b)]);
+    if (splits > 0) {
+      args.push_back(&part);
+      args.push_back(&count);
+    }
     if (layer >= 0) args.push_back(&l);
     args.push_back(&t);
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(std::max<int64_t>(splits, 1)));
     cfg.blockDim = dim3(static_cast<unsigned>(block));
     cfg.stream = stream_.get();
     // Every emitted kernel starts with griddepcontrol.wait, so each launch may overlap the
@@ -335,9 +376,9 @@ class CompiledLane : public Lane {
       return launch_kernel(l.kernel, l.args, l.layer, (blocks + rounds - 1) / rounds, l.block, T);
     }
     // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
-    // one-block-per-query kernel serves ragged batches).
+    // split-KV kernel serves decode rows and ragged batches).
     if (T == 1 || !l.prefill || (l.prefill->one_sequence && B > 1))
-      return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
+      return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T, l.split ? splits(*l.split, T) : 0);
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
     // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs).
     const auto& pf = *l.prefill;
@@ -449,6 +490,8 @@ class CompiledLane : public Lane {
     std::vector<int32_t> last;
   };
   std::array<StepInput, 5> step_inputs_;
+  int64_t attn_blocks_ = 0;  ///< blocks a split-KV attention launch aims at (splits())
+  cuda::DeviceBuffer split_part_, split_count_;  ///< its scratch: f32 partials, int counters (zero)
   int64_t vocab_ = 0;
   int64_t launches_per_layer_ = 0;  ///< of the plan's decode launches (emit::cuda::layer_launches)
   emit::cuda::CudaProgram prog_;
