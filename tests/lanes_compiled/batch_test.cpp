@@ -19,10 +19,18 @@
 #include <cstdlib>
 #include <string>
 
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <set>
+#include <vector>
+
 #include "common/batch_schedules.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
+#include "runtime/kv_blocks.h"
+#include "runtime/solo_sequence.h"
 
 namespace lg {
 namespace {
@@ -68,6 +76,131 @@ TEST(CompiledBatch, Pycode22mRandomSchedulesAgreeWithRunsAlone) {
   auto reference = make_lane("cpu", md, {.max_seq = 256});
   run_schedules(*lane, "qwen3-pycode-22m", static_cast<int32_t>(md.config.vocab_size), 3000, 20, reference.get(),
                 kGrossError);
+}
+
+/// A sequence of a decode-bucket schedule: its prompt, then greedy tokens, and what it gave alone.
+struct BucketSeq {
+  std::vector<int32_t> feed;               // the prompt, then the alone run's greedy tokens
+  int64_t prompt = 0;
+  std::vector<std::vector<float>> want;    // logits alone after the prompt and after each decode
+  std::vector<float> margin;               // their top-2 margins
+  std::unique_ptr<runtime::SoloSequence> batched;
+};
+
+/// Runs each sequence alone on `lane` (its prompt in one step, then `decodes` decode steps),
+/// recording its logits.
+void run_alone(Lane& lane, BucketSeq& s, int64_t decodes) {
+  runtime::SoloSequence alone(lane);
+  auto record = [&](const SeqResult& r) {
+    std::vector<float> top(r.logits);
+    std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+    s.want.push_back(r.logits);
+    s.margin.push_back(top[0] - top[1]);
+    return r.argmax;
+  };
+  int32_t next = record(alone.feed(std::span<const int32_t>(s.feed.data(), static_cast<size_t>(s.prompt)), true));
+  for (int64_t k = 0; k < decodes; ++k) {
+    s.feed.push_back(next);
+    next = record(alone.feed(std::span<const int32_t>(&s.feed.back(), 1), true));
+  }
+}
+
+// Decode steps of 1 .. 16 sequences, each padded up to its CUDA-graph bucket (1, 2, 4, 8, 16) with
+// rows that read and write only the lane's extra block, agree with the same sequences run alone
+// (where every decode token is the bucket-1 graph): per row, the logits within the path tolerance
+// and the argmax wherever the alone run's margin is above 0.1 (see the top of the file). Blocks of
+// 4 positions from a shuffled pool, so block tables are scattered and grow every few steps (the
+// staged block-table rows and columns that changed); sequences are at different positions, up to
+// 330 (ragged lengths in one split-KV launch, with up to 3 chunks of 128 positions each: the
+// partials merged by the last block); batch sizes vary from step to step so each bucket is replayed
+// with different numbers of pad rows; and two late sequences join with their prompts in steps
+// that also decode the others (eager steps between graph replays: the inputs they upload must not
+// leave a graph reading stale ones).
+TEST(CompiledBatch, DecodeBucketsAgreeWithRunsAlone) {
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3");
+  auto lane = make_lane("compiled", md, {.max_seq = 512, .max_batch = 16, .block_size = 4});
+  const auto vocab = static_cast<int32_t>(md.config.vocab_size);
+  std::mt19937_64 rng(4242);
+  auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  constexpr int64_t kSeqs = 16, kDecodes = 30, kLate = 14;  // sequences kLate.. join later
+  std::vector<BucketSeq> seqs(kSeqs);
+  for (auto& s : seqs) {
+    s.prompt = uni(1, 300);
+    for (int64_t i = 0; i < s.prompt; ++i) s.feed.push_back(static_cast<int32_t>(uni(0, vocab - 1)));
+    run_alone(*lane, s, kDecodes);
+  }
+  runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
+  {
+    std::vector<int32_t> all;
+    blocks.grow(all, lane->limits().pool_tokens());
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int32_t b : all) {
+      std::vector<int32_t> one{b};
+      blocks.release(one);
+    }
+  }
+  std::vector<int64_t> done(kSeqs, 0);  // tokens fed in the batched run
+  double worst = 0;
+  int64_t rows = 0, argmaxes = 0;
+  std::set<int64_t> sizes;
+  auto check = [&](size_t i, const SeqResult& r) {
+    BucketSeq& s = seqs[i];
+    const auto at = static_cast<size_t>(done[i] - s.prompt);
+    const double e = lg::testing::rel_err(r.logits, s.want[at]);
+    worst = std::max(worst, e);
+    ++rows;
+    EXPECT_LT(e, kPathTolerance) << "sequence " << i << " at position " << done[i] - 1;
+    if (s.margin[at] > kBf16Margin) {
+      const auto want = static_cast<int32_t>(std::max_element(s.want[at].begin(), s.want[at].end()) - s.want[at].begin());
+      EXPECT_EQ(r.argmax, want) << "sequence " << i << " at position " << done[i] - 1;
+      ++argmaxes;
+    }
+  };
+  // The early sequences' prompts, one step each.
+  for (size_t i = 0; i < static_cast<size_t>(kLate); ++i) {
+    seqs[i].batched = std::make_unique<runtime::SoloSequence>(*lane, &blocks);
+    const auto n = static_cast<size_t>(seqs[i].prompt);
+    check(i, seqs[i].batched->feed(std::span<const int32_t>(seqs[i].feed.data(), n), true));
+    done[i] = seqs[i].prompt;
+  }
+  const int64_t pattern[] = {16, 1, 2, 3, 5, 8, 9, 13, 4, 16, 7, 11, 6, 15, 12, 10, 14};
+  for (int64_t step = 0;; ++step) {
+    std::vector<size_t> who;
+    for (size_t i = 0; i < static_cast<size_t>(kSeqs); ++i)
+      if (seqs[i].batched && done[i] < static_cast<int64_t>(seqs[i].feed.size())) who.push_back(i);
+    const bool join = step == 3 || step == 7;  // a late sequence's prompt rides along
+    if (who.empty() && !join) break;
+    std::shuffle(who.begin(), who.end(), rng);
+    who.resize(std::min<size_t>(who.size(), static_cast<size_t>(pattern[step % std::size(pattern)])));
+    if (join) {
+      const size_t i = step == 3 ? kLate : kLate + 1;
+      seqs[i].batched = std::make_unique<runtime::SoloSequence>(*lane, &blocks);
+      if (who.size() == 16) who.pop_back();
+      who.push_back(i);
+    }
+    std::vector<SeqStep> batch;
+    for (size_t i : who) {
+      const int64_t n = done[i] == 0 ? seqs[i].prompt : 1;
+      batch.push_back(seqs[i].batched->next(
+          std::span<const int32_t>(seqs[i].feed.data() + done[i], static_cast<size_t>(n)), true));
+    }
+    const std::vector<SeqResult> out = lane->step(batch);
+    if (!join) sizes.insert(static_cast<int64_t>(batch.size()));
+    for (size_t k = 0; k < who.size(); ++k) {
+      const size_t i = who[k];
+      const int64_t n = done[i] == 0 ? seqs[i].prompt : 1;
+      seqs[i].batched->advance(n);
+      done[i] += n;
+      check(i, out[k]);
+    }
+  }
+  for (size_t i = 0; i < static_cast<size_t>(kSeqs); ++i)
+    EXPECT_EQ(done[i], static_cast<int64_t>(seqs[i].feed.size())) << "sequence " << i;
+  EXPECT_GE(sizes.size(), 10u) << "too few distinct decode batch sizes";
+  std::printf("decode buckets, tiny-qwen3: %lld rows compared (%lld argmaxes) over %zu batch sizes, worst relative "
+              "error %.2e (tolerance %.2g)\n",
+              static_cast<long long>(rows), static_cast<long long>(argmaxes), sizes.size(), worst, kPathTolerance);
 }
 
 }  // namespace

@@ -121,11 +121,11 @@ double max_rel(const SeqResult& got, const SeqResult& want) {
 // Decode at a long context: a 3,000-token prompt (two prefill chunks of the lane's 2,048-token
 // budget), then decode steps whose split-KV attention runs its most splits (32 at this context)
 // with chunks of 128 positions: 24 chunks with keys, merged by the last block of each (token,
-// head group) in three batches of 8. Alone (the decode graph) the logits stay within the bf16
+// head group) in three batches of 8. Alone (the bucket-1 graph) the logits stay within the bf16
 // bound of the fp32 CPU reference that the tests above use (2e-2: the attention output is a convex
 // combination of bf16-rounded V rows with weights from bf16-rounded K rows, whose relative error
 // does not grow with the number of positions). Then it and two more sequences, at 2,000 and 700
-// positions, decode together in one step, each row held to the reference
+// positions, decode together (the bucket-4 graph, with a pad row), each row held to the reference
 // by the same bound (the path of its GEMMs, over bf16 rows, is the prefill's, held to 2e-2 above).
 TEST(CompiledLane, LongContextDecodeMatchesReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";

@@ -20,6 +20,7 @@
 #include "emit/cuda/program.h"
 #include "kernels/launch_policy.h"
 #include "lanes/compiled/device_ops.h"
+#include "lanes/compiled/step_inputs.h"
 #include "ir/batch.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
@@ -55,7 +56,10 @@ class CompiledLane : public Lane {
       if (in.name != "tokens" && in.name != "pos")
         throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
     limits_ = resolve_limits(options, fg.max_seq, default_pool(fg, options));
-    ir::make_batched(fg.graph, {limits_.block_size, limits_.num_blocks, limits_.max_batch, limits_.max_tokens});
+    // One block more than the scheduler hands out: the pad rows of a decode graph's bucket write
+    // and read only it (step_inputs.h).
+    pad_block_ = static_cast<int32_t>(limits_.num_blocks);
+    ir::make_batched(fg.graph, {limits_.block_size, limits_.num_blocks + 1, limits_.max_batch, limits_.max_tokens});
     emit::cuda::CompileOptions opts;
     opts.arch = cuda::device_arch();
     // The KV pool in bf16 (the .lg's f32 cache is the reference's; the locks check this lane).
@@ -81,7 +85,9 @@ class CompiledLane : public Lane {
       }
       owned_.emplace_back(static_cast<size_t>(std::max<int64_t>(b.bytes, 16)));
       ptrs_[i] = owned_.back().data();
-      if (b.kind == BufferKind::State) LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(b.bytes)));
+      // Inputs too: the step-input mirror starts out all zero (step_inputs.h).
+      if (b.kind == BufferKind::State || b.kind == BufferKind::Input)
+        LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(b.bytes)));
       if (b.kind == BufferKind::Input) input_of_[g.inputs[static_cast<size_t>(b.index)].name] = static_cast<int32_t*>(ptrs_[i]);
       if (b.kind == BufferKind::Weight) {
         progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +
@@ -91,19 +97,19 @@ class CompiledLane : public Lane {
         else random_weight(prm, b, owned_.back(), seed);
       }
     }
-    // The step's inputs in the order step() uploads them (kStepInputs), found once by name.
+    // The step's inputs in StepInput order, found once by name.
     for (size_t k = 0; k < kStepInputs.size(); ++k) {
       const auto it = input_of_.find(kStepInputs[k]);
       if (it == input_of_.end())
         throw Error(std::string("compiled lane: internal error: no input buffer `") + kStepInputs[k] + "`");
-      step_inputs_[k].device = it->second;
+      input_dev_[k] = it->second;
     }
     vocab_ = g.at(g.outputs.at(0)).shape.back().coeff;
     argmax_ = cuda::DeviceBuffer(static_cast<size_t>(limits_.max_batch) * sizeof(int32_t));
-    // Pinned staging of one step's inputs (tokens, pos, seq: T each; the block table; rows) and
-    // of the argmaxes that come back.
-    const auto T = static_cast<size_t>(limits_.max_tokens), B = static_cast<size_t>(limits_.max_batch);
-    staging_size_ = 3 * T + B * static_cast<size_t>(limits_.blocks_per_seq()) + 2 * B;
+    // Pinned staging of one step's inputs (what StepInputMirror plans to copy) and of the
+    // argmaxes that come back.
+    mirror_ = std::make_unique<compiled::StepInputMirror>(limits_.max_tokens, limits_.max_batch, limits_.blocks_per_seq());
+    staging_size_ = static_cast<size_t>(mirror_->staging_elems() + limits_.max_batch);
     LG_CUDA_CHECK(cudaMallocHost(&pinned_, staging_size_ * sizeof(int32_t)));
     allocate_split_kv();
     if (uploader) uploader->finish();
@@ -130,7 +136,7 @@ class CompiledLane : public Lane {
   }
 
   ~CompiledLane() override {
-    graph_.reset();
+    graphs_.clear();
     if (pinned_) cudaFreeHost(pinned_);
     for (cudaLibrary_t lib : libs_) cudaLibraryUnload(lib);
   }
@@ -152,38 +158,53 @@ class CompiledLane : public Lane {
         throw Error("compiled lane: sequence " + std::to_string(f.seq[t]) + " of the step has token id " +
                     std::to_string(f.tokens[t]) + ", outside the vocabulary of " + std::to_string(vocab_));
     cudaStream_t s = stream_.get();
+    // A step of one decode token per sequence replays the CUDA graph of its bucket (B padded up
+    // to a power of two, at most max_batch; step_inputs.h says what the pad rows are); a step
+    // with a prefill chunk runs the plan for its own T and B.
+    const bool decode = f.T == f.B;
+    const int64_t rows = decode ? bucket_of(f.B) : f.T;
     // Pinned staging: cudaMemcpyAsync from pageable memory is staged through a driver buffer and
-    // is not asynchronous; from pinned memory it is a plain DMA. One copy per input that changed
-    // since the last step: a decode step of one sequence sends its token and position (its seq
-    // and rows are 0, its block table changes once per block), as before batching.
-    int32_t* h = pinned_;
-    const std::vector<int32_t>* values[] = {&f.tokens, &f.pos, &f.seq, &f.block_table, &f.rows};
-    for (size_t k = 0; k < kStepInputs.size(); ++k) {
-      StepInput& in = step_inputs_[k];
-      const std::vector<int32_t>& v = *values[k];
-      if (in.last == v) continue;
-      std::copy(v.begin(), v.end(), h);
-      LG_CUDA_CHECK(cudaMemcpyAsync(in.device, h, v.size() * sizeof(int32_t), cudaMemcpyHostToDevice, s));
-      h += v.size();
-      in.last = v;
+    // is not asynchronous; from pinned memory it is a plain DMA. Only what differs from what the
+    // device holds is copied: a decode step sends its tokens and positions, and a block-table
+    // entry when a sequence enters a new block.
+    const std::span<int32_t> staging(pinned_, static_cast<size_t>(mirror_->staging_elems()));
+    const std::vector<compiled::InputCopy> copies =
+        decode ? mirror_->plan_decode(f, rows, pad_block_, limits_.block_size, staging) : mirror_->plan(f, staging);
+    for (const compiled::InputCopy& c : copies) {
+      int32_t* dst = input_dev_[static_cast<size_t>(c.input)] + c.dst;
+      const int32_t* src = pinned_ + c.src;
+      if (c.height == 1)
+        LG_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(c.width) * 4, cudaMemcpyHostToDevice, s));
+      else
+        LG_CUDA_CHECK(cudaMemcpy2DAsync(dst, static_cast<size_t>(c.pitch) * 4, src, static_cast<size_t>(c.width) * 4,
+                                        static_cast<size_t>(c.width) * 4, static_cast<size_t>(c.height),
+                                        cudaMemcpyHostToDevice, s));
     }
-    if (profile_ && ++steps_seen_[{f.T, f.B}] == 2) profile(f.T, f.B);
+    const int64_t B = decode ? rows : f.B;
+    if (profile_ && ++steps_seen_[{rows, B}] == 2) profile(rows, B);
     const float* logits = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]);
-    if (f.T == 1) {
-      // One decode token: the step is a CUDA graph replay (the inputs above are its arguments).
-      if (!graph_.ready()) {
-        graph_.begin_capture(s);
-        launch_all(1, 1);
-        compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s);
-        graph_.end_capture(s);
+    const auto graph = decode ? graphs_.find(rows) : graphs_.end();
+    if (graph != graphs_.end()) {
+      // The bucket's second step captures its graph, every later one replays it.
+      if (!graph->second.ready()) {
+        graph->second.begin_capture(s);
+        launch_all(rows, rows);
+        compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(rows));
+        graph->second.end_capture(s);
       }
-      graph_.launch(s);
+      graph->second.launch(s);
+    } else if (decode) {
+      // A bucket's first step runs as launched, so that what is set up at a first use (cuBLASLt's
+      // algorithm choice for these rows, lazily loaded modules) is never inside a capture.
+      graphs_.try_emplace(rows);
+      launch_all(rows, rows);
+      compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(rows));
     } else {
       launch_all(f.T, f.B);
       compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(f.B));
     }
     times_.end_launches(s);
-    int32_t* hargmax = h;
+    int32_t* hargmax = pinned_ + mirror_->staging_elems();
     LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), static_cast<size_t>(f.B) * sizeof(int32_t),
                                   cudaMemcpyDeviceToHost, s));
     std::vector<SeqResult> out(batch.size());
@@ -200,6 +221,13 @@ class CompiledLane : public Lane {
   }
 
  private:
+  /// The decode graph bucket of a step of B sequences: the next power of two, at most max_batch.
+  int64_t bucket_of(int64_t B) const {
+    int64_t b = 1;
+    while (b < B) b *= 2;
+    return std::min(b, limits_.max_batch);
+  }
+
   /// Splits of a split-KV attention launch over `rows` tokens: as many as keep the grid within
   /// attn_blocks_ (one wave at two 256-thread blocks per SM: the kernel's register bound), at
   /// most the splits the context can fill, at least 1. Blocks past a token's last chunk exit at
@@ -481,15 +509,13 @@ class CompiledLane : public Lane {
   }
 
   LaneLimits limits_;
+  int32_t pad_block_ = 0;  ///< the pool's extra block: decode graphs' pad rows use it alone
   cuda::StepTimes times_{"compiled lane"};  // LG_STEP_TIMES=1
-  /// The batched program's step inputs (ir/batch.h), in upload order.
-  static constexpr std::array<const char*, 5> kStepInputs = {"tokens", "pos", "seq", "block_table", "rows"};
-  /// Each step input's device buffer and what it holds (the last values uploaded).
-  struct StepInput {
-    int32_t* device = nullptr;
-    std::vector<int32_t> last;
-  };
-  std::array<StepInput, 5> step_inputs_;
+  /// The batched program's step inputs (ir/batch.h), in compiled::StepInput order.
+  static constexpr std::array<const char*, compiled::kStepInputCount> kStepInputs = {"tokens", "pos", "seq",
+                                                                                     "block_table", "rows"};
+  std::array<int32_t*, compiled::kStepInputCount> input_dev_{};  ///< their device buffers
+  std::unique_ptr<compiled::StepInputMirror> mirror_;             ///< what those hold
   int64_t attn_blocks_ = 0;  ///< blocks a split-KV attention launch aims at (splits())
   cuda::DeviceBuffer split_part_, split_count_;  ///< its scratch: f32 partials, int counters (zero)
   int64_t vocab_ = 0;
@@ -507,7 +533,7 @@ class CompiledLane : public Lane {
   std::vector<void*> ptrs_;
   std::map<std::string, int32_t*> input_of_;  ///< the device buffer of each input, by name
   cuda::Stream stream_;
-  cuda::GraphExec graph_;
+  std::map<int64_t, cuda::GraphExec> graphs_;  ///< decode graphs by bucket (rows)
   cuda::LtGemm gemm_;
   cuda::DeviceBuffer argmax_;      ///< int: the greedy token of the last step
   int32_t* pinned_ = nullptr;      ///< host staging: a step's inputs, then its argmaxes

@@ -2,8 +2,9 @@
 // src/emit), compiled with NVRTC (on-disk cache), loaded with cudaLibraryLoadData (runtime API:
 // no libcuda link, so binaries start on machines without a driver), weights uploaded as the .lg
 // declares them (bf16 stays bf16), a paged bf16 KV pool on the device. A step is a ragged batch
-// of sequences (runtime/step.h); a step of one decode token replays a CUDA graph captured at the
-// first one.
+// of sequences (runtime/step.h); a step of one decode token per sequence replays a CUDA graph
+// captured for its batch-size bucket (1, 2, 4, ... up to max_batch; the batch padded up to it),
+// a step with a prefill chunk runs the launch plan.
 #pragma once
 
 #include <cstdint>
