@@ -161,8 +161,9 @@ TEST(CompiledBatch, DecodeBucketsAgreeWithRunsAlone) {
   for (size_t i = 0; i < static_cast<size_t>(kLate); ++i) {
     seqs[i].batched = std::make_unique<runtime::SoloSequence>(*lane, &blocks);
     const auto n = static_cast<size_t>(seqs[i].prompt);
-    check(i, seqs[i].batched->feed(std::span<const int32_t>(seqs[i].feed.data(), n), true));
-    done[i] = seqs[i].prompt;
+    const SeqResult r = seqs[i].batched->feed(std::span<const int32_t>(seqs[i].feed.data(), n), true);
+    done[i] = seqs[i].prompt;  // check() reads the logits recorded after done[i] tokens
+    check(i, r);
   }
   const int64_t pattern[] = {16, 1, 2, 3, 5, 8, 9, 13, 4, 16, 7, 11, 6, 15, 12, 10, 14};
   for (int64_t step = 0;; ++step) {
