@@ -202,6 +202,7 @@ TEST(CompiledBatch, DecodeBucketsAgreeWithRunsAlone) {
   std::printf("decode buckets, tiny-qwen3: %lld rows compared (%lld argmaxes) over %zu batch sizes, worst relative "
               "error %.2e (tolerance %.2g)\n",
               static_cast<long long>(rows), static_cast<long long>(argmaxes), sizes.size(), worst, kPathTolerance);
+  for (auto& s : seqs) s.batched.reset();  // their blocks go back to `blocks` while it lives
 }
 
 }  // namespace
