@@ -337,8 +337,8 @@ struct ProgramBuilder {
       const ir::ValueId att = p.stages[static_cast<size_t>(stage)].nodes.at(0);
       const auto& cache = g.at(g.at(att).operands[1]).shape;  // [KV, S, Dh]; paged: S is the pool
       // A paged cache's rows are gathered for one sequence: S (its positions), not the pool's rows.
-      const int64_t rows = fa.paged ? g.batching.max_seq : cache[1].coeff;
-      const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * rows * cache[2].coeff)};
+      const int64_t kv_rows = fa.paged ? g.batching.max_seq : cache[1].coeff;
+      const ir::Shape kv{ir::Dim::constant(2 * cache[0].coeff * kv_rows * cache[2].coeff)};
       const std::string name = "launch" + std::to_string(li) + ".kv.bf16";
       pf.packs.push_back(plan_pack(*fa.kv_pack, scratch(name, DType::BF16, kv, li), li));
       pf.epilogue_args.push_back(pf.packs.back().args.back());
