@@ -36,6 +36,7 @@ using nlohmann::json;
 
 struct BatchOpts {
   std::string model, input, output, lane = "cpu";
+  std::string program;  // --program FILE.lg
   int64_t max_seq = 0;
   lg::LaneOptions lane_options;
   bool quiet = false;
@@ -121,9 +122,13 @@ int run_batch(const BatchOpts& o) {
     if (!file) throw lg::Error(o.input + ": cannot read");
   }
   std::istream& in = o.input == "-" ? std::cin : file;
-  lg::server::EngineOptions eo{o.lane, o.max_seq, o.lane_options};
+  lg::server::EngineOptions eo;
+  eo.lane = o.lane;
+  eo.max_seq = o.max_seq;
+  eo.lane_options = o.lane_options;
   eo.max_waiting = INT64_MAX;  // every line is handed over at once: offline, nothing to refuse
   eo.prefix_cache = !o.no_prefix_cache;
+  eo.program = o.program;
   lg::server::Engine engine(o.model, eo);
   // The chat requests render the model's own chat template, as lg serve's chat endpoint does.
   const auto tmpl = lg::chat::ChatTemplate::load(engine.model_dir(), std::nullopt,
@@ -198,6 +203,7 @@ LG_COMMAND("batch", [](CLI::App& app) {
   sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
+  sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
   sub->add_option("-i,--input", o->input, "requests, one JSON object per line ('-': stdin)")->required();
   sub->add_option("-o,--output", o->output, "results, one JSON object per input line ('-': stdout)")->required();
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();

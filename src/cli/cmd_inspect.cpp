@@ -1,7 +1,7 @@
 // `lg inspect DIR`: what a Hugging Face model directory holds, as lanegraph reads it: the
 // architecture and dims from config.json, the checkpoint's parameter count, bytes and weights
 // hash, and every tensor with its dtype and shape. `--json` prints the same as one JSON object.
-// It also cross-checks config.json's dims against the tensor shapes, and with `--check` scans
+// It also checks the tensors against the params of the model's .lg program for this config, and with `--check` scans
 // every weight for NaN/Inf; either finding is printed as `lg: error: ...` and exits 1.
 #include <cstdio>
 #include <iostream>
@@ -15,6 +15,9 @@
 #include "cli/command.h"
 #include "model/model_dir.h"
 #include "model/weight_checks.h"
+#include "runtime/bind_params.h"
+#include "runtime/forward_graph.h"
+#include "support/error.h"
 
 namespace {
 
@@ -77,9 +80,12 @@ void print_text(const ModelDir& m) {
   fmt::print("dims:         vocab {}, hidden {}, intermediate {}, layers {}, heads {}, kv heads {}, head_dim {}{}\n",
              c.vocab_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers, c.num_attention_heads,
              c.num_key_value_heads, c.head_dim, c.head_dim_derived ? " (derived: hidden / heads)" : "");
-  fmt::print("attention:    {} q/kv = {}, qkv bias {}, o bias {}, qk-norm {}\n",
-             c.num_key_value_heads == c.num_attention_heads ? "MHA" : "GQA",
-             c.num_attention_heads / c.num_key_value_heads, c.qkv_bias, c.o_bias, c.qk_norm);
+  // The decoder fields are 0 where config.json names them otherwise (GPT-2's n_embd, n_head):
+  // the program reads those, and `program:` below says which one.
+  if (c.num_key_value_heads > 0)
+    fmt::print("attention:    {} q/kv = {}, qkv bias {}, o bias {}, qk-norm {}\n",
+               c.num_key_value_heads == c.num_attention_heads ? "MHA" : "GQA",
+               c.num_attention_heads / c.num_key_value_heads, c.qkv_bias, c.o_bias, c.qk_norm);
   fmt::print("norm / rope:  rms_norm_eps {}, rope theta {} ({}), rope type {}, max positions {}\n", c.rms_norm_eps,
              c.rope_theta, c.rope_theta_field, c.rope_type, c.max_position_embeddings);
   fmt::print("sliding:      use_sliding_window {}, sliding_window {}, max_window_layers {}\n", c.use_sliding_window,
@@ -113,11 +119,22 @@ LG_COMMAND("inspect", [](CLI::App& app) {
   sub->add_flag("--check", *check, "also scan every weight for NaN/Inf (reads the whole checkpoint once)");
   return [dir, json, check]() {
     const ModelDir m = ModelDir::open(*dir);
-    const std::vector<std::string> mismatches = lg::model::config_shape_mismatches(m.config, m.checkpoint);
+    // The shapes config.json implies are what the model's program declares for it: lowered
+    // (no weight bytes read) and its params compared with the tensors.
+    std::vector<std::string> mismatches;
+    std::string program_note;
+    try {
+      const auto fg = lg::runtime::forward_graph(m.config, 0, lg::runtime::program_source(m));
+      mismatches = lg::runtime::param_problems(fg.graph, m.checkpoint);
+      program_note = fg.source.string();
+    } catch (const lg::Error& e) {
+      program_note = std::string("(none: ") + e.what() + ")";
+    }
     std::vector<lg::model::NonFiniteTensor> bad;
     if (*check) bad = lg::model::find_non_finite(m.checkpoint);
     if (*json) {
       auto j = to_json(m);
+      j["program"] = program_note;
       j["config_mismatches"] = mismatches;
       if (*check) {
         auto& nf = j["non_finite"] = nlohmann::ordered_json::array();
@@ -126,6 +143,7 @@ LG_COMMAND("inspect", [](CLI::App& app) {
       std::cout << j.dump(2) << "\n";
     } else {
       print_text(m);
+      fmt::print("program:      {}\n", program_note);
       if (*check && bad.empty()) fmt::print("weights:      all finite (--check)\n");
     }
     std::cout.flush();

@@ -10,7 +10,7 @@
 #include "lanes/factory.h"
 #include "locks/lock.h"
 #include "model/model_dir.h"
-#include "model/weight_checks.h"
+#include "runtime/forward_graph.h"
 #include "support/error.h"
 
 namespace fs = std::filesystem;
@@ -27,6 +27,7 @@ struct LockOptions {
   int companions = 0;           // --batch-with: random sequences in every step of a case
   // lock new
   std::string model, golden, out;
+  std::string program;  // --program FILE.lg: run every lock's model with this program
   int64_t new_tokens = 24;
 };
 
@@ -46,10 +47,11 @@ fs::path resolve_model(const locks::Lock& lock, const LockOptions& o) {
   return p;
 }
 
-/// Opens a model directory to run it, refusing a config.json whose dims disagree with the weights.
-model::ModelDir open_model(const fs::path& path) {
+/// Opens a model directory to run it with its program (or --program), refusing a checkpoint whose
+/// tensors do not fit the program's params (a config.json from another size).
+model::ModelDir open_model(const fs::path& path, const LockOptions& o) {
   auto dir = model::ModelDir::open(path);
-  model::require_config_matches_shapes(dir.config, dir.checkpoint, path.string());
+  runtime::resolve_program(dir, o.program);
   return dir;
 }
 
@@ -84,7 +86,7 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
 }
 
 int run_new(const LockOptions& o) {
-  auto dir = open_model(o.model);
+  auto dir = open_model(o.model, o);
   std::ifstream in(o.golden);
   if (!in) throw Error(o.golden + ": cannot open");
   nlohmann::json g;
@@ -107,9 +109,9 @@ int run_new(const LockOptions& o) {
       if (!ids[k].is_number_integer())
         throw Error(fmt::format("{}[{}] is {}, not an integer token id", where, k, ids[k].dump()));
       const auto v = ids[k].get<int64_t>();
-      if (v < 0 || v >= dir.config.vocab_size)
-        throw Error(fmt::format("{}[{}] is {}, outside the model's vocabulary of {} ids (vocab_size in config.json)",
-                                where, k, v, dir.config.vocab_size));
+      if (v < 0 || v >= dir.vocab)
+        throw Error(fmt::format("{}[{}] is {}, outside the model's vocabulary of {} ids (the width of its logits)",
+                                where, k, v, dir.vocab));
       p.push_back(static_cast<int32_t>(v));
     }
     prompts.push_back(std::move(p));
@@ -124,7 +126,7 @@ int run_new(const LockOptions& o) {
 int run_update(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     auto old = locks::read_lock(file);
-    auto dir = open_model(resolve_model(old, o));
+    auto dir = open_model(resolve_model(old, o), o);
     std::vector<std::vector<int32_t>> prompts;
     for (auto& c : old.cases) prompts.push_back(c.prompt_ids);
     auto lock = record(dir, old.model, prompts, old.new_tokens);
@@ -141,7 +143,11 @@ int run_check(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     auto lock = locks::read_lock(file);
     const fs::path model_path = resolve_model(lock, o);
-    auto dir = open_model(model_path);
+    auto dir = open_model(model_path, o);
+    if (const auto why = lane_refuses(o.lane, dir)) {
+      fmt::print("skip {}: {}\n", file.filename().string(), *why);
+      continue;
+    }
     const std::string hash = dir.checkpoint.weights_hash();
     if (hash != lock.weights_hash)
       throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
@@ -194,6 +200,9 @@ LG_COMMAND("lock", [](CLI::App& app) {
   add->add_option("-o,--out", o->out, "Lock file to write")->required();
   auto* update = lock->add_subcommand("update", "Re-record every lock in the folder with the CPU reference lane");
   auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
+  for (auto* sub : {add, update, check})
+    sub->add_option("--program", o->program,
+                     "The .lg program to run the model with (default: the one its config's model_type names)");
   for (auto* sub : {update, check}) {
     sub->add_option("--locks", o->locks_dir, "Folder of *.lock.json")->capture_default_str();
     sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");

@@ -18,7 +18,7 @@
 #include "cli/numeric_checks.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
-#include "model/weight_checks.h"
+#include "runtime/forward_graph.h"
 #include "runtime/generate.h"
 #include "support/error.h"
 #include "support/startup_clock.h"
@@ -28,6 +28,7 @@ namespace {
 
 struct RunOpts {
   std::string model, prompt, prompt_file, device, lane;
+  std::string program;  // --program FILE.lg
   bool no_echo = false;
   bool fallback_cpu = false;
   int64_t max_tokens = 128, max_seq = 0, top_k = -1;
@@ -90,9 +91,10 @@ int run(const RunOpts& o) {
   if (o.top_k < -1) throw lg::Error(fmt::format("--top-k must be >= 0 (0 = off), got {}", o.top_k));
   // LG_STARTUP_TIMES=1: each start-up phase on stderr (the lanes add their own inside make_lane).
   lg::StartupClock startup("lg run");
-  const lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
-  // A config from another size would otherwise show up as a bad prompt id or a gather error.
-  lg::model::require_config_matches_shapes(dir.config, dir.checkpoint, o.model);
+  lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
+  // The program's context and vocabulary; a checkpoint that does not fit its params (a config
+  // from another size) is refused here rather than as a bad prompt id or a gather error.
+  lg::runtime::resolve_program(dir, o.program);
   startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
@@ -101,16 +103,16 @@ int run(const RunOpts& o) {
   const std::vector<int32_t> prompt = tok.encode_with_special_tokens(prompt_text);
   startup.mark("tokenizer");
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
-  if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.config.vocab_size))
+  if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.vocab))
     throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "
                                 "config.json): does tokenizer.json belong to this checkpoint?",
-                                *id, dir.config.vocab_size));
+                                *id, dir.vocab));
 
   // The context is the model's (or --max-seq); the KV cache only needs room for this run.
-  const int64_t context = o.max_seq > 0 ? o.max_seq : dir.config.max_position_embeddings;
-  if (context > dir.config.max_position_embeddings)
+  const int64_t context = o.max_seq > 0 ? o.max_seq : dir.context;
+  if (context > dir.context)
     throw lg::Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
-                                dir.config.max_position_embeddings));
+                                dir.context));
   const auto n = static_cast<int64_t>(prompt.size());
   if (n > context)
     throw lg::Error(fmt::format("the prompt has {} tokens, more than the context of {} tokens", n, context));
@@ -182,6 +184,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
       ->required()
       ->check(CLI::ExistingDirectory);
+  sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
   auto* prompt = sub->add_option("--prompt,-p", o->prompt, "prompt text ('-': read it from stdin)");
   auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
   prompt->excludes(file);

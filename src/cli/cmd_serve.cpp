@@ -22,6 +22,7 @@ namespace {
 
 struct ServeOpts {
   std::string model, shape, lane, host = "127.0.0.1", chat_template;
+  std::string program;  // --program FILE.lg
   int port = 8000;
   int64_t max_seq = 0;
   int64_t max_waiting = 512;
@@ -58,6 +59,7 @@ std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o) {
   eo.max_waiting = o.max_waiting;
   eo.log_requests = !o.quiet;
   eo.prefix_cache = !o.no_prefix_cache;
+  eo.program = o.program;
   if (o.shape.empty()) return std::make_unique<lg::server::Engine>(o.model, eo);
   // Random weights: a context of 4096 by default, as for a checkpoint (40960 would size a KV
   // pool per sequence far beyond what a load test needs).
@@ -121,6 +123,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
   auto* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
       ->check(CLI::ExistingDirectory);
+  sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
   sub->add_option("--shape", o->shape,
                   std::string("random weights made on the GPU at a real shape instead of --model (") +
                       lg::cli::preset_shape_names() + "): prompts as token ids, for load tests");

@@ -75,8 +75,17 @@ struct Node {
 };
 
 struct InputInfo { std::string name; DType dtype; Shape shape; };
-/// A weight: `tensor` is the checkpoint tensor name (layer templates already expanded).
-struct ParamInfo { std::string name; std::string tensor; DType dtype; Shape shape; };
+/// A weight: `tensor` is the checkpoint tensor name (layer templates already expanded). With
+/// `transposed` (`= "name".T` in the .lg) the checkpoint stores the rank-2 param's transpose
+/// (GPT-2's Conv1D weights are [in, out]): whoever loads it swaps the two axes, so the graph
+/// sees `shape` and `x @ w.T` runs the same GEMM as an nn.Linear weight.
+struct ParamInfo {
+  std::string name;
+  std::string tensor;
+  DType dtype;
+  Shape shape;
+  bool transposed = false;
+};
 struct StateInfo { std::string name; DType dtype; Shape shape; };
 /// A runtime dim; `max` bounds it (T <= max sequence length).
 struct SymbolInfo { std::string name; int64_t max; };

@@ -89,7 +89,7 @@ std::string print(const Graph& g) {
     out += "symbol " + g.symbols[s].name + " <= " + std::to_string(g.symbols[s].max) + "\n";
   for (const auto& in : g.inputs) out += "input " + in.name + ": " + type_string(g, in.dtype, in.shape) + "\n";
   for (const auto& p : g.params)
-    out += "param " + p.name + ": " + type_string(g, p.dtype, p.shape) + " = \"" + p.tensor + "\"\n";
+    out += "param " + p.name + ": " + type_string(g, p.dtype, p.shape) + " = \"" + p.tensor + "\"" + (p.transposed ? ".T" : "") + "\n";
   for (const auto& st : g.states) out += "state " + st.name + ": " + type_string(g, st.dtype, st.shape) + "\n";
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];

@@ -1,5 +1,6 @@
 #include "lanes/factory.h"
 
+#include "model/model_dir.h"
 #include "support/error.h"
 
 #if defined(LG_HAVE_LG_LANE_CPU)
@@ -51,7 +52,22 @@ bool cuda_available() {
 #endif
 }
 
+std::optional<std::string> lane_refuses(const std::string& name, const model::ModelDir& dir) {
+  if (name != "handwritten") return std::nullopt;
+  // The hand-written lane is CUDA templates for one family (docs/handwritten_lane.md); every
+  // other family runs on the lanes made from its .lg program.
+  const std::string& type = dir.config.model_type;
+  if (type != "qwen2" && type != "qwen3")
+    return "the hand-written lane runs the Qwen2/Qwen3 family only, not model_type '" + type +
+           "'; use --lane compiled (or cpu)";
+  if (!dir.program.empty())
+    return "the hand-written lane does not run a .lg program (--program " + dir.program.string() +
+           "); use --lane compiled (or cpu)";
+  return std::nullopt;
+}
+
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, const LaneOptions& options) {
+  if (const auto why = lane_refuses(name, dir)) throw Error(dir.dir.string() + ": " + *why);
 #if defined(LG_HAVE_LG_LANE_CPU)
   if (name == "cpu") return make_cpu_lane(dir, options);
 #endif

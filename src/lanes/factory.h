@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ bool is_gpu_lane(const std::string& name);
 /// Whether this build has GPU lanes and the machine a usable CUDA device (false, not a crash,
 /// without a driver).
 bool cuda_available();
+
+/// Why lane `name` cannot run the model in `dir` at all (the hand-written lane runs the Qwen2/Qwen3
+/// family only, with their own programs), or nullopt. `lg lock check` skips such locks; make_lane
+/// throws the same sentence.
+std::optional<std::string> lane_refuses(const std::string& name, const model::ModelDir& dir);
 
 /// Builds lane `name` for the model in `dir` with the context, KV pool and step sizes of
 /// `options` (runtime/step.h; zeros pick each lane's defaults). Throws lg::Error for an unknown

@@ -105,7 +105,18 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
     return;
   }
   bool ok = eval_type(d.type, false, slot.dtype, slot.shape);
-  Value name = eval_maybe_missing(*d.value);
+  // `= "tensor".T`: the checkpoint stores the transpose of this (rank-2) param; loaders swap the axes.
+  const Expr* name_expr = d.value.get();
+  const bool transposed = name_expr->kind == ExprKind::Member && name_expr->text == "T";
+  if (transposed) {
+    name_expr = name_expr->args[0].get();
+    if (ok && slot.shape.size() != 2) {
+      err(d.value->span, "a param stored transposed (\"name\".T) must be rank 2, not rank " +
+                             std::to_string(slot.shape.size()));
+      ok = false;
+    }
+  }
+  Value name = eval_maybe_missing(*name_expr);
   std::string tensor;
   if (name.kind == Value::Kind::Null) {
     slot.absent = true;
@@ -153,7 +164,8 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
   slot.ok = ok;
   if (ok && !slot.absent) {
     // Params bound to the same checkpoint tensor (tied embeddings) share one graph param.
-    auto it = tensor_to_param_.find(tensor);
+    const std::string key = transposed ? tensor + "\n.T" : tensor;
+    auto it = tensor_to_param_.find(key);
     if (it != tensor_to_param_.end()) {
       const ir::ParamInfo& prev = g_.params[static_cast<size_t>(it->second)];
       if (prev.dtype != slot.dtype || prev.shape != slot.shape) {
@@ -164,8 +176,8 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
       slot.index = it->second;
     } else {
       slot.index = static_cast<int32_t>(g_.params.size());
-      tensor_to_param_[tensor] = slot.index;
-      g_.params.push_back({display, tensor, slot.dtype, slot.shape});
+      tensor_to_param_[key] = slot.index;
+      g_.params.push_back({display, tensor, slot.dtype, slot.shape, transposed});
     }
   }
   if (slot.ok) report_.params.push_back({display, slot.absent ? "" : tensor, slot.dtype, slot.shape});

@@ -1,7 +1,12 @@
-// config.json of a Hugging Face Qwen2 / Qwen2.5 / Qwen3 dense model, parsed into the fields the
-// compiler and the lanes need. Field names and defaults follow transformers' Qwen2Config and
-// Qwen3Config (v5.17); where a config is ambiguous or asks for something lanegraph does not
-// implement (RoPE scaling, sliding-window attention), parsing fails loudly instead of guessing.
+// config.json of a Hugging Face model, parsed into what every family has: model_type (which names
+// the .lg program), the token ids, the dtype, and the whole document for the program's
+// `config.x.y` reads. What a model *is* (its dims, norms, RoPE, attention windows) is the .lg
+// program's business: it reads the keys it needs and `require`s the ones it implements.
+//
+// The usual decoder fields (hidden_size, num_attention_heads, ...) are read too where a config has
+// them, for `lg inspect`, `lg bench`'s bandwidth floor and the hand-written Qwen lane; absent ones
+// stay 0 and nothing else is assumed. A Qwen2/Qwen3 config gets in addition the hand-written
+// lane's reading (qwen_config.cpp): transformers' Qwen defaults and refusals.
 #pragma once
 
 #include <cstdint>
@@ -22,34 +27,35 @@ struct ModelConfig {
   std::string model_type;                  ///< "qwen2", "qwen3", ...
   std::vector<std::string> architectures;  ///< e.g. {"Qwen3ForCausalLM"}
 
+  // The decoder fields below are 0 (or empty) when config.json lacks them.
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  /// null -> num_attention_heads (MHA). Absent: transformers' Qwen classes default to 32, so an
-  /// absent field is accepted only where 32 == num_attention_heads.
+  /// null or absent -> num_attention_heads (MHA). For Qwen, whose config classes default an
+  /// absent field to 32, an absent field is accepted only where 32 == num_attention_heads.
   int64_t num_key_value_heads = 0;
   bool num_key_value_heads_defaulted = false;
-  /// Absent in Qwen2 configs: hidden_size / num_attention_heads. Qwen3Config defaults it to 128,
-  /// so for qwen3 an absent field is accepted only where both readings agree.
+  /// Absent: hidden_size / num_attention_heads when both are present and divide (Qwen3Config
+  /// defaults it to 128, so for qwen3 an absent field is accepted only where both readings agree).
   int64_t head_dim = 0;
   bool head_dim_derived = false;
 
   double rms_norm_eps = 0;
   double rope_theta = 0;            ///< from `rope_theta` or `rope_parameters.rope_theta`
   std::string rope_theta_field;     ///< which of the two it came from
-  std::string rope_type = "default";  ///< only "default" is accepted for now
+  std::string rope_type = "default";  ///< as read; Qwen configs accept only "default"
   int64_t max_position_embeddings = 0;
-  std::string hidden_act = "silu";
+  std::string hidden_act;            ///< as read ("" when absent; Qwen: "silu")
 
   bool tie_word_embeddings = false;  ///< HF default false: lm_head.weight is its own tensor
-  /// Bias terms. Qwen2 always has q/k/v bias and no o bias (its config has no field for it);
-  /// Qwen3 puts `attention_bias` (default false) on q, k, v and o alike.
+  /// Bias terms, as transformers' Llama-style attention reads `attention_bias` (q, k, v and o
+  /// alike). Qwen2 always has q/k/v bias and no o bias (its config has no field for it).
   bool attention_bias = false;       ///< the field as read (false if absent)
   bool qkv_bias = false;
   bool o_bias = false;
-  bool qk_norm = false;              ///< Qwen3: RMSNorm on q and k per head before RoPE
+  bool qk_norm = false;              ///< Qwen3 (set for model_type qwen3 only): RMSNorm on q and k per head
 
   std::string dtype_name;            ///< `dtype` (transformers >= 4.56) or `torch_dtype`; "" if absent
   std::optional<DType> dtype;        ///< dtype_name mapped ("bfloat16" -> BF16, ...)
@@ -58,8 +64,9 @@ struct ModelConfig {
   std::optional<int64_t> pad_token_id;
   std::vector<int64_t> eos_token_ids;  ///< `eos_token_id`: a number or a list
 
-  /// Sliding-window fields, read and reported. parse_config refuses a config in which sliding
-  /// window attention would apply to any layer (lanegraph implements full causal attention only).
+  /// Sliding-window fields, read and reported. Whether a window applies is the program's business
+  /// (mistral.lg, gemma3_text.lg implement it); for Qwen configs parse_config refuses one that
+  /// would apply to any layer (qwen2.lg/qwen3.lg and the hand-written lane have none).
   bool use_sliding_window = false;
   std::optional<int64_t> sliding_window;
   std::optional<int64_t> max_window_layers;  ///< as read; transformers' default when absent is 28
@@ -69,13 +76,18 @@ struct ModelConfig {
 };
 
 /// Parses a config.json document. `source_name` names the file in messages. Throws lg::Error
-/// "<source>: missing required field 'hidden_size'" for a missing required field (vocab_size,
-/// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, rms_norm_eps,
-/// max_position_embeddings, model_type, rope theta), on an absent field whose transformers default
-/// is ambiguous (num_key_value_heads, qwen3 head_dim), on a wrong type or a non-positive dimension,
-/// on head counts that do not divide, on a rope type other than "default", and on sliding-window
-/// attention that would apply.
+/// naming the file and field for a missing model_type, a field of the wrong type, a non-positive
+/// dimension, head counts that do not divide, rope thetas that disagree, and a layer_types list
+/// whose length is not num_hidden_layers. For model_type qwen2/qwen3 also what read_qwen_fields
+/// throws (missing required fields, ambiguous defaults, RoPE scaling, sliding windows).
 ModelConfig parse_config(const nlohmann::json& json, const std::string& source_name);
+/// The hand-written Qwen lane's reading of a Qwen2/Qwen3 config (qwen_config.cpp), applied by
+/// parse_config after the generic one: "<source>: missing required field 'hidden_size'" for a
+/// missing vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+/// rms_norm_eps, max_position_embeddings or rope theta; refuses an absent field whose transformers
+/// default is ambiguous (num_key_value_heads, qwen3 head_dim), a rope type other than "default" and
+/// sliding-window attention that would apply; sets the Qwen biases, qk_norm and hidden_act default.
+void read_qwen_fields(const nlohmann::json& json, const std::string& source_name, ModelConfig& config);
 /// Reads and parses a config.json file (malformed JSON is an lg::Error naming the file).
 ModelConfig load_config(const std::filesystem::path& path);
 

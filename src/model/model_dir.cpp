@@ -18,7 +18,7 @@ ModelDir ModelDir::open(const fs::path& dir) {
   Checkpoint checkpoint = Checkpoint::open(dir);
   std::optional<fs::path> tok;
   if (fs::exists(dir / "tokenizer.json")) tok = dir / "tokenizer.json";
-  return ModelDir{dir, std::move(config), std::move(generation), std::move(checkpoint), std::move(tok)};
+  return ModelDir{dir, std::move(config), std::move(generation), std::move(checkpoint), std::move(tok), {}, 0, 0};
 }
 
 }  // namespace lg::model

@@ -1,5 +1,5 @@
-// A Hugging Face model directory as published for Qwen2/2.5/3: config.json, generation_config.json
-// (optional), model.safetensors or sharded safetensors with an index, and tokenizer.json.
+// A Hugging Face model directory: config.json, generation_config.json (optional), model.safetensors
+// or sharded safetensors with an index, and tokenizer.json.
 #pragma once
 
 #include <filesystem>
@@ -18,6 +18,13 @@ struct ModelDir {
   GenerationConfig generation;
   Checkpoint checkpoint;
   std::optional<std::filesystem::path> tokenizer_json;  ///< dir/tokenizer.json when present
+  /// The .lg program to run (`--program FILE.lg`); empty: the one config.json's model_type names
+  /// (runtime/model_source.h).
+  std::filesystem::path program;
+  /// What the program binds for this config (runtime::resolve_program fills them; 0 before): the
+  /// context S (max_position_embeddings, or the program's own `S = ...`, GPT-2's n_positions) and
+  /// the vocabulary V, the width of its logits.
+  int64_t context = 0, vocab = 0;
 
   /// Loads `dir`. lg::Error if the directory or its config.json is missing, or any part is invalid.
   static ModelDir open(const std::filesystem::path& dir);

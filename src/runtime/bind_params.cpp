@@ -1,6 +1,9 @@
 #include "runtime/bind_params.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <set>
 #include <map>
 #include <string>
 
@@ -24,10 +27,26 @@ std::vector<int64_t> declared(const ir::ParamInfo& p) {
 }
 }  // namespace
 
-void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
+namespace {
+// A tensor name with every run of digits made '#': "model.layers.#.mlp.up_proj.weight".
+std::string name_form(const std::string& name) {
+  std::string out;
+  for (size_t k = 0; k < name.size(); ++k) {
+    if (std::isdigit(static_cast<unsigned char>(name[k]))) {
+      if (out.empty() || out.back() != '#') out += '#';
+    } else {
+      out += name[k];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   std::vector<std::string> problems;
   for (const ir::ParamInfo& p : graph.params) {
-    const std::vector<int64_t> want = declared(p);
+    std::vector<int64_t> want = declared(p);
+    if (p.transposed) std::reverse(want.begin(), want.end());  // stored [in, out]
     if (!checkpoint.contains(p.tensor)) {
       std::string near;
       for (const auto& n : checkpoint.nearest_names(p.tensor)) near += (near.empty() ? "" : ", ") + n;
@@ -38,11 +57,29 @@ void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
     const auto& info = checkpoint.info(p.tensor);
     if (info.shape != want)
       problems.push_back("tensor \"" + p.tensor + "\" is " + shape_str(info.shape) + ", param " + p.name + " declares " +
-                         shape_str(want));
+                         shape_str(want) + (p.transposed ? " (stored transposed)" : ""));
     else if (!is_float(info.dtype) && info.dtype != DType::I32)
       problems.push_back("tensor \"" + p.tensor + "\" has dtype " + std::string(dtype_name(info.dtype)) +
                          ", which param " + p.name + " cannot be computed with");
   }
+  // Tensors of a bound form that no param binds: the layers of a deeper model of the family (a
+  // config.json with fewer layers than the checkpoint). One sentence per form.
+  std::set<std::string> bound, forms, reported;
+  for (const ir::ParamInfo& p : graph.params) {
+    bound.insert(p.tensor);
+    forms.insert(name_form(p.tensor));
+  }
+  for (const auto& name : checkpoint.names()) {
+    const std::string form = name_form(name);
+    if (bound.count(name) || !forms.count(form) || !reported.insert(form).second) continue;
+    problems.push_back("tensor \"" + name + "\" is bound by no param, though the program binds others of its form \"" +
+                       form + "\" (a config.json from a shallower model: num_hidden_layers?)");
+  }
+  return problems;
+}
+
+void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
+  const std::vector<std::string> problems = param_problems(graph, checkpoint);
   if (problems.empty()) return;
   std::string msg = checkpoint.source().string() + ": the checkpoint does not fit the " + graph.model + " program (" +
                     std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
@@ -50,12 +87,24 @@ void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   throw Error(msg);
 }
 
+std::vector<float> param_f32(const model::Checkpoint& checkpoint, const ir::ParamInfo& p) {
+  std::vector<float> f = checkpoint.to_f32(p.tensor);
+  if (!p.transposed) return f;
+  const auto& s = checkpoint.info(p.tensor).shape;  // [rows, cols] as stored
+  const auto rows = static_cast<size_t>(s.at(0)), cols = static_cast<size_t>(s.at(1));
+  std::vector<float> t(f.size());
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) t[c * rows + r] = f[r * cols + c];
+  return t;
+}
+
 std::vector<ir::cpu::Tensor> bind_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   check_params(graph, checkpoint);
   std::map<std::string, ir::cpu::Tensor> loaded;
   std::vector<ir::cpu::Tensor> out;
   for (const ir::ParamInfo& p : graph.params) {
-    auto it = loaded.find(p.tensor);
+    const std::string key = p.transposed ? p.tensor + "\n.T" : p.tensor;
+    auto it = loaded.find(key);
     if (it == loaded.end()) {
       const auto& info = checkpoint.info(p.tensor);
       ir::cpu::Tensor t;
@@ -65,9 +114,9 @@ std::vector<ir::cpu::Tensor> bind_params(const ir::Graph& graph, const model::Ch
         std::memcpy(v.data(), bytes.data(), v.size() * sizeof(int32_t));
         t = ir::cpu::Tensor::from_i32(info.shape, std::move(v));
       } else {
-        t = ir::cpu::Tensor::from_f32(info.shape, checkpoint.to_f32(p.tensor));
+        t = ir::cpu::Tensor::from_f32(declared(p), param_f32(checkpoint, p));
       }
-      it = loaded.emplace(p.tensor, std::move(t)).first;
+      it = loaded.emplace(key, std::move(t)).first;
     }
     out.push_back(it->second);
   }

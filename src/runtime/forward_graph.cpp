@@ -10,24 +10,66 @@
 
 namespace lg::runtime {
 
+std::filesystem::path program_source(const model::ModelDir& dir) {
+  return dir.program.empty() ? find_model_source(dir.config) : dir.program;
+}
+
+namespace {
+
+ir::Graph lower(const std::filesystem::path& source, const model::ModelConfig& config, int64_t max_seq) {
+  lang::BindOptions opts;
+  opts.max_seq = max_seq;
+  ir::Graph g = lang::lower_file(source, config.raw, opts);
+  ir::verify(g);
+  return g;
+}
+
+// S: the bound of the step's token count, symbol 0 (lang/lower.h).
+int64_t context_of(const ir::Graph& g) { return g.symbols.empty() ? 0 : g.symbols[0].max; }
+
+}  // namespace
+
+void resolve_program(model::ModelDir& dir, const std::filesystem::path& program) {
+  if (!program.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(program, ec))
+      throw Error(program.string() + ": no such .lg program (--program)");
+    dir.program = program;
+  }
+  const ir::Graph g = lower(program_source(dir), dir.config, 0);
+  check_params(g, dir.checkpoint);
+  dir.context = context_of(g);
+  dir.vocab = g.at(g.outputs.at(0)).shape.back().coeff;
+}
+
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq) {
-  ForwardGraph fg = forward_graph(dir.config, max_seq);
+  ForwardGraph fg = forward_graph(dir.config, max_seq, program_source(dir));
   check_params(fg.graph, dir.checkpoint);
   return fg;
 }
 
 ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq) {
+  return forward_graph(config, max_seq, find_model_source(config));
+}
+
+ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq, const std::filesystem::path& source) {
   if (max_seq < 0) throw Error("max sequence length must be >= 0, got " + std::to_string(max_seq));
-  if (max_seq > config.max_position_embeddings)
-    throw Error("max sequence length " + std::to_string(max_seq) + " exceeds the model's context (max_position_embeddings = " +
-                std::to_string(config.max_position_embeddings) + " in " + config.source + ")");
   ForwardGraph fg;
-  fg.source = find_model_source(config);
-  fg.max_seq = max_seq > 0 ? max_seq : config.max_position_embeddings;
-  lang::BindOptions opts;
-  opts.max_seq = fg.max_seq;
-  fg.graph = lang::lower_file(fg.source, config.raw, opts);
-  ir::verify(fg.graph);
+  fg.source = source;
+  // The program's own context (config max_position_embeddings, or its `S = ...`) bounds max_seq.
+  ir::Graph native = lower(source, config, 0);
+  const int64_t context = context_of(native);
+  if (max_seq > context)
+    throw Error("max sequence length " + std::to_string(max_seq) + " exceeds the model's context (" +
+                std::to_string(context) + " positions: max_position_embeddings in " + config.source + ", or the S of " +
+                source.string() + ")");
+  if (max_seq == 0 || max_seq == context) {
+    fg.max_seq = context;
+    fg.graph = std::move(native);
+  } else {
+    fg.max_seq = max_seq;
+    fg.graph = lower(source, config, max_seq);
+  }
   return fg;
 }
 

@@ -16,10 +16,20 @@ struct ForwardGraph {
   int64_t max_seq = 0;           ///< KV-cache capacity S the graph was bound with
 };
 
-/// Lowers the model's .lg program with `max_seq` as the KV-cache capacity (0: the config's
-/// max_position_embeddings), verifies the graph, and checks every param against the checkpoint
+/// The .lg program of `dir`: dir.program when set (`--program`), else the one its model_type names.
+std::filesystem::path program_source(const model::ModelDir& dir);
+
+/// Sets dir.program (when `program` is not empty) and lowers the program once with no max
+/// sequence length to fill dir.context (its S) and dir.vocab (the width of its logits), checking
+/// every param against the checkpoint: the early, clear refusal of a checkpoint that does not fit
+/// (a config from another size names the tensor, its shape and the param's). Throws lg::Error as
+/// forward_graph.
+void resolve_program(model::ModelDir& dir, const std::filesystem::path& program = {});
+
+/// Lowers the model's .lg program (program_source) with `max_seq` as the KV-cache capacity (0: the
+/// program's S, as resolve_program), verifies the graph, and checks every param against the checkpoint
 /// (one lg::Error listing all missing/mismatched tensors). Throws lg::Error when no .lg file
-/// covers the model_type, for a max_seq above max_position_embeddings, and for a program that
+/// covers the model_type, for a max_seq above the program's S, and for a program that
 /// does not check against the config (the message carries the rendered diagnostics).
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq);
 
@@ -27,5 +37,7 @@ ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq);
 /// weight run at a real shape, `lg bench --shape qwen3-8b --lane compiled`). Same errors, less the
 /// checkpoint's.
 ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq);
+/// The same for the program `source`.
+ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq, const std::filesystem::path& source);
 
 }  // namespace lg::runtime

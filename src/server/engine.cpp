@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lanes/factory.h"
+#include "runtime/forward_graph.h"
 #include "runtime/generate.h"
 #include "runtime/scheduler.h"
 #include "server/stop_strings.h"
@@ -125,7 +126,12 @@ struct JobState {
 Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& options)
     : dir_(std::make_unique<model::ModelDir>(model::ModelDir::open(model_dir))) {
   tokenizer_.emplace(load_tokenizer(*dir_));
+  runtime::resolve_program(*dir_, options.program);
   config_ = dir_->config;
+  // What the program binds, which is what the lane runs: its context (GPT-2's n_positions) and
+  // the width of its logits.
+  config_.max_position_embeddings = dir_->context;
+  config_.vocab_size = dir_->vocab;
   generation_ = dir_->generation;
   model_dir_ = dir_->dir;
   const auto norm = model_dir.lexically_normal();

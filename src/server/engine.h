@@ -46,6 +46,8 @@ struct EngineOptions {
   bool log_requests = false;
   /// Share the KV blocks of equal prompt prefixes between requests (runtime/scheduler.h).
   bool prefix_cache = true;
+  /// The .lg program to run the model with (`--program`); empty: the one its model_type names.
+  std::filesystem::path program;
 };
 
 /// A model with deterministic random weights at a preset shape, made on the GPU (`lg serve

@@ -282,6 +282,44 @@ TEST(Config, SlidingWindowThatWouldApplyIsRefused) {
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "'layer_types' has 7 entries");
 }
 
+// Other families: only what every family has is required; their programs read the rest. GPT-2
+// names its dims otherwise, Llama 3.1 scales its RoPE, Gemma 3 has sliding layers with per-type
+// RoPE parameters: all parse, nothing of Qwen is assumed.
+TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
+  const auto gpt2 = load_config(kShared / "fixtures/tiny-gpt2/config.json");
+  EXPECT_EQ(gpt2.model_type, "gpt2");
+  EXPECT_EQ(gpt2.vocab_size, 512);
+  EXPECT_EQ(gpt2.hidden_size, 0);  // n_embd: gpt2.lg reads it
+  EXPECT_EQ(gpt2.max_position_embeddings, 0);
+  EXPECT_EQ(gpt2.head_dim, 0);
+  EXPECT_EQ(gpt2.hidden_act, "");
+  const auto llama = load_config(kShared / "fixtures/tiny-llama3/config.json");
+  EXPECT_EQ(llama.rope_type, "llama3");
+  EXPECT_EQ(llama.rope_theta, 500000.0);
+  EXPECT_FALSE(llama.qk_norm);
+  EXPECT_FALSE(llama.qkv_bias);
+  const auto gemma = load_config(kShared / "fixtures/tiny-gemma3/config.json");
+  EXPECT_EQ(gemma.layer_types, (std::vector<std::string>{"sliding_attention", "full_attention", "sliding_attention",
+                                                         "full_attention"}));
+  EXPECT_EQ(gemma.sliding_window, 8);
+  EXPECT_EQ(gemma.rope_theta_field, "");  // per layer type: gemma3_text.lg reads them
+  // A Llama-style config without head_dim derives it; without num_key_value_heads it is MHA
+  // (LlamaConfig's default), not Qwen's 32.
+  auto j = read_json_file(kShared / "fixtures/tiny-llama3/config.json");
+  j.erase("head_dim");
+  j.erase("num_key_value_heads");
+  const auto c = parse_config(j, "config.json");
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_TRUE(c.head_dim_derived);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  // Type errors are still named.
+  j["hidden_size"] = "64";
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "field 'hidden_size' must be an integer");
+  j = read_json_file(kShared / "fixtures/tiny-gpt2/config.json");
+  j.erase("model_type");
+  EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }), "config.json: missing required field 'model_type'");
+}
+
 TEST(GenerationConfig, DefaultsWhenAbsentAndEosMerged) {
   TempDir dir;
   auto j = qwen3_22m();

@@ -68,36 +68,12 @@ TEST(WeightChecks, NonFiniteTensorsAreNamedWithCountsAndFirstIndex) {
   EXPECT_EQ(found[2].first_index, 3u);
 }
 
-TEST(WeightChecks, FixtureCheckpointsAreFiniteAndAgreeWithTheirConfigs) {
-  for (const char* name : {"tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2"}) {
+TEST(WeightChecks, FixtureCheckpointsAreFinite) {
+  for (const char* name : {"tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2", "tiny-llama3", "tiny-mistral",
+                           "tiny-phi3", "tiny-gpt2", "tiny-gemma3"}) {
     const auto m = ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/" + name);
     EXPECT_TRUE(find_non_finite(m.checkpoint).empty()) << name;
-    EXPECT_EQ(config_shape_mismatches(m.config, m.checkpoint), std::vector<std::string>{}) << name;
   }
-}
-
-TEST(WeightChecks, ConfigFromAnotherSizeIsReportedByTensorAndField) {
-  const auto m = ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3");
-  ModelConfig c = m.config;
-  c.vocab_size += 7;
-  c.num_attention_heads *= 2;
-  c.num_hidden_layers -= 1;
-  const auto issues = config_shape_mismatches(c, m.checkpoint);
-  auto has = [&](const std::string& s) {
-    for (const auto& i : issues)
-      if (i.find(s) != std::string::npos) return true;
-    return false;
-  };
-  const auto& e = m.checkpoint.info("model.embed_tokens.weight").shape;
-  EXPECT_TRUE(has("model.embed_tokens.weight is [" + std::to_string(e[0]) + ", " + std::to_string(e[1]) +
-                  "] but config.json implies [" + std::to_string(e[0] + 7) + ", " + std::to_string(e[1]) +
-                  "] (vocab_size x hidden_size)"));
-  EXPECT_TRUE(has("model.layers.0.self_attn.q_proj.weight is ["));
-  EXPECT_TRUE(has("(num_attention_heads*head_dim x hidden_size)"));
-  EXPECT_TRUE(has("model.layers.0.self_attn.o_proj.weight"));
-  EXPECT_FALSE(has("k_proj")) << "num_key_value_heads did not change";
-  EXPECT_TRUE(has("the checkpoint has layers 0.." + std::to_string(m.config.num_hidden_layers - 1) +
-                  " but config.json has num_hidden_layers " + std::to_string(c.num_hidden_layers)));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
+#include "runtime/forward_graph.h"
 #include "runtime/model_source.h"
 #include "support/error.h"
 
@@ -81,6 +82,51 @@ TEST(BindParams, WidensOnceAndSharesTiedTensors) {
   ASSERT_EQ(ps.size(), 3u);
   EXPECT_EQ(ps[0].f.get(), ps[1].f.get());
   EXPECT_EQ(ps[2].to_f32(), ck.to_f32("model.norm.weight"));
+}
+
+// The checkpoint is checked against the params the program declares for its config (no family's
+// tensor names in C++): every fixture fits its program; a config from another size is reported by
+// tensor, its shape and the param's declared shape.
+TEST(ParamProblems, FixtureCheckpointsFitTheirPrograms) {
+  for (const char* name : {"tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2"}) {
+    auto m = model::ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/" + name);
+    const auto fg = forward_graph(m.config, 0, program_source(m));
+    EXPECT_EQ(param_problems(fg.graph, m.checkpoint), std::vector<std::string>{}) << name;
+    resolve_program(m);
+    EXPECT_EQ(m.context, m.config.max_position_embeddings) << name;
+    EXPECT_EQ(m.vocab, m.config.vocab_size) << name;
+  }
+}
+
+TEST(ParamProblems, ConfigFromAnotherSizeIsReportedByTensorAndParam) {
+  auto m = model::ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3");
+  nlohmann::json j = m.config.raw;
+  j["vocab_size"] = j["vocab_size"].get<int64_t>() + 7;
+  j["num_attention_heads"] = j["num_attention_heads"].get<int64_t>() * 2;
+  j["num_hidden_layers"] = j["num_hidden_layers"].get<int64_t>() - 1;
+  j.erase("layer_types");  // one entry per layer
+  const model::ModelConfig c = model::parse_config(j, "config.json");
+  const auto fg = forward_graph(c, 0, program_source(m));
+  const auto issues = param_problems(fg.graph, m.checkpoint);
+  auto has = [&](const std::string& s) {
+    for (const auto& i : issues)
+      if (i.find(s) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("tensor \"model.embed_tokens.weight\" is [512,64], param embed declares [519,64]"));
+  EXPECT_TRUE(has("tensor \"model.layers.0.self_attn.q_proj.weight\" is [128,64], param l0.wq declares [256,64]"));
+  EXPECT_TRUE(has("model.layers.0.self_attn.o_proj.weight"));
+  EXPECT_FALSE(has("model.layers.0.self_attn.k_proj")) << "num_key_value_heads did not change";
+  EXPECT_TRUE(has("tensor \"model.layers.2.input_layernorm.weight\" is bound by no param"));
+  // resolve_program is the early refusal the commands that run a model make.
+  m.dir = "tiny-qwen3";
+  m.config = c;
+  try {
+    resolve_program(m);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit the qwen3 program"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

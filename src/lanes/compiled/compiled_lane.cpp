@@ -29,6 +29,7 @@
 #include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
 #include "runtime/cuda/pinned_upload.h"
+#include "runtime/bind_params.h"
 #include "runtime/forward_graph.h"
 #include "support/error.h"
 #include "support/fnv1a.h"
@@ -93,7 +94,7 @@ class CompiledLane : public Lane {
         progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +
                  std::to_string(++done) + "/" + std::to_string(g.params.size()));
         const ir::ParamInfo& prm = g.params[static_cast<size_t>(b.index)];
-        if (ckpt) upload_weight(*ckpt, prm.tensor, b, owned_.back(), *uploader);
+        if (ckpt) upload_weight(*ckpt, prm, b, owned_.back(), *uploader);
         else random_weight(prm, b, owned_.back(), seed);
       }
     }
@@ -317,9 +318,16 @@ class CompiledLane : public Lane {
     clock.mark("module load", std::to_string(chunks.size()) + " libraries");
   }
 
-  void upload_weight(const model::Checkpoint& ckpt, const std::string& tensor, const emit::cuda::Buffer& b,
+  void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, const emit::cuda::Buffer& b,
                      cuda::DeviceBuffer& dst, cuda::PinnedUploader& uploader) {
+    const std::string& tensor = prm.tensor;
     const auto& info = ckpt.info(tensor);
+    if (prm.transposed) {
+      // Stored [in, out] (`"name".T`): swapped on the host once at load, so the kernels see the
+      // [out, in] layout every other projection has.
+      upload_host(runtime::param_f32(ckpt, prm), b, dst);
+      return;
+    }
     if (info.dtype == b.dtype) {  // bf16 -> bf16 or f32 -> f32: the bytes as they are
       auto bytes = ckpt.bytes(tensor);
       uploader.upload(dst.data(), bytes.data(), bytes.size(), stream_.get());  // read from the mapping when it returns
@@ -333,7 +341,11 @@ class CompiledLane : public Lane {
       stream_.synchronize();  // tmp is freed on return
       return;
     }
-    std::vector<float> f = ckpt.to_f32(tensor);
+    upload_host(ckpt.to_f32(tensor), b, dst);
+  }
+
+  // fp32 host values to the buffer's dtype (bf16 rounded to nearest even).
+  static void upload_host(const std::vector<float>& f, const emit::cuda::Buffer& b, cuda::DeviceBuffer& dst) {
     if (b.dtype == DType::BF16) {
       std::vector<uint16_t> h(f.size());
       for (size_t j = 0; j < f.size(); ++j) h[j] = f32_to_bf16(f[j]);
