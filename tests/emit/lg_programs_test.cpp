@@ -42,6 +42,13 @@ TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
   compiles("qwen3.lg", config_of(kShared + "/models/qwen3-pycode-22m"));
 }
 
+TEST(EmitLgPrograms, OtherFamilyProgramsCompileForSm90) {
+  compiles("llama.lg", config_of(kShared + "/fixtures/tiny-llama3"));
+  compiles("mistral.lg", config_of(kShared + "/fixtures/tiny-mistral"));
+  compiles("phi3.lg", config_of(kShared + "/fixtures/tiny-phi3"));
+  compiles("gpt2.lg", config_of(kShared + "/fixtures/tiny-gpt2"));
+}
+
 // The batched programs the compiled lane and `lg compile` make (ir::make_batched: paged states in
 // bf16, the step's sequence and block-table inputs, T and B row counts): every kernel, the prefill
 // forms' pack kernels that read the paged cache included, compiles. Blocks of 16 (the default) and
@@ -56,7 +63,11 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
   for (const Case& c : {Case{"qwen3.lg", kShared + "/fixtures/tiny-qwen3", {16, 64, 32, 256}},
                         Case{"qwen2.lg", kShared + "/fixtures/tiny-qwen2", {4, 100, 3, 24}},
                         Case{"qwen3.lg", kShared + "/fixtures/tiny-qwen3-untied-mqa", {16, 65, 8, 64}},
-                        Case{"qwen3.lg", kShared + "/models/qwen3-pycode-22m", {16, 33, 16, 128}}}) {
+                        Case{"qwen3.lg", kShared + "/models/qwen3-pycode-22m", {16, 33, 16, 128}},
+                        Case{"llama.lg", kShared + "/fixtures/tiny-llama3", {16, 64, 32, 256}},
+                        Case{"mistral.lg", kShared + "/fixtures/tiny-mistral", {4, 100, 3, 24}},
+                        Case{"phi3.lg", kShared + "/fixtures/tiny-phi3", {16, 64, 32, 256}},
+                        Case{"gpt2.lg", kShared + "/fixtures/tiny-gpt2", {4, 100, 3, 24}}}) {
     SCOPED_TRACE(c.lg + " on " + c.config);
     ir::Graph g = lang::lower_file(kSource + "/models/" + c.lg, config_of(c.config), lang::BindOptions{128});
     ir::make_batched(g, c.batch);
@@ -171,7 +182,7 @@ TEST(EmitLgPrograms, QwenPrefillRunsGemmsOnCublasLtAndAttentionOnTensorCores) {
 TEST(EmitLgPrograms, NonQwenProgramCompilesForSm90) {
   compiles("examples/cc_mlp.lg", {{"vocab_size", 50}, {"hidden_size", 32}, {"intermediate_size", 64},
                                   {"num_hidden_layers", 2}});
-  compiles("examples/gpt2.lg", {{"model_type", "gpt2"}, {"vocab_size", 300}, {"n_embd", 48}, {"n_head", 3},
+  compiles("gpt2.lg", {{"model_type", "gpt2"}, {"vocab_size", 300}, {"n_embd", 48}, {"n_head", 3},
                                 {"n_layer", 2}, {"n_positions", 128}, {"torch_dtype", "float32"}});
 }
 

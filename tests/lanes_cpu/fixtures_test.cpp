@@ -91,7 +91,8 @@ TEST_P(Fixture, PrefillLogitsAndGreedyTokensMatchTransformers) {
   EXPECT_GE(compared, total * 3 / 4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, Fixture, ::testing::Values("tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2"),
+INSTANTIATE_TEST_SUITE_P(Shared, Fixture, ::testing::Values("tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2", "tiny-llama3",
+                                                           "tiny-mistral", "tiny-phi3", "tiny-gpt2"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            for (char& ch : s) if (ch == '-') ch = '_';

@@ -17,7 +17,7 @@ namespace {
 TEST(Examples, Gpt2TakesItsContextFromNPositions) {
   const auto config =
       nlohmann::json::parse(R"({"vocab_size":50257,"n_embd":768,"n_head":12,"n_layer":12,"n_positions":1024})");
-  const std::string file = std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg";
+  const std::string file = std::string(LG_SOURCE_DIR) + "/models/gpt2.lg";
   auto dim = [](const lg::lang::CheckReport& r, const std::string& name) {
     for (const auto& d : r.dims)
       if (d.name == name) return d.value;
@@ -45,15 +45,17 @@ TEST(Examples, Gpt2ChecksAndLowers) {
   auto config = nlohmann::json::parse(R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 48, "n_head": 3,
     "n_layer": 2, "n_positions": 128, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new",
     "torch_dtype": "float32"})");
-  auto report = lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg", config, {.max_seq = 128});
+  auto report = lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/gpt2.lg", config, {.max_seq = 128});
   const lg::ir::Graph& g = report.graph;
   EXPECT_NO_THROW(lg::ir::verify(g));
   EXPECT_EQ(g.params.size(), 4u + 2 * 12);
   std::map<std::string, lg::ir::Shape> shapes;
   for (const auto& p : g.params) shapes[p.tensor] = p.shape;
   using lg::ir::Dim;
-  EXPECT_EQ(shapes["transformer.h.1.attn.c_attn.weight"], (lg::ir::Shape{Dim::constant(48), Dim::constant(144)}));
-  EXPECT_EQ(shapes["transformer.h.0.mlp.c_fc.weight"], (lg::ir::Shape{Dim::constant(48), Dim::constant(192)}));
+  // Conv1D weights are stored [in, out]: the params are their transposes, loaded transposed.
+  EXPECT_EQ(shapes["transformer.h.1.attn.c_attn.weight"], (lg::ir::Shape{Dim::constant(144), Dim::constant(48)}));
+  EXPECT_EQ(shapes["transformer.h.0.mlp.c_fc.weight"], (lg::ir::Shape{Dim::constant(192), Dim::constant(48)}));
+  for (const auto& p : g.params) EXPECT_EQ(p.transposed, p.tensor.find("c_") != std::string::npos && p.shape.size() == 2) << p.tensor;
   std::map<lg::ir::Op, int> count;
   for (const auto& n : g.nodes) ++count[n.op];
   EXPECT_EQ(count[lg::ir::Op::Attention], 2);
@@ -71,7 +73,7 @@ TEST(Examples, Gpt2RefusesOtherActivations) {
   auto config = nlohmann::json::parse(R"({"vocab_size": 300, "n_embd": 48, "n_head": 3, "n_layer": 2,
     "n_positions": 128, "activation_function": "relu"})");
   try {
-    lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg", config, {.max_seq = 64});
+    lg::lang::check_file(std::string(LG_SOURCE_DIR) + "/models/gpt2.lg", config, {.max_seq = 64});
     ADD_FAILURE() << "relu accepted";
   } catch (const lg::Error& e) {
     EXPECT_NE(std::string(e.what()).find("error: requirement failed: gpt2.lg implements gelu_new only"), std::string::npos)

@@ -83,10 +83,10 @@ TEST(ExampleModels, EditingAStatementChangesTheStages) {
 }
 
 TEST(ExampleModels, Gpt2LiftsAndRunsLikeTheReference) {
-  // models/examples/gpt2.lg (the language engineer's): fused qkv, learned positions, LayerNorm, GELU.
+  // models/gpt2.lg (the language engineer's): fused qkv, learned positions, LayerNorm, GELU.
   nlohmann::json config = {{"model_type", "gpt2"}, {"vocab_size", 300}, {"n_embd", 48}, {"n_head", 3}, {"n_layer", 2},
                            {"n_positions", 128}, {"layer_norm_epsilon", 1e-5}, {"torch_dtype", "float32"}};
-  ir::Graph g = lang::lower_file(std::string(LG_SOURCE_DIR) + "/models/examples/gpt2.lg", config, lang::BindOptions{16});
+  ir::Graph g = lang::lower_file(std::string(LG_SOURCE_DIR) + "/models/gpt2.lg", config, lang::BindOptions{16});
   StagedProgram p = staged(g);
   EXPECT_LE(launches_per_layer(p), 8) << explain(p);
   EXPECT_LT(staged_vs_reference(g, random_params(g, 13), {{1, 2, 3, 299, 5}, {6}, {7}}), 1e-5);

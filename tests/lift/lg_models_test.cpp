@@ -10,6 +10,7 @@
 #include "lang/lower.h"
 #include "lift/explain.h"
 #include "model/checkpoint.h"
+#include "runtime/bind_params.h"
 #include "tiny_models.h"
 
 namespace lg::lift::test {
@@ -35,7 +36,7 @@ void check_model(const Case& c) {
   ir::Graph g = lang::lower_file(kSource + "/models/" + c.lg, config, lang::BindOptions{32});
   auto ckpt = model::Checkpoint::open(c.dir);
   std::vector<std::vector<float>> params;
-  for (const auto& p : g.params) params.push_back(ckpt.to_f32(p.tensor));
+  for (const auto& p : g.params) params.push_back(runtime::param_f32(ckpt, p));  // GPT-2's `.T` params transposed
   std::vector<std::vector<int32_t>> steps = {c.prompt, {c.prompt.back()}, {7}};
   EXPECT_LT(staged_vs_reference(g, params, steps), 1e-5);
 }
@@ -57,6 +58,15 @@ TEST(LgModels, Qwen3FixturesStagedEqualsReference) {
 TEST(LgModels, Qwen2FixtureStagedEqualsReference) {
   std::string dir = kShared + "/fixtures/tiny-qwen2";
   check_model({"qwen2.lg", dir, golden_prompt(dir + "/golden.json", 8)});
+}
+
+// The other families' programs on their transformers fixtures (tiny-llama3: llama3 RoPE scaling).
+TEST(LgModels, OtherFamiliesStagedEqualsReference) {
+  for (const auto& [lg, name] : std::vector<std::pair<std::string, std::string>>{
+           {"llama.lg", "tiny-llama3"}, {"mistral.lg", "tiny-mistral"}, {"phi3.lg", "tiny-phi3"}, {"gpt2.lg", "tiny-gpt2"}}) {
+    std::string dir = kShared + "/fixtures/" + name;
+    check_model({lg, dir, golden_prompt(dir + "/golden.json", 8)});
+  }
 }
 
 TEST(LgModels, Qwen3Pycode22mStagedEqualsReference) {
