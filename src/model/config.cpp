@@ -155,7 +155,8 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   }
   parse_rope(j, src, c);
   c.max_position_embeddings = opt_positive(j, "max_position_embeddings", src).value_or(0);
-  c.hidden_act = opt_string(j, "hidden_act", src).value_or("");
+  // transformers' Llama-style configs (Llama, Mistral, Qwen, Phi-3) default hidden_act to silu.
+  c.hidden_act = opt_string(j, "hidden_act", src).value_or("silu");
   c.tie_word_embeddings = opt_bool(j, "tie_word_embeddings", src).value_or(false);
   c.attention_bias = opt_bool(j, "attention_bias", src).value_or(false);
   c.qkv_bias = c.o_bias = c.attention_bias;

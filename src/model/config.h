@@ -47,7 +47,7 @@ struct ModelConfig {
   std::string rope_theta_field;     ///< which of the two it came from
   std::string rope_type = "default";  ///< as read; Qwen configs accept only "default"
   int64_t max_position_embeddings = 0;
-  std::string hidden_act;            ///< as read ("" when absent; Qwen: "silu")
+  std::string hidden_act = "silu";   ///< as read; absent: "silu", Llama-style configs' default
 
   bool tie_word_embeddings = false;  ///< HF default false: lm_head.weight is its own tensor
   /// Bias terms, as transformers' Llama-style attention reads `attention_bias` (q, k, v and o
@@ -86,7 +86,7 @@ ModelConfig parse_config(const nlohmann::json& json, const std::string& source_n
 /// missing vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
 /// rms_norm_eps, max_position_embeddings or rope theta; refuses an absent field whose transformers
 /// default is ambiguous (num_key_value_heads, qwen3 head_dim), a rope type other than "default" and
-/// sliding-window attention that would apply; sets the Qwen biases, qk_norm and hidden_act default.
+/// sliding-window attention that would apply; sets the Qwen biases and qk_norm.
 void read_qwen_fields(const nlohmann::json& json, const std::string& source_name, ModelConfig& config);
 /// Reads and parses a config.json file (malformed JSON is an lg::Error naming the file).
 ModelConfig load_config(const std::filesystem::path& path);

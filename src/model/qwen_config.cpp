@@ -91,7 +91,6 @@ void read_qwen_fields(const nlohmann::json& j, const std::string& src, ModelConf
                             "hand-written lane implement the default RoPE only",
                             src, c.rope_type));
   require_field(j, "max_position_embeddings", src);
-  if (c.hidden_act.empty()) c.hidden_act = "silu";  // Qwen2Config / Qwen3Config default
 
   if (c.model_type == "qwen2") {
     // Qwen2Attention: q/k/v Linear layers have bias=True, o_proj bias=False, whatever the config says.

@@ -292,7 +292,7 @@ TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
   EXPECT_EQ(gpt2.hidden_size, 0);  // n_embd: gpt2.lg reads it
   EXPECT_EQ(gpt2.max_position_embeddings, 0);
   EXPECT_EQ(gpt2.head_dim, 0);
-  EXPECT_EQ(gpt2.hidden_act, "");
+  EXPECT_EQ(gpt2.hidden_act, "silu");  // absent: the Llama-style default (gpt2.lg reads activation_function)
   const auto llama = load_config(kShared / "fixtures/tiny-llama3/config.json");
   EXPECT_EQ(llama.rope_type, "llama3");
   EXPECT_EQ(llama.rope_theta, 500000.0);

@@ -155,19 +155,19 @@ TEST(LgRun, BadSamplingFlagsAreErrorsBeforeAnyOutput) {
 }
 
 TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
-  const fs::path dir = fs::temp_directory_path() / ("lg_llama_" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() / ("lg_falcon_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ifstream in(kModel + "/config.json");
   auto config = nlohmann::json::parse(in);
-  config["model_type"] = "llama";
-  config["architectures"] = {"LlamaForCausalLM"};
+  config["model_type"] = "falcon";  // no models/falcon.lg
+  config["architectures"] = {"FalconForCausalLM"};
   std::ofstream(dir / "config.json") << config.dump(2);
   for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"})
     fs::create_symlink(fs::path(kModel) / f, dir / f);
   const Result r = run_lg({"run", "--model", dir.string(), "--prompt", "def "});
   fs::remove_all(dir);
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("lg: error: no .lg program covers model_type 'llama' (LlamaForCausalLM)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lg: error: no .lg program covers model_type 'falcon' (FalconForCausalLM)"), std::string::npos) << r.err;
 }
 
 }  // namespace
