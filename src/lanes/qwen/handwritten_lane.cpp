@@ -2,20 +2,12 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <optional>
 #include <string>
 
-#include "lanes/qwen/kernels.h"
+#include "lanes/qwen/handwritten_state.h"
 #include "lanes/qwen/prefill_attention.h"
 #include "lanes/qwen/weight_source.h"
-#include "runtime/cuda/cuda_check.h"
-#include "runtime/cuda/device.h"
-#include "runtime/cuda/gemm_lt.h"
-#include "runtime/cuda/launch_profile.h"
-#include "runtime/cuda/step_times.h"
 
 namespace lg::qwen {
 
@@ -26,25 +18,6 @@ namespace {
 /// for cuBLASLt, the decode graph and whatever else the process allocates later.
 constexpr double kPoolShareOfFree = 0.9;
 
-/// Pinned host ints. Mapped (`mapped`): also in the device's address space at `dev`, so a kernel
-/// reads or writes them without a copy (the decode graph's token and position, the argmaxes).
-/// Not mapped: staging for one cudaMemcpyAsync (pinned, so the copy is a real async DMA).
-struct PinnedInts {
-  int* p = nullptr;
-  int* dev = nullptr;
-  PinnedInts() = default;
-  void allocate(size_t n, bool mapped) {
-    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(int),
-                                mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
-    if (mapped) LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0));
-  }
-  ~PinnedInts() {
-    if (p) cudaFreeHost(p);
-  }
-  PinnedInts(const PinnedInts&) = delete;
-  PinnedInts& operator=(const PinnedInts&) = delete;
-};
-
 int64_t gib_tenths(size_t bytes) { return static_cast<int64_t>(static_cast<double>(bytes) / (1 << 30) * 10 + 0.5); }
 std::string gib(size_t bytes) {
   const int64_t t = gib_tenths(bytes);
@@ -52,72 +25,6 @@ std::string gib(size_t bytes) {
 }
 
 }  // namespace
-
-namespace {
-
-/// The layer-independent arguments of every launch, in ints as the kernels take them.
-struct Dims {
-  int V, D, F, H, KV, Dh, nq, nqkv, max_seq, bs;
-  float eps;
-};
-
-}  // namespace
-
-struct HandwrittenQwenLane::State {
-  struct Layer {
-    cuda::DeviceBuffer wqkv, wo, wgu, wd;       // bf16
-    cuda::DeviceBuffer ln1, ln2, qn, kn, bqkv;  // f32
-  };
-  cuda::Stream stream;
-  cuda::LtGemm gemm;
-  std::vector<Layer> layers;
-  cuda::DeviceBuffer embed, head, final_norm, inv_freq;
-  // The KV pool: bf16 [L, KV, rows, Dh] each (kernels.h: KvPages).
-  cuda::DeviceBuffer kpool, vpool;
-  int rows = 0;
-  // Activations for max_tokens rows; logits for max_batch rows.
-  cuda::DeviceBuffer x, h, qkv, q, attn, gu, act, logits, attn_scratch;
-  // Zero-filled once; the kernels that count in them (the decode attention's per-head split
-  // counters, the LM head GEMV's argmax hand-off) leave them at zero after every launch.
-  cuda::DeviceBuffer attn_counters, gemv_sync;
-  // The rows path's inputs, one upload per step from pinned staging:
-  // [tokens T | pos T | seq T | slot T | rows B | block table B x W].
-  cuda::DeviceBuffer d_step;
-  PinnedInts h_step;
-  // The decode graph's: token and position in mapped host memory (the embedding kernel copies the
-  // position to d_pos for the later kernels), the sequence's block table in d_table, which holds
-  // table_on_device (refreshed from h_table only when the step's table differs).
-  PinnedInts h_token, h_pos, h_table;
-  cuda::DeviceBuffer d_pos, d_table;
-  std::vector<int32_t> table_on_device;
-  // The batched decode graphs' (steps of 2+ sequences with one decode token each, padded to a
-  // bucket; run_decode_batch): [tokens Bp | pos Bp] in d_dec, the block tables [Bp, blocks_per_seq]
-  // in d_dec_table (each step copies only the width it uses), staged in h_dec / h_dec_table; the
-  // attention's partials and split counters for max_batch sequences; one graph per (bucket, splits).
-  cuda::DeviceBuffer d_dec, d_dec_table, dec_scratch, dec_counters;
-  PinnedInts h_dec, h_dec_table;
-  std::map<std::pair<int, int>, cuda::GraphExec> batch_graphs;
-  int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
-  // Each sequence's argmax, written by the LM head straight into mapped host memory.
-  PinnedInts h_argmax;
-  cuda::GraphExec decode_graph;
-  /// Counted in the decode graph while it is captured (LaneFacts).
-  std::optional<int64_t> decode_launches_per_layer;
-  cuda::StepTimes times{"handwritten lane"};  // LG_STEP_TIMES=1
-
-  const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
-
-  /// Uploads every weight of `sh` from `w`.
-  void load_weights(const QwenShape& sh, WeightSource& w);
-  /// Activations for sizes.max_tokens rows, logits and argmaxes for sizes.max_batch, staging.
-  void allocate_step_buffers(const QwenShape& sh, const LaneLimits& sizes);
-  /// The KV pools, zero-filled: `pool_rows` positions of every layer and KV head.
-  void allocate_pool(size_t pool_bytes, int pool_rows);
-  /// Layer l's arguments of the decode attention's fused bias/qk-norm/RoPE/KV write, reading the
-  /// block tables at `table`.
-  QkvRopeArgs rope_args(const Dims& d, size_t l, const int* table) const;
-};
-
 
 HandwrittenQwenLane::~HandwrittenQwenLane() = default;
 
@@ -333,51 +240,6 @@ std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch)
   return out;
 }
 
-namespace {
-
-Dims dims_of(const QwenShape& sh, const LaneLimits& lim) {
-  return Dims{static_cast<int>(sh.vocab), static_cast<int>(sh.hidden), static_cast<int>(sh.intermediate),
-              static_cast<int>(sh.heads), static_cast<int>(sh.kv_heads), static_cast<int>(sh.head_dim),
-              static_cast<int>(sh.heads * sh.head_dim), static_cast<int>((sh.heads + 2 * sh.kv_heads) * sh.head_dim),
-              static_cast<int>(lim.max_seq), static_cast<int>(lim.block_size), static_cast<float>(sh.eps)};
-}
-
-/// Layer l's pages of the pools.
-KvPages pages_of(const cuda::DeviceBuffer& kpool, const cuda::DeviceBuffer& vpool, int rows, const Dims& d, size_t l) {
-  const size_t layer = static_cast<size_t>(d.KV) * static_cast<size_t>(rows) * static_cast<size_t>(d.Dh);
-  KvPages p;
-  p.k = kpool.as<__nv_bfloat16>() + l * layer;
-  p.v = vpool.as<__nv_bfloat16>() + l * layer;
-  p.rows = rows;
-  p.block_size = d.bs;
-  return p;
-}
-
-/// Runs `enqueue` captured into `graph` on `s`; a throw ends the capture and discards it.
-template <class F>
-void capture(cuda::GraphExec& graph, cudaStream_t s, F&& enqueue) {
-  graph.begin_capture(s);
-  try {
-    enqueue();
-  } catch (...) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(s, &g);
-    if (g) cudaGraphDestroy(g);
-    throw;
-  }
-  graph.end_capture(s);
-}
-
-/// The batch-size bucket a decode step of B sequences is padded to: the next power of two, at
-/// most max_batch (vLLM's CUDA-graph batch sizes, coarser: each bucket is one graph per split count).
-int decode_bucket(int B, int max_batch) {
-  int b = 2;
-  while (b < B) b *= 2;
-  return std::min(b, max_batch);
-}
-
-}  // namespace
-
 QkvRopeArgs HandwrittenQwenLane::State::rope_args(const Dims& d, size_t l, const int* table) const {
   const Layer& ly = layers[l];
   QkvRopeArgs rope;
@@ -474,97 +336,6 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
     });
   }
   s.decode_graph.launch(cs);
-}
-
-// Two or more sequences with one decode token each: a CUDA graph per (bucket, splits), the batch
-// padded to its bucket with rows of token 0 at position 0 in the pool's extra block (their results
-// are dropped). The step's tokens, positions and the used width of its block tables are copied
-// into the graph's fixed buffers first.
-void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch) {
-  State& s = *st_;
-  cudaStream_t cs = s.stream.get();
-  using bf16_t = __nv_bfloat16;
-  const Dims d = dims_of(shape_, limits_);
-  const int B = static_cast<int>(f.B);
-  const int Bp = decode_bucket(B, static_cast<int>(limits_.max_batch));
-  const int64_t bs = limits_.block_size, MB = limits_.blocks_per_seq();
-  int max_len = 1;
-  for (int b = 0; b < B; ++b) max_len = std::max(max_len, f.pos[static_cast<size_t>(b)] + 1);
-  const int W = static_cast<int>((max_len + bs - 1) / bs);  // block-table entries any sequence needs
-  int* h = s.h_dec.p;  // the previous step's copies finished at its synchronize
-  int* table = s.h_dec_table.p;
-  for (int b = 0; b < Bp; ++b) {
-    const bool real = b < B;
-    h[b] = real ? f.tokens[static_cast<size_t>(b)] : 0;
-    h[Bp + b] = real ? f.pos[static_cast<size_t>(b)] : 0;
-    int* row = table + static_cast<size_t>(b) * W;
-    std::fill(row, row + W, s.trash_block);
-    if (real) {
-      const SeqStep& q = batch[static_cast<size_t>(b)];
-      const auto n = std::min<int64_t>(W, static_cast<int64_t>(q.blocks.size()));
-      std::copy(q.blocks.begin(), q.blocks.begin() + n, row);
-    }
-  }
-  LG_CUDA_CHECK(cudaMemcpyAsync(s.d_dec.data(), h, static_cast<size_t>(2 * Bp) * sizeof(int), cudaMemcpyHostToDevice, cs));
-  LG_CUDA_CHECK(cudaMemcpy2DAsync(s.d_dec_table.data(), static_cast<size_t>(MB) * sizeof(int), table,
-                                  static_cast<size_t>(W) * sizeof(int), static_cast<size_t>(W) * sizeof(int),
-                                  static_cast<size_t>(Bp), cudaMemcpyHostToDevice, cs));
-  // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
-  int len_bucket = 1;
-  while (len_bucket < max_len) len_bucket *= 2;
-  const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
-  cuda::GraphExec& graph = s.batch_graphs[{Bp, splits}];
-  if (!graph.ready()) {
-    const int* d_tokens = s.d_dec.as<int>();
-    const int* d_pos = d_tokens + Bp;
-    cuda::LaunchProfile* prof = nullptr;  // LG_PROFILE_LAUNCHES=1: an eager run with events between launches
-    auto mark = [&](const char* what) {
-      if (prof) prof->mark(what);
-    };
-    auto enqueue = [&] {
-      launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
-      mark("embed");
-      for (size_t l = 0; l < s.layers.size(); ++l) {
-        const State::Layer& ly = s.layers[l];
-        launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
-        mark("rmsnorm");
-        s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
-        mark("gemm qkv");
-        const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
-        launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), splits, d.eps, d_pos,
-                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
-        mark("attention");
-        s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.nq, true, cs);
-        mark("gemm o");
-        launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
-        mark("rmsnorm");
-        s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
-        mark("gemm gate/up");
-        launch_swiglu(s.gu.as<float>(), static_cast<size_t>(Bp) * d.F, s.act.as<bf16_t>(), cs);
-        mark("swiglu");
-        s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.F, true, cs);
-        mark("gemm down");
-      }
-      launch_rmsnorm_rows(s.x.as<float>(), s.final_norm.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
-      mark("rmsnorm");
-      s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
-      mark("gemm lm head");
-      launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);
-      mark("argmax");
-    };
-    // LG_PROFILE_LAUNCHES=1: the step runs eagerly once more with events between its launches
-    // (the graph replay then computes it again: same inputs, same K/V rows, same argmaxes).
-    if (std::getenv("LG_PROFILE_LAUNCHES")) {
-      cuda::LaunchProfile p(cs);
-      prof = &p;
-      enqueue();
-      prof = nullptr;
-      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " + std::to_string(splits) +
-                          " splits").c_str(), stderr);
-    }
-    capture(graph, cs, enqueue);
-  }
-  graph.launch(cs);
 }
 
 // Final RMSNorm + LM head on one row of the residual stream (x_row f32 [D]), with the device argmax

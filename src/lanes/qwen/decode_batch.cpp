@@ -1,0 +1,115 @@
+// The hand-written lane's batched decode path (docs/handwritten_lane.md, "Batched decode"):
+// several sequences with one decode token each, one CUDA graph per (batch bucket, split count).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "lanes/qwen/handwritten_state.h"
+#include "runtime/cuda/launch_profile.h"
+
+namespace lg::qwen {
+
+namespace {
+
+/// The batch-size bucket a decode step of B sequences is padded to: the next power of two, at
+/// most max_batch (vLLM's CUDA-graph batch sizes, coarser: each bucket is one graph per split count).
+int decode_bucket(int B, int max_batch) {
+  int b = 2;
+  while (b < B) b *= 2;
+  return std::min(b, max_batch);
+}
+
+}  // namespace
+
+// Two or more sequences with one decode token each: a CUDA graph per (bucket, splits), the batch
+// padded to its bucket with rows of token 0 at position 0 in the pool's extra block (their results
+// are dropped). The step's tokens, positions and the used width of its block tables are copied
+// into the graph's fixed buffers first.
+void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
+  using bf16_t = __nv_bfloat16;
+  const Dims d = dims_of(shape_, limits_);
+  const int B = static_cast<int>(f.B);
+  const int Bp = decode_bucket(B, static_cast<int>(limits_.max_batch));
+  const int64_t bs = limits_.block_size, MB = limits_.blocks_per_seq();
+  int max_len = 1;
+  for (int b = 0; b < B; ++b) max_len = std::max(max_len, f.pos[static_cast<size_t>(b)] + 1);
+  const int W = static_cast<int>((max_len + bs - 1) / bs);  // block-table entries any sequence needs
+  int* h = s.h_dec.p;  // the previous step's copies finished at its synchronize
+  int* table = s.h_dec_table.p;
+  for (int b = 0; b < Bp; ++b) {
+    const bool real = b < B;
+    h[b] = real ? f.tokens[static_cast<size_t>(b)] : 0;
+    h[Bp + b] = real ? f.pos[static_cast<size_t>(b)] : 0;
+    int* row = table + static_cast<size_t>(b) * W;
+    std::fill(row, row + W, s.trash_block);
+    if (real) {
+      const SeqStep& q = batch[static_cast<size_t>(b)];
+      const auto n = std::min<int64_t>(W, static_cast<int64_t>(q.blocks.size()));
+      std::copy(q.blocks.begin(), q.blocks.begin() + n, row);
+    }
+  }
+  LG_CUDA_CHECK(cudaMemcpyAsync(s.d_dec.data(), h, static_cast<size_t>(2 * Bp) * sizeof(int), cudaMemcpyHostToDevice, cs));
+  LG_CUDA_CHECK(cudaMemcpy2DAsync(s.d_dec_table.data(), static_cast<size_t>(MB) * sizeof(int), table,
+                                  static_cast<size_t>(W) * sizeof(int), static_cast<size_t>(W) * sizeof(int),
+                                  static_cast<size_t>(Bp), cudaMemcpyHostToDevice, cs));
+  // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
+  int len_bucket = 1;
+  while (len_bucket < max_len) len_bucket *= 2;
+  const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
+  cuda::GraphExec& graph = s.batch_graphs[{Bp, splits}];
+  if (!graph.ready()) {
+    const int* d_tokens = s.d_dec.as<int>();
+    const int* d_pos = d_tokens + Bp;
+    cuda::LaunchProfile* prof = nullptr;  // LG_PROFILE_LAUNCHES=1: an eager run with events between launches
+    auto mark = [&](const char* what) {
+      if (prof) prof->mark(what);
+    };
+    auto enqueue = [&] {
+      launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
+      mark("embed");
+      for (size_t l = 0; l < s.layers.size(); ++l) {
+        const State::Layer& ly = s.layers[l];
+        launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+        mark("rmsnorm");
+        s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
+        mark("gemm qkv");
+        const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
+        launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), splits, d.eps, d_pos,
+                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+        mark("attention");
+        s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.nq, true, cs);
+        mark("gemm o");
+        launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+        mark("rmsnorm");
+        s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
+        mark("gemm gate/up");
+        launch_swiglu(s.gu.as<float>(), static_cast<size_t>(Bp) * d.F, s.act.as<bf16_t>(), cs);
+        mark("swiglu");
+        s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.F, true, cs);
+        mark("gemm down");
+      }
+      launch_rmsnorm_rows(s.x.as<float>(), s.final_norm.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+      mark("rmsnorm");
+      s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
+      mark("gemm lm head");
+      launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);
+      mark("argmax");
+    };
+    // LG_PROFILE_LAUNCHES=1: the step runs eagerly once more with events between its launches
+    // (the graph replay then computes it again: same inputs, same K/V rows, same argmaxes).
+    if (std::getenv("LG_PROFILE_LAUNCHES")) {
+      cuda::LaunchProfile p(cs);
+      prof = &p;
+      enqueue();
+      prof = nullptr;
+      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " + std::to_string(splits) +
+                          " splits").c_str(), stderr);
+    }
+    capture(graph, cs, enqueue);
+  }
+  graph.launch(cs);
+}
+
+}  // namespace lg::qwen

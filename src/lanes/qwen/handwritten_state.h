@@ -1,0 +1,138 @@
+// The hand-written lane's device state and the helpers its step paths share (handwritten_lane.cpp:
+// construction, the single-sequence decode graph and the rows path; decode_batch.cpp: the batched
+// decode graphs). Private to src/lanes/qwen.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "lanes/qwen/handwritten_lane.h"
+#include "lanes/qwen/kernels.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm_lt.h"
+#include "runtime/cuda/step_times.h"
+
+namespace lg::qwen {
+
+/// Pinned host ints. Mapped (`mapped`): also in the device's address space at `dev`, so a kernel
+/// reads or writes them without a copy (the decode graph's token and position, the argmaxes).
+/// Not mapped: staging for one cudaMemcpyAsync (pinned, so the copy is a real async DMA).
+struct PinnedInts {
+  int* p = nullptr;
+  int* dev = nullptr;
+  PinnedInts() = default;
+  void allocate(size_t n, bool mapped) {
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(int),
+                                mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
+    if (mapped) LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), p, 0));
+  }
+  ~PinnedInts() {
+    if (p) cudaFreeHost(p);
+  }
+  PinnedInts(const PinnedInts&) = delete;
+  PinnedInts& operator=(const PinnedInts&) = delete;
+};
+
+/// The layer-independent arguments of every launch, in ints as the kernels take them.
+struct Dims {
+  int V, D, F, H, KV, Dh, nq, nqkv, max_seq, bs;
+  float eps;
+};
+
+struct HandwrittenQwenLane::State {
+  struct Layer {
+    cuda::DeviceBuffer wqkv, wo, wgu, wd;       // bf16
+    cuda::DeviceBuffer ln1, ln2, qn, kn, bqkv;  // f32
+  };
+  cuda::Stream stream;
+  cuda::LtGemm gemm;
+  std::vector<Layer> layers;
+  cuda::DeviceBuffer embed, head, final_norm, inv_freq;
+  // The KV pool: bf16 [L, KV, rows, Dh] each (kernels.h: KvPages).
+  cuda::DeviceBuffer kpool, vpool;
+  int rows = 0;
+  // Activations for max_tokens rows; logits for max_batch rows.
+  cuda::DeviceBuffer x, h, qkv, q, attn, gu, act, logits, attn_scratch;
+  // Zero-filled once; the kernels that count in them (the decode attention's per-head split
+  // counters, the LM head GEMV's argmax hand-off) leave them at zero after every launch.
+  cuda::DeviceBuffer attn_counters, gemv_sync;
+  // The rows path's inputs, one upload per step from pinned staging:
+  // [tokens T | pos T | seq T | slot T | rows B | block table B x W].
+  cuda::DeviceBuffer d_step;
+  PinnedInts h_step;
+  // The decode graph's: token and position in mapped host memory (the embedding kernel copies the
+  // position to d_pos for the later kernels), the sequence's block table in d_table, which holds
+  // table_on_device (refreshed from h_table only when the step's table differs).
+  PinnedInts h_token, h_pos, h_table;
+  cuda::DeviceBuffer d_pos, d_table;
+  std::vector<int32_t> table_on_device;
+  // The batched decode graphs' (steps of 2+ sequences with one decode token each, padded to a
+  // bucket; run_decode_batch): [tokens Bp | pos Bp] in d_dec, the block tables [Bp, blocks_per_seq]
+  // in d_dec_table (each step copies only the width it uses), staged in h_dec / h_dec_table; the
+  // attention's partials and split counters for max_batch sequences; one graph per (bucket, splits).
+  cuda::DeviceBuffer d_dec, d_dec_table, dec_scratch, dec_counters;
+  PinnedInts h_dec, h_dec_table;
+  std::map<std::pair<int, int>, cuda::GraphExec> batch_graphs;
+  int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
+  // Each sequence's argmax, written by the LM head straight into mapped host memory.
+  PinnedInts h_argmax;
+  cuda::GraphExec decode_graph;
+  /// Counted in the decode graph while it is captured (LaneFacts).
+  std::optional<int64_t> decode_launches_per_layer;
+  cuda::StepTimes times{"handwritten lane"};  // LG_STEP_TIMES=1
+
+  const __nv_bfloat16* head_w() const { return head.data() ? head.as<__nv_bfloat16>() : embed.as<__nv_bfloat16>(); }
+
+  /// Uploads every weight of `sh` from `w`.
+  void load_weights(const QwenShape& sh, WeightSource& w);
+  /// Activations for sizes.max_tokens rows, logits and argmaxes for sizes.max_batch, staging.
+  void allocate_step_buffers(const QwenShape& sh, const LaneLimits& sizes);
+  /// The KV pools, zero-filled: `pool_rows` positions of every layer and KV head.
+  void allocate_pool(size_t pool_bytes, int pool_rows);
+  /// Layer l's arguments of the decode attention's fused bias/qk-norm/RoPE/KV write, reading the
+  /// block tables at `table`.
+  QkvRopeArgs rope_args(const Dims& d, size_t l, const int* table) const;
+};
+
+/// The launch arguments of `sh` under the lane's limits.
+inline Dims dims_of(const QwenShape& sh, const LaneLimits& lim) {
+  return Dims{static_cast<int>(sh.vocab), static_cast<int>(sh.hidden), static_cast<int>(sh.intermediate),
+              static_cast<int>(sh.heads), static_cast<int>(sh.kv_heads), static_cast<int>(sh.head_dim),
+              static_cast<int>(sh.heads * sh.head_dim), static_cast<int>((sh.heads + 2 * sh.kv_heads) * sh.head_dim),
+              static_cast<int>(lim.max_seq), static_cast<int>(lim.block_size), static_cast<float>(sh.eps)};
+}
+
+/// Layer l's pages of the pools.
+inline KvPages pages_of(const cuda::DeviceBuffer& kpool, const cuda::DeviceBuffer& vpool, int rows, const Dims& d, size_t l) {
+  const size_t layer = static_cast<size_t>(d.KV) * static_cast<size_t>(rows) * static_cast<size_t>(d.Dh);
+  KvPages p;
+  p.k = kpool.as<__nv_bfloat16>() + l * layer;
+  p.v = vpool.as<__nv_bfloat16>() + l * layer;
+  p.rows = rows;
+  p.block_size = d.bs;
+  return p;
+}
+
+/// Runs `enqueue` captured into `graph` on `s`; a throw ends the capture and discards it.
+template <class F>
+void capture(cuda::GraphExec& graph, cudaStream_t s, F&& enqueue) {
+  graph.begin_capture(s);
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(s, &g);
+    if (g) cudaGraphDestroy(g);
+    throw;
+  }
+  graph.end_capture(s);
+}
+
+}  // namespace lg::qwen
