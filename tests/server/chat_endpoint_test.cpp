@@ -22,6 +22,14 @@ using json = nlohmann::ordered_json;
 using namespace lg::server;
 
 const fs::path kQwen = fs::path(LG_SOURCE_DIR) / "models" / "qwen3-pycode-22m";
+
+/// The cpu lane with a context of `max_seq` tokens, every other option its default.
+EngineOptions cpu_lane(int64_t max_seq) {
+  EngineOptions o;
+  o.lane = "cpu";
+  o.max_seq = max_seq;
+  return o;
+}
 constexpr int64_t kContext = 256;
 
 struct Answer {
@@ -58,7 +66,7 @@ struct TempFile {
 class ChatEndpointTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    engine_ = new Engine(kQwen.string(), {"cpu", kContext});
+    engine_ = new Engine(kQwen.string(), cpu_lane(kContext));
     server_ = new Server(*engine_, {"127.0.0.1", 0});
     port_ = server_->start();
   }
@@ -219,7 +227,7 @@ struct ModelCopy {
 TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
   {
     ModelCopy m(json{{"eos_token", "<|im_end|>"}});
-    Engine engine(m.dir.string(), {"cpu", 64});
+    Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const int port = s.start();
     const Answer a = post(port, {{"messages", user("x")}, {"stream", true}});
@@ -235,7 +243,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
   }
   {
     ModelCopy m(json{{"chat_template", {{"oops", 1}}}});
-    Engine engine(m.dir.string(), {"cpu", 64});
+    Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     EXPECT_FALSE(s.chat_template().problem().empty());
     const Answer a = post(s.start(), {{"messages", user("x")}});
@@ -245,7 +253,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
   }
   {
     ModelCopy m(json{{"chat_template", "{% for m in messages %}{{ m.content }"}});
-    Engine engine(m.dir.string(), {"cpu", 64});
+    Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const Answer a = post(s.start(), {{"messages", user("x")}});
     EXPECT_EQ(a.status, 500) << a.body;
