@@ -217,10 +217,8 @@ void launch_attention_decode(const float* q, const KvPages& c, const int* bt, co
   }
 }
 
-template <int DH>
-static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
-                                int* counters, bf16* out, cudaStream_t s) {
-  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
+// The ROPE form's fields (the K/V write, bias, qk-norm, RoPE) from the lane's arguments.
+static void set_rope_fields(dev::DecodeAttnParams& p, const QkvRopeArgs& r, float eps) {
   p.k_store = r.cache.k;
   p.v_store = r.cache.v;
   p.bias = r.bias;
@@ -228,6 +226,13 @@ static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float ep
   p.k_norm = r.k_norm;
   p.inv_freq = r.inv_freq;
   p.eps = eps;
+}
+
+template <int DH>
+static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
+                                int* counters, bf16* out, cudaStream_t s) {
+  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
+  set_rope_fields(p, r, eps);
   launch_attn_decode_kernel<DH, true>(p, r.max_seq, pos0, s);
 }
 
@@ -249,8 +254,8 @@ void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float 
 static_assert(kDecodeMaxSplits >= dev::kDecodeSplits && kDecodeMaxSplits >= dev::kGqaMaxSplits);
 
 namespace {
-/// Blocks a batched decode attention aims at: about two waves of 8-warp blocks (8 such blocks fit
-/// an SM at 64 registers a thread) for v5; for v6 (a block per KV head) about 8 blocks per SM.
+/// Blocks v5's batched decode attention aims at: 16 per SM, about four waves of its 8-warp blocks
+/// (4 fit an SM at 64 registers a thread). v6 (a block per KV head) aims at 8 per SM below.
 int batch_attn_blocks() { return 2 * 8 * cuda::sm_count(); }
 /// LG_QWEN_ATTN_GQA=0: the batched decode attention is v5 (a block per query head) instead of v6.
 bool gqa_attention() {
@@ -315,13 +320,7 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
                       dev::gqa_smem_bytes<DH>(G), s, g);
   }
   dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
-  p.k_store = r.cache.k;
-  p.v_store = r.cache.v;
-  p.bias = r.bias;
-  p.q_norm = r.q_norm;
-  p.k_norm = r.k_norm;
-  p.inv_freq = r.inv_freq;
-  p.eps = eps;
+  set_rope_fields(p, r, eps);
   p.q_stride = (r.H + 2 * r.KV) * DH;
   p.table_stride = table_stride;
   const DecodeAttnShape sh = decode_attn_shape();

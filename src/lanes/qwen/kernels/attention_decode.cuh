@@ -262,6 +262,30 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(go / gl);
 }
 
+/// The ROPE form's per-element constants for the lane's slice (weights: no kernel writes them,
+/// so they may be loaded before the PDL wait): q bias of query head h, k and v biases of KV head
+/// kvh (0 without biases), the q/k norm weights (1 without qk-norm) and RoPE's inverse frequency.
+template <int DH>
+struct RopeConstants {
+  static constexpr int EPL = DecodeSlice<DH>::EPL;
+  float bq[EPL], bk[EPL], bv[EPL], qn[EPL], kn[EPL], fr[EPL];
+  __device__ __forceinline__ void load(const float* bias, const float* q_norm, const float* k_norm,
+                                       const float* inv_freq, int H, int KV, int h, int kvh) {
+    const int lane = threadIdx.x & 31;
+    const bool active = lane < DecodeSlice<DH>::kActiveLanes;
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) {
+      const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
+      bq[e] = active && bias ? bias[static_cast<size_t>(h) * DH + d] : 0.f;
+      bk[e] = active && bias ? bias[static_cast<size_t>(H + kvh) * DH + d] : 0.f;
+      bv[e] = active && bias ? bias[static_cast<size_t>(H + KV + kvh) * DH + d] : 0.f;
+      qn[e] = active && q_norm ? q_norm[d] : 1.f;
+      kn[e] = active && k_norm ? k_norm[d] : 1.f;
+      fr[e] = active ? inv_freq[i] : 0.f;
+    }
+  }
+};
+
 /// ROPE form: the lane's slice of head `head` of the raw projection, plus bias, qk-norm (nw
 /// non-null) and RoPE with the lane's (cos, sin); the math of qkv_head_epilogue / rope_kv_kernel.
 template <int DH>
@@ -306,20 +330,9 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
   // keys, loads them before the wait; the other splits only once they know they have keys (a
   // short context leaves most of them empty, and an empty block should cost nothing but the
   // read of the position), together with the projection: one round trip either way.
-  float bq[EPL], bk[EPL], bv[EPL], qn[EPL], kn[EPL], fr[EPL];
+  RopeConstants<DH> c;
   auto load_constants = [&] {
-    if constexpr (ROPE) {
-#pragma unroll
-      for (int e = 0; e < EPL; ++e) {
-        const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
-        bq[e] = active && p.bias ? p.bias[static_cast<size_t>(h) * DH + d] : 0.f;
-        bk[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + kvh) * DH + d] : 0.f;
-        bv[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + p.KV + kvh) * DH + d] : 0.f;
-        qn[e] = active && p.q_norm ? p.q_norm[d] : 1.f;
-        kn[e] = active && p.k_norm ? p.k_norm[d] : 1.f;
-        fr[e] = active ? p.inv_freq[i] : 0.f;
-      }
-    }
+    if constexpr (ROPE) c.load(p.bias, p.q_norm, p.k_norm, p.inv_freq, p.H, p.KV, h, kvh);
   };
   if (holds_pos) load_constants();
   grid_dependency_wait();
@@ -350,15 +363,15 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
   if constexpr (ROPE) {
     float cs[EPL], sn[EPL];
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) sincosf(static_cast<float>(pos) * fr[e], &sn[e], &cs[e]);
-    rope_head_slice<DH>(q, bq, qn, p.q_norm != nullptr, cs, sn, p.eps);
+    for (int e = 0; e < EPL; ++e) sincosf(static_cast<float>(pos) * c.fr[e], &sn[e], &cs[e]);
+    rope_head_slice<DH>(q, c.bq, c.qn, p.q_norm != nullptr, cs, sn, p.eps);
     if (holds_pos) {
-      rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
+      rope_head_slice<DH>(kp, c.bk, c.kn, p.k_norm != nullptr, cs, sn, p.eps);
       const bool writer = h % (p.H / p.KV) == 0 && threadIdx.x < 32 && active;
       const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(p.block_table, pos, p.block_shift));
 #pragma unroll
       for (int e = 0; e < EPL; ++e) {
-        const bf16 kb = __float2bfloat16(kp[e]), vb = __float2bfloat16(vp[e] + bv[e]);
+        const bf16 kb = __float2bfloat16(kp[e]), vb = __float2bfloat16(vp[e] + c.bv[e]);
         kp[e] = __bfloat162float(kb);
         vp[e] = __bfloat162float(vb);
         if (writer) {

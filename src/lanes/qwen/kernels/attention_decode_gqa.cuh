@@ -2,8 +2,9 @@
 // the positions, sequence) serves all G = H / KV query heads that read that KV head (GQA), so
 // each K/V row is read from memory once per step instead of once per query head, and the rows
 // come through shared memory in tiles of 32 keys, double-buffered with cp.async: the next tile's
-// loads are in flight while this one is used (the v5 kernel, attention_decode.cuh, is bound by
-// the latency of its loads at long context: 1.3-1.4 TB/s at 32k positions on the H200).
+// loads are in flight while this one is used (the v5 kernel, attention_decode.cuh, a block per
+// query head, read K/V at 1.3-1.4 TB/s at 32k positions on the H200: bench/RESULTS.md, fifth
+// session).
 //   Warp g is query head kvh * G + g. Scores: lane j takes key j of the tile, its dot product with
 //   the query over the whole head from shared memory (rows padded by 16 bytes, so the 8 lanes of
 //   a 16-byte phase hit distinct banks). Online softmax in fp32 per warp (Milakov & Gimelshein
@@ -95,17 +96,8 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
   const bf16* vc = p.v_cache + pool_offset<DH>(kvh, p.rows, 0);
 
   // Weights first (no kernel writes them), then the wait on the projection's GEMM.
-  float bq[EPL], bk[EPL], bv[EPL], qn[EPL], kn[EPL], fr[EPL];
-#pragma unroll
-  for (int e = 0; e < EPL; ++e) {
-    const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
-    bq[e] = active && p.bias ? p.bias[static_cast<size_t>(h) * DH + d] : 0.f;
-    bk[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + kvh) * DH + d] : 0.f;
-    bv[e] = active && p.bias ? p.bias[static_cast<size_t>(p.H + p.KV + kvh) * DH + d] : 0.f;
-    qn[e] = active && p.q_norm ? p.q_norm[d] : 1.f;
-    kn[e] = active && p.k_norm ? p.k_norm[d] : 1.f;
-    fr[e] = active ? p.inv_freq[i] : 0.f;
-  }
+  RopeConstants<DH> c;
+  c.load(p.bias, p.q_norm, p.k_norm, p.inv_freq, p.H, p.KV, h, kvh);
   grid_dependency_wait();
   launch_dependents();
   const int pos = p.pos[b];
@@ -140,21 +132,21 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
     q[e] = active ? __ldcg(qkv + static_cast<size_t>(h) * DH + d) : 0.f;
     kp[e] = active && holds_pos ? __ldcg(qkv + static_cast<size_t>(p.H + kvh) * DH + d) : 0.f;
     vp[e] = active && holds_pos ? __ldcg(qkv + static_cast<size_t>(p.H + p.KV + kvh) * DH + d) : 0.f;
-    sincosf(static_cast<float>(pos) * fr[e], &sn[e], &cs[e]);
+    sincosf(static_cast<float>(pos) * c.fr[e], &sn[e], &cs[e]);
   }
-  rope_head_slice<DH>(q, bq, qn, p.q_norm != nullptr, cs, sn, p.eps);
+  rope_head_slice<DH>(q, c.bq, c.qn, p.q_norm != nullptr, cs, sn, p.eps);
 #pragma unroll
   for (int e = 0; e < EPL; ++e)
     if (active) s_q[warp * DH + lane * EPL + e] = q[e];
   if (holds_pos) {
     if (warp == 0) {
-      rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
+      rope_head_slice<DH>(kp, c.bk, c.kn, p.k_norm != nullptr, cs, sn, p.eps);
       const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(bt, pos, p.block_shift));
 #pragma unroll
       for (int e = 0; e < EPL; ++e)
         if (active) {
           p.k_cache[row + lane * EPL + e] = __float2bfloat16(kp[e]);
-          p.v_cache[row + lane * EPL + e] = __float2bfloat16(vp[e] + bv[e]);
+          p.v_cache[row + lane * EPL + e] = __float2bfloat16(vp[e] + c.bv[e]);
         }
     }
     __syncthreads();  // the block's writes are visible to its own cp.async reads (L2) after this
