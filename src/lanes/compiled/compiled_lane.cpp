@@ -25,6 +25,7 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/launch_profile.h"
 #include "runtime/cuda/step_times.h"
 #include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
@@ -475,49 +476,27 @@ class CompiledLane : public Lane {
   // the time per kernel, summed over its launches, largest first. The KV cache is rewritten by the
   // real step that follows.
   void profile(int64_t T, int64_t B) {
-    cudaStream_t s = stream_.get();
     // One event after every kernel: a prefill launch's packs, GEMMs and epilogue are timed apart
     // (labelled kernel.part), through mark_, which launch_one calls after each of them.
-    std::vector<std::unique_ptr<cuda::Event>> ev;
-    std::vector<std::string> label;
-    std::string current;
-    auto record = [&](const std::string& part) {
-      ev.push_back(std::make_unique<cuda::Event>());
-      ev.back()->record(s);
-      label.push_back(current + part);
+    cuda::LaunchProfile prof(stream_.get());
+    std::string kernel, grid;
+    size_t marks = 0;
+    mark_ = [&](const char* part) {
+      prof.mark(kernel + part + grid);
+      ++marks;
     };
-    record("");
-    mark_ = [&](const char* part) { record(part); };
-    std::map<std::string, int32_t> launch_of;  // label -> its first launch
     for (size_t i = 0; i < prog_.launches.size(); ++i) {
-      current = prog_.kernels[static_cast<size_t>(prog_.launches[i].kernel)].name;
-      const size_t before = ev.size();
+      const auto& l = prog_.launches[i];
+      kernel = prog_.kernels[static_cast<size_t>(l.kernel)].name;
+      grid = " (grid " + std::to_string(l.grid(l.rows_sym == 0 ? T : B)) + " x " + std::to_string(l.block) + ")";
+      const size_t before = marks;
       launch_at(i, T, B);
-      if (ev.size() == before) record("");
-      for (size_t j = before; j < ev.size(); ++j) launch_of.try_emplace(label[j], static_cast<int32_t>(i));
+      if (marks == before) prof.mark(kernel + grid);
     }
     mark_ = nullptr;
-    stream_.synchronize();
-    std::map<std::string, std::pair<double, int>> per_kernel;
-    double total = 0;
-    for (size_t j = 1; j < ev.size(); ++j) {
-      const double ms = ev[j]->elapsed_ms_since(*ev[j - 1]);
-      auto& [sum, n] = per_kernel[label[j]];
-      sum += ms;
-      ++n;
-      total += ms;
-    }
-    std::vector<std::pair<double, std::string>> order;
-    for (auto& [k, v] : per_kernel) order.push_back({v.first, k});
-    std::sort(order.rbegin(), order.rend());
-    std::fprintf(stderr, "profile T=%ld B=%ld: %zu launches, %zu kernels run, %.3f ms (events between kernels, no graph)\n",
-                 static_cast<long>(T), static_cast<long>(B), prog_.launches.size(), ev.size() - 1, total);
-    for (size_t i = 0; i < order.size() && i < 16; ++i) {
-      const auto& [ms, k] = order[i];
-      const auto& l = prog_.launches[static_cast<size_t>(launch_of.at(k))];
-      std::fprintf(stderr, "  %8.3f ms %5.1f%%  %-24s x%-3d launch grid %ld x %d\n", ms, 100 * ms / total, k.c_str(),
-                   per_kernel[k].second, static_cast<long>(l.grid(l.rows_sym == 0 ? T : B)), l.block);
-    }
+    std::fputs(prof.report("compiled lane T=" + std::to_string(T) + " B=" + std::to_string(B) + ", " +
+                           std::to_string(prog_.launches.size()) + " planned launches").c_str(),
+               stderr);
   }
 
   LaneLimits limits_;
