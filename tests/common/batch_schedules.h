@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,6 +35,27 @@
 #include "runtime/solo_sequence.h"
 
 namespace lg::testing {
+
+/// The gap between the two largest logits: below the locks' margin, a differing argmax is a near
+/// tie (docs/locks.md), not an error.
+inline float top2_margin(const std::vector<float>& logits) {
+  std::vector<float> top(logits);
+  std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+  return top[0] - top[1];
+}
+
+/// Puts every block of `blocks` back on its free list in random order, so the tables it hands
+/// out afterwards are scattered over the pool and interleaved between sequences.
+template <class Rng>
+void shuffle_free_list(runtime::BlockManager& blocks, Rng& rng) {
+  std::vector<int32_t> all;
+  if (!blocks.grow(all, blocks.num_blocks() * blocks.block_size())) ADD_FAILURE() << "the pool is not all free";
+  std::shuffle(all.begin(), all.end(), rng);
+  for (int32_t b : all) {
+    std::vector<int32_t> one{b};
+    blocks.release(one);
+  }
+}
 
 struct ScheduleStats {
   int64_t compared = 0;      ///< logits rows compared
@@ -81,10 +103,8 @@ inline ScheduleStats run_random_schedule(Lane& lane, uint64_t seed, int32_t lo_i
     const int64_t decodes = uni(0, 12);
     runtime::SoloSequence alone(lane);
     auto record = [&](const SeqResult& r) {
-      std::vector<float> top(r.logits);
-      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
       s.want.push_back(r.logits);
-      s.margin.push_back(top[0] - top[1]);
+      s.margin.push_back(top2_margin(r.logits));
     };
     SeqResult r = alone.feed(s.prompt, true);
     record(r);
@@ -105,15 +125,7 @@ inline ScheduleStats run_random_schedule(Lane& lane, uint64_t seed, int32_t lo_i
   }
   // A pool whose free list is in random order: tables come out scattered and interleaved.
   runtime::BlockManager blocks(lim.num_blocks, lim.block_size);
-  {
-    std::vector<int32_t> all;
-    blocks.grow(all, lim.pool_tokens());
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int32_t b : all) {
-      std::vector<int32_t> one{b};
-      blocks.release(one);
-    }
-  }
+  shuffle_free_list(blocks, rng);
   ScheduleStats st;
   for (int64_t step = 0;; ++step) {
     std::vector<SeqStep> batch;

@@ -92,10 +92,8 @@ struct BucketSeq {
 void run_alone(Lane& lane, BucketSeq& s, int64_t decodes) {
   runtime::SoloSequence alone(lane);
   auto record = [&](const SeqResult& r) {
-    std::vector<float> top(r.logits);
-    std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
     s.want.push_back(r.logits);
-    s.margin.push_back(top[0] - top[1]);
+    s.margin.push_back(lg::testing::top2_margin(r.logits));
     return r.argmax;
   };
   int32_t next = record(alone.feed(std::span<const int32_t>(s.feed.data(), static_cast<size_t>(s.prompt)), true));
@@ -131,15 +129,7 @@ TEST(CompiledBatch, DecodeBucketsAgreeWithRunsAlone) {
     run_alone(*lane, s, kDecodes);
   }
   runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
-  {
-    std::vector<int32_t> all;
-    blocks.grow(all, lane->limits().pool_tokens());
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int32_t b : all) {
-      std::vector<int32_t> one{b};
-      blocks.release(one);
-    }
-  }
+  lg::testing::shuffle_free_list(blocks, rng);
   std::vector<int64_t> done(kSeqs, 0);  // tokens fed in the batched run
   double worst = 0;
   int64_t rows = 0, argmaxes = 0;

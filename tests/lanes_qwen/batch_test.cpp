@@ -134,15 +134,7 @@ TEST(HandwrittenBatch, DecodeGraphFollowsEachSequencesBlockTable) {
   }
   // In turn, with blocks from one manager whose free list was shuffled.
   runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
-  {
-    std::vector<int32_t> all;
-    ASSERT_TRUE(blocks.grow(all, lane->limits().pool_tokens()));
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int32_t b : all) {
-      std::vector<int32_t> one{b};
-      blocks.release(one);
-    }
-  }
+  lg::testing::shuffle_free_list(blocks, rng);
   std::vector<std::unique_ptr<runtime::SoloSequence>> seqs;
   for (size_t i = 0; i < 2; ++i) {
     seqs.push_back(std::make_unique<runtime::SoloSequence>(*lane, &blocks));
@@ -187,22 +179,12 @@ TEST(HandwrittenBatch, BatchedDecodeGraphsAgreeWithRunsAlone) {
     for (int k = 0; k < decodes; ++k) {
       q.decoded.push_back(r.argmax);
       r = alone.feed(std::span<const int32_t>(&q.decoded.back(), 1), true);
-      std::vector<float> top(r.logits);
-      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
       q.want.push_back(r.logits);
-      q.margin.push_back(top[0] - top[1]);
+      q.margin.push_back(lg::testing::top2_margin(r.logits));
     }
   }
   runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
-  {
-    std::vector<int32_t> all;
-    ASSERT_TRUE(blocks.grow(all, lane->limits().pool_tokens()));
-    std::shuffle(all.begin(), all.end(), rng);
-    for (int32_t b : all) {
-      std::vector<int32_t> one{b};
-      blocks.release(one);
-    }
-  }
+  lg::testing::shuffle_free_list(blocks, rng);
   std::vector<std::unique_ptr<runtime::SoloSequence>> live;
   for (int i = 0; i < n; ++i) {
     live.push_back(std::make_unique<runtime::SoloSequence>(*lane, &blocks));
