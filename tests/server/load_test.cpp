@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/raw_http.h"
+#include "served_model.h"
 #include "server/server.h"
 
 namespace {
@@ -55,26 +56,13 @@ std::ostream& operator<<(std::ostream& o, const Answer& a) {
   return o << a.status << " " << json(a.text).dump() << " " << a.finish << " " << a.completion_tokens;
 }
 
-class LoadTest : public ::testing::Test {
+class LoadTest : public lg::test::ServedModel {
  protected:
   static void SetUpTestSuite() {
     EngineOptions eo;
     eo.max_seq = 256;
     eo.lane_options.kv_tokens = 8192;  // every request of these tests at once, no preemption needed
-    engine_ = new Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
-    server_ = new Server(*engine_, {"127.0.0.1", 0});
-    port_ = server_->start();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete engine_;
-  }
-
-  static httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(5, 0);
-    c.set_read_timeout(120, 0);
-    return c;
+    serve(eo);
   }
 
   static Answer ask(const json& body) {
@@ -133,9 +121,6 @@ class LoadTest : public ::testing::Test {
     EXPECT_EQ(metric_value(m, "lg_num_requests_waiting"), 0.0);
   }
 
-  static inline Engine* engine_ = nullptr;
-  static inline Server* server_ = nullptr;
-  static inline int port_ = 0;
 };
 
 // The bodies of the 48: the 8 golden prompts with 24-40 greedy tokens, every other one streamed.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/raw_http.h"
+#include "served_model.h"
 #include "server/server.h"
 #include "support/error.h"
 
@@ -52,26 +53,14 @@ std::vector<std::string> sse_events(const std::string& body) {
   return out;
 }
 
-class ServerTest : public ::testing::Test {
+class ServerTest : public lg::test::ServedModel {
  protected:
   static void SetUpTestSuite() {
     EngineOptions eo;
     eo.max_seq = kContext;
-    engine_ = new Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
-    server_ = new Server(*engine_, {"127.0.0.1", 0});
-    port_ = server_->start();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete engine_;
+    serve(eo);
   }
 
-  static httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(5, 0);
-    c.set_read_timeout(120, 0);  // bounds every request: a hang fails the test instead of stalling it
-    return c;
-  }
   static httplib::Result post(const std::string& path, const std::string& body) {
     return client().Post(path.c_str(), body, "application/json");
   }
@@ -134,9 +123,6 @@ class ServerTest : public ::testing::Test {
     }
   }
 
-  static inline Engine* engine_ = nullptr;
-  static inline Server* server_ = nullptr;
-  static inline int port_ = 0;
 };
 
 TEST_F(ServerTest, HealthAndModels) {
