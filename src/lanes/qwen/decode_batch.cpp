@@ -19,6 +19,13 @@ int decode_bucket(int B, int max_batch) {
   return std::min(b, max_batch);
 }
 
+/// Whether a batched decode graph of Bp sequences takes the row GEMVs (enqueue_layer_rows): knob
+/// on, at most 16 rows, and every projection's shape one launch_gemv_rows takes.
+bool use_gemv_rows(const Dims& d, int Bp) {
+  return gemv_rows_enabled() && Bp <= kGemvRowsMaxT && gemv_rows_supports(d.nqkv, d.D) &&
+         gemv_rows_supports(d.D, d.nq) && gemv_rows_supports(2 * d.F, d.D) && gemv_rows_supports(d.D, d.F);
+}
+
 }  // namespace
 
 // Two or more sequences with one decode token each: a CUDA graph per (bucket, splits), the batch
@@ -59,6 +66,13 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   while (len_bucket < max_len) len_bucket *= 2;
   const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
   cuda::GraphExec& graph = s.batch_graphs[{Bp, splits}];
+  // On the row GEMVs the QKV projection accumulates into qkv (split-K): zeroed here, outside the
+  // graph (ahead of it in the stream), for layer 0, and by each layer's o_proj for the next (after
+  // its PDL wait the attention that read qkv is done).
+  auto zero_qkv_for_rows = [&] {
+    if (use_gemv_rows(d, Bp))
+      LG_CUDA_CHECK(cudaMemsetAsync(s.qkv.data(), 0, static_cast<size_t>(Bp) * d.nqkv * sizeof(float), cs));
+  };
   if (!graph.ready()) {
     const int* d_tokens = s.d_dec.as<int>();
     const int* d_pos = d_tokens + Bp;
@@ -66,10 +80,16 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     auto mark = [&](const char* what) {
       if (prof) prof->mark(what);
     };
+    // Up to 16 sequences, the projections are the tensor-core row GEMV (knob LG_QWEN_GEMV_ROWS).
+    const bool rows = use_gemv_rows(d, Bp);
     auto enqueue = [&] {
       launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
       mark("embed");
       for (size_t l = 0; l < s.layers.size(); ++l) {
+        if (rows) {
+          enqueue_layer_rows(l, Bp, static_cast<int>(MB), splits, d_pos, mark);
+          continue;
+        }
         const State::Layer& ly = s.layers[l];
         launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
         mark("rmsnorm");
@@ -100,6 +120,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     // LG_PROFILE_LAUNCHES=1: the step runs eagerly once more with events between its launches
     // (the graph replay then computes it again: same inputs, same K/V rows, same argmaxes).
     if (std::getenv("LG_PROFILE_LAUNCHES")) {
+      zero_qkv_for_rows();
       cuda::LaunchProfile p(cs);
       prof = &p;
       enqueue();
@@ -109,7 +130,56 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     }
     capture(graph, cs, enqueue);
   }
+  zero_qkv_for_rows();
   graph.launch(cs);
+}
+
+// One layer of a batched decode step of Bp <= 16 sequences on the row GEMVs (kernels/gemv_rows.cuh):
+// RMSNorm rows -> QKV (accumulated into the zeroed qkv) -> decode attention -> o_proj + residual
+// (which zeroes qkv for the next layer) -> RMSNorm rows -> gate/up with the SwiGLU epilogue ->
+// down + residual. Six launches, all PDL, against the cuBLASLt path's eight.
+void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, int splits, const int* d_pos,
+                                             const std::function<void(const char*)>& mark) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
+  using bf16_t = __nv_bfloat16;
+  const Dims d = dims_of(shape_, limits_);
+  const State::Layer& ly = s.layers[l];
+  auto args = [&](const bf16_t* W, int N, int K, const bf16_t* x) {
+    GemvRowsArgs a;
+    a.W = W;
+    a.N = N;
+    a.K = K;
+    a.T = Bp;
+    a.x = x;
+    return a;
+  };
+  launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
+  mark("rmsnorm");
+  GemvRowsArgs qkv = args(ly.wqkv.as<bf16_t>(), d.nqkv, d.D, s.h.as<bf16_t>());
+  qkv.out_f32 = s.qkv.as<float>();
+  launch_gemv_rows(GemvRowsOutput::kResidual, qkv, cs);
+  mark("row gemv qkv");
+  const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
+  launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, table_stride, splits, d.eps, d_pos,
+                                     s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+  mark("attention");
+  GemvRowsArgs o = args(ly.wo.as<bf16_t>(), d.D, d.nq, s.attn.as<bf16_t>());
+  o.out_f32 = s.x.as<float>();
+  o.clear = s.qkv.as<float>();
+  o.clear_n = static_cast<size_t>(Bp) * d.nqkv;
+  launch_gemv_rows(GemvRowsOutput::kResidual, o, cs);
+  mark("row gemv o");
+  launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
+  mark("rmsnorm");
+  GemvRowsArgs gu = args(ly.wgu.as<bf16_t>(), 2 * d.F, d.D, s.h.as<bf16_t>());
+  gu.out_bf16 = s.act.as<bf16_t>();
+  launch_gemv_rows(GemvRowsOutput::kSwiGLU, gu, cs);
+  mark("row gemv gate/up+swiglu");
+  GemvRowsArgs dn = args(ly.wd.as<bf16_t>(), d.D, d.F, s.act.as<bf16_t>());
+  dn.out_f32 = s.x.as<float>();
+  launch_gemv_rows(GemvRowsOutput::kResidual, dn, cs);
+  mark("row gemv down");
 }
 
 }  // namespace lg::qwen

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -72,6 +73,10 @@ class HandwrittenQwenLane : public Lane {
   void run_decode(const SeqStep& s);
   void enqueue_head_gemv(const float* x_row);
   void run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch);
+  /// Layer l of a batched decode graph of Bp <= 16 sequences on the row GEMVs (LG_QWEN_GEMV_ROWS);
+  /// mark(name) after each launch (LG_PROFILE_LAUNCHES).
+  void enqueue_layer_rows(size_t l, int Bp, int table_stride, int splits, const int* d_pos,
+                          const std::function<void(const char*)>& mark);
   void run_rows(const FlatBatch& f, std::span<const SeqStep> batch);
   QwenShape shape_;
   LaneLimits limits_;

@@ -93,8 +93,50 @@ constexpr int kGemvMaxK = 20480;
 /// Throws lg::Error on an unsupported N/K or missing kStoreArgmax fields.
 void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t stream);
 
+/// What the tensor-core GEMV of a few rows (launch_gemv_rows) does with y[t, n] = sum_k x[t, k] W[n, k].
+enum class GemvRowsOutput {
+  kStore,     ///< out_f32[t, n] = y (one K split: every output is written by one warp)
+  kResidual,  ///< out_f32[t, n] += y (K splits add atomically); with out zeroed first, a store
+  kSwiGLU,    ///< out_bf16[t, i] = bf16(silu(y[t, 2i]) * y[t, 2i+1]) (one K split)
+};
+
+/// Most rows launch_gemv_rows takes (two mma n-tiles of 8).
+constexpr int kGemvRowsMaxT = 16;
+
+/// Inputs of one launch_gemv_rows. W bf16 [N, K] row-major, N a multiple of 16, K a multiple of 8;
+/// x bf16 [T, K] row-major, 1 <= T <= kGemvRowsMaxT; out_f32 [T, N] or out_bf16 [T, N/2]. x and
+/// the outputs are 16-byte aligned (cudaMalloc'd buffers and row offsets of them are).
+struct GemvRowsArgs {
+  const bf16* W = nullptr;
+  int N = 0, K = 0, T = 0;
+  const bf16* x = nullptr;
+  float* out_f32 = nullptr;
+  bf16* out_bf16 = nullptr;
+  /// Optional: zero-filled after the kernel's PDL wait, clear_n floats (a multiple of 4, 16-byte
+  /// aligned), for a later kResidual launch that stores: it must be no input or output of this
+  /// launch, and no kernel before this one may still need it (they have all finished by then).
+  float* clear = nullptr;
+  size_t clear_n = 0;
+  int blocks_per_sm = 0;  ///< persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
+  int splits = 0;         ///< kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS)
+};
+
+/// y = x W^T for T <= 16 rows on tensor cores (kernels/gemv_rows.cuh: W streamed once with
+/// 16-byte loads, mma.sync m16n8k16 bf16 with fp32 accumulation, split-K for small N), launched
+/// with Programmatic Dependent Launch. Throws lg::Error on an unsupported shape (see
+/// gemv_rows_supports), a missing pointer or a bad `clear`.
+void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
+/// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
+bool gemv_rows_supports(int N, int K);
+/// Knob LG_QWEN_GEMV_ROWS (default 1; 0 = off): the hand-written lane's batched decode graphs of
+/// up to kGemvRowsMaxT sequences run their projections on launch_gemv_rows instead of cuBLASLt.
+bool gemv_rows_enabled();
+
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
-void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t stream);
+/// pdl: launched with Programmatic Dependent Launch (the kernel waits for the previous one before
+/// reading x, and lets the next one's blocks start early: the batched decode before launch_gemv_rows).
+void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t stream,
+                         bool pdl = false);
 /// The same over chosen rows: h[b] = bf16(rms_norm(x[rows[b]], w, eps)) for b < B; rows device
 /// int [B] (each a row of x); h bf16 [B, D].
 void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int B, int D, float eps, bf16* h,

@@ -5,12 +5,15 @@
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
+#include "lanes/qwen/kernels/pdl.cuh"
 
 namespace lg::qwen::dev {
 
 __global__ void rmsnorm_rows_kernel(const float* __restrict__ x, const float* __restrict__ w, int D, float eps,
                                     const int* __restrict__ rows, bf16* __restrict__ h) {
   __shared__ float scratch[32];
+  grid_dependency_wait();  // a no-op unless launched with PDL (launch_rmsnorm_rows(..., pdl))
+  launch_dependents();
   const int src = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x);
   const float* xr = x + static_cast<size_t>(src) * D;
   float ss = 0.f;

@@ -1,0 +1,269 @@
+// The tensor-core GEMV of a few rows (launch_gemv_rows, kernels/gemv_rows.cuh) against a CPU
+// loop in double on fresh random inputs (GPU; skipped without one, except the refusals, which
+// throw before touching the device). A file of its own: kernels_test.cpp is past the size where
+// the guide splits. Inputs are rounded to bf16 on the host, so the reference sees exactly what
+// the device sees, and the bounds only cover the device's fp32 accumulation:
+//   fp32 outputs: norm-wise relative error < 5e-5. Each output is K/16 mma accumulations of 16
+//     exact bf16 x bf16 products plus, split-K, up to a few dozen atomic fp32 additions. Tensor
+//     cores align the addends to the largest exponent and truncate (Fasi et al., "Numerical
+//     behavior of NVIDIA tensor cores", PeerJ CS 2021), so take a unit roundoff of 2^-23 per
+//     addition rather than 2^-24; with random-sign data the errors are independent and grow as
+//     sqrt(n): sqrt(12288/16 + 64) * 1.2e-7 = 3.5e-6 at the largest K here. 5e-5 is that times
+//     about 14, and still 20 times below what one wrong weight row in 16 does to a tile.
+//   bf16 outputs (SwiGLU): < 4e-3, kernels_test.cpp's bound for one final bf16 rounding (2^-9,
+//     doubled for values next to a rounding boundary).
+// Every launch writes into outputs poisoned with NaN (store, SwiGLU) or holding a known residual,
+// with one more row after the T rows holding a sentinel that must survive: a write to a row
+// t >= T (the padded MMA columns) fails. Each case runs on the default grid and on one block
+// per SM (every warp then loops over many items), and kResidual also with forced split counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "lanes/qwen/kernels.h"
+#include "runtime/cuda/device.h"
+#include "support/error.h"
+#include "test_util.h"
+
+using namespace lg;
+using namespace lg::qwen;
+using namespace lg::qwen::test;
+
+namespace {
+
+constexpr double kF32Tol = 5e-5;
+constexpr double kBf16Tol = 4e-3;
+constexpr float kSentinel = 12345.f;
+
+double silu_ref(double g) { return g / (1.0 + std::exp(-g)); }
+
+struct Case {
+  int N, K;
+  std::vector<int> Ts;
+};
+
+/// W [N, K], x [T, K] (bf16-rounded), and y [T, N] in double.
+struct Problem {
+  int N, K, T;
+  Bf16Vec W, x;
+  std::vector<double> y;
+};
+
+Problem make_problem(std::mt19937_64& rng, int N, int K, int T) {
+  Problem p{N, K, T, random_bf16(rng, size_t(N) * K, -1, 1), random_bf16(rng, size_t(T) * K, -1, 1), {}};
+  p.y.assign(size_t(T) * N, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int n = 0; n < N; ++n) {
+      const float* w = p.W.f.data() + size_t(n) * K;
+      const float* xv = p.x.f.data() + size_t(t) * K;
+      double acc = 0;
+      for (int k = 0; k < K; ++k) acc += double(w[k]) * xv[k];
+      p.y[size_t(t) * N + n] = acc;
+    }
+  return p;
+}
+
+std::string label(const Problem& p, const char* what, int bps, int splits) {
+  return std::string(what) + " N=" + std::to_string(p.N) + " K=" + std::to_string(p.K) + " T=" + std::to_string(p.T) +
+         " bps=" + std::to_string(bps) + " splits=" + std::to_string(splits);
+}
+
+/// T rows of `rows` floats, NaN (or `init` if given), then one sentinel row.
+cuda::DeviceBuffer f32_out(int T, int rows_len, const std::vector<float>* init) {
+  std::vector<float> v(size_t(T + 1) * rows_len, std::nanf(""));
+  if (init) std::copy(init->begin(), init->end(), v.begin());
+  std::fill(v.begin() + size_t(T) * rows_len, v.end(), kSentinel);
+  return to_device(v);
+}
+
+/// The first T rows; EXPECTs the sentinel row intact.
+std::vector<float> f32_rows(const cuda::DeviceBuffer& b, int T, int rows_len, const std::string& what) {
+  std::vector<float> all = download_f32(b, size_t(T + 1) * rows_len);
+  int bad = 0;
+  for (size_t i = size_t(T) * rows_len; i < all.size(); ++i) bad += all[i] != kSentinel;
+  EXPECT_EQ(bad, 0) << what << ": wrote past row T";
+  all.resize(size_t(T) * rows_len);
+  return all;
+}
+
+void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda::Stream& s) {
+  auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
+  GemvRowsArgs a;
+  a.W = dW.as<bf16>();
+  a.N = p.N;
+  a.K = p.K;
+  a.T = p.T;
+  a.x = dx.as<bf16>();
+  for (int bps : {0, 1}) {
+    auto out = f32_out(p.T, p.N, nullptr);
+    a.blocks_per_sm = bps;
+    a.splits = 0;
+    a.out_f32 = out.as<float>();
+    launch_gemv_rows(GemvRowsOutput::kStore, a, s.get());
+    s.synchronize();
+    const std::string what = label(p, "store", bps, 1);
+    EXPECT_LT(rel_err(f32_rows(out, p.T, p.N, what), p.y), kF32Tol) << what;
+  }
+  const std::vector<float> resid = random_f32(rng, size_t(p.T) * p.N, -4, 4);
+  std::vector<double> want(resid.size());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = resid[i] + p.y[i];
+  for (int bps : {0, 1})
+    for (int splits : {0, 1, 3}) {
+      auto out = f32_out(p.T, p.N, &resid);
+      a.blocks_per_sm = bps;
+      a.splits = splits;
+      a.out_f32 = out.as<float>();
+      launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
+      s.synchronize();
+      const std::string what = label(p, "residual", bps, splits);
+      EXPECT_LT(rel_err(f32_rows(out, p.T, p.N, what), want), kF32Tol) << what;
+    }
+}
+
+void check_swiglu(const Problem& p, const cuda::Stream& s) {
+  auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
+  const int half = p.N / 2;
+  std::vector<double> want(size_t(p.T) * half);
+  for (int t = 0; t < p.T; ++t)
+    for (int i = 0; i < half; ++i)
+      want[size_t(t) * half + i] = silu_ref(p.y[size_t(t) * p.N + 2 * i]) * p.y[size_t(t) * p.N + 2 * i + 1];
+  GemvRowsArgs a;
+  a.W = dW.as<bf16>();
+  a.N = p.N;
+  a.K = p.K;
+  a.T = p.T;
+  a.x = dx.as<bf16>();
+  for (int bps : {0, 1}) {
+    // T rows of NaN, then a sentinel row (bf16 0x4248 = 50.0).
+    std::vector<uint16_t> init(size_t(p.T + 1) * half, 0x7fc0);
+    std::fill(init.begin() + size_t(p.T) * half, init.end(), uint16_t{0x4248});
+    auto out = to_device(init);
+    a.blocks_per_sm = bps;
+    a.out_bf16 = out.as<bf16>();
+    launch_gemv_rows(GemvRowsOutput::kSwiGLU, a, s.get());
+    s.synchronize();
+    std::vector<float> got = download_bf16(out, init.size());
+    const std::string what = label(p, "swiglu", bps, 1);
+    int bad = 0;
+    for (size_t i = size_t(p.T) * half; i < got.size(); ++i) bad += got[i] != 50.f;
+    EXPECT_EQ(bad, 0) << what << ": wrote past row T";
+    got.resize(want.size());
+    EXPECT_LT(rel_err(got, want), kBf16Tol) << what;
+  }
+}
+
+}  // namespace
+
+// Small shapes (one tile; K not a multiple of 32: a step's last chunks are past K; many splits of
+// few chunks) and the Qwen3-8B decode shapes: QKV 6144 x 4096, o_proj 4096 x 4096, down 4096 x 12288.
+TEST(QwenGemvRows, StoreAndResidualAgainstDouble) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  const std::vector<Case> cases = {
+      {16, 8, {1, 2, 16}},       {48, 72, {3, 8, 9}},         {256, 64, {2, 5, 13}},
+      {384, 1000, {7, 16}},      {1024, 3072, {4, 11}},       {4096, 4096, {2, 16}},
+      {6144, 4096, {9}},         {4096, 12288, {16, 3}},
+  };
+  for (const Case& c : cases)
+    for (int T : c.Ts) check_store_and_residual(rng, make_problem(rng, c.N, c.K, T), s);
+}
+
+// Rows interleaved (gate_i, up_i) as the lane uploads them; the 8B gate/up is 24576 x 4096.
+TEST(QwenGemvRows, SwiGLUAgainstDouble) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  const std::vector<Case> cases = {{16, 8, {1, 2}}, {384, 64, {3, 9, 16}}, {6144, 1024, {5, 12}}, {24576, 4096, {16, 7}}};
+  for (const Case& c : cases)
+    for (int T : c.Ts) check_swiglu(make_problem(rng, c.N, c.K, T), s);
+}
+
+// `clear`: a launch zero-fills a buffer after its wait, and a kResidual launch into it is a store
+// (the batched decode's QKV projection, cleared by the layer before). Launched twice, so the
+// second clear runs over the first's results.
+TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  const Problem p = make_problem(rng, 512, 2048, 6);
+  const Problem other = make_problem(rng, 256, 512, 6);
+  auto dW = to_device(p.W.raw), dx = to_device(p.x.raw), oW = to_device(other.W.raw), ox = to_device(other.x.raw);
+  const std::vector<float> junk = random_f32(rng, size_t(p.T) * p.N, -4, 4);
+  auto target = f32_out(p.T, p.N, &junk);
+  for (int round = 0; round < 2; ++round) {
+    auto side = f32_out(other.T, other.N, nullptr);
+    GemvRowsArgs c;  // another projection, clearing the target as it goes
+    c.W = oW.as<bf16>();
+    c.N = other.N;
+    c.K = other.K;
+    c.T = other.T;
+    c.x = ox.as<bf16>();
+    c.out_f32 = side.as<float>();
+    c.clear = target.as<float>();
+    c.clear_n = size_t(p.T) * p.N;
+    launch_gemv_rows(GemvRowsOutput::kStore, c, s.get());
+    GemvRowsArgs a;
+    a.W = dW.as<bf16>();
+    a.N = p.N;
+    a.K = p.K;
+    a.T = p.T;
+    a.x = dx.as<bf16>();
+    a.out_f32 = target.as<float>();
+    launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
+    s.synchronize();
+    const std::string what = "round " + std::to_string(round);
+    EXPECT_LT(rel_err(f32_rows(side, other.T, other.N, what + " side"), other.y), kF32Tol) << what;
+    EXPECT_LT(rel_err(f32_rows(target, p.T, p.N, what + " cleared"), p.y), kF32Tol) << what;
+  }
+}
+
+// Every refusal throws before any device call, so this runs without a GPU too.
+TEST(QwenGemvRows, RefusesBadArguments) {
+  alignas(16) static uint16_t w[64 * 64];
+  alignas(16) static uint16_t x[17 * 64];
+  alignas(16) static float out[17 * 64];
+  GemvRowsArgs a;
+  a.W = reinterpret_cast<const bf16*>(w);
+  a.x = reinterpret_cast<const bf16*>(x);
+  a.out_f32 = out;
+  a.N = 64;
+  a.K = 64;
+  a.T = 4;
+  auto refused = [&](GemvRowsArgs b, GemvRowsOutput o = GemvRowsOutput::kStore) {
+    EXPECT_THROW(launch_gemv_rows(o, b, nullptr), Error);
+  };
+  GemvRowsArgs b = a;
+  b.N = 24;  // not a multiple of 16
+  refused(b);
+  b = a;
+  b.K = 12;  // not a multiple of 8
+  refused(b);
+  b = a;
+  b.T = 0;
+  refused(b);
+  b.T = kGemvRowsMaxT + 1;
+  refused(b);
+  b = a;
+  b.x = nullptr;
+  refused(b);
+  b = a;
+  refused(b, GemvRowsOutput::kSwiGLU);  // no out_bf16
+  b = a;
+  b.out_f32 = out + 1;  // misaligned
+  refused(b);
+  b = a;
+  b.clear = out;  // its own output
+  b.clear_n = 64;
+  refused(b);
+  b.clear = out + 4 * 64;
+  b.clear_n = 6;  // not a multiple of 4
+  refused(b);
+  b = a;
+  b.blocks_per_sm = 5;
+  refused(b);
+  EXPECT_FALSE(gemv_rows_supports(8, 64));
+  EXPECT_TRUE(gemv_rows_supports(4096, 12288));
+}
