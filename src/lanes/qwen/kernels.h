@@ -7,7 +7,9 @@
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
 // shortest chunk of positions); for the batched decode attention LG_QWEN_ATTN_GQA=0 (v5 instead
 // of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 64) and LG_QWEN_GQA_MAX_SPLITS (64), and
-// LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200).
+// LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200); for the
+// row GEMV LG_QWEN_GEMV_ROWS=0 (the batched decode on cuBLASLt), LG_QWEN_GEMV_ROWS_BPS and
+// LG_QWEN_GEMV_ROWS_SPLITS.
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
