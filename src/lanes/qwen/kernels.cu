@@ -377,10 +377,11 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 template <int DH>
 static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride, int splits,
                                       float eps, const int* pos, float* scratch, int* counters, bf16* out,
-                                      cudaStream_t s) {
+                                      const int* rows, cudaStream_t s) {
   if (gqa_attention()) {
     dev::GqaDecodeParams g{};
     g.qkv = qkv;
+    g.row_map = rows;
     g.k_cache = r.cache.k;
     g.v_cache = r.cache.v;
     g.block_table = r.block_table;
@@ -408,6 +409,7 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
   set_rope_fields(p, r, eps);
   p.q_stride = (r.H + 2 * r.KV) * DH;
   p.table_stride = table_stride;
+  p.row_map = rows;
   const DecodeAttnShape sh = decode_attn_shape();
   p.min_split = sh.min_split;
   const dim3 grid(p.H, splits, batch);
@@ -420,7 +422,7 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
 
 void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride,
                                         int splits, float eps, const int* pos, float* scratch, int* counters,
-                                        bf16* out, cudaStream_t s) {
+                                        bf16* out, cudaStream_t s, const int* rows) {
   check_head_dim(r.Dh);
   check_gqa(r.H, r.KV);
   if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos || !scratch || !counters || !out)
@@ -433,10 +435,10 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
                 std::to_string(splits) + " splits, block-table stride " + std::to_string(table_stride) +
                 " (1..65535 sequences, 1.." + std::to_string(kDecodeMaxSplits) + " splits)");
   switch (r.Dh) {
-    case 16: return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
-    case 32: return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
-    case 64: return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
-    default: return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, s);
+    case 16: return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
+    case 32: return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
+    case 64: return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
+    default: return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
   }
 }
 
@@ -449,7 +451,8 @@ static void attn_ragged_as(dev::RaggedAttnParams p, cudaStream_t s) {
 }
 
 void launch_attention_ragged(const float* q, const KvPages& c, const int* block_table, int table_stride,
-                             const int* seq, const int* pos, int T, int H, int KV, int Dh, bf16* out, cudaStream_t s) {
+                             const int* seq, const int* pos, int T, int H, int KV, int Dh, bf16* out, cudaStream_t s,
+                             const int* tokens) {
   check_head_dim(Dh);
   check_gqa(H, KV);
   if (T < 0 || table_stride < 1) throw Error("hand-written attention: ragged attention with T < 0 or no block table");
@@ -462,6 +465,7 @@ void launch_attention_ragged(const float* q, const KvPages& c, const int* block_
   p.block_table = block_table;
   p.seq = seq;
   p.pos = pos;
+  p.tokens = tokens;
   p.table_stride = table_stride;
   p.T = T;
   p.H = H;

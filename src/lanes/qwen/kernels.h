@@ -197,19 +197,25 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 /// splits from decode_attention_batch_splits for a max_len at least every pos[b] + 1 (a
 /// sequence longer than splits * chunk still gets every key: chunks grow with the length);
 /// scratch f32 [decode_attention_batch_scratch_floats(H, Dh, batch)]; counters batch * H device
-/// ints, zero-filled once (each launch leaves them at zero). rope.max_seq is unused. Throws
-/// lg::Error for more than 16 query heads per KV head or a batch, split count or stride out of range.
+/// ints, zero-filled once (each launch leaves them at zero). rope.max_seq is unused.
+/// rows (device ints [batch], or null: entry b is row b): entry b reads row rows[b] of qkv and
+/// writes row rows[b] of out (the rows of a step's tokens, HandwrittenQwenLane::run_rows), while
+/// its position pos[b], block-table row b, partials and counters stay per entry; it writes the
+/// K/V of its position as always (where launch_rope_kv put the same values already: idempotent).
+/// Throws lg::Error for more than 16 query heads per KV head or a batch, split count or stride out of range.
 void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& rope, int batch, int table_stride,
                                         int splits, float eps, const int* pos, float* scratch, int* counters,
-                                        bf16* out, cudaStream_t stream);
+                                        bf16* out, cudaStream_t stream, const int* rows = nullptr);
 
 /// Attention of a ragged batch (kernels/attention.cuh): token t of sequence seq[t] at position
 /// pos[t] sees positions 0 .. pos[t] of that sequence (causal GQA). q f32 [T, H, Dh];
 /// block_table device int [B, table_stride] (row seq[t] covers positions 0 .. pos[t]); seq, pos
 /// device int [T]; out bf16 [T, H * Dh]. Dh in {16, 32, 64, 128}. T == 0 launches nothing.
+/// tokens (device ints [T], or null: tokens 0 .. T-1): do only these tokens, each an index into
+/// q, seq, pos and out (then as long as the step's tokens; rows of out not listed are left as they are).
 void launch_attention_ragged(const float* q, const KvPages& cache, const int* block_table, int table_stride,
                              const int* seq, const int* pos, int T, int H, int KV, int Dh, bf16* out,
-                             cudaStream_t stream);
+                             cudaStream_t stream, const int* tokens = nullptr);
 
 /// out[b] = argmax of logits[b, 0 .. V-1] for b < B (lowest index on a tie, NaN never wins, all
 /// NaN: 0); logits f32 [B, V]; out device (or mapped host) int [B].

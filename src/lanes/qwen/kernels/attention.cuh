@@ -6,6 +6,9 @@
 //   One warp per (token, query head), 4 tokens of one head per block. CUDA cores, no tiling: simple
 //   and right first; the batched decode at tensor-core speed is issue 13's.
 // Each lane holds head_dim / 32 elements of q and of the output (DH = 16 uses half a warp).
+// A token list makes a launch do only the listed tokens (the rows path's mixed steps send their
+// decode tokens to the batched decode attention, attention_decode_gqa.cuh, and only the prompt
+// tokens here).
 // (One sequence's prefill: the tensor-core kernel of prefill_attention.cu; the decode step:
 // attention_decode.cuh.)
 #pragma once
@@ -19,24 +22,26 @@ constexpr int kAttnWarps = 4;
 
 /// What the ragged attention reads and writes.
 struct RaggedAttnParams {
-  const float* q;           // f32 [T, H, DH], RoPE applied
+  const float* q;           // f32 [all tokens, H, DH], RoPE applied
   const bf16* k_pool;       // bf16 [KV, rows, DH] of this layer
   const bf16* v_pool;
   const int* block_table;   // [B, table_stride]: row b is sequence b's blocks
-  const int* seq;           // [T]
-  const int* pos;           // [T]
+  const int* seq;           // [all tokens]
+  const int* pos;           // [all tokens]
   int table_stride;
   int T, H, KV, rows, block_shift;
   float scale;              // 1 / sqrt(DH)
-  bf16* out;                // bf16 [T, H * DH]
+  bf16* out;                // bf16 [all tokens, H * DH]
+  const int* tokens;        // [T]: which tokens (rows of q, seq, pos, out) to do, or null (0 .. T-1)
 };
 
 template <int DH>
 __global__ void __launch_bounds__(kAttnWarps * 32) attn_ragged_kernel(const RaggedAttnParams p) {
   constexpr int EPL = (DH + 31) / 32;  // elements per lane: d = lane + 32 e
   const int h = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int t = blockIdx.y * kAttnWarps + warp;
-  if (t >= p.T) return;  // the whole warp: nothing below synchronises the block
+  const int i = blockIdx.y * kAttnWarps + warp;
+  if (i >= p.T) return;  // the whole warp: nothing below synchronises the block
+  const int t = p.tokens ? p.tokens[i] : i;
   const int kvh = h / (p.H / p.KV);
   const int* bt = p.block_table + static_cast<size_t>(p.seq[t]) * p.table_stride;
   const int last = p.pos[t];

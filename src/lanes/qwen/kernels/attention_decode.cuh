@@ -98,17 +98,20 @@ struct DecodeAttnParams {
   // BATCH form only: floats between the sequences' rows of q_all, ints between their block-table rows.
   int q_stride;
   int table_stride;
+  const int* row_map;  // BATCH: [B], sequence b's row of q_all and out (a step's token rows), or null (row b)
 };
 
 /// Sequence b's view of a BATCH launch (splits: the grid's y extent): its projection row, block
-/// table, partials, counters and output row.
+/// table, partials, counters and output row. (row_map: host data copied before the step's first
+/// kernel, so readable before the PDL wait.)
 template <int DH>
 __device__ __forceinline__ DecodeAttnParams at_sequence(DecodeAttnParams p, int b, int splits) {
-  p.q_all += static_cast<size_t>(b) * p.q_stride;
+  const int row = p.row_map ? p.row_map[b] : b;
+  p.q_all += static_cast<size_t>(row) * p.q_stride;
   p.block_table += static_cast<size_t>(b) * p.table_stride;
   p.partial += static_cast<size_t>(b) * p.H * splits * (DH + 2);
   p.counters += static_cast<size_t>(b) * p.H;
-  p.out += static_cast<size_t>(b) * p.H * DH;
+  p.out += static_cast<size_t>(row) * p.H * DH;
   return p;
 }
 

@@ -16,6 +16,12 @@
 // Splits: DecodeSplits over gridDim.y, each sequence's chunks from its own length; partials
 // (max, sum, unnormalised output) per (sequence, query head, split), merged by the last block of
 // the (sequence, KV head) to finish (arrive_last), as in v5.
+// Row map (the rows path's mixed steps, HandwrittenQwenLane::run_rows): with `row_map` set, entry b
+// of the launch reads projection row row_map[b] and writes output row row_map[b] of a step's T token rows;
+// its position pos[b], block-table row b, partials and counters stay per entry. launch_rope_kv
+// has already written the K/V of that position there; split 0 forms and writes them again (the
+// same math, so a rewrite of the same values, idempotent up to the last bit of the qk-norm's
+// summation order: the decode graphs' values, read back by this launch only).
 #pragma once
 
 #include "lanes/qwen/kernels/attention_decode.cuh"
@@ -28,7 +34,8 @@ constexpr int kGqaMaxGroup = 16;   // query heads per KV head (warps per block) 
 
 /// What the KV-head decode attention reads and writes.
 struct GqaDecodeParams {
-  const float* qkv;      // f32 [B, (H+2KV)*DH]: each sequence's raw projection
+  const float* qkv;      // f32 [B, (H+2KV)*DH]: each sequence's raw projection (row row_map[b] with a row map)
+  const int* row_map;    // [B]: entry b's row of qkv and out, or null (row b)
   bf16* k_cache;         // bf16 [KV, rows, DH]: this layer's pool (read, and written at each position)
   bf16* v_cache;
   const int* block_table;  // [B, table_stride]
@@ -90,7 +97,6 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nthreads = G * 32;
   const int h = kvh * G + warp;
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
-  const float* qkv = p.qkv + static_cast<size_t>(b) * (p.H + 2 * p.KV) * DH;
   const int* bt = p.block_table + static_cast<size_t>(b) * p.table_stride;
   const bf16* kc = p.k_cache + pool_offset<DH>(kvh, p.rows, 0);
   const bf16* vc = p.v_cache + pool_offset<DH>(kvh, p.rows, 0);
@@ -101,6 +107,8 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
   grid_dependency_wait();
   launch_dependents();
   const int pos = p.pos[b];
+  const int qrow = p.row_map ? p.row_map[b] : b;  // the entry's row of the projection and the output
+  const float* qkv = p.qkv + static_cast<size_t>(qrow) * (p.H + 2 * p.KV) * DH;
   const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
   if (split >= sp.n) return;  // past the end: not counted, not merged
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
@@ -201,7 +209,7 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
     __syncthreads();  // every thread is done with this stage before the next iteration refills it
   }
 
-  bf16* out = p.out + (static_cast<size_t>(b) * p.H + h) * DH;
+  bf16* out = p.out + (static_cast<size_t>(qrow) * p.H + h) * DH;
   if (sp.n == 1) {
 #pragma unroll
     for (int e = 0; e < EPL; ++e)
