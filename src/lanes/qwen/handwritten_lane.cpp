@@ -24,6 +24,86 @@ std::string gib(size_t bytes) {
   return std::to_string(t / 10) + "." + std::to_string(t % 10) + " GiB";
 }
 
+/// The rows path's step on the device: where run_rows' one upload put each list.
+struct RowsStep {
+  const int* tokens;    ///< [T]
+  const int* pos;       ///< [T]
+  const int* seq;       ///< [T]: each token's row of `table`
+  const int* slot;      ///< [T]: each token's pool row
+  const int* rows;      ///< [B]: each sequence's last token
+  const int* table;     ///< [B, W]: block tables, the decode sequences' rows first, unused entries -1
+  const int* dec_rows;  ///< [ndec]: decode entry i's token (table row i)
+  const int* dec_pos;   ///< [ndec]: its position
+  const int* prompt;    ///< [T - ndec]: the other tokens
+  int W = 1, ndec = 0;
+  int dec_max_len = 1;  ///< the decode entries' longest context (positions)
+};
+
+/// Packs the step's lists into pinned staging h and copies them to d (device ints) in one copy on
+/// cs (both sized by allocate_step_buffers). With split_decode, a sequence whose step is one token
+/// is a decode entry (its table row first, in batch order), else there are none. Block tables
+/// get the step's own row stride W (the longest table it needs), not the context's: a batch of
+/// short sequences uploads a few ints per sequence.
+RowsStep upload_rows_step(const FlatBatch& f, std::span<const SeqStep> batch, int64_t bs, bool split_decode, int* h,
+                          int* d, cudaStream_t cs) {
+  const int T = static_cast<int>(f.T), B = static_cast<int>(f.B);
+  RowsStep u;
+  int64_t W = 1;
+  for (const SeqStep& q : batch)
+    W = std::max<int64_t>(W, (q.start_pos + static_cast<int64_t>(q.tokens.size()) + bs - 1) / bs);
+  u.W = static_cast<int>(W);
+  auto is_decode = [&](int b) { return split_decode && batch[static_cast<size_t>(b)].tokens.size() == 1; };
+  std::vector<int> trow(static_cast<size_t>(B));  // sequence b's table row
+  for (int b = 0; b < B; ++b)
+    if (is_decode(b)) trow[static_cast<size_t>(b)] = u.ndec++;
+  for (int b = 0, r = u.ndec; b < B; ++b)
+    if (!is_decode(b)) trow[static_cast<size_t>(b)] = r++;
+  const int ndec = u.ndec;
+  int* tokens = h;
+  int* pos = h + T;
+  int* seq = h + 2 * T;
+  int* slot = h + 3 * T;
+  int* rows = h + 4 * T;
+  int* table = rows + B;
+  int* dec_rows = table + B * W;
+  int* dec_pos = dec_rows + ndec;
+  int* prompt = dec_pos + ndec;
+  std::copy(f.tokens.begin(), f.tokens.end(), tokens);
+  std::copy(f.pos.begin(), f.pos.end(), pos);
+  std::copy(f.rows.begin(), f.rows.end(), rows);
+  std::fill(table, table + B * W, -1);
+  for (int b = 0; b < B; ++b) {
+    const SeqStep& q = batch[static_cast<size_t>(b)];
+    const int r = trow[static_cast<size_t>(b)];
+    const auto n = std::min<int64_t>(W, static_cast<int64_t>(q.blocks.size()));
+    std::copy(q.blocks.begin(), q.blocks.begin() + n, table + r * W);
+    if (r < ndec) {
+      dec_rows[r] = f.rows[static_cast<size_t>(b)];  // its one token is its last
+      dec_pos[r] = static_cast<int>(q.start_pos);
+      u.dec_max_len = std::max(u.dec_max_len, dec_pos[r] + 1);
+    }
+  }
+  for (int t = 0, i = 0; t < T; ++t) {
+    const int r = trow[static_cast<size_t>(f.seq[static_cast<size_t>(t)])];
+    seq[t] = r;
+    const int64_t p = pos[t];
+    slot[t] = static_cast<int>(table[r * W + p / bs] * bs + p % bs);
+    if (r >= ndec) prompt[i++] = t;
+  }
+  const auto n_ints = static_cast<size_t>(prompt + (T - ndec) - h);
+  LG_CUDA_CHECK(cudaMemcpyAsync(d, h, n_ints * sizeof(int), cudaMemcpyHostToDevice, cs));
+  u.tokens = d;
+  u.pos = d + (pos - h);
+  u.seq = d + (seq - h);
+  u.slot = d + (slot - h);
+  u.rows = d + (rows - h);
+  u.table = d + (table - h);
+  u.dec_rows = d + (dec_rows - h);
+  u.dec_pos = d + (dec_pos - h);
+  u.prompt = d + (prompt - h);
+  return u;
+}
+
 }  // namespace
 
 HandwrittenQwenLane::~HandwrittenQwenLane() = default;
@@ -170,7 +250,9 @@ void HandwrittenQwenLane::State::allocate_step_buffers(const QwenShape& sh, cons
   gemv_sync = cuda::DeviceBuffer(static_cast<size_t>(kGemvSyncInts) * sizeof(int));
   LG_CUDA_CHECK(cudaMemsetAsync(attn_counters.data(), 0, attn_counters.bytes(), cs));
   LG_CUDA_CHECK(cudaMemsetAsync(gemv_sync.data(), 0, gemv_sync.bytes(), cs));
-  const int64_t step_ints = 4 * Tmax + Bmax + Bmax * MB;
+  // run_rows' upload: tokens, positions, table rows, slots [T]; last rows [B]; block tables [B, W];
+  // the decode entries' rows and positions [<= B] and the prompt tokens' list [<= T].
+  const int64_t step_ints = 5 * Tmax + 3 * Bmax + Bmax * MB;
   d_step = cuda::DeviceBuffer(static_cast<size_t>(step_ints) * sizeof(int));
   h_step.allocate(static_cast<size_t>(step_ints), false);
   h_token.allocate(1, true);
@@ -356,48 +438,31 @@ void HandwrittenQwenLane::enqueue_head_gemv(const float* x_row) {
 }
 
 // Everything but one decode token: the step's T rows through the layers, then the LM head on each
-// sequence's last row.
+// sequence's last row. The attention of a step of several sequences is split by token: a sequence
+// whose step is one token (a decode token) goes to the batched decode attention (v6, split-KV,
+// through a row map: entry i is that token's row), the other sequences' tokens to the ragged
+// kernel (through a token list). LG_QWEN_MIXED_DECODE_ATTN=0: the ragged kernel takes them all
+// (the path before; A/B in one binary).
 void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> batch) {
   State& s = *st_;
   cudaStream_t cs = s.stream.get();
   using bf16_t = __nv_bfloat16;
   const Dims d = dims_of(shape_, limits_);
   const int T = static_cast<int>(f.T), B = static_cast<int>(f.B);
-  const int64_t bs = limits_.block_size;
-  // The block tables with the step's own row stride W (the longest table it needs), not the
-  // context's: a batch of short sequences uploads a few ints per sequence.
-  int64_t W = 1;
-  for (const SeqStep& q : batch)
-    W = std::max<int64_t>(W, (q.start_pos + static_cast<int64_t>(q.tokens.size()) + bs - 1) / bs);
-  int* h = s.h_step.p;  // the previous step's copy finished at its synchronize
-  int* tokens = h;
-  int* pos = h + T;
-  int* seq = h + 2 * T;
-  int* slot = h + 3 * T;
-  int* rows = h + 4 * T;
-  int* table = rows + B;
-  std::copy(f.tokens.begin(), f.tokens.end(), tokens);
-  std::copy(f.pos.begin(), f.pos.end(), pos);
-  std::copy(f.seq.begin(), f.seq.end(), seq);
-  std::copy(f.rows.begin(), f.rows.end(), rows);
-  std::fill(table, table + B * W, -1);
-  for (int b = 0; b < B; ++b) {
-    const SeqStep& q = batch[static_cast<size_t>(b)];
-    const auto n = std::min<int64_t>(W, static_cast<int64_t>(q.blocks.size()));
-    std::copy(q.blocks.begin(), q.blocks.begin() + n, table + b * W);
-  }
-  for (int t = 0; t < T; ++t) {
-    const int64_t p = pos[t];
-    slot[t] = static_cast<int>(table[seq[t] * W + p / bs] * bs + p % bs);
-  }
-  const size_t n_ints = static_cast<size_t>(4 * T + B + B * W);
-  LG_CUDA_CHECK(cudaMemcpyAsync(s.d_step.data(), h, n_ints * sizeof(int), cudaMemcpyHostToDevice, cs));
-  const int* d_tokens = s.d_step.as<int>();
-  const int* d_pos = d_tokens + T;
-  const int* d_seq = d_tokens + 2 * T;
-  const int* d_slot = d_tokens + 3 * T;
-  const int* d_rows = d_tokens + 4 * T;
-  const int* d_table = d_rows + B;
+  static const bool split_decode = [] {
+    const char* e = std::getenv("LG_QWEN_MIXED_DECODE_ATTN");
+    return !(e && std::string(e) == "0");
+  }();
+  // B == 1 keeps the flash kernel: no decode entries then.
+  const RowsStep u = upload_rows_step(f, batch, limits_.block_size, B > 1 && split_decode, s.h_step.p,
+                                      s.d_step.as<int>(), cs);
+  const int* d_tokens = u.tokens;
+  const int* d_pos = u.pos;
+  const int* d_table = u.table;
+  const int W = u.W;
+  // Scratch and counters are the batched decode graphs' (sized for max_batch entries, any split
+  // count decode_attention_batch_splits gives; every launch leaves the counters at zero).
+  const int dec_splits = u.ndec > 0 ? decode_attention_batch_splits(d.H, d.KV, u.ndec, u.dec_max_len) : 1;
 
   launch_embed(s.embed.as<bf16_t>(), d_tokens, T, d.D, s.x.as<float>(), cs);
   for (size_t l = 0; l < s.layers.size(); ++l) {
@@ -406,12 +471,20 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
     launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
     s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), T, d.nqkv, d.D, false, cs);
     launch_rope_kv(s.qkv.as<float>(), ly.bqkv.as<float>(), ly.qn.as<float>(), ly.kn.as<float>(),
-                   s.inv_freq.as<float>(), d_pos, d_slot, d.eps, T, d.H, d.KV, d.Dh, pages, s.q.as<float>(), cs);
+                   s.inv_freq.as<float>(), d_pos, u.slot, d.eps, T, d.H, d.KV, d.Dh, pages, s.q.as<float>(), cs);
     if (B == 1)
       launch_attention_prefill_tc(s.q.as<float>(), pages, d_table, d_pos, T, d.H, d.KV, d.Dh, s.attn.as<bf16_t>(), cs);
-    else
-      launch_attention_ragged(s.q.as<float>(), pages, d_table, static_cast<int>(W), d_seq, d_pos, T, d.H, d.KV, d.Dh,
-                              s.attn.as<bf16_t>(), cs);
+    else {
+      // The decode tokens' K/V are written by launch_rope_kv above and again by the decode
+      // attention (it forms them from the raw projection itself, the same math: a rewrite of the
+      // same values, up to the qk-norm's summation order); no other sequence reads them here.
+      if (u.ndec > 0)
+        launch_attention_decode_rope_batch(s.qkv.as<float>(), s.rope_args(d, l, d_table), u.ndec, W, dec_splits, d.eps,
+                                           u.dec_pos, s.dec_scratch.as<float>(), s.dec_counters.as<int>(),
+                                           s.attn.as<bf16_t>(), cs, u.dec_rows);
+      launch_attention_ragged(s.q.as<float>(), pages, d_table, W, u.seq, d_pos, T - u.ndec, d.H, d.KV, d.Dh,
+                              s.attn.as<bf16_t>(), cs, u.ndec > 0 ? u.prompt : nullptr);
+    }
     s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
     launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
     s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);
@@ -424,7 +497,7 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
   }
   // B rows: each sequence's last token, normed into bf16 (as the GEMV's prologue rounds it), the
   // LM head as one GEMM [B, V], an argmax per row.
-  launch_rmsnorm_gather(s.x.as<float>(), d_rows, s.final_norm.as<float>(), B, d.D, d.eps, s.h.as<bf16_t>(), cs);
+  launch_rmsnorm_gather(s.x.as<float>(), u.rows, s.final_norm.as<float>(), B, d.D, d.eps, s.h.as<bf16_t>(), cs);
   s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), B, d.V, d.D, false, cs);
   launch_argmax_rows(s.logits.as<float>(), B, d.V, s.h_argmax.dev, cs);
 }
