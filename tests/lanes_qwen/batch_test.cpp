@@ -223,6 +223,122 @@ TEST(HandwrittenBatch, BatchedDecodeGraphsAgreeWithRunsAlone) {
               batched_steps, worst);
 }
 
+// Mixed steps (the rows path with B > 1): sequences decoding one token each at up to a few hundred
+// positions while two others are prefilled in random chunks (1 to 48 tokens: a chunk of one takes
+// the decode attention too), the prefilling ones in the middle of the batch, so the decode
+// attention's entries (row map, block-table rows of their own order) and the ragged kernel's
+// token list both skip rows. Every decode's logits must agree with the sequence's run alone
+// within kPathTolerance, and its argmax wherever the alone margin is above kBf16Margin; so must
+// each prefilled prompt's last logits (alone: the prompt in one step, the flash kernel). Blocks
+// from one shuffled free list, as above.
+TEST(HandwrittenBatch, MixedStepsAgreeWithRunsAlone) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "fixtures" / "tiny-qwen3");
+  auto lane = make_handwritten_lane(md, {.max_seq = 1024, .kv_tokens = 8 * 1024, .max_batch = 8, .block_size = 16});
+  auto rng = fresh_rng();
+  auto uni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  const auto vocab = static_cast<int32_t>(md.config.vocab_size);
+  const int n = 7;
+  auto prefilling = [](int i) { return i == 1 || i == 4; };
+  struct Seq {
+    std::vector<int32_t> prompt, decoded;  // decoded: the alone run's greedy tokens, fed in both runs
+    std::vector<std::vector<float>> want;  // alone: logits after each decoded token (prefilling: after the prompt)
+    std::vector<float> margin;
+  };
+  auto keep = [](Seq& q, const SeqResult& r) {
+    std::vector<float> top(r.logits);
+    std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+    q.want.push_back(r.logits);
+    q.margin.push_back(top[0] - top[1]);
+  };
+  std::vector<Seq> seqs(n);
+  for (int i = 0; i < n; ++i) {
+    Seq& q = seqs[static_cast<size_t>(i)];
+    q.prompt.resize(static_cast<size_t>(prefilling(i) ? uni(100, 300) : i % 3 == 0 ? uni(2, 40) : uni(200, 700)));
+    for (auto& t : q.prompt) t = uni(0, vocab - 1);
+    runtime::SoloSequence alone(*lane);
+    SeqResult r = alone.feed(q.prompt, prefilling(i));
+    if (prefilling(i)) {
+      keep(q, r);
+      continue;
+    }
+    const int decodes = uni(8, 24);
+    for (int k = 0; k < decodes; ++k) {
+      q.decoded.push_back(r.argmax);
+      r = alone.feed(std::span<const int32_t>(&q.decoded.back(), 1), true);
+      keep(q, r);
+    }
+  }
+  runtime::BlockManager blocks(lane->limits().num_blocks, lane->limits().block_size);
+  {
+    std::vector<int32_t> all;
+    ASSERT_TRUE(blocks.grow(all, lane->limits().pool_tokens()));
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int32_t b : all) {
+      std::vector<int32_t> one{b};
+      blocks.release(one);
+    }
+  }
+  std::vector<std::unique_ptr<runtime::SoloSequence>> live;
+  for (int i = 0; i < n; ++i) {
+    live.push_back(std::make_unique<runtime::SoloSequence>(*lane, &blocks));
+    if (!prefilling(i)) live.back()->feed(seqs[static_cast<size_t>(i)].prompt, false);
+  }
+  std::vector<size_t> done(n, 0);  // decodes fed, or prompt tokens fed
+  double worst = 0;
+  int compared = 0, mixed_steps = 0;
+  for (;;) {
+    std::vector<SeqStep> batch;
+    std::vector<int> who;
+    bool any_decode = false, any_chunk = false;
+    for (int i = 0; i < n; ++i) {
+      const Seq& q = seqs[static_cast<size_t>(i)];
+      const size_t at = done[static_cast<size_t>(i)];
+      if (prefilling(i) && at < q.prompt.size()) {
+        const size_t len = std::min<size_t>(static_cast<size_t>(uni(1, 48)), q.prompt.size() - at);
+        batch.push_back(live[static_cast<size_t>(i)]->next(std::span<const int32_t>(q.prompt.data() + at, len),
+                                                           at + len == q.prompt.size()));
+        any_chunk = true;
+      } else if (!prefilling(i) && at < q.decoded.size()) {
+        batch.push_back(live[static_cast<size_t>(i)]->next(std::span<const int32_t>(&q.decoded[at], 1), true));
+        any_decode = true;
+      } else {
+        continue;
+      }
+      who.push_back(i);
+    }
+    if (batch.empty()) break;
+    mixed_steps += any_decode && any_chunk;
+    const std::vector<SeqResult> got = lane->step(batch);
+    for (size_t j = 0; j < who.size(); ++j) {
+      const int i = who[j];
+      const Seq& q = seqs[static_cast<size_t>(i)];
+      const size_t fed = batch[j].tokens.size();
+      live[static_cast<size_t>(i)]->advance(static_cast<int64_t>(fed));
+      size_t& at = done[static_cast<size_t>(i)];
+      at += fed;
+      size_t k = at - 1;  // the decode just fed
+      if (prefilling(i)) {
+        if (at < q.prompt.size()) continue;  // the prompt's last logits only
+        k = 0;
+      }
+      const double e = rel_err(got[j].logits, q.want[k]);
+      worst = std::max(worst, e);
+      ++compared;
+      EXPECT_LT(e, kPathTolerance) << "sequence " << i << " (prompt " << q.prompt.size() << "), "
+                                   << (prefilling(i) ? "its prompt" : "decode " + std::to_string(k)) << " in a step of "
+                                   << batch.size();
+      if (q.margin[k] > kBf16Margin) {
+        EXPECT_EQ(got[j].argmax, std::max_element(q.want[k].begin(), q.want[k].end()) - q.want[k].begin())
+            << "sequence " << i << ", result " << k;
+      }
+    }
+  }
+  EXPECT_GT(mixed_steps, 2);
+  std::printf("mixed steps: %d logits compared, %d steps mixing prompt chunks and decodes, worst relative error %.3g\n",
+              compared, mixed_steps, worst);
+}
+
 // limits() is what the lane was made with and what its buffers hold: a step at every limit at
 // once runs (and agrees with the sequences alone), one past any limit is refused, naming the
 // sequence where there is one.
