@@ -3,9 +3,12 @@
 // requests finish (up to --shutdown-timeout; a second signal cuts that short) and exits 0.
 // `--shape qwen3-8b` serves random weights made on the GPU instead, for load tests at a real
 // shape without a checkpoint (token-id prompts only).
-#include <pthread.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -66,16 +69,54 @@ std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o) {
   return std::make_unique<lg::server::Engine>(lg::server::RandomModel{o.shape, lg::cli::preset_config(o.shape)}, eo);
 }
 
-// Waits for SIGINT/SIGTERM (blocked in every thread, so they arrive here), then drains the
-// server; a second signal cuts the drain short. Woken by SIGUSR1 when the server ended on its own.
-void watch_signals(lg::server::Server& server, const lg::server::Engine& engine, const sigset_t& set, double timeout_s) {
-  int sig = 0;
-  if (sigwait(&set, &sig) != 0 || sig == SIGUSR1) return;
+// SIGINT/SIGTERM reach whichever thread the kernel picks, and some threads exist before main()
+// (OpenBLAS starts its pool at load), so no signal mask can route them to one watcher: a handler
+// writes the signal's number into a pipe that the watcher reads (write() is async-signal-safe).
+// A byte 0 from the main thread wakes the watcher when the server ended on its own.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int sig) {
+  const int saved = errno;
+  const auto byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+/// Installs on_stop_signal for SIGINT and SIGTERM, whatever their action was (a shell starts a
+/// script's background job, `lg serve ... &`, with SIGINT ignored).
+void install_stop_signals() {
+  if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) throw lg::Error("lg serve: cannot make the signal pipe");
+  ::fcntl(g_signal_pipe[1], F_SETFL, O_NONBLOCK);  // a handler never blocks on a full pipe
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+/// The next byte of the signal pipe: a signal number, or 0 (the server ended); -1 when `wait`
+/// is false and none is there.
+int next_stop_byte(bool wait) {
+  if (!wait) {
+    pollfd p{g_signal_pipe[0], POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return -1;
+  }
+  unsigned char byte = 0;
+  ssize_t n;
+  do n = ::read(g_signal_pipe[0], &byte, 1);
+  while (n < 0 && errno == EINTR);
+  return n == 1 ? byte : 0;
+}
+
+// Waits for SIGINT/SIGTERM, then drains the server; a second signal cuts the drain short.
+void watch_signals(lg::server::Server& server, const lg::server::Engine& engine, double timeout_s) {
+  const int sig = next_stop_byte(/*wait=*/true);
+  if (sig == 0) return;
   std::fprintf(stderr, "lg: %s: no new requests; waiting up to %.0f s for %lld running (a second Ctrl-C stops them)\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM", timeout_s, static_cast<long long>(engine.in_flight()));
-  const auto cut_short = [&set] {
-    const timespec none{0, 0};
-    const int s = sigtimedwait(&set, nullptr, &none);
+  const auto cut_short = [] {
+    const int s = next_stop_byte(/*wait=*/false);
     return s == SIGINT || s == SIGTERM;
   };
   server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)), cut_short);
@@ -86,14 +127,7 @@ int serve(const ServeOpts& o) {
   if (o.model.empty() == o.shape.empty()) throw lg::Error("lg serve: give either --model DIR or --shape NAME");
   if (!o.shape.empty() && !o.chat_template.empty())
     throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
-  // Blocked before any thread starts (the engine's worker, the chat renderer, httplib's), so
-  // every thread inherits the mask and the signals reach only watch_signals().
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  install_stop_signals();
 
   const auto engine = make_engine(o);
   lg::server::ServerOptions so;
@@ -109,9 +143,10 @@ int serve(const ServeOpts& o) {
   const int port = server.bind();
   std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /metrics)\n",
                o.host.c_str(), port);
-  std::thread signals([&] { watch_signals(server, *engine, set, o.shutdown_timeout_s); });
+  std::thread signals([&] { watch_signals(server, *engine, o.shutdown_timeout_s); });
   server.run();
-  pthread_kill(signals.native_handle(), SIGUSR1);  // a no-op for the watcher once it has drained
+  const unsigned char ended = 0;  // wakes the watcher; unread once it has drained
+  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &ended, 1);
   signals.join();
   return 0;
 }
