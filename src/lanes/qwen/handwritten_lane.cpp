@@ -34,10 +34,21 @@ struct RowsStep {
   const int* table;     ///< [B, W]: block tables, the decode sequences' rows first, unused entries -1
   const int* dec_rows;  ///< [ndec]: decode entry i's token (table row i)
   const int* dec_pos;   ///< [ndec]: its position
-  const int* prompt;    ///< [T - ndec]: the other tokens
-  int W = 1, ndec = 0;
+  const int* prompt;    ///< [nprompt]: the tokens left to the ragged kernel
+  /// A sequence of kFlashMinTokens or more tokens in the step (a prompt chunk): its rows
+  /// t0 .. t0 + n - 1 and table row r go to the tensor-core flash kernel, one launch per layer.
+  struct FlashRun {
+    int t0, n, r;
+  };
+  std::vector<FlashRun> flash;
+  int W = 1, ndec = 0, nprompt = 0;
   int dec_max_len = 1;  ///< the decode entries' longest context (positions)
 };
+
+/// Prompt chunks at least this long take the flash kernel in a step of several sequences (shorter
+/// ones the ragged kernel: one warp per token and head, cheap for a few tokens; a flash launch
+/// per layer and sequence is not).
+constexpr int kFlashMinTokens = 16;
 
 /// Packs the step's lists into pinned staging h and copies them to d (device ints) in one copy on
 /// cs (both sized by allocate_step_buffers). With split_decode, a sequence whose step is one token
@@ -56,8 +67,17 @@ RowsStep upload_rows_step(const FlatBatch& f, std::span<const SeqStep> batch, in
   std::vector<int> trow(static_cast<size_t>(B));  // sequence b's table row
   for (int b = 0; b < B; ++b)
     if (is_decode(b)) trow[static_cast<size_t>(b)] = u.ndec++;
+  std::vector<char> flash_seq(static_cast<size_t>(B), 0);
   for (int b = 0, r = u.ndec; b < B; ++b)
-    if (!is_decode(b)) trow[static_cast<size_t>(b)] = r++;
+    if (!is_decode(b)) {
+      trow[static_cast<size_t>(b)] = r;
+      const int n = static_cast<int>(batch[static_cast<size_t>(b)].tokens.size());
+      if (split_decode && n >= kFlashMinTokens) {
+        u.flash.push_back({f.rows[static_cast<size_t>(b)] - n + 1, n, r});
+        flash_seq[static_cast<size_t>(b)] = 1;
+      }
+      ++r;
+    }
   const int ndec = u.ndec;
   int* tokens = h;
   int* pos = h + T;
@@ -83,14 +103,15 @@ RowsStep upload_rows_step(const FlatBatch& f, std::span<const SeqStep> batch, in
       u.dec_max_len = std::max(u.dec_max_len, dec_pos[r] + 1);
     }
   }
-  for (int t = 0, i = 0; t < T; ++t) {
-    const int r = trow[static_cast<size_t>(f.seq[static_cast<size_t>(t)])];
+  for (int t = 0; t < T; ++t) {
+    const auto b = static_cast<size_t>(f.seq[static_cast<size_t>(t)]);
+    const int r = trow[b];
     seq[t] = r;
     const int64_t p = pos[t];
     slot[t] = static_cast<int>(table[r * W + p / bs] * bs + p % bs);
-    if (r >= ndec) prompt[i++] = t;
+    if (r >= ndec && !flash_seq[b]) prompt[u.nprompt++] = t;
   }
-  const auto n_ints = static_cast<size_t>(prompt + (T - ndec) - h);
+  const auto n_ints = static_cast<size_t>(prompt + u.nprompt - h);
   LG_CUDA_CHECK(cudaMemcpyAsync(d, h, n_ints * sizeof(int), cudaMemcpyHostToDevice, cs));
   u.tokens = d;
   u.pos = d + (pos - h);
@@ -440,9 +461,10 @@ void HandwrittenQwenLane::enqueue_head_gemv(const float* x_row) {
 // Everything but one decode token: the step's T rows through the layers, then the LM head on each
 // sequence's last row. The attention of a step of several sequences is split by token: a sequence
 // whose step is one token (a decode token) goes to the batched decode attention (v6, split-KV,
-// through a row map: entry i is that token's row), the other sequences' tokens to the ragged
-// kernel (through a token list). LG_QWEN_MIXED_DECODE_ATTN=0: the ragged kernel takes them all
-// (the path before; A/B in one binary).
+// through a row map: entry i is that token's row), a prompt chunk of kFlashMinTokens or more to the
+// tensor-core flash kernel (one launch per such sequence), the other tokens to the ragged kernel
+// (through a token list). LG_QWEN_MIXED_DECODE_ATTN=0: the ragged kernel takes them all (the path
+// before; A/B in one binary).
 void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> batch) {
   State& s = *st_;
   cudaStream_t cs = s.stream.get();
@@ -482,8 +504,17 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
         launch_attention_decode_rope_batch(s.qkv.as<float>(), s.rope_args(d, l, d_table), u.ndec, W, dec_splits, d.eps,
                                            u.dec_pos, s.dec_scratch.as<float>(), s.dec_counters.as<int>(),
                                            s.attn.as<bf16_t>(), cs, u.dec_rows);
-      launch_attention_ragged(s.q.as<float>(), pages, d_table, W, u.seq, d_pos, T - u.ndec, d.H, d.KV, d.Dh,
-                              s.attn.as<bf16_t>(), cs, u.ndec > 0 ? u.prompt : nullptr);
+      for (const RowsStep::FlashRun& fr : u.flash) {
+        const size_t off = static_cast<size_t>(fr.t0) * static_cast<size_t>(d.nq);
+        launch_attention_prefill_tc(s.q.as<float>() + off, pages, d_table + static_cast<size_t>(fr.r) * W,
+                                    d_pos + fr.t0, fr.n, d.H, d.KV, d.Dh, s.attn.as<bf16_t>() + off, cs);
+      }
+      // No list when every token is the ragged kernel's (split decode off, or no decode and no
+      // flash entries): it then takes rows 0 .. T-1.
+      const bool listed = u.ndec > 0 || !u.flash.empty();
+      if (u.nprompt > 0)
+        launch_attention_ragged(s.q.as<float>(), pages, d_table, W, u.seq, d_pos, u.nprompt, d.H, d.KV, d.Dh,
+                                s.attn.as<bf16_t>(), cs, listed ? u.prompt : nullptr);
     }
     s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
     launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);

@@ -123,7 +123,7 @@ void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps
 bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
 
 bool gemv_rows_enabled() {
-  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 1) != 0;
+  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 0) != 0;
   return on;
 }
 

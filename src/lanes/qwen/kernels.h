@@ -8,7 +8,7 @@
 // shortest chunk of positions); for the batched decode attention LG_QWEN_ATTN_GQA=0 (v5 instead
 // of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 64) and LG_QWEN_GQA_MAX_SPLITS (64), and
 // LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200); for the
-// row GEMV LG_QWEN_GEMV_ROWS=0 (the batched decode on cuBLASLt), LG_QWEN_GEMV_ROWS_BPS and
+// row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off: slower), LG_QWEN_GEMV_ROWS_BPS and
 // LG_QWEN_GEMV_ROWS_SPLITS.
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
@@ -130,8 +130,10 @@ struct GemvRowsArgs {
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
-/// Knob LG_QWEN_GEMV_ROWS (default 1; 0 = off): the hand-written lane's batched decode graphs of
-/// up to kGemvRowsMaxT sequences run their projections on launch_gemv_rows instead of cuBLASLt.
+/// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on): the hand-written lane's batched decode graphs
+/// of up to kGemvRowsMaxT sequences run their projections on launch_gemv_rows instead of cuBLASLt.
+/// Off by default: on the H200 it streams W at 1.8-2.2 TB/s (bench/qwen_lane.md), so B = 2..16
+/// steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.
 bool gemv_rows_enabled();
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
