@@ -17,10 +17,26 @@ for exe in "$@"; do
       /lib/x86_64-linux-gnu/libc.so*|/lib/x86_64-linux-gnu/libm.so*|/lib/x86_64-linux-gnu/libpthread*|\
       /lib/x86_64-linux-gnu/libdl*|/lib/x86_64-linux-gnu/librt*|/lib64/ld-linux*|/usr/local/cuda*|\
       */libstdc++.so*|*/libgcc_s.so*) ;;  # the GPU machine (Ubuntu 24.04) has newer, compatible ones
+      */libopenblas.so*|*/libgfortran.so*|*/libquadmath.so*) ;;  # see below
       *) cp -L "$lib" "$stage/lib/" ;;
     esac
   done
 done
+# The binaries take only cblas_sgemm/cblas_sgemv from OpenBLAS (the CPU reference in the tests):
+# netlib's reference BLAS (libblas3, 0.2 MB packed, no Fortran runtime) answers to its file name
+# instead of OpenBLAS with libgfortran (4.9 MB packed, a third of the upload's room).
+# LG_BUNDLE_OPENBLAS=1 takes OpenBLAS itself.
+if ldd "$@" | grep -q libopenblas.so; then
+  if [ "${LG_BUNDLE_OPENBLAS-}" = 1 ]; then
+    for lib in $(ldd "$@" | awk '/libopenblas.so|libgfortran.so|libquadmath.so/ {print $3}' | sort -u); do
+      cp -L "$lib" "$stage/lib/"
+    done
+  else
+    ref=/usr/lib/x86_64-linux-gnu/blas/libblas.so.3
+    [ -e "$ref" ] || { echo "device_bundle.sh: $ref missing: apt-get install libblas3, or LG_BUNDLE_OPENBLAS=1" >&2; exit 1; }
+    cp -L "$ref" "$stage/lib/libopenblas.so.0"
+  fi
+fi
 # The fixtures the GPU tests and locks read: the Qwen ones, plus each fixture named in
 # LG_BUNDLE_FIXTURES (e.g. "tiny-llama3 tiny-mistral": about 0.85 MB each, and the upload holds
 # about 12.5 MB beside the tracked tree, a bundled lg taking 11-12 of it); LG_BUNDLE_FIXTURES=all takes every one
