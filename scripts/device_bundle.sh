@@ -26,7 +26,7 @@ done
 # netlib's reference BLAS (libblas3, 0.2 MB packed, no Fortran runtime) answers to its file name
 # instead of OpenBLAS with libgfortran (4.9 MB packed, a third of the upload's room).
 # LG_BUNDLE_OPENBLAS=1 takes OpenBLAS itself.
-if ldd "$@" | grep -q libopenblas.so; then
+if ldd "$@" | grep libopenblas.so > /dev/null; then  # not -q: ldd would die of SIGPIPE (pipefail)
   if [ "${LG_BUNDLE_OPENBLAS-}" = 1 ]; then
     for lib in $(ldd "$@" | awk '/libopenblas.so|libgfortran.so|libquadmath.so/ {print $3}' | sort -u); do
       cp -L "$lib" "$stage/lib/"
