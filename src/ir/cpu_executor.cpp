@@ -200,9 +200,9 @@ Tensor CpuExecutor::eval(size_t id, std::vector<Tensor>& values) {
       case Op::Attention:
         if (node.operands.size() == 6) {
           const cpu::Paging paging(arg(4), arg(5), a.block_size);
-          out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group, &paging);
+          out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group, &paging, a.window, a.softcap);
         } else {
-          out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group);
+          out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group, nullptr, a.window, a.softcap);
         }
         break;
       default: throw Error("the CPU executor has no implementation of this op");

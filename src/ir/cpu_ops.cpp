@@ -435,31 +435,44 @@ Tensor state_write(Tensor state, const Tensor& value, const Tensor& pos0, const 
 namespace {
 
 /// Causal GQA attention of `T` queries (q rows H*Dh apart) over the first `n` cache rows of each
-/// KV head (k/v rows Dh apart, heads `head_stride` apart); query t sees rows 0 ..= pos[t]. Writes
-/// out rows H*Dh apart.
+/// KV head (k/v rows Dh apart, heads `head_stride` apart); query t sees rows lo(t) ..= pos[t], where
+/// lo(t) = max(0, pos[t] - window + 1) with a window (0: lo = 0). Scores are scale * q.k, then
+/// softcap * tanh(score / softcap) when softcap > 0. Writes out rows H*Dh apart. Only the rows some
+/// query sees are multiplied (from the smallest lo(t)), so a window bounds the work too.
 void attend(const float* q, int64_t T, int64_t H, int64_t Dh, const float* k, const float* v, int64_t head_stride,
-            int64_t n, const std::vector<int32_t>& pos, double scale, int32_t gqa_group, float* out) {
-  std::vector<float> scores(static_cast<size_t>(T * n));
-  const int ldq = static_cast<int>(H * Dh), ldk = static_cast<int>(Dh), ldp = static_cast<int>(n);
+            int64_t n, const std::vector<int32_t>& pos, double scale, int32_t gqa_group, int64_t window,
+            double softcap, float* out) {
+  auto first = [&](int64_t t) -> int64_t {
+    return window > 0 ? std::max<int64_t>(0, pos[static_cast<size_t>(t)] - window + 1) : 0;
+  };
+  int64_t k0 = n;  // the first row any query sees
+  for (int64_t t = 0; t < T; ++t) k0 = std::min(k0, first(t));
+  const int64_t m = n - k0;  // rows multiplied
+  std::vector<float> scores(static_cast<size_t>(T * m));
+  const int ldq = static_cast<int>(H * Dh), ldk = static_cast<int>(Dh), ldp = static_cast<int>(m);
   for (int64_t h = 0; h < H; ++h) {
     const int64_t g = h / gqa_group;
     const float* qh = q + h * Dh;
-    const float* kg = k + g * head_stride;
-    const float* vg = v + g * head_stride;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), static_cast<int>(n), static_cast<int>(Dh),
+    const float* kg = k + g * head_stride + k0 * Dh;
+    const float* vg = v + g * head_stride + k0 * Dh;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), static_cast<int>(m), static_cast<int>(Dh),
                 static_cast<float>(scale), qh, ldq, kg, ldk, 0.0f, scores.data(), ldp);
     for (int64_t t = 0; t < T; ++t) {
-      float* row = scores.data() + t * n;
-      const int64_t len = pos[static_cast<size_t>(t)] + 1;  // rows 0 .. pos[t]
+      float* row = scores.data() + t * m;
+      const int64_t lo = first(t) - k0, len = pos[static_cast<size_t>(t)] + 1 - k0;  // rows lo .. pos[t]
+      if (softcap > 0)
+        for (int64_t s = lo; s < len; ++s)
+          row[s] = static_cast<float>(softcap * std::tanh(static_cast<double>(row[s]) / softcap));
       float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t s = 0; s < len; ++s) mx = std::max(mx, row[s]);
+      for (int64_t s = lo; s < len; ++s) mx = std::max(mx, row[s]);
       double sum = 0;
-      for (int64_t s = 0; s < len; ++s) sum += row[s] = std::exp(row[s] - mx);
+      for (int64_t s = lo; s < len; ++s) sum += row[s] = std::exp(row[s] - mx);
       const auto inv = static_cast<float>(1.0 / sum);
-      for (int64_t s = 0; s < len; ++s) row[s] *= inv;
-      std::fill(row + len, row + n, 0.0f);  // future positions: masked out
+      for (int64_t s = lo; s < len; ++s) row[s] *= inv;
+      std::fill(row, row + lo, 0.0f);        // before the window: masked out
+      std::fill(row + len, row + m, 0.0f);   // future positions: masked out
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(Dh), static_cast<int>(n),
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(Dh), static_cast<int>(m),
                 1.0f, scores.data(), ldp, vg, ldk, 0.0f, out + h * Dh, ldq);
   }
 }
@@ -467,7 +480,7 @@ void attend(const float* q, int64_t T, int64_t H, int64_t Dh, const float* k, co
 }  // namespace
 
 Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& pos0, double scale,
-                 int32_t gqa_group, const Paging* paging) {
+                 int32_t gqa_group, const Paging* paging, int64_t window, double softcap) {
   if (q0.rank() != 3 || k0.rank() != 3 || v0.rank() != 3)
     throw Error("attention expects q[T,H,Dh], k[KV,S,Dh], v[KV,S,Dh]; got " + shape_str(q0.shape) + ", " +
                 shape_str(k0.shape) + ", " + shape_str(v0.shape));
@@ -482,6 +495,8 @@ Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Ten
                 " KV heads do not make groups of " + std::to_string(gqa_group));
   if (static_cast<int64_t>(pos.size()) != T)
     throw Error("attention: " + std::to_string(pos.size()) + " positions for " + std::to_string(T) + " queries");
+  if (window < 0 || !(softcap >= 0))
+    throw Error("attention: window " + std::to_string(window) + " and softcap " + std::to_string(softcap) + " must be >= 0");
   Tensor out = Tensor::empty(DType::F32, {T, H, Dh});
   if (!paging) {
     for (int32_t p : pos)
@@ -490,7 +505,7 @@ Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Ten
     // causal mask, softmax per row, out_h = P V_g. Two GEMMs per head keep prefill on BLAS.
     int64_t n = 0;  // cache rows visible to the latest query
     for (int32_t p : pos) n = std::max<int64_t>(n, p + 1);
-    attend(q.fdata(), T, H, Dh, k.fdata(), v.fdata(), S * Dh, n, pos, scale, gqa_group, out.f->data());
+    attend(q.fdata(), T, H, Dh, k.fdata(), v.fdata(), S * Dh, n, pos, scale, gqa_group, window, softcap, out.f->data());
     return out;
   }
   if (static_cast<int64_t>(paging->seq.size()) != T)
@@ -523,7 +538,7 @@ Tensor attention(const Tensor& q0, const Tensor& k0, const Tensor& v0, const Ten
     for (size_t i = 0; i < mine.size(); ++i)
       std::copy_n(q.fdata() + static_cast<int64_t>(mine[i]) * H * Dh, H * Dh, qs.data() + static_cast<int64_t>(i) * H * Dh);
     attend(qs.data(), static_cast<int64_t>(mine.size()), H, Dh, kn.data(), vn.data(), n * Dh, n, my_pos, scale,
-           gqa_group, os.data());
+           gqa_group, window, softcap, os.data());
     for (size_t i = 0; i < mine.size(); ++i)
       std::copy_n(os.data() + static_cast<int64_t>(i) * H * Dh, H * Dh, out.f->data() + static_cast<int64_t>(mine[i]) * H * Dh);
   }

@@ -80,12 +80,15 @@ Tensor state_write(Tensor state, const Tensor& value, const Tensor& pos,
                    const std::vector<int64_t>& fixed, int32_t axis, const Paging* paging = nullptr);
 
 /// Causal attention over a KV cache with GQA: q[T, H, Dh], k/v[KV, S, Dh], pos i32[T].
-/// out[t, h] = sum_{s <= pos[t]} softmax_s(scale * q[t, h] . k[h / group, s]) v[h / group, s].
+/// out[t, h] = sum_{lo(t) <= s <= pos[t]} softmax_s(c(scale * q[t, h] . k[h / group, s])) v[h / group, s],
+/// lo(t) = max(0, pos[t] - window + 1) with a sliding window (window > 0; else 0), c(x) = softcap *
+/// tanh(x / softcap) with logit soft-capping (softcap > 0; else x): transformers' sliding-window
+/// mask `kv_idx > q_idx - sliding_window` and Gemma 2's attn_logit_softcapping.
 /// Requires H == KV * group and 0 <= pos[t] < S. Paged (`paging` given), the cache rows of
 /// query t are paging->row(t, 0 ..= pos[t]): the earlier positions of its own sequence, and the
 /// queries of each sequence are computed together exactly as that sequence alone. Scores and the
 /// weighted sum are GEMMs (cblas_sgemm); the softmax subtracts the row max and sums in double.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos, double scale,
-                 int32_t gqa_group, const Paging* paging = nullptr);
+                 int32_t gqa_group, const Paging* paging = nullptr, int64_t window = 0, double softcap = 0);
 
 }  // namespace lg::ir::cpu

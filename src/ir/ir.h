@@ -54,6 +54,12 @@ struct Attrs {
   std::vector<int64_t> fixed;
   double scale = 0;             ///< Attention: softmax scale (1/sqrt(Dh) unless the source says)
   int32_t gqa_group = 1;        ///< Attention: H / KV (query head h reads KV head h / gqa_group)
+  /// Attention: a sliding window of this many positions (query at p sees keys p - window + 1 .. p,
+  /// transformers' `kv_idx > q_idx - sliding_window`); 0: none (keys 0 .. p).
+  int64_t window = 0;
+  /// Attention: logit soft-capping (Gemma 2's attn_logit_softcapping): scores become
+  /// softcap * tanh(scores / softcap) after the scale and before the mask and softmax; 0: none.
+  double softcap = 0;
   int64_t block_size = 0;       ///< paged StateWrite / Attention: positions per KV block (see Op)
 };
 

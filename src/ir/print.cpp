@@ -55,6 +55,7 @@ std::string attr_string(const Graph& g, const Node& n) {
              (a.block_size ? " block=" + std::to_string(a.block_size) : "");
     case Op::Attention:
       return " scale=" + number(a.scale) + " group=" + std::to_string(a.gqa_group) +
+             (a.window ? " window=" + std::to_string(a.window) : "") + (a.softcap ? " softcap=" + number(a.softcap) : "") +
              (a.block_size ? " block=" + std::to_string(a.block_size) : "");
     default: return "";
   }

@@ -1,5 +1,6 @@
 #include "ir/verify.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -302,6 +303,8 @@ class Verifier {
         if (q.shape[1].is_const() && k.shape[0].is_const() && q.shape[1].coeff != k.shape[0].coeff * n.attrs.gqa_group)
           fail("query heads != KV heads * gqa_group");
         if (!(n.attrs.scale > 0)) fail("the softmax scale must be positive");
+        if (n.attrs.window < 0) fail("the sliding window must be >= 0 (0: none)");
+        if (!(n.attrs.softcap >= 0) || !std::isfinite(n.attrs.softcap)) fail("the soft-cap must be finite and >= 0 (0: none)");
         if (!is_float(q.dtype) || !is_float(k.dtype) || !is_float(v.dtype) || n.dtype != DType::F32) fail("attention is over floats and produces f32");
         expect_shape(n, q.shape);
         return;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "ir/cpu_ops.h"
 #include "random.h"
@@ -301,6 +302,86 @@ TEST(CpuOps, AttentionRowsOfALongPrefillEqualSingleQueryCalls) {
                                       Tensor::from_i32({1}, {p[static_cast<size_t>(t)]}), 0.125, 4);
     const std::vector<float> row = cpu::slice(y, 0, t, t + 1, 1).to_f32(), want = one.to_f32();
     for (size_t j = 0; j < row.size(); ++j) EXPECT_NEAR(row[j], want[j], 1e-6) << "t " << t << " j " << j;
+  }
+}
+
+/// out[t, h] by brute force over every cache row: scores of rows outside pos[t] - window + 1 ..=
+/// pos[t] (window 0: 0 ..= pos[t]) are masked to -inf, the rest soft-capped (softcap > 0) after
+/// the scale, then a softmax in double.
+std::vector<double> masked_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<int32_t>& pos,
+                                     double scale, int64_t group, int64_t window, double softcap) {
+  const int64_t T = q.shape[0], H = q.shape[1], Dh = q.shape[2], S = k.shape[1];
+  std::vector<double> out(static_cast<size_t>(T * H * Dh));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / group, p = pos[static_cast<size_t>(t)];
+      std::vector<double> w(static_cast<size_t>(S));
+      double mx = -INFINITY, sum = 0;
+      for (int64_t s = 0; s < S; ++s) {
+        double d = 0;
+        for (int64_t j = 0; j < Dh; ++j) d += at_f(q, {t, h, j}) * at_f(k, {g, s, j});
+        d *= scale;
+        if (softcap > 0) d = softcap * std::tanh(d / softcap);
+        const bool seen = s <= p && (window == 0 || p - s < window);  // transformers: kv_idx > q_idx - window
+        w[static_cast<size_t>(s)] = seen ? d : -INFINITY;
+        mx = std::max(mx, w[static_cast<size_t>(s)]);
+      }
+      for (double& x : w) sum += (x = std::exp(x - mx));
+      for (int64_t j = 0; j < Dh; ++j) {
+        double o = 0;
+        for (int64_t s = 0; s < S; ++s) o += w[static_cast<size_t>(s)] / sum * at_f(v, {g, s, j});
+        out[static_cast<size_t>((t * H + h) * Dh + j)] = o;
+      }
+    }
+  return out;
+}
+
+// A sliding window and soft-capping: a prefill longer than the window (rows entering and leaving
+// it), decode-like single queries, against the brute-force masked reference; with a window equal
+// to or past every position the result is the plain causal one.
+TEST(CpuOps, AttentionWindowAndSoftcapEqualTheBruteForceMask) {
+  const int64_t T = 20, H = 4, KV = 2, S = 24, Dh = 8;
+  const Tensor q = random_f32({T, H, Dh}), k = random_f32({KV, S, Dh}), v = random_f32({KV, S, Dh});
+  std::vector<int32_t> p(T);
+  for (int32_t t = 0; t < T; ++t) p[static_cast<size_t>(t)] = t + 2;  // a chunk after 2 cached positions
+  const Tensor pos = Tensor::from_i32({T}, p);
+  // Scores of random unit-range inputs are small; a large scale makes the cap bite (|x| up to ~6).
+  for (const auto& [window, softcap, scale] : std::vector<std::tuple<int64_t, double, double>>{
+           {5, 0.0, 0.35}, {1, 0.0, 0.35}, {7, 2.5, 3.0}, {0, 2.5, 3.0}, {S, 0.0, 0.35}}) {
+    SCOPED_TRACE(testing::Message() << "window " << window << ", softcap " << softcap);
+    const Tensor y = cpu::attention(q, k, v, pos, scale, 2, nullptr, window, softcap);
+    const std::vector<double> want = masked_attention(q, k, v, p, scale, 2, window, softcap);
+    const std::vector<float> got = y.to_f32();
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6) << i;
+    for (int64_t t : {int64_t{0}, int64_t{9}, int64_t{19}}) {
+      const Tensor one = cpu::attention(cpu::slice(q, 0, t, t + 1, 1), k, v,
+                                        Tensor::from_i32({1}, {p[static_cast<size_t>(t)]}), scale, 2, nullptr, window, softcap);
+      const std::vector<float> row = one.to_f32();
+      for (size_t j = 0; j < row.size(); ++j) EXPECT_NEAR(row[j], want[static_cast<size_t>(t * H * Dh) + j], 1e-6);
+    }
+  }
+  // The window changes the result (the test above could not pass with the window ignored).
+  const std::vector<float> full = cpu::attention(q, k, v, pos, 0.35, 2).to_f32();
+  const std::vector<float> windowed = cpu::attention(q, k, v, pos, 0.35, 2, nullptr, 5).to_f32();
+  EXPECT_GT(std::fabs(full.back() - windowed.back()), 1e-4);
+  EXPECT_THROW(cpu::attention(q, k, v, pos, 0.35, 2, nullptr, -1), Error);
+}
+
+// A query reads no cache row before its window: rows outside it hold NaN, the output is finite and
+// equals the one over clean rows (one query at a time, so no other query's window covers them).
+TEST(CpuOps, AttentionWindowReadsNoRowBeforeIt) {
+  const int64_t H = 2, KV = 1, S = 32, Dh = 16, W = 6;
+  const Tensor q = random_f32({1, H, Dh}), k = random_f32({KV, S, Dh}), v = random_f32({KV, S, Dh});
+  for (int32_t p : {3, 5, 6, 20, 31}) {
+    std::vector<float> kp = k.to_f32(), vp = v.to_f32();
+    for (int64_t s = 0; s < S; ++s)
+      if (s <= p - W || s > p)
+        for (int64_t j = 0; j < Dh; ++j) kp[static_cast<size_t>(s * Dh + j)] = vp[static_cast<size_t>(s * Dh + j)] = NAN;
+    const Tensor pos = Tensor::from_i32({1}, {p});
+    const std::vector<float> got =
+        cpu::attention(q, Tensor::from_f32({KV, S, Dh}, kp), Tensor::from_f32({KV, S, Dh}, vp), pos, 0.25, 2, nullptr, W).to_f32();
+    const std::vector<float> want = cpu::attention(q, k, v, pos, 0.25, 2, nullptr, W).to_f32();
+    for (size_t j = 0; j < got.size(); ++j) EXPECT_EQ(got[j], want[j]) << "position " << p;
   }
 }
 
