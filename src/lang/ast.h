@@ -79,6 +79,7 @@ enum class StmtKind : uint8_t {
   Write,   ///< target[...] = value, target an Index expression (a state write)
   For,     ///< for name in layers { body }
   Return,  ///< return value
+  Require, ///< require value [, message]: a compile-time check, per layer inside `for`
 };
 
 struct Stmt {
@@ -88,6 +89,7 @@ struct Stmt {
   Span name_span;
   ExprPtr target;
   ExprPtr value;
+  ExprPtr message;    ///< Require: the message (optional)
   std::string range;  ///< For: what is iterated ("layers")
   Span range_span;
   std::vector<Stmt> body;

@@ -71,6 +71,7 @@ class Elaborator {
   void exec_let(const Stmt& s);
   void exec_write(const Stmt& s);
   void exec_for(const Stmt& s);
+  void exec_require(const Stmt& s);
   void record(const Stmt& s, const std::string& target, const std::string& type);
 
   // ---- expressions (eval.cpp)
@@ -78,6 +79,9 @@ class Elaborator {
   Value eval_maybe_missing(const Expr& e);
   Value lookup(const std::string& name, const Span& span);
   Value config_value(const Expr& e, bool allow_missing);
+  /// A config.json value as a compile-time value (`key` names it in messages); an array is a
+  /// Kind::Object value pointing at it, to be indexed (config.layer_types[l]).
+  Value config_json_value(const nlohmann::json& j, const std::string& key, const Span& span);
   Value unary(const Expr& e);
   Value binary(Tok op, const Value& a, const Value& b, const Expr& e);
   Value fold(Tok op, const Value& a, const Value& b, const Expr& e);
@@ -101,6 +105,7 @@ class Elaborator {
   Value view(const Value& x, const std::vector<Arg>& dims, const Expr& e);
   Value gather(const Value& table, const Value& idx, const Expr& e);
   Value attention(const std::vector<Arg>& args, const Expr& e);
+  Value to_int(const std::vector<Arg>& args, const Expr& e);
   Value concat(const std::vector<Arg>& args, const Expr& e);
   Value arange(const std::vector<Arg>& args, const Expr& e);
 

@@ -65,6 +65,11 @@ Value Elaborator::eval(const Expr& e) {
 
 Value Elaborator::eval_maybe_missing(const Expr& e) {
   if (e.kind == ExprKind::Config) return config_value(e, true);
+  // `config.layer_types[l] ?? ...`: an absent or null array is none, as an absent key is.
+  if (e.kind == ExprKind::Index && e.args[0]->kind == ExprKind::Config) {
+    Value base = config_value(*e.args[0], true);
+    if (base.kind == K::Null) return base;
+  }
   if (e.kind == ExprKind::Binary && e.op == Tok::QuestionQuestion) return coalesce(e, true);
   if (e.kind == ExprKind::Name || e.kind == ExprKind::Member) {
     bool saved = allow_missing_;
@@ -133,16 +138,26 @@ Value Elaborator::config_value(const Expr& e, bool allow_missing) {
     }
     j = &(*j)[part];
   }
-  if (j->is_boolean()) return Value::of_bool(j->get<bool>());
-  if (j->is_number_integer()) {
-    if (j->is_number_unsigned() && j->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      return err(e.span, "config key '" + key + "' is out of range");
-    return Value::of_int(j->get<int64_t>());
+  return config_json_value(*j, key, e.span);
+}
+
+Value Elaborator::config_json_value(const nlohmann::json& j, const std::string& key, const Span& span) {
+  if (j.is_null()) return Value::null();
+  if (j.is_boolean()) return Value::of_bool(j.get<bool>());
+  if (j.is_number_integer()) {
+    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      return err(span, "config key '" + key + "' is out of range");
+    return Value::of_int(j.get<int64_t>());
   }
-  if (j->is_number()) return Value::of_float(j->get<double>());
-  if (j->is_string()) return Value::of_str(j->get<std::string>());
-  if (j->is_object()) return err(e.span, "config key '" + key + "' is an object, not a value (name one of its keys)");
-  return err(e.span, "config key '" + key + "' is an array; arrays are not supported");
+  if (j.is_number()) return Value::of_float(j.get<double>());
+  if (j.is_string()) return Value::of_str(j.get<std::string>());
+  if (j.is_object()) return err(span, "config key '" + key + "' is an object, not a value (name one of its keys)");
+  // An array (Gemma 3's layer_types): a value only to be indexed, config.layer_types[l].
+  Value v;
+  v.kind = K::Object;
+  v.obj = &j;
+  v.s = key;
+  return v;
 }
 
 Value Elaborator::param_value(ParamSlot& p, const Span& span) {
@@ -234,6 +249,9 @@ Value Elaborator::unary(const Expr& e) {
 
 Value Elaborator::binary(Tok op, const Value& a, const Value& b, const Expr& e) {
   if (a.is_error() || b.is_error()) return Value::error();
+  // The layer index is an integer in arithmetic and comparisons (`(l + 1) % 6 != 0`).
+  if (a.kind == K::Layer || b.kind == K::Layer)
+    return binary(op, a.kind == K::Layer ? Value::of_int(a.i) : a, b.kind == K::Layer ? Value::of_int(b.i) : b, e);
   if (a.is_tensor() || b.is_tensor()) return tensor_binary(op, a, b, e);
   return fold(op, a, b, e);
 }
@@ -386,6 +404,18 @@ Value Elaborator::index(const Expr& e) {
     auto ax = norm_axis(k.i, base.shape.size(), e.args[1]->span);
     if (!ax) return Value::error();
     return Value::of_dim(base.shape[static_cast<size_t>(*ax)]);
+  }
+  if (base.kind == K::Object && base.obj && base.obj->is_array()) {
+    if (n_items != 1 || e.args[1]->kind == ExprKind::Slice || e.args[1]->kind == ExprKind::Ellipsis)
+      return err(e.span, "a config array is indexed by one integer");
+    Value k = eval(*e.args[1]);
+    if (k.is_error()) return k;
+    if (k.kind != K::Int && k.kind != K::Layer)
+      return err(e.args[1]->span, "expected an integer index, found " + show(k));
+    const auto n = static_cast<int64_t>(base.obj->size());
+    if (k.i < 0 || k.i >= n)
+      return err(e.args[1]->span, fmt::format("index {} is out of range for config key '{}' of {} entries", k.i, base.s, n));
+    return config_json_value((*base.obj)[static_cast<size_t>(k.i)], fmt::format("{}[{}]", base.s, k.i), e.span);
   }
   if (base.kind != K::Tensor) return err(e.args[0]->span, "cannot index " + show(base));
 

@@ -100,6 +100,7 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
     if (!in_fn) stmt_span_ = s.span;
     switch (s.kind) {
       case StmtKind::Let: exec_let(s); break;
+      case StmtKind::Require: exec_require(s); break;
       case StmtKind::Write:
         if (in_fn) {
           err(s.span, "fn '" + frames_.back().fn->name + "' writes state: fns are pure, write state in forward");
@@ -165,6 +166,25 @@ void Elaborator::exec_let(const Stmt& s) {
   }
   if (v.is_tensor() && !in_fn) record(s, stmt_name_, show(v.dtype, v.shape));
   frames_.back().vars[s.name] = std::move(v);  // eval() may push frames: `vars` can dangle
+}
+
+// `require cond, "message"` in a body: a compile-time check of this point of the program (in a
+// layer body, of this layer: `require kind == "sliding_attention" || kind == "full_attention"`).
+void Elaborator::exec_require(const Stmt& s) {
+  Value c = eval(*s.value);
+  if (c.is_error()) return;
+  if (c.kind != K::Bool) {
+    err(s.value->span, "require needs a compile-time bool condition, found " + show(c));
+    return;
+  }
+  if (c.b) return;
+  std::string msg = "requirement failed";
+  if (cur_layer_ >= 0) msg += fmt::format(" in layer {}", cur_layer_ + layer_lo_);
+  if (s.message) {
+    Value mv = eval(*s.message);
+    if (mv.kind == K::Str) msg += ": " + mv.s;
+  }
+  err(s.span, msg);
 }
 
 void Elaborator::exec_for(const Stmt& s) {

@@ -366,6 +366,13 @@ class Parser {
       s.span = prev_end(s.span);
       return s;
     }
+    if (accept(Tok::KwRequire)) {
+      s.kind = StmtKind::Require;
+      s.value = expr();
+      if (accept(Tok::Comma)) s.message = expr();
+      s.span = prev_end(s.span);
+      return s;
+    }
     if (at(Tok::Ident) && peek().kind == Tok::Assign) {
       s.kind = StmtKind::Let;
       s.name_span = cur().span;

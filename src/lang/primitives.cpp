@@ -58,6 +58,7 @@ Count count_of(const ir::Shape& s) {
 bool is_primitive(std::string_view name) {
   static const std::set<std::string_view> names = [] {
     std::set<std::string_view> r = {"where", "sum", "mean", "max", "softmax", "concat", "arange", "attention"};
+    r.insert("int");  // compile-time numbers only
     for (const ir::OpInfo& op : ir::all_ops())
       if (op.flags & ir::kLangFn) r.insert(op.name);  // exp, ..., maximum, minimum
     return r;
@@ -386,10 +387,24 @@ Value Elaborator::arange(const std::vector<Arg>& args, const Expr& e) {
 Value Elaborator::attention(const std::vector<Arg>& args, const Expr& e) {
   std::vector<const Arg*> pos_args;
   std::optional<double> scale;
+  int64_t window = 0;  // none
+  double softcap = 0;  // none
   for (const auto& a : args) {
     if (a.name == "scale") {
       if (!a.value.is_number()) return err(a.span, "scale must be a compile-time number, found " + show(a.value));
       scale = a.value.as_double();
+      if (!(*scale > 0) || !std::isfinite(*scale)) return err(a.span, fmt::format("scale must be positive, found {}", *scale));
+    } else if (a.name == "window") {
+      // `none` (a config's null sliding_window) means no window, as transformers' None does.
+      if (a.value.kind == Value::Kind::Null) continue;
+      if (a.value.kind != Value::Kind::Int || a.value.i <= 0)
+        return err(a.span, "window must be a positive compile-time integer or none, found " + show(a.value));
+      window = a.value.i;
+    } else if (a.name == "softcap") {
+      if (a.value.kind == Value::Kind::Null) continue;
+      if (!a.value.is_number() || !(a.value.as_double() > 0) || !std::isfinite(a.value.as_double()))
+        return err(a.span, "softcap must be a positive compile-time number or none, found " + show(a.value));
+      softcap = a.value.as_double();
     } else if (!a.name.empty()) {
       return err(a.span, "attention has no argument '" + a.name + "'");
     } else {
@@ -418,7 +433,22 @@ Value Elaborator::attention(const std::vector<Arg>& args, const Expr& e) {
   ir::Attrs a;
   a.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(Dh));  // HF: head_dim ** -0.5
   a.gqa_group = static_cast<int32_t>(H / KV);
+  a.window = window;
+  a.softcap = softcap;
   return emit_value(ir::Op::Attention, DType::F32, q.shape, {cast(q.id, dt), cast(k.id, dt), cast(v.id, dt), pos.id}, a);
+}
+
+// int(x) of a compile-time number: truncation toward zero, as Python's int() (a config float such
+// as 4096.0 used as a window or a dim).
+Value Elaborator::to_int(const std::vector<Arg>& args, const Expr& e) {
+  if (args.size() != 1 || !args[0].name.empty()) return err(e.span, fmt::format("int takes 1 argument, found {}", args.size()));
+  const Value& x = args[0].value;
+  if (x.kind == K::Int) return x;
+  if (x.kind == K::Layer) return Value::of_int(x.i);
+  if (x.kind != K::Float) return err(args[0].span, "int needs a compile-time number, found " + show(x));
+  const double t = std::trunc(x.f);
+  if (!(std::fabs(t) < 9.2e18)) return err(args[0].span, fmt::format("int({}) is out of range", x.f));
+  return Value::of_int(static_cast<int64_t>(t));
 }
 
 // ---- dispatch
@@ -508,6 +538,7 @@ Value Elaborator::call_primitive(const std::string& name, const std::vector<Arg>
   if (name == "concat") return concat(args, e);
   if (name == "arange") return arange(args, e);
   if (name == "attention") return attention(args, e);
+  if (name == "int") return to_int(args, e);
   return err(e.span, "unknown function '" + name + "'");
 }
 

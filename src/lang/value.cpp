@@ -33,7 +33,7 @@ std::string describe(const Value& v, const std::vector<std::string>& names) {
     case Value::Kind::Tensor: return "tensor " + format_type(v.dtype, v.shape, names);
     case Value::Kind::Layer: return "layer " + std::to_string(v.i);
     case Value::Kind::Shape: return "shape " + format_shape(v.shape, names);
-    case Value::Kind::Object: return "a config object";
+    case Value::Kind::Object: return v.obj && v.obj->is_array() ? "a config array" : "a config object";
   }
   return "a value";
 }

@@ -25,7 +25,7 @@ struct Value {
     Tensor,  ///< id, dtype, shape: an IR value
     Layer,   ///< i: the layer index of `for l in layers`
     Shape,   ///< shape: x.shape, indexable
-    Object,  ///< obj: a config sub-object (only as a step of config.a.b)
+    Object,  ///< obj: a config sub-object (only as a step of config.a.b), or a config array (s: its key), only to be indexed
   };
   Kind kind = Kind::Error;
   int64_t i = 0;

@@ -1,0 +1,112 @@
+// Per-layer compile-time values and attention's window/softcap/scale arguments: config arrays
+// indexed by the layer, layer-index arithmetic, `require` in a layer body, int().
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "lang/lower.h"
+#include "support/error.h"
+
+namespace {
+
+const std::string kShared = LG_SHARED_DIR;
+
+nlohmann::json load_json(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return nlohmann::json::parse(in);
+}
+
+struct Attn {
+  int64_t window;
+  double softcap, scale;
+  bool operator==(const Attn&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const Attn& a) {
+  return os << "{window " << a.window << ", softcap " << a.softcap << ", scale " << a.scale << "}";
+}
+
+/// The attention nodes of a graph, in layer order.
+std::vector<Attn> attentions(const lg::ir::Graph& g) {
+  std::vector<Attn> out;
+  for (const auto& n : g.nodes)
+    if (n.op == lg::ir::Op::Attention) out.push_back({n.attrs.window, n.attrs.softcap, n.attrs.scale});
+  return out;
+}
+
+// A three-layer program; `attention_args` may make its layers differ by compile-time values of the
+// layer index.
+std::string per_layer_program(const std::string& attention_args) {
+  return "model m {\n"
+         "  dims { D = config.hidden_size; V = config.vocab_size; H = config.num_attention_heads }\n"
+         "  param e: f32[V, D] = \"model.embed_tokens.weight\"\n"
+         "  layers l in 0..3 {\n    param n: f32[D] = \"model.layers.{l}.norm\"\n  }\n"
+         "  state k: f32[3, 4, S, 16]\n"
+         "  forward(t: i32[T], pos: i32[T]) -> f32[T, D] {\n"
+         "    x = e[t]\n"
+         "    for l in layers {\n"
+         "      kind = config.layer_types[l]\n"
+         "      require kind == \"full_attention\" || kind == \"sliding_attention\", \"bad kind\"\n"
+         "      q = x.view(T, 4, 16)\n"
+         "      k[l, :, pos, :] = q.transpose(0, 1)\n"
+         "      x = x + attention(q, k[l], k[l], pos" + attention_args + ").view(T, D) * l.n\n"
+         "    }\n"
+         "    return x\n"
+         "  }\n"
+         "}\n";
+}
+
+nlohmann::json tiny_qwen3_config() { return load_json(kShared + "/fixtures/tiny-qwen3/config.json"); }
+
+TEST(PerLayer, ConfigArraysLayerArithmeticAndAttentionArguments) {
+  // tiny-qwen3: layer_types is 3 x "full_attention", rms_norm_eps 1e-6 -> int(4.0) = 4.
+  auto out = lg::lang::check_source(
+      "m.lg", per_layer_program(", window=(l + 1) % 2 == 0 ? int(config.rms_norm_eps * 4.0e6) : none, softcap=30.0, scale=0.5"),
+      tiny_qwen3_config(), {});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  EXPECT_EQ(attentions(out.report.graph), (std::vector<Attn>{{0, 30.0, 0.5}, {4, 30.0, 0.5}, {0, 30.0, 0.5}}));
+  out = lg::lang::check_source("m.lg", per_layer_program(""), tiny_qwen3_config(), {});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  EXPECT_EQ(attentions(out.report.graph), (std::vector<Attn>(3, Attn{0, 0.0, 0.25})));  // 16 ** -0.5
+}
+
+void expect_error(const nlohmann::json& config, const std::string& args, int line, const std::string& message) {
+  SCOPED_TRACE(args);
+  auto out = lg::lang::check_source("m.lg", per_layer_program(args), config, {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, line) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message, message) << out.rendered;
+}
+
+TEST(PerLayer, BadArgumentsAndValuesAreErrorsAtTheirLine) {
+  const auto config = tiny_qwen3_config();
+  expect_error(config, ", window=0", 15, "window must be a positive compile-time integer or none, found int 0");
+  expect_error(config, ", window=2.5", 15, "window must be a positive compile-time integer or none, found float 2.5");
+  expect_error(config, ", softcap=-1.0", 15, "softcap must be a positive compile-time number or none, found float -1");
+  expect_error(config, ", scale=0.0", 15, "scale must be positive, found 0");
+  expect_error(config, ", causal=true", 15, "attention has no argument 'causal'");
+  auto bad = config;
+  bad["layer_types"][1] = "chunked_attention";
+  expect_error(bad, "", 12, "requirement failed in layer 1: bad kind");
+  bad["layer_types"] = {"full_attention"};
+  expect_error(bad, "", 11, "index 1 is out of range for config key 'layer_types' of 1 entries");
+  bad.erase("layer_types");
+  expect_error(bad, "", 11, "config key 'layer_types' is missing in config.json and has no default (write `config.layer_types ?? <default>`)");
+  bad["rms_norm_eps"] = "small";
+  bad["layer_types"] = config["layer_types"];
+  expect_error(bad, ", window=int(config.rms_norm_eps * 4.0e6)", 15,
+               "operator '*' cannot combine string \"small\" and float 4000000");
+}
+
+TEST(PerLayer, ConfigArraysAreIndexedNotBound) {
+  const std::string text =
+      "model m {\n  dims { D = config.hidden_size }\n  const a = config.layer_types\n"
+      "  forward(t: i32[T]) -> i32[T] {\n    return t\n  }\n}\n";
+  auto out = lg::lang::check_source("m.lg", text, tiny_qwen3_config(), {});
+  ASSERT_FALSE(out.ok);
+  EXPECT_EQ(out.diagnostics[0].message, "const 'a' must be a number, bool or string, found a config array");
+}
+
+}  // namespace
