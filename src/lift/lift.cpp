@@ -149,7 +149,7 @@ std::string value_key(const ir::Node& n) {
   for (int32_t x : a.perm) put_i(x);
   put_i(static_cast<int64_t>(a.fixed.size()));
   for (int64_t x : a.fixed) put_i(x);
-  put_d(a.scale), put_i(a.gqa_group), put_i(a.block_size);
+  put_d(a.scale), put_i(a.gqa_group), put_i(a.block_size), put_i(a.window), put_d(a.softcap);
   return k;
 }
 

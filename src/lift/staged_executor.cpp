@@ -222,26 +222,30 @@ struct Eval {
           throw Error("staged executor: position " + std::to_string(static_cast<int64_t>(pd)) +
                       " outside the KV cache of " + std::to_string(S) + " (" + span_text(p.graph, n.span) + ")");
         auto last = static_cast<int64_t>(pd);
-        rows.resize(static_cast<size_t>(last + 1));
-        for (int64_t s = 0; s <= last; ++s) rows[static_cast<size_t>(s)] = n.operands.size() == 4 ? s : paged_row(n, 4, t, s, S);
+        // Keys first .. last: a sliding window (attrs.window > 0) starts at last - window + 1.
+        const int64_t first = n.attrs.window > 0 ? std::max<int64_t>(0, last - n.attrs.window + 1) : 0;
+        const auto nk = static_cast<size_t>(last + 1 - first);
+        rows.resize(nk);
+        for (int64_t s = first; s <= last; ++s)
+          rows[static_cast<size_t>(s - first)] = n.operands.size() == 4 ? s : paged_row(n, 4, t, s, S);
         for (int64_t h = 0; h < H; ++h) {
           int64_t kvh = h / n.attrs.gqa_group;
           for (int64_t d = 0; d < Dh; ++d) qrow[static_cast<size_t>(d)] = eval(q, Index{t, h, d});
-          score.assign(static_cast<size_t>(last + 1), 0.0);
+          score.assign(nk, 0.0);
           double mx = -std::numeric_limits<double>::infinity();
-          for (int64_t s = 0; s <= last; ++s) {
+          for (size_t s = 0; s < nk; ++s) {
             double acc = 0;
-            for (int64_t d = 0; d < Dh; ++d)
-              acc += qrow[static_cast<size_t>(d)] * eval(k, Index{kvh, rows[static_cast<size_t>(s)], d});
-            score[static_cast<size_t>(s)] = acc * n.attrs.scale;
-            mx = std::max(mx, score[static_cast<size_t>(s)]);
+            for (int64_t d = 0; d < Dh; ++d) acc += qrow[static_cast<size_t>(d)] * eval(k, Index{kvh, rows[s], d});
+            acc *= n.attrs.scale;
+            if (n.attrs.softcap > 0) acc = n.attrs.softcap * std::tanh(acc / n.attrs.softcap);
+            score[s] = acc;
+            mx = std::max(mx, score[s]);
           }
           double denom = 0;
           for (auto& e : score) denom += (e = std::exp(e - mx));
           for (int64_t d = 0; d < Dh; ++d) {
             double acc = 0;
-            for (int64_t s = 0; s <= last; ++s)
-              acc += score[static_cast<size_t>(s)] * eval(vv, Index{kvh, rows[static_cast<size_t>(s)], d});
+            for (size_t s = 0; s < nk; ++s) acc += score[s] * eval(vv, Index{kvh, rows[s], d});
             int64_t at = (t * H + h) * Dh + d;
             m.value[static_cast<size_t>(at)] = acc / denom;
           }

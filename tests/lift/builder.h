@@ -142,10 +142,13 @@ class Builder {
       if (f == st) f = w;
     return w;
   }
-  ValueId attention(ValueId q, ValueId k, ValueId v, ValueId pos, double scale, int32_t group) {
+  ValueId attention(ValueId q, ValueId k, ValueId v, ValueId pos, double scale, int32_t group, int64_t window = 0,
+                    double softcap = 0) {
     ir::Attrs a;
     a.scale = scale;
     a.gqa_group = group;
+    a.window = window;
+    a.softcap = softcap;
     return add(Op::Attention, DType::F32, shape(q), {q, k, v, pos}, a, "attn");
   }
   void output(ValueId v) { g.outputs.push_back(v); }

@@ -423,9 +423,16 @@ class Gen {
       s += " read-back";
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(Dh_));
-    ValueId a = b_.attention(q, kl, vl, pos_, scale, static_cast<int32_t>(H_ / KV_));
+    // Sliding windows and soft-capping from what is drawn already, not by new draws (the seeds keep
+    // their programs): a window of 3 on the second layer (shorter than the steps' sequences of 7),
+    // a cap of 0.5 (small enough to bend the scores it meets) where H + l is even.
+    const int64_t window = l % 2 == 1 ? 3 : 0;
+    const double softcap = (H_ + l) % 2 == 0 ? 0.5 : 0.0;
+    if (window) s += " window=" + std::to_string(window);
+    if (softcap > 0) s += " softcap";
+    ValueId a = b_.attention(q, kl, vl, pos_, scale, static_cast<int32_t>(H_ / KV_), window, softcap);
     if (chance(0.2)) {  // the same attention twice (merged into one value)
-      a = b_.binary(Op::Add, a, b_.attention(q, kl, vl, pos_, scale, static_cast<int32_t>(H_ / KV_)));
+      a = b_.binary(Op::Add, a, b_.attention(q, kl, vl, pos_, scale, static_cast<int32_t>(H_ / KV_), window, softcap));
       s += " twice";
     }
     ValueId o = b_.matmul(b_.reshape(a, {T(), C(D_)}), b_.transpose(param({C(D_), C(D_)})));
