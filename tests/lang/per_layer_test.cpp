@@ -1,5 +1,7 @@
 // Per-layer compile-time values and attention's window/softcap/scale arguments: config arrays
-// indexed by the layer, layer-index arithmetic, `require` in a layer body, int().
+// indexed by the layer, layer-index arithmetic, `require` in a layer body, int(), and what
+// models/gemma3_text.lg and models/mistral.lg make of them on their fixtures' configs (which
+// layers get a sliding window, and the scale).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +12,7 @@
 
 namespace {
 
+const std::string kSource = LG_SOURCE_DIR;
 const std::string kShared = LG_SHARED_DIR;
 
 nlohmann::json load_json(const std::string& path) {
@@ -33,6 +36,16 @@ std::vector<Attn> attentions(const lg::ir::Graph& g) {
   for (const auto& n : g.nodes)
     if (n.op == lg::ir::Op::Attention) out.push_back({n.attrs.window, n.attrs.softcap, n.attrs.scale});
   return out;
+}
+
+std::vector<int64_t> windows(const lg::ir::Graph& g) {
+  std::vector<int64_t> out;
+  for (const Attn& a : attentions(g)) out.push_back(a.window);
+  return out;
+}
+
+lg::ir::Graph gemma3(const nlohmann::json& config) {
+  return lg::lang::lower_file(kSource + "/models/gemma3_text.lg", config, {.max_seq = 64});
 }
 
 // A three-layer program; `attention_args` may make its layers differ by compile-time values of the
@@ -107,6 +120,56 @@ TEST(PerLayer, ConfigArraysAreIndexedNotBound) {
   auto out = lg::lang::check_source("m.lg", text, tiny_qwen3_config(), {});
   ASSERT_FALSE(out.ok);
   EXPECT_EQ(out.diagnostics[0].message, "const 'a' must be a number, bool or string, found a config array");
+}
+
+TEST(PerLayer, Gemma3LocalLayersFromLayerTypes) {
+  const auto config = load_json(kShared + "/fixtures/tiny-gemma3/config.json");
+  // layer_types: sliding, full, sliding, full; sliding_window 8; query_pre_attn_scalar 16.
+  EXPECT_EQ(attentions(gemma3(config)), (std::vector<Attn>{{8, 0, 0.25}, {0, 0, 0.25}, {8, 0, 0.25}, {0, 0, 0.25}}));
+}
+
+TEST(PerLayer, Gemma3LocalLayersFromThePatternWithoutLayerTypes) {
+  auto config = load_json(kShared + "/fixtures/tiny-gemma3/config.json");
+  config.erase("layer_types");
+  config.erase("_sliding_window_pattern");
+  EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{8, 8, 8, 8}));  // default 6: layer 5 is the first global
+  config["sliding_window_pattern"] = 3;
+  EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{8, 8, 0, 8}));
+  config["sliding_window_pattern"] = 2;
+  EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{8, 0, 8, 0}));
+}
+
+TEST(PerLayer, Gemma3RefusesWhatItDoesNotImplement) {
+  const auto base = load_json(kShared + "/fixtures/tiny-gemma3/config.json");
+  auto refused = [&](const char* key, const nlohmann::json& value, const std::string& says) {
+    SCOPED_TRACE(key);
+    auto config = base;
+    config[key] = value;
+    try {
+      gemma3(config);
+      ADD_FAILURE() << "accepted";
+    } catch (const lg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused("attn_logit_softcapping", 50.0, "attn_logit_softcapping is set");
+  refused("hidden_activation", "gelu", "gelu_pytorch_tanh only");
+  refused("use_bidirectional_attention", true, "causal attention only");
+  refused("model_type", "gemma3", "model_type \"gemma3_text\"");
+  refused("rope_parameters", {{"rope_theta", 10000.0}, {"rope_type", "default"}}, "not one per layer type");
+  refused("layer_types", {"sliding_attention", "global", "sliding_attention", "full_attention"},
+          "requirement failed in layer 1: config.layer_types entries must be");
+}
+
+TEST(PerLayer, MistralSlidingWindowIsTheAttentionWindow) {
+  auto config = load_json(kShared + "/fixtures/tiny-mistral/config.json");
+  ASSERT_TRUE(config["sliding_window"].is_null());
+  auto lower = [&] { return lg::lang::lower_file(kSource + "/models/mistral.lg", config, {.max_seq = 64}); };
+  EXPECT_EQ(windows(lower()), (std::vector<int64_t>{0, 0, 0}));
+  config["sliding_window"] = 8;
+  EXPECT_EQ(windows(lower()), (std::vector<int64_t>{8, 8, 8}));
+  config["sliding_window"] = 0;
+  EXPECT_THROW(lower(), lg::Error);
 }
 
 }  // namespace
