@@ -157,9 +157,15 @@ template <int DH> struct alignas(16) Smem {
 /// same arguments, from a kernel launched with blockDim.x == kThreads. scale multiplies q.k
 /// (1/sqrt(DH) for Qwen: "Attention Is All You Need" scaling). DH in {16, 32, 64, 128}. `sm` is
 /// shared memory of the block (e.g. a __shared__ Smem<DH> of the calling kernel).
+/// window > 0: a sliding window, query t sees keys pos(t) - window + 1 .. pos(t) (transformers'
+/// `kv_idx > q_idx - sliding_window`); the block starts at the first key tile some row of it sees,
+/// and keys before the block's first visible one are neither read (the policy is not asked for
+/// them) nor computed. softcap > 0: scores become softcap * tanh(scale q.k / softcap) (Gemma 2's
+/// logit soft-capping). Both are constants at every call site (the function is inlined), so a
+/// caller that passes neither compiles to the plain causal kernel.
 template <int DH, class Policy>
 __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h, int T, int group, float scale,
-                                                Smem<DH>& sm) {
+                                                Smem<DH>& sm, int window = 0, float softcap = 0.f) {
   static_assert(DH == 16 || DH == 32 || DH == 64 || DH == 128, "lg_fa: head_dim must be 16, 32, 64 or 128");
   constexpr int kStride = Smem<DH>::kStride;
   constexpr int kChunksPerRow = DH / 8;                        // uint4 chunks in one row
@@ -173,6 +179,8 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
   const int q0 = tile * kBlockM;
   const int kvh = h / group;
   const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = 2^(x log2 e)
+  // Soft-capped: log2(e) C tanh(s scale / C).
+  const float cap_log2 = softcap * 1.4426950408889634f, scale_cap = softcap > 0.f ? scale / softcap : 0.f;
   const float neg_inf = __int_as_float(0xff800000);
 
   // Positions of this thread's two rows (g and g+8 of the warp's 16); rows past T take the last
@@ -187,8 +195,11 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
     wmin = b < wmin ? b : wmin;
   }
   const bool warp_live = q0 + warp * 16 < T;  // a warp wholly past T (last tile) has nothing to do
-  __shared__ int s_wmax[kWarps];
-  if (lane == 0) s_wmax[warp] = wmax;
+  __shared__ int s_wmax[kWarps], s_wmin[kWarps];
+  if (lane == 0) {
+    s_wmax[warp] = wmax;
+    s_wmin[warp] = wmin;
+  }
 
   // Q tile -> shared (through the K buffer) -> A fragments in registers.
 #pragma unroll
@@ -198,9 +209,16 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
     *reinterpret_cast<uint4*>(&sm.k[r * kStride + d0]) = x;
   }
   __syncthreads();
-  int n_keys = 0;
+  int n_keys = 0, bmin = s_wmin[0];
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) n_keys = s_wmax[w] + 1 > n_keys ? s_wmax[w] + 1 : n_keys;
+  for (int w = 0; w < kWarps; ++w) {
+    n_keys = s_wmax[w] + 1 > n_keys ? s_wmax[w] + 1 : n_keys;
+    bmin = s_wmin[w] < bmin ? s_wmin[w] : bmin;
+  }
+  // The first key any row of the block sees (0 without a window), and of the warp's rows the one
+  // whose window starts latest.
+  const int k_lo = window > 0 && bmin - window + 1 > 0 ? bmin - window + 1 : 0;
+  const int w_lo = wmin - window + 1, w_hi_lo = wmax - window + 1;
   unsigned qa[kDimSteps][4];
   {
     const int r = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
@@ -211,21 +229,21 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
   }
   __syncthreads();
 
-  const int n_ktiles = (n_keys + kBlockN - 1) / kBlockN;
+  const int n_ktiles = (n_keys + kBlockN - 1) / kBlockN, kt0 = k_lo / kBlockN;
   uint4 stage[kLoads];
   auto load_k = [&](int j0) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int ch = tid + i * kThreads, r = ch / kChunksPerRow, d0 = (ch % kChunksPerRow) * 8;
-      // Zero, not unread memory, past the last visible key: 0 * NaN would poison P V.
-      stage[i] = j0 + r < n_keys ? p.load_k8(kvh, j0 + r, d0) : zero_uint4();
+      // Zero, not unread memory, outside the visible keys: 0 * NaN would poison P V.
+      stage[i] = j0 + r < n_keys && j0 + r >= k_lo ? p.load_k8(kvh, j0 + r, d0) : zero_uint4();
     }
   };
   auto load_v = [&](int j0) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int ch = tid + i * kThreads, r = ch / kChunksPerRow, d0 = (ch % kChunksPerRow) * 8;
-      stage[i] = j0 + r < n_keys ? p.load_v8(kvh, j0 + r, d0) : zero_uint4();
+      stage[i] = j0 + r < n_keys && j0 + r >= k_lo ? p.load_v8(kvh, j0 + r, d0) : zero_uint4();
     }
   };
   auto store_stage = [&](unsigned short* dst) {
@@ -248,14 +266,15 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
   // V (trans): matrices (keys 16kk+0..7, dims 8n..), (keys +8..15, dims 8n..), (keys 0..7, dims 8(n+1)..), (..).
   const unsigned v_lane = static_cast<unsigned>((((lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8) * 2);
 
-  load_k(0);
+  load_k(kt0 * kBlockN);
   store_stage(sm.k);
   __syncthreads();
 
-  for (int kt = 0; kt < n_ktiles; ++kt) {
+  for (int kt = kt0; kt < n_ktiles; ++kt) {
     const int j0 = kt * kBlockN;
     load_v(j0);  // in flight during S = Q K^T
-    const bool active = warp_live && j0 <= wmax;
+    // A tile some row of the warp sees: not past its last key, not before its first (window).
+    const bool active = warp_live && j0 <= wmax && (window <= 0 || j0 + kBlockN - 1 >= w_lo);
     float s[kKeyTiles][4];
     if (active) {
 #pragma unroll
@@ -270,18 +289,20 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
           mma_bf16_16816(s[n + 1], qa[kk], b2, b3);
         }
       }
-      // Scale to log2 units and mask keys past each row's position (only where the tile reaches
-      // past the warp's first position).
+      // Scale to log2 units (soft-capped if asked) and mask keys past each row's position (only
+      // where the tile reaches past the warp's first position) and, with a window, keys before
+      // each row's first (only where the tile starts before the warp's last window start).
       const bool diagonal = j0 + kBlockN - 1 > wmin;
+      const bool trailing = window > 0 && j0 < w_hi_lo;
       float mx0 = neg_inf, mx1 = neg_inf;
 #pragma unroll
       for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float x = s[n][e] * scale_log2;
-          if (diagonal) {
-            const int j = j0 + n * 8 + 2 * c + (e & 1);
-            if (j > (e < 2 ? pos0 : pos1)) x = neg_inf;
+          float x = softcap > 0.f ? cap_log2 * tanhf(s[n][e] * scale_cap) : s[n][e] * scale_log2;
+          if (diagonal || trailing) {
+            const int j = j0 + n * 8 + 2 * c + (e & 1), pr = e < 2 ? pos0 : pos1;
+            if (j > pr || (window > 0 && j <= pr - window)) x = neg_inf;
           }
           s[n][e] = x;
         }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,11 @@ nlohmann::json config_of(const std::string& dir) {
   return nlohmann::json::parse(f);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3"));
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3-untied-mqa"));
@@ -47,6 +53,10 @@ TEST(EmitLgPrograms, OtherFamilyProgramsCompileForSm90) {
   compiles("mistral.lg", config_of(kShared + "/fixtures/tiny-mistral"));
   compiles("phi3.lg", config_of(kShared + "/fixtures/tiny-phi3"));
   compiles("gpt2.lg", config_of(kShared + "/fixtures/tiny-gpt2"));
+  compiles("gemma3_text.lg", config_of(kShared + "/fixtures/tiny-gemma3"));
+  nlohmann::json windowed = config_of(kShared + "/fixtures/tiny-mistral");
+  windowed["sliding_window"] = 8;
+  compiles("mistral.lg", windowed);
 }
 
 // The batched programs the compiled lane and `lg compile` make (ir::make_batched: paged states in
@@ -67,7 +77,9 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
                         Case{"llama.lg", kShared + "/fixtures/tiny-llama3", {16, 64, 32, 256}},
                         Case{"mistral.lg", kShared + "/fixtures/tiny-mistral", {4, 100, 3, 24}},
                         Case{"phi3.lg", kShared + "/fixtures/tiny-phi3", {16, 64, 32, 256}},
-                        Case{"gpt2.lg", kShared + "/fixtures/tiny-gpt2", {4, 100, 3, 24}}}) {
+                        Case{"gpt2.lg", kShared + "/fixtures/tiny-gpt2", {4, 100, 3, 24}},
+                        Case{"gemma3_text.lg", kShared + "/fixtures/tiny-gemma3", {16, 64, 32, 256}},
+                        Case{"gemma3_text.lg", kShared + "/fixtures/tiny-gemma3", {4, 100, 3, 24}}}) {
     SCOPED_TRACE(c.lg + " on " + c.config);
     ir::Graph g = lang::lower_file(kSource + "/models/" + c.lg, config_of(c.config), lang::BindOptions{128});
     ir::make_batched(g, c.batch);
@@ -127,6 +139,66 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   EXPECT_EQ(attn, 1);
   EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+}
+
+// Gemma 3's local layers (sliding window 8) and a soft-capped Gemma 2-style variant: the decode
+// attention of a local layer starts its chunks at the window's first key (lo = len - 8) and sizes
+// its splits by the window, not the context; the flash prefill kernel gets the window and the cap;
+// the K/V pack copies from the window's first row on; the global layers' kernels have neither. No
+// attention kernel scores the whole cache (the masked full-cache form a window must not fall back to).
+TEST(EmitLgPrograms, SlidingWindowBoundsTheKeysOfDecodeAndPrefillAttention) {
+  nlohmann::json c = config_of(kShared + "/fixtures/tiny-gemma3");
+  ir::Graph g = lang::lower_file(kSource + "/models/gemma3_text.lg", c, lang::BindOptions{1024});
+  ir::make_batched(g, {16, 129, 64, 256});
+  lift::StagedProgram p = lift::lift(g);
+  lift::fuse(p);
+  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  int local = 0, global = 0;
+  for (const auto& l : prog.launches) {
+    const Kernel& k = prog.kernels[static_cast<size_t>(l.kernel)];
+    if (k.name.find("_attention") == std::string::npos) continue;
+    ASSERT_TRUE(l.split) << k.name;
+    const bool windowed = k.source.find("max(0L, len - 8L)") != std::string::npos;
+    EXPECT_NE(k.source.find("k0 = max(lo, k1 - chunk)"), std::string::npos);
+    (windowed ? local : global) += 1;
+    EXPECT_EQ(windowed, l.layer % 2 == 0) << "layer " << l.layer;  // layer_types: sliding, full, sliding, full
+    // Splits: as many as chunks of min_chunk fill the window (8 positions: one), or the context.
+    EXPECT_EQ(l.split->max_splits, windowed ? 1 : (1024 + l.split->min_chunk - 1) / l.split->min_chunk) << k.name;
+    ASSERT_TRUE(l.prefill) << k.name;
+    const std::string& fa = prog.kernels[static_cast<size_t>(l.prefill->epilogue_kernel)].source;
+    EXPECT_NE(fa.find(windowed ? ", sm, 8, 0.0f);" : ", sm, 0, 0.0f);"), std::string::npos) << fa;
+    ASSERT_FALSE(l.prefill->packs.empty());
+  }
+  EXPECT_EQ(local, 2);
+  EXPECT_EQ(global, 2);
+  int packs_from_lo = 0;
+  for (const auto& k : prog.kernels)
+    if (k.source.find("K/V cache rows of a prefill attention") != std::string::npos &&
+        k.source.find("(long)mn - 7L") != std::string::npos)
+      ++packs_from_lo;
+  EXPECT_GE(packs_from_lo, 1);
+  EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+
+  // Soft-capped scores (attn_logit_softcapping as Gemma 2 applies it), through a program that asks.
+  const std::string lg = read_text(kSource + "/models/gemma3_text.lg");
+  const std::string call = "window=local ? sw : none, scale=scale)";
+  ASSERT_NE(lg.find(call), std::string::npos);
+  std::string capped = lg;
+  capped.replace(capped.find(call), call.size(), "window=local ? sw : none, scale=scale, softcap=50.0)");
+  const auto out = lang::check_source("capped.lg", capped, c, lang::BindOptions{256});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  ir::Graph gc = out.report.graph;
+  lift::StagedProgram pc = lift::lift(gc);
+  lift::fuse(pc);
+  const CudaProgram progc = emit_program(pc);
+  int tanh_decode = 0, tanh_flash = 0;
+  for (const auto& k : progc.kernels) {
+    if (k.source.find("50.0f * tanhf(d * ") != std::string::npos) ++tanh_decode;
+    if (k.source.find(", 50.0f);") != std::string::npos) ++tanh_flash;  // attention_block(..., sm, window, softcap)
+  }
+  EXPECT_GE(tanh_decode, 1);
+  EXPECT_GE(tanh_flash, 1);
+  EXPECT_GT(nvrtc_compile(progc.source(), gc.model).size(), 1000u);
 }
 
 CudaProgram program_of(const std::string& lg, const nlohmann::json& config) {

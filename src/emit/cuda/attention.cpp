@@ -3,7 +3,11 @@
 // program.h, SplitKv). At T > 1 with head_dim 16/32/64/128 for one sequence:
 // lg_fa::attention_block (src/kernels/flash_attention.cuh, tensor cores) through one of the device
 // prelude's policies, with q and the K/V cache rows first packed as bf16 when k and v are
-// contiguous cache rows.
+// contiguous cache rows. A sliding window (Attrs::window) bounds the keys both read: the split-KV
+// kernel's chunks cover only the token's last `window` positions (and its splits are sized by the
+// window), the flash kernel starts at the first key tile inside the block's windows, and the K/V
+// pack copies from the first row a window of the step reaches. Soft-capping (Attrs::softcap) is
+// C * tanh(scale * q.k / C) on each score in both.
 #include <algorithm>
 
 #include "emit/cuda/expr.h"
@@ -89,7 +93,9 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   split.heads_per_item = QG;
   split.part_floats = H * (Dh + 2);
   split.min_chunk = 2 * NW * KPW * sh.r;  // two rounds of the block's warps
-  const int64_t context = paged ? g.batching.max_seq : ks[1].coeff;
+  // A sliding window bounds the positions a token reads, and so the splits they can fill.
+  const int64_t cache_rows = paged ? g.batching.max_seq : ks[1].coeff;
+  const int64_t context = n.attrs.window > 0 ? std::min(cache_rows, n.attrs.window) : cache_rows;
   split.max_splits = std::clamp<int64_t>((context + split.min_chunk - 1) / split.min_chunk, 1, 64);
 
   // Element e of the lane's slice of a row, and the key row of position j of the token.
@@ -98,6 +104,11 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   const std::string key_row =
       paged ? "(long)" + call(name, n.operands[5], {"sq", "j / " + bs}) + " * " + bs + " + j % " + bs : "j";
   const std::string out = "p" + std::to_string(arg(att, true));
+  // The score of a dot product d: scale * d, soft-capped (C * tanh(scale * d / C)) when asked.
+  auto capped = [&](const std::string& d) {
+    if (!(n.attrs.softcap > 0)) return d + " * " + lit(n.attrs.scale);
+    return lit(n.attrs.softcap) + " * tanhf(" + d + " * " + lit(n.attrs.scale / n.attrs.softcap) + ")";
+  };
   os << "  {  // attention stage: split-KV (flash-decoding), " << QG << " query head(s) per block\n"
      << "    constexpr int NW = " << NW << ", QG = " << QG << ", NE = " << sh.ne << ", LK = " << sh.lk << ", KPW = " << KPW
      << ", R = " << sh.r << ";\n"
@@ -106,9 +117,12 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
      << "    const long item = blockIdx.x; if (item >= T * (H / QG)) return;\n"
      << "    const long t = item / (H / QG), h0 = item % (H / QG) * QG, kvh = h0 / G;\n"
      << "    const long len = (long)" << P << "(t) + 1L, nsp = gridDim.y, split = blockIdx.y;\n"
-     << "    const long chunk = max(MINC, (len + nsp - 1) / nsp), nch = (len + chunk - 1) / chunk;\n"
+     // The token's keys are lo .. len - 1: all of them, or the last `window` (sliding window).
+     << "    const long lo = " << (n.attrs.window > 0 ? "max(0L, len - " + std::to_string(n.attrs.window) + "L)" : "0L")
+     << ", span = len - lo;\n"
+     << "    const long chunk = max(MINC, (span + nsp - 1) / nsp), nch = (span + chunk - 1) / chunk;\n"
      << "    if (split >= nch) return;  // past the token's last chunk\n"
-     << "    const long k1 = len - split * chunk, k0 = max(0L, k1 - chunk);\n"
+     << "    const long k1 = len - split * chunk, k0 = max(lo, k1 - chunk);\n"
      << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, sub = lane / LK, ln = lane % LK;\n"
      << "    (void)ln;\n";
   if (paged) os << "    const long sq = (long)" << call(name, n.operands[4], {"t"}) << ";\n";
@@ -152,7 +166,7 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
      << "          float d = 0.0f;\n"
      << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) d = fmaf(q[g][e], el(kr[r], e), d);\n"
      << "          #pragma unroll\n          for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
-     << "          sc[r] = j0 + r * KPW + sub < k1 ? d * " << lit(n.attrs.scale) << " : NEG_INF;\n"
+     << "          sc[r] = j0 + r * KPW + sub < k1 ? " << capped("d") << " : NEG_INF;\n"
      << "          mx = fmaxf(mx, sc[r]);\n        }\n"
      << "        const float mu = mx == NEG_INF ? 0.0f : mx;  // a lane group that has seen no key yet\n"
      << "        const float corr = __expf(m[g] - mu);\n"
@@ -264,7 +278,7 @@ AttentionPrefillRender flash_kernel(Renderer& r, int32_t s, ir::ValueId att) {
        << "  int tile, h;\n"
        << "  lg_fa::schedule(blockIdx.x, (int)T, " << H << ", tile, h);\n"
        << "  lg_fa::attention_block<" << Dh << ">(pol, tile, h, (int)T, " << n.attrs.gqa_group << ", "
-       << lit(n.attrs.scale) << ", sm);\n";
+       << lit(n.attrs.scale) << ", sm, " << n.attrs.window << ", " << lit(n.attrs.softcap) << ");\n";
   AttentionPrefillRender fa;
   fa.source = r.kernel("__launch_bounds__(lg_fa::kThreads)",
                        rows ? std::vector<std::string>{"const unsigned short* __restrict__ qpacked",
@@ -305,20 +319,29 @@ GemmPrefillRender::Pack kv_pack(Renderer& r, int32_t s, ir::ValueId att) {
                                 ? "*reinterpret_cast<const uint4*>"
                                 : "lg_fa::load8_f32_as_bf16";
   // Every block finds the step's last position itself (T reads of an L2-resident vector):
-  // the rows past it are never attended to and are not copied.
+  // the rows past it are never attended to and are not copied. With a sliding window, neither
+  // are the rows before the step's first position's window (rows lo .. rows - 1 are copied).
   // (Positions are exact as floats: below 2^24.)
+  const int64_t W = n.attrs.window;
   body << "  __shared__ float lg_red[32];\n"
-       << "  float mx = -1.0f;\n"
-       << "  for (long t = threadIdx.x; t < T; t += blockDim.x) mx = fmaxf(mx, " << name.at(n.operands[3]) << "(t));\n"
+       << "  float mx = -1.0f, mn = 3.0e38f;\n"
+       << "  for (long t = threadIdx.x; t < T; t += blockDim.x) { const float q = " << name.at(n.operands[3])
+       << "(t); mx = fmaxf(mx, q); mn = fminf(mn, q); }\n"
        << "  mx = lg_block_max(mx, lg_red);\n"
-       << "  const long rows = mx < 0.0f ? 0L : ((long)mx + 1L < " << S << "L ? (long)mx + 1L : " << S << "L);\n"
-       << "  const long chunks = rows * " << Dh / 8 << "L;  // 8 elements each, per KV head\n"
+       << "  const long rows = mx < 0.0f ? 0L : ((long)mx + 1L < " << S << "L ? (long)mx + 1L : " << S << "L);\n";
+  if (W > 0)
+    body << "  mn = -lg_block_max(-mn, lg_red);\n"
+         << "  const long lo = mx < 0.0f ? 0L : min(rows, max(0L, (long)mn - " << W - 1 << "L));\n";
+  else
+    body << "  (void)mn;\n  const long lo = 0L;\n";
+  body << "  const long chunks = (rows - lo) * " << Dh / 8 << "L;  // 8 elements each, per KV head\n"
        << "  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < 2L * " << KV
        << "L * chunks; i += (long)gridDim.x * blockDim.x) {\n"
        << "    const long c = i / (" << KV << "L * chunks), kvh = (i / chunks) % " << KV << "L, e = (i % chunks) * 8L;\n"
-       << "    const long p = e / " << Dh << "L, d = e % " << Dh << "L;\n"
+       << "    const long p = lo + e / " << Dh << "L, d = e % " << Dh << "L;\n"
        << "    const long src = kvh * " << src_head << "L + " << src_row << " * " << Dh << "L + d;\n"
-       << "    *reinterpret_cast<uint4*>(packed + c * " << KV * per_head << "L + kvh * " << per_head << "L + e) = "
+       << "    *reinterpret_cast<uint4*>(packed + c * " << KV * per_head << "L + kvh * " << per_head << "L + lo * " << Dh
+       << "L + e) = "
        << chunk << "((c == 0 ? " << kbase << " : " << vbase << ") + src);\n"
        << "  }\n";
   GemmPrefillRender::Pack pk;
