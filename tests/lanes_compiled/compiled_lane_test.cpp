@@ -118,6 +118,34 @@ double max_rel(const SeqResult& got, const SeqResult& want) {
   return num / den;
 }
 
+// Gemma 3's local layers (sliding window 8) on the compiled lane: a prefill of 333 tokens (the
+// flash kernel's blocks start at the key tile their windows reach), a second chunk at position 333
+// (the K/V pack copies from the window's first row on, the first key tile is past 0), and decode
+// steps (split-KV chunks over the last 8 positions only), each within the bf16 bound of the CPU
+// reference (2e-2, as above).
+TEST(CompiledLane, Gemma3SlidingWindowPrefillChunksAndDecodeMatchReference) {
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  auto dir = model::ModelDir::open(kShared + "/fixtures/tiny-gemma3");
+  auto lane = make_lane("compiled", dir, {.max_seq = 512});
+  auto ref = make_lane("cpu", dir, {.max_seq = 512});
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(dir.config.vocab_size - 1));
+  std::vector<int32_t> prompt(400);
+  for (auto& t : prompt) t = tok(rng);
+  const std::span<const int32_t> first(prompt.data(), 333), second(prompt.data() + 333, prompt.size() - 333);
+  SeqResult got = lg::testing::step_alone(*lane, first, 0, true), want = lg::testing::step_alone(*ref, first, 0, true);
+  EXPECT_LT(max_rel(got, want), 2e-2) << "prefill of 333 tokens";
+  got = lg::testing::step_alone(*lane, second, 333, true);
+  want = lg::testing::step_alone(*ref, second, 333, true);
+  EXPECT_LT(max_rel(got, want), 2e-2) << "a second prefill chunk at position 333";
+  for (int64_t s = 0; s < 12; ++s) {
+    const std::vector<int32_t> next{want.argmax};
+    got = lg::testing::step_alone(*lane, next, static_cast<int64_t>(prompt.size()) + s, true);
+    want = lg::testing::step_alone(*ref, next, static_cast<int64_t>(prompt.size()) + s, true);
+    EXPECT_LT(max_rel(got, want), 2e-2) << "decode step " << s;
+  }
+}
+
 // Decode at a long context: a 3,000-token prompt (two prefill chunks of the lane's 2,048-token
 // budget), then decode steps whose split-KV attention runs its most splits (32 at this context)
 // with chunks of 128 positions: 24 chunks with keys, merged by the last block of each (token,
