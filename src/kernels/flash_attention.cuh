@@ -161,8 +161,10 @@ template <int DH> struct alignas(16) Smem {
 /// `kv_idx > q_idx - sliding_window`); the block starts at the first key tile some row of it sees,
 /// and keys before the block's first visible one are neither read (the policy is not asked for
 /// them) nor computed. softcap > 0: scores become softcap * tanh(scale q.k / softcap) (Gemma 2's
-/// logit soft-capping). Both are constants at every call site (the function is inlined), so a
-/// caller that passes neither compiles to the plain causal kernel.
+/// logit soft-capping). Both are constants at every call site (the function is inlined), and
+/// every use of them is behind `window > 0` / `softcap > 0.f`, so a caller that passes neither
+/// compiles to the plain causal kernel (the hand-written lane's four cubins are byte-identical to
+/// those from before windows; keep them so).
 template <int DH, class Policy>
 __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h, int T, int group, float scale,
                                                 Smem<DH>& sm, int window = 0, float softcap = 0.f) {
@@ -198,7 +200,7 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
   __shared__ int s_wmax[kWarps], s_wmin[kWarps];
   if (lane == 0) {
     s_wmax[warp] = wmax;
-    s_wmin[warp] = wmin;
+    if (window > 0) s_wmin[warp] = wmin;  // (window is a constant: no store without one)
   }
 
   // Q tile -> shared (through the K buffer) -> A fragments in registers.
@@ -209,11 +211,11 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
     *reinterpret_cast<uint4*>(&sm.k[r * kStride + d0]) = x;
   }
   __syncthreads();
-  int n_keys = 0, bmin = s_wmin[0];
+  int n_keys = 0, bmin = window > 0 ? s_wmin[0] : 0;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) {
     n_keys = s_wmax[w] + 1 > n_keys ? s_wmax[w] + 1 : n_keys;
-    bmin = s_wmin[w] < bmin ? s_wmin[w] : bmin;
+    if (window > 0) bmin = s_wmin[w] < bmin ? s_wmin[w] : bmin;
   }
   // The first key any row of the block sees (0 without a window), and of the warp's rows the one
   // whose window starts latest.
@@ -236,14 +238,14 @@ __device__ __forceinline__ void attention_block(const Policy& p, int tile, int h
     for (int i = 0; i < kLoads; ++i) {
       const int ch = tid + i * kThreads, r = ch / kChunksPerRow, d0 = (ch % kChunksPerRow) * 8;
       // Zero, not unread memory, outside the visible keys: 0 * NaN would poison P V.
-      stage[i] = j0 + r < n_keys && j0 + r >= k_lo ? p.load_k8(kvh, j0 + r, d0) : zero_uint4();
+      stage[i] = j0 + r < n_keys && (window <= 0 || j0 + r >= k_lo) ? p.load_k8(kvh, j0 + r, d0) : zero_uint4();
     }
   };
   auto load_v = [&](int j0) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int ch = tid + i * kThreads, r = ch / kChunksPerRow, d0 = (ch % kChunksPerRow) * 8;
-      stage[i] = j0 + r < n_keys && j0 + r >= k_lo ? p.load_v8(kvh, j0 + r, d0) : zero_uint4();
+      stage[i] = j0 + r < n_keys && (window <= 0 || j0 + r >= k_lo) ? p.load_v8(kvh, j0 + r, d0) : zero_uint4();
     }
   };
   auto store_stage = [&](unsigned short* dst) {
