@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libpcre2-dev libfmt-dev libcli11-dev libcpp-httplib-dev
-      libopenblas-dev libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
+      libopenblas-dev libutf8proc-dev libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
       python3 python3-jinja2)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,6 +1,7 @@
 // `lg inspect DIR`: what a Hugging Face model directory holds, as lanegraph reads it: the
-// architecture and dims from config.json, the checkpoint's parameter count, bytes and weights
-// hash, and every tensor with its dtype and shape. `--json` prints the same as one JSON object.
+// architecture and dims from config.json, the checkpoint's parameter count and bytes, and every
+// tensor with its dtype and shape, from the headers alone (an 8B checkpoint lists at once);
+// `--hash` adds the weights hash, which reads every weight. `--json` prints the same as one JSON object.
 // It also checks the tensors against the params of the model's .lg program for this config, and with `--check` scans
 // every weight for NaN/Inf; either finding is printed as `lg: error: ...` and exits 1.
 #include <cstdio>
@@ -23,7 +24,7 @@ namespace {
 
 using lg::model::ModelDir;
 
-nlohmann::ordered_json to_json(const ModelDir& m) {
+nlohmann::ordered_json to_json(const ModelDir& m, bool hash) {
   const auto& c = m.config;
   nlohmann::ordered_json j;
   j["dir"] = m.dir.string();
@@ -53,7 +54,7 @@ nlohmann::ordered_json to_json(const ModelDir& m) {
   j["bos_token_id"] = m.generation.bos_token_id ? nlohmann::ordered_json(*m.generation.bos_token_id) : nullptr;
   j["parameters"] = m.checkpoint.parameter_count();
   j["bytes"] = m.checkpoint.byte_size();
-  j["weights_hash"] = m.checkpoint.weights_hash();
+  j["weights_hash"] = hash ? nlohmann::ordered_json(m.checkpoint.weights_hash()) : nullptr;
   std::vector<std::string> files;
   for (auto& f : m.checkpoint.files()) files.push_back(f.source());
   j["files"] = files;
@@ -66,7 +67,7 @@ nlohmann::ordered_json to_json(const ModelDir& m) {
   return j;
 }
 
-void print_text(const ModelDir& m) {
+void print_text(const ModelDir& m, bool hash) {
   const auto& c = m.config;
   std::map<std::string, uint64_t> by_dtype;  // bytes per dtype: a checkpoint may mix them
   for (auto& name : m.checkpoint.names()) {
@@ -98,7 +99,7 @@ void print_text(const ModelDir& m) {
              m.generation.bos_token_id ? fmt::format("{}", *m.generation.bos_token_id) : "none");
   fmt::print("parameters:   {} ({} bytes in {} file{})\n", m.checkpoint.parameter_count(), m.checkpoint.byte_size(),
              m.checkpoint.files().size(), m.checkpoint.files().size() == 1 ? "" : "s");
-  fmt::print("weights hash: {}\n", m.checkpoint.weights_hash());
+  fmt::print("weights hash: {}\n", hash ? m.checkpoint.weights_hash() : "(--hash: reads every weight once)");
   fmt::print("tokenizer:    {}\n", m.tokenizer_json ? m.tokenizer_json->string() : "(no tokenizer.json)");
   fmt::print("tensors ({}):\n", m.checkpoint.names().size());
   for (auto& name : m.checkpoint.names()) {
@@ -114,10 +115,13 @@ LG_COMMAND("inspect", [](CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto check = std::make_shared<bool>(false);
+  auto hash = std::make_shared<bool>(false);
   sub->add_option("dir", *dir, "model directory (config.json + safetensors)")->required();
   sub->add_flag("--json", *json, "print one JSON object instead of text");
   sub->add_flag("--check", *check, "also scan every weight for NaN/Inf (reads the whole checkpoint once)");
-  return [dir, json, check]() {
+  sub->add_flag("--hash", *hash, "also print the weights hash a lock is tied to (reads every weight once); "
+                                 "without it only the headers are read");
+  return [dir, json, check, hash]() {
     const ModelDir m = ModelDir::open(*dir);
     // The shapes config.json implies are what the model's program declares for it: lowered
     // (no weight bytes read) and its params compared with the tensors.
@@ -133,7 +137,7 @@ LG_COMMAND("inspect", [](CLI::App& app) {
     std::vector<lg::model::NonFiniteTensor> bad;
     if (*check) bad = lg::model::find_non_finite(m.checkpoint);
     if (*json) {
-      auto j = to_json(m);
+      auto j = to_json(m, *hash);
       j["program"] = program_note;
       j["config_mismatches"] = mismatches;
       if (*check) {
@@ -142,7 +146,7 @@ LG_COMMAND("inspect", [](CLI::App& app) {
       }
       std::cout << j.dump(2) << "\n";
     } else {
-      print_text(m);
+      print_text(m, *hash);
       fmt::print("program:      {}\n", program_note);
       if (*check && bad.empty()) fmt::print("weights:      all finite (--check)\n");
     }

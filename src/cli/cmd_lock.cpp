@@ -149,6 +149,11 @@ int run_check(const LockOptions& o) {
       continue;
     }
     const std::string hash = dir.checkpoint.weights_hash();
+    if (hash != lock.weights_hash && !lock.weights_hash.starts_with(lg::model::kWeightsHashPrefix))
+      throw Error(fmt::format("{}: its weights hash {} is an older lanegraph's (FNV-1a); this one hashes with "
+                              "xxHash: re-record the lock with `lg lock update`, or set its weights_hash to "
+                              "`lg inspect --hash {}`'s ({} if the weights are the ones it was made with)",
+                              file.string(), lock.weights_hash, model_path.string(), hash));
     if (hash != lock.weights_hash)
       throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
                               "from other weights (re-record it with `lg lock update`)",

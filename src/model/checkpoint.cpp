@@ -10,11 +10,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <xxhash.h>
+
 #include <nlohmann/json.hpp>
 
 #include "model/config.h"
 #include "support/error.h"
-#include "support/fnv1a.h"
 
 namespace lg::model {
 
@@ -195,20 +198,50 @@ uint64_t Checkpoint::byte_size() const {
   return n;
 }
 
+namespace {
+
+/// Lets the kernel drop the pages of `b` from this process's mapping once they are read: hashing a
+/// 16 GB checkpoint must not leave 16 GB resident (the file stays in the page cache; a later read
+/// faults the pages back in).
+void release_pages(std::span<const std::byte> b) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto lo = (reinterpret_cast<uintptr_t>(b.data()) + page - 1) / page * page;
+  const auto hi = (reinterpret_cast<uintptr_t>(b.data()) + b.size()) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+}  // namespace
+
 std::string Checkpoint::weights_hash() const {
-  Fnv1a64 h;
+  XXH3_state_t* st = XXH3_createState();
+  if (!st || XXH3_64bits_reset(st) != XXH_OK) throw Error(source_.string() + ": cannot start the weights hash");
+  auto add = [st](const void* p, size_t n) { XXH3_64bits_update(st, p, n); };
+  auto add_u64 = [&](uint64_t v) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(v >> (8 * i));
+    add(le, 8);
+  };
   for (auto& name : names()) {
     const TensorInfo& t = info(name);
-    h.add(name.data(), name.size());
-    h.add("", 1);  // terminator so that names cannot run into the dtype
+    add(name.data(), name.size());
+    add("", 1);  // terminator so that names cannot run into the dtype
     auto dn = safetensors_dtype_name(t.dtype);
-    h.add(dn.data(), dn.size());
-    h.add_u64(t.shape.size());
-    for (int64_t d : t.shape) h.add_u64(static_cast<uint64_t>(d));
-    auto b = bytes(name);
-    h.add(b.data(), b.size());
+    add(dn.data(), dn.size());
+    add_u64(t.shape.size());
+    for (int64_t d : t.shape) add_u64(static_cast<uint64_t>(d));
+    // In pieces, each let go once hashed: the largest tensor (an embedding of 1-2 GB) never
+    // stays resident whole.
+    const auto b = bytes(name);
+    constexpr size_t kPiece = size_t{64} << 20;
+    for (size_t at = 0; at < b.size(); at += kPiece) {
+      const auto piece = b.subspan(at, std::min(kPiece, b.size() - at));
+      add(piece.data(), piece.size());
+      release_pages(piece);
+    }
   }
-  return fmt::format("{:016x}", h.h);
+  const XXH64_hash_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return fmt::format("{}{:016x}", kWeightsHashPrefix, h);
 }
 
 }  // namespace lg::model

