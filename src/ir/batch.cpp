@@ -174,12 +174,16 @@ void select_rows(Graph& g, ValueId rows, const Dim& B) {
     const Node& m = g.at(v);
     if (!t_rowed(v)) return false;
     if (is_elementwise(m.op)) return true;
-    if (is_reduce(m.op)) return positive_axis(m.attrs.axis, g.at(m.operands[0]).shape.size()) != 0;
+    if (is_reduce(m.op) || m.op == Op::TopK || m.op == Op::ArgTopK)
+      return positive_axis(m.attrs.axis, g.at(m.operands[0]).shape.size()) != 0;
+    // The routed experts: token t's result reads row t of x/act, idx and the routing weights.
+    if (m.op == Op::MoeGateUp || m.op == Op::MoeDown) return true;
     return m.op == Op::MatMul && matmul_by_weight(m);
   };
   // Operand k of a row-local node u follows u's rows.
   auto follows_rows = [&](const Node& u, size_t k) {
-    return t_rowed(u.operands[k]) && (is_elementwise(u.op) || k == 0);
+    const bool experts_rows = (u.op == Op::MoeGateUp && k < 2) || (u.op == Op::MoeDown && k < 3);
+    return t_rowed(u.operands[k]) && (is_elementwise(u.op) || k == 0 || experts_rows);
   };
   std::vector<char> in(n, 0);
   std::vector<char> pinned(n, 0);  // outputs and final states keep their T rows

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "ir/cpu_moe.h"
 #include "ir/cpu_ops.h"
 #include "ir/print.h"
 #include "ir/verify.h"
@@ -205,6 +206,15 @@ Tensor CpuExecutor::eval(size_t id, std::vector<Tensor>& values) {
           out = cpu::attention(arg(0), arg(1), arg(2), arg(3), a.scale, a.gqa_group, nullptr, a.window, a.softcap);
         }
         break;
+      case Op::TopK:
+      case Op::ArgTopK: {
+        const Tensor& x = arg(0);
+        const auto axis = static_cast<size_t>(positive_axis(a.axis, node.shape.size()));
+        out = cpu::topk(x, concrete(node.shape)[axis], a.axis, node.op == Op::ArgTopK);
+        break;
+      }
+      case Op::MoeGateUp: out = cpu::moe_gate_up(arg(0), arg(1), arg(2), arg(3)); break;
+      case Op::MoeDown: out = cpu::moe_down(arg(0), arg(1), arg(2), arg(3)); break;
       default: throw Error("the CPU executor has no implementation of this op");
     }
   }

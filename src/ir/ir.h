@@ -85,12 +85,16 @@ struct InputInfo { std::string name; DType dtype; Shape shape; };
 /// `transposed` (`= "name".T` in the .lg) the checkpoint stores the rank-2 param's transpose
 /// (GPT-2's Conv1D weights are [in, out]): whoever loads it swaps the two axes, so the graph
 /// sees `shape` and `x @ w.T` runs the same GEMM as an nn.Linear weight.
+/// A param declared in an `experts e in 0..E` block is stacked: `parts[e]` names the checkpoint
+/// tensor of slice e along axis 0 (each of shape shape[1:]), `tensor` the template with `{e}`
+/// (for messages), and loaders concatenate the parts once at load time.
 struct ParamInfo {
   std::string name;
   std::string tensor;
   DType dtype;
   Shape shape;
   bool transposed = false;
+  std::vector<std::string> parts;
 };
 struct StateInfo { std::string name; DType dtype; Shape shape; };
 /// A runtime dim; `max` bounds it (T <= max sequence length).

@@ -35,6 +35,8 @@ enum class OpGroup : uint8_t {
   Movement,   ///< views: index arithmetic, no data
   State,      ///< StateWrite
   Attention,  ///< Attention
+  Select,     ///< TopK, ArgTopK (routing: the k largest along an axis)
+  Experts,    ///< MoeGateUp, MoeDown (routed expert matmuls: read only the experts picked)
 };
 
 /// How a node's dtype follows from its operands (the verifier checks it).

@@ -53,6 +53,8 @@ std::string attr_string(const Graph& g, const Node& n) {
     case Op::StateWrite:
       return " fixed=" + list(a.fixed) + " axis=" + std::to_string(a.axis) +
              (a.block_size ? " block=" + std::to_string(a.block_size) : "");
+    case Op::TopK:
+    case Op::ArgTopK: return " axis=" + std::to_string(a.axis);
     case Op::Attention:
       return " scale=" + number(a.scale) + " group=" + std::to_string(a.gqa_group) +
              (a.window ? " window=" + std::to_string(a.window) : "") + (a.softcap ? " softcap=" + number(a.softcap) : "") +

@@ -309,6 +309,48 @@ class Verifier {
         expect_shape(n, q.shape);
         return;
       }
+      case Op::TopK:
+      case Op::ArgTopK: {
+        expect_operands(n, 1);
+        const Node& x = operand(n, 0);
+        if (x.shape.size() != n.shape.size()) fail("must keep the rank of its operand " + type(x));
+        const auto axis = static_cast<size_t>(axis_of(n.attrs.axis, x.shape.size()));
+        for (size_t k = 0; k < x.shape.size(); ++k)
+          if (k != axis && !(x.shape[k] == n.shape[k])) fail("may change only the axis it selects along");
+        if (!x.shape[axis].is_const() || !n.shape[axis].is_const() || n.shape[axis].coeff < 1 ||
+            n.shape[axis].coeff > x.shape[axis].coeff)
+          fail("selects 1 .. " + std::to_string(x.shape[axis].coeff) + " of a constant axis");
+        if (n.op == Op::TopK ? n.dtype != x.dtype : n.dtype != DType::I32)
+          fail(n.op == Op::TopK ? "values keep the operand's dtype" : "indices are i32");
+        if (cls(x.dtype) == Cls::Bool) fail("needs a numeric operand");
+        return;
+      }
+      case Op::MoeGateUp:
+      case Op::MoeDown: {
+        expect_operands(n, 4);
+        const Node& x = operand(n, 0);
+        const Node& idx = operand(n, 1);
+        const bool up = n.op == Op::MoeGateUp;
+        const Node& w1 = operand(n, up ? 2 : 3);
+        if (idx.dtype != DType::I32 || idx.shape.size() != 2) fail("expert indices must be i32[T, K]");
+        if (w1.shape.size() != 3 || !is_float(w1.dtype)) fail("expert weights must be float [E, N, K]");
+        if (!is_float(x.dtype) || n.dtype != DType::F32) fail("experts compute floats and produce f32");
+        if (up) {
+          const Node& w2 = operand(n, 3);
+          if (x.shape.size() != 2 || !(x.shape[0] == idx.shape[0])) fail("x must be [T, D] for idx's T");
+          if (w2.shape != w1.shape || !is_float(w2.dtype)) fail("gate and up weights must be float and of one shape");
+          if (!(w1.shape[2] == x.shape[1])) fail("expert weights [E, F, D] must match x's D");
+          expect_shape(n, {x.shape[0], idx.shape[1], w1.shape[1]});
+        } else {
+          const Node& w = operand(n, 2);
+          if (x.shape.size() != 3 || !(x.shape[0] == idx.shape[0]) || !(x.shape[1] == idx.shape[1]))
+            fail("act must be [T, K, F] for idx's [T, K]");
+          if (w.shape != idx.shape || !is_float(w.dtype)) fail("routing weights must be float like idx " + type(idx));
+          if (!(w1.shape[2] == x.shape[2])) fail("expert weights [E, D, F] must match act's F");
+          expect_shape(n, {x.shape[0], w1.shape[1]});
+        }
+        return;
+      }
       default: fail("unknown op");
     }
   }

@@ -87,6 +87,9 @@ struct Stmt {
   Span span;
   std::string name;
   Span name_span;
+  /// Let of several names (`w, idx = topk(...)`): all of them, `name` being the first; empty for one.
+  std::vector<std::string> names;
+  std::vector<Span> name_spans;
   ExprPtr target;
   ExprPtr value;
   ExprPtr message;    ///< Require: the message (optional)
@@ -95,7 +98,7 @@ struct Stmt {
   std::vector<Stmt> body;
 };
 
-enum class DeclKind : uint8_t { Dim, Const, DType, Param, Layers, State, Require };
+enum class DeclKind : uint8_t { Dim, Const, DType, Param, Layers, State, Require, Experts };
 
 /// A declaration of the model block, kept in source order because later ones may use earlier ones.
 struct Decl {
@@ -103,10 +106,12 @@ struct Decl {
   Span span;
   std::string name;  ///< Dim/Const/DType/Param/State name; Layers: the layer variable
   Span name_span;
-  ExprPtr value;     ///< Dim/Const/DType value; Param tensor name; Require condition; Layers range start
-  ExprPtr value2;    ///< Layers: range end; Require: message
+  ExprPtr value;     ///< Dim/Const/DType value; Param tensor name; Require condition; Layers/Experts range start
+  ExprPtr value2;    ///< Layers/Experts: range end; Require: message
   TypeExpr type;     ///< Param/State
-  std::vector<Decl> body;  ///< Layers: its params
+  /// Layers: its params and experts blocks; Experts (only inside layers: `experts e in 0..E {...}`):
+  /// its params, each stacked over the experts into one param [E, ...].
+  std::vector<Decl> body;
 };
 
 struct InputDecl {

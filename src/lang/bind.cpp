@@ -96,7 +96,7 @@ bool Elaborator::eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, 
 }
 
 void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t layer,
-                            std::unordered_map<std::string, ParamSlot>& into) {
+                            std::unordered_map<std::string, ParamSlot>& into, const ExpertRange* experts) {
   ParamSlot slot;
   slot.name = display;
   slot.span = d.span;
@@ -116,8 +116,13 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
       ok = false;
     }
   }
+  if (transposed && experts) {
+    err(d.value->span, "a param of an experts block cannot be stored transposed (\"name\".T)");
+    ok = false;
+  }
   Value name = eval_maybe_missing(*name_expr);
   std::string tensor;
+  std::vector<std::string> parts;
   if (name.kind == Value::Kind::Null) {
     slot.absent = true;
   } else if (name.kind == Value::Kind::Str) {
@@ -136,6 +141,9 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
         out += std::to_string(layer);
         has_index = true;
         k = close;
+      } else if (experts && key == experts->var) {
+        out += '\x01';  // the expert index, expanded per part below
+        k = close;
       } else {
         err(d.value->span, layer >= 0 ? "unknown placeholder '{" + key + "}' in tensor name \"" + tensor +
                                             "\": the layer index is {" + layer_var_ + "}"
@@ -151,6 +159,22 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
       ok = false;
     }
     tensor = out;
+    if (experts && ok) {
+      // Stacked: one checkpoint tensor per expert, the template keeps `{e}` for messages.
+      if (out.find('\x01') == std::string::npos) {
+        err(d.value->span, "param template \"" + name.s + "\" names no expert index: write {" + experts->var +
+                               "} where the expert number goes");
+        ok = false;
+      }
+      tensor.clear();
+      for (char c : out) tensor += c == '\x01' ? "{" + experts->var + "}" : std::string(1, c);
+      for (int64_t x = experts->lo; x < experts->hi && ok; ++x) {
+        std::string part;
+        for (char c : out) part += c == '\x01' ? std::to_string(x) : std::string(1, c);
+        parts.push_back(std::move(part));
+      }
+      if (ok) slot.shape.insert(slot.shape.begin(), ir::Dim::constant(experts->hi - experts->lo));
+    }
     if (tensor.empty()) {
       err(d.value->span, "empty tensor name");
       ok = false;
@@ -177,11 +201,30 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
     } else {
       slot.index = static_cast<int32_t>(g_.params.size());
       tensor_to_param_[key] = slot.index;
-      g_.params.push_back({display, tensor, slot.dtype, slot.shape, transposed});
+      g_.params.push_back({display, tensor, slot.dtype, slot.shape, transposed, std::move(parts)});
     }
   }
   if (slot.ok) report_.params.push_back({display, slot.absent ? "" : tensor, slot.dtype, slot.shape});
   into[d.name] = std::move(slot);
+}
+
+void Elaborator::bind_experts(const Decl& d, int64_t layer, std::unordered_map<std::string, ParamSlot>& into) {
+  Value lo = eval(*d.value), hi = eval(*d.value2);
+  if (lo.is_error() || hi.is_error()) return;
+  if (lo.kind != Value::Kind::Int || hi.kind != Value::Kind::Int || lo.i < 0 || hi.i <= lo.i || hi.i - lo.i > kMaxDim) {
+    err(join(d.value->span, d.value2->span), "experts range must be ascending integers from 0 or more, found " +
+                                                 show(lo) + " .. " + show(hi));
+    return;
+  }
+  if (d.name == layer_var_) {
+    err(d.name_span, "the expert variable '" + d.name + "' is the layer variable");
+    return;
+  }
+  const ExpertRange range{d.name, lo.i, hi.i};
+  frames_.push_back(Frame{});
+  frames_.back().vars[layer_var_] = Value::of_int(layer);
+  for (const Decl& pd : d.body) bind_param(pd, "l" + std::to_string(layer) + "." + pd.name, layer, into, &range);
+  frames_.pop_back();
 }
 
 void Elaborator::bind() {
@@ -293,8 +336,11 @@ void Elaborator::bind() {
         for (int64_t l = lo.i; l < hi.i; ++l) {
           frames_.push_back(Frame{});
           frames_.back().vars[d.name] = Value::of_int(l);
-          for (const Decl& pd : d.body)
-            bind_param(pd, "l" + std::to_string(l) + "." + pd.name, l, layer_params_[static_cast<size_t>(l - lo.i)]);
+          for (const Decl& pd : d.body) {
+            auto& into = layer_params_[static_cast<size_t>(l - lo.i)];
+            if (pd.kind == DeclKind::Experts) bind_experts(pd, l, into);
+            else bind_param(pd, "l" + std::to_string(l) + "." + pd.name, l, into);
+          }
           frames_.pop_back();
         }
         break;
@@ -317,6 +363,9 @@ void Elaborator::bind() {
         states_[d.name] = std::move(s);
         break;
       }
+      case DeclKind::Experts:  // the parser makes them only inside a layers block
+        err(d.span, "an experts block belongs inside a layers block");
+        break;
       case DeclKind::Require: {
         Value c = eval(*d.value);
         if (c.is_error()) break;

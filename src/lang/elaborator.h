@@ -59,7 +59,14 @@ class Elaborator {
 
   // ---- declarations (bind.cpp)
   void bind();
-  void bind_param(const Decl& d, const std::string& display, int64_t layer, std::unordered_map<std::string, ParamSlot>& into);
+  /// The expert range of an `experts e in lo..hi` block: its params are stacked over it.
+  struct ExpertRange {
+    std::string var;
+    int64_t lo = 0, hi = 0;
+  };
+  void bind_param(const Decl& d, const std::string& display, int64_t layer, std::unordered_map<std::string, ParamSlot>& into,
+                  const ExpertRange* experts = nullptr);
+  void bind_experts(const Decl& d, int64_t layer, std::unordered_map<std::string, ParamSlot>& into);
   bool eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, ir::Shape& shape);
   std::optional<DType> resolve_dtype(const std::string& name) const;
   void declare_global(const std::string& name, const Span& span, Value v);
@@ -108,6 +115,10 @@ class Elaborator {
   Value to_int(const std::vector<Arg>& args, const Expr& e);
   Value concat(const std::vector<Arg>& args, const Expr& e);
   Value arange(const std::vector<Arg>& args, const Expr& e);
+  // mixtures of experts (experts.cpp)
+  Value topk(const std::vector<Arg>& args, const Expr& e);
+  Value moe(const std::vector<Arg>& args, const Expr& e);
+  Value contains(const Expr& e);
 
   // ---- IR emission helpers (primitives.cpp)
   ir::ValueId emit(ir::Op op, DType dtype, ir::Shape shape, std::vector<ir::ValueId> operands, ir::Attrs attrs = {});

@@ -252,6 +252,9 @@ Value Elaborator::binary(Tok op, const Value& a, const Value& b, const Expr& e) 
   // The layer index is an integer in arithmetic and comparisons (`(l + 1) % 6 != 0`).
   if (a.kind == K::Layer || b.kind == K::Layer)
     return binary(op, a.kind == K::Layer ? Value::of_int(a.i) : a, b.kind == K::Layer ? Value::of_int(b.i) : b, e);
+  // A tensor is never none: `(l.router ?? none) != none` asks whether a param is present.
+  if ((op == Tok::Eq || op == Tok::Ne) && ((a.is_tensor() && b.kind == K::Null) || (a.kind == K::Null && b.is_tensor())))
+    return Value::of_bool(op == Tok::Ne);
   if (a.is_tensor() || b.is_tensor()) return tensor_binary(op, a, b, e);
   return fold(op, a, b, e);
 }
@@ -538,6 +541,10 @@ Value Elaborator::index(const Expr& e) {
 
 Value Elaborator::call(const Expr& e) {
   const Expr& callee = *e.args[0];
+  // contains(config.list, v) reads the list itself: a config list is no value of the language.
+  if (callee.kind == ExprKind::Name && callee.text == "contains" && !p_.fns.count("contains") &&
+      (frames_.empty() || !frames_.back().vars.count("contains")))
+    return contains(e);
   std::vector<Arg> args;
   bool failed = false;
   bool seen_kw = false;

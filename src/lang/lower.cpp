@@ -144,28 +144,53 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
 
 void Elaborator::exec_let(const Stmt& s) {
   bool in_fn = frames_.back().fn != nullptr;
-  if (!in_fn) stmt_name_ = (cur_layer_ >= 0 ? "l" + std::to_string(cur_layer_ + layer_lo_) + "." : "") + s.name;
-  if (!in_fn && (globals_.count(s.name) || params_.count(s.name) || states_.count(s.name))) {
-    err(s.name_span, "'" + s.name + "' is a " +
-                         (params_.count(s.name) ? std::string("param") : states_.count(s.name) ? std::string("state") : global_kind_[s.name]) +
-                         " of the model; bind a different name");
-    return;
-  }
-  if (resolve_dtype(s.name) && !globals_.count(s.name)) {
-    err(s.name_span, "'" + s.name + "' is a dtype name; bind a different name");
-    return;
-  }
-  if (auto it = frames_.back().vars.find(s.name); it != frames_.back().vars.end() && it->second.kind == K::Layer) {
-    err(s.name_span, "'" + s.name + "' is the layer variable; bind a different name");
-    return;
+  const std::vector<std::string> names = s.names.empty() ? std::vector<std::string>{s.name} : s.names;
+  const std::vector<Span> spans = s.names.empty() ? std::vector<Span>{s.name_span} : s.name_spans;
+  const std::string prefix = cur_layer_ >= 0 ? "l" + std::to_string(cur_layer_ + layer_lo_) + "." : "";
+  if (!in_fn) stmt_name_ = prefix + s.name;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const std::string& name = names[k];
+    if (!in_fn && (globals_.count(name) || params_.count(name) || states_.count(name))) {
+      err(spans[k], "'" + name + "' is a " +
+                        (params_.count(name) ? std::string("param") : states_.count(name) ? std::string("state") : global_kind_[name]) +
+                        " of the model; bind a different name");
+      return;
+    }
+    if (resolve_dtype(name) && !globals_.count(name)) {
+      err(spans[k], "'" + name + "' is a dtype name; bind a different name");
+      return;
+    }
+    if (auto it = frames_.back().vars.find(name); it != frames_.back().vars.end() && it->second.kind == K::Layer) {
+      err(spans[k], "'" + name + "' is the layer variable; bind a different name");
+      return;
+    }
   }
   Value v = eval(*s.value);
   if (v.kind == K::Object || v.kind == K::Null) {
     err(s.value->span, "cannot bind " + show(v));
     v = Value::error();
   }
-  if (v.is_tensor() && !in_fn) record(s, stmt_name_, show(v.dtype, v.shape));
-  frames_.back().vars[s.name] = std::move(v);  // eval() may push frames: `vars` can dangle
+  std::vector<Value> values;
+  if (names.size() == 1) {
+    if (v.kind == K::Tuple) {
+      err(s.name_span, "the value has " + std::to_string(v.items.size()) + " results " + show(v) +
+                           ": bind one name each (`a, b = ...`)");
+      v = Value::error();
+    }
+    values.push_back(std::move(v));
+  } else if (v.kind == K::Tuple && v.items.size() == names.size()) {
+    values = std::move(v.items);
+  } else {
+    if (!v.is_error())
+      err(s.value->span, std::to_string(names.size()) + " names to bind, but the value is " +
+                             (v.kind == K::Tuple ? "of " + std::to_string(v.items.size()) + " results " : "") + show(v));
+    values.assign(names.size(), Value::error());
+  }
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (!in_fn) stmt_name_ = prefix + names[k];
+    if (values[k].is_tensor() && !in_fn) record(s, stmt_name_, show(values[k].dtype, values[k].shape));
+    frames_.back().vars[names[k]] = std::move(values[k]);  // eval() may push frames: `vars` can dangle
+  }
 }
 
 // `require cond, "message"` in a body: a compile-time check of this point of the program (in a

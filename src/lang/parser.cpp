@@ -223,8 +223,13 @@ class Parser {
         skip_newlines();
         while (!at(Tok::RBrace) && !at(Tok::End)) {
           try {
-            if (!at(Tok::KwParam)) fail("expected 'param' (a layers block declares per-layer params)");
-            d.body.push_back(param());
+            if (at(Tok::Ident) && cur().text == "experts" && peek().kind == Tok::Ident) {
+              d.body.push_back(experts_block());
+            } else {
+              if (!at(Tok::KwParam))
+                fail("expected 'param' or 'experts' (a layers block declares per-layer params)");
+              d.body.push_back(param());
+            }
             end_of_item();
           } catch (const SyntaxError&) {
             sync_item();
@@ -242,6 +247,29 @@ class Parser {
       default:
         fail("expected a declaration (dims, const, dtype, param, layers, state, require, forward)");
     }
+  }
+
+  // `experts e in 0..E { param ... }` inside a layers block (`experts` is a word only there).
+  Decl experts_block() {
+    Decl d;
+    d.kind = DeclKind::Experts;
+    d.span = take().span;
+    d.name_span = cur().span;
+    d.name = ident("an expert variable");
+    expect(Tok::KwIn);
+    d.value = additive();
+    expect(Tok::DotDot);
+    d.value2 = additive();
+    d.span = prev_end(d.span);
+    expect(Tok::LBrace);
+    skip_newlines();
+    while (!at(Tok::RBrace) && !at(Tok::End)) {
+      if (!at(Tok::KwParam)) fail("expected 'param' (an experts block declares per-expert params)");
+      d.body.push_back(param());
+      end_of_item();
+    }
+    expect(Tok::RBrace);
+    return d;
   }
 
   Decl param() {
@@ -370,6 +398,19 @@ class Parser {
       s.kind = StmtKind::Require;
       s.value = expr();
       if (accept(Tok::Comma)) s.message = expr();
+      s.span = prev_end(s.span);
+      return s;
+    }
+    if (at(Tok::Ident) && peek().kind == Tok::Comma) {  // `a, b = f(...)`: one name per result
+      s.kind = StmtKind::Let;
+      do {
+        s.name_spans.push_back(cur().span);
+        s.names.push_back(ident("a name"));
+      } while (accept(Tok::Comma));
+      s.name = s.names.front();
+      s.name_span = s.name_spans.front();
+      expect(Tok::Assign, "'=' after the names");
+      s.value = expr();
       s.span = prev_end(s.span);
       return s;
     }

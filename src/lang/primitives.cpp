@@ -57,7 +57,8 @@ Count count_of(const ir::Shape& s) {
 
 bool is_primitive(std::string_view name) {
   static const std::set<std::string_view> names = [] {
-    std::set<std::string_view> r = {"where", "sum", "mean", "max", "softmax", "concat", "arange", "attention"};
+    std::set<std::string_view> r = {"where", "sum", "mean", "max", "softmax", "concat", "arange", "attention",
+                                      "topk", "moe", "contains"};
     r.insert("int");  // compile-time numbers only
     for (const ir::OpInfo& op : ir::all_ops())
       if (op.flags & ir::kLangFn) r.insert(op.name);  // exp, ..., maximum, minimum
@@ -539,6 +540,8 @@ Value Elaborator::call_primitive(const std::string& name, const std::vector<Arg>
   if (name == "arange") return arange(args, e);
   if (name == "attention") return attention(args, e);
   if (name == "int") return to_int(args, e);
+  if (name == "topk") return topk(args, e);
+  if (name == "moe") return moe(args, e);
   return err(e.span, "unknown function '" + name + "'");
 }
 

@@ -115,6 +115,7 @@ class FnNameCheck {
       }
       if (s.value) expr(*s.value);
       if (s.kind == StmtKind::Let) bound_.insert(s.name);
+      for (const auto& n : s.names) bound_.insert(n);
     }
   }
 

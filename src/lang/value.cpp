@@ -34,6 +34,11 @@ std::string describe(const Value& v, const std::vector<std::string>& names) {
     case Value::Kind::Layer: return "layer " + std::to_string(v.i);
     case Value::Kind::Shape: return "shape " + format_shape(v.shape, names);
     case Value::Kind::Object: return v.obj && v.obj->is_array() ? "a config array" : "a config object";
+    case Value::Kind::Tuple: {
+      std::string out = "(";
+      for (size_t k = 0; k < v.items.size(); ++k) out += (k ? ", " : "") + describe(v.items[k], names);
+      return out + ")";
+    }
   }
   return "a value";
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 #include "support/dtype.h"
@@ -26,6 +27,7 @@ struct Value {
     Layer,   ///< i: the layer index of `for l in layers`
     Shape,   ///< shape: x.shape, indexable
     Object,  ///< obj: a config sub-object (only as a step of config.a.b), or a config array (s: its key), only to be indexed
+    Tuple,   ///< items: several results (topk's values and indices), bound by `a, b = ...`
   };
   Kind kind = Kind::Error;
   int64_t i = 0;
@@ -37,6 +39,7 @@ struct Value {
   ir::ValueId id = -1;
   ir::Shape shape;
   const nlohmann::json* obj = nullptr;
+  std::vector<Value> items;  ///< Tuple
 
   static Value error() { return {}; }
   static Value of_int(int64_t v) { Value x; x.kind = Kind::Int; x.i = v; return x; }

@@ -46,6 +46,27 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
   std::vector<std::string> problems;
   for (const ir::ParamInfo& p : graph.params) {
     std::vector<int64_t> want = declared(p);
+    if (!p.parts.empty()) {
+      // Stacked experts: every part is one slice [shape[1:]] of the param.
+      const std::vector<int64_t> slice(want.begin() + 1, want.end());
+      for (const std::string& part : p.parts) {
+        if (!checkpoint.contains(part)) {
+          std::string near;
+          for (const auto& n : checkpoint.nearest_names(part)) near += (near.empty() ? "" : ", ") + n;
+          problems.push_back("missing tensor \"" + part + "\" (an expert of param " + p.name + " " + shape_str(want) + ")" +
+                             (near.empty() ? "" : "; nearest present: " + near));
+          continue;
+        }
+        const auto& info = checkpoint.info(part);
+        if (info.shape != slice)
+          problems.push_back("tensor \"" + part + "\" is " + shape_str(info.shape) + ", an expert of param " + p.name +
+                             " " + shape_str(want) + " is " + shape_str(slice));
+        else if (!is_float(info.dtype))
+          problems.push_back("tensor \"" + part + "\" has dtype " + std::string(dtype_name(info.dtype)) +
+                             ", which param " + p.name + " cannot be computed with");
+      }
+      continue;
+    }
     if (p.transposed) std::reverse(want.begin(), want.end());  // stored [in, out]
     if (!checkpoint.contains(p.tensor)) {
       std::string near;
@@ -66,8 +87,10 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
   // config.json with fewer layers than the checkpoint). One sentence per form.
   std::set<std::string> bound, forms, reported;
   for (const ir::ParamInfo& p : graph.params) {
-    bound.insert(p.tensor);
-    forms.insert(name_form(p.tensor));
+    for (const std::string& name : p.parts.empty() ? std::vector<std::string>{p.tensor} : p.parts) {
+      bound.insert(name);
+      forms.insert(name_form(name));
+    }
   }
   for (const auto& name : checkpoint.names()) {
     const std::string form = name_form(name);
@@ -88,6 +111,14 @@ void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
 }
 
 std::vector<float> param_f32(const model::Checkpoint& checkpoint, const ir::ParamInfo& p) {
+  if (!p.parts.empty()) {  // stacked experts: the parts one after the other along axis 0
+    std::vector<float> all;
+    for (const std::string& part : p.parts) {
+      const std::vector<float> f = checkpoint.to_f32(part);
+      all.insert(all.end(), f.begin(), f.end());
+    }
+    return all;
+  }
   std::vector<float> f = checkpoint.to_f32(p.tensor);
   if (!p.transposed) return f;
   const auto& s = checkpoint.info(p.tensor).shape;  // [rows, cols] as stored
@@ -106,9 +137,10 @@ std::vector<ir::cpu::Tensor> bind_params(const ir::Graph& graph, const model::Ch
     const std::string key = p.transposed ? p.tensor + "\n.T" : p.tensor;
     auto it = loaded.find(key);
     if (it == loaded.end()) {
-      const auto& info = checkpoint.info(p.tensor);
       ir::cpu::Tensor t;
-      if (info.dtype == DType::I32) {
+      if (!p.parts.empty()) {
+        t = ir::cpu::Tensor::from_f32(declared(p), param_f32(checkpoint, p));
+      } else if (const auto& info = checkpoint.info(p.tensor); info.dtype == DType::I32) {
         const auto bytes = checkpoint.bytes(p.tensor);
         std::vector<int32_t> v(info.numel());
         std::memcpy(v.data(), bytes.data(), v.size() * sizeof(int32_t));

@@ -51,6 +51,11 @@ TEST(BatchedSteps, TinyQwen2EachSequenceAsAlone) {
   run_schedules(kShared + "/fixtures/tiny-qwen2", 60, 3, 510, 16);
 }
 
+// The routed experts over a token axis of several sequences: each token's experts are its own.
+TEST(BatchedSteps, TinyQwen3MoeEachSequenceAsAlone) {
+  run_schedules(kShared + "/fixtures/tiny-qwen3-moe", 100, 3, 510, 4);
+}
+
 TEST(BatchedSteps, Pycode22mEachSequenceAsAlone) {
   run_schedules(kSource + "/models/qwen3-pycode-22m", 12, 3, 151000, 16);
 }

@@ -92,7 +92,8 @@ TEST_P(Fixture, PrefillLogitsAndGreedyTokensMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, Fixture, ::testing::Values("tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2", "tiny-llama3",
-                                                           "tiny-mistral", "tiny-phi3", "tiny-gpt2", "tiny-gemma3"),
+                                                           "tiny-mistral", "tiny-phi3", "tiny-gpt2", "tiny-gemma3",
+                                                           "tiny-qwen3-moe"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            for (char& ch : s) if (ch == '-') ch = '_';
@@ -133,6 +134,7 @@ TEST(DecodeAfterPrefill, EqualsPrefillOverTheWholeSequence) {
   for (size_t k = 0; k < seq.size(); ++k) seq[k] = static_cast<int32_t>((k * 7919 + 13) % 500);
   expect_decode_equals_prefill(model::ModelDir::open(kShared + "/fixtures/tiny-qwen2"), seq, {1, 2, 9, 33, 99});
   expect_decode_equals_prefill(model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-untied-mqa"), seq, {1, 17, 64});
+  expect_decode_equals_prefill(model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe"), seq, {1, 12, 57});
   for (auto& t : seq) t = t * 301 % 151000;
   expect_decode_equals_prefill(model::ModelDir::open(kSource + "/models/qwen3-pycode-22m"), seq, {1, 5, 40, 90});
 }

@@ -321,6 +321,20 @@ class CompiledLane : public Lane {
 
   void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, const emit::cuda::Buffer& b,
                      cuda::DeviceBuffer& dst, cuda::PinnedUploader& uploader) {
+    if (!prm.parts.empty()) {
+      // Stacked experts: each part's bytes at its slice of the buffer when the dtypes agree (a
+      // bf16 checkpoint); otherwise widened or narrowed on the host.
+      const bool same = std::all_of(prm.parts.begin(), prm.parts.end(),
+                                    [&](const std::string& t) { return ckpt.info(t).dtype == b.dtype; });
+      if (!same) return upload_host(runtime::param_f32(ckpt, prm), b, dst);
+      size_t offset = 0;
+      for (const std::string& part : prm.parts) {
+        auto bytes = ckpt.bytes(part);
+        uploader.upload(static_cast<char*>(dst.data()) + offset, bytes.data(), bytes.size(), stream_.get());
+        offset += bytes.size();
+      }
+      return;
+    }
     const std::string& tensor = prm.tensor;
     const auto& info = ckpt.info(tensor);
     if (prm.transposed) {
