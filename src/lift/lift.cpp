@@ -64,6 +64,22 @@ void check_node(const ir::Graph& g, ir::ValueId v) {
   }
   if (n.op == ir::Op::Gather && operand(1).dtype != DType::I32)
     refuse(g, v, "gather index is " + std::string(dtype_name(operand(1).dtype)) + ", the gather stage takes i32");
+  if (n.op == ir::Op::TopK || n.op == ir::Op::ArgTopK) {
+    const auto& in = operand(0).shape;
+    if (ir::positive_axis(n.attrs.axis, in.size()) + 1 != static_cast<int32_t>(in.size()))
+      refuse(g, v, "the topk stage selects along the last axis (move the axis last first)");
+    if (n.shape.back().coeff > kMaxTopK)
+      refuse(g, v, "k = " + std::to_string(n.shape.back().coeff) + " exceeds the topk stage's " +
+                       std::to_string(kMaxTopK) + " (a thread keeps the k best of its row)");
+  }
+  if (n.op == ir::Op::MoeGateUp || n.op == ir::Op::MoeDown) {
+    for (size_t i = n.op == ir::Op::MoeGateUp ? 2 : 3; i < 4; ++i)
+      if (operand(i).op != ir::Op::Param)
+        refuse(g, v, "the experts stage reads its expert weights [E, N, K] straight from params (declared in an "
+                     "experts block)");
+    if (!operand(0).shape.back().is_const() || !operand(1).shape.back().is_const())
+      refuse(g, v, "the experts' K and the expert slots must be bound at compile time");
+  }
   if (n.op == ir::Op::Attention) {
     const auto& q = operand(0).shape;
     const auto& k = operand(1).shape;
@@ -91,6 +107,10 @@ StageKind kind_of(ir::Op op) {
     case ir::Op::Gather: return StageKind::Gather;
     case ir::Op::StateWrite: return StageKind::StateWrite;
     case ir::Op::Attention: return StageKind::Attention;
+    case ir::Op::TopK:
+    case ir::Op::ArgTopK: return StageKind::TopK;
+    case ir::Op::MoeGateUp:
+    case ir::Op::MoeDown: return StageKind::Experts;
     default: return StageKind::Map;
   }
 }
@@ -189,6 +209,25 @@ std::vector<bool> merge_common_subexpressions(ir::Graph& g) {
   return dup;
 }
 
+// topk's values and indices of one operand (two nodes) are one stage: one scan of the row.
+void join_topk_pairs(StagedProgram& p) {
+  for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
+    const Stage& sa = p.stages[static_cast<size_t>(a)];
+    if (sa.kind != StageKind::TopK || sa.nodes.size() != 1) continue;
+    const ir::Node& na = p.graph.at(sa.nodes[0]);
+    for (int32_t b = a + 1; b < static_cast<int32_t>(p.stages.size()); ++b) {
+      const Stage& sb = p.stages[static_cast<size_t>(b)];
+      if (sb.kind != StageKind::TopK || sb.nodes.size() != 1) continue;
+      const ir::Node& nb = p.graph.at(sb.nodes[0]);
+      if (nb.op != na.op && nb.operands == na.operands && nb.attrs.axis == na.attrs.axis && nb.shape == na.shape) {
+        merge_stages(p, a, b);
+        normalize(p);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 StagedProgram lift(const ir::Graph& g) {
@@ -225,6 +264,7 @@ StagedProgram lift(const ir::Graph& g) {
       refuse(g, o, "the forward returns an input, weight or state unchanged; return a computed value");
   check_state_hazards(g);
   normalize(p);
+  join_topk_pairs(p);
   return p;
 }
 

@@ -12,6 +12,8 @@ namespace lg::lift {
 inline constexpr size_t kMaxRank = 6;
 /// Largest head_dim the attention stage takes (one warp holds head_dim / 32 accumulators per lane).
 inline constexpr int64_t kMaxHeadDim = 256;
+/// Largest k the topk stage takes (each thread keeps the k best of its row).
+inline constexpr int64_t kMaxTopK = 64;
 
 /// Lifts `g` (nodes in topological order, T the only runtime symbol) into stages: views, Const
 /// and Arange become inline; each other node becomes a stage of its kind (elementwise -> Map,
@@ -21,7 +23,8 @@ inline constexpr int64_t kMaxHeadDim = 256;
 /// node cannot be lifted: a runtime dim other than T, a reduction, contraction or slice over the
 /// runtime dim T, rank above kMaxRank, float math on integers, a non-i32 gather index, an
 /// attention whose shapes the attention stage cannot take, or a read of a state version after
-/// that state was overwritten in the same step.
+/// that state was overwritten in the same step; topk along another axis than the last or with k
+/// above kMaxTopK; expert matmuls whose weights are not params.
 StagedProgram lift(const ir::Graph& g);
 
 }  // namespace lg::lift

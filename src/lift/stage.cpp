@@ -20,6 +20,8 @@ const char* stage_kind_name(StageKind k) {
     case StageKind::Gather: return "gather";
     case StageKind::StateWrite: return "state_write";
     case StageKind::Attention: return "attention";
+    case StageKind::TopK: return "topk";
+    case StageKind::Experts: return "experts";
   }
   return "?";
 }

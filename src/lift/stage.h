@@ -30,6 +30,8 @@ enum class StageKind : uint8_t {
   Gather,      ///< rows of a table picked by an index (embedding lookup), with epilogue
   StateWrite,  ///< writes a value into a state (KV cache) at runtime positions
   Attention,   ///< causal GQA attention over a KV cache
+  TopK,        ///< the k largest along the last axis, values and indices (rendered as an element stage)
+  Experts,     ///< routed expert matmuls (moe_gate_up or moe_down): reads only the experts picked
 };
 const char* stage_kind_name(StageKind k);
 

@@ -4,6 +4,7 @@
 // same evaluation order the CUDA renderer emits (emit/cuda), so the CPU run checks that plan.
 #include "lift/staged_executor.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -136,6 +137,10 @@ struct Eval {
         throw Error("staged executor: internal error: concat index out of range");
       }
       case Op::Attention: return attention(v, n, idx);
+      case Op::TopK:
+      case Op::ArgTopK: return topk(v, n, idx);
+      case Op::MoeGateUp: return moe_gate_up(v, n, idx);
+      case Op::MoeDown: return moe_down(v, n, idx);
       default:
         throw Error("staged executor: internal error: " + std::string(ir::op_name(n.op)) + " evaluated as a value");
     }
@@ -186,6 +191,82 @@ struct Eval {
     }
     m.done[static_cast<size_t>(at)] = 1;
     return m.value[static_cast<size_t>(at)] = acc;
+  }
+
+  // The k best of the row (the last axis), largest first, ties to the lower index: the whole row
+  // at its first element's use, as the kernel's thread keeps it.
+  double topk(ir::ValueId v, const ir::Node& n, const Index& idx) {
+    Memo& m = memo_of(v);
+    const int64_t at = linear(v, idx);
+    if (m.done[static_cast<size_t>(at)]) return m.value[static_cast<size_t>(at)];
+    const ir::ValueId o = n.operands[0];
+    const size_t last = dims[static_cast<size_t>(o)].size() - 1;
+    const int64_t N = dims[static_cast<size_t>(o)][last], K = dims[static_cast<size_t>(v)][last];
+    std::vector<std::pair<double, int64_t>> row;
+    Index oi = idx;
+    for (int64_t r = 0; r < N; ++r) {
+      oi[last] = r;
+      row.push_back({eval(o, oi), r});
+    }
+    auto before = [](const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) {
+      if (std::isnan(a.first) != std::isnan(b.first)) return std::isnan(a.first);
+      if (!std::isnan(a.first) && a.first != b.first) return a.first > b.first;
+      return a.second < b.second;
+    };
+    std::partial_sort(row.begin(), row.begin() + K, row.end(), before);
+    Index ri = idx;
+    for (int64_t j = 0; j < K; ++j) {
+      ri[last] = j;
+      const auto r = static_cast<size_t>(linear(v, ri));
+      m.value[r] = n.op == ir::Op::ArgTopK ? static_cast<double>(row[static_cast<size_t>(j)].second)
+                                           : row[static_cast<size_t>(j)].first;
+      m.done[r] = 1;
+    }
+    return m.value[static_cast<size_t>(at)];
+  }
+
+  int64_t expert_of(const ir::Node& n, int64_t t, int64_t k) {
+    const double e = eval(n.operands[1], Index{t, k});
+    const int64_t E = dims[static_cast<size_t>(n.operands[n.op == ir::Op::MoeGateUp ? 2 : 3])][0];
+    if (e < 0 || e >= static_cast<double>(E))
+      throw Error("staged executor: expert index " + std::to_string(static_cast<int64_t>(e)) + " outside the " +
+                  std::to_string(E) + " experts (" + span_text(p.graph, n.span) + ")");
+    return static_cast<int64_t>(e);
+  }
+
+  // silu(wg[e] . x[t]) * (wu[e] . x[t]) at (t, k, f), e = idx[t, k].
+  double moe_gate_up(ir::ValueId v, const ir::Node& n, const Index& idx) {
+    Memo& m = memo_of(v);
+    const auto at = static_cast<size_t>(linear(v, idx));
+    if (m.done[at]) return m.value[at];
+    const int64_t t = idx[0], k = idx[1], f = idx[2], e = expert_of(n, t, k);
+    const int64_t D = dims[static_cast<size_t>(n.operands[0])][1];
+    double gs = 0, us = 0;
+    for (int64_t d = 0; d < D; ++d) {
+      const double x = eval(n.operands[0], Index{t, d});
+      gs += x * eval(n.operands[2], Index{e, f, d});
+      us += x * eval(n.operands[3], Index{e, f, d});
+    }
+    m.done[at] = 1;
+    return m.value[at] = gs / (1.0 + std::exp(-gs)) * us;
+  }
+
+  // sum_k w[t, k] * (wd[e] . act[t, k]) at (t, d).
+  double moe_down(ir::ValueId v, const ir::Node& n, const Index& idx) {
+    Memo& m = memo_of(v);
+    const auto at = static_cast<size_t>(linear(v, idx));
+    if (m.done[at]) return m.value[at];
+    const int64_t t = idx[0], d = idx[1];
+    const auto& da = dims[static_cast<size_t>(n.operands[0])];
+    double acc = 0;
+    for (int64_t k = 0; k < da[1]; ++k) {
+      const int64_t e = expert_of(n, t, k);
+      double s = 0;
+      for (int64_t f = 0; f < da[2]; ++f) s += eval(n.operands[0], Index{t, k, f}) * eval(n.operands[3], Index{e, d, f});
+      acc += eval(n.operands[2], Index{t, k}) * s;
+    }
+    m.done[at] = 1;
+    return m.value[at] = acc;
   }
 
   // The row of position `p` of token `t` in a paged state of `rows` rows (ir.h): through the

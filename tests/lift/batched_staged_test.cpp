@@ -90,6 +90,9 @@ void run(const std::string& fixture, uint64_t seeds) {
 // batched forms (every one mixes prefill chunks and decodes of several sequences) in seconds.
 TEST(BatchedStaged, TinyQwen3EachSequenceAsAlone) { run("tiny-qwen3", 8); }
 TEST(BatchedStaged, TinyQwen2EachSequenceAsAlone) { run("tiny-qwen2", 4); }
+// The topk and experts stages over a token axis of several sequences (rows gathered for the last
+// layer's experts too).
+TEST(BatchedStaged, TinyQwen3MoeEachSequenceAsAlone) { run("tiny-qwen3-moe", 4); }
 
 }  // namespace
 }  // namespace lg

@@ -89,6 +89,12 @@ TEST(LgModels, MistralSlidingWindowStagedEqualsReference) {
   check_model({"mistral.lg", dir, {5, 81, 7, 300, 2, 44, 9, 13}}, config);
 }
 
+// Qwen3-MoE: the topk and experts stages (8 experts, top-2) equal the reference's routing.
+TEST(LgModels, Qwen3MoeFixtureStagedEqualsReference) {
+  std::string dir = kShared + "/fixtures/tiny-qwen3-moe";
+  check_model({"qwen3_moe.lg", dir, golden_prompt(dir + "/golden.json", 8)});
+}
+
 TEST(LgModels, Qwen3Pycode22mStagedEqualsReference) {
   std::string dir = kShared + "/models/qwen3-pycode-22m";
   check_model({"qwen3.lg", dir, golden_prompt(kShared + "/fixtures/qwen3-pycode-22m-golden.json", 4)});

@@ -10,7 +10,8 @@ namespace lg::lift {
 
 namespace {
 bool element_style(StageKind k) {
-  return k == StageKind::Map || k == StageKind::Reduce || k == StageKind::Gather || k == StageKind::StateWrite;
+  return k == StageKind::Map || k == StageKind::Reduce || k == StageKind::Gather || k == StageKind::StateWrite ||
+         k == StageKind::TopK;
 }
 }  // namespace
 
