@@ -59,6 +59,40 @@ TEST(EmitLgPrograms, OtherFamilyProgramsCompileForSm90) {
   compiles("mistral.lg", windowed);
 }
 
+// Qwen3-MoE: the topk and experts kernels compile, on the tiny fixture (f32 weights: the generic
+// dot loops) and batched at the Qwen3-30B-A3B configuration (bench/shapes/qwen3-30b-a3b: 128
+// experts, top-8, hidden 2048, expert FFN 768, 48 layers; bf16 weights: 16-byte weight loads).
+// Every sparse layer has its router top-k and two experts launches, and the experts kernels read
+// the weights through the routed index (no kernel walks all 128 experts).
+TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
+  compiles("qwen3_moe.lg", config_of(kShared + "/fixtures/tiny-qwen3-moe"));
+  const nlohmann::json c = config_of(kSource + "/bench/shapes/qwen3-30b-a3b");
+  ir::Graph g = lang::lower_file(kSource + "/models/qwen3_moe.lg", c, lang::BindOptions{4096});
+  ir::make_batched(g, {16, 256, 64, 512});
+  lift::StagedProgram p = lift::lift(g);
+  lift::fuse(p);
+  int topk = 0, experts = 0;
+  for (const auto& st : p.stages) {
+    topk += st.kind == lift::StageKind::TopK;
+    experts += st.kind == lift::StageKind::Experts;
+  }
+  EXPECT_EQ(topk, 48);
+  EXPECT_EQ(experts, 96);
+  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  int expert_kernels = 0;
+  for (const auto& k : prog.kernels) {
+    if (k.name.find("_experts") == std::string::npos) continue;
+    ++expert_kernels;
+    EXPECT_NE(k.source.find("lg_ld_stream"), std::string::npos) << k.name << ": no 16-byte bf16 weight loads";
+    EXPECT_NE(k.source.find("const long e = (long)"), std::string::npos) << k.name;
+  }
+  // gate/up and down, shared by the first 47 layers; the last layer's run on the B rows the result
+  // keeps (ir/batch.h), reading their inputs through the row gather: other kernels.
+  EXPECT_GE(expert_kernels, 2);
+  EXPECT_LE(expert_kernels, 4);
+  EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+}
+
 // The batched programs the compiled lane and `lg compile` make (ir::make_batched: paged states in
 // bf16, the step's sequence and block-table inputs, T and B row counts): every kernel, the prefill
 // forms' pack kernels that read the paged cache included, compiles. Blocks of 16 (the default) and

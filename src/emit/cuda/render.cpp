@@ -12,13 +12,16 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
     std::ostringstream body;
     for (int32_t s : stages) {
       lift::StageKind k = p.stages[static_cast<size_t>(s)].kind;
-      if ((k == lift::StageKind::Gemm || k == lift::StageKind::Attention) && stages.size() > 1)
+      if ((k == lift::StageKind::Gemm || k == lift::StageKind::Attention || k == lift::StageKind::Experts) &&
+          stages.size() > 1)
         throw Error("emit: stage " + std::to_string(s) + " (" + lift::stage_kind_name(k) +
                     ") must have a launch of its own");
       if (k == lift::StageKind::Gemm) {
         r.gemm_stage(s, body, out.work_const, out.work_t_power);
         out.per_block = 8;  // warps per block
         out.gemm = true;
+      } else if (k == lift::StageKind::Experts) {
+        r.experts_stage(s, body, out.work_const, out.work_t_power);
       } else if (k == lift::StageKind::Attention) {
         out.split = r.attention_stage(s, body, out.work_const, out.work_t_power);
         out.per_block = 1;

@@ -144,6 +144,15 @@ struct Renderer {
   std::string gemv_dot(ir::ValueId m, const std::vector<std::string>& ix, const std::string& dot,
                        const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name);
 
+  // ---- mixtures of experts (experts.cpp)
+
+  /// The lambda body of TopK/ArgTopK v: the k best of the row memoised per thread for its last row.
+  std::string topk_body(ir::ValueId v, const std::vector<std::string>& ix, const LambdaNames& name,
+                        std::string& memo_decl);
+  /// An experts stage (moe_gate_up or moe_down): a warp per output element reading the routed
+  /// expert's weight row; see experts.cpp.
+  void experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+
   // ---- attention (attention.cpp)
 
   /// The split-KV form (every T outside the prefill flash form, any head_dim): a block per (token,
