@@ -1,9 +1,9 @@
 // `lg bench`: times a lane at a real model shape on the GPU, next to its floors.
-//   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR [--lane handwritten] [--prompt-len 512,2048]
+//   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR|SHAPE_DIR [--lane handwritten] [--prompt-len 512,2048]
 //            [--batch 1,16,64,128] [--context 512,8192,32768] [--decode-tokens 128] [--json]
-// A preset shape gets deterministic random bf16 weights made on the device (hand-written and
-// compiled lanes; no checkpoint of many GB has to exist or travel); a model directory is loaded as
-// is. Reports the device-to-device copy bandwidth (bytes read + written, as shared/peers/hf_peer.py
+// A preset shape, or a directory holding only a config.json (bench/shapes/qwen3-30b-a3b), gets
+// deterministic random bf16 weights made on the device (hand-written and compiled lanes; no
+// checkpoint of many GB has to exist or travel); a model directory is loaded as is. Reports the device-to-device copy bandwidth (bytes read + written, as shared/peers/hf_peer.py
 // measures it) and the bf16 tensor-core rate (a large cuBLASLt GEMM), prefill tokens/s per prompt
 // length, and for every (context, batch) the decode step: B sequences at position `context` each
 // decode one token per step (median step over the timed steps, each what a generation loop pays:
@@ -111,14 +111,26 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
 }
 
 
+/// A directory holding a config.json and no safetensors: a shape (bench/shapes/*), not a checkpoint.
+bool config_only_dir(const std::filesystem::path& d) {
+  if (!std::filesystem::is_directory(d) || !std::filesystem::exists(d / "config.json")) return false;
+  for (const auto& e : std::filesystem::directory_iterator(d))
+    if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json") return false;
+  return true;
+}
+
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
-  const bool is_dir = std::filesystem::is_directory(o.shape);
+  // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
+  // .lg program's params get random bf16 weights made on the device.
+  const bool shape_dir = config_only_dir(o.shape);
+  const bool is_dir = std::filesystem::is_directory(o.shape) && !shape_dir;
   if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
                     "are made on the device for the hand-written and compiled lanes only)");
   std::optional<lg::model::ModelConfig> preset;
-  if (!is_dir) preset = preset_config(o.shape, ", or a model directory");  // an unknown shape name is an error first
+  if (shape_dir) preset = lg::model::load_config(std::filesystem::path(o.shape) / "config.json");
+  else if (!is_dir) preset = preset_config(o.shape, ", or a model directory");  // an unknown shape name is an error first
   if (!lg::cuda::cuda_device_available())
     throw lg::Error(o.lane == "cpu" ? "lg bench: no CUDA device: lg bench times a lane next to the GPU's copy bandwidth "
                                       "(its floor), so it needs a GPU even for --lane cpu; time the CPU reference with "
@@ -273,7 +285,8 @@ LG_COMMAND("bench", [](CLI::App& app) {
   auto o = std::make_shared<BenchOpts>();
   auto* sub = app.add_subcommand("bench", "Time prefill and batched decode of a lane at a real Qwen3 shape (random "
                                           "bf16 weights) or a model directory, next to the bandwidth and tensor-core floors");
-  sub->add_option("--shape", o->shape, "qwen3-0.6b, qwen3-8b, or a model directory")->capture_default_str();
+  sub->add_option("--shape", o->shape, "qwen3-0.6b, qwen3-8b, a model directory, or a directory holding only a "
+                                       "config.json (random weights at its shape)")->capture_default_str();
   sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory")->capture_default_str();
   sub->add_option("--prompt-len", o->prompt_lens, "prefill lengths to time")
       ->delimiter(',')

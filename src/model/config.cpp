@@ -179,8 +179,25 @@ uint64_t decode_weight_bytes(const ModelConfig& c) {
   const auto D = static_cast<uint64_t>(c.hidden_size), F = static_cast<uint64_t>(c.intermediate_size);
   const auto q = static_cast<uint64_t>(c.num_attention_heads * c.head_dim);
   const auto kv = static_cast<uint64_t>(c.num_key_value_heads * c.head_dim);
-  const uint64_t per_layer = (q + 2 * kv) * D + D * q + 2 * F * D + D * F;
-  return 2 * (static_cast<uint64_t>(c.num_hidden_layers) * per_layer + static_cast<uint64_t>(c.vocab_size) * D);
+  const uint64_t attention = (q + 2 * kv) * D + D * q, dense_mlp = 2 * F * D + D * F;
+  // A mixture of experts (Qwen3-MoE's fields): a token of a sparse layer reads the router [E, D]
+  // and its k experts' SwiGLU weights, not the dense MLP; the other layers (mlp_only_layers, or
+  // off decoder_sparse_step) read the dense MLP.
+  const nlohmann::json& j = c.raw;
+  auto num = [&](const char* k) -> uint64_t {
+    return j.is_object() && j.contains(k) && j[k].is_number_integer() && j[k].get<int64_t>() > 0 ? j[k].get<uint64_t>() : 0;
+  };
+  const uint64_t E = num("num_experts") ? num("num_experts") : num("num_local_experts");
+  const uint64_t Fe = num("moe_intermediate_size"), K = num("num_experts_per_tok");
+  const uint64_t step = num("decoder_sparse_step") ? num("decoder_sparse_step") : 1;
+  uint64_t total = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    bool sparse = E && Fe && K && (static_cast<uint64_t>(l) + 1) % step == 0;
+    if (sparse && j.is_object() && j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array())
+      for (const auto& x : j["mlp_only_layers"]) sparse = sparse && !(x.is_number_integer() && x.get<int64_t>() == l);
+    total += attention + (sparse ? E * D + K * 3 * Fe * D : dense_mlp);
+  }
+  return 2 * (total + static_cast<uint64_t>(c.vocab_size) * D);
 }
 
 ModelConfig load_config(const fs::path& path) { return parse_config(read_json_file(path), path.string()); }

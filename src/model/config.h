@@ -91,10 +91,12 @@ void read_qwen_fields(const nlohmann::json& json, const std::string& source_name
 /// Reads and parses a config.json file (malformed JSON is an lg::Error naming the file).
 ModelConfig load_config(const std::filesystem::path& path);
 
-/// Bytes of bf16 weights one decode step of the dense decoder `c` describes reads: every layer's
+/// Bytes of bf16 weights one decode token of the decoder `c` describes reads: every layer's
 /// q/k/v/o and gate/up/down matrices and the LM head (the embedding table is only gathered from,
-/// one row per token; norm weights and biases are left out, under 0.01%). The numerator of
-/// `lg bench`'s bandwidth floor.
+/// one row per token; norm weights and biases are left out, under 0.01%). For a mixture of
+/// experts (num_experts or num_local_experts, moe_intermediate_size, num_experts_per_tok in
+/// config.json, as Qwen3-MoE writes them) a sparse layer counts its router and the k experts a
+/// token is routed to, not all E. The numerator of `lg bench`'s bandwidth floor.
 uint64_t decode_weight_bytes(const ModelConfig& c);
 
 /// Reads a JSON file into a document; lg::Error naming the file if it is missing or malformed.

@@ -320,6 +320,25 @@ TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
   EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }), "config.json: missing required field 'model_type'");
 }
 
+// lg bench's floor for a mixture of experts counts the weights a token reads: attention, the
+// router and k of E experts per sparse layer, the LM head. Qwen3-30B-A3B (bench/shapes): 48 layers
+// of q/k/v/o (18,874,368 weights) + router 128 x 2048 + 8 x 3 x 768 x 2048, head 151,936 x 2048.
+TEST(Config, MixtureOfExpertsDecodeBytesCountTheRoutedExperts) {
+  const auto c = load_config(std::filesystem::path(LG_SOURCE_DIR) / "bench/shapes/qwen3-30b-a3b/config.json");
+  EXPECT_EQ(c.model_type, "qwen3_moe");
+  const uint64_t attention = (4096 + 2 * 512) * 2048 + 2048 * 4096, moe = 128 * 2048 + 8 * 3 * 768 * 2048;
+  EXPECT_EQ(decode_weight_bytes(c), 2 * (48 * (attention + moe) + 151936ull * 2048));
+  EXPECT_EQ(decode_weight_bytes(c), 6083313664ull);
+  // Layers in mlp_only_layers read the dense MLP (intermediate_size) instead.
+  auto j = read_json_file(std::filesystem::path(LG_SOURCE_DIR) / "bench/shapes/qwen3-30b-a3b/config.json");
+  j["mlp_only_layers"] = {0, 5};
+  EXPECT_EQ(decode_weight_bytes(parse_config(j, "config.json")),
+            6083313664ull + 2 * 2 * (3ull * 6144 * 2048 - moe));
+  // The tiny fixture (8 experts, top-2, all layers sparse).
+  const auto tiny = load_config(kShared / "fixtures/tiny-qwen3-moe/config.json");
+  EXPECT_EQ(decode_weight_bytes(tiny), 2 * (3 * ((64 + 2 * 32) * 64 + 64 * 64 + 8 * 64 + 2 * 3 * 32 * 64) + 512 * 64));
+}
+
 TEST(GenerationConfig, DefaultsWhenAbsentAndEosMerged) {
   TempDir dir;
   auto j = qwen3_22m();

@@ -70,7 +70,7 @@ TEST(WeightChecks, NonFiniteTensorsAreNamedWithCountsAndFirstIndex) {
 
 TEST(WeightChecks, FixtureCheckpointsAreFinite) {
   for (const char* name : {"tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2", "tiny-llama3", "tiny-mistral",
-                           "tiny-phi3", "tiny-gpt2", "tiny-gemma3"}) {
+                           "tiny-phi3", "tiny-gpt2", "tiny-gemma3", "tiny-qwen3-moe"}) {
     const auto m = ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/" + name);
     EXPECT_TRUE(find_non_finite(m.checkpoint).empty()) << name;
   }
