@@ -22,6 +22,8 @@ struct FuseOptions {
   bool gemm_reduce_prologue = true;  ///< a row reduction feeding only a GEMM's activation (RMSNorm) fused into it
   bool state_write_into_producer = true;  ///< a KV-cache write done by the stage computing the value
   bool group_launches = true;      ///< independent element-style stages launched together
+  bool experts_epilogue = true;    ///< the residual add after the routed experts done by their stage
+  bool route_prologue = true;      ///< router softmax into the topk stage, the top-k renormalisation into the experts
 };
 
 /// One pass of the pipeline.
@@ -47,5 +49,7 @@ void pass_gather_epilogue(StagedProgram& p);
 void pass_gemm_reduce_prologue(StagedProgram& p);
 void pass_state_write_into_producer(StagedProgram& p);
 void pass_group_launches(StagedProgram& p);
+void pass_experts_epilogue(StagedProgram& p);
+void pass_route_prologue(StagedProgram& p);
 
 }  // namespace lg::lift

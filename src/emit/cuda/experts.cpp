@@ -75,16 +75,29 @@ std::string dot_loop(const std::string& acc, const std::string& w, const std::st
 
 void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
-  if (st.nodes.size() != 1) throw Error("emit: an experts stage computes one node, found " + std::to_string(st.nodes.size()));
-  const ir::ValueId v = st.nodes[0];
+  ir::ValueId v = -1;  // its one moe node; the rest are its epilogue (and prologue reductions)
+  for (ir::ValueId u : st.nodes)
+    if (g.at(u).op == ir::Op::MoeGateUp || g.at(u).op == ir::Op::MoeDown) {
+      if (v >= 0) throw Error("emit: an experts stage computes two expert ops");
+      v = u;
+    }
+  if (v < 0) throw Error("emit: internal error: an experts stage without an expert op");
   const ir::Node& n = g.at(v);
-  if (std::find(st.stores.begin(), st.stores.end(), v) == st.stores.end())
-    throw Error("emit: internal error: an experts stage whose result is read by no other stage");
+  for (ir::ValueId u : st.stores)
+    if (!(g.at(u).shape == n.shape))
+      throw Error("emit: an experts stage stores a value of another shape than its experts' (" + std::string(g.at(u).name) + ")");
   const bool up = n.op == ir::Op::MoeGateUp;
-  os << "  {  // experts stage: " << ir::op_name(n.op) << "\n";
+  os << "  {  // experts stage: " << ir::op_name(n.op) << "\n    float lg_moe = 0.0f;\n";
   auto nodes = closure(s);
-  auto name = lambdas(s, nodes, os, {});
-  const std::string out = "p" + std::to_string(arg(v, true));
+  auto name = lambdas(s, nodes, os, {{v, "lg_moe"}});
+  // Lane 0 of the output's warp writes every store at the output's index: the experts' value
+  // itself, or what an epilogue (the residual add) makes of it.
+  auto write = [&](const std::string& value, const std::vector<std::string>& ix) {
+    std::string w = "{ lg_moe = " + value + ";";
+    for (ir::ValueId u : st.stores)
+      w += " p" + std::to_string(arg(u, true)) + "[o] = " + (u == v ? std::string("lg_moe") : call(name, u, ix)) + ";";
+    return w + " }";
+  };
   const ir::ValueId x = n.operands[0], idx = n.operands[1];
   const int64_t K = g.at(idx).shape[1].coeff;
   const auto weight = [&](size_t i) { return "p" + std::to_string(arg(n.operands[i], false)); };
@@ -100,13 +113,14 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
     const std::string wg = weight(2), wu = weight(3);
     os << "      const long t = o / " << K * N << "L, kk = (o / " << N << "L) % " << K << "L, f = o % " << N << "L;\n"
        << "      const long e = (long)" << call(name, idx, {"t", "kk"}) << ";\n"
-       << "      if (e < 0 || e >= " << E << "L) { if (lane == 0) " << out << "[o] = __int_as_float(0x7fc00000); continue; }\n"
+       << "      if (e < 0 || e >= " << E << "L) { if (lane == 0) " << write("__int_as_float(0x7fc00000)", {"t", "kk", "f"})
+       << " continue; }\n"
        << "      float g = 0.0f, u = 0.0f;\n";
     auto xs = [&](const std::string& d) { return call(name, x, {"t", "(" + d + ")"}); };
     os << dot_loop("g", wg, "(e * " + std::to_string(N) + "L + f) * " + std::to_string(C) + "L", C, bf16(2), xs)
        << dot_loop("u", wu, "(e * " + std::to_string(N) + "L + f) * " + std::to_string(C) + "L", C, bf16(3), xs)
        << "      g = lg_warp_sum(g); u = lg_warp_sum(u);\n"
-       << "      if (lane == 0) " << out << "[o] = g / (1.0f + expf(-g)) * u;\n";
+       << "      if (lane == 0) " << write("g / (1.0f + expf(-g)) * u", {"t", "kk", "f"}) << "\n";
   } else {
     // Output (t, d): the token's k experts' rows d against their activations, weighted.
     const std::string wd = weight(3);
@@ -122,7 +136,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
        << "        acc += " << call(name, w, {"t", "kk"}) << " * s;\n"
        << "      }\n"
        << "      acc = lg_warp_sum(acc);\n"
-       << "      if (lane == 0) " << out << "[o] = bad ? __int_as_float(0x7fc00000) : acc;\n";
+       << "      if (lane == 0) " << write("bad ? __int_as_float(0x7fc00000) : acc", {"t", "dd"}) << "\n";
   }
   os << "    }\n  }\n";
   wc.push_back((up ? K * N : N) * 32);  // a warp per output: threads of work per T

@@ -113,7 +113,10 @@ LambdaNames Renderer::lambdas(int32_t s, const std::vector<ir::ValueId>& nodes, 
     } else if (n.op == ir::Op::TopK || n.op == ir::Op::ArgTopK) {
       body = topk_body(v, ix, name, memo_decl);
     } else if (n.op == ir::Op::MoeGateUp || n.op == ir::Op::MoeDown) {
-      continue;  // the experts stage's loop itself, not a value
+      // The experts stage's loop computes it into a variable its epilogue lambdas read.
+      auto it = dots.find(v);
+      if (it == dots.end()) continue;
+      body = "return " + it->second + ";";
     } else if (n.op == ir::Op::MatMul) {
       auto it = dots.find(v);
       if (it == dots.end()) throw Error("emit: internal error: matmul outside a GEMM stage");

@@ -112,4 +112,8 @@ void pass_gemm_epilogue(StagedProgram& p) { epilogues(p, StageKind::Gemm); }
 /// (a cast of the embedding, a scale by sqrt(D)).
 void pass_gather_epilogue(StagedProgram& p) { epilogues(p, StageKind::Gather); }
 
+/// The same for the routed experts' sum (moe_down): the residual add x + moe(...) is done where
+/// the experts stage has the sum in registers.
+void pass_experts_epilogue(StagedProgram& p) { epilogues(p, StageKind::Experts); }
+
 }  // namespace lg::lift

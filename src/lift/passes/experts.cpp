@@ -1,0 +1,28 @@
+// Mixture-of-experts fusions: the routing reductions computed where they are read, and the
+// residual add done by the experts stage that produces the sum it adds.
+#include "lift/passes.h"
+#include "lift/passes/helpers.h"
+
+namespace lg::lift {
+
+/// A Reduce stage whose only reader is a TopK or Experts stage joins that reader (whose kind it
+/// keeps): the router's softmax is computed inside the topk stage (E values a row, memoised per
+/// thread), and norm_topk_prob's sum of the k weights inside the experts stage that reads them.
+/// One launch each fewer per sparse layer; the reductions are recomputed per reading thread or
+/// warp, which for rows of E (128) or k (8) values costs less than a launch.
+void pass_route_prologue(StagedProgram& prog) {
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
+    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
+      if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
+      const auto readers = g.readers_of_stage(r);
+      if (readers.size() != 1 || readers[0] < 0) continue;
+      const StageKind k = p.stages[static_cast<size_t>(readers[0])].kind;
+      if (k != StageKind::TopK && k != StageKind::Experts) continue;
+      if (detail::reads_state(p, g.inputs(r))) continue;
+      if (g.merge_is_safe(readers[0], r)) return {{readers[0], r}};
+    }
+    return std::nullopt;
+  });
+}
+
+}  // namespace lg::lift
