@@ -10,9 +10,12 @@
 //   moe_down     out[t, d] = sum_k w[t, k] * (wd[e_k, d] . act[t, k]): one warp per (t, d)
 //                walks the token's k experts' rows d (the weighted sum needs no atomics, and
 //                its order is the slots', as the CPU reference's).
-// A decode token reads its k experts' rows and nothing else. What is left (docs/lifting.md): a
-// batch reads each routed expert once per token that picked it rather than once per step, and
-// prefill runs these GEMVs per token rather than grouping tokens by expert into tensor-core GEMMs.
+// That is the form of a step of one token (T = 1): it reads its k experts' rows and nothing else.
+// At T > 1 (batched decode, prefill) the same kernel groups the (token, slot) pairs by expert
+// (grouped_experts below), so each routed expert's rows are read once per step. What is left
+// (docs/lifting.md): tensor-core GEMMs over the grouped pairs at prefill.
+#include <algorithm>
+
 #include "emit/cuda/expr.h"
 #include "emit/cuda/renderer.h"
 
@@ -58,12 +61,12 @@ std::string dot_loop(const std::string& acc, const std::string& w, const std::st
   if (bf16 && K % 8 == 0) {
     os << "        { const uint4* wr = reinterpret_cast<const uint4*>(" << w << " + " << row << ");\n"
        << "          #pragma unroll 4\n"
-       << "          for (long c = lane; c < " << K / 8 << "L; c += 32) { const uint4 q = lg_ld_stream(wr + c); "
+       << "          for (long c = lane; c < " << K / 8 << "L; c += 32) { const uint4 w8 = lg_ld_stream(wr + c); "
        << "const long d = c * 8;\n"
-       << "            " << acc << " += " << x("d") << " * lg_bf16_lo(q.x) + " << x("d + 1") << " * lg_bf16_hi(q.x) + "
-       << x("d + 2") << " * lg_bf16_lo(q.y) + " << x("d + 3") << " * lg_bf16_hi(q.y);\n"
-       << "            " << acc << " += " << x("d + 4") << " * lg_bf16_lo(q.z) + " << x("d + 5") << " * lg_bf16_hi(q.z) + "
-       << x("d + 6") << " * lg_bf16_lo(q.w) + " << x("d + 7") << " * lg_bf16_hi(q.w); } }\n";
+       << "            " << acc << " += " << x("d") << " * lg_bf16_lo(w8.x) + " << x("d + 1") << " * lg_bf16_hi(w8.x) + "
+       << x("d + 2") << " * lg_bf16_lo(w8.y) + " << x("d + 3") << " * lg_bf16_hi(w8.y);\n"
+       << "            " << acc << " += " << x("d + 4") << " * lg_bf16_lo(w8.z) + " << x("d + 5") << " * lg_bf16_hi(w8.z) + "
+       << x("d + 6") << " * lg_bf16_lo(w8.w) + " << x("d + 7") << " * lg_bf16_hi(w8.w); } }\n";
   } else {
     const std::string load = bf16 ? "lg_bf16(" + w + "[" + row + " + d])" : w + "[" + row + " + d]";
     os << "        for (long d = lane; d < " << K << "L; d += 32) " << acc << " += " << x("d") << " * " << load << ";\n";
@@ -71,7 +74,137 @@ std::string dot_loop(const std::string& acc, const std::string& w, const std::st
   return os.str();
 }
 
+/// A weight row held in registers for the grouped form: `uint4 NAME[C / 256]` (8 bf16 a lane per
+/// 256 columns) when the row is bf16 with C % 256 == 0; empty (the dot then reads the row from
+/// memory, L1/L2-hot across the pairs) otherwise.
+bool row_in_registers(bool bf16, int64_t C) { return bf16 && C % 256 == 0 && C / 256 <= 16; }
+
+std::string load_row(const std::string& name, const std::string& w, const std::string& row, int64_t C) {
+  return "        uint4 " + name + "[" + std::to_string(C / 256) + "];\n        #pragma unroll\n        for (int c = 0; c < " +
+         std::to_string(C / 256) + "; ++c) " + name + "[c] = lg_ld_stream(reinterpret_cast<const uint4*>(" + w + " + " +
+         row + ") + c * 32 + lane);\n";
+}
+
+template <class X>
+std::string dot_registers(const std::string& acc, const std::string& name, int64_t C, X&& x) {
+  std::ostringstream os;
+  os << "          #pragma unroll\n          for (int c = 0; c < " << C / 256 << "; ++c) { const uint4 w8 = " << name
+     << "[c]; const long d = (c * 32L + lane) * 8;\n"
+     << "            " << acc << " += " << x("d") << " * lg_bf16_lo(w8.x) + " << x("d + 1") << " * lg_bf16_hi(w8.x) + "
+     << x("d + 2") << " * lg_bf16_lo(w8.y) + " << x("d + 3") << " * lg_bf16_hi(w8.y);\n"
+     << "            " << acc << " += " << x("d + 4") << " * lg_bf16_lo(w8.z) + " << x("d + 5") << " * lg_bf16_hi(w8.z) + "
+     << x("d + 6") << " * lg_bf16_lo(w8.w) + " << x("d + 7") << " * lg_bf16_hi(w8.w); }\n";
+  return os.str();
+}
+
 }  // namespace
+
+// The grouped form (T > 1: a batch of decode tokens, or a prefill): the (token, slot) pairs are
+// grouped by expert inside each block, so a block reads each routed expert's rows once for all
+// the pairs routed to it (a batch reads the union of its experts once, not once per token). Eight
+// warps, a row each.
+//   moe_gate_up: item (tile of 8 rows f, group of 8 experts); warp 0 lists the pairs routed to
+//     the group, in order, 1024 at a time; each warp then takes the group's experts in turn, holds
+//     its gate and up rows in registers, and computes act[t, k, f] for the expert's pairs.
+//   moe_down: item (tile of 8 rows d); for tokens in chunks, a counting sort of the chunk's pairs
+//     by expert (shared memory), then per expert in ascending order its row d in registers against
+//     the activations of its pairs, weighted, summed per token in shared memory: no atomics on the
+//     output, the same order every run (experts ascending, not slot order as the GEMV).
+// What is left: CUDA-core dot products, not tensor-core GEMMs over the grouped pairs.
+template <class Write>
+void Renderer::grouped_experts(std::ostringstream& os, const ir::Node& n, bool up, const LambdaNames& name,
+                               Write&& write, int64_t E, int64_t N, int64_t C, int64_t K) {
+  const ir::ValueId x = n.operands[0], idx = n.operands[1];
+  const std::string Ks = std::to_string(K) + "L", Ns = std::to_string(N) + "L", Es = std::to_string(E) + "L";
+  const int64_t tiles = (N + 7) / 8;
+  auto IDX = [&](const std::string& j) { return "(long)" + call(name, idx, {"(" + j + ") / " + Ks, "(" + j + ") % " + Ks}); };
+  const size_t wi = up ? 2 : 3;
+  const std::string w1 = "p" + std::to_string(arg(n.operands[wi], false));
+  const bool regs = row_in_registers(g.at(n.operands[wi]).dtype == DType::BF16, C);
+  os << "    if (T > 1) {\n      const int warp = threadIdx.x >> 5;\n";
+  if (up) {
+    const int64_t G = 8, groups = (E + G - 1) / G;
+    const std::string w2 = "p" + std::to_string(arg(n.operands[3], false));
+    const std::string row = "(e * " + Ns + " + f) * " + std::to_string(C) + "L";
+    auto xs = [&](const std::string& d) { return call(name, x, {"t", "(" + d + ")"}); };
+    os << "      __shared__ int lg_pair[1024]; __shared__ int lg_pexp[1024]; __shared__ int lg_np;\n"
+       << "      const long n_pairs = T * " << Ks << ";\n"
+       << "      for (long item = blockIdx.x; item < " << tiles * groups << "L; item += gridDim.x) {\n"
+       << "        const long f = (item % " << tiles << "L) * 8 + warp, e0 = (item / " << tiles << "L) * " << G << "L;\n"
+       << "        for (long c0 = 0; c0 < n_pairs; c0 += 1024) {\n"
+       << "          __syncthreads();\n"
+       << "          if (warp == 0) {\n"
+       << "            int np = 0; const long c1 = min(c0 + 1024L, n_pairs);\n"
+       << "            for (long b = c0; b < c1; b += 32) {\n"
+       << "              const long j = b + lane; const long e = j < c1 ? " << IDX("j") << " : -1L;\n"
+       << "              const bool in = e >= e0 && e < e0 + " << G << "L;\n"
+       << "              const unsigned m = __ballot_sync(0xffffffffu, in);\n"
+       << "              if (in) { const int at = np + __popc(m & ((1u << lane) - 1u)); lg_pair[at] = (int)j; lg_pexp[at] = (int)e; }\n"
+       << "              np += __popc(m);\n"
+       << "            }\n"
+       << "            if (lane == 0) lg_np = np;\n"
+       << "          }\n"
+       << "          __syncthreads();\n"
+       << "          const int np = lg_np;\n"
+       << "          if (f >= " << Ns << ") continue;\n"
+       << "          for (long e = e0; e < min(e0 + " << G << "L, " << Es << "); ++e) {\n"
+       << "            bool any = false;\n"
+       << "            for (int q = lane; q < np; q += 32) any = any || lg_pexp[q] == (int)e;\n"
+       << "            if (!__any_sync(0xffffffffu, any)) continue;\n";
+    if (regs) os << load_row("rg", w1, row, C) << load_row("ru", w2, row, C);
+    os << "            for (int q = 0; q < np; ++q) {\n"
+       << "              if (lg_pexp[q] != (int)e) continue;\n"
+       << "              const long j = lg_pair[q], t = j / " << Ks << ", kk = j % " << Ks << ", o = j * " << Ns << " + f;\n"
+       << "              float g = 0.0f, u = 0.0f;\n";
+    if (regs) os << dot_registers("g", "rg", C, xs) << dot_registers("u", "ru", C, xs);
+    else os << dot_loop("g", w1, row, C, g.at(n.operands[2]).dtype == DType::BF16, xs)
+            << dot_loop("u", w2, row, C, g.at(n.operands[3]).dtype == DType::BF16, xs);
+    os << "              g = lg_warp_sum(g); u = lg_warp_sum(u);\n"
+       << "              if (lane == 0) " << write("g / (1.0f + expf(-g)) * u", {"t", "kk", "f"}) << "\n"
+       << "            }\n          }\n        }\n      }\n    }\n";
+  } else {
+    const int64_t TC = std::min<int64_t>(256, std::max<int64_t>(1, 2048 / K));
+    const std::string row = "(e * " + Ns + " + dd) * " + std::to_string(C) + "L";
+    auto as = [&](const std::string& f) { return call(name, x, {"t", "kk", "(" + f + ")"}); };
+    os << "      __shared__ int lg_cnt[" << E << "]; __shared__ int lg_start[" << E + 1 << "]; __shared__ int lg_list["
+       << TC * K << "]; __shared__ float lg_acc[" << TC * 8 << "];\n"
+       << "      for (long item = blockIdx.x; item < " << tiles << "L; item += gridDim.x) {\n"
+       << "        const long dd = item * 8 + warp;\n"
+       << "        for (long t0 = 0; t0 < T; t0 += " << TC << "L) {\n"
+       << "          const long t1 = min(t0 + " << TC << "L, T);\n"
+       << "          __syncthreads();\n"
+       << "          for (int i = threadIdx.x; i < " << E << "; i += blockDim.x) lg_cnt[i] = 0;\n"
+       << "          for (int i = threadIdx.x; i < " << TC * 8 << "; i += blockDim.x) lg_acc[i] = 0.0f;\n"
+       << "          __syncthreads();\n"
+       << "          for (long j = t0 * " << Ks << " + threadIdx.x; j < t1 * " << Ks << "; j += blockDim.x) { const long e = "
+       << IDX("j") << "; if (e >= 0 && e < " << Es << ") atomicAdd(&lg_cnt[e], 1); }\n"
+       << "          __syncthreads();\n"
+       << "          if (threadIdx.x == 0) { int s = 0; for (int i = 0; i < " << E
+       << "; ++i) { lg_start[i] = s; s += lg_cnt[i]; lg_cnt[i] = lg_start[i]; } lg_start[" << E << "] = s; }\n"
+       << "          __syncthreads();\n"
+       << "          for (long j = t0 * " << Ks << " + threadIdx.x; j < t1 * " << Ks << "; j += blockDim.x) { const long e = "
+       << IDX("j") << "; if (e >= 0 && e < " << Es << ") lg_list[atomicAdd(&lg_cnt[e], 1)] = (int)(j - t0 * " << Ks
+       << "); }\n"
+       << "          __syncthreads();\n"
+       << "          if (dd >= " << Ns << ") continue;\n"
+       << "          for (long e = 0; e < " << Es << "; ++e) {\n"
+       << "            const int q0 = lg_start[e], q1 = lg_start[e + 1];\n"
+       << "            if (q0 == q1) continue;\n";
+    if (regs) os << load_row("rd", w1, row, C);
+    os << "            for (int q = q0; q < q1; ++q) {\n"
+       << "              const long j = t0 * " << Ks << " + lg_list[q], t = j / " << Ks << ", kk = j % " << Ks << ";\n"
+       << "              float s = 0.0f;\n";
+    if (regs) os << dot_registers("s", "rd", C, as);
+    else os << dot_loop("s", w1, row, C, g.at(n.operands[3]).dtype == DType::BF16, as);
+    os << "              s = lg_warp_sum(s);\n"
+       << "              if (lane == 0) lg_acc[(t - t0) * 8 + warp] += " << call(name, n.operands[2], {"t", "kk"}) << " * s;\n"
+       << "            }\n          }\n"
+       << "          __syncwarp();\n"
+       << "          for (long t = t0 + lane; t < t1; t += 32) { const long o = t * " << Ns << " + dd; "
+       << write("lg_acc[(t - t0) * 8 + warp]", {"t", "dd"}) << " }\n"
+       << "        }\n      }\n    }\n";
+  }
+}
 
 void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
@@ -105,7 +238,10 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   const ir::Shape& ws = g.at(n.operands[up ? 2 : 3]).shape;  // [E, N, C]: N outputs of C terms per expert
   const int64_t E = ws[0].coeff, N = ws[1].coeff, C = ws[2].coeff;
   const std::string outputs = "(T * " + std::to_string(up ? K * N : N) + "L)";
-  os << "    const int lane = threadIdx.x & 31;\n"
+  os << "    const int lane = threadIdx.x & 31;\n";
+  if (E > 4096) throw Error("emit: the experts stage takes at most 4096 experts, found " + std::to_string(E));
+  grouped_experts(os, n, up, name, write, E, N, C, K);
+  os << "    else\n"
      << "    for (long o = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; o < " << outputs
      << "; o += ((long)gridDim.x * blockDim.x) >> 5) {\n";
   if (up) {

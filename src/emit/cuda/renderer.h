@@ -152,6 +152,10 @@ struct Renderer {
   /// An experts stage (moe_gate_up or moe_down): a warp per output element reading the routed
   /// expert's weight row; see experts.cpp.
   void experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+  /// Its form at T > 1: the pairs grouped by expert inside each block (experts.cpp).
+  template <class Write>
+  void grouped_experts(std::ostringstream& os, const ir::Node& n, bool up, const LambdaNames& name, Write&& write,
+                       int64_t E, int64_t N, int64_t C, int64_t K);
 
   // ---- attention (attention.cpp)
 
