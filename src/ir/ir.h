@@ -94,7 +94,7 @@ struct ParamInfo {
   DType dtype;
   Shape shape;
   bool transposed = false;
-  std::vector<std::string> parts;
+  std::vector<std::string> parts = {};
 };
 struct StateInfo { std::string name; DType dtype; Shape shape; };
 /// A runtime dim; `max` bounds it (T <= max sequence length).

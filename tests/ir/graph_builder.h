@@ -34,7 +34,7 @@ struct Builder {
   ValueId param(const std::string& name, DType dt, Shape shape) {
     Attrs a;
     a.index = static_cast<int32_t>(g.params.size());
-    g.params.push_back({name, "w." + name, dt, shape, false, {}});
+    g.params.push_back({name, "w." + name, dt, shape, false});
     return node(Op::Param, dt, shape, {}, a, name);
   }
   ValueId state(const std::string& name, DType dt, Shape shape) {

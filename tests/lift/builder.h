@@ -44,7 +44,7 @@ class Builder {
     return add(Op::Input, DType::I32, s, {}, a, name);
   }
   ValueId param(const std::string& name, Shape s, DType dt = DType::F32) {
-    g.params.push_back({name, name, dt, s, false, {}});
+    g.params.push_back({name, name, dt, s, false});
     ir::Attrs a;
     a.index = static_cast<int32_t>(g.params.size() - 1);
     return add(Op::Param, dt, s, {}, a, name);
