@@ -67,6 +67,27 @@ TEST(CompiledBatch, TinyQwen3RandomSchedulesAgreeWithRunsAlone) {
   }
 }
 
+// Qwen3-MoE (8 experts, top-2): the topk and experts kernels, both forms (a step of one token
+// runs the GEMV form, every other step the form that groups the token axis's pairs by expert),
+// held to the fp32 CPU reference, default and tight limits, with the 22M model's bound: a router
+// near tie may send a token to another expert under bf16 (a discrete change of its MLP), so the
+// argmax rule at margins above 0.1 is the check, and kGrossError catches a wrong kernel.
+TEST(CompiledBatch, TinyQwen3MoeRandomSchedulesAgreeWithTheReference) {
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
+  const auto vocab = static_cast<int32_t>(md.config.vocab_size);
+  auto reference = make_lane("cpu", md, {.max_seq = 128});
+  {
+    auto lane = make_lane("compiled", md, {.max_seq = 128});
+    run_schedules(*lane, "tiny-qwen3-moe (default limits)", vocab, 5000, 30, reference.get(), kGrossError);
+  }
+  {
+    auto lane = make_lane("compiled", md, {.max_seq = 64, .kv_tokens = 6 * 52, .max_batch = 3, .max_tokens = 24,
+                                           .block_size = 4});
+    run_schedules(*lane, "tiny-qwen3-moe (blocks of 4, 3 x 24)", vocab, 6000, 30, reference.get(), kGrossError);
+  }
+}
+
 TEST(CompiledBatch, Pycode22mRandomSchedulesAgreeWithRunsAlone) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   auto md = model::ModelDir::open(kShared + "/models/qwen3-pycode-22m");
