@@ -179,6 +179,22 @@ const Case kCases[] = {
    11, 7, "return inside 'for': forward returns once, after the layers"},
   {"ConcatShapeMismatch", program("", "    y = concat(x, e, axis=0)\n"),
    7, 19, "concat along axis 0 of [T, 64] and [512, 64]: mixed runtime dims"},
+  // Mixtures of experts (docs/language.md).
+  {"TopkBoundToOneName", program("", "    y = topk(x, 2, axis=-1)\n"),
+   7, 5, "the value has 2 results (tensor f32[T, 2], tensor i32[T, 2]): bind one name each (`a, b = ...`)"},
+  {"TwoNamesForOneValue", program("", "    a, b = x\n"),
+   7, 12, "2 names to bind, but the value is tensor f32[T, 64]"},
+  {"TopkKAboveTheAxis", program("", "    w, i = topk(x, 65, axis=-1)\n"),
+   7, 20, "topk's k must be between 1 and the axis length 64, found 65"},
+  {"TopkAlongTokens", program("", "    w, i = topk(x, 1, axis=0)\n"),
+   7, 28, "topk along the runtime dim T would make a token's result depend on the other tokens of the step"},
+  {"ExpertTemplateWithoutIndex",
+   program("  layers l in 0..2 {\n    experts j in 0..4 {\n      param w: f32[D] = \"model.layers.{l}.w\"\n    }\n  }\n", ""),
+   7, 25, "param template \"model.layers.{l}.w\" names no expert index: write {j} where the expert number goes"},
+  {"MoeIndexNotPerSlot", program("", "    y = moe(x, t, x, e, e, e)\n"),
+   7, 16, "moe's idx must be i32[T, K] with x's T, found tensor i32[T] for x tensor f32[T, 64]"},
+  {"ContainsOfANonList", program("  const cc = contains(config.hidden_size, 1)\n", ""),
+   5, 23, "config key 'hidden_size' is not a list"},
 };
 
 // gtest lists each case as ".../<index>  # GetParam() = <PrintTo>"; CMake 3.25's

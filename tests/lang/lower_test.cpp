@@ -68,6 +68,47 @@ TEST(Lower, Qwen3MatchesPycode22mCheckpoint) {
   expect_matches_checkpoint({"qwen3.lg", kShared + "/models/qwen3-pycode-22m"});
 }
 
+// Qwen3-MoE: the experts' tensors stacked into [E, ...] params, each expert's checkpoint tensor
+// bound exactly once (the parts of a stacked param), and every checkpoint tensor bound.
+TEST(Lower, Qwen3MoeStacksTheExpertsOfTinyQwen3Moe) {
+  const std::string dir = kShared + "/fixtures/tiny-qwen3-moe";
+  auto config = load_json(dir + "/config.json");
+  lg::ir::Graph g = lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
+  EXPECT_NO_THROW(lg::ir::verify(g));
+  auto ckpt = checkpoint_shapes(dir + "/model.safetensors");
+  std::map<std::string, std::vector<int64_t>> bound;
+  for (const auto& p : g.params) {
+    std::vector<int64_t> shape;
+    for (const auto& d : p.shape) shape.push_back(d.coeff);
+    if (p.parts.empty()) {
+      EXPECT_TRUE(bound.emplace(p.tensor, shape).second) << p.tensor;
+      continue;
+    }
+    ASSERT_EQ(static_cast<int64_t>(p.parts.size()), shape[0]) << p.name;
+    EXPECT_NE(p.tensor.find("{e}"), std::string::npos) << p.tensor;
+    for (const auto& part : p.parts)
+      EXPECT_TRUE(bound.emplace(part, std::vector<int64_t>(shape.begin() + 1, shape.end())).second) << part;
+  }
+  EXPECT_EQ(bound, ckpt);
+  // mlp_only_layers and decoder_sparse_step pick the dense layers (contains, `!= none`): layer 1
+  // in the list, and with a step of 2 layers 0 and 2 too; a dense layer binds the dense MLP only.
+  auto count = [](const lg::ir::Graph& gr, const std::string& prefix) {
+    int n = 0;
+    for (const auto& p : gr.params) n += p.name.rfind(prefix, 0) == 0;
+    return n;
+  };
+  config["mlp_only_layers"] = {1};
+  g = lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
+  EXPECT_EQ(count(g, "l0.e") + count(g, "l2.e"), 6);
+  EXPECT_EQ(count(g, "l1.e") + count(g, "l1.router"), 0);
+  EXPECT_EQ(count(g, "l1.w") - count(g, "l1.wq") - count(g, "l1.wk") - count(g, "l1.wv") - count(g, "l1.wo"), 3);
+  config["mlp_only_layers"] = nlohmann::json::array();
+  config["decoder_sparse_step"] = 2;
+  g = lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
+  EXPECT_EQ(count(g, "l1.e"), 3);
+  EXPECT_EQ(count(g, "l0.e") + count(g, "l2.e"), 0);
+}
+
 TEST(Lower, Pycode22mGraphStructure) {
   auto config = load_json(kShared + "/models/qwen3-pycode-22m/config.json");
   lg::ir::Graph g = lg::lang::lower_file(kSource + "/models/qwen3.lg", config, {});
