@@ -32,6 +32,15 @@ bool cuda_available();
 /// throws the same sentence.
 std::optional<std::string> lane_refuses(const std::string& name, const model::ModelDir& dir);
 
+/// Why the compiled lane refuses a mixture of experts: its expert stages (src/emit/cuda/experts.cpp)
+/// gave logits 14-28% off the CPU reference on the H200 (bench/RESULTS.md, 2026-12-02), so they
+/// are off until fixed; LG_COMPILED_MOE=1 (compiled_experts_enabled) runs them anyway, as a lab.
+inline constexpr const char* kCompiledExpertsOff =
+    "the compiled lane's expert stages are off: they failed their check against the CPU reference on the H200 "
+    "(bench/RESULTS.md, 2026-12-02); use --lane cpu, or LG_COMPILED_MOE=1 to run them anyway (lab)";
+/// LG_COMPILED_MOE=1.
+bool compiled_experts_enabled();
+
 /// Builds lane `name` for the model in `dir` with the context, KV pool and step sizes of
 /// `options` (runtime/step.h; zeros pick each lane's defaults). Throws lg::Error for an unknown
 /// name (listing the known ones), for a GPU lane on a machine without a CUDA device, and whatever

@@ -200,6 +200,13 @@ uint64_t decode_weight_bytes(const ModelConfig& c) {
   return 2 * (total + static_cast<uint64_t>(c.vocab_size) * D);
 }
 
+int64_t num_experts(const ModelConfig& c) {
+  const nlohmann::json& j = c.raw;
+  for (const char* k : {"num_experts", "num_local_experts"})
+    if (j.is_object() && j.contains(k) && j[k].is_number_integer() && j[k].get<int64_t>() > 0) return j[k].get<int64_t>();
+  return 0;
+}
+
 ModelConfig load_config(const fs::path& path) { return parse_config(read_json_file(path), path.string()); }
 
 }  // namespace lg::model

@@ -99,6 +99,10 @@ ModelConfig load_config(const std::filesystem::path& path);
 /// token is routed to, not all E. The numerator of `lg bench`'s bandwidth floor.
 uint64_t decode_weight_bytes(const ModelConfig& c);
 
+/// Experts per sparse layer of a mixture-of-experts config (num_experts, or num_local_experts, as
+/// Qwen3-MoE and Mixtral write it); 0 for a dense model.
+int64_t num_experts(const ModelConfig& c);
+
 /// Reads a JSON file into a document; lg::Error naming the file if it is missing or malformed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 /// The raw config.json document of a model: `path` is the file or the model directory holding it.

@@ -72,8 +72,13 @@ TEST(CompiledBatch, TinyQwen3RandomSchedulesAgreeWithRunsAlone) {
 // held to the fp32 CPU reference, default and tight limits, with the 22M model's bound: a router
 // near tie may send a token to another expert under bf16 (a discrete change of its MLP), so the
 // argmax rule at margins above 0.1 is the check, and kGrossError catches a wrong kernel.
+// It failed on the H200 (2026-12-02, bench/RESULTS.md): runs alone 0.28 relative off the reference
+// with the default limits (seed 5003 step 8, position 33), and the tight limits never batched two
+// sequences; the expert stages are off until that is fixed, and this test runs with them
+// (LG_COMPILED_MOE=1).
 TEST(CompiledBatch, TinyQwen3MoeRandomSchedulesAgreeWithTheReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  if (!compiled_experts_enabled()) GTEST_SKIP() << kCompiledExpertsOff;
   auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
   const auto vocab = static_cast<int32_t>(md.config.vocab_size);
   auto reference = make_lane("cpu", md, {.max_seq = 128});
@@ -86,6 +91,18 @@ TEST(CompiledBatch, TinyQwen3MoeRandomSchedulesAgreeWithTheReference) {
                                            .block_size = 4});
     run_schedules(*lane, "tiny-qwen3-moe (blocks of 4, 3 x 24)", vocab, 6000, 30, reference.get(), kGrossError);
   }
+}
+
+// Until the expert stages pass on the GPU, the compiled lane refuses a mixture of experts by
+// name (so `lg lock check --lane compiled` skips its lock, saying why) and runs dense models.
+TEST(CompiledLaneFactory, RefusesAMixtureOfExpertsUntilItsStagesAreFixed) {
+  if (compiled_experts_enabled()) GTEST_SKIP() << "LG_COMPILED_MOE=1: the expert stages are on";
+  const auto moe = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
+  const auto why = lane_refuses("compiled", moe);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("expert stages are off"), std::string::npos) << *why;
+  EXPECT_FALSE(lane_refuses("compiled", model::ModelDir::open(kShared + "/fixtures/tiny-qwen3")).has_value());
+  EXPECT_FALSE(lane_refuses("cpu", moe).has_value());
 }
 
 TEST(CompiledBatch, Pycode22mRandomSchedulesAgreeWithRunsAlone) {
