@@ -127,8 +127,6 @@ int serve(const ServeOpts& o) {
   if (o.model.empty() == o.shape.empty()) throw lg::Error("lg serve: give either --model DIR or --shape NAME");
   if (!o.shape.empty() && !o.chat_template.empty())
     throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
-  install_stop_signals();
-
   const auto engine = make_engine(o);
   lg::server::ServerOptions so;
   so.host = o.host;
@@ -143,6 +141,8 @@ int serve(const ServeOpts& o) {
   const int port = server.bind();
   std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /metrics)\n",
                o.host.c_str(), port);
+  // From here on SIGINT/SIGTERM drain the server; while the model loads, Ctrl-C simply stops lg.
+  install_stop_signals();
   std::thread signals([&] { watch_signals(server, *engine, o.shutdown_timeout_s); });
   server.run();
   const unsigned char ended = 0;  // wakes the watcher; unread once it has drained
