@@ -13,7 +13,9 @@
 # Usage: python3 hf_moe_peer.py [CONFIG.json] [B ...]   (run it in the same call as lg bench)
 import json, os, sys, time
 import torch
-from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM, StaticCache
+from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+from peer_timing import compiled_decode_ms, copy_bw
 
 here = os.path.dirname(os.path.abspath(__file__))
 args = sys.argv[1:]
@@ -25,16 +27,6 @@ with open(path) as f:
 raw.pop("architectures", None)
 raw.pop("transformers_version", None)
 cfg = Qwen3MoeConfig(**raw)
-
-
-def copy_bw():
-    x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
-    for _ in range(3): y.copy_(x)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(10): y.copy_(x)
-    e1.record(); torch.cuda.synchronize()
-    return 2 * (2 << 30) / (e0.elapsed_time(e1) / 10 / 1e3) / 1e12
 
 
 bw = copy_bw()
@@ -77,27 +69,7 @@ with torch.no_grad():
             torch.cuda.empty_cache()
     try:
         prompt = torch.randint(0, V, (1, P), device="cuda", generator=g)
-        cache = StaticCache(config=cfg, max_cache_len=P + N + 64)
-
-        def step(ids, pos):
-            out = model(input_ids=ids, position_ids=pos.view(1, -1), cache_position=pos, past_key_values=cache,
-                        use_cache=True)
-            return out.logits[:, -1, :].argmax(-1, keepdim=True)
-
-        step_c = torch.compile(step, mode="reduce-overhead")
-
-        def run(k):
-            cache.reset()
-            tok = step(prompt, torch.arange(P, device="cuda"))
-            torch.cuda.synchronize(); t0 = time.time()
-            for i in range(k):
-                torch.compiler.cudagraph_mark_step_begin()
-                tok = step_c(tok, torch.tensor([P + i], device="cuda")).clone()
-            torch.cuda.synchronize()
-            return (time.time() - t0) / k * 1e3
-
-        run(8); run(8)
-        r["decode_compiled_ms"] = min(run(N), run(N))
+        r["decode_compiled_ms"] = compiled_decode_ms(model, cfg, prompt, N, warm=8, fullgraph=False)
     except Exception as e:
         r["decode_compiled_error"] = f"{type(e).__name__}: {str(e)[:200]}"
 print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), flush=True)

@@ -12,12 +12,6 @@ namespace lg::ir::cpu {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
-  return out + "]";
-}
-
 /// `a` is x before b in the descending order topk returns: larger first, NaN largest, ties by index.
 bool before(float a, int64_t ia, float b, int64_t ib) {
   const bool na = std::isnan(a), nb = std::isnan(b);
@@ -74,8 +68,8 @@ Tensor topk(const Tensor& x0, int64_t k, int32_t axis0, bool indices) {
 Tensor moe_gate_up(const Tensor& x0, const Tensor& idx0, const Tensor& wg0, const Tensor& wu0) {
   if (x0.rank() != 2 || idx0.rank() != 2 || wg0.rank() != 3 || wu0.shape != wg0.shape || idx0.is_float() ||
       idx0.shape[0] != x0.shape[0] || wg0.shape[2] != x0.shape[1])
-    throw Error("moe_gate_up: expects x[T, D], idx i32[T, K], wg/wu[E, F, D]; found x " + shape_text(x0.shape) +
-                ", idx " + shape_text(idx0.shape) + ", wg " + shape_text(wg0.shape) + ", wu " + shape_text(wu0.shape));
+    throw Error("moe_gate_up: expects x[T, D], idx i32[T, K], wg/wu[E, F, D]; found x " + shape_str(x0.shape) +
+                ", idx " + shape_str(idx0.shape) + ", wg " + shape_str(wg0.shape) + ", wu " + shape_str(wu0.shape));
   const Tensor x = x0.contiguous(), wg = wg0.contiguous(), wu = wu0.contiguous();
   const std::vector<int32_t> idx = idx0.to_i32();
   const int64_t T = x.shape[0], D = x.shape[1], K = idx0.shape[1], E = wg.shape[0], F = wg.shape[1];
@@ -105,8 +99,8 @@ Tensor moe_down(const Tensor& act0, const Tensor& idx0, const Tensor& w0, const 
   if (act0.rank() != 3 || idx0.rank() != 2 || wd0.rank() != 3 || idx0.is_float() || w0.shape != idx0.shape ||
       act0.shape[0] != idx0.shape[0] || act0.shape[1] != idx0.shape[1] || wd0.shape[2] != act0.shape[2])
     throw Error("moe_down: expects act[T, K, F], idx i32[T, K], w[T, K], wd[E, D, F]; found act " +
-                shape_text(act0.shape) + ", idx " + shape_text(idx0.shape) + ", w " + shape_text(w0.shape) + ", wd " +
-                shape_text(wd0.shape));
+                shape_str(act0.shape) + ", idx " + shape_str(idx0.shape) + ", w " + shape_str(w0.shape) + ", wd " +
+                shape_str(wd0.shape));
   const Tensor act = act0.contiguous(), wd = wd0.contiguous();
   const std::vector<int32_t> idx = idx0.to_i32();
   const std::vector<float> w = w0.to_f32();

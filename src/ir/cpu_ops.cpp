@@ -11,13 +11,13 @@
 
 namespace lg::ir::cpu {
 
-namespace {
-
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + std::to_string(s[k]);
   return out + "]";
 }
+
+namespace {
 
 /// Strides that read `t` as if it had `shape` (t's shape right-aligned in it; stretched dims
 /// get stride 0).

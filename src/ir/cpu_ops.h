@@ -9,12 +9,16 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ir/cpu_tensor.h"
 #include "ir/ir.h"
 
 namespace lg::ir::cpu {
+
+/// A shape as error messages print it: "[2,3,4]".
+std::string shape_str(const std::vector<int64_t>& s);
 
 /// Numpy broadcasting of two shapes (right-aligned; a dim of 1 stretches; equal rank, as ir.h
 /// asks, is the common case). Throws lg::Error if a dim pair is neither equal nor has a 1.

@@ -211,16 +211,7 @@ class Parser {
       case Tok::KwLayers: {
         Decl d;
         d.kind = DeclKind::Layers;
-        d.span = take().span;
-        d.name_span = cur().span;
-        d.name = ident("a layer variable");
-        expect(Tok::KwIn);
-        d.value = additive();
-        expect(Tok::DotDot);
-        d.value2 = additive();
-        d.span = prev_end(d.span);
-        expect(Tok::LBrace);
-        skip_newlines();
+        block_range(d, "a layer variable");
         while (!at(Tok::RBrace) && !at(Tok::End)) {
           try {
             if (at(Tok::Ident) && cur().text == "experts" && peek().kind == Tok::Ident) {
@@ -249,13 +240,12 @@ class Parser {
     }
   }
 
-  // `experts e in 0..E { param ... }` inside a layers block (`experts` is a word only there).
-  Decl experts_block() {
-    Decl d;
-    d.kind = DeclKind::Experts;
+  // The head of a layers or experts block, `layers l in 0..L {` / `experts e in 0..E {`: its
+  // keyword, variable and range into d, through the opening brace.
+  void block_range(Decl& d, const char* variable) {
     d.span = take().span;
     d.name_span = cur().span;
-    d.name = ident("an expert variable");
+    d.name = ident(variable);
     expect(Tok::KwIn);
     d.value = additive();
     expect(Tok::DotDot);
@@ -263,6 +253,13 @@ class Parser {
     d.span = prev_end(d.span);
     expect(Tok::LBrace);
     skip_newlines();
+  }
+
+  // `experts e in 0..E { param ... }` inside a layers block (`experts` is a word only there).
+  Decl experts_block() {
+    Decl d;
+    d.kind = DeclKind::Experts;
+    block_range(d, "an expert variable");
     while (!at(Tok::RBrace) && !at(Tok::End)) {
       if (!at(Tok::KwParam)) fail("expected 'param' (an experts block declares per-expert params)");
       d.body.push_back(param());
