@@ -15,6 +15,8 @@
 #                                                  checkpoint in the published layout (bench/make_checkpoint.py)
 #   PEER="qwen3-0.6b qwen3-8b"  PEER_TIMEOUT=300   transformers in the same call (bench/peers/hf_peer.py)
 #   BATCH_PEER="qwen3-8b"                          transformers batched decode at $BATCHES (hf_batch_peer.py)
+#   SERVE_SHAPES="qwen3-8b qwen3-0.6b"             `lg serve --shape S` under bench/load_gen.py: 512 requests
+#                                                  at concurrency 128, then Poisson at SERVE_RATES (4,8,16)
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
@@ -73,6 +75,17 @@ fi
 for shape in ${BATCH_PEER-}; do
   timeout "${PEER_TIMEOUT:-300}" python3 bench/peers/hf_batch_peer.py "$shape" $(echo "${BATCHES:-1,16,64}" | tr , ' ') 2>&1 |
     grep -v Warning | tee -a "$out/hf_batch_peer.txt"
+done
+for shape in ${SERVE_SHAPES-}; do
+  $lg serve --shape "$shape" --max-seq 2048 --max-batch 256 > "$out/serve_$shape.log" 2>&1 &
+  sp=$!
+  for _ in $(seq 1 120); do curl -s localhost:8000/health > /dev/null && break; sleep 1; done
+  timeout 200 python3 bench/load_gen.py -n 512 --prompt-len 128:1024 --output-len 128:512 --concurrency 128 \
+    --json "$out/load_$shape.json" 2>&1 | tee "$out/load_$shape.txt" | grep -E "===|output|TTFT|ITL"
+  timeout 200 python3 bench/load_gen.py -n 48 --prompt-len 128:1024 --output-len 128:512 \
+    --request-rate "${SERVE_RATES:-4,8,16}" 2>&1 | tee -a "$out/load_$shape.txt" | grep -E "===|output|TTFT|ITL"
+  curl -s localhost:8000/metrics | grep -E "^lg_kv_blocks_used" | tee -a "$out/load_$shape.txt"
+  kill -INT "$sp"; timeout 60 tail --pid="$sp" -f /dev/null || kill -9 "$sp"  # drains, then exits
 done
 [ -n "${PEER-}" ] && timeout "${PEER_TIMEOUT:-300}" python3 bench/peers/hf_peer.py $PEER 2>&1 | grep -v Warning | tee "$out/hf_peer.txt"
 exit 0
