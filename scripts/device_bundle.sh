@@ -39,7 +39,8 @@ if ldd "$@" | grep libopenblas.so > /dev/null; then  # not -q: ldd would die of 
 fi
 # The fixtures the GPU tests and locks read: the Qwen ones, plus each fixture named in
 # LG_BUNDLE_FIXTURES (e.g. "tiny-llama3 tiny-mistral": about 0.85 MB each, and the upload holds
-# about 12.5 MB beside the tracked tree, a bundled lg taking 11-12 of it); LG_BUNDLE_FIXTURES=all takes every one
+# about 12.5 MB beside the tracked tree; lg with its libraries packs to about 5 MB, a test binary to
+# about 2 MB more); LG_BUNDLE_FIXTURES=all takes every one
 # (44 MB of tokenizers among them: with the 22M model beside it, that leaves the 64 MiB upload
 # limit little room for binaries).
 if [ "${LG_BUNDLE_FIXTURES-}" = all ]; then
