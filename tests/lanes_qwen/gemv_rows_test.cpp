@@ -88,14 +88,20 @@ std::vector<float> f32_rows(const cuda::DeviceBuffer& b, int T, int rows_len, co
   return all;
 }
 
-void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda::Stream& s) {
-  auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
+/// The launch's inputs for problem p with W and x on the device (no output yet).
+GemvRowsArgs args_of(const Problem& p, const cuda::DeviceBuffer& dW, const cuda::DeviceBuffer& dx) {
   GemvRowsArgs a;
   a.W = dW.as<bf16>();
   a.N = p.N;
   a.K = p.K;
   a.T = p.T;
   a.x = dx.as<bf16>();
+  return a;
+}
+
+void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda::Stream& s) {
+  auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
+  GemvRowsArgs a = args_of(p, dW, dx);
   for (int bps : {0, 1}) {
     auto out = f32_out(p.T, p.N, nullptr);
     a.blocks_per_sm = bps;
@@ -129,12 +135,7 @@ void check_swiglu(const Problem& p, const cuda::Stream& s) {
   for (int t = 0; t < p.T; ++t)
     for (int i = 0; i < half; ++i)
       want[size_t(t) * half + i] = silu_ref(p.y[size_t(t) * p.N + 2 * i]) * p.y[size_t(t) * p.N + 2 * i + 1];
-  GemvRowsArgs a;
-  a.W = dW.as<bf16>();
-  a.N = p.N;
-  a.K = p.K;
-  a.T = p.T;
-  a.x = dx.as<bf16>();
+  GemvRowsArgs a = args_of(p, dW, dx);
   for (int bps : {0, 1}) {
     // T rows of NaN, then a sentinel row (bf16 0x4248 = 50.0).
     std::vector<uint16_t> init(size_t(p.T + 1) * half, 0x7fc0);
@@ -195,22 +196,12 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
   auto target = f32_out(p.T, p.N, &junk);
   for (int round = 0; round < 2; ++round) {
     auto side = f32_out(other.T, other.N, nullptr);
-    GemvRowsArgs c;  // another projection, clearing the target as it goes
-    c.W = oW.as<bf16>();
-    c.N = other.N;
-    c.K = other.K;
-    c.T = other.T;
-    c.x = ox.as<bf16>();
+    GemvRowsArgs c = args_of(other, oW, ox);  // another projection, clearing the target as it goes
     c.out_f32 = side.as<float>();
     c.clear = target.as<float>();
     c.clear_n = size_t(p.T) * p.N;
     launch_gemv_rows(GemvRowsOutput::kStore, c, s.get());
-    GemvRowsArgs a;
-    a.W = dW.as<bf16>();
-    a.N = p.N;
-    a.K = p.K;
-    a.T = p.T;
-    a.x = dx.as<bf16>();
+    GemvRowsArgs a = args_of(p, dW, dx);
     a.out_f32 = target.as<float>();
     launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
     s.synchronize();

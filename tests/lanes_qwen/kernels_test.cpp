@@ -204,15 +204,6 @@ std::vector<float> pool_rows(const std::vector<float>& pool, int KV, int rows, i
   return cache_rows(pool, KV, rows, Dh, row);
 }
 
-KvPages kv_pages(const cuda::DeviceBuffer& k, const cuda::DeviceBuffer& v, const TestPages& p) {
-  KvPages c;
-  c.k = k.as<bf16>();
-  c.v = v.as<bf16>();
-  c.rows = p.rows();
-  c.block_size = p.bs;
-  return c;
-}
-
 }  // namespace
 
 // Tokens in shuffled order (each brings its own position and pool row, as a ragged batch's do),

@@ -24,15 +24,6 @@ using namespace lg::qwen::test;
 
 namespace {
 
-KvPages pages_of(const cuda::DeviceBuffer& k, const cuda::DeviceBuffer& v, const TestPages& p) {
-  KvPages c;
-  c.k = k.as<bf16>();
-  c.v = v.as<bf16>();
-  c.rows = p.rows();
-  c.block_size = p.bs;
-  return c;
-}
-
 std::vector<uint16_t> download_raw(const cuda::DeviceBuffer& b, size_t n) {
   std::vector<uint16_t> v(n);
   b.download(v.data(), n * sizeof(uint16_t));
@@ -105,7 +96,7 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
       r.H = c.H;
       r.KV = c.KV;
       r.Dh = c.Dh;
-      r.cache = pages_of(kc, vc, pages);
+      r.cache = kv_pages(kc, vc, pages);
       r.block_table = dbt.as<int>();
       const size_t out_rows = mapped ? size_t(c.T) : size_t(B);
       auto out = poisoned_bf16(out_rows * HD);
@@ -170,9 +161,9 @@ TEST(QwenMixedAttention, RaggedTokenListDoesOnlyThoseTokens) {
        dv = to_device(scatter_to_pool(pages, vp, lens, KV, Dh)), dbt = to_device(pages.padded(stride)),
        dseq = to_device(seq), dpos = to_device(pos), dlist = to_device(list);
   auto all = poisoned_bf16(size_t(T) * HD), some = poisoned_bf16(size_t(T) * HD);
-  launch_attention_ragged(dq.as<float>(), pages_of(dk, dv, pages), dbt.as<int>(), stride, dseq.as<int>(), dpos.as<int>(),
+  launch_attention_ragged(dq.as<float>(), kv_pages(dk, dv, pages), dbt.as<int>(), stride, dseq.as<int>(), dpos.as<int>(),
                           T, H, KV, Dh, all.as<bf16>(), s.get());
-  launch_attention_ragged(dq.as<float>(), pages_of(dk, dv, pages), dbt.as<int>(), stride, dseq.as<int>(), dpos.as<int>(),
+  launch_attention_ragged(dq.as<float>(), kv_pages(dk, dv, pages), dbt.as<int>(), stride, dseq.as<int>(), dpos.as<int>(),
                           int(list.size()), H, KV, Dh, some.as<bf16>(), s.get(), dlist.as<int>());
   s.synchronize();
   const auto want = download_raw(all, size_t(T) * HD), got = download_raw(some, size_t(T) * HD);

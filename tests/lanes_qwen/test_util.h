@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lanes/qwen/kernels.h"
 #include "runtime/cuda/device.h"
 #include "support/dtype.h"
 
@@ -135,6 +136,16 @@ struct TestPages {
     return static_cast<int>(w);
   }
 };
+
+/// The kernels' view of bf16 pools k/v laid out as p says.
+inline KvPages kv_pages(const cuda::DeviceBuffer& k, const cuda::DeviceBuffer& v, const TestPages& p) {
+  KvPages c;
+  c.k = k.as<bf16>();
+  c.v = v.as<bf16>();
+  c.rows = p.rows();
+  c.block_size = p.bs;
+  return c;
+}
 
 inline TestPages scattered_pages(std::mt19937_64& rng, const std::vector<int>& lens, int bs, int spare) {
   TestPages p;
