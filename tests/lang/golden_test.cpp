@@ -12,16 +12,13 @@
 
 #include "ir/cpu_executor.h"
 #include "lang/lower.h"
+#include "lang_test_paths.h"
 
 namespace {
 
-const std::string kSource = LG_SOURCE_DIR;
-const std::string kShared = LG_SHARED_DIR;
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+using lg::lang_test::kShared;
+using lg::lang_test::kSource;
+using lg::lang_test::load_json;
 
 /// The fixture checkpoints are F32 safetensors: read the params the graph asks for.
 std::vector<lg::ir::cpu::Tensor> load_params(const std::string& path, const lg::ir::Graph& g) {

@@ -8,18 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "lang/lower.h"
+#include "lang_test_paths.h"
 #include "support/error.h"
 
 namespace {
 
-const std::string kSource = LG_SOURCE_DIR;
-const std::string kShared = LG_SHARED_DIR;
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  return nlohmann::json::parse(in);
-}
+using lg::lang_test::kShared;
+using lg::lang_test::kSource;
+using lg::lang_test::load_json;
 
 struct Attn {
   int64_t window;
