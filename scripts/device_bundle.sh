@@ -23,8 +23,8 @@ for exe in "$@"; do
   done
 done
 # The binaries take only cblas_sgemm/cblas_sgemv from OpenBLAS (the CPU reference in the tests):
-# netlib's reference BLAS (libblas3, 0.2 MB packed, no Fortran runtime) answers to its file name
-# instead of OpenBLAS with libgfortran (4.9 MB packed, a third of the upload's room).
+# netlib's reference BLAS (libblas3, 0.14 MB xz-packed, no Fortran runtime) answers to its file name
+# instead of OpenBLAS with libgfortran and libquadmath (5.1 MB packed, 40% of the upload's room).
 # LG_BUNDLE_OPENBLAS=1 takes OpenBLAS itself.
 if ldd "$@" | grep libopenblas.so > /dev/null; then  # not -q: ldd would die of SIGPIPE (pipefail)
   if [ "${LG_BUNDLE_OPENBLAS-}" = 1 ]; then

@@ -45,9 +45,10 @@ struct RowsStep {
   int dec_max_len = 1;  ///< the decode entries' longest context (positions)
 };
 
-/// Prompt chunks at least this long take the flash kernel in a step of several sequences (shorter
-/// ones the ragged kernel: one warp per token and head, cheap for a few tokens; a flash launch
-/// per layer and sequence is not).
+/// Prompt chunks at least this long take the flash kernel in a step of several sequences, shorter
+/// ones the ragged kernel (one warp per token and head). A guess, not a measured crossover: the
+/// flash kernel's query tile is 64 rows and costs a launch per layer and chunk; the serving run
+/// of bench/RESULTS.md ("Sixth session") measured the split with this value only.
 constexpr int kFlashMinTokens = 16;
 
 /// Packs the step's lists into pinned staging h and copies them to d (device ints) in one copy on
