@@ -175,6 +175,38 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
 }
 
+// Reductions of a decode step's few rows: a reduce stage whose every reduction is a row's (an
+// RMSNorm: [T, D] -> [T, 1], elementwise around it) also gets the block-wide path, where all of a
+// block's threads reduce one row (Gemma 3's two chained norms after the attention took 39 us at
+// T = 1 with a warp per row on the H200, 9 us this way: bench/RESULTS.md); a stage with a reduction
+// keyed below the row (the q/k norm of each head, [T, H, Dh] under a reshape) keeps the warp path,
+// since the threads of a block would ask for different keys and the block-wide barriers deadlock.
+TEST(EmitLgPrograms, RowNormsOfADecodeStepReduceBlockWide) {
+  ir::Graph g = lang::lower_file(kSource + "/models/gemma3_text.lg", config_of(kShared + "/fixtures/tiny-gemma3"),
+                                 lang::BindOptions{128});
+  ir::make_batched(g, {16, 129, 64, 256});
+  lift::StagedProgram p = lift::lift(g);
+  lift::fuse(p);
+  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  int block_wide = 0, warp_only = 0;
+  for (const auto& k : prog.kernels) {
+    if (k.name.find("_reduce") == std::string::npos) continue;
+    const bool block = k.source.find("lg_block_coop = true") != std::string::npos;
+    // The per-head q/k norms reduce rows of head_dim elements: [T, H, Dh] reshaped from the projection.
+    const bool per_head = k.source.find("reshape") != std::string::npos || k.source.find("long i2") != std::string::npos;
+    if (block) {
+      ++block_wide;
+      EXPECT_FALSE(per_head) << k.name;
+      EXPECT_NE(k.source.find("lg_block_sum(acc, lg_red)"), std::string::npos) << k.name;
+    } else {
+      ++warp_only;
+    }
+  }
+  EXPECT_GT(block_wide, 0);
+  EXPECT_GT(warp_only, 0);
+  EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+}
+
 // Gemma 3's local layers (sliding window 8) and a soft-capped Gemma 2-style variant: the decode
 // attention of a local layer starts its chunks at the window's first key (lo = len - 8) and sizes
 // its splits by the window, not the context; the flash prefill kernel gets the window and the cap;

@@ -23,23 +23,74 @@ std::string Renderer::reduce_body(ir::ValueId v, const std::vector<std::string>&
     oi.push_back(ix[j++]);
   }
   bool mx = n.op == ir::Op::ReduceMax;
-  const std::string fold = mx ? "fmaxf(acc, " + call(name, o, oi) + ")" : "acc + " + call(name, o, oi);
+  const std::string x = call(name, o, oi);
+  const std::string fold = mx ? "fmaxf(acc, " + x + ")" : "acc + " + x;
   memo_decl = "long " + nm + "_key = -1; float " + nm + "_val = 0.0f;\n";
+  // The block-wide path (element_loop's rows of a decode step, lg_block_coop set): the block's
+  // threads split the axis, every thread running the same iterations (past the end at the last
+  // index, its value dropped), since a reduction inside the operand may be block-wide too.
+  const std::string N = dim(osh[axis]);
+  const std::string block =
+      block_reductions_
+          ? "if (lg_block_coop) { for (long r0 = 0; r0 < " + N + "; r0 += blockDim.x) { const bool lg_in = r0 + threadIdx.x < " +
+                N + "; const long r = lg_in ? r0 + threadIdx.x : " + N + " - 1; const float lg_x = " + x + "; if (lg_in) acc = " +
+                (mx ? "fmaxf(acc, lg_x)" : "acc + lg_x") + "; } acc = " + (mx ? "lg_block_max" : "lg_block_sum") +
+                "(acc, lg_red); } else "
+          : "";
   // Memoised per thread for its last key. When a whole converged warp asks for the same key
   // (element loops give a warp one row; see element_loop), the 32 lanes split the axis and combine
   // with shuffles: the row is read once, not once per lane.
   return "long key = " + linear(n.shape, ix) + "; if (key == " + nm + "_key) return " + nm + "_val; " +
-         "float acc = " + (mx ? "__int_as_float(0xff800000)" : "0.0f") + "; " +
+         "float acc = " + (mx ? "__int_as_float(0xff800000)" : "0.0f") + "; " + block + "{ " +
          "const unsigned am = __activemask(); " +
          "if (am == 0xffffffffu && __all_sync(am, key == __shfl_sync(am, key, 0))) { " +
          "for (long r = threadIdx.x & 31; r < " + dim(osh[axis]) + "; r += 32) acc = " + fold + "; " +
          "acc = " + (mx ? "lg_warp_max(acc)" : "lg_warp_sum(acc)") + "; " +
-         "} else { for (long r = 0; r < " + dim(osh[axis]) + "; ++r) acc = " + fold + "; } " + nm + "_key = key; " +
+         "} else { for (long r = 0; r < " + dim(osh[axis]) + "; ++r) acc = " + fold + "; } } " + nm + "_key = key; " +
          nm + "_val = acc; return acc;";
 }
 
+bool Renderer::row_reductions_only(int32_t s, const std::vector<ir::ValueId>& nodes, const ir::Shape& rows) const {
+  if (rows.empty() || !rows.back().is_const()) return false;
+  ir::Shape row_result = rows;
+  row_result.back() = ir::Dim::constant(1);
+  // A broadcast of `rows`: right-aligned, each dim equal or 1 (how elementwise lambdas index).
+  auto broadcast = [&](const ir::Shape& sh) {
+    if (sh.size() > rows.size()) return false;
+    for (size_t k = 0; k < sh.size(); ++k) {
+      const ir::Dim& d = sh[sh.size() - 1 - k];
+      if (!(d == rows[rows.size() - 1 - k]) && !(d == ir::Dim::constant(1))) return false;
+    }
+    return true;
+  };
+  auto squeezed = [](const ir::Shape& sh) {
+    ir::Shape out;
+    for (const auto& d : sh)
+      if (!(d == ir::Dim::constant(1))) out.push_back(d);
+    return out;
+  };
+  for (ir::ValueId v : nodes) {
+    if (!here(s, v)) continue;  // read from memory: a leaf
+    const ir::Node& n = g.at(v);
+    if (ir::is_reduce(n.op)) {
+      const ir::Shape& osh = g.at(n.operands[0]).shape;
+      if (!(osh == rows) || !(n.shape == row_result) ||
+          static_cast<size_t>(ir::positive_axis(n.attrs.axis, osh.size())) != osh.size() - 1)
+        return false;
+    } else if (ir::is_elementwise(n.op) || n.op == ir::Op::Const) {
+      if (!broadcast(n.shape)) return false;
+    } else if (n.op == ir::Op::Reshape) {
+      // Only one that adds or drops dims of size 1 (a weight [D] as [1, D]): indices pass unchanged.
+      if (!broadcast(n.shape) || !(squeezed(n.shape) == squeezed(g.at(n.operands[0]).shape))) return false;
+    } else if (n.op != ir::Op::StateWrite) {
+      return false;
+    }
+  }
+  return true;
+}
+
 int Renderer::element_loop(const ir::Shape& shape, const std::string& dst, const std::string& value, bool reduces,
-                           std::ostringstream& os) {
+                           bool block_rows, std::ostringstream& os) {
   const std::vector<std::string> ix = idx_names(shape.size());
   std::string n = "1L";
   for (const auto& d : shape) n += " * " + dim(d);
@@ -69,6 +120,23 @@ int Renderer::element_loop(const ir::Shape& shape, const std::string& dst, const
     // 32 elements: a decode step's q/k-norm rows then spread over 4x the warps.
     const int64_t N = shape.back().coeff;
     const int64_t small = N % 32 == 0 && N <= 256 ? 32 : (N % 128 == 0 ? 128 : (N % 32 == 0 ? 32 : N));
+    // Few rows (a decode step of up to kBlockRows tokens) and only row reductions: a block per
+    // (row, blockDim.x elements of it), the row's reductions split over all of the block's
+    // threads (reduce_body's block path), each block computing them again for its part of the
+    // row. A warp alone walks a 3840-wide row in 120 dependent steps a lane, and a Gemma 3
+    // post-attention stage (two chained RMSNorms) took 39 us at T = 1 that way (H200, bench/labs).
+    // Every thread of the block runs the same iterations (the last element again past the end,
+    // not stored): the block-wide reductions need all of them.
+    constexpr int64_t kBlockRows = 128;  // a guess: rows enough that a warp per row is better
+    if (block_rows)
+      os << "    if (" << n << " / " << N << "L <= " << kBlockRows << "L) {\n"
+         << "      lg_block_coop = true;\n"
+         << "      const long lg_parts = (" << N << "L + blockDim.x - 1) / blockDim.x;\n"
+         << "      for (long item = blockIdx.x; item < " << n << " / " << N << "L * lg_parts; item += gridDim.x) {\n"
+         << "        const long c = (item % lg_parts) * blockDim.x + threadIdx.x;\n"
+         << "        const long e = (item / lg_parts) * " << N << "L + (c < " << N << "L ? c : " << N - 1 << "L); "
+         << delinear(shape, "e", ix, "t_") << " const auto lg_v = " << value << "; if (c < " << N << "L) " << dst
+         << " = lg_v;\n      }\n      lg_block_coop = false;\n    } else\n";
     os << "    {\n      long span = " << N << "L;\n"
        << "      while (" << n << " / span < 8192L && span % 64L == 0L && span / 2 >= " << small
        << "L) span /= 2;\n"
@@ -90,7 +158,19 @@ void Renderer::element_stage(int32_t s, std::ostringstream& os, std::vector<int6
   bool reduces = false;
   for (ir::ValueId v : nodes)
     if (g.at(v).op == ir::Op::ReduceSum || g.at(v).op == ir::Op::ReduceMax) reduces = true;
+  // Block-wide reductions when every store and state write has one shape of rows and every
+  // reduction is a row's (row_reductions_only).
+  std::vector<ir::Shape> shapes;
+  for (ir::ValueId v : st.stores) shapes.push_back(g.at(v).shape);
+  for (ir::ValueId w : st.nodes)
+    if (g.at(w).op == ir::Op::StateWrite) shapes.push_back(g.at(g.at(w).operands[1]).shape);
+  bool block_rows = reduces && !shapes.empty();
+  for (const auto& sh : shapes) block_rows = block_rows && sh == shapes[0];
+  block_rows = block_rows && row_reductions_only(s, nodes, shapes[0]);
+  if (block_rows) os << "  __shared__ float lg_red[32]; bool lg_block_coop = false;\n";
+  block_reductions_ = block_rows;
   auto name = lambdas(s, nodes, os, {});
+  block_reductions_ = false;
   auto loop = [&](const ir::Shape& shape, const std::string& dst, const std::string& value) {
     int64_t c = 1;
     int32_t tp = 0;
@@ -98,7 +178,7 @@ void Renderer::element_stage(int32_t s, std::ostringstream& os, std::vector<int6
       c *= d.coeff;
       if (!d.is_const()) ++tp;
     }
-    wc.push_back(c * element_loop(shape, dst, value, reduces, os));
+    wc.push_back(c * element_loop(shape, dst, value, reduces, block_rows, os));
     wp.push_back(tp);
   };
   for (ir::ValueId v : st.stores) {

@@ -103,8 +103,19 @@ struct Renderer {
                           std::string& memo_decl);
   /// A grid-stride loop over the elements of `shape` assigning `value` to lvalue `dst` (element
   /// e, indices i0, i1, ...); returns the threads it wants per element (32: a warp each).
+  /// `block_rows`: the stage's reductions are row reductions (row_reductions_only), so a step of
+  /// few rows gives each block a row and its reductions all of the block's threads.
   int element_loop(const ir::Shape& shape, const std::string& dst, const std::string& value, bool reduces,
-                   std::ostringstream& os);
+                   bool block_rows, std::ostringstream& os);
+  /// Whether every reduction among `nodes` (stage s's closure) reduces the last axis of a value
+  /// of shape `rows` into [rows..., 1] and every other value it computes is elementwise over a
+  /// broadcast of `rows`: then a reduction's key depends on the row alone, so every thread of a
+  /// block walking one row asks for the same keys in the same order (the block-wide path of
+  /// reduce_body cannot deadlock).
+  bool row_reductions_only(int32_t s, const std::vector<ir::ValueId>& nodes, const ir::Shape& rows) const;
+  /// Set while element_stage renders the lambdas of a stage that row_reductions_only admits:
+  /// reduce_body then also emits the block-wide path (taken when lg_block_coop is set).
+  bool block_reductions_ = false;
   /// An element stage: grid-stride loops over each store and each state write.
   void element_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
 
