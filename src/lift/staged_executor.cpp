@@ -378,6 +378,13 @@ StagedExecutor::StagedExecutor(const StagedProgram& program, std::vector<std::ve
   reset();
 }
 
+void StagedExecutor::set_state(size_t i, std::vector<float> values) {
+  if (values.size() != states_.at(i).size())
+    throw Error("staged executor: state `" + p_.graph.states.at(i).name + "` has " + std::to_string(states_[i].size()) +
+                " elements, " + std::to_string(values.size()) + " given");
+  states_[i] = std::move(values);
+}
+
 void StagedExecutor::reset() {
   states_.clear();
   for (const auto& s : p_.graph.states) states_.emplace_back(static_cast<size_t>(numel(s.shape, 1)), 0.0f);
@@ -407,7 +414,8 @@ std::vector<std::vector<float>> StagedExecutor::step(const std::vector<std::vect
     input_f[i].assign(inputs[i].begin(), inputs[i].end());
   }
   std::vector<const float*> buffer(g.nodes.size(), nullptr);
-  std::vector<std::vector<float>> stored(g.nodes.size());
+  stored_.assign(g.nodes.size(), {});
+  auto& stored = stored_;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
     auto at = static_cast<size_t>(n.attrs.index);

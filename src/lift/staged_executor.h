@@ -34,11 +34,18 @@ class StagedExecutor {
   void reset();
   /// State `i` (row-major fp32).
   const std::vector<float>& state(size_t i) const { return states_.at(i); }
+  /// Replaces state `i` (row-major fp32, its full size): e.g. a GPU lane's cache, so that one of
+  /// its steps can be replayed here from the same context. Throws lg::Error on a size mismatch.
+  void set_state(size_t i, std::vector<float> values);
+  /// What the last step stored for node `v` (a stage's stored value, row-major fp32); empty for a
+  /// node no stage of that step stored.
+  const std::vector<float>& stored(ir::ValueId v) const { return stored_.at(static_cast<size_t>(v)); }
 
  private:
   const StagedProgram& p_;
   std::vector<std::vector<float>> params_;
   std::vector<std::vector<float>> states_;
+  std::vector<std::vector<float>> stored_;  ///< the last step's stored values, by node
 };
 
 }  // namespace lg::lift

@@ -73,8 +73,10 @@ TEST(CompiledBatch, TinyQwen3RandomSchedulesAgreeWithRunsAlone) {
 // near tie may send a token to another expert under bf16 (a discrete change of its MLP), so the
 // argmax rule at margins above 0.1 is the check, and kGrossError catches a wrong kernel.
 // It failed on the H200 (2026-12-02, bench/RESULTS.md): runs alone 0.28 relative off the reference
-// with the default limits (seed 5003 step 8, position 33), and the tight limits never batched two
-// sequences; the lock check points at the one-token (T = 1) expert kernels (bench/RESULTS.md).
+// with the default limits (seed 5003 step 8, position 33); the lock check points at the one-token
+// (T = 1) expert kernels (bench/RESULTS.md), and moe_probe_test.cpp finds the first stage that
+// differs. (The tight limits "never batched two sequences" then only because the schedules stopped
+// at the default limits' failure; run_seeded_schedules now stops at its own call's failures.)
 // The expert stages are off until that is fixed, and this test runs with them (LG_COMPILED_MOE=1).
 TEST(CompiledBatch, TinyQwen3MoeRandomSchedulesAgreeWithTheReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";

@@ -36,19 +36,44 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
   const std::string key = rows.empty() ? "0L" : linear(rows, ri);
   memo_decl = "long " + nm + "_key = -1; float " + nm + "_v[" + std::to_string(K) + "]; int " + nm + "_i[" +
               std::to_string(K) + "];\n";
+  const std::string Ks = std::to_string(K), vs = nm + "_v", is = nm + "_i";
   // Insertion into the k best so far: larger first, NaN largest (as torch.topk), ties keep the
   // lower index first (a later equal value does not pass an earlier one).
-  return "long key = " + key + "; if (key != " + nm + "_key) { " +
-         "for (int j = 0; j < " + std::to_string(K) + "; ++j) { " + nm + "_v[j] = __int_as_float(0xff800000); " + nm +
-         "_i[j] = -1; } " +
-         "for (long r = 0; r < " + dim(osh[last]) + "; ++r) { const float x = " + call(name, o, oi) + "; " +
-         "int j = " + std::to_string(K) + "; " +
-         "while (j > 0 && (" + nm + "_i[j - 1] < 0 || (x != x ? " + nm + "_v[j - 1] == " + nm + "_v[j - 1] : x > " + nm +
-         "_v[j - 1]))) { if (j < " + std::to_string(K) + ") { " + nm + "_v[j] = " + nm + "_v[j - 1]; " + nm + "_i[j] = " +
-         nm + "_i[j - 1]; } --j; } " +
-         "if (j < " + std::to_string(K) + ") { " + nm + "_v[j] = x; " + nm + "_i[j] = (int)r; } } " + nm + "_key = key; } " +
-         "return " + (n.op == ir::Op::ArgTopK ? "(float)" + nm + "_i[" + ix[last] + "]" : nm + "_v[" + ix[last] + "]") +
-         ";";
+  const std::string serial =
+      "for (int j = 0; j < " + Ks + "; ++j) { " + vs + "[j] = __int_as_float(0xff800000); " + is + "[j] = -1; } " +
+      "for (long r = 0; r < " + dim(osh[last]) + "; ++r) { const float x = " + call(name, o, oi) + "; " + "int j = " + Ks +
+      "; " + "while (j > 0 && (" + is + "[j - 1] < 0 || (x != x ? " + vs + "[j - 1] == " + vs + "[j - 1] : x > " + vs +
+      "[j - 1]))) { if (j < " + Ks + ") { " + vs + "[j] = " + vs + "[j - 1]; " + is + "[j] = " + is + "[j - 1]; } --j; } " +
+      "if (j < " + Ks + ") { " + vs + "[j] = x; " + is + "[j] = (int)r; } }";
+  std::string body = serial;
+  const int64_t E = osh[last].is_const() ? osh[last].coeff : 0, C = (E + 31) / 32;
+  if (E > 0 && C <= 32) {
+    // A warp whose 32 lanes all ask for the same row (the stage runs a warp per output element,
+    // so the k warps of a row each do this; a few microseconds, not the serial scan per thread):
+    // lane l holds elements l, l + 32, ... in registers (read with the index clamped so every lane
+    // calls the operand: its softmax reductions then run warp-wide too), then k rounds of a warp
+    // arg-max under the same order as the serial scan (NaN largest, ties to the lower index), the
+    // winner's lane dropping it. Any other caller (divergent lanes) takes the serial scan.
+    std::vector<std::string> ci(oi);
+    ci[last] = "lg_r";
+    const std::string Cs = std::to_string(C), Es = std::to_string(E);
+    body = "const unsigned am = __activemask(); "
+           "if (am == 0xffffffffu && __all_sync(am, key == __shfl_sync(am, key, 0))) { "
+           "auto before = [](float a, int ia, float b, int ib) { if (ib < 0) return ia >= 0; if (ia < 0) return false; "
+           "if (a != a) return b == b || ia < ib; if (b != b) return false; return a > b || (a == b && ia < ib); }; "
+           "const int lane = threadIdx.x & 31; float xs[" + Cs + "]; bool live[" + Cs + "]; "
+           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) { const long lg_r = min(c * 32L + lane, " + Es +
+           "L - 1L); xs[c] = " + call(name, o, ci) + "; live[c] = c * 32 + lane < " + Es + "; } " +
+           "for (int j = 0; j < " + Ks + "; ++j) { float bv = __int_as_float(0xff800000); int bi = -1; " +
+           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) if (live[c] && before(xs[c], c * 32 + lane, bv, bi)) { bv = xs[c]; bi = c * 32 + lane; } " +
+           "for (int s = 16; s > 0; s >>= 1) { const float ov = __shfl_xor_sync(0xffffffffu, bv, s); const int oi = __shfl_xor_sync(0xffffffffu, bi, s); " +
+           "if (before(ov, oi, bv, bi)) { bv = ov; bi = oi; } } " +
+           vs + "[j] = bi < 0 ? __int_as_float(0xff800000) : bv; " + is + "[j] = bi; " +
+           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) if (bi == c * 32 + lane) live[c] = false; } " +
+           "} else { " + serial + " }";
+  }
+  return "long key = " + key + "; if (key != " + nm + "_key) { " + body + " " + nm + "_key = key; } " +
+         "return " + (n.op == ir::Op::ArgTopK ? "(float)" + is + "[" + ix[last] + "]" : vs + "[" + ix[last] + "]") + ";";
 }
 
 namespace {

@@ -70,7 +70,8 @@ class CompiledLane : public Lane {
     emit::cuda::Compilation comp = emit::cuda::compile(fg.graph, opts);
     prog_ = std::move(comp.program);
     launches_per_layer_ = emit::cuda::layer_launches(comp).per_layer;
-    const lift::StagedProgram& staged = comp.staged;
+    staged_ = std::move(comp.staged);
+    const lift::StagedProgram& staged = staged_;
     const ir::Graph& g = staged.graph;
     compile_kernels(comp.arch, clock);
     // Buffers: weights uploaded once, states zeroed, inputs and the arena allocated.
@@ -169,19 +170,7 @@ class CompiledLane : public Lane {
     // is not asynchronous; from pinned memory it is a plain DMA. Only what differs from what the
     // device holds is copied: a decode step sends its tokens and positions, and a block-table
     // entry when a sequence enters a new block.
-    const std::span<int32_t> staging(pinned_, static_cast<size_t>(mirror_->staging_elems()));
-    const std::vector<compiled::InputCopy> copies =
-        decode ? mirror_->plan_decode(f, rows, pad_block_, limits_.block_size, staging) : mirror_->plan(f, staging);
-    for (const compiled::InputCopy& c : copies) {
-      int32_t* dst = input_dev_[static_cast<size_t>(c.input)] + c.dst;
-      const int32_t* src = pinned_ + c.src;
-      if (c.height == 1)
-        LG_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(c.width) * 4, cudaMemcpyHostToDevice, s));
-      else
-        LG_CUDA_CHECK(cudaMemcpy2DAsync(dst, static_cast<size_t>(c.pitch) * 4, src, static_cast<size_t>(c.width) * 4,
-                                        static_cast<size_t>(c.width) * 4, static_cast<size_t>(c.height),
-                                        cudaMemcpyHostToDevice, s));
-    }
+    copy_inputs(f, decode, rows);
     const int64_t B = decode ? rows : f.B;
     if (profile_ && ++steps_seen_[{rows, B}] == 2) profile(rows, B);
     const float* logits = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]);
@@ -222,7 +211,87 @@ class CompiledLane : public Lane {
     return out;
   }
 
+  /// probe_compiled_step (compiled_lane.h): the step launch by launch, each launch's stored values
+  /// read back after it (no CUDA graph, so the launches are those step() would run or capture).
+  ProbedStep probe(std::span<const SeqStep> batch) {
+    const FlatBatch f = flatten(batch, limits_);
+    const bool decode = f.T == f.B;
+    const int64_t rows = decode ? bucket_of(f.B) : f.T, B = decode ? rows : f.B;
+    const ir::Graph& g = staged_.graph;
+    ProbedStep out;
+    out.symbols = {rows, B};
+    if (g.symbols.size() != 2) throw Error("compiled lane: internal error: a batched graph without the symbols T, B");
+    auto count = [&](const ir::Shape& shape) {
+      int64_t n = 1;
+      for (const ir::Dim& d : shape) n *= d.coeff * (d.sym < 0 ? 1 : out.symbols.at(static_cast<size_t>(d.sym)));
+      return static_cast<size_t>(n);
+    };
+    auto read = [&](int32_t buffer, size_t n) {
+      const auto& b = prog_.buffers[static_cast<size_t>(buffer)];
+      std::vector<float> v(n);
+      if (b.dtype == DType::BF16) {
+        std::vector<uint16_t> h(n);
+        LG_CUDA_CHECK(cudaMemcpy(h.data(), ptrs_[static_cast<size_t>(buffer)], n * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; ++i) v[i] = bf16_to_f32(h[i]);
+      } else if (b.dtype == DType::F32) {
+        LG_CUDA_CHECK(cudaMemcpy(v.data(), ptrs_[static_cast<size_t>(buffer)], n * 4, cudaMemcpyDeviceToHost));
+      } else {
+        throw Error("compiled lane: probe: buffer `" + b.name + "` of dtype " + std::string(dtype_name(b.dtype)));
+      }
+      return v;
+    };
+    copy_inputs(f, decode, rows);
+    stream_.synchronize();
+    std::map<ir::ValueId, int32_t> arena_of;
+    out.inputs.resize(g.inputs.size());
+    out.states.resize(g.states.size());
+    for (size_t i = 0; i < prog_.buffers.size(); ++i) {
+      const auto& b = prog_.buffers[i];
+      const auto id = static_cast<int32_t>(i);
+      if (b.kind == BufferKind::Arena) arena_of[b.node] = id;
+      if (b.kind == BufferKind::Input) {
+        const size_t n = count(g.inputs[static_cast<size_t>(b.index)].shape);
+        auto& in = out.inputs[static_cast<size_t>(b.index)];
+        in.resize(n);
+        LG_CUDA_CHECK(cudaMemcpy(in.data(), ptrs_[i], n * 4, cudaMemcpyDeviceToHost));
+      }
+      if (b.kind == BufferKind::State)
+        out.states[static_cast<size_t>(b.index)] = read(id, count(g.states[static_cast<size_t>(b.index)].shape));
+    }
+    for (size_t i = 0; i < prog_.launches.size(); ++i) {
+      launch_at(i, rows, B);
+      stream_.synchronize();
+      for (int32_t st : prog_.launches[i].stages)
+        for (ir::ValueId v : staged_.stages[static_cast<size_t>(st)].stores) {
+          const auto it = arena_of.find(v);
+          if (it == arena_of.end()) continue;  // a state written in place
+          out.values.push_back({static_cast<int32_t>(i), v, read(it->second, count(g.at(v).shape))});
+        }
+    }
+    return out;
+  }
+
+  const lift::StagedProgram& staged() const { return staged_; }
+
  private:
+  /// Copies what the step's inputs change to the device input buffers (step_inputs.h), on the stream.
+  void copy_inputs(const FlatBatch& f, bool decode, int64_t rows) {
+    cudaStream_t s = stream_.get();
+    const std::span<int32_t> staging(pinned_, static_cast<size_t>(mirror_->staging_elems()));
+    const std::vector<compiled::InputCopy> copies =
+        decode ? mirror_->plan_decode(f, rows, pad_block_, limits_.block_size, staging) : mirror_->plan(f, staging);
+    for (const compiled::InputCopy& c : copies) {
+      int32_t* dst = input_dev_[static_cast<size_t>(c.input)] + c.dst;
+      const int32_t* src = pinned_ + c.src;
+      if (c.height == 1)
+        LG_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(c.width) * 4, cudaMemcpyHostToDevice, s));
+      else
+        LG_CUDA_CHECK(cudaMemcpy2DAsync(dst, static_cast<size_t>(c.pitch) * 4, src, static_cast<size_t>(c.width) * 4,
+                                        static_cast<size_t>(c.width) * 4, static_cast<size_t>(c.height),
+                                        cudaMemcpyHostToDevice, s));
+    }
+  }
+
   /// The decode graph bucket of a step of B sequences: the next power of two, at most max_batch.
   int64_t bucket_of(int64_t B) const {
     int64_t b = 1;
@@ -526,6 +595,7 @@ class CompiledLane : public Lane {
   int64_t vocab_ = 0;
   int64_t launches_per_layer_ = 0;  ///< of the plan's decode launches (emit::cuda::layer_launches)
   emit::cuda::CudaProgram prog_;
+  lift::StagedProgram staged_;  ///< what prog_ was emitted from (probe_compiled_step)
   std::vector<cudaLibrary_t> libs_;
   std::vector<cudaKernel_t> kernels_;
   bool profile_ = false, pdl_ = true;
@@ -546,6 +616,18 @@ class CompiledLane : public Lane {
 };
 
 }  // namespace
+
+const lift::StagedProgram& compiled_lane_program(const Lane& lane) {
+  const auto* c = dynamic_cast<const CompiledLane*>(&lane);
+  if (!c) throw Error("compiled_lane_program: lane `" + lane.name() + "` is not the compiled lane");
+  return c->staged();
+}
+
+ProbedStep probe_compiled_step(Lane& lane, std::span<const SeqStep> batch) {
+  auto* c = dynamic_cast<CompiledLane*>(&lane);
+  if (!c) throw Error("probe_compiled_step: lane `" + lane.name() + "` is not the compiled lane");
+  return c->probe(batch);
+}
 
 std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, const LaneOptions& options) {
   StartupClock clock("compiled lane");

@@ -11,12 +11,17 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/lane.h"
 
 namespace lg::model {
 struct ModelDir;
 struct ModelConfig;
+}
+
+namespace lg::lift {
+struct StagedProgram;
 }
 
 namespace lg {
@@ -27,6 +32,31 @@ namespace lg {
 /// Prints progress (compiling, uploading) to stderr when it is a terminal. Throws lg::Error
 /// without a CUDA device, for a program the lifter refuses, or when NVRTC or a load fails.
 std::unique_ptr<Lane> make_compiled_lane(const model::ModelDir& dir, const LaneOptions& options);
+
+/// One step of a compiled lane replayed launch by launch (probe_compiled_step): its inputs, the
+/// states before it, and every value its stages stored in the arena, read back right after the
+/// launch that stored it (later launches may reuse that memory).
+struct ProbedStep {
+  std::vector<std::vector<int32_t>> inputs;  ///< Graph::inputs' values as the step fed them (their rows for `symbols`)
+  std::vector<int64_t> symbols;              ///< the runtime dims: T (the step's rows), B
+  std::vector<std::vector<float>> states;    ///< every state before the step, f32 (a bf16 pool widened)
+  struct Value {
+    int32_t launch = -1;        ///< index in the program's launches
+    int32_t node = -1;          ///< the stored node of compiled_lane_program()'s graph
+    std::vector<float> values;  ///< row-major, its rows for `symbols`
+  };
+  std::vector<Value> values;  ///< in launch order
+};
+
+/// The staged program a compiled lane runs (ProbedStep::Value::node indexes its graph). Throws
+/// lg::Error if `lane` is not a compiled lane.
+const lift::StagedProgram& compiled_lane_program(const Lane& lane);
+
+/// Runs `batch` as one step of the compiled lane `lane` (state changes as step() makes them), but
+/// launch by launch without a CUDA graph, synchronising after each to read back what it stored:
+/// slow, for tests that compare every stage with the staged CPU executor. Throws lg::Error if
+/// `lane` is not a compiled lane, and what step() throws.
+ProbedStep probe_compiled_step(Lane& lane, std::span<const SeqStep> batch);
 
 /// The compiled lane of `config`'s program with random weights made on the device (deterministic
 /// in `seed` and the tensor names; bf16 matrices uniform with std 0.02, norm weights 1, other 1-D

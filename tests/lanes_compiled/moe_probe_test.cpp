@@ -1,0 +1,136 @@
+// The compiled lane's mixture-of-experts stages, stage by stage (GPU; skipped without one): a step
+// of tiny-qwen3-moe is run launch by launch (probe_compiled_step), every value a stage stores is
+// read back after its launch, and the staged CPU executor (src/lift/staged_executor.h) runs the
+// same staged program on the same inputs from the same KV cache (the lane's bf16 pool, widened),
+// so the first stage whose values differ is the broken one, whatever the stages after it do.
+//
+// Steps probed: (a) a sequence's first token alone (T = 1 from an empty cache), (b) a decode token
+// alone at position 40 after a 40-token prompt (T = 1 with context: the step where the lock check
+// is 0.137 off), (c) two sequences decoding together (T = 2: the grouped form of the experts).
+//
+// Tolerance 2e-2 norm-wise per stored value, the compiled lane's bound on logits against the fp32
+// reference (compiled_lane_test.cpp): the weights are fp32 here, and within a step the two differ
+// by summation order (fp32 against double) and by this step's K/V row, which the lane stores in
+// bf16 (rel. 4e-3) where the executor keeps fp32. The top-k indices must be equal: a near tie in
+// the router (the executor's top-k values then differ by less than 1e-4) is reported as such.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "lanes/compiled/compiled_lane.h"
+#include "lanes/factory.h"
+#include "lift/staged_executor.h"
+#include "model/model_dir.h"
+#include "runtime/bind_params.h"
+#include "runtime/cuda/device.h"
+#include "runtime/kv_blocks.h"
+#include "runtime/solo_sequence.h"
+
+namespace lg {
+namespace {
+
+const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARED_DIR") : LG_SHARED_DIR;
+constexpr double kTol = 2e-2;  // see the top of the file
+
+double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
+  double d = 0, n = 0;
+  for (size_t k = 0; k < ref.size(); ++k) {
+    const double e = static_cast<double>(got[k]) - ref[k];
+    d += e * e;
+    n += static_cast<double>(ref[k]) * ref[k];
+  }
+  return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
+}
+
+/// Replays `ps` on `ex` and compares every stored value; prints one line per value and fails at
+/// the first one past kTol, naming it and its first differing elements.
+void compare(const ProbedStep& ps, const lift::StagedProgram& prog, lift::StagedExecutor& ex, const std::string& what) {
+  for (size_t i = 0; i < ps.states.size(); ++i) ex.set_state(i, ps.states[i]);
+  ex.step(ps.inputs, ps.symbols);
+  std::printf("== %s (T %lld, B %lld): %zu stored values\n", what.c_str(), static_cast<long long>(ps.symbols[0]),
+              static_cast<long long>(ps.symbols[1]), ps.values.size());
+  for (const auto& v : ps.values) {
+    const ir::Node& n = prog.graph.at(v.node);
+    const std::vector<float>& ref = ex.stored(v.node);
+    const std::string name = "launch " + std::to_string(v.launch) + " %" + std::to_string(v.node) + " " + n.name + "=" +
+                             std::string(ir::op_name(n.op));
+    ASSERT_EQ(v.values.size(), ref.size()) << what << ": " << name << ": sizes differ";
+    const double e = rel_err(v.values, ref);
+    const bool indices = n.op == ir::Op::ArgTopK;
+    size_t wrong = 0;
+    if (indices)
+      for (size_t k = 0; k < ref.size(); ++k) wrong += v.values[k] != ref[k];
+    std::printf("  %-56s rel %.3e%s\n", name.c_str(), e,
+                indices ? (" indices differing: " + std::to_string(wrong)).c_str() : "");
+    if (e <= kTol && wrong == 0) continue;
+    std::string detail;
+    int shown = 0;
+    for (size_t k = 0; k < ref.size() && shown < 8; ++k) {
+      const double d = std::fabs(static_cast<double>(v.values[k]) - ref[k]);
+      if (d <= kTol * std::max(1.0, std::fabs(static_cast<double>(ref[k])))) continue;
+      detail += "\n    [" + std::to_string(k) + "] lane " + std::to_string(v.values[k]) + ", executor " +
+                std::to_string(ref[k]);
+      ++shown;
+    }
+    // At a top-k, the values the executor ranked (a near tie explains swapped indices).
+    if (indices)
+      for (const auto& w : ps.values)
+        if (w.launch == v.launch && prog.graph.at(w.node).op == ir::Op::TopK) {
+          detail += "\n    top-k values: lane";
+          for (float x : w.values) detail += " " + std::to_string(x);
+          detail += "; executor";
+          for (float x : ex.stored(w.node)) detail += " " + std::to_string(x);
+        }
+    FAIL() << what << ": the first stage that differs is " << name << " (relative error " << e << ", tolerance "
+           << kTol << ")" << detail;
+  }
+}
+
+TEST(CompiledMoeProbe, TinyQwen3MoeStepsAgreeWithTheStagedExecutorStageByStage) {
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  setenv("LG_COMPILED_MOE", "1", 1);  // these are the stages under test
+  auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
+  auto lane = make_lane("compiled", md, {.max_seq = 128});
+  const lift::StagedProgram& prog = compiled_lane_program(*lane);
+  std::vector<std::vector<float>> params;
+  for (const auto& t : runtime::bind_params(prog.graph, md.checkpoint)) params.push_back(t.to_f32());
+  lift::StagedExecutor ex(prog, std::move(params));
+  const LaneLimits lim = lane->limits();
+  runtime::BlockManager blocks(lim.num_blocks, lim.block_size);
+
+  // (a) The first token of a sequence, alone.
+  {
+    runtime::SoloSequence s(*lane, &blocks);
+    const std::vector<int32_t> tok{500};
+    const SeqStep q = s.next(tok, true);
+    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "first token alone");
+    s.advance(1);
+    if (HasFatalFailure()) return;
+  }
+  // (b) A decode token alone at position 40, (c) then with a second sequence (grouped form).
+  runtime::SoloSequence a(*lane, &blocks), b(*lane, &blocks);
+  std::vector<int32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 11) % 500);
+  const int32_t next = a.feed(prompt, false).argmax;
+  {
+    const std::vector<int32_t> tok{next};
+    const SeqStep q = a.next(tok, true);
+    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "decode alone at position 40");
+    a.advance(1);
+    if (HasFatalFailure()) return;
+  }
+  const int32_t bnext = b.feed(std::vector<int32_t>{7, 99, 250}, false).argmax;
+  {
+    const std::vector<int32_t> ta{next}, tb{bnext};
+    const std::vector<SeqStep> q{a.next(ta, true), b.next(tb, true)};
+    compare(probe_compiled_step(*lane, q), prog, ex, "two sequences decoding (positions 41 and 3)");
+  }
+}
+
+}  // namespace
+}  // namespace lg
