@@ -38,9 +38,9 @@ std::optional<std::string> lane_refuses(const std::string& name, const model::Mo
 /// 0.003 off on the same cases, and bf16 routing does not explain it); off until that is fixed.
 /// LG_COMPILED_MOE=1 (compiled_experts_enabled) runs them (lab).
 inline constexpr const char* kCompiledExpertsOff =
-    "the compiled lane's expert stages are off: on the H200 their steps of one token went past their test's "
-    "bound against the fp32 CPU reference (bench/RESULTS.md, 2026-12-02); use --lane cpu, or LG_COMPILED_MOE=1 "
-    "to run them anyway (lab)";
+    "the compiled lane's expert stages are off: on the H200 their logits went past their test's bound against "
+    "the fp32 CPU reference, alone and batched alike (docs/lifting.md, \"Mixtures of experts\"); use --lane cpu, "
+    "or LG_COMPILED_MOE=1 to run them anyway (lab)";
 /// LG_COMPILED_MOE=1.
 bool compiled_experts_enabled();
 
