@@ -2,7 +2,12 @@
 // T = 1 with random inputs. Build: nvcc -arch=sm_90 -O3 -std=c++17 -DPROGRAM='"program.cu"'
 // -DKERNEL=k16_reduce -DGRID=15 reduce_lab_main.cu. The kernel's arguments here are Gemma-3-12B's
 // post-attention stage (stages.txt "stage 10": f32 [T, 3840] x2 in, bf16 [3840] x2 weights,
-// f32 [T, 3840] x2 out).
+// f32 [T, 3840] x2 out). Make program.cu with `lg compile models/gemma3_text.lg -c
+// bench/shapes/gemma-3-12b-text -o DIR`; the variants of bench/RESULTS.md (seventh session) were
+// that text edited with sed (an `_Pragma("unroll 8")` before a loop, a fixed span, ...). To count
+// the reductions that take the serial fallback, insert `atomicAdd(&lg_fallbacks, 1ULL);` at the
+// start of its `} else { for (long r = 0; ...` branch; the lab prints the count per launch.
+// Use -DVARIANT='"name"' to label the line it prints.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
