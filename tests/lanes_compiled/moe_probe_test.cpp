@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/batch_schedules.h"  // rel_err
 #include "ir/ir.h"
 #include "lanes/compiled/compiled_lane.h"
 #include "lanes/factory.h"
@@ -37,16 +38,6 @@ namespace {
 const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARED_DIR") : LG_SHARED_DIR;
 constexpr double kTol = 2e-2;  // see the top of the file
 
-double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
-  double d = 0, n = 0;
-  for (size_t k = 0; k < ref.size(); ++k) {
-    const double e = static_cast<double>(got[k]) - ref[k];
-    d += e * e;
-    n += static_cast<double>(ref[k]) * ref[k];
-  }
-  return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
-}
-
 /// Replays `ps` on `ex` and compares every stored value; prints one line per value and fails at
 /// the first one past kTol, naming it and its first differing elements.
 void compare(const ProbedStep& ps, const lift::StagedProgram& prog, lift::StagedExecutor& ex, const std::string& what) {
@@ -60,7 +51,7 @@ void compare(const ProbedStep& ps, const lift::StagedProgram& prog, lift::Staged
     const std::string name = "launch " + std::to_string(v.launch) + " %" + std::to_string(v.node) + " " + n.name + "=" +
                              std::string(ir::op_name(n.op));
     ASSERT_EQ(v.values.size(), ref.size()) << what << ": " << name << ": sizes differ";
-    const double e = rel_err(v.values, ref);
+    const double e = lg::testing::rel_err(v.values, ref);
     const bool indices = n.op == ir::Op::ArgTopK;
     size_t wrong = 0;
     if (indices)
