@@ -27,6 +27,40 @@ ir::Graph lower(const std::filesystem::path& source, const model::ModelConfig& c
 // S: the bound of the step's token count, symbol 0 (lang/lower.h).
 int64_t context_of(const ir::Graph& g) { return g.symbols.empty() ? 0 : g.symbols[0].max; }
 
+std::string shape_text(const ir::Graph& g, const ir::Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    const ir::Dim& d = shape[i];
+    if (d.is_const()) {
+      s += std::to_string(d.coeff);
+    } else {
+      if (d.coeff != 1) s += std::to_string(d.coeff) + "*";
+      s += static_cast<size_t>(d.sym) < g.symbols.size() ? g.symbols[static_cast<size_t>(d.sym)].name : "?";
+    }
+  }
+  return s + "]";
+}
+
+// The runtime feeds a forward T tokens per step and samples from one row of logits per token, so
+// a program that runs a model must return one [T, V] output with V = config.json's vocab_size:
+// without this a program returning [T, D] (or a fixed T) ran, sampled ids from the wrong row width
+// and blamed the tokenizer, or reported a context of 0 tokens.
+void check_logits_output(const ir::Graph& g, const std::filesystem::path& source, const model::ModelConfig& config) {
+  const std::string where = source.string() + ": the forward";
+  if (g.symbols.empty())
+    throw Error(where + " has no runtime token count T: a model's forward takes tokens: i32[T], pos: i32[T]");
+  if (g.outputs.size() != 1)
+    throw Error(where + " returns " + std::to_string(g.outputs.size()) + " values; a model's forward returns one, the logits [T, V]");
+  const ir::Shape& shape = g.at(g.outputs[0]).shape;
+  const bool t_rows = shape.size() == 2 && shape[0] == ir::Dim::symbol(0) && shape[1].is_const() && shape[1].coeff > 0;
+  if (!t_rows)
+    throw Error(where + " returns " + shape_text(g, shape) + "; a model's forward returns the logits [T, V], one row per token");
+  if (config.vocab_size > 0 && shape[1].coeff != config.vocab_size)
+    throw Error(where + " returns logits [T, " + std::to_string(shape[1].coeff) + "], but " + config.source +
+                " has vocab_size " + std::to_string(config.vocab_size) + ": the logits must have one column per token id");
+}
+
 }  // namespace
 
 void resolve_program(model::ModelDir& dir, const std::filesystem::path& program) {
@@ -36,7 +70,9 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program)
       throw Error(program.string() + ": no such .lg program (--program)");
     dir.program = program;
   }
-  const ir::Graph g = lower(program_source(dir), dir.config, 0);
+  const std::filesystem::path source = program_source(dir);
+  const ir::Graph g = lower(source, dir.config, 0);
+  check_logits_output(g, source, dir.config);
   check_params(g, dir.checkpoint);
   dir.context = context_of(g);
   dir.vocab = g.at(g.outputs.at(0)).shape.back().coeff;

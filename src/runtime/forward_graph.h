@@ -23,7 +23,8 @@ std::filesystem::path program_source(const model::ModelDir& dir);
 /// sequence length to fill dir.context (its S) and dir.vocab (the width of its logits), checking
 /// every param against the checkpoint: the early, clear refusal of a checkpoint that does not fit
 /// (a config from another size names the tensor, its shape and the param's). Throws lg::Error as
-/// forward_graph.
+/// forward_graph, and for a forward that does not return one [T, V] output with V = config.json's
+/// vocab_size (the logits the runtime samples from; the message names the program and the shape).
 void resolve_program(model::ModelDir& dir, const std::filesystem::path& program = {});
 
 /// Lowers the model's .lg program (program_source) with `max_seq` as the KV-cache capacity (0: the

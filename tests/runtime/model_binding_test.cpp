@@ -129,5 +129,42 @@ TEST(ParamProblems, ConfigFromAnotherSizeIsReportedByTensorAndParam) {
   }
 }
 
+
+// A --program whose forward does not return the logits [T, vocab_size] is refused by name before
+// a lane is built: it used to run, sampling ids from a [T, D] output as if D were the vocabulary
+// (or blaming tokenizer.json for ids >= D), and a fixed-T forward reported a context of 0 tokens.
+TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
+  const auto tmp = std::filesystem::temp_directory_path() / ("lg_logits_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  auto program = [&](const std::string& name, const std::string& signature, const std::string& result) {
+    const auto path = tmp / (name + ".lg");
+    std::ofstream(path) << "model x {\n  dims {\n    V = config.vocab_size\n    D = config.hidden_size\n  }\n"
+                           "  param embed: bf16[V, D] = \"model.embed_tokens.weight\"\n  forward("
+                        << signature << " {\n    x = embed[tokens].to(f32)\n    return " << result << "\n  }\n}\n";
+    return path;
+  };
+  const auto ok = program("ok", "tokens: i32[T], pos: i32[T]) -> f32[T, V]", "x @ embed.T");
+  const auto narrow = program("narrow", "tokens: i32[T], pos: i32[T]) -> f32[T, D]", "x");
+  const auto rank1 = program("rank1", "tokens: i32[T], pos: i32[T]) -> f32[T]", "(x @ embed.T)[:, 0]");
+  const auto fixed = program("fixed", "tokens: i32[4], pos: i32[4]) -> f32[4, V]", "x @ embed.T");
+  auto error_for = [&](const std::filesystem::path& p) {
+    auto m = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3");
+    return error_of([&] { resolve_program(m, p); });
+  };
+  {
+    auto m = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3");
+    resolve_program(m, ok);
+    EXPECT_EQ(m.vocab, m.config.vocab_size);
+  }
+  std::string e = error_for(narrow);
+  EXPECT_NE(e.find(narrow.string() + ": the forward returns logits [T, 64], but"), std::string::npos) << e;
+  EXPECT_NE(e.find("has vocab_size 512"), std::string::npos) << e;
+  e = error_for(rank1);
+  EXPECT_NE(e.find("the forward returns [T]; a model's forward returns the logits [T, V]"), std::string::npos) << e;
+  e = error_for(fixed);
+  EXPECT_NE(e.find("the forward has no runtime token count T"), std::string::npos) << e;
+  std::filesystem::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace lg::runtime
