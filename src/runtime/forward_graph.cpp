@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ir/print.h"
 #include "ir/verify.h"
 #include "lang/lower.h"
 #include "runtime/bind_params.h"
@@ -27,21 +28,6 @@ ir::Graph lower(const std::filesystem::path& source, const model::ModelConfig& c
 // S: the bound of the step's token count, symbol 0 (lang/lower.h).
 int64_t context_of(const ir::Graph& g) { return g.symbols.empty() ? 0 : g.symbols[0].max; }
 
-std::string shape_text(const ir::Graph& g, const ir::Shape& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    const ir::Dim& d = shape[i];
-    if (d.is_const()) {
-      s += std::to_string(d.coeff);
-    } else {
-      if (d.coeff != 1) s += std::to_string(d.coeff) + "*";
-      s += static_cast<size_t>(d.sym) < g.symbols.size() ? g.symbols[static_cast<size_t>(d.sym)].name : "?";
-    }
-  }
-  return s + "]";
-}
-
 // The runtime feeds a forward T tokens per step and samples from one row of logits per token, so
 // a program that runs a model must return one [T, V] output with V = config.json's vocab_size:
 // without this a program returning [T, D] (or a fixed T) ran, sampled ids from the wrong row width
@@ -55,7 +41,8 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
   const ir::Shape& shape = g.at(g.outputs[0]).shape;
   const bool t_rows = shape.size() == 2 && shape[0] == ir::Dim::symbol(0) && shape[1].is_const() && shape[1].coeff > 0;
   if (!t_rows)
-    throw Error(where + " returns " + shape_text(g, shape) + "; a model's forward returns the logits [T, V], one row per token");
+    throw Error(where + " returns " + ir::type_string(g, g.at(g.outputs[0]).dtype, shape) +
+                "; a model's forward returns the logits [T, V], one row per token");
   if (config.vocab_size > 0 && shape[1].coeff != config.vocab_size)
     throw Error(where + " returns logits [T, " + std::to_string(shape[1].coeff) + "], but " + config.source +
                 " has vocab_size " + std::to_string(config.vocab_size) + ": the logits must have one column per token id");

@@ -160,7 +160,7 @@ TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
   EXPECT_NE(e.find(narrow.string() + ": the forward returns logits [T, 64], but"), std::string::npos) << e;
   EXPECT_NE(e.find("has vocab_size 512"), std::string::npos) << e;
   e = error_for(rank1);
-  EXPECT_NE(e.find("the forward returns [T]; a model's forward returns the logits [T, V]"), std::string::npos) << e;
+  EXPECT_NE(e.find("the forward returns f32[T]; a model's forward returns the logits [T, V]"), std::string::npos) << e;
   e = error_for(fixed);
   EXPECT_NE(e.find("the forward has no runtime token count T"), std::string::npos) << e;
   std::filesystem::remove_all(tmp);
