@@ -53,10 +53,11 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (!v->is_string()) throw RequestError("model", fmt::format("'model' must be a string, got {}", v->type_name()));
     g.model = v->get<std::string>();
   }
-  // Chat clients of the newer API send max_completion_tokens; it means the same.
-  const char* max_name = "max_tokens";
-  const json* max = field(j, "max_tokens");
-  if (!max && chat && (max = field(j, "max_completion_tokens"))) max_name = "max_completion_tokens";
+  // Chat clients of the newer API send max_completion_tokens, which OpenAI's API (max_tokens is
+  // deprecated there) and vLLM's chat endpoint take over max_tokens when a request has both.
+  const char* max_name = "max_completion_tokens";
+  const json* max = chat ? field(j, "max_completion_tokens") : nullptr;
+  if (!max && (max = field(j, "max_tokens"))) max_name = "max_tokens";
   if (max) {
     const int64_t n = integer(*max, max_name);
     if (n < 1) throw RequestError(max_name, fmt::format("'{}' must be >= 1, got {}", max_name, n));

@@ -141,6 +141,16 @@ TEST(ChatRequest, ParsesMessagesAndTextParts) {
   EXPECT_EQ(r.template_kwargs, nlohmann::ordered_json::object());
 }
 
+// OpenAI's chat API deprecates max_tokens for max_completion_tokens, and vLLM's chat endpoint takes
+// max_completion_tokens when a request has both; a completion request has only max_tokens.
+TEST(ChatRequest, MaxCompletionTokensWinsOverMaxTokens) {
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":9,"max_completion_tokens":4})")
+                .gen.max_tokens,
+            4);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":9})").gen.max_tokens, 9);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"a","max_tokens":9,"max_completion_tokens":4})").gen.max_tokens, 9);
+}
+
 TEST(ChatRequest, AcceptsWhatOpenAIClientsSend) {
   // The developer role (a system message under OpenAI's newer name), an assistant turn that only
   // calls tools ("content": null, or no content), the tool's answer, tools, and vLLM's
