@@ -41,6 +41,15 @@ std::string read_text(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+/// `g` made batched (ir::make_batched: ragged steps, paged bf16 states), lifted, fused and emitted
+/// as the compiled lane and `lg compile` emit it.
+CudaProgram emit_batched(ir::Graph& g, const ir::BatchOptions& batch) {
+  ir::make_batched(g, batch);
+  lift::StagedProgram p = lift::lift(g);
+  lift::fuse(p);
+  return emit_program(p, {.bf16_states = true});
+}
+
 TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3"));
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3-untied-mqa"));
@@ -116,10 +125,7 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
                         Case{"gemma3_text.lg", kShared + "/fixtures/tiny-gemma3", {4, 100, 3, 24}}}) {
     SCOPED_TRACE(c.lg + " on " + c.config);
     ir::Graph g = lang::lower_file(kSource + "/models/" + c.lg, config_of(c.config), lang::BindOptions{128});
-    ir::make_batched(g, c.batch);
-    lift::StagedProgram p = lift::lift(g);
-    lift::fuse(p);
-    const CudaProgram prog = emit_program(p, {.bf16_states = true});
+    const CudaProgram prog = emit_batched(g, c.batch);
     EXPECT_NE(prog.source().find("unsigned short* __restrict__"), std::string::npos) << "no bf16 state";
     // A bf16 state's element is read through lg_bf16 (widened), never as a raw 16-bit integer: a
     // `return pN[...]` of such a pointer compiles and reads garbage (found on the H200).
@@ -146,10 +152,7 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   c["head_dim"] = 128;
   c["num_hidden_layers"] = 1;
   ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
-  ir::make_batched(g, {16, 129, 64, 256});
-  lift::StagedProgram p = lift::lift(g);
-  lift::fuse(p);
-  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  const CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
   int attn = 0;
   for (const auto& l : prog.launches) {
     const Kernel& k = prog.kernels[static_cast<size_t>(l.kernel)];
@@ -184,10 +187,7 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
 TEST(EmitLgPrograms, RowNormsOfADecodeStepReduceBlockWide) {
   ir::Graph g = lang::lower_file(kSource + "/models/gemma3_text.lg", config_of(kShared + "/fixtures/tiny-gemma3"),
                                  lang::BindOptions{128});
-  ir::make_batched(g, {16, 129, 64, 256});
-  lift::StagedProgram p = lift::lift(g);
-  lift::fuse(p);
-  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  const CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
   int block_wide = 0, warp_only = 0;
   for (const auto& k : prog.kernels) {
     if (k.name.find("_reduce") == std::string::npos) continue;
@@ -215,10 +215,7 @@ TEST(EmitLgPrograms, RowNormsOfADecodeStepReduceBlockWide) {
 TEST(EmitLgPrograms, SlidingWindowBoundsTheKeysOfDecodeAndPrefillAttention) {
   nlohmann::json c = config_of(kShared + "/fixtures/tiny-gemma3");
   ir::Graph g = lang::lower_file(kSource + "/models/gemma3_text.lg", c, lang::BindOptions{1024});
-  ir::make_batched(g, {16, 129, 64, 256});
-  lift::StagedProgram p = lift::lift(g);
-  lift::fuse(p);
-  const CudaProgram prog = emit_program(p, {.bf16_states = true});
+  const CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
   int local = 0, global = 0;
   for (const auto& l : prog.launches) {
     const Kernel& k = prog.kernels[static_cast<size_t>(l.kernel)];
