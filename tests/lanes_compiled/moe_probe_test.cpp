@@ -84,7 +84,17 @@ void compare(const ProbedStep& ps, const lift::StagedProgram& prog, lift::Staged
 
 TEST(CompiledMoeProbe, TinyQwen3MoeStepsAgreeWithTheStagedExecutorStageByStage) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
-  setenv("LG_COMPILED_MOE", "1", 1);  // these are the stages under test
+  // These are the stages under test; the variable is put back afterwards, since the other tests of
+  // this binary (the factory's refusal, the MoE batch test) read it.
+  struct MoeOn {
+    std::string old;
+    bool had = false;
+    MoeOn() {
+      if (const char* e = std::getenv("LG_COMPILED_MOE")) old = e, had = true;
+      setenv("LG_COMPILED_MOE", "1", 1);
+    }
+    ~MoeOn() { had ? setenv("LG_COMPILED_MOE", old.c_str(), 1) : unsetenv("LG_COMPILED_MOE"); }
+  } moe_on;
   auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
   auto lane = make_lane("compiled", md, {.max_seq = 128});
   const lift::StagedProgram& prog = compiled_lane_program(*lane);
