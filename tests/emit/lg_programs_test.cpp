@@ -3,6 +3,7 @@
 // compile for sm_90 with NVRTC on a machine without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -205,6 +206,43 @@ TEST(EmitLgPrograms, RowNormsOfADecodeStepReduceBlockWide) {
   EXPECT_GT(block_wide, 0);
   EXPECT_GT(warp_only, 0);
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+}
+
+// Gemma 3's gate and up read one stored activation row (its pre-feedforward norm's output): their
+// decode GEMVs share one loop, each lane streaming both weight rows; LG_COMPILED_GEMV_JOIN=0 keeps
+// them apart (the A/B knob). Qwen 3's gate/up input is staged in shared memory by the RMSNorm
+// prologue and stays apart unless LG_COMPILED_GEMV_JOIN=1. Every decode GEMV loads in batches.
+TEST(EmitLgPrograms, GateAndUpOfAStoredRowShareOneDecodeLoop) {
+  auto count = [](const std::string& src, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto emit = [&](const std::string& lg, const std::string& fixture, const char* join) {
+    nlohmann::json config = config_of(kShared + "/fixtures/" + fixture);
+    config["dtype"] = "bfloat16";  // the fast path streams bf16 weights (the fixtures are fp32)
+    if (join) {
+      EXPECT_EQ(setenv("LG_COMPILED_GEMV_JOIN", join, 1), 0);
+    }
+    ir::Graph g = lang::lower_file(kSource + "/models/" + lg, config, lang::BindOptions{128});
+    const std::string src = emit_batched(g, {16, 129, 64, 256}).source();
+    unsetenv("LG_COMPILED_GEMV_JOIN");
+    return src;
+  };
+  const std::string pair = "decode: 2 GEMV(s) over one activation row", one = "decode: 1 GEMV(s) over one activation row";
+  const std::string gemma = emit("gemma3_text.lg", "tiny-gemma3", nullptr);
+  // The gate/up kernels (the first and last layers' fuse differently from the middle ones').
+  const size_t pairs = count(gemma, pair);
+  EXPECT_GE(pairs, 1u);
+  EXPECT_NE(gemma.find("w1[u] = lg_ld_stream(wr1 + c0 + 32 * u);"), std::string::npos);
+  EXPECT_GT(count(gemma, one), 2u);
+  EXPECT_EQ(count(gemma, "for (long c = lane;"), 0u);  // no plain loop unrolled by 4 (LG_COMPILED_GEMV_BATCH=0)
+  const std::string gemma_apart = emit("gemma3_text.lg", "tiny-gemma3", "0");
+  EXPECT_EQ(count(gemma_apart, pair), 0u);
+  EXPECT_EQ(count(gemma_apart, one), count(gemma, one) + 2 * pairs);
+  const std::string qwen = emit("qwen3.lg", "tiny-qwen3", nullptr);
+  EXPECT_EQ(count(qwen, pair), 0u);
+  EXPECT_GE(count(emit("qwen3.lg", "tiny-qwen3", "1"), pair), 1u);
 }
 
 // Gemma 3's local layers (sliding window 8) and a soft-capped Gemma 2-style variant: the decode

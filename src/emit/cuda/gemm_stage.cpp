@@ -156,13 +156,13 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
       if (!d.is_const()) ++gl.tp;
     }
     gs << "      " << delinear(shape, "e", ix, "t_") << "\n";
-    for (ir::ValueId m : members) {
-      if (scratch_dots) {
+    if (scratch_dots) {
+      for (ir::ValueId m : members) {
         const size_t j = static_cast<size_t>(std::find(mms.begin(), mms.end(), m) - mms.begin());
         gs << "      " << dots[m] << " = d" << j << "[" << linear(shape, ix) << "];\n";
-        continue;
       }
-      gs << gemv_dot(m, ix, dots[m], staged, name);
+    } else {
+      gs << gemv_dots(members, ix, dots, staged, name);
     }
     gs << "      if (lane == 0) {\n";
     for (ir::ValueId v : gg.outs) {

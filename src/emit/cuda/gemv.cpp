@@ -3,6 +3,9 @@
 // stream 16 bytes (8 weights) per lane per load; the activation row is read where an earlier stage
 // stored it or staged once per block in shared memory; the prologue's single-row reductions
 // (RMSNorm) are done by the whole block first.
+#include <cstdlib>
+#include <string>
+
 #include "emit/cuda/renderer.h"
 
 namespace lg::emit::cuda {
@@ -71,8 +74,106 @@ std::map<ir::ValueId, std::pair<std::string, bool>> Renderer::stage_activations(
   return staged;
 }
 
+namespace {
+
+/// One 16-byte load of 8 bf16 weights `w` against activations x0, x1 (float4 each), added to `acc`.
+std::string dot8(const std::string& acc, const std::string& w, const std::string& ind) {
+  return ind + acc + " += x0.x * lg_bf16_lo(" + w + ".x) + x0.y * lg_bf16_hi(" + w + ".x) + x0.z * lg_bf16_lo(" + w +
+         ".y) + x0.w * lg_bf16_hi(" + w + ".y);\n" + ind + acc + " += x1.x * lg_bf16_lo(" + w + ".z) + x1.y * lg_bf16_hi(" +
+         w + ".z) + x1.z * lg_bf16_lo(" + w + ".w) + x1.w * lg_bf16_hi(" + w + ".w);\n";
+}
+
+bool knob_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "0";
+}
+
+/// The decode form (T == 1) of GEMVs that read one activation row: `rows` holds, per GEMV, its
+/// bf16 weight W[N, K] (a kernel parameter) and the dot it sets; `o` is the output index, `xa`
+/// the row as float4 (read via __ldg when `ldg`: a row another stage stored). One loop streams
+/// every weight row, 16 bytes (8 weights) per lane per load, so an activation load serves every
+/// row. Loads go in batches of 4 per row and lane, all issued before any is used and
+/// predicated at the end of K: a K of 3840 (480 loads, 15 a lane) then costs 4 round trips,
+/// not 3 unrolled by 4 and 3 single ones (8 loads a row measured slower on the H200: 1.34 ->
+/// 1.81 ms for the 8B down projections). Weights stream once (no L1 allocation).
+/// LG_COMPILED_GEMV_BATCH=0 emits the plain loop unrolled by 4 instead (A/B in one binary).
+std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& rows, const std::string& o,
+                       const std::string& K, const std::string& xa, bool ldg) {
+  std::ostringstream gs;
+  const std::string xs = ldg ? "const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
+                             : "const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n";
+  gs << "      if (T == 1) {  // decode: " << rows.size() << " GEMV(s) over one activation row\n"
+     << "        const float4* xa = " << xa << ";\n";
+  for (size_t j = 0; j < rows.size(); ++j)
+    gs << "        const uint4* wr" << j << " = reinterpret_cast<const uint4*>(" << rows[j].first << " + " << o << " * "
+       << K << ");\n        float acc" << j << " = 0.0f;\n";
+  if (knob_off("LG_COMPILED_GEMV_BATCH")) {
+    gs << "        #pragma unroll 4\n        for (long c = lane; c < " << K << " / 8; c += 32) {\n";
+    for (size_t j = 0; j < rows.size(); ++j) gs << "          const uint4 w" << j << " = lg_ld_stream(wr" << j << " + c);\n";
+    gs << "          " << xs;
+    for (size_t j = 0; j < rows.size(); ++j) gs << dot8("acc" + std::to_string(j), "w" + std::to_string(j), "          ");
+    gs << "        }\n";
+  } else {
+    gs << "        for (long c0 = lane; c0 < " << K << " / 8; c0 += 128) {\n          uint4 ";
+    for (size_t j = 0; j < rows.size(); ++j) gs << (j ? ", " : "") << "w" << j << "[4]";
+    gs << ";\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < " << K
+       << " / 8) {\n";
+    for (size_t j = 0; j < rows.size(); ++j)
+      gs << "              w" << j << "[u] = lg_ld_stream(wr" << j << " + c0 + 32 * u);\n";
+    gs << "            }\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < "
+       << K << " / 8) {\n              const long c = c0 + 32 * u;\n              " << xs;
+    for (size_t j = 0; j < rows.size(); ++j) gs << dot8("acc" + std::to_string(j), "w" + std::to_string(j) + "[u]", "              ");
+    gs << "            }\n        }\n";
+  }
+  for (size_t j = 0; j < rows.size(); ++j) gs << "        " << rows[j].second << " = lg_warp_sum(acc" << j << ");\n";
+  gs << "      }";
+  return gs.str();
+}
+
+}  // namespace
+
+std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::vector<std::string>& ix,
+                                const std::map<ir::ValueId, std::string>& dots,
+                                const std::map<ir::ValueId, std::pair<std::string, bool>>& staged,
+                                const LambdaNames& name) {
+  // The decode form: B = W.T of a bf16 weight W[N, K] (K % 8 == 0) over an activation row that is
+  // stored or staged. A float -> float cast of the weight (the .lg's bf16 widened) is the load.
+  auto fast_weight = [&](ir::ValueId m) -> ir::ValueId {
+    const ir::Node& mn = g.at(m);
+    const ir::ValueId w = transposed_bf16_weight(p, mn.operands[0], mn.operands[1]);
+    return w >= 0 && staged.count(mn.operands[0]) ? w : -1;
+  };
+  auto fast = [&](const std::vector<ir::ValueId>& group) {
+    const ir::ValueId a = g.at(group[0]).operands[0];
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (ir::ValueId m : group) rows.emplace_back("p" + std::to_string(arg(fast_weight(m), false)), dots.at(m));
+    const auto& [xa, ldg] = staged.at(a);
+    return fast_gemvs(rows, ix.back(), dim(g.at(a).shape.back()), xa, ldg);
+  };
+  // Joined (one loop) when every member is on the fast path over one activation row that another
+  // stage stored (read via __ldg): gate and up of Gemma 3's GeGLU, whose input is the stored output
+  // of its pre-feedforward norm. A row staged in shared memory (an RMSNorm prologue: Qwen, Llama)
+  // stays apart. H200 decode ms, joined / apart (bench/RESULTS.md, session 8): Gemma-3-12B 7.84 /
+  // 7.89, Qwen3-8B 5.16 / 5.12, Llama-3.1-8B 4.88 / 4.86. LG_COMPILED_GEMV_JOIN=0 keeps every
+  // group apart, =1 joins staged rows too (A/B in one binary).
+  const char* join_knob = std::getenv("LG_COMPILED_GEMV_JOIN");
+  const std::string jk = join_knob ? join_knob : "";
+  const ir::ValueId a0 = ms.empty() ? -1 : g.at(ms[0]).operands[0];
+  bool join = ms.size() >= 2 && ms.size() <= 4 && jk != "0" && staged.count(a0) && (staged.at(a0).second || jk == "1");
+  for (ir::ValueId m : ms) join = join && fast_weight(m) >= 0 && g.at(m).operands[0] == a0;
+  std::string out;
+  if (join) {
+    out = fast(ms) + " else {\n";
+    for (ir::ValueId m : ms) out += gemv_dot(m, ix, dots.at(m), name);
+    return out + "      }\n";
+  }
+  for (ir::ValueId m : ms)
+    out += fast_weight(m) >= 0 ? fast({m}) + " else {\n" + gemv_dot(m, ix, dots.at(m), name) + "      }\n"
+                               : gemv_dot(m, ix, dots.at(m), name);
+  return out;
+}
+
 std::string Renderer::gemv_dot(ir::ValueId m, const std::vector<std::string>& ix, const std::string& dn,
-                               const std::map<ir::ValueId, std::pair<std::string, bool>>& staged,
                                const LambdaNames& name) {
   std::ostringstream gs;
   const ir::Node& mn = g.at(m);
@@ -85,30 +186,8 @@ std::string Renderer::gemv_dot(ir::ValueId m, const std::vector<std::string>& ix
   for (size_t k = 0; k + 2 < sb.size(); ++k) bi.push_back(sb[k] == ir::Dim::constant(1) ? "0L" : ix[k + (rv - sb.size())]);
   ai.push_back(ix[rv - 2]);
   std::string K = dim(sa.back());
-  // Fast path: B = W.T of a bf16 weight W[N, K], K % 8 == 0: 16-byte loads of 8 weights.
-  // A float -> float cast of the weight (the .lg's bf16 widened to f32) is the load itself.
   const ir::ValueId wparam = transposed_bf16_weight(p, a, b);
   gs << "      { float acc = 0.0f;\n";
-  if (wparam >= 0 && staged.count(a)) {
-    // Weights stream once (no L1 allocation); four 16-byte loads in flight per lane (eight
-    // measured slower on the H200: 1.34 -> 1.81 ms for the 8B down projections).
-    std::string W = "p" + std::to_string(arg(wparam, false));
-    const auto& [xa, ldg] = staged.at(a);
-    gs << "        if (T == 1) {\n"
-       << "          const uint4* wr = reinterpret_cast<const uint4*>(" << W << " + " << ix[rv - 1] << " * " << K << ");\n"
-       << "          const float4* xa = " << xa << ";\n"
-       << "          #pragma unroll 4\n"
-       << "          for (long c = lane; c < " << K << " / 8; c += 32) {\n"
-       << "            const uint4 w = lg_ld_stream(wr + c);\n"
-       << (ldg ? "            const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
-               : "            const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n")
-       << "            acc += x0.x * lg_bf16_lo(w.x) + x0.y * lg_bf16_hi(w.x) + x0.z * lg_bf16_lo(w.y) + x0.w * "
-          "lg_bf16_hi(w.y);\n"
-       << "            acc += x1.x * lg_bf16_lo(w.z) + x1.y * lg_bf16_hi(w.z) + x1.z * lg_bf16_lo(w.w) + x1.w * "
-          "lg_bf16_hi(w.w);\n"
-       << "          }\n"
-       << "        } else\n";
-  }
   if (wparam >= 0) {
     // T > 1 without a prefill form: the activation through its lambda, 8 weights per load.
     std::string W = "p" + std::to_string(arg(wparam, false));

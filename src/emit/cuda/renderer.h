@@ -151,9 +151,15 @@ struct Renderer {
   std::map<ir::ValueId, std::pair<std::string, bool>> stage_activations(int32_t s, const std::vector<ir::ValueId>& mms,
                                                                         const LambdaNames& name, std::ostringstream& os);
   /// The statements computing matmul m's dot product at output index `ix` into `dot` by the
-  /// warp's 32 lanes (gemv.cpp).
+  /// warp's 32 lanes, at any T (gemv.cpp).
   std::string gemv_dot(ir::ValueId m, const std::vector<std::string>& ix, const std::string& dot,
-                       const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name);
+                       const LambdaNames& name);
+  /// The dot products of a group's matmuls `ms` at output index `ix` into dots[m], by the warp's
+  /// 32 lanes: a decode form (T == 1) for each that streams a bf16 weight row, one for all of
+  /// them when they read one activation row (gate and up); gemv_dot otherwise (gemv.cpp).
+  std::string gemv_dots(const std::vector<ir::ValueId>& ms, const std::vector<std::string>& ix,
+                        const std::map<ir::ValueId, std::string>& dots,
+                        const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name);
 
   // ---- mixtures of experts (experts.cpp)
 

@@ -18,7 +18,6 @@
 #include "emit/cuda/compile.h"
 #include "emit/cuda/nvrtc_program.h"
 #include "emit/cuda/program.h"
-#include "kernels/launch_policy.h"
 #include "lanes/compiled/device_ops.h"
 #include "lanes/compiled/step_inputs.h"
 #include "ir/batch.h"
@@ -129,13 +128,11 @@ class CompiledLane : public Lane {
     profile_ = std::getenv("LG_PROFILE_LAUNCHES") != nullptr;
     const char* pdl = std::getenv("LG_COMPILED_PDL");
     pdl_ = !(pdl && std::string(pdl) == "0");
-    // The decode GEMV grid is capped at kGemvBlocksPerSm blocks per SM (the policy both lanes
-    // share, src/kernels/launch_policy.h, with this lane's measurements): a GEMM stage's kernel
-    // strides over its outputs, so fewer blocks means fewer per-block prologues (the RMSNorm
-    // and the staged activation row, read from L2 by every block) for the same weight stream.
-    // LG_COMPILED_GEMV_BPS overrides it for measurements (0: one block per 8 outputs).
-    const char* bps = std::getenv("LG_COMPILED_GEMV_BPS");
-    gemv_max_blocks_ = static_cast<int64_t>(bps && *bps ? std::atoi(bps) : lg::kernels::kGemvBlocksPerSm) * cuda::sm_count();
+    // The decode GEMV grid is capped at one wave of the kernel's resident blocks (gemv_blocks);
+    // LG_COMPILED_GEMV_BPS caps it at that many blocks per SM instead, for measurements (0: one
+    // block per 8 outputs).
+    if (const char* bps = std::getenv("LG_COMPILED_GEMV_BPS"); bps && *bps)
+      gemv_bps_ = std::atoi(bps);
   }
 
   ~CompiledLane() override {
@@ -489,16 +486,34 @@ class CompiledLane : public Lane {
                                       args.data()));
   }
 
+  /// The grid of a decode GEMV launch (a GEMM stage at T = 1, whose warps stride over its
+  /// outputs): at most one wave of the kernel's resident blocks (its occupancy at this block size
+  /// times the SMs), in as few equal rounds of outputs per warp as that allows. A second, partial
+  /// wave would leave most SMs idle at its end; fewer blocks than a wave mean fewer per-block
+  /// prologues (the RMSNorm and the staged activation row, read from L2 by every block) for the
+  /// same weight stream. So QKV's 768 blocks of outputs at 8B become 384 doing two each, rather
+  /// than 528 of which 45% do a second (H200, 8B decode, one call: 5.089 ms against 5.135).
+  /// With registers for 5 blocks of 256 threads per SM, Gemma 3's gate/up (1,920 blocks of
+  /// outputs) runs as 640 blocks of three rounds, not 480 of four (bench/RESULTS.md, session 8).
+  int64_t gemv_blocks(const emit::cuda::LaunchPlan& l) {
+    const int64_t blocks = l.grid(1);
+    int64_t cap = 0;
+    if (gemv_bps_ > 0) {
+      cap = static_cast<int64_t>(gemv_bps_) * cuda::sm_count();
+    } else {
+      int& occ = gemv_occupancy_[{l.kernel, l.block}];
+      if (occ == 0)
+        LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &occ, reinterpret_cast<const void*>(kernels_[static_cast<size_t>(l.kernel)]), l.block, 0));
+      cap = static_cast<int64_t>(std::max(occ, 1)) * cuda::sm_count();
+    }
+    const int64_t rounds = (blocks + cap - 1) / cap;
+    return (blocks + rounds - 1) / rounds;
+  }
+
   /// One launch over `T` rows (its kernels' T) in a step of B sequences.
   void launch_one(const emit::cuda::LaunchPlan& l, int64_t T, int64_t B) {
-    if (T == 1 && gemv_max_blocks_ > 0 && l.gemm) {
-      // As many rounds of outputs per warp as the cap needs, and the blocks that many rounds need:
-      // QKV's 768 blocks of outputs become 384 blocks doing two each rather than 528 of which
-      // 45% do a second (fewer prologues, the same rounds).
-      // H200, 8B decode, one call: 5.089 ms against 5.135 capped at 528 blocks.
-      const int64_t blocks = l.grid(T), rounds = (blocks + gemv_max_blocks_ - 1) / gemv_max_blocks_;
-      return launch_kernel(l.kernel, l.args, l.layer, (blocks + rounds - 1) / rounds, l.block, T);
-    }
+    if (T == 1 && l.gemm && gemv_bps_ != 0) return launch_kernel(l.kernel, l.args, l.layer, gemv_blocks(l), l.block, T);
     // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
     // split-KV kernel serves decode rows and ragged batches).
     if (T == 1 || !l.prefill || (l.prefill->one_sequence && B > 1))
@@ -571,7 +586,8 @@ class CompiledLane : public Lane {
     for (size_t i = 0; i < prog_.launches.size(); ++i) {
       const auto& l = prog_.launches[i];
       kernel = prog_.kernels[static_cast<size_t>(l.kernel)].name;
-      grid = " (grid " + std::to_string(l.grid(l.rows_sym == 0 ? T : B)) + " x " + std::to_string(l.block) + ")";
+      const int64_t blocks = T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l) : l.grid(l.rows_sym == 0 ? T : B);
+      grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(l.block) + ")";
       const size_t before = marks;
       launch_at(i, T, B);
       if (marks == before) prof.mark(kernel + grid);
@@ -601,7 +617,8 @@ class CompiledLane : public Lane {
   bool profile_ = false, pdl_ = true;
   /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
   std::function<void(const char*)> mark_;
-  int64_t gemv_max_blocks_ = 0;  ///< blocks per SM x SMs; 0: uncapped
+  int gemv_bps_ = -1;  ///< LG_COMPILED_GEMV_BPS: blocks per SM of a decode GEMV; 0 uncapped; -1 one wave
+  std::map<std::pair<int32_t, int32_t>, int> gemv_occupancy_;  ///< (kernel, block size) -> blocks per SM
   std::map<std::pair<int64_t, int64_t>, int> steps_seen_;  ///< per (T, B): profiling waits for the second
   cuda::DeviceBuffer arena_;
   std::vector<cuda::DeviceBuffer> owned_;
