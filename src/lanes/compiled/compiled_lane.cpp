@@ -493,8 +493,10 @@ class CompiledLane : public Lane {
   /// prologues (the RMSNorm and the staged activation row, read from L2 by every block) for the
   /// same weight stream. So QKV's 768 blocks of outputs at 8B become 384 doing two each, rather
   /// than 528 of which 45% do a second (H200, 8B decode, one call: 5.089 ms against 5.135).
-  /// With registers for 5 blocks of 256 threads per SM, Gemma 3's gate/up (1,920 blocks of
-  /// outputs) runs as 640 blocks of three rounds, not 480 of four (bench/RESULTS.md, session 8).
+  /// The occupancy follows the kernel's registers, which differ from program to program (35 to
+  /// 112 in the emitted GEMVs): under the old fixed cap of 4 blocks per SM, Gemma 3's gate/up
+  /// (1,920 blocks of outputs, 5 resident per SM) ran as 480 blocks of four rounds, 0.73 of a
+  /// wave, and a cap above the occupancy made a partial second wave (bench/RESULTS.md, session 8).
   int64_t gemv_blocks(const emit::cuda::LaunchPlan& l) {
     const int64_t blocks = l.grid(1);
     int64_t cap = 0;
