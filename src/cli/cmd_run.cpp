@@ -114,8 +114,8 @@ int run(const RunOpts& o) {
     throw lg::Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
                                 dir.context));
   const auto n = static_cast<int64_t>(prompt.size());
-  if (n > context)
-    throw lg::Error(fmt::format("the prompt has {} tokens, more than the context of {} tokens", n, context));
+  // As lg serve and lg batch: a prompt that fills the context leaves no room to generate.
+  if (auto e = lg::runtime::prompt_context_error(n, context, "the prompt")) throw lg::Error(*e);
   const int64_t max_seq = std::min(context, n + o.max_tokens);
 
   if (!o.quiet)

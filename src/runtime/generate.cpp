@@ -28,4 +28,12 @@ std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t 
   return std::nullopt;
 }
 
+std::optional<std::string> prompt_context_error(int64_t n, int64_t context, std::string_view what) {
+  const std::string has = std::string(what) + " has " + std::to_string(n) + " tokens, ";
+  if (n > context) return has + "more than the context of " + std::to_string(context) + " tokens";
+  if (n == context)
+    return has + "the whole context of " + std::to_string(context) + " tokens: no room is left for a completion";
+  return std::nullopt;
+}
+
 }  // namespace lg::runtime

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/lane.h"
@@ -47,6 +48,13 @@ struct Generation {
 /// The first id of `ids` outside [0, vocab_size) (config.json's vocab_size), if any: a tokenizer
 /// from another checkpoint gives such ids, and the embedding gather cannot take them.
 std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t vocab_size);
+
+/// Why a prompt of `n` tokens leaves no room to generate in a context of `context` tokens (prompt
+/// and completion together): it is longer than the context, or fills all of it. nullopt when
+/// n < context. `what` names the prompt at the start of the message ("the prompt" for lg run,
+/// "'prompt'" for a request field). lg run, lg serve and lg batch refuse such a prompt with this
+/// message, so the three agree on the rule and on its words.
+std::optional<std::string> prompt_context_error(int64_t n, int64_t context, std::string_view what);
 
 /// Generates after `prompt` on `lane`, alone. Throws lg::Error for an empty prompt, a prompt
 /// longer than the lane's context (max_seq) or KV pool, max_new_tokens < 1, or (when sampling)

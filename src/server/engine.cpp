@@ -222,12 +222,7 @@ void Engine::check_prompt(const std::vector<int32_t>& ids, const std::string& pa
     }
   }
   const auto n = static_cast<int64_t>(ids.size());
-  if (n > context_)
-    throw RequestError(param, fmt::format("'{}' has {} tokens, more than the context of {} tokens", param, n, context_));
-  if (n == context_)
-    throw RequestError(param, fmt::format("'{}' has {} tokens, the whole context of {} tokens: no room is left for a "
-                                          "completion",
-                                          param, n, context_));
+  if (auto e = runtime::prompt_context_error(n, context_, "'" + param + "'")) throw RequestError(param, std::move(*e));
   if (n >= limits().pool_tokens())
     throw RequestError(param, fmt::format("'{}' has {} tokens, {} the KV cache holds ({} tokens)", param, n,
                                           n == limits().pool_tokens() ? "all" : "more than", limits().pool_tokens()));

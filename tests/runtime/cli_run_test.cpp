@@ -1,6 +1,6 @@
 // `lg run` as a user meets it: the built binary on the shipped 22M model, and its messages and
-// exit codes for bad input (prompt longer than the context, empty prompt, an architecture no
-// .lg program covers).
+// exit codes for bad input (prompt longer than the context or filling it, empty prompt, an
+// architecture no .lg program covers).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -106,6 +106,23 @@ TEST(LgRun, PromptLongerThanTheContextIsAnError) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("lg: error: the prompt has"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("more than the context of 16 tokens"), std::string::npos) << r.err;
+}
+
+// A prompt that fills the whole context leaves no room for a completion: lg run refuses it as
+// lg serve and lg batch do (it used to run and print one token), with the same message naming
+// both sizes. "def f(x):" is 4 tokens for the 22M model's tokenizer (no BOS for Qwen).
+TEST(LgRun, PromptAsLongAsTheContextIsAnError) {
+  const Result r = run_lg({"run", "--model", kModel, "--prompt", "def f(x):", "--max-seq", "4", "-n", "3"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.out, "");  // refused before the prompt is echoed
+  EXPECT_NE(r.err.find("lg: error: the prompt has 4 tokens, the whole context of 4 tokens: no room is left for a "
+                       "completion"),
+            std::string::npos)
+      << r.err;
+  // One token of room is enough.
+  const Result ok = run_lg({"run", "--model", kModel, "--prompt", "def f(x):", "--max-seq", "5", "-n", "1"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("def f(x):", 0), 0u) << ok.out;
 }
 
 TEST(LgRun, EmptyPromptIsAnError) {
