@@ -3,9 +3,9 @@
 // {"custom_id", "method": "POST", "url": "/v1/completions" | "/v1/chat/completions", "body"};
 // all of them run together in the engine's batched steps, and every input line gets one output
 // line, in input order: {"id", "custom_id", "response": {"status_code", "request_id", "body"},
-// "error"}. A line that is not a request (not JSON, an unknown url, no body) gets an output line
-// with its error and the others still run; a body the endpoint refuses gets the 400 answer lg
-// serve would give.
+// "error"}. A line that is not a request (not JSON, an unknown url, no body, a custom_id an
+// earlier line has) gets an output line with its error and the others still run; a body the
+// endpoint refuses gets the 400 answer lg serve would give.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cli/command.h"
@@ -54,8 +55,12 @@ struct Line {
 
 json line_error(const std::string& code, const std::string& message) { return {{"code", code}, {"message", message}}; }
 
-/// Parses line `n` (1-based) and, when it is a good request, prepares it.
-Line read_line(const std::string& text, size_t n, const lg::server::Engine& engine, const lg::chat::ChatTemplate& tmpl) {
+/// Parses line `n` (1-based) and, when it is a good request, prepares it. `seen` maps each
+/// custom_id met so far to its line: a custom_id already there makes this line an error (OpenAI's
+/// Batch API requires custom_id to be unique within a file, so that every answer names one
+/// request); the first line with it runs as usual.
+Line read_line(const std::string& text, size_t n, const lg::server::Engine& engine, const lg::chat::ChatTemplate& tmpl,
+               std::unordered_map<std::string, size_t>& seen) {
   Line l;
   const std::string where = fmt::format("line {}", n);
   json j;
@@ -73,6 +78,13 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
   if (!l.custom_id.is_string()) {
     l.error = line_error("invalid_request", where + ": 'custom_id' must be a string");
     l.custom_id = nullptr;
+    return l;
+  }
+  const auto [first, fresh] = seen.emplace(l.custom_id.get<std::string>(), n);
+  if (!fresh) {
+    l.error = line_error("duplicate_custom_id", fmt::format("{}: 'custom_id' {} is already the custom_id of line {}: "
+                                                            "custom_id must be unique within the batch file",
+                                                            where, l.custom_id.dump(), first->second));
     return l;
   }
   if (!j.contains("method") || j["method"] != "POST") {
@@ -141,11 +153,12 @@ int run_batch(const BatchOpts& o) {
   std::ostream& out = o.output == "-" ? std::cout : out_file;
 
   std::vector<Line> lines;
+  std::unordered_map<std::string, size_t> seen;  // custom_id -> the line that used it first
   std::string text;
   for (size_t n = 1; std::getline(in, text); ++n) {
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
-    lines.push_back(read_line(text, n, engine, tmpl));
+    lines.push_back(read_line(text, n, engine, tmpl, seen));
     Line& l = lines.back();
     if (l.request) l.job = engine.start(l.request->prompt_ids, l.request->gen, l.request->default_max);
   }

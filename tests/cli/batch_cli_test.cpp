@@ -100,6 +100,49 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   fs::remove(out);
 }
 
+// OpenAI's Batch API requires custom_id to be unique within a file: the first line with one runs,
+// each later line with the same one gets an error line of its own (response null), naming its
+// line and the first; the other lines still run.
+TEST(LgBatch, ALaterLineWithACustomIdAlreadyUsedIsAnError) {
+  const auto request = [](const std::string& id, const std::string& prompt) {
+    return json{{"custom_id", id},
+                {"method", "POST"},
+                {"url", "/v1/completions"},
+                {"body", {{"prompt", prompt}, {"max_tokens", 2}, {"temperature", 0}}}}
+        .dump();
+  };
+  const fs::path in = fs::temp_directory_path() / ("lg_batch_dup_" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(in) << request("a", "def f(") << "\n"
+                    << request("b", "def g(") << "\n"
+                    << request("a", "def h(") << "\n"
+                    << "\n"  // a blank line is no request, and line numbers still count it
+                    << request("a", "def f(") << "\n";
+  const fs::path out = fs::temp_directory_path() / ("lg_batch_dup_out_" + std::to_string(::getpid()) + ".jsonl");
+  const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto res = read_results(out);
+  fs::remove(in);
+  fs::remove(out);
+  ASSERT_EQ(res.size(), 4u) << r.out;
+  EXPECT_NE(r.out.find("4 requests, 2 answered, 2 failed"), std::string::npos) << r.out;
+  for (size_t i : {0, 1}) {
+    EXPECT_EQ(res[i]["custom_id"], i == 0 ? "a" : "b");
+    EXPECT_TRUE(res[i]["error"].is_null()) << res[i].dump();
+    EXPECT_EQ(res[i]["response"]["status_code"], 200) << res[i].dump();
+    EXPECT_EQ(res[i]["response"]["body"]["usage"]["completion_tokens"], 2) << res[i].dump();
+  }
+  const std::pair<size_t, std::string> dups[] = {{2, "line 3"}, {3, "line 5"}};
+  for (const auto& [i, where] : dups) {
+    SCOPED_TRACE(res[i].dump());
+    EXPECT_EQ(res[i]["id"], "batch_req_" + std::to_string(i));
+    EXPECT_EQ(res[i]["custom_id"], "a");
+    EXPECT_TRUE(res[i]["response"].is_null());
+    EXPECT_EQ(res[i]["error"]["code"], "duplicate_custom_id");
+    EXPECT_EQ(res[i]["error"]["message"], where + ": 'custom_id' \"a\" is already the custom_id of line 1: custom_id "
+                                                  "must be unique within the batch file");
+  }
+}
+
 // Files it cannot use are errors before any request runs (exit 1), never a silent exit 0: the
 // input named as the output too (opening the output would truncate the input first), a directory
 // as input, an output that cannot be written (/dev/full takes the open, fails the write).
