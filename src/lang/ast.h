@@ -62,6 +62,7 @@ struct Expr {
   int64_t int_value = 0;
   double float_value = 0;
   bool bool_value = false;
+  bool out_of_range = false;  ///< Int/Float: the literal's token was out of range (reported by the lexer)
   std::vector<ExprPtr> args;
   std::vector<std::string> arg_names;  ///< Call: keyword of each argument ("" if positional)
 };

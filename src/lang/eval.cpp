@@ -37,8 +37,10 @@ Value Elaborator::eval(const Expr& e) {
     ~Depth() { --d; }
   } depth(eval_depth_);
   switch (e.kind) {
-    case ExprKind::Int: return Value::of_int(e.int_value);
-    case ExprKind::Float: return Value::of_float(e.float_value);
+    // A literal out of range was reported by the lexer: an error value, so that the check that
+    // uses it (a dim, a view size) does not report the clamped number a second time.
+    case ExprKind::Int: return e.out_of_range ? Value::error() : Value::of_int(e.int_value);
+    case ExprKind::Float: return e.out_of_range ? Value::error() : Value::of_float(e.float_value);
     case ExprKind::Bool: return Value::of_bool(e.bool_value);
     case ExprKind::String: return Value::of_str(e.text);
     case ExprKind::None: return Value::null();

@@ -235,10 +235,12 @@ class Lexer {
     errno = 0;
     if (is_float) {
       t.float_value = std::strtod(t.text.c_str(), nullptr);
-      if (errno == ERANGE || !std::isfinite(t.float_value)) diags_.error(t.span, "number " + t.text + " is out of range");
+      t.out_of_range = errno == ERANGE || !std::isfinite(t.float_value);
+      if (t.out_of_range) diags_.error(t.span, "number " + t.text + " is out of range");
     } else {
       t.int_value = std::strtoll(t.text.c_str(), nullptr, 10);
-      if (errno == ERANGE) diags_.error(t.span, "integer " + t.text + " is out of range");
+      t.out_of_range = errno == ERANGE;
+      if (t.out_of_range) diags_.error(t.span, "integer " + t.text + " is out of range");
     }
     return t;
   }

@@ -587,6 +587,7 @@ class Parser {
       case Tok::Int: {
         auto e = node(ExprKind::Int, t.span);
         e->int_value = t.int_value;
+        e->out_of_range = t.out_of_range;
         e->text = t.text;
         take();
         return e;
@@ -594,6 +595,7 @@ class Parser {
       case Tok::Float: {
         auto e = node(ExprKind::Float, t.span);
         e->float_value = t.float_value;
+        e->out_of_range = t.out_of_range;
         e->text = t.text;
         take();
         return e;

@@ -30,6 +30,9 @@ struct Token {
   std::string text;  ///< identifier spelling, string contents (escapes resolved), number spelling
   int64_t int_value = 0;
   double float_value = 0;
+  /// A number literal too large for int64 / double (or a double underflow): the lexer reported
+  /// it, and its value (clamped by strtoll/strtod) must not be checked again downstream.
+  bool out_of_range = false;
 };
 
 /// "identifier 'foo'", "number 3", "')'", "end of line": what the parser found, for messages.

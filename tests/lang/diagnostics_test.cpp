@@ -151,6 +151,14 @@ const Case kCases[] = {
    5, 3, "requirement failed: hidden size must be 65"},
   {"DimNotInteger", program("  dims { Z = config.rms_norm_eps }\n", ""),
    5, 14, "dim 'Z' must be a positive integer, found float 1e-06"},
+  // A number literal out of range is reported by the lexer alone: the dim or view check that
+  // uses it does not report the clamped value (INT64_MAX, inf) a second time.
+  {"IntegerLiteralOutOfRangeAsADim", program("  dims { Z = 99999999999999999999 }\n", ""),
+   5, 14, "integer 99999999999999999999 is out of range"},
+  {"IntegerLiteralOutOfRangeInAView", program("", "    y = x.view(T, 99999999999999999999)\n"),
+   7, 19, "integer 99999999999999999999 is out of range"},
+  {"FloatLiteralOutOfRangeAsAParamDim", program("  param q: f32[1e999] = \"q\"\n", ""),
+   5, 16, "number 1e999 is out of range"},
   {"UnknownDtype", program("  param q: f64[D] = \"q\"\n", ""),
    5, 12, "unknown dtype 'f64': expected bf16, f16, f32, i32, bool or a `dtype` declaration"},
   {"TernaryConditionNotBool", program("  const k = config.hidden_size ? 1 : 2\n", ""),
