@@ -96,13 +96,22 @@ void Server::install_routes() {
   install_info_routes();
   install_generation_routes();
   install_error_handlers();
+  // While draining, every answer closes its connection (httplib has set its headers by now): a
+  // client's next request opens a new connection, which a load balancer sends elsewhere.
+  h.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+    if (!draining_ || res.get_header_value("Connection") == "close") return;
+    res.headers.erase("Keep-Alive");
+    res.set_header("Connection", "close");
+  });
 }
 
 // The routes that never wait on generation: they read the engine's published state only.
 void Server::install_info_routes() {
   auto& h = *http_;
   h.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (draining_) send_json(res, 503, {{"status", "draining"}});
+    // 503 while draining: a load balancer takes the server out of rotation, where a refused
+    // connection would read as a crash.
+    if (draining_) send_json(res, 503, {{"status", "draining"}, {"message", "the server is shutting down"}});
     else send_json(res, 200, {{"status", "ok"}});
   });
   h.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
@@ -191,8 +200,10 @@ void Server::stop() {
 
 void Server::shutdown(std::chrono::milliseconds timeout, const std::function<bool()>& cut_short) {
   using clock = std::chrono::steady_clock;
-  draining_ = true;  // a request read from now on is answered 503
-  http_->stop();     // no new connections; the open ones end after their current request
+  // From now on /health and new generation requests are answered 503, each answer closing its
+  // connection. The listening socket stays open until the running requests are done, so that a
+  // health check gets its 503 instead of a refused connection.
+  draining_ = true;
   const auto deadline = clock::now() + timeout;
   while (engine_.in_flight() > 0 && clock::now() < deadline && !(cut_short && cut_short()))
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -200,6 +211,7 @@ void Server::shutdown(std::chrono::milliseconds timeout, const std::function<boo
   // is refused (503).
   engine_.cancel_all();
   while (engine_.in_flight() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next step
+  http_->stop();  // no new connections; run() returns once the open ones have ended
   if (thread_.joinable()) thread_.join();
 }
 

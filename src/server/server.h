@@ -57,12 +57,12 @@ class Server {
   void run();
   /// Stops serving and joins the background thread. Safe to call more than once.
   void stop();
-  /// A graceful stop (SIGTERM): new connections are refused, open ones closed after their current
-  /// request (one being read meanwhile is answered 503, /health 503 "draining"); the requests
-  /// running finish, for up to `timeout`, or until `cut_short` (polled every 50 ms, e.g. a second
-  /// Ctrl-C) says to stop waiting; what still runs then is cancelled (streams end with
-  /// finish_reason "length"). Returns once every request has ended; run() then returns too. Safe
-  /// to call from any thread, once.
+  /// A graceful stop (SIGTERM): while the requests running finish, for up to `timeout` or until
+  /// `cut_short` (polled every 50 ms, e.g. a second Ctrl-C) says to stop waiting, the server still
+  /// accepts connections but answers /health 503 {"status": "draining"} and every new generation
+  /// request 503, each answer with `Connection: close`; what still runs then is cancelled (streams
+  /// end with finish_reason "length"), and the listening socket is closed. Returns once every
+  /// request has ended; run() then returns too. Safe to call from any thread, once.
   void shutdown(std::chrono::milliseconds timeout, const std::function<bool()>& cut_short = {});
   /// True once shutdown() began.
   bool draining() const { return draining_; }

@@ -1,7 +1,7 @@
-// `lg serve` as an operator runs it (issue 14): SIGTERM stops accepting, lets the running stream
-// finish and exits 0, logging one line per finished request; with --shutdown-timeout a stream
-// that would run long is cut (finish_reason "length", the stream still well-formed) and the
-// server still exits 0; -q turns the request log off.
+// `lg serve` as an operator runs it (issue 14): SIGTERM drains (/health and new requests answered
+// 503), lets the running stream finish and exits 0, logging one line per finished request; with
+// --shutdown-timeout a stream that would run long is cut (finish_reason "length", the stream
+// still well-formed) and the server still exits 0; -q turns the request log off.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -117,31 +117,55 @@ std::string stream_body(int max_tokens) {
          std::to_string(max_tokens) + "}";
 }
 
+/// One request on a new keep-alive connection; the answer as read (up to 5 s), "" if it could
+/// not connect.
+std::string ask(int port, const std::string& request, const std::string& until) {
+  const int fd = test::tcp_connect(port);
+  if (fd < 0) return "";
+  test::send_all(fd, request);
+  std::string got = test::read_until(fd, until, std::chrono::seconds(5));
+  ::close(fd);
+  return got;
+}
+
+// While it drains, a load balancer's health check is answered 503 "draining" (it used to be a
+// refused connection, which reads as a crash), and so is a new completion; both answers close
+// their connection. 400 tokens keep the stream running on the cpu lane while the test asks.
 TEST(ServeCli, SigtermLetsTheRunningStreamFinishThenExitsZero) {
   ServeProcess serve({"--max-seq", "512"});
   ASSERT_TRUE(serve.wait_ready()) << serve.log();
-  const int fd = test::send_post(serve.port, "/v1/completions", stream_body(150));
+  const int fd = test::send_post(serve.port, "/v1/completions", stream_body(400));
   ASSERT_GE(fd, 0);
   std::string got = test::read_until(fd, "data: ", std::chrono::seconds(30));
   ASSERT_NE(got.find("data: "), std::string::npos) << got;
   ASSERT_EQ(::kill(serve.pid, SIGTERM), 0);
-  // No new connections once it drains (the listening socket is closed at once).
-  bool refused = false;
-  for (int i = 0; i < 100 && !refused; ++i) {
-    const int probe = test::tcp_connect(serve.port);
-    refused = probe < 0;
-    if (probe >= 0) ::close(probe);
-    if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The watcher thread sees the signal within milliseconds; /health says 200 until then.
+  const std::string health_request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string health;
+  for (int i = 0; i < 100 && health.find(" 503 ") == std::string::npos; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    health = ask(serve.port, health_request, "}");
   }
-  EXPECT_TRUE(refused) << "new connections were still accepted 1 s after SIGTERM";
+  EXPECT_NE(health.find("HTTP/1.1 503 "), std::string::npos) << health;
+  EXPECT_NE(health.find(R"("status":"draining")"), std::string::npos) << health;
+  EXPECT_NE(health.find(R"("message":"the server is shutting down")"), std::string::npos) << health;
+  EXPECT_NE(health.find("Connection: close\r\n"), std::string::npos) << health;
+  EXPECT_EQ(health.find("Keep-Alive"), std::string::npos) << health;
+  const std::string post = ask(serve.port, test::post_text("/v1/completions", R"({"prompt": "def f():", "max_tokens": 2})"),
+                               "}}");
+  EXPECT_NE(post.find("HTTP/1.1 503 "), std::string::npos) << post;
+  EXPECT_NE(post.find("the server is shutting down"), std::string::npos) << post;
+  EXPECT_NE(post.find("Connection: close\r\n"), std::string::npos) << post;
   got += test::read_until(fd, "data: [DONE]", std::chrono::seconds(60));
   ::close(fd);
-  EXPECT_NE(got.find("\"completion_tokens\":150"), std::string::npos) << got.substr(got.size() > 400 ? got.size() - 400 : 0);
+  EXPECT_NE(got.find("\"completion_tokens\":400"), std::string::npos) << got.substr(got.size() > 400 ? got.size() - 400 : 0);
   EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
   EXPECT_EQ(serve.wait_exit(std::chrono::seconds(30)), 0) << serve.log();
+  // Stopped: the listening socket is closed.
+  EXPECT_LT(test::tcp_connect(serve.port), 0);
   const std::string log = serve.log();
   EXPECT_NE(log.find("lg: SIGTERM: no new requests; waiting up to 30 s for 1 running"), std::string::npos) << log;
-  EXPECT_NE(log.find("prompt_tokens=3 completion_tokens=150 finish_reason=length ttft_s="), std::string::npos) << log;
+  EXPECT_NE(log.find("prompt_tokens=3 completion_tokens=400 finish_reason=length ttft_s="), std::string::npos) << log;
   EXPECT_NE(log.find("lg: stopped"), std::string::npos) << log;
 }
 
