@@ -24,6 +24,40 @@ std::string render_value(const Value& v) {
     default: return "?";
   }
 }
+
+/// Whether `e` reads nothing but the config and literals: no names other than primitives called
+/// (`contains(config.x, "y")`). Walks without recursion: an expression may be 200,000 levels deep.
+bool reads_config_only(const Expr& e) {
+  std::vector<const Expr*> todo{&e};
+  while (!todo.empty()) {
+    const Expr* x = todo.back();
+    todo.pop_back();
+    if (x->kind == ExprKind::Name) return false;
+    for (size_t k = 0; k < x->args.size(); ++k) {
+      const Expr* a = x->args[k].get();
+      if (!a) continue;
+      if (x->kind == ExprKind::Call && k == 0) {
+        if (a->kind != ExprKind::Name || !is_primitive(a->text)) return false;
+        continue;
+      }
+      todo.push_back(a);
+    }
+  }
+  return true;
+}
+
+/// Whether `e` reads config.model_type (the family a program is the forward of).
+bool reads_model_type(const Expr& e) {
+  std::vector<const Expr*> todo{&e};
+  while (!todo.empty()) {
+    const Expr* x = todo.back();
+    todo.pop_back();
+    if (x->kind == ExprKind::Config && x->path.size() == 1 && x->path[0] == "model_type") return true;
+    for (const auto& a : x->args)
+      if (a) todo.push_back(a.get());
+  }
+  return false;
+}
 }  // namespace
 
 std::optional<DType> dtype_from_string(const std::string& s) {
@@ -227,10 +261,43 @@ void Elaborator::bind_experts(const Decl& d, int64_t layer, std::unordered_map<s
   frames_.pop_back();
 }
 
+void Elaborator::check_require(const Decl& d) {
+  Value c = eval(*d.value);
+  if (c.is_error()) return;
+  if (c.kind != Value::Kind::Bool) {
+    err(d.value->span, "require needs a bool condition, found " + show(c));
+    return;
+  }
+  if (!c.b) {
+    std::string msg = "requirement failed";
+    if (d.value2) {
+      Value mv = eval(*d.value2);
+      if (mv.kind == Value::Kind::Str) msg += ": " + mv.s;
+    }
+    err(d.span, msg);
+    if (early_requires_.count(&d)) config_refused_ = true;
+  }
+}
+
+void Elaborator::check_config_requires() {
+  for (const Decl& d : p_.model->decls) {
+    if (d.kind != DeclKind::Require || !reads_config_only(*d.value) || (d.value2 && !reads_config_only(*d.value2)))
+      continue;
+    early_requires_.insert(&d);
+    check_require(d);
+    // A config of another family fails the others too, for that reason alone: its one error is this.
+    if (config_refused_ && reads_model_type(*d.value)) return;
+  }
+}
+
 void Elaborator::bind() {
   const Model& m = *p_.model;
   g_.model = m.name;
   report_.model = m.name;
+  // Requires on the config alone come first, and a failed one ends the binding: a config of
+  // another family is told so once, not with the keys it lacks (docs/language.md, `require`).
+  check_config_requires();
+  if (config_refused_) return;
   // S: the KV-cache capacity, the bound of every runtime dim. The max sequence length given
   // (--max-seq) wins; else the program's own `S = ...` dim (a config without
   // max_position_embeddings, e.g. GPT-2's n_positions), bound where the dims block declares it;
@@ -366,23 +433,9 @@ void Elaborator::bind() {
       case DeclKind::Experts:  // the parser makes them only inside a layers block
         err(d.span, "an experts block belongs inside a layers block");
         break;
-      case DeclKind::Require: {
-        Value c = eval(*d.value);
-        if (c.is_error()) break;
-        if (c.kind != Value::Kind::Bool) {
-          err(d.value->span, "require needs a bool condition, found " + show(c));
-          break;
-        }
-        if (!c.b) {
-          std::string msg = "requirement failed";
-          if (d.value2) {
-            Value mv = eval(*d.value2);
-            if (mv.kind == Value::Kind::Str) msg += ": " + mv.s;
-          }
-          err(d.span, msg);
-        }
+      case DeclKind::Require:
+        if (!early_requires_.count(&d)) check_require(d);
         break;
-      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lang/lower.h"
@@ -59,6 +60,13 @@ class Elaborator {
 
   // ---- declarations (bind.cpp)
   void bind();
+  /// Evaluates the model's top-level `require`s whose condition and message read nothing but the
+  /// config (no dims, consts or params) before any other declaration; sets config_refused_ when
+  /// one fails, and stops at a failed one that reads config.model_type. A program's
+  /// `require (config.model_type ?? ...) == "..."` is thus the one error a config of another
+  /// family gets, not the missing keys or unsupported fields that family names otherwise.
+  void check_config_requires();
+  void check_require(const Decl& d);
   /// The expert range of an `experts e in lo..hi` block: its params are stacked over it.
   struct ExpertRange {
     std::string var;
@@ -155,6 +163,11 @@ class Elaborator {
   /// A layers block was declared but its range was rejected (already reported): a `for` over it
   /// stays silent instead of adding "the model has no layers block".
   bool layers_failed_ = false;
+  /// A `require` that reads only the config failed (see check_config_requires): the program does
+  /// not implement this config, and binding the rest would only add errors that follow from it.
+  bool config_refused_ = false;
+  /// The `require`s check_config_requires evaluated already; bind() skips them.
+  std::unordered_set<const Decl*> early_requires_;
   std::unordered_map<std::string, StateSlot> states_;
   std::vector<std::string> state_order_;
   std::unordered_map<std::string, int32_t> tensor_to_param_;

@@ -17,7 +17,7 @@ using K = Value::Kind;
 void Elaborator::run() {
   try {
     bind();
-    lower_forward();
+    if (!config_refused_) lower_forward();
   } catch (const TooLarge&) {
     err(stmt_span_, fmt::format("program too large: more than {} IR nodes after unrolling layers and inlining fns",
                                 opts_.max_nodes));

@@ -387,3 +387,70 @@ TEST(Diagnostics, NamesInAnUncalledFnAreStillResolved) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A config of another family is refused by the program's model_type `require` alone: before,
+// qwen3.lg with a Gemma 3 config first said "config key 'rope_theta' is missing", gpt2.lg with a
+// Llama config four "n_embd/n_head/... missing" errors, and mistral.lg with a Llama 3 config
+// added "implements the default RoPE only". Every shipped program against every other family's
+// fixture config: exactly one error, the model_type one, at that program's require line.
+TEST(Diagnostics, AConfigOfAnotherFamilyGetsOnlyTheModelTypeError) {
+  const std::string programs[] = {"gemma3_text", "gpt2", "llama", "mistral", "phi3", "qwen2", "qwen3", "qwen3_moe"};
+  const std::string fixtures[] = {"tiny-gemma3", "tiny-gpt2",  "tiny-llama3", "tiny-mistral",
+                                  "tiny-phi3",   "tiny-qwen2", "tiny-qwen3",  "tiny-qwen3-moe"};
+  int refused = 0;
+  for (const auto& name : programs) {
+    const std::string text = read_text(std::string(LG_SOURCE_DIR) + "/models/" + name + ".lg");
+    for (const auto& fixture : fixtures) {
+      std::ifstream in(std::string(LG_SHARED_DIR) + "/fixtures/" + fixture + "/config.json");
+      const auto cfg = nlohmann::json::parse(in);
+      auto out = lg::lang::check_source(name + ".lg", text, cfg, {});
+      if (cfg.at("model_type") == name) {
+        EXPECT_TRUE(out.ok) << name << " / " << fixture << ":\n" << out.rendered;
+        continue;
+      }
+      ++refused;
+      ASSERT_EQ(out.diagnostics.size(), 1u) << name << " / " << fixture << ":\n" << out.rendered;
+      EXPECT_EQ(out.diagnostics[0].message.rfind("requirement failed: " + name + ".lg is the forward of config model_type \"" +
+                                                     name + "\"",
+                                                 0),
+                0u)
+          << out.rendered;
+      const size_t at = text.find("require (config.model_type");
+      ASSERT_NE(at, std::string::npos) << name;
+      EXPECT_EQ(out.diagnostics[0].span.line, 1 + std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(at), '\n'))
+          << out.rendered;
+    }
+  }
+  EXPECT_EQ(refused, 8 * 7);  // every fixture is one program's family
+}
+
+// The requires that read only the config are checked first; a failed one ends the check, so the
+// dims, params and forward that follow it (which read keys such a config lacks) add nothing.
+TEST(Diagnostics, AFailedConfigRequireIsReportedFirstAndAlone) {
+  const std::string src = program("  const w = config.no_such_key\n"
+                                  "  require config.model_type == \"llama\", \"wrong family\"\n",
+                                  "    y = nope\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 6);
+  EXPECT_EQ(out.diagnostics[0].message, "requirement failed: wrong family");
+  // Requires on the config that hold leave the other errors as they were, in source order.
+  const std::string held = program("  const w = config.no_such_key\n"
+                                   "  require config.model_type == \"qwen3\", \"wrong family\"\n"
+                                   "  require D == 65, \"hidden size must be 65\"\n",
+                                   "");
+  auto both = lg::lang::check_source("bad.lg", held, config(), {});
+  ASSERT_EQ(both.diagnostics.size(), 2u) << both.rendered;
+  EXPECT_EQ(both.diagnostics[0].span.line, 5);
+  EXPECT_EQ(both.diagnostics[1].span.line, 7);
+}
+
+}  // namespace
