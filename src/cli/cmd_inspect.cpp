@@ -121,7 +121,7 @@ std::vector<Group> facts(const ModelDir& m) {
   const Fact* heads = fact(dims, "num_attention_heads") ? fact(dims, "num_attention_heads") : fact(dims, "n_head");
   if (!fact(dims, "head_dim") && hidden && heads && hidden->value.is_number_integer() && heads->value.is_number_integer() &&
       heads->value.get<int64_t>() > 0 && hidden->value.get<int64_t>() % heads->value.get<int64_t>() == 0)
-    dims.facts.push_back({"head_dim", "head_dim_derived", hidden->value.get<int64_t>() / heads->value.get<int64_t>(),
+    dims.facts.push_back({"head_dim", "head_dim", hidden->value.get<int64_t>() / heads->value.get<int64_t>(),
                           "(derived: hidden / heads)"});
 
   Group experts{"experts", "experts", {}};
@@ -190,7 +190,10 @@ Json to_json(const ModelDir& m, bool hash) {
   for (const auto& g : facts(m)) {
     if (g.facts.empty()) continue;
     auto& o = j[g.key] = Json::object();
-    for (const auto& f : g.facts) o[f.key] = f.value;
+    for (const auto& f : g.facts) {
+      o[f.key] = f.value;
+      if (f.note.rfind("(derived", 0) == 0) o[f.key + "_derived"] = true;  // not stated by config.json
+    }
   }
   j["config_dtype"] = c.dtype_name.empty() ? Json(nullptr) : Json(c.dtype_name);
   j["eos_token_ids"] = m.generation.eos_token_ids;
