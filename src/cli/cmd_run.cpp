@@ -116,7 +116,11 @@ int run(const RunOpts& o) {
   const auto n = static_cast<int64_t>(prompt.size());
   // As lg serve and lg batch: a prompt that fills the context leaves no room to generate.
   if (auto e = lg::runtime::prompt_context_error(n, context, "the prompt")) throw lg::Error(*e);
-  const int64_t max_seq = std::min(context, n + o.max_tokens);
+  // Prompt and generated tokens together stay within the context, as lg serve and vLLM keep them
+  // (a 511-token prompt at context 512 gives 1 token). The last generated token is never fed
+  // back, so the KV cache holds one position less than the tokens: the scheduler stops with
+  // "context" once it is full, i.e. at prompt + generated == context (it used to be one more).
+  const int64_t max_seq = std::min(context, n + o.max_tokens) - 1;
 
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt token%s\n", o.model.c_str(),

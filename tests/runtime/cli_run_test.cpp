@@ -119,10 +119,33 @@ TEST(LgRun, PromptAsLongAsTheContextIsAnError) {
                        "completion"),
             std::string::npos)
       << r.err;
-  // One token of room is enough.
-  const Result ok = run_lg({"run", "--model", kModel, "--prompt", "def f(x):", "--max-seq", "5", "-n", "1"});
+  // One token of room gives exactly one token (from the prefill), however many -n asks for.
+  const Result ok = run_lg({"run", "--model", kModel, "--prompt", "def f(x):", "--max-seq", "5", "-n", "3", "--lane", "cpu"});
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_EQ(ok.out.rfind("def f(x):", 0), 0u) << ok.out;
+  EXPECT_NE(ok.err.find("prefill 4 tokens"), std::string::npos) << ok.err;
+  EXPECT_NE(ok.err.find("decode 0 tokens"), std::string::npos) << ok.err;
+  EXPECT_NE(ok.err.find("stop: context"), std::string::npos) << ok.err;
+}
+
+// Prompt and generated tokens together stay within the context (as lg serve and vLLM): the first
+// token comes from the prefill, so a 3-token prompt at --max-seq 16 gives 13 tokens, 12 of them
+// decoded. lg run used to decode 13 (17 tokens in a context of 16). Greedy "def f():" does not
+// reach eos that early on the 22M model, and with room left -n decides.
+TEST(LgRun, PromptAndGeneratedTokensFillTheContextExactly) {
+  const Result r = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", "50", "--max-seq", "16", "--lane", "cpu"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("prefill 3 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("decode 12 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stop: context"), std::string::npos) << r.err;
+  const Result n = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", "13", "--max-seq", "16", "--lane", "cpu"});
+  ASSERT_EQ(n.code, 0) << n.err;
+  EXPECT_NE(n.err.find("decode 12 tokens"), std::string::npos) << n.err;
+  EXPECT_NE(n.err.find("stop: max_tokens"), std::string::npos) << n.err;
+  const Result few = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", "5", "--max-seq", "16", "--lane", "cpu"});
+  ASSERT_EQ(few.code, 0) << few.err;
+  EXPECT_NE(few.err.find("decode 4 tokens"), std::string::npos) << few.err;
+  EXPECT_NE(few.err.find("stop: max_tokens"), std::string::npos) << few.err;
 }
 
 TEST(LgRun, EmptyPromptIsAnError) {
