@@ -6,6 +6,7 @@
 
 #include "chat/chat_template.h"
 #include "chat/ordered_json.h"
+#include "server/unsupported_fields.h"
 
 namespace lg::server {
 
@@ -116,6 +117,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
       g.include_usage = u->get<bool>();
     }
   }
+  // logprobs, penalties, logit_bias, echo, ...: a value that would change the answer is refused,
+  // never ignored (a 200 that silently answers another question).
+  refuse_unsupported_fields(j, chat);
   return g;
 }
 

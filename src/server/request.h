@@ -65,7 +65,9 @@ struct ChatRequest {
 /// RequestError for malformed JSON, a missing or empty `prompt`, a batch of prompts (an array of
 /// several strings or id arrays), a token id that is not an integer in [0, 2^31) (naming
 /// `prompt[i]`), or any field of the wrong type or range. Ids are checked against the vocabulary
-/// by the engine (Engine::check_prompt).
+/// by the engine (Engine::check_prompt). Fields the server does not implement (logprobs,
+/// penalties, logit_bias, echo, suffix, best_of, ...) are a RequestError unless absent, null or
+/// their default (refuse_unsupported_fields, server/unsupported_fields.h).
 CompletionRequest parse_completion_request(const std::string& body);
 
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty
@@ -73,7 +75,8 @@ CompletionRequest parse_completion_request(const std::string& body);
 /// `content` (a string, or an array of {"type": "text", "text": ...} parts; assistants may omit
 /// it or send null), `tools` that is not an array of objects, `chat_template_kwargs` that is not
 /// an object or names a variable the server sets, a message, tool or kwarg nested deeper than
-/// kMaxChatNesting levels, or any field of the wrong type or range.
+/// kMaxChatNesting levels, any field of the wrong type or range, or an unimplemented field
+/// (logprobs, penalties, response_format, a forced tool_choice, ...) with a non-default value.
 ChatRequest parse_chat_request(const std::string& body);
 
 /// How deeply a message, tool or template kwarg may nest arrays/objects. Real tool schemas and

@@ -1,6 +1,9 @@
 // Request parsing: valid bodies give the fields; every kind of bad body names the field at fault.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+
 #include "server/request.h"
 
 namespace {
@@ -205,6 +208,123 @@ TEST(ChatRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"k":)" + deep + "}}"),
             "chat_template_kwargs.k");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":)" + deep + "}]}"), "messages[0].content[0]");
+}
+
+}  // namespace
+
+namespace {
+
+// Fields lg serve does not implement but that change the answer: a value that asks for the
+// feature is a 400 naming the field (never a 200 that ignores it); the default is accepted
+// (clients send every field with its default); a wrong type is a 400 naming the field.
+struct FieldCase {
+  const char* field;
+  const char* asks;      // a value that would change the answer
+  const char* fallback;  // the OpenAI / vLLM default, accepted
+  const char* wrong;     // a value of the wrong type (or range)
+};
+
+// OpenAI's fields of both endpoints and vLLM's extensions the server refuses.
+const FieldCase kBothEndpoints[] = {
+    {"frequency_penalty", "5", "0", R"("abc")"},
+    {"presence_penalty", "5", "0.0", R"("abc")"},
+    {"logit_bias", R"({"2643":-100})", "{}", "[1]"},
+    {"echo", "true", "false", "1"},
+    {"response_format", R"({"type":"json_object"})", R"({"type":"text"})", R"("json")"},
+    {"min_p", "0.5", "0", "true"},
+    {"repetition_penalty", "1.2", "1", R"("1")"},
+    {"min_tokens", "4", "0", "-1"},
+    {"stop_token_ids", "[2643]", "[]", "2643"},
+    {"include_stop_str_in_output", "true", "false", R"("no")"},
+    {"use_beam_search", "true", "false", "0"},
+    {"prompt_logprobs", "1", "0", "1.5"},
+    {"allowed_token_ids", "[1,2]", "[]", "{}"},
+    {"bad_words", R"(["x"])", "[]", R"("x")"},
+};
+const FieldCase kCompletionOnly[] = {
+    {"logprobs", "3", "0", "true"},
+    {"suffix", R"("return x")", R"("")", "5"},
+    {"best_of", "3", "1", "0"},
+};
+const FieldCase kChatOnly[] = {
+    {"logprobs", "true", "false", "3"},
+    {"top_logprobs", "2", "0", "-1"},
+    {"tool_choice", R"("required")", R"("auto")", R"("always")"},
+    {"function_call", R"({"name":"add"})", R"("none")", "3"},
+    {"functions", R"([{"name":"add"}])", "[]", "{}"},
+    {"continue_final_message", "true", "false", R"("yes")"},
+};
+
+std::string completion_with(const char* field, const char* value) {
+  return std::string(R"({"prompt":"def ",")") + field + "\":" + value + "}";
+}
+std::string chat_with(const char* field, const char* value) {
+  return std::string(R"({"messages":[{"role":"user","content":"a"}],")") + field + "\":" + value + "}";
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const RequestError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+void expect_refused_accepted_typed(const FieldCase& c, bool chat) {
+  const auto body = [&](const char* value) { return chat ? chat_with(c.field, value) : completion_with(c.field, value); };
+  const auto parse = [&](const std::string& b) {
+    if (chat) parse_chat_request(b);
+    else parse_completion_request(b);
+  };
+  SCOPED_TRACE(body(c.asks));
+  const std::string refused = message_of([&] { parse(body(c.asks)); });
+  EXPECT_EQ(param_of([&] { parse(body(c.asks)); }), c.field);
+  EXPECT_NE(refused.find("'" + std::string(c.field) + "' is not supported by lg serve"), std::string::npos) << refused;
+  EXPECT_EQ(param_of([&] { parse(body(c.fallback)); }), "<no error>") << body(c.fallback);
+  EXPECT_EQ(param_of([&] { parse(body("null")); }), "<no error>");
+  const std::string typed = message_of([&] { parse(body(c.wrong)); });
+  EXPECT_NE(typed.find("'" + std::string(c.field) + "'"), std::string::npos) << typed;
+  EXPECT_EQ(typed.find("not supported"), std::string::npos) << "a wrong type is named as such: " << typed;
+}
+
+TEST(UnsupportedFields, CompletionsRefuseWhatWouldChangeTheAnswer) {
+  for (const FieldCase& c : kBothEndpoints) expect_refused_accepted_typed(c, false);
+  for (const FieldCase& c : kCompletionOnly) expect_refused_accepted_typed(c, false);
+}
+
+TEST(UnsupportedFields, ChatRefusesWhatWouldChangeTheAnswer) {
+  for (const FieldCase& c : kBothEndpoints) expect_refused_accepted_typed(c, true);
+  for (const FieldCase& c : kChatOnly) expect_refused_accepted_typed(c, true);
+}
+
+TEST(UnsupportedFields, RefusalsSayWhatIsAccepted) {
+  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("logit_bias", R"({"2643":-100})")); }),
+            "'logit_bias' is not supported by lg serve (logits are not biased); leave it out or send {}");
+  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("presence_penalty", R"("abc")")); }),
+            "'presence_penalty' must be a number, got string");
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("response_format", "{}")); }), "response_format.type");
+  // A forced call by object is refused like "required"; the guided_* extensions take any value.
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("tool_choice", R"({"type":"function","function":{"name":"f"}})")); }),
+            "tool_choice");
+  EXPECT_EQ(param_of([] { parse_completion_request(completion_with("guided_json", "{}")); }), "guided_json");
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("guided_choice", R"(["a","b"])")); }), "guided_choice");
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("tool_choice", R"("none")")); }), "<no error>");
+}
+
+TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
+  // OpenAI clients send these; the answer is the same with or without them.
+  EXPECT_NO_THROW(parse_completion_request(
+      R"({"prompt":"x","user":"u1","metadata":{"k":"v"},"seed":3,"stream_options":{"include_usage":false},"store":false,)"
+      R"("logprobs":null,"echo":false,"best_of":1,"suffix":null,"frequency_penalty":0,"presence_penalty":0,)"
+      R"("logit_bias":null})"));
+  EXPECT_NO_THROW(parse_chat_request(
+      R"({"messages":[{"role":"user","content":"a"}],"user":"u1","metadata":{},"parallel_tool_calls":true,)"
+      R"("logprobs":false,"top_logprobs":0,"response_format":{"type":"text"},"tool_choice":"auto","logit_bias":{}})"));
+  // Fields of the other endpoint are not this one's: chat's top_logprobs on completions, and
+  // completions' suffix / best_of on chat, are unknown there (and ignored, as any unknown field).
+  EXPECT_NO_THROW(parse_completion_request(completion_with("top_logprobs", "2")));
+  EXPECT_NO_THROW(parse_chat_request(chat_with("best_of", "3")));
 }
 
 }  // namespace

@@ -328,6 +328,15 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   expect_400(c, R"({"prompt": "x", "seed": -4})", "seed");
   expect_400(c, R"({"prompt": "x", "stop": {"a": 1}})", "stop");
   expect_400(c, R"({"prompt": "x", "stream": 1})", "stream");
+  // Fields the server does not implement are refused when they would change the answer (the
+  // bias would forbid a token the answer has), streamed or not; a wrong type is named too.
+  expect_400(c, R"({"prompt": "x", "logit_bias": {"2643": -100}})", "logit_bias", "is not supported by lg serve");
+  expect_400(c, R"({"prompt": "x", "logprobs": 3, "stream": true})", "logprobs", "is not supported by lg serve");
+  expect_400(c, R"({"prompt": "x", "presence_penalty": "abc"})", "presence_penalty", "must be a number");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 2})", "logprobs",
+             "is not supported by lg serve");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice",
+             "is not supported by lg serve");
   // A prompt longer than the context: the message gives both lengths. The stream flag must not
   // turn it into a 200 with an error event.
   std::string long_prompt;
