@@ -10,14 +10,18 @@ namespace {
 
 using namespace lg::server;
 
-std::string param_of(const std::function<void()>& f) {
+/// The RequestError `f` throws (param and message "<no error>" when it throws none).
+RequestError error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const RequestError& e) {
-    return e.param();
+    return e;
   }
-  return "<no error>";
+  return RequestError("<no error>", "<no error>");
 }
+
+std::string param_of(const std::function<void()>& f) { return error_of(f).param(); }
+std::string message_of(const std::function<void()>& f) { return error_of(f).what(); }
 
 TEST(CompletionRequest, ParsesTheFields) {
   const auto r = parse_completion_request(
@@ -260,15 +264,6 @@ std::string completion_with(const char* field, const char* value) {
 }
 std::string chat_with(const char* field, const char* value) {
   return std::string(R"({"messages":[{"role":"user","content":"a"}],")") + field + "\":" + value + "}";
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RequestError& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 void expect_refused_accepted_typed(const FieldCase& c, bool chat) {
