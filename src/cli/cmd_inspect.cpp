@@ -117,8 +117,13 @@ std::vector<Group> facts(const ModelDir& m) {
   add_first(dims, j, "heads", {"num_attention_heads", "n_head"});
   add_first(dims, j, "kv heads", {"num_key_value_heads"});
   add_first(dims, j, "head_dim", {"head_dim"});
-  const Fact* hidden = dims.facts.empty() ? nullptr : fact(dims, "hidden_size") ? fact(dims, "hidden_size") : fact(dims, "n_embd");
-  const Fact* heads = fact(dims, "num_attention_heads") ? fact(dims, "num_attention_heads") : fact(dims, "n_head");
+  auto first_of = [&](std::initializer_list<const char*> keys) -> const Fact* {
+    for (const char* k : keys)
+      if (const Fact* f = fact(dims, k)) return f;
+    return nullptr;
+  };
+  const Fact* hidden = first_of({"hidden_size", "n_embd"});
+  const Fact* heads = first_of({"num_attention_heads", "n_head"});
   if (!fact(dims, "head_dim") && hidden && heads && hidden->value.is_number_integer() && heads->value.is_number_integer() &&
       heads->value.get<int64_t>() > 0 && hidden->value.get<int64_t>() % heads->value.get<int64_t>() == 0)
     dims.facts.push_back({"head_dim", "head_dim", hidden->value.get<int64_t>() / heads->value.get<int64_t>(),
