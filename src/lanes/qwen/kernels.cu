@@ -232,12 +232,20 @@ namespace {
 /// Measured on the H200 (bench/qwen_lane.md, v4): 8 warps and 128 keys, one block per head up to
 /// 128 positions, tie 16 warps at the bench's 33..97 positions and beat them at 2000 (13.3 against
 /// 17.6 us at 8B); v3's 4 warps and 32 keys (2-4 merged splits there) are 0.04 ms/token slower at 0.6B.
+/// early: the single-sequence ROPE form locates its keys and prefetches them before the PDL wait
+/// (v7, attention_decode.cuh's EARLY); LG_QWEN_ATTN_EARLY=0 runs v5's order for A/B.
+/// bound: the 8-warp kernel's registers are bounded for this many blocks per SM (knob
+/// LG_QWEN_ATTN_BOUND): 3 (80 registers, no spills; v7) or 4 (64, v5's, spilling 8-12 bytes).
+/// H200, session 9 calls 2-3: 3 is 0.5-6% quicker a step up to 2,048 positions.
 struct DecodeAttnShape {
   int warps, min_split;
+  bool early;
+  int bound;
 };
 
 DecodeAttnShape decode_attn_shape() {
-  static const DecodeAttnShape sh{lab_knob("LG_QWEN_ATTN_WARPS", 8), std::max(1, lab_knob("LG_QWEN_ATTN_SPLIT", 128))};
+  static const DecodeAttnShape sh{lab_knob("LG_QWEN_ATTN_WARPS", 8), std::max(1, lab_knob("LG_QWEN_ATTN_SPLIT", 128)),
+                                  lab_knob("LG_QWEN_ATTN_EARLY", 1) != 0, lab_knob("LG_QWEN_ATTN_BOUND", 3) == 4 ? 4 : 3};
   return sh;
 }
 
@@ -247,17 +255,48 @@ int decode_attn_splits(int max_seq, int min_split) {
   return std::max(1, std::min(dev::kDecodeSplits, (max_seq + min_split - 1) / min_split));
 }
 
+/// `splits` per head, or fewer so that the H x splits blocks of a long context fill whole waves of
+/// the kernel's resident blocks: a partial last wave costs a whole one, since every block of a
+/// long context has the same chunk to do (at 32,768 positions, 8B, 3 blocks of 8 warps per SM:
+/// 1,024 blocks are 2.6 waves, 24 splits' 768 are 1.9).
+template <typename Kernel>
+int whole_wave_splits(Kernel kernel, int threads, int H, int splits) {
+  int per_sm = 0;
+  LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  const int resident = std::max(1, per_sm) * cuda::sm_count();
+  if (H * splits <= resident) return splits;
+  const int waves = H * splits / resident;
+  return std::max(1, std::min(splits, waves * resident / H));
+}
+
+template <typename Kernel>
+void launch_attn_decode_grid(Kernel kernel, int warps, const dev::DecodeAttnParams& p, int splits, const int* pos0,
+                             cudaStream_t s) {
+  const dim3 grid(p.H, whole_wave_splits(kernel, warps * 32, p.H, splits));
+  launch_pdl(kernel, grid, dim3(warps * 32), 0, s, p, pos0);
+}
+
+template <int DH, bool ROPE, bool EARLY>
+void launch_attn_decode_as(const dev::DecodeAttnParams& p, int splits, const DecodeAttnShape& sh, const int* pos0,
+                           cudaStream_t s) {
+  switch (sh.warps) {
+    case 8:
+      if (sh.bound == 3)
+        return launch_attn_decode_grid(dev::attn_decode_kernel<DH, ROPE, 8, false, EARLY, 3>, 8, p, splits, pos0, s);
+      return launch_attn_decode_grid(dev::attn_decode_kernel<DH, ROPE, 8, false, EARLY, 4>, 8, p, splits, pos0, s);
+    case 16: return launch_attn_decode_grid(dev::attn_decode_kernel<DH, ROPE, 16, false, EARLY>, 16, p, splits, pos0, s);
+    default: return launch_attn_decode_grid(dev::attn_decode_kernel<DH, ROPE, 4, false, EARLY>, 4, p, splits, pos0, s);
+  }
+}
+
 template <int DH, bool ROPE>
 void launch_attn_decode_kernel(const dev::DecodeAttnParams& p0, int max_seq, const int* pos0, cudaStream_t s) {
   const DecodeAttnShape sh = decode_attn_shape();
   dev::DecodeAttnParams p = p0;
   p.min_split = sh.min_split;
-  const dim3 grid(p.H, decode_attn_splits(max_seq, sh.min_split));
-  switch (sh.warps) {
-    case 8: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 8>, grid, dim3(8 * 32), 0, s, p, pos0);
-    case 16: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 16>, grid, dim3(16 * 32), 0, s, p, pos0);
-    default: return launch_pdl(dev::attn_decode_kernel<DH, ROPE, 4>, grid, dim3(4 * 32), 0, s, p, pos0);
-  }
+  const int splits = decode_attn_splits(max_seq, sh.min_split);
+  if (ROPE && sh.early) return launch_attn_decode_as<DH, ROPE, ROPE>(p, splits, sh, pos0, s);
+  launch_attn_decode_as<DH, ROPE, false>(p, splits, sh, pos0, s);
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ void launch_attention_decode(const float* q, const KvPages& cache, const int* bl
 /// the KV head's key and value there too (rounded to bf16, as the cache holds them) and use them
 /// for that position, and the one of the KV head's first query head writes them into the caches.
 /// So the QKV GEMV before it is a plain store. qkv f32 [(H+2KV)*Dh]; scratch, counters, out as
-/// launch_attention_decode. Dh in {16, 32, 64, 128}.
+/// launch_attention_decode. Dh in {16, 32, 64, 128}. *pos0 and the block table are read before
+/// the PDL wait: they must be written by the host or at least two launches before this one.
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                   float* scratch, int* counters, bf16* out, cudaStream_t stream);
 

@@ -15,7 +15,13 @@
 // an atomic, a re-read of the partials from L2) is what one chunk skips.
 // Paging: a key's row is looked up in the sequence's block table (device memory the host fills
 // before the graph launch; __ldg, so after the first key of a block it comes from L1), then its K
-// and V loads are issued as before: one more dependent L2 round trip per block of keys.
+// and V loads are issued as before: one more dependent round trip per iteration of keys.
+// EARLY (v7, the single-sequence decode graph, ROPE form): the position and block table are
+// known before the PDL wait (both written at least two launches back), so each block reads them
+// there, exits at once if its split is empty, and prefetches its first iterations' block-table
+// entries (to L1) and K/V rows (to L2) while the QKV GEMV before it drains; after the wait those
+// loads hit in cache. With 80 registers (MINB = 3 blocks of 8 warps per SM: no spills), v7 made
+// the 8B batch-1 step 1% quicker than v5 and the 0.6B one 3% (bench/RESULTS.md, ninth session).
 // The ROPE form (v3, the lane's decode step) reads the raw QKV projection instead of a finished
 // query and a cache that already holds this position: each block does bias + qk-norm + RoPE of its
 // query head in registers (the lane's 32 Dh-element slices; the rotate-half partner is 16 lanes
@@ -127,14 +133,43 @@ struct DecodeSplits {
         n((length + chunk - 1) / chunk) {}
 };
 
+/// Iterations of a warp's keys (kDecodeKeysPerWarp each) the EARLY form prefetches.
+constexpr int kDecodePrefetchIters = 2;
+
+/// EARLY form, before the PDL wait: the K and V rows of keys [k0, k1) this warp's first
+/// kDecodePrefetchIters iterations of attn_decode_item read go to L2, and their block-table
+/// entries to L1 (the table loads that address the prefetches), one 128-byte line per lane and
+/// prefetch. Prefetches change no memory, so the row of the position this launch writes is safe
+/// to fetch early too (the K/V loads are .cg, from L2, where the write lands).
+template <int DH, int NW>
+__device__ __forceinline__ void prefetch_split(const DecodeAttnParams& p, int h, int k0, int k1) {
+  constexpr int R = kDecodeKeysPerWarp;
+  constexpr int kLines = (DH * 2 + 127) / 128;  // 128-byte lines of one K (or V) row
+  constexpr int kPerIter = R * 2 * kLines;      // lines of a warp's iteration: K and V of R keys
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const size_t base = static_cast<size_t>(h / (p.H / p.KV)) * static_cast<size_t>(p.rows) * DH;
+#pragma unroll
+  for (int it = 0; it < kDecodePrefetchIters; ++it) {
+    const int j = k0 + (it * NW + warp) * R;
+    for (int i = lane; i < kPerIter; i += 32) {
+      const int key = j + i / (2 * kLines);
+      if (key >= k1) break;
+      const bf16* cache = (i / kLines) % 2 ? p.v_cache : p.k_cache;
+      const bf16* line = cache + base + static_cast<size_t>(paged_row(p.block_table, key, p.block_shift)) * DH +
+                         (i % kLines) * 64;
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+    }
+  }
+}
+
 /// One (head h, split) item by the whole block of NW warps (every thread calls it). q: the lane's
 /// slice of the query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp,
-/// the lane's slices of this position's key and value, instead of the cache. A single split
+/// the lane's slices of this position's key and value (bf16, packed as load_bf16_raw holds them),
+/// instead of the cache. A single split
 /// writes out itself; otherwise the last split of head h to finish merges all of them into out.
 template <int DH, int NW, bool BATCH>
 __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& sp, int h, int split,
-                                 const float (&q)[DecodeSlice<DH>::EPL], const float (&kp)[DecodeSlice<DH>::EPL],
-                                 const float (&vp)[DecodeSlice<DH>::EPL], int key_in_regs) {
+                                 const float (&q)[DecodeSlice<DH>::EPL], uint2 kp, uint2 vp, int key_in_regs) {
   constexpr int EPL = DecodeSlice<DH>::EPL, R = kDecodeKeysPerWarp;
   __shared__ float s_m[NW], s_l[NW], s_o[NW][DH];
   __shared__ bool s_last;
@@ -157,8 +192,8 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
     for (int r = 0; r < R; ++r) {
       const int key = min(j + r, k1 - 1);  // past the chunk: a valid row, masked below
       if (key == key_in_regs) {
-        kr[r] = pack_raw<EPL>(kp);
-        vr[r] = pack_raw<EPL>(vp);
+        kr[r] = kp;
+        vr[r] = vp;
       } else {
         const size_t row = base + static_cast<size_t>(prow[r]) * DH;
         kr[r] = load_bf16_raw<DH>(p.k_cache + row);
@@ -316,13 +351,15 @@ __device__ __forceinline__ void rope_head_slice(float (&v)[DecodeSlice<DH>::EPL]
   }
 }
 
-/// Grid (H, splits <= kDecodeSplits), NW warps per block: block (h, s) is item (h, s). ROPE: see the
-/// top of the file. 64 registers a thread (K/V kept as loaded, load_bf16_raw), so 1024 threads of
-/// it fit an SM: the empty blocks of a short context and the many splits of a long one take half
-/// the waves they took at 103 registers (v4 lab, 8B position 2000, 16 warps: 25.5 us at 103
-/// registers in one device call, 17.6 at 64 in the next).
-template <int DH, bool ROPE, int NW, bool BATCH = false>
-__global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const DecodeAttnParams p0, const int* pos0) {
+/// Grid (H, splits <= kDecodeSplits), NW warps per block: block (h, s) is item (h, s). ROPE, EARLY:
+/// see the top of the file. MINB blocks per SM bound the registers: 32 / NW (64 registers a
+/// thread, K/V kept as loaded, load_bf16_raw: 1024 threads an SM; the many splits of a long
+/// context took half the waves they took at 103 registers, v4 lab, 8B position 2000, 16 warps:
+/// 25.5 us against 17.6), or 3 blocks of 8 warps (80 registers, v7: no spills; the launcher then
+/// keeps a long context's splits to whole waves).
+template <int DH, bool ROPE, int NW, bool BATCH = false, bool EARLY = false, int MINB = 32 / NW>
+__global__ void __launch_bounds__(NW * 32, MINB) attn_decode_kernel(const DecodeAttnParams p0, const int* pos0) {
+  static_assert(!EARLY || (ROPE && !BATCH), "EARLY is the single-sequence ROPE form's");
   constexpr int EPL = DecodeSlice<DH>::EPL;
   const DecodeAttnParams p = BATCH ? at_sequence<DH>(p0, static_cast<int>(blockIdx.z), static_cast<int>(gridDim.y)) : p0;
   const int lane = threadIdx.x & 31, h = blockIdx.x, kvh = h / (p.H / p.KV);
@@ -337,9 +374,25 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
   auto load_constants = [&] {
     if constexpr (ROPE) c.load(p.bias, p.q_norm, p.k_norm, p.inv_freq, p.H, p.KV, h, kvh);
   };
+  // The position and the chunking; false: the block is past the last chunk (not counted, not merged).
+  int pos = 0;
+  DecodeSplits sp(1, 1, 1);
+  auto locate = [&] {
+    pos = pos0[BATCH ? blockIdx.z : 0];
+    sp = DecodeSplits(pos + 1, p.min_split, static_cast<int>(gridDim.y));
+    return split < sp.n;
+  };
+  // EARLY (see the top of the file): locate and prefetch before the wait. Otherwise the position
+  // may come from the previous kernel, so it is read after the wait.
+  if constexpr (EARLY) {
+    if (!locate()) return;
+    const int k1 = sp.len - split * sp.chunk;
+    prefetch_split<DH, NW>(p, h, max(0, k1 - sp.chunk), k1);
+  }
   if (holds_pos) load_constants();
   grid_dependency_wait();
   launch_dependents();
+  if (EARLY && !holds_pos) load_constants();
   // The projection rows this block needs: split 0 reads them together with the position, so the
   // two L2 round trips overlap.
   float q[EPL], kp[EPL] = {}, vp[EPL] = {};
@@ -354,13 +407,13 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
       }
     }
   };
-  if (holds_pos) load_projection();
-  const int pos = pos0[BATCH ? blockIdx.z : 0];
-  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
-  if (split >= sp.n) return;  // past the end: not counted, not merged
-  if (!holds_pos) {
-    load_constants();
-    load_projection();
+  if (EARLY || holds_pos) load_projection();
+  if constexpr (!EARLY) {
+    if (!locate()) return;
+    if (!holds_pos) {
+      load_constants();
+      load_projection();
+    }
   }
   int key_in_regs = -1;
   if constexpr (ROPE) {
@@ -385,7 +438,7 @@ __global__ void __launch_bounds__(NW * 32, 32 / NW) attn_decode_kernel(const Dec
       key_in_regs = pos;
     }
   }
-  attn_decode_item<DH, NW, BATCH>(p, sp, h, split, q, kp, vp, key_in_regs);
+  attn_decode_item<DH, NW, BATCH>(p, sp, h, split, q, pack_raw<EPL>(kp), pack_raw<EPL>(vp), key_in_regs);
 }
 
 }  // namespace lg::qwen::dev

@@ -4,7 +4,9 @@
 // previous kernel in the stream (or captured graph) is still running. Each kernel then splits in
 // two:
 //   before grid_dependency_wait(): only reads of data no earlier kernel writes (the weights), so
-//     a GEMV streams its first weights while the previous kernel drains;
+//     a GEMV streams its first weights while the previous kernel drains, or data written two or
+//     more launches back (the previous kernel called launch_dependents() only after its own wait,
+//     so every kernel before it had completed when this one started: the decode graph's position);
 //   after it: everything else. The wait returns once the previous grid has completed and its
 //     memory is visible; since that grid passed its own wait first, every earlier kernel has too.
 // launch_dependents() lets the next kernel's blocks be scheduled; it is called right after the
