@@ -16,7 +16,7 @@ for exe in "$@"; do
     case "$lib" in
       /lib/x86_64-linux-gnu/libc.so*|/lib/x86_64-linux-gnu/libm.so*|/lib/x86_64-linux-gnu/libpthread*|\
       /lib/x86_64-linux-gnu/libdl*|/lib/x86_64-linux-gnu/librt*|/lib64/ld-linux*|/usr/local/cuda*|\
-      */libstdc++.so*|*/libgcc_s.so*) ;;  # the GPU machine (Ubuntu 24.04) has newer, compatible ones
+      */libstdc++.so*|*/libgcc_s.so*|*/libssl.so.3|*/libcrypto.so.3) ;;  # the GPU machine (Ubuntu 24.04) has newer, compatible ones
       */libopenblas.so*|*/libgfortran.so*|*/libquadmath.so*) ;;  # see below
       *) cp -L "$lib" "$stage/lib/" ;;
     esac
