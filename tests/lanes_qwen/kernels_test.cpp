@@ -394,9 +394,11 @@ TEST(QwenKernels, DecodeAttentionSplitKv) {
 // reference (bf16 bound, 4e-3), and the output against attention_ref over the reference query and
 // the sequence's rows the device holds afterwards (random earlier rows, this position's row as the
 // kernel wrote it; bf16 output bound). The query is fp32 from the same fp32 inputs on both sides,
-// so it adds only fp32 roundoff. Launched twice (the split counters must be back at zero).
+// so it adds only fp32 roundoff. Launched twice per form (the split counters must be back at
+// zero): per query head (v7) and by KV head (launch_attention_decode_rope_long, v8, which runs
+// its own kernel for groups 2 and 4 at Dh 64 and 128, and v7 for the rest).
 // Positions: one chunk of the lane's 128 keys, written by its block without a merge (0, 5, 33,
-// 77), and merged splits (131, 2000, 4095); GQA groups 1, 2, 4, 7; scattered blocks of 1 .. 64.
+// 77), and merged splits (131, 300, 2000, 4095); GQA groups 1, 2, 4, 7; scattered blocks of 1 .. 64.
 TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -407,7 +409,7 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
   };
   for (C c : {C{4, 2, 16, 0, 16, true, false}, C{4, 1, 32, 33, 16, false, true}, C{32, 8, 128, 2000, 16, false, true},
               C{14, 2, 64, 77, 4, true, false}, C{16, 8, 128, 4095, 64, false, true}, C{16, 8, 128, 131, 1, true, true},
-              C{8, 8, 64, 5, 16, false, true}}) {
+              C{8, 8, 64, 5, 16, false, true}, C{16, 4, 64, 300, 8, true, true}}) {
     const int max_seq = 4096, len = c.pos + 1, N = (c.H + 2 * c.KV) * c.Dh;
     const TestPages pages = scattered_pages(rng, {len}, c.bs, 3);
     const size_t logical_n = size_t(c.KV) * len * c.Dh, pool_n = size_t(c.KV) * pages.rows() * c.Dh;
@@ -429,7 +431,8 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
     auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
          dpos = to_device(std::vector<int>{c.pos}), dbt = to_device(pages.tables[0]);
     auto counters = to_device(std::vector<int>(c.H, 0));
-    for (int rep = 0; rep < 2; ++rep) {
+    for (int rep = 0; rep < 4; ++rep) {
+      const bool by_kv_head = rep >= 2;
       auto kc = to_device(kpool0), vc = to_device(vpool0);
       auto scratch = poisoned_f32(decode_attention_scratch_floats(c.H, c.Dh));
       auto out = poisoned_bf16(size_t(c.H) * c.Dh);
@@ -444,12 +447,16 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
       r.max_seq = max_seq;
       r.cache = kv_pages(kc, vc, pages);
       r.block_table = dbt.as<int>();
-      launch_attention_decode_rope(dy.as<float>(), r, eps, dpos.as<int>(), scratch.as<float>(), counters.as<int>(),
-                                   out.as<bf16>(), s.get());
+      if (by_kv_head)
+        launch_attention_decode_rope_long(dy.as<float>(), r, eps, dpos.as<int>(), scratch.as<float>(),
+                                          counters.as<int>(), out.as<bf16>(), s.get());
+      else
+        launch_attention_decode_rope(dy.as<float>(), r, eps, dpos.as<int>(), scratch.as<float>(), counters.as<int>(),
+                                     out.as<bf16>(), s.get());
       s.synchronize();
       const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
                                std::to_string(c.Dh) + " pos=" + std::to_string(c.pos) + " bs=" + std::to_string(c.bs) +
-                               " launch " + std::to_string(rep);
+                               (by_kv_head ? " by KV head" : " per query head") + " launch " + std::to_string(rep % 2);
       const auto kpool = download_bf16(kc, pool_n), vpool = download_bf16(vc, pool_n);
       Bf16Vec gk, gv;
       gk.f = gather_from_pool(pages, kpool, 0, len, c.KV, c.Dh);

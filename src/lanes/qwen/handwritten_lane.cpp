@@ -379,7 +379,13 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
   // Read by the graph's first kernel from mapped memory; the previous step finished at its synchronize.
   *s.h_token.p = q.tokens[0];
   *s.h_pos.p = static_cast<int>(q.start_pos);
-  if (!s.decode_graph.ready()) {
+  // Long contexts take a graph of their own, with the attention by KV head (v8): there the K/V
+  // rows are most of a step's bytes, and v7's per-query-head blocks read them H / KV times.
+  static const char* const long_from_knob = std::getenv("LG_QWEN_LONG_DECODE_FROM");
+  const int64_t long_from = long_from_knob ? std::atoll(long_from_knob) : long_decode_from(d.H / d.KV);
+  const bool long_ctx = q.start_pos >= long_from && attention_decode_long_supports(d.H, d.KV, d.Dh);
+  cuda::GraphExec& graph = long_ctx ? s.decode_graph_long : s.decode_graph;
+  if (!graph.ready()) {
     const int* pos = s.d_pos.as<int>();
     // LG_QWEN_ATTN_SOLO_GQA=1: the single-sequence graph takes the batched decode attention too.
     static const bool solo_by_kv_head = [] {
@@ -387,7 +393,7 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
       return e && std::string(e) == "1";
     }();
     const int solo_splits = decode_attention_batch_splits(d.H, d.KV, 1, d.max_seq);
-    capture(s.decode_graph, cs, [&] {
+    capture(graph, cs, [&] {
       launch_embed_decode(s.embed.as<bf16_t>(), s.h_token.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
       const size_t launches_before = cuda::captured_kernel_launches(cs);
       for (size_t l = 0; l < s.layers.size(); ++l) {
@@ -405,6 +411,9 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
         if (solo_by_kv_head)  // the batched decode's attention (v6) for a batch of one
           launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, 1, 1, solo_splits, d.eps, pos,
                                              s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+        else if (long_ctx)
+          launch_attention_decode_rope_long(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
+                                            s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
         else
           launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
                                        s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
@@ -439,7 +448,7 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
       enqueue_head_gemv(s.x.as<float>());
     });
   }
-  s.decode_graph.launch(cs);
+  graph.launch(cs);
 }
 
 // Final RMSNorm + LM head on one row of the residual stream (x_row f32 [D]), with the device argmax

@@ -40,6 +40,14 @@ struct PinnedInts {
   PinnedInts& operator=(const PinnedInts&) = delete;
 };
 
+/// Position from which a single sequence's decode step takes the long-context graph (the
+/// attention by KV head, launch_attention_decode_rope_long) for G = H / KV query heads per KV
+/// head: 16,384 / G. What v8 saves grows with G (v7 reads the K/V rows G times) and its fewer
+/// blocks cost a short context: measured on the H200 (bench/RESULTS.md, ninth session, call 10),
+/// v8 is quicker from 4,096 positions at 8B (G = 4) and from 8,192 at 0.6B (G = 2).
+/// LG_QWEN_LONG_DECODE_FROM overrides it.
+constexpr int64_t long_decode_from(int64_t G) { return G > 0 ? 16384 / G : INT64_MAX; }
+
 /// The layer-independent arguments of every launch, in ints as the kernels take them.
 struct Dims {
   int V, D, F, H, KV, Dh, nq, nqkv, max_seq, bs;
@@ -83,7 +91,8 @@ struct HandwrittenQwenLane::State {
   int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
   // Each sequence's argmax, written by the LM head straight into mapped host memory.
   PinnedInts h_argmax;
-  cuda::GraphExec decode_graph;
+  cuda::GraphExec decode_graph;       // one sequence's decode step, up to kLongDecodeFrom positions
+  cuda::GraphExec decode_graph_long;  // the same from there on, with the by-KV-head attention (v8)
   /// Counted in the decode graph while it is captured (LaneFacts).
   std::optional<int64_t> decode_launches_per_layer;
   cuda::StepTimes times{"handwritten lane"};  // LG_STEP_TIMES=1

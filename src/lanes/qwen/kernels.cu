@@ -11,6 +11,7 @@
 #include "lanes/qwen/kernels/attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
 #include "lanes/qwen/kernels/attention_decode_gqa.cuh"
+#include "lanes/qwen/kernels/attention_decode_long.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
 #include "lanes/qwen/kernels/gemv.cuh"
 #include "lanes/qwen/kernels/gemv_rows.cuh"
@@ -373,6 +374,38 @@ void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float 
     case 64: return attn_decode_rope_as<64>(qkv, r, eps, pos0, scratch, counters, out, s);
     default: return attn_decode_rope_as<128>(qkv, r, eps, pos0, scratch, counters, out, s);
   }
+}
+
+bool attention_decode_long_supports(int H, int KV, int Dh) {
+  const int G = KV > 0 && H % KV == 0 ? H / KV : 0;
+  return (G == 2 || G == 4) && (Dh == 64 || Dh == 128);
+}
+
+template <int DH, int G>
+static void attn_decode_long_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
+                                int* counters, bf16* out, cudaStream_t s) {
+  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
+  set_rope_fields(p, r, eps);
+  p.min_split = decode_attn_shape().min_split;
+  constexpr int kWarps = 8;
+  const auto kernel = dev::attn_decode_long_kernel<DH, G, kWarps>;
+  const int splits = decode_attn_splits(r.max_seq, p.min_split);
+  launch_pdl(kernel, dim3(r.KV, whole_wave_splits(kernel, kWarps * 32, r.KV, splits)), dim3(kWarps * 32), 0, s, p, pos0);
+}
+
+void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0,
+                                       float* scratch, int* counters, bf16* out, cudaStream_t s) {
+  if (!attention_decode_long_supports(r.H, r.KV, r.Dh))
+    return launch_attention_decode_rope(qkv, r, eps, pos0, scratch, counters, out, s);
+  if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos0 || !scratch || !counters || !out ||
+      r.max_seq <= 0)
+    throw Error("hand-written attention: long-context decode attention with a missing buffer or no context");
+  const int G = r.H / r.KV;
+  if (r.Dh == 64)
+    return G == 2 ? attn_decode_long_as<64, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
+                  : attn_decode_long_as<64, 4>(qkv, r, eps, pos0, scratch, counters, out, s);
+  return G == 2 ? attn_decode_long_as<128, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
+                : attn_decode_long_as<128, 4>(qkv, r, eps, pos0, scratch, counters, out, s);
 }
 
 static_assert(kDecodeMaxSplits >= dev::kDecodeSplits && kDecodeMaxSplits >= dev::kGqaMaxSplits);

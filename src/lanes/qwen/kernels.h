@@ -180,6 +180,18 @@ void launch_attention_decode(const float* q, const KvPages& cache, const int* bl
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                   float* scratch, int* counters, bf16* out, cudaStream_t stream);
 
+/// Whether launch_attention_decode_rope_long has its own kernel for this shape: H / KV in {2, 4}
+/// query heads per KV head and Dh in {64, 128} (Qwen3 0.6B-8B, Qwen2.5 0.5B-7B).
+bool attention_decode_long_supports(int H, int KV, int Dh);
+
+/// launch_attention_decode_rope's math with a block per (KV head, split) instead of per (query
+/// head, split): each K/V row is read once for the H / KV query heads that share it (v8,
+/// kernels/attention_decode_long.cuh), for long contexts, where those rows are most of a step's
+/// bytes. Same arguments, buffers and PDL contract (counters: KV of the H ints). A shape
+/// attention_decode_long_supports refuses goes to launch_attention_decode_rope.
+void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
+                                       float* scratch, int* counters, bf16* out, cudaStream_t stream);
+
 /// Splits of each sequence's positions in a batched decode attention launch: enough that chunks
 /// of the kernel's split length cover max_len (the step's longest sequence), at most
 /// kDecodeMaxSplits, and no more than keep about two waves of blocks busy once the batch's

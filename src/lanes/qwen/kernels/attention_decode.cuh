@@ -162,6 +162,45 @@ __device__ __forceinline__ void prefetch_split(const DecodeAttnParams& p, int h,
   }
 }
 
+/// Element d of one head's output from its nsplits partials (pp: split s's at pp + s * (DH + 2):
+/// DH unnormalised outputs, then the split's max and sum), in batches of kMergeBatch: every load
+/// of a batch is issued before any is used, so a short context (nsplits <= 8) costs one round trip
+/// to L2, not one per split.
+template <int DH>
+__device__ __forceinline__ float merge_split_partials(const float* pp, int nsplits, int d) {
+  constexpr int kMergeBatch = 8;
+  float gm = kNegInf, gl = 0.f, go = 0.f;
+  for (int s0 = 0; s0 < nsplits; s0 += kMergeBatch) {
+    float ms[kMergeBatch], ls[kMergeBatch], os[kMergeBatch];
+#pragma unroll
+    for (int i = 0; i < kMergeBatch; ++i) {
+      ms[i] = kNegInf, ls[i] = 0.f, os[i] = 0.f;
+      if (s0 + i < nsplits) {
+        const float* ps = pp + (s0 + i) * (DH + 2);
+        ms[i] = __ldcg(ps + DH);
+        ls[i] = __ldcg(ps + DH + 1);
+        os[i] = __ldcg(ps + d);
+      }
+    }
+    float bm = gm;
+#pragma unroll
+    for (int i = 0; i < kMergeBatch; ++i)
+      if (ls[i] != 0.f) bm = fmaxf(bm, ms[i]);
+    const float corr = bm == gm ? 1.f : __expf(gm - bm);  // both -inf: nothing seen yet
+    gl *= corr;
+    go *= corr;
+#pragma unroll
+    for (int i = 0; i < kMergeBatch; ++i) {
+      if (ls[i] == 0.f) continue;  // a split that saw no key
+      const float c = __expf(ms[i] - bm);
+      gl += ls[i] * c;
+      go += os[i] * c;
+    }
+    gm = bm;
+  }
+  return go / gl;  // split 0 holds a key: gl > 0
+}
+
 /// One (head h, split) item by the whole block of NW warps (every thread calls it). q: the lane's
 /// slice of the query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp,
 /// the lane's slices of this position's key and value (bf16, packed as load_bf16_raw holds them),
@@ -264,40 +303,8 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   __syncthreads();
   if (!s_last || d >= DH) return;
 
-  // Merge the splits, kMergeBatch at a time: every load of a batch is issued before any is used,
-  // so a short context (nsplits <= 8) costs one round trip to L2, not one per split.
-  constexpr int kMergeBatch = 8;
-  const float* pp = p.partial + static_cast<size_t>(h) * stride * (DH + 2);
-  float gm = kNegInf, gl = 0.f, go = 0.f;
-  for (int s0 = 0; s0 < nsplits; s0 += kMergeBatch) {
-    float ms[kMergeBatch], ls[kMergeBatch], os[kMergeBatch];
-#pragma unroll
-    for (int i = 0; i < kMergeBatch; ++i) {
-      ms[i] = kNegInf, ls[i] = 0.f, os[i] = 0.f;
-      if (s0 + i < nsplits) {
-        const float* ps = pp + (s0 + i) * (DH + 2);
-        ms[i] = __ldcg(ps + DH);
-        ls[i] = __ldcg(ps + DH + 1);
-        os[i] = __ldcg(ps + d);
-      }
-    }
-    float bm = gm;
-#pragma unroll
-    for (int i = 0; i < kMergeBatch; ++i)
-      if (ls[i] != 0.f) bm = fmaxf(bm, ms[i]);
-    const float corr = bm == gm ? 1.f : __expf(gm - bm);  // both -inf: nothing seen yet
-    gl *= corr;
-    go *= corr;
-#pragma unroll
-    for (int i = 0; i < kMergeBatch; ++i) {
-      if (ls[i] == 0.f) continue;  // a split that saw no key
-      const float c = __expf(ms[i] - bm);
-      gl += ls[i] * c;
-      go += os[i] * c;
-    }
-    gm = bm;
-  }
-  p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(go / gl);
+  p.out[static_cast<size_t>(h) * DH + d] =
+      __float2bfloat16(merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * stride * (DH + 2), nsplits, d));
 }
 
 /// The ROPE form's per-element constants for the lane's slice (weights: no kernel writes them,
