@@ -201,6 +201,35 @@ __device__ __forceinline__ float merge_split_partials(const float* pp, int nspli
   return go / gl;  // split 0 holds a key: gl > 0
 }
 
+/// Element d of head h's result from one block (bm, bl, bo: its max, sum and unnormalised output
+/// over its keys): the output itself when the launch's positions are one split, else the partial
+/// of split `split` (stride: partials per head) for the last block to merge.
+template <int DH>
+__device__ __forceinline__ void store_block_result(const DecodeAttnParams& p, int h, int stride, int split, int nsplits,
+                                                   int d, float bm, float bl, float bo) {
+  if (nsplits == 1) {
+    p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(bo / bl);  // split 0 holds a key: bl > 0
+    return;
+  }
+  float* mine = p.partial + (static_cast<size_t>(h) * stride + split) * (DH + 2);
+  mine[d] = bo;
+  if (d == 0) {
+    mine[DH] = bm;
+    mine[DH + 1] = bl;
+  }
+}
+
+/// Whether this block is the last of nsplits > 1 to finish (arrive_last on *counter), once every
+/// thread has stored its partials; every thread of the block calls it.
+__device__ __forceinline__ bool last_split_block(int* counter, int nsplits) {
+  __shared__ bool s_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = arrive_last(counter, 1, nsplits);
+  __syncthreads();
+  return s_last;
+}
+
 /// One (head h, split) item by the whole block of NW warps (every thread calls it). q: the lane's
 /// slice of the query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp,
 /// the lane's slices of this position's key and value (bf16, packed as load_bf16_raw holds them),
@@ -211,7 +240,6 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
                                  const float (&q)[DecodeSlice<DH>::EPL], uint2 kp, uint2 vp, int key_in_regs) {
   constexpr int EPL = DecodeSlice<DH>::EPL, R = kDecodeKeysPerWarp;
   __shared__ float s_m[NW], s_l[NW], s_o[NW][DH];
-  __shared__ bool s_last;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const bool active = lane < DecodeSlice<DH>::kActiveLanes;
   const int nsplits = sp.n;
@@ -275,7 +303,6 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   }
   __syncthreads();
   const int d = threadIdx.x;
-  float* mine = p.partial + (static_cast<size_t>(h) * stride + split) * (DH + 2);
   if (d < DH) {
     float bm = kNegInf;
     for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w]);
@@ -286,22 +313,10 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
       bl += s_l[w] * c;
       bo += s_o[w][d] * c;
     }
-    if (nsplits == 1) {
-      p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(bo / bl);  // split 0 holds a key: bl > 0
-    } else {
-      mine[d] = bo;
-      if (d == 0) {
-        mine[DH] = bm;
-        mine[DH + 1] = bl;
-      }
-    }
+    store_block_result<DH>(p, h, stride, split, nsplits, d, bm, bl, bo);
   }
   if (nsplits == 1) return;  // the same in every thread
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = arrive_last(p.counters + h, 1, nsplits);
-  __syncthreads();
-  if (!s_last || d >= DH) return;
+  if (!last_split_block(p.counters + h, nsplits) || d >= DH) return;
 
   p.out[static_cast<size_t>(h) * DH + d] =
       __float2bfloat16(merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * stride * (DH + 2), nsplits, d));

@@ -27,7 +27,6 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   // would otherwise spill (ptxas: 64 bytes at 128 registers for DH = 128).
   constexpr int EPL = DH / 32, R = G >= 4 ? kDecodeKeysPerWarp / 2 : kDecodeKeysPerWarp;
   __shared__ float s_m[NW][G], s_l[NW][G], s_o[NW][G][DH];
-  __shared__ bool s_last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kvh = blockIdx.x, split = blockIdx.y;
   const bool holds_pos = split == 0;
 
@@ -169,23 +168,10 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       bl += s_l[w][g] * c;
       bo += s_o[w][g][d] * c;
     }
-    if (nsplits == 1) {
-      p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(bo / bl);  // split 0 holds a key: bl > 0
-    } else {
-      float* mine = p.partial + (static_cast<size_t>(h) * kDecodeSplits + split) * (DH + 2);
-      mine[d] = bo;
-      if (d == 0) {
-        mine[DH] = bm;
-        mine[DH + 1] = bl;
-      }
-    }
+    store_block_result<DH>(p, h, kDecodeSplits, split, nsplits, d, bm, bl, bo);
   }
   if (nsplits == 1) return;  // the same in every thread
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = arrive_last(p.counters + kvh, 1, nsplits);
-  __syncthreads();
-  if (!s_last) return;
+  if (!last_split_block(p.counters + kvh, nsplits)) return;
   for (int i = threadIdx.x; i < G * DH; i += NW * 32) {
     const int h = kvh * G + i / DH, d = i % DH;
     p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(
