@@ -82,6 +82,44 @@ TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
   EXPECT_NE(r.out.find("lg inspect --check"), std::string::npos) << r.out;
 }
 
+// A RoPE scaling factor of 0 used to run: NaN logits, blamed on the weights ("the weights likely hold
+// NaN/Inf values"); a negative factor, or a llama3 original_max_position_embeddings of 0, ran and
+// answered with scrambled positions. The programs now refuse them, naming the config field.
+TEST(CliModelChecks, NonPositiveRopeScalingIsRefusedByTheProgram) {
+  ModelCopy llama(kShared + "/fixtures/tiny-llama3");
+  const std::string check_llama = "check " + kSource + "/models/llama.lg --config " + (llama.dir / "config.json").string();
+  EXPECT_EQ(run_lg(check_llama).code, 0);
+  for (const double factor : {0.0, -1.0}) {
+    llama.edit_config([&](nlohmann::json& j) { j["rope_parameters"]["factor"] = factor; });
+    const CliRun r = run_lg(check_llama);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("requirement failed: RoPE scaling needs a positive factor (rope_parameters.factor"),
+              std::string::npos)
+        << r.out;
+  }
+  llama.edit_config([](nlohmann::json& j) {
+    j["rope_parameters"]["factor"] = 8.0;
+    j["rope_parameters"]["original_max_position_embeddings"] = 0;
+  });
+  const CliRun old = run_lg(check_llama);
+  EXPECT_EQ(old.code, 1) << old.out;
+  EXPECT_NE(old.out.find("llama3 RoPE needs original_max_position_embeddings > 0"), std::string::npos) << old.out;
+
+  ModelCopy gemma(kShared + "/fixtures/tiny-gemma3");
+  const std::string check_gemma =
+      "check " + kSource + "/models/gemma3_text.lg --config " + (gemma.dir / "config.json").string();
+  gemma.edit_config([](nlohmann::json& j) {
+    j["rope_parameters"]["full_attention"]["rope_type"] = "linear";
+    j["rope_parameters"]["full_attention"]["factor"] = 8.0;
+  });
+  EXPECT_EQ(run_lg(check_gemma).code, 0);
+  gemma.edit_config([](nlohmann::json& j) { j["rope_parameters"]["full_attention"]["factor"] = 0.0; });
+  const CliRun g = run_lg(check_gemma);
+  EXPECT_EQ(g.code, 1) << g.out;
+  EXPECT_NE(g.out.find("the global RoPE scaling factor (rope_parameters.full_attention.factor"), std::string::npos)
+      << g.out;
+}
+
 // A golden prompt id outside the vocabulary used to fail inside the forward as an IR gather
 // error ("qwen3.lg:47:5: %3 = gather ..."); now the golden file's case and index are named.
 TEST(CliModelChecks, LockNewNamesTheGoldenPromptIdOutsideTheVocabulary) {
