@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 tokenizer::Tokenizer load_tokenizer(const model::ModelDir& dir) {
-  if (!dir.tokenizer_json) throw Error(dir.dir.string() + ": no tokenizer.json; lg serve needs one to read prompts");
+  if (!dir.tokenizer_json) throw Error(dir.dir.string() + ": no tokenizer.json; lg serve and lg batch need one to read prompts");
   return tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
 }
 

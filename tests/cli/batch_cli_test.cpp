@@ -174,6 +174,14 @@ TEST(LgBatch, FilesItCannotUseAreErrors) {
   fs::remove(in);
 }
 
+// A model directory with no tokenizer.json is refused naming the file; the message used to say
+// "lg serve needs one" to a user who ran lg batch (found by a new-user pass).
+TEST(LgBatch, ModelWithoutTokenizerIsRefusedNamingBatch) {
+  const CliRun r = run_lg("batch --model " + kShared + "/fixtures/tiny-llama3 -i - -o - </dev/null");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("tiny-llama3: no tokenizer.json; lg serve and lg batch need one"), std::string::npos) << r.out;
+}
+
 // A KV cache smaller than one context is refused at start, naming the option: a request that
 // grew past it used to preempt itself and run again forever (found by a new-user pass).
 TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
