@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -44,6 +45,9 @@ std::string read_prompt(const RunOpts& o) {
     const bool stdin_ = o.prompt == "-" || o.prompt_file == "-";
     std::ifstream file;
     if (!stdin_) {
+      // A directory opens as a stream that reads nothing: it would pass for an empty prompt.
+      if (std::filesystem::is_directory(o.prompt_file))
+        throw lg::Error(o.prompt_file + ": is a directory, not a prompt file");
       file.open(o.prompt_file, std::ios::binary);
       if (!file) throw lg::Error(o.prompt_file + ": cannot read the prompt file");
     }
@@ -100,7 +104,15 @@ int run(const RunOpts& o) {
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
   // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
   // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
-  const std::vector<int32_t> prompt = tok.encode_with_special_tokens(prompt_text);
+  // A prompt file's bytes that are not text (a binary file): the error names the file.
+  const std::vector<int32_t> prompt = [&] {
+    try {
+      return tok.encode_with_special_tokens(prompt_text);
+    } catch (const lg::Error& e) {
+      if (o.prompt_file.empty() || o.prompt_file == "-") throw;
+      throw lg::Error(o.prompt_file + ": " + e.what());
+    }
+  }();
   startup.mark("tokenizer");
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
   if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.vocab))

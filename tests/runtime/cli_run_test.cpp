@@ -93,6 +93,29 @@ TEST(LgRun, PromptFromAFileOrStdinAndWithoutEcho) {
   fs::remove(file);
 }
 
+// A prompt file that is a directory, or holds bytes that are not UTF-8, is refused naming the
+// path (a directory read as nothing and was reported as an empty prompt; the UTF-8 error named
+// no file).
+TEST(LgRun, PromptFileThatIsADirectoryOrNotTextIsRefusedNamingIt) {
+  const auto dir = std::filesystem::temp_directory_path() / "lg_prompt_dir_test";
+  std::filesystem::create_directories(dir);
+  const Result d = run_lg({"run", "--model", kModel, "-f", dir.string(), "--max-tokens", "4"});
+  EXPECT_EQ(d.code, 1) << d.err;
+  EXPECT_NE(d.err.find(dir.string() + ": is a directory, not a prompt file"), std::string::npos) << d.err;
+  const auto bin = std::filesystem::temp_directory_path() / "lg_prompt_binary_test.bin";
+  {
+    std::ofstream f(bin, std::ios::binary);
+    const char bytes[] = {'\xff', '\xfe', '\x00', '\x80', 'a'};
+    f.write(bytes, sizeof(bytes));
+  }
+  const Result b = run_lg({"run", "--model", kModel, "-f", bin.string(), "--max-tokens", "4"});
+  EXPECT_EQ(b.code, 1) << b.err;
+  EXPECT_NE(b.err.find("lg: error: " + bin.string() + ": "), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("UTF-8"), std::string::npos) << b.err;
+  std::filesystem::remove(bin);
+  std::filesystem::remove(dir);
+}
+
 TEST(LgRun, VersionFlag) {
   const Result r = run_lg({"--version"});
   EXPECT_EQ(r.code, 0);
