@@ -91,7 +91,7 @@ struct HandwrittenQwenLane::State {
   int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
   // Each sequence's argmax, written by the LM head straight into mapped host memory.
   PinnedInts h_argmax;
-  cuda::GraphExec decode_graph;       // one sequence's decode step, up to kLongDecodeFrom positions
+  cuda::GraphExec decode_graph;       // one sequence's decode step, below long_decode_from(H / KV)
   cuda::GraphExec decode_graph_long;  // the same from there on, with the by-KV-head attention (v8)
   /// Counted in the decode graph while it is captured (LaneFacts).
   std::optional<int64_t> decode_launches_per_layer;
