@@ -49,6 +49,10 @@ json read_json(const std::string& path) {
 // [...], NAME: VALUE...} whose other keys are template kwargs (apply_chat_template(**kwargs)).
 lg::chat::ChatInput read_input(const std::string& path, bool add_generation_prompt) {
   const json j = read_json(path);
+  // Checked before anything copies the document: nlohmann's copy recurses per level, so copying
+  // 100,000 nested arrays overflows the stack.
+  if (lg::chat::nested_deeper_than(j, kMaxNesting))
+    throw lg::Error(fmt::format("{}: nests arrays/objects more than {} levels deep", path, kMaxNesting));
   lg::chat::ChatInput in;
   in.add_generation_prompt = add_generation_prompt;
   if (j.is_array()) {
@@ -82,8 +86,6 @@ lg::chat::ChatInput read_input(const std::string& path, bool add_generation_prom
   if (!in.tools.is_null() && !in.tools.is_array()) throw lg::Error(fmt::format("{}: 'tools' must be an array", path));
   if (!in.documents.is_null() && !in.documents.is_array())
     throw lg::Error(fmt::format("{}: 'documents' must be an array", path));
-  if (lg::chat::nested_deeper_than(j, kMaxNesting))
-    throw lg::Error(fmt::format("{}: nests arrays/objects more than {} levels deep", path, kMaxNesting));
   return in;
 }
 

@@ -84,6 +84,15 @@ TEST(CliTemplate, ExplainsWhatIsWrong) {
   r = run_template(kTokenizers / "gemma3", R"({"messages": [], "add_generation_prompt": true})");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("--no-generation-prompt"), std::string::npos) << r.out;
+  // Far past the nesting bound, as the whole file or as one kwarg: refused, not a stack overflow
+  // while the document is copied into the template's input.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  r = run_template(kTokenizers / "gemma3", deep);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nests arrays/objects more than 200 levels deep"), std::string::npos) << r.out;
+  r = run_template(kTokenizers / "gemma3", R"({"messages": [{"role": "user", "content": "a"}], "x": )" + deep + "}");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nests arrays/objects more than 200 levels deep"), std::string::npos) << r.out;
   r = run_lg("template --model " + (kTokenizers / "gemma3").string());
   EXPECT_EQ(r.code, 2) << r.out;  // --messages is required: a usage error
 }
