@@ -55,9 +55,12 @@ LG_COMMAND("compile", [](CLI::App& app) {
   for (const char* o : {"--kv-tokens", "--max-batch", "--max-step-tokens", "--block-size"}) one->excludes(sub->get_option(o));
   // Neither output asked for is a usage error (exit 2 with "Run with --help"), raised while
   // parsing like CLI11's own, not an lg::Error about the program (exit 1).
-  sub->callback([out_opt, explain_flag] {
+  sub->callback([out_opt, explain_flag, opts] {
     if (out_opt->count() == 0 && explain_flag->count() == 0)
       throw CLI::ValidationError("lg compile needs -o OUTDIR (write the CUDA program) and/or --explain (print the stages)");
+    // `-o ""` (an unset shell variable) would otherwise compile, write nothing and exit 0.
+    if (out_opt->count() != 0 && opts->out.empty())
+      throw CLI::ValidationError("-o,--out: needs a directory, got an empty path");
   });
   return [opts]() -> int {
     nlohmann::json config = lg::model::read_config_json(opts->config);

@@ -110,6 +110,9 @@ TEST(CliUsage, RunTakesTheLaneOptions) {
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
   EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);
+  // An empty -o (an unset shell variable) is refused, not a success that wrote nothing.
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o ''", "-o,--out: needs a directory, got an empty path");
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain -o ''", "needs a directory");
 }
 
 // Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
