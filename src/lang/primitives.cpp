@@ -2,6 +2,7 @@
 // concat, arange, attention) and the IR emission helpers that make casts and broadcasts explicit.
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <set>
 
 #include "lang/elaborator.h"
@@ -428,6 +429,11 @@ Value Elaborator::attention(const std::vector<Arg>& args, const Expr& e) {
     return err(e.span, "attention's heads and head dim must be constants");
   int64_t H = q.shape[1].coeff, KV = k.shape[0].coeff, Dh = q.shape[2].coeff;
   if (H % KV != 0) return err(e.span, fmt::format("attention: {} query heads are not a multiple of {} KV heads", H, KV));
+  // The IR keeps the group in an int32: a larger one would wrap and the checked program then fail
+  // the IR verifier (or, wrapped to 1, mean the wrong attention).
+  if (H / KV > std::numeric_limits<int32_t>::max())
+    return err(e.span, fmt::format("attention: {} query heads per KV head ({} / {}) is more than the {} supported", H / KV,
+                                   H, KV, std::numeric_limits<int32_t>::max()));
   if (!is_float(q.dtype) || !is_float(k.dtype) || !is_float(v.dtype)) return err(e.span, "attention needs float q, k, v");
   // q, k and v meet at a common float dtype (as binary ops do); the result is f32.
   DType dt = *common_dtype(*common_dtype(q.dtype, k.dtype), v.dtype);

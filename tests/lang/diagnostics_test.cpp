@@ -432,6 +432,21 @@ TEST(Diagnostics, AConfigOfAnotherFamilyGetsOnlyTheModelTypeError) {
   EXPECT_EQ(refused, 8 * 7);  // every fixture is one program's family
 }
 
+// A query-heads-per-KV-head group past int32 (2^32 + 1 heads over 1 KV head) is refused at the
+// attention, not wrapped into the IR where the verifier failed it after `lg check` passed.
+TEST(Diagnostics, AnAttentionGroupPastInt32IsRefused) {
+  const std::string text = read_text(std::string(LG_SOURCE_DIR) + "/models/qwen3.lg");
+  std::ifstream in(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3/config.json");
+  auto cfg = nlohmann::json::parse(in);
+  cfg["num_attention_heads"] = (int64_t{1} << 32) + 1;
+  cfg["num_key_value_heads"] = 1;
+  auto out = lg::lang::check_source("qwen3.lg", text, cfg, {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_FALSE(out.diagnostics.empty());
+  EXPECT_EQ(out.diagnostics[0].message, "attention: 4294967297 query heads per KV head (4294967297 / 1) is more than the 2147483647 supported")
+      << out.rendered;
+}
+
 // The requires that read only the config are checked first; a failed one ends the check, so the
 // dims, params and forward that follow it (which read keys such a config lacks) add nothing.
 TEST(Diagnostics, AFailedConfigRequireIsReportedFirstAndAlone) {
