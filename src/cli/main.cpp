@@ -2,6 +2,7 @@
 // this file only builds the app, dispatches, and turns lg::Error into a message and exit code 1.
 #include <algorithm>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ int main(int argc, char** argv) {
       if (app.got_subcommand(commands[i].name)) return runs[i]();
   } catch (const lg::Error& e) {
     std::cerr << "lg: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // An input too large for memory (a messages file or program read from /dev/zero or a huge
+    // pipe) is an error, not std::terminate's abort.
+    std::cerr << "lg: error: out of memory\n";
     return 1;
   }
   return 2;

@@ -14,8 +14,9 @@ struct CliRun {
   std::string out;  ///< stdout and stderr together
 };
 
-inline CliRun run_lg(const std::string& args) {
-  const std::string cmd = std::string(LG_BINARY) + " " + args + " 2>&1";
+/// Runs `lg ARGS` through the shell; `prefix` goes before it (e.g. "ulimit -v N; ").
+inline CliRun run_lg(const std::string& args, const std::string& prefix = "") {
+  const std::string cmd = prefix + std::string(LG_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;

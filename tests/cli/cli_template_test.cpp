@@ -93,6 +93,12 @@ TEST(CliTemplate, ExplainsWhatIsWrong) {
   r = run_template(kTokenizers / "gemma3", R"({"messages": [{"role": "user", "content": "a"}], "x": )" + deep + "}");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("nests arrays/objects more than 200 levels deep"), std::string::npos) << r.out;
+  // A messages file with no end (/dev/zero) under a memory limit: an error, not an abort from an
+  // uncaught std::bad_alloc.
+  r = run_lg("template --model " + (kTokenizers / "gemma3").string() + " --messages /dev/zero",
+             "ulimit -v 1500000; ");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("lg: error: out of memory"), std::string::npos) << r.out;
   r = run_lg("template --model " + (kTokenizers / "gemma3").string());
   EXPECT_EQ(r.code, 2) << r.out;  // --messages is required: a usage error
 }
