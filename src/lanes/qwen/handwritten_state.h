@@ -44,7 +44,8 @@ struct PinnedInts {
 /// attention by KV head, launch_attention_decode_rope_long) for G = H / KV query heads per KV
 /// head: 16,384 / G. What v8 saves grows with G (v7 reads the K/V rows G times) and its fewer
 /// blocks cost a short context: measured on the H200 (bench/RESULTS.md, ninth session, call 10),
-/// v8 is quicker from 4,096 positions at 8B (G = 4) and from 8,192 at 0.6B (G = 2).
+/// v8 is quicker from 4,096 positions at 8B (G = 4); at 0.6B (G = 2) it is slower at 4,096, ties
+/// at 8,192 and is quicker at 32,768.
 /// LG_QWEN_LONG_DECODE_FROM overrides it.
 constexpr int64_t long_decode_from(int64_t G) { return G > 0 ? 16384 / G : INT64_MAX; }
 

@@ -236,8 +236,9 @@ namespace {
 /// early: the single-sequence ROPE form locates its keys and prefetches them before the PDL wait
 /// (v7, attention_decode.cuh's EARLY); LG_QWEN_ATTN_EARLY=0 runs v5's order for A/B.
 /// bound: the 8-warp kernel's registers are bounded for this many blocks per SM (knob
-/// LG_QWEN_ATTN_BOUND): 3 (80 registers, no spills; v7) or 4 (64, v5's, spilling 8-12 bytes).
-/// H200, session 9 calls 2-3: 3 is 0.5-6% quicker a step up to 2,048 positions.
+/// LG_QWEN_ATTN_BOUND): 3 (80 registers, no spills; v7) or 4 (64, v5's). H200, session 9 calls
+/// 2-4: 3 is 0.1-1.2% quicker a step at 8B up to 1,024 positions and 4-6% at 0.6B from 512 to
+/// 8,192; 4 is 2-3% quicker at 8B from 2,048 to 8,192 (past 4,096 v8 takes those steps).
 struct DecodeAttnShape {
   int warps, min_split;
   bool early;
@@ -361,13 +362,19 @@ static void attn_decode_rope_as(const float* qkv, const QkvRopeArgs& r, float ep
   launch_attn_decode_kernel<DH, true>(p, r.max_seq, pos0, s);
 }
 
+// The buffers and context both single-sequence RoPE decode attentions (v7, v8) need.
+static void check_rope_decode_args(const float* qkv, const QkvRopeArgs& r, const int* pos0, const float* scratch,
+                                   const int* counters, const bf16* out) {
+  if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos0 || !scratch || !counters || !out ||
+      r.max_seq <= 0)
+    throw Error("hand-written attention: decode attention from the raw QKV with a missing buffer or no context");
+}
+
 void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
                                   int* counters, bf16* out, cudaStream_t s) {
   check_head_dim(r.Dh);
   check_gqa(r.H, r.KV);
-  if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos0 || !scratch || !counters || !out ||
-      r.max_seq <= 0)
-    throw Error("hand-written attention: decode attention from the raw QKV with a missing buffer or no context");
+  check_rope_decode_args(qkv, r, pos0, scratch, counters, out);
   switch (r.Dh) {
     case 16: return attn_decode_rope_as<16>(qkv, r, eps, pos0, scratch, counters, out, s);
     case 32: return attn_decode_rope_as<32>(qkv, r, eps, pos0, scratch, counters, out, s);
@@ -397,9 +404,7 @@ void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& r, f
                                        float* scratch, int* counters, bf16* out, cudaStream_t s) {
   if (!attention_decode_long_supports(r.H, r.KV, r.Dh))
     return launch_attention_decode_rope(qkv, r, eps, pos0, scratch, counters, out, s);
-  if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos0 || !scratch || !counters || !out ||
-      r.max_seq <= 0)
-    throw Error("hand-written attention: long-context decode attention with a missing buffer or no context");
+  check_rope_decode_args(qkv, r, pos0, scratch, counters, out);
   const int G = r.H / r.KV;
   if (r.Dh == 64)
     return G == 2 ? attn_decode_long_as<64, 2>(qkv, r, eps, pos0, scratch, counters, out, s)

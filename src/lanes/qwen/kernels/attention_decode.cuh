@@ -230,6 +230,87 @@ __device__ __forceinline__ bool last_split_block(int* counter, int nsplits) {
   return s_last;
 }
 
+/// The raw K and V slices (load_bf16_raw) of keys j .. j + R - 1 of a chunk ending at k1, from the
+/// KV head's pool rows at `base`; a key past the chunk reads the chunk's last row (masked by
+/// online_softmax_update), and key `key_in_regs` comes from kp / vp. All R block-table loads are
+/// issued together, then all 2R K/V loads, so an iteration costs two round trips, not 2R.
+template <int DH, int R>
+__device__ __forceinline__ void load_keys(const DecodeAttnParams& p, size_t base, int j, int k1, int key_in_regs,
+                                          uint2 kp, uint2 vp, uint2 (&kr)[R], uint2 (&vr)[R]) {
+  int prow[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j + r, k1 - 1), p.block_shift);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (min(j + r, k1 - 1) == key_in_regs) {
+      kr[r] = kp;
+      vr[r] = vp;
+    } else {
+      const size_t row = base + static_cast<size_t>(prow[r]) * DH;
+      kr[r] = load_bf16_raw<DH>(p.k_cache + row);
+      vr[r] = load_bf16_raw<DH>(p.v_cache + row);
+    }
+  }
+}
+
+/// One query's fp32 online softmax (Milakov & Gimelshein 2018) over keys j .. j + R - 1 (those at
+/// k1 or past it masked): the lane's query slice q against the raw K slices (scores summed across
+/// the warp, times scale), then m, l and the lane's output slice acc updated with the V slices.
+template <int EPL, int R>
+__device__ __forceinline__ void online_softmax_update(const float (&q)[EPL], const uint2 (&kr)[R], const uint2 (&vr)[R],
+                                                      int j, int k1, float scale, float& m, float& l,
+                                                      float (&acc)[EPL]) {
+  float s[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float d = 0.f;
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) d = fmaf(q[e], raw_elem(kr[r], e), d);
+    const float score = lg_warp_sum(d) * scale;  // every lane shuffles, masked or not
+    s[r] = j + r < k1 ? score : kNegInf;
+  }
+  float m_new = m;
+#pragma unroll
+  for (int r = 0; r < R; ++r) m_new = fmaxf(m_new, s[r]);  // finite: key j is in the chunk
+  const float corr = __expf(m - m_new);                      // m = -inf first: exp(-inf) = 0
+  l *= corr;
+#pragma unroll
+  for (int e = 0; e < EPL; ++e) acc[e] *= corr;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const float pr = __expf(s[r] - m_new);  // masked key: exp(-inf) = 0
+    l += pr;
+#pragma unroll
+    for (int e = 0; e < EPL; ++e) acc[e] = fmaf(pr, raw_elem(vr[r], e), acc[e]);
+  }
+  m = m_new;
+}
+
+/// This position's key and value slices (kp after RoPE, vp with its bias) rounded to bf16 as the
+/// cache holds them: written to the pools at `row` by a writer lane, and returned packed
+/// (load_bf16_raw's form) for the attention to use from registers.
+template <int DH>
+__device__ __forceinline__ void round_store_position_kv(const DecodeAttnParams& p, size_t row, bool writer,
+                                                        const float (&kp)[DecodeSlice<DH>::EPL],
+                                                        const float (&vp)[DecodeSlice<DH>::EPL], uint2& kraw,
+                                                        uint2& vraw) {
+  constexpr int EPL = DecodeSlice<DH>::EPL;
+  const int lane = threadIdx.x & 31;
+  float kr[EPL], vr[EPL];
+#pragma unroll
+  for (int e = 0; e < EPL; ++e) {
+    const bf16 kb = __float2bfloat16(kp[e]), vb = __float2bfloat16(vp[e]);
+    kr[e] = __bfloat162float(kb);
+    vr[e] = __bfloat162float(vb);
+    if (writer) {
+      p.k_store[row + lane * EPL + e] = kb;
+      p.v_store[row + lane * EPL + e] = vb;
+    }
+  }
+  kraw = pack_raw<EPL>(kr);
+  vraw = pack_raw<EPL>(vr);
+}
+
 /// One (head h, split) item by the whole block of NW warps (every thread calls it). q: the lane's
 /// slice of the query (fp32, RoPE applied). Key `key_in_regs` (or none: -1) is taken from kp / vp,
 /// the lane's slices of this position's key and value (bf16, packed as load_bf16_raw holds them),
@@ -250,46 +331,8 @@ __device__ void attn_decode_item(const DecodeAttnParams& p, const DecodeSplits& 
   float m = kNegInf, l = 0.f, acc[EPL] = {};
   for (int j = k0 + warp * R; j < k1; j += NW * R) {
     uint2 kr[R], vr[R];
-    float s[R];
-    // The keys' pool rows first: all R block-table loads in flight together, then all K/V loads.
-    int prow[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j + r, k1 - 1), p.block_shift);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int key = min(j + r, k1 - 1);  // past the chunk: a valid row, masked below
-      if (key == key_in_regs) {
-        kr[r] = kp;
-        vr[r] = vp;
-      } else {
-        const size_t row = base + static_cast<size_t>(prow[r]) * DH;
-        kr[r] = load_bf16_raw<DH>(p.k_cache + row);
-        vr[r] = load_bf16_raw<DH>(p.v_cache + row);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float d = 0.f;
-#pragma unroll
-      for (int e = 0; e < EPL; ++e) d = fmaf(q[e], raw_elem(kr[r], e), d);
-      const float score = lg_warp_sum(d) * p.scale;  // every lane shuffles, masked or not
-      s[r] = j + r < k1 ? score : kNegInf;
-    }
-    float m_new = m;
-#pragma unroll
-    for (int r = 0; r < R; ++r) m_new = fmaxf(m_new, s[r]);  // finite: key j is in the chunk
-    const float corr = __expf(m - m_new);                      // m = -inf first: exp(-inf) = 0
-    l *= corr;
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) acc[e] *= corr;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const float pr = __expf(s[r] - m_new);  // masked key: exp(-inf) = 0
-      l += pr;
-#pragma unroll
-      for (int e = 0; e < EPL; ++e) acc[e] = fmaf(pr, raw_elem(vr[r], e), acc[e]);
-    }
-    m = m_new;
+    load_keys<DH, R>(p, base, j, k1, key_in_regs, kp, vp, kr, vr);
+    online_softmax_update<EPL, R>(q, kr, vr, j, k1, p.scale, m, l, acc);
   }
 
   // Merge the warps; thread d < DH then holds the block's partial for element d.
@@ -438,6 +481,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) attn_decode_kernel(const Decode
     }
   }
   int key_in_regs = -1;
+  uint2 kraw = make_uint2(0u, 0u), vraw = make_uint2(0u, 0u);
   if constexpr (ROPE) {
     float cs[EPL], sn[EPL];
 #pragma unroll
@@ -448,19 +492,12 @@ __global__ void __launch_bounds__(NW * 32, MINB) attn_decode_kernel(const Decode
       const bool writer = h % (p.H / p.KV) == 0 && threadIdx.x < 32 && active;
       const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(p.block_table, pos, p.block_shift));
 #pragma unroll
-      for (int e = 0; e < EPL; ++e) {
-        const bf16 kb = __float2bfloat16(kp[e]), vb = __float2bfloat16(vp[e] + c.bv[e]);
-        kp[e] = __bfloat162float(kb);
-        vp[e] = __bfloat162float(vb);
-        if (writer) {
-          p.k_store[row + lane * EPL + e] = kb;
-          p.v_store[row + lane * EPL + e] = vb;
-        }
-      }
+      for (int e = 0; e < EPL; ++e) vp[e] += c.bv[e];
+      round_store_position_kv<DH>(p, row, writer, kp, vp, kraw, vraw);
       key_in_regs = pos;
     }
   }
-  attn_decode_item<DH, NW, BATCH>(p, sp, h, split, q, pack_raw<EPL>(kp), pack_raw<EPL>(vp), key_in_regs);
+  attn_decode_item<DH, NW, BATCH>(p, sp, h, split, q, kraw, vraw, key_in_regs);
 }
 
 }  // namespace lg::qwen::dev

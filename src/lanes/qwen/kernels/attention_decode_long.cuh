@@ -73,19 +73,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       bk[e] = p.bias ? p.bias[krow + d] : 0.f;
     }
     rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
-    const size_t row = pool_offset<DH>(kvh, p.rows, pos_row);
-#pragma unroll
-    for (int e = 0; e < EPL; ++e) {
-      const bf16 kb = __float2bfloat16(kp[e]), vb = __float2bfloat16(vp[e]);
-      kp[e] = __bfloat162float(kb);
-      vp[e] = __bfloat162float(vb);
-      if (warp == 0) {
-        p.k_store[row + lane * EPL + e] = kb;
-        p.v_store[row + lane * EPL + e] = vb;
-      }
-    }
-    kraw = pack_raw<EPL>(kp);
-    vraw = pack_raw<EPL>(vp);
+    round_store_position_kv<DH>(p, pool_offset<DH>(kvh, p.rows, pos_row), warp == 0, kp, vp, kraw, vraw);
   }
   const int key_in_regs = holds_pos ? pos : -1;
 
@@ -100,48 +88,10 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     for (int e = 0; e < EPL; ++e) acc[g][e] = 0.f;
   }
   for (int j = k0 + warp * R; j < k1; j += NW * R) {
-    int prow[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j + r, k1 - 1), p.block_shift);
     uint2 kr[R], vr[R];
+    load_keys<DH, R>(p, base, j, k1, key_in_regs, kraw, vraw, kr, vr);
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (min(j + r, k1 - 1) == key_in_regs) {  // past the chunk: a valid row, masked below
-        kr[r] = kraw;
-        vr[r] = vraw;
-      } else {
-        const size_t row = base + static_cast<size_t>(prow[r]) * DH;
-        kr[r] = load_bf16_raw<DH>(p.k_cache + row);
-        vr[r] = load_bf16_raw<DH>(p.v_cache + row);
-      }
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      float s[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        float d = 0.f;
-#pragma unroll
-        for (int e = 0; e < EPL; ++e) d = fmaf(q[g][e], raw_elem(kr[r], e), d);
-        const float score = lg_warp_sum(d) * p.scale;
-        s[r] = j + r < k1 ? score : kNegInf;
-      }
-      float m_new = m[g];
-#pragma unroll
-      for (int r = 0; r < R; ++r) m_new = fmaxf(m_new, s[r]);  // finite: key j is in the chunk
-      const float corr = __expf(m[g] - m_new);                 // m = -inf first: exp(-inf) = 0
-      l[g] *= corr;
-#pragma unroll
-      for (int e = 0; e < EPL; ++e) acc[g][e] *= corr;
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const float pr = __expf(s[r] - m_new);
-        l[g] += pr;
-#pragma unroll
-        for (int e = 0; e < EPL; ++e) acc[g][e] = fmaf(pr, raw_elem(vr[r], e), acc[g][e]);
-      }
-      m[g] = m_new;
-    }
+    for (int g = 0; g < G; ++g) online_softmax_update<EPL, R>(q[g], kr, vr, j, k1, p.scale, m[g], l[g], acc[g]);
   }
 
   // Merge the warps: entry (g, d) of the block's partial per thread, then one split writes the
