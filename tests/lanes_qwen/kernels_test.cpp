@@ -478,6 +478,90 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
   }
 }
 
+// The batched decode step's attention (launch_attention_decode_rope_batch) against the reference:
+// sequences of very different lengths in one launch, each its own position, block table,
+// partials and counters, from one shared pool. The kernel is the one LG_QWEN_BATCH_ATTN picks
+// (8, 6 or 5: the GPU sessions run this test under each); G = 7 has no v8 form and takes v6.
+TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  struct C {
+    int H, KV, Dh, bs;
+    std::vector<int> lens;
+    bool bias, norm;
+  };
+  for (const C& c : {C{32, 8, 128, 16, {513, 1, 2100, 40}, false, true}, C{16, 8, 64, 8, {77, 300, 2}, true, true},
+                     C{14, 2, 64, 16, {129, 5}, true, false}, C{32, 8, 128, 16, std::vector<int>(17, 600), false, true}}) {
+    const int B = int(c.lens.size()), N = (c.H + 2 * c.KV) * c.Dh;
+    const float eps = 1e-6f;
+    const TestPages pages = scattered_pages(rng, c.lens, c.bs, 3);
+    const int stride = pages.widest() + 1;
+    const size_t pool_n = size_t(c.KV) * pages.rows() * c.Dh;
+    auto y = random_f32(rng, size_t(B) * N, -3, 3);
+    auto bias = random_f32(rng, N, -0.5f, 0.5f);
+    auto qn = random_f32(rng, c.Dh, 0.5f, 1.5f), kn = random_f32(rng, c.Dh, 0.5f, 1.5f);
+    std::vector<Bf16Vec> k, v;
+    std::vector<int> pos;
+    int max_len = 1;
+    for (int len : c.lens) {
+      k.push_back(random_bf16(rng, size_t(c.KV) * len * c.Dh, -2, 2));
+      v.push_back(random_bf16(rng, size_t(c.KV) * len * c.Dh, -1, 1));
+      for (int h = 0; h < c.KV; ++h)  // this position's rows: poison, the kernel must write them
+        for (int d = 0; d < c.Dh; ++d)
+          k.back().raw[(size_t(h) * len + len - 1) * c.Dh + d] = v.back().raw[(size_t(h) * len + len - 1) * c.Dh + d] =
+              0x7fc0;
+      pos.push_back(len - 1);
+      max_len = std::max(max_len, len);
+    }
+    std::vector<const Bf16Vec*> kp, vp;
+    for (size_t i = 0; i < k.size(); ++i) kp.push_back(&k[i]), vp.push_back(&v[i]);
+    const std::vector<float> inv = inv_freq_of(c.Dh, 1e6);
+    auto kc = to_device(scatter_to_pool(pages, kp, c.lens, c.KV, c.Dh));
+    auto vc = to_device(scatter_to_pool(pages, vp, c.lens, c.KV, c.Dh));
+    auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
+         dpos = to_device(pos), dbt = to_device(pages.padded(stride));
+    const int splits = decode_attention_batch_splits(c.H, c.KV, c.Dh, B, max_len);
+    auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
+    auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
+    auto out = poisoned_bf16(size_t(B) * c.H * c.Dh);
+    QkvRopeArgs r;
+    r.bias = c.bias ? db.as<float>() : nullptr;
+    r.q_norm = c.norm ? dqn.as<float>() : nullptr;
+    r.k_norm = c.norm ? dkn.as<float>() : nullptr;
+    r.inv_freq = dinv.as<float>();
+    r.H = c.H;
+    r.KV = c.KV;
+    r.Dh = c.Dh;
+    r.cache = kv_pages(kc, vc, pages);
+    r.block_table = dbt.as<int>();
+    launch_attention_decode_rope_batch(dy.as<float>(), r, B, stride, splits, eps, dpos.as<int>(), scratch.as<float>(),
+                                       counters.as<int>(), out.as<bf16>(), s.get());
+    s.synchronize();
+    const auto kpool = download_bf16(kc, pool_n), vpool = download_bf16(vc, pool_n);
+    const auto got = download_bf16(out, size_t(B) * c.H * c.Dh);
+    for (int b = 0; b < B; ++b) {
+      const int len = c.lens[size_t(b)];
+      const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
+                               std::to_string(c.Dh) + " B=" + std::to_string(B) + " splits=" + std::to_string(splits) +
+                               " sequence " + std::to_string(b) + " of length " + std::to_string(len);
+      const std::vector<double> yb(y.begin() + std::ptrdiff_t(b) * N, y.begin() + std::ptrdiff_t(b + 1) * N);
+      const RopeRef want = rope_ref(yb, c.bias ? bias.data() : nullptr, c.norm ? qn.data() : nullptr,
+                                    c.norm ? kn.data() : nullptr, inv, len - 1, c.H, c.KV, c.Dh, eps);
+      Bf16Vec gk, gv;
+      gk.f = gather_from_pool(pages, kpool, size_t(b), len, c.KV, c.Dh);
+      gv.f = gather_from_pool(pages, vpool, size_t(b), len, c.KV, c.Dh);
+      EXPECT_LT(rel_err(cache_rows(gk.f, c.KV, len, c.Dh, len - 1), want.k), 4e-3) << "k " << what;
+      EXPECT_LT(rel_err(cache_rows(gv.f, c.KV, len, c.Dh, len - 1), want.v), 4e-3) << "v " << what;
+      const std::vector<float> want_q(want.q.begin(), want.q.end());
+      const auto want_o = attention_ref(want_q, gk, gv, 1, c.H, c.KV, c.Dh, len, len - 1);
+      const std::vector<float> got_b(got.begin() + std::ptrdiff_t(b) * c.H * c.Dh, got.begin() + std::ptrdiff_t(b + 1) * c.H * c.Dh);
+      EXPECT_LT(rel_err(got_b, want_o), 4e-3) << "attention " << what;
+    }
+    EXPECT_EQ(download_ints(counters, size_t(B) * c.H), std::vector<int>(size_t(B) * c.H, 0));
+  }
+}
+
 TEST(QwenKernels, DecodeAttentionRopeRefusesBadInput) {
   LG_REQUIRE_GPU();
   int dummy = 0;
@@ -649,21 +733,26 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
-  const int T = 5, D = 1000;
-  auto x = random_f32(rng, size_t(T) * D, -3, 3);
-  auto w = random_f32(rng, D, 0.5f, 1.5f);
-  auto dx = to_device(x), dw = to_device(w);
-  auto h = poisoned_bf16(size_t(T) * D);
-  launch_rmsnorm_rows(dx.as<float>(), dw.as<float>(), T, D, 1e-6f, h.as<bf16>(), s.get());
-  s.synchronize();
-  std::vector<double> want(size_t(T) * D);
-  for (int t = 0; t < T; ++t) {
-    double ss = 0;
-    for (int k = 0; k < D; ++k) ss += double(x[t * D + k]) * x[t * D + k];
-    const double r = 1.0 / std::sqrt(ss / D + 1e-6);
-    for (int k = 0; k < D; ++k) want[t * D + k] = x[t * D + k] * r * w[k];
+  const int T = 5;
+  // Widths for each form of the kernel: the scalar loop (1001: not a multiple of 4) and 1, 2, 4
+  // and 8 float4 a thread (1000, 2048, 4096, 5000; 5000 leaves threads without a full last float4).
+  for (const int D : {1001, 1000, 2048, 4096, 5000}) {
+    auto x = random_f32(rng, size_t(T) * D, -3, 3);
+    auto w = random_f32(rng, size_t(D), 0.5f, 1.5f);
+    auto dx = to_device(x), dw = to_device(w);
+    auto h = poisoned_bf16(size_t(T) * D);
+    launch_rmsnorm_rows(dx.as<float>(), dw.as<float>(), T, D, 1e-6f, h.as<bf16>(), s.get());
+    s.synchronize();
+    std::vector<double> want(size_t(T) * D);
+    for (size_t t = 0; t < size_t(T); ++t) {
+      double ss = 0;
+      for (size_t k = 0; k < size_t(D); ++k) ss += double(x[t * D + k]) * x[t * D + k];
+      const double r = 1.0 / std::sqrt(ss / D + 1e-6);
+      for (size_t k = 0; k < size_t(D); ++k) want[t * D + k] = x[t * D + k] * r * w[k];
+    }
+    EXPECT_LT(rel_err(download_bf16(h, want.size()), want), 4e-3) << "D=" << D;
   }
-  EXPECT_LT(rel_err(download_bf16(h, want.size()), want), 4e-3);
+  const int D = 1000;
 
   const size_t n = 3 * 1001;
   auto gu = random_f32(rng, 2 * n, -6, 6);

@@ -3,6 +3,7 @@
 #include "lanes/qwen/kernels.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -113,12 +114,33 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
   return gemv_out<GemvInput::kBf16>(out, a, s);
 }
 
+namespace {
+
+/// rmsnorm_rows_kernel over n rows (of x, or x[rows[b]]): the register-held form with the fewest
+/// float4 a thread that covers D, where D and the pointers allow it, else the scalar loop.
+void launch_rmsnorm(const float* x, const float* w, const int* rows, int n, int D, float eps, bf16* h, cudaStream_t s,
+                    bool pdl) {
+  constexpr int kThreads = 256;
+  auto aligned = [](const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; };
+  const bool vec = D % 4 == 0 && aligned(x, 16) && aligned(w, 16) && aligned(h, 8);
+  const int need = vec ? (D / 4 + kThreads - 1) / kThreads : 0;
+  auto go = [&](auto kernel) {
+    if (pdl) return launch_pdl(kernel, dim3(n), dim3(kThreads), 0, s, x, w, D, eps, rows, h);
+    kernel<<<n, kThreads, 0, s>>>(x, w, D, eps, rows, h);
+    LG_CUDA_CHECK_LAUNCH();
+  };
+  if (!vec || need > 8) return go(dev::rmsnorm_rows_kernel<0>);
+  if (need == 1) return go(dev::rmsnorm_rows_kernel<1>);
+  if (need == 2) return go(dev::rmsnorm_rows_kernel<2>);
+  if (need <= 4) return go(dev::rmsnorm_rows_kernel<4>);
+  return go(dev::rmsnorm_rows_kernel<8>);
+}
+
+}  // namespace
+
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t s, bool pdl) {
   if (T <= 0) return;
-  if (pdl)
-    return launch_pdl(dev::rmsnorm_rows_kernel, dim3(T), dim3(256), 0, s, x, w, D, eps, static_cast<const int*>(nullptr), h);
-  dev::rmsnorm_rows_kernel<<<T, 256, 0, s>>>(x, w, D, eps, nullptr, h);
-  LG_CUDA_CHECK_LAUNCH();
+  launch_rmsnorm(x, w, nullptr, T, D, eps, h, s, pdl);
 }
 
 bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
@@ -207,8 +229,7 @@ void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int 
                            cudaStream_t s) {
   if (!rows) throw Error("hand-written RMSNorm: gather without its rows");
   if (B <= 0) return;
-  dev::rmsnorm_rows_kernel<<<B, 256, 0, s>>>(x, w, D, eps, rows, h);
-  LG_CUDA_CHECK_LAUNCH();
+  launch_rmsnorm(x, w, rows, B, D, eps, h, s, false);
 }
 
 void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, const float* k_norm,
@@ -419,32 +440,56 @@ namespace {
 /// Blocks v5's batched decode attention aims at: 16 per SM, about four waves of its 8-warp blocks
 /// (4 fit an SM at 64 registers a thread). v6 (a block per KV head) aims at 8 per SM below.
 int batch_attn_blocks() { return 2 * 8 * cuda::sm_count(); }
-/// LG_QWEN_ATTN_GQA=0: the batched decode attention is v5 (a block per query head) instead of v6.
-bool gqa_attention() {
-  static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
-  return on;
+/// The batched decode attention's kernel (knob LG_QWEN_BATCH_ATTN): 8, v8's BATCH form (a block per
+/// (KV head, split, sequence), K/V slices in registers, attention_decode_long.cuh) where
+/// attention_decode_long_supports the shape, else 6; 6, v6 (a block per (KV head, split, sequence),
+/// K/V tiles through shared memory, attention_decode_gqa.cuh); 5, v5 (a block per query head).
+/// H200, tenth session: at the 8B shape and 512 positions v6 took 42 us a layer at B = 16 (ncu),
+/// 4.4x the bytes it reads; see bench/RESULTS.md for v8's.
+int batch_attn_form(int H, int KV, int Dh) {
+  static const int knob = lab_knob("LG_QWEN_BATCH_ATTN", 8);
+  if (knob == 5) return 5;
+  if (knob == 8 && attention_decode_long_supports(H, KV, Dh)) return 8;
+  return 6;
 }
 /// v6's shortest chunk (knob LG_QWEN_GQA_SPLIT): two tiles of 32 keys.
 int gqa_min_split() {
   static const int n = std::max(1, lab_knob("LG_QWEN_GQA_SPLIT", 64));
   return n;
 }
+/// v8's (BATCH) blocks a launch aims at, as waves of its resident blocks (2 per SM): one wave
+/// (knob LG_QWEN_BATCH_ATTN_WAVES), since each block's splits are long enough to keep its loads
+/// in flight and every split adds a partial to merge.
+int batch_long_blocks() {
+  static const int waves = std::clamp(lab_knob("LG_QWEN_BATCH_ATTN_WAVES", 1), 1, 4);
+  return waves * 2 * cuda::sm_count();
+}
 }  // namespace
 
-int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
-  if (gqa_attention()) {
-    const int by_length = (std::max(1, max_len) + gqa_min_split() - 1) / gqa_min_split();
-    const int by_blocks = std::max(1, 8 * cuda::sm_count() / std::max(1, KV * batch));
-    static const int most = std::clamp(lab_knob("LG_QWEN_GQA_MAX_SPLITS", 64), 1, dev::kGqaMaxSplits);
-    return std::max(1, std::min({by_length, by_blocks, most}));
+int decode_attention_batch_splits(int H, int KV, int Dh, int batch, int max_len) {
+  switch (batch_attn_form(H, KV, Dh)) {
+    case 8: {
+      const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
+      const int by_blocks = std::max(1, batch_long_blocks() / std::max(1, KV * batch));
+      return std::max(1, std::min(by_length, by_blocks));
+    }
+    case 6: {
+      const int by_length = (std::max(1, max_len) + gqa_min_split() - 1) / gqa_min_split();
+      const int by_blocks = std::max(1, 8 * cuda::sm_count() / std::max(1, KV * batch));
+      static const int most = std::clamp(lab_knob("LG_QWEN_GQA_MAX_SPLITS", 64), 1, dev::kGqaMaxSplits);
+      return std::max(1, std::min({by_length, by_blocks, most}));
+    }
+    default: {
+      const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
+      const int by_blocks = std::max(1, batch_attn_blocks() / std::max(1, H * batch));
+      return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
+    }
   }
-  const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
-  const int by_blocks = std::max(1, batch_attn_blocks() / std::max(1, H * batch));
-  return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
 }
 
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
-  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
+  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, every form
+  // (v8's blocks, at most 8 per SM, are within v6's).
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
                                             static_cast<size_t>(8 * cuda::sm_count() / std::max(1, KV)),
                                             static_cast<size_t>(std::max(1, max_batch))});
@@ -455,7 +500,23 @@ template <int DH>
 static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride, int splits,
                                       float eps, const int* pos, float* scratch, int* counters, bf16* out,
                                       const int* rows, cudaStream_t s) {
-  if (gqa_attention()) {
+  const int form = batch_attn_form(r.H, r.KV, DH);
+  if (form == 8) {
+    if constexpr (DH == 64 || DH == 128) {
+      dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
+      set_rope_fields(p, r, eps);
+      p.q_stride = (r.H + 2 * r.KV) * DH;
+      p.table_stride = table_stride;
+      p.row_map = rows;
+      p.min_split = decode_attn_shape().min_split;
+      constexpr int kWarps = 8;
+      const dim3 grid(r.KV, splits, batch);
+      if (r.H / r.KV == 2)
+        return launch_pdl(dev::attn_decode_long_kernel<DH, 2, kWarps, true>, grid, dim3(kWarps * 32), 0, s, p, pos);
+      return launch_pdl(dev::attn_decode_long_kernel<DH, 4, kWarps, true>, grid, dim3(kWarps * 32), 0, s, p, pos);
+    }
+  }
+  if (form == 6) {
     dev::GqaDecodeParams g{};
     g.qkv = qkv;
     g.row_map = rows;

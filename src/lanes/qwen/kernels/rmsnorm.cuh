@@ -9,6 +9,12 @@
 
 namespace lg::qwen::dev {
 
+/// Grid (rows), 256 threads. VPT > 0 (D % 4 == 0, D <= 4 * VPT * blockDim.x, x and w 16-byte
+/// aligned): each thread loads its VPT float4 of the row at once and keeps them in registers, so a
+/// row costs one round trip to memory and one read of x. A batched decode step runs 16-128 rows on
+/// as many SMs, where the strided scalar loop (VPT = 0, any D) waited on one load after another:
+/// 15 us a launch at B = 16 under ncu (bench/RESULTS.md, tenth session).
+template <int VPT>
 __global__ void rmsnorm_rows_kernel(const float* __restrict__ x, const float* __restrict__ w, int D, float eps,
                                     const int* __restrict__ rows, bf16* __restrict__ h) {
   __shared__ float scratch[32];
@@ -16,11 +22,37 @@ __global__ void rmsnorm_rows_kernel(const float* __restrict__ x, const float* __
   launch_dependents();
   const int src = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x);
   const float* xr = x + static_cast<size_t>(src) * D;
-  float ss = 0.f;
-  for (int k = threadIdx.x; k < D; k += blockDim.x) ss = fmaf(xr[k], xr[k], ss);
-  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(D) + eps);
   bf16* hr = h + static_cast<size_t>(blockIdx.x) * D;
-  for (int k = threadIdx.x; k < D; k += blockDim.x) hr[k] = __float2bfloat16(xr[k] * inv * w[k]);
+  if constexpr (VPT == 0) {
+    float ss = 0.f;
+    for (int k = threadIdx.x; k < D; k += blockDim.x) ss = fmaf(xr[k], xr[k], ss);
+    const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(D) + eps);
+    for (int k = threadIdx.x; k < D; k += blockDim.x) hr[k] = __float2bfloat16(xr[k] * inv * w[k]);
+  } else {
+    const int n4 = D / 4;
+    float4 v[VPT];
+    float ss = 0.f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
+      v[i] = k < n4 ? reinterpret_cast<const float4*>(xr)[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
+    const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(D) + eps);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
+      if (k >= n4) break;
+      const float4 g = reinterpret_cast<const float4*>(w)[k];
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(v[i].x * inv * g.x, v[i].y * inv * g.y);
+      const __nv_bfloat162 hi = __floats2bfloat162_rn(v[i].z * inv * g.z, v[i].w * inv * g.w);
+      uint2 packed;
+      packed.x = *reinterpret_cast<const unsigned*>(&lo);
+      packed.y = *reinterpret_cast<const unsigned*>(&hi);
+      reinterpret_cast<uint2*>(hr)[k] = packed;
+    }
+  }
 }
 
 }  // namespace lg::qwen::dev
