@@ -5,10 +5,12 @@
 // tensor with its dtype and shape, from the headers alone (an 8B checkpoint lists at once);
 // `--hash` adds the weights hash, which reads every weight. `--json` prints the same as one JSON object.
 // It also checks the tensors against the params of the model's .lg program for this config, and with `--check` scans
-// every weight for NaN/Inf; either finding is printed as `lg: error: ...` and exits 1.
+// every weight for NaN/Inf; either finding, or a program that does not check against the config, is printed as
+// `lg: error: ...` and exits 1.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -278,15 +280,21 @@ LG_COMMAND("inspect", [](CLI::App& app) {
     std::vector<std::string> mismatches;
     std::string program_note;
     std::optional<lg::lang::CheckReport> report;
+    // An architecture no program covers is still inspected (exit 0: the summary is what was
+    // asked for); a program that exists and fails its checks is an error, as `lg check` says.
+    std::optional<std::filesystem::path> source;
+    std::string program_error;
     try {
-      const auto source = lg::runtime::program_source(m);
-      report = lg::lang::check_file(source, m.config.raw, {});
+      source = lg::runtime::program_source(m);
+      report = lg::lang::check_file(*source, m.config.raw, {});
       lg::ir::verify(report->graph);
       mismatches = lg::runtime::param_problems(report->graph, m.checkpoint);
-      program_note = source.string();
+      program_note = source->string();
     } catch (const lg::Error& e) {
       report.reset();
       program_note = std::string("(none: ") + e.what() + ")";
+      if (source)
+        program_error = fmt::format("{}: its program {} does not check against config.json", m.dir.string(), source->string());
     }
     std::vector<lg::model::NonFiniteTensor> bad;
     if (*check) bad = lg::model::find_non_finite(m.checkpoint);
@@ -319,11 +327,12 @@ LG_COMMAND("inspect", [](CLI::App& app) {
     }
     std::cout.flush();
     std::fflush(stdout);
+    if (!program_error.empty()) std::cerr << "lg: error: " << program_error << "\n";
     for (const auto& s : mismatches) std::cerr << "lg: error: " << m.dir.string() << ": " << s << "\n";
     for (const auto& t : bad)
       std::cerr << fmt::format("lg: error: {}: tensor {} has {} NaN and {} Inf values (first at flat index {}): the "
                                "forward would give non-finite logits\n",
                                m.dir.string(), t.name, t.nan, t.inf, t.first_index);
-    return mismatches.empty() && bad.empty() ? 0 : 1;
+    return program_error.empty() && mismatches.empty() && bad.empty() ? 0 : 1;
   };
 });

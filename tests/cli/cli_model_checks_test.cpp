@@ -61,6 +61,30 @@ TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
   EXPECT_NE(j.out.find("\"config_mismatches\": ["), std::string::npos) << j.out;
 }
 
+// A program that does not check against the config (qwen3.lg implements silu only) used to be
+// printed as "program: (none: ...)" with exit 0; `lg check` exits 1 for the same program.
+TEST(CliModelChecks, InspectExitsOneWhenTheProgramDoesNotCheck) {
+  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  m.edit_config([](nlohmann::json& j) { j["hidden_act"] = "relu6"; });
+  for (const std::string json : {"", "--json "}) {
+    const CliRun r = run_lg("inspect " + json + m.dir.string());
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("tensors"), std::string::npos) << "the summary is still printed\n" << r.out;
+    EXPECT_NE(r.out.find("qwen3.lg implements hidden_act silu only"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("lg: error: " + m.dir.string() + ": its program " + kSource + "/models/qwen3.lg does not check"),
+              std::string::npos)
+        << r.out;
+  }
+  // An architecture no program covers is still inspected: the summary is what was asked for.
+  m.edit_config([](nlohmann::json& j) {
+    j["hidden_act"] = "silu";
+    j["model_type"] = "no_such_family";
+  });
+  const CliRun none = run_lg("inspect " + m.dir.string());
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("program:      (none: no .lg program covers"), std::string::npos) << none.out;
+}
+
 TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
   ModelCopy m(kSource + "/models/qwen3-pycode-22m");
   const CliRun clean = run_lg("inspect --check " + m.dir.string());
