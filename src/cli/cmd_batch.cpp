@@ -25,6 +25,7 @@
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/path_checks.h"
 #include "chat/chat_template.h"
 #include "chat/jinja_renderer.h"
 #include "server/engine.h"
@@ -217,8 +218,9 @@ LG_COMMAND("batch", [](CLI::App& app) {
       ->required()
       ->check(CLI::ExistingDirectory);
   sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
-  sub->add_option("-i,--input", o->input, "requests, one JSON object per line ('-': stdin)")->required();
-  sub->add_option("-o,--output", o->output, "results, one JSON object per input line ('-': stdout)")->required();
+  auto* input = sub->add_option("-i,--input", o->input, "requests, one JSON object per line ('-': stdin)")->required();
+  auto* output =
+      sub->add_option("-o,--output", o->output, "results, one JSON object per input line ('-': stdout)")->required();
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();
   sub->add_option("--max-seq", o->max_seq, "context per request in tokens (default: max_position_embeddings, at most 4096)")
       ->check(lg::cli::at_least_one());
@@ -226,5 +228,10 @@ LG_COMMAND("batch", [](CLI::App& app) {
   sub->add_flag("-q,--quiet", o->quiet, "no progress bar or summary on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
                 "do not share the KV cache of equal prompt prefixes between requests");
+  // An empty path (an unset shell variable) is a usage error naming the option, not ": cannot read".
+  sub->callback([o, input, output] {
+    lg::cli::refuse_empty_path(input, o->input, "a requests file or '-'");
+    lg::cli::refuse_empty_path(output, o->output, "a results file or '-'");
+  });
   return [o]() -> int { return run_batch(*o); };
 });

@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/path_checks.h"
 #include "cli/program_options.h"
 #include "emit/cuda/compile.h"
 #include "ir/batch.h"
@@ -59,8 +60,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
     if (out_opt->count() == 0 && explain_flag->count() == 0)
       throw CLI::ValidationError("lg compile needs -o OUTDIR (write the CUDA program) and/or --explain (print the stages)");
     // `-o ""` (an unset shell variable) would otherwise compile, write nothing and exit 0.
-    if (out_opt->count() != 0 && opts->out.empty())
-      throw CLI::ValidationError("-o,--out: needs a directory, got an empty path");
+    lg::cli::refuse_empty_path(out_opt, opts->out, "a directory");
   });
   return [opts]() -> int {
     nlohmann::json config = lg::model::read_config_json(opts->config);

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/numeric_checks.h"
+#include "cli/path_checks.h"
 #include "lanes/factory.h"
 #include "locks/lock.h"
 #include "model/model_dir.h"
@@ -202,7 +203,9 @@ LG_COMMAND("lock", [](CLI::App& app) {
   add->add_option("--model", o->model, "Model directory (as it should be written in the lock)")->required();
   add->add_option("--golden", o->golden, "JSON file with cases[].prompt_ids")->required();
   add->add_option("--new-tokens", o->new_tokens, "Greedy tokens per prompt")->capture_default_str()->check(at_least_one());
-  add->add_option("-o,--out", o->out, "Lock file to write")->required();
+  auto* out = add->add_option("-o,--out", o->out, "Lock file to write")->required();
+  // Refused before the model runs every case, not at the write after it.
+  add->callback([o, out] { refuse_empty_path(out, o->out, "a lock file"); });
   auto* update = lock->add_subcommand("update", "Re-record every lock in the folder with the CPU reference lane");
   auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
   for (auto* sub : {add, update, check})

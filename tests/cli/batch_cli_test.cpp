@@ -174,6 +174,20 @@ TEST(LgBatch, FilesItCannotUseAreErrors) {
   fs::remove(in);
 }
 
+// An empty -o or -i (an unset shell variable) said ": cannot write" / ": cannot read", naming no
+// path (found by a new-user pass); it is a usage error naming the option, as lg compile's -o ''.
+TEST(LgBatch, EmptyPathIsAUsageErrorNamingTheOption) {
+  const std::string model = kSource + "/models/qwen3-pycode-22m";
+  for (const auto& [args, message] :
+       {std::pair<std::string, std::string>{"-i - -o ''", "-o,--output: needs a results file or '-', got an empty path"},
+        {"-i '' -o -", "-i,--input: needs a requests file or '-', got an empty path"}}) {
+    const CliRun r = run_lg("batch --model " + model + " " + args + " </dev/null");
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("lg: error:"), std::string::npos) << "refused while parsing, before the model loads\n" << r.out;
+  }
+}
+
 // A model directory with no tokenizer.json is refused naming the file; the message used to say
 // "lg serve needs one" to a user who ran lg batch (found by a new-user pass).
 TEST(LgBatch, ModelWithoutTokenizerIsRefusedNamingBatch) {

@@ -113,6 +113,9 @@ TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   // An empty -o (an unset shell variable) is refused, not a success that wrote nothing.
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o ''", "-o,--out: needs a directory, got an empty path");
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain -o ''", "needs a directory");
+  // lg lock new used to run every case and then fail the write.
+  expect_usage_error("lock new --model " + kTiny + " --golden " + kTiny + "/golden.json -o ''",
+                     "-o,--out: needs a lock file, got an empty path");
 }
 
 // Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
