@@ -1,6 +1,8 @@
 // `lg tokenize --model DIR [--ids] [--special] TEXT` and `lg detokenize --model DIR IDS...`: the
 // model directory's tokenizer.json (and tokenizer_config.json) from the command line: byte-level
 // BPE (Qwen, Llama 3) or SentencePiece-style BPE (Llama 2, Mistral, Gemma). TEXT "-" reads stdin.
+#include <charconv>
+#include <cstdint>
 #include <iostream>
 #include <iterator>
 #include <limits>
@@ -76,17 +78,14 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
         const std::string item = arg.substr(start, end - start);
         start = end + 1;
         if (item.empty()) continue;
-        size_t used = 0;
-        long long v = 0;
-        try {
-          v = std::stoll(item, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != item.size()) throw lg::Error("detokenize: \"" + item + "\" is not a token id");
+        // Digits only: stoll also took "+5" and " 12", so a stray sign or space passed for an id.
+        if (item.find_first_not_of("0123456789") != std::string::npos)
+          throw lg::Error("detokenize: \"" + item + "\" is not a token id (ids are non-negative decimal integers)");
+        uint64_t v = 0;
+        const bool fits = std::from_chars(item.data(), item.data() + item.size(), v).ec == std::errc();
         // The library skips ids without a token, as the reference does; on the command line an
         // unknown id is more likely a typo, so it is an error.
-        if (v < 0 || v > std::numeric_limits<int32_t>::max() || !tok.id_to_token(static_cast<int32_t>(v)))
+        if (!fits || v > std::numeric_limits<int32_t>::max() || !tok.id_to_token(static_cast<int32_t>(v)))
           throw lg::Error("detokenize: id " + item + " has no token (the tokenizer has ids 0.." +
                           std::to_string(tok.vocab_size() - 1) + ")");
         ids.push_back(static_cast<int32_t>(v));

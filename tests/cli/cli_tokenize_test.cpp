@@ -1,0 +1,36 @@
+// `lg detokenize` reads token ids as a user types them: plain non-negative decimal integers,
+// space- or comma-separated; anything else is an error naming the text (it used to take "+5"
+// and " 12" for ids 5 and 12, found by a new-user pass).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_run.h"
+
+namespace lg::cli_test {
+namespace {
+
+const std::string kModel = kSource + "/models/qwen3-pycode-22m";
+
+TEST(CliDetokenize, IdsArePlainDecimalIntegers) {
+  const CliRun ok = run_lg("detokenize --model " + kModel + " 750 1155,25 20");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(run_lg("detokenize --model " + kModel + " 750,1155 25 20").out, ok.out) << "commas and spaces split alike";
+  for (const std::string bad : {"+5", " 12", "12 ", "1e3", "0x1f", "5.0", "-3"}) {
+    const CliRun r = run_lg("detokenize --model " + kModel + " 1,'" + bad + "'");
+    EXPECT_EQ(r.code, 1) << "'" << bad << "'\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: detokenize: \"" + bad + "\" is not a token id"), std::string::npos)
+        << "'" << bad << "'\n" << r.out;
+  }
+  // A well-formed id outside the vocabulary says which ids there are.
+  for (const std::string big : {"151669", "99999999999999999999999"}) {
+    const CliRun r = run_lg("detokenize --model " + kModel + " " + big);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("lg: error: detokenize: id " + big + " has no token (the tokenizer has ids 0..151668)"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace lg::cli_test
