@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chat/ordered_json.h"
+#include "support/text_input.h"
 
 namespace lg::chat {
 
@@ -25,10 +26,9 @@ constexpr std::array<const char*, 7> kSpecialTokenNames = {"bos_token", "eos_tok
 std::optional<std::string> read_file(const fs::path& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return std::nullopt;
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  std::string text = read_text_input(f, path.string());
   if (f.bad()) return std::nullopt;
-  return ss.str();
+  return text;
 }
 
 bool valid_utf8(const std::string& s) {

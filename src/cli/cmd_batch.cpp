@@ -31,6 +31,7 @@
 #include "server/engine.h"
 #include "server/openai.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace {
 
@@ -156,7 +157,9 @@ int run_batch(const BatchOpts& o) {
   std::vector<Line> lines;
   std::unordered_map<std::string, size_t> seen;  // custom_id -> the line that used it first
   std::string text;
-  for (size_t n = 1; std::getline(in, text); ++n) {
+  // A line is capped as a whole file is (support/text_input.h): `-i /dev/zero` is one endless line.
+  const std::string in_name = o.input == "-" ? "standard input" : o.input;
+  for (size_t n = 1; lg::getline_capped(in, text, in_name, n); ++n) {
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
     lines.push_back(read_line(text, n, engine, tmpl, seen));

@@ -17,6 +17,7 @@
 #include "lift/lift.h"
 #include "model/config.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace {
 
@@ -49,8 +50,7 @@ LG_COMMAND("check", [](CLI::App& app) {
     {
       std::ifstream in(opts->file, std::ios::binary);
       if (!in) throw lg::Error("cannot read " + opts->file);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      out = lg::lang::check_source(opts->file, text, config, bind);
+      out = lg::lang::check_source(opts->file, lg::read_text_input(in, opts->file), config, bind);
     }
     if (!out.ok) {
       std::cerr << out.rendered;

@@ -13,6 +13,7 @@
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace fs = std::filesystem;
 
@@ -92,7 +93,7 @@ int run_new(const LockOptions& o) {
   if (!in) throw Error(o.golden + ": cannot open");
   nlohmann::json g;
   try {
-    g = nlohmann::json::parse(in);
+    g = nlohmann::json::parse(read_text_input(in, o.golden));
   } catch (const nlohmann::json::exception& e) {
     throw Error(o.golden + ": not valid JSON: " + e.what());
   }

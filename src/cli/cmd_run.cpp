@@ -23,6 +23,7 @@
 #include "runtime/generate.h"
 #include "support/error.h"
 #include "support/startup_clock.h"
+#include "support/text_input.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -51,10 +52,7 @@ std::string read_prompt(const RunOpts& o) {
       file.open(o.prompt_file, std::ios::binary);
       if (!file) throw lg::Error(o.prompt_file + ": cannot read the prompt file");
     }
-    std::istream& in = stdin_ ? std::cin : file;
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return lg::read_text_input(stdin_ ? std::cin : file, stdin_ ? "standard input" : o.prompt_file);
   }
   return o.prompt;
 }

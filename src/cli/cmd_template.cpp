@@ -15,6 +15,7 @@
 #include "chat/ordered_json.h"
 #include "cli/command.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace {
 
@@ -31,12 +32,11 @@ constexpr size_t kMaxNesting = 200;
 json read_json(const std::string& path) {
   std::string text;
   if (path == "-") {
-    std::cin >> std::noskipws;
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    text = lg::read_text_input(std::cin, "standard input");
   } else {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw lg::Error(fmt::format("{}: cannot be read", path));
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    text = lg::read_text_input(f, path);
   }
   try {
     return lg::chat::parse_ordered_json(text);

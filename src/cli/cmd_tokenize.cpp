@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "support/error.h"
+#include "support/text_input.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -22,10 +23,7 @@ struct TokenizeArgs {
   bool special = false;
 };
 
-std::string read_stdin() {
-  std::cin >> std::noskipws;
-  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-}
+std::string read_stdin() { return lg::read_text_input(std::cin, "standard input"); }
 
 lg::tokenizer::Tokenizer load(const std::string& model_dir) {
   return lg::tokenizer::Tokenizer::from_file(std::filesystem::path(model_dir) / "tokenizer.json");

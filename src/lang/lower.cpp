@@ -9,6 +9,7 @@
 
 #include "lang/elaborator.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace lg::lang {
 
@@ -361,9 +362,7 @@ CheckOutcome check_source(const std::string& file_name, const std::string& text,
 CheckReport check_file(const std::filesystem::path& lg_file, const nlohmann::json& config, const BindOptions& opts) {
   std::ifstream in(lg_file, std::ios::binary);
   if (!in) throw Error("cannot read " + lg_file.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  CheckOutcome out = check_source(lg_file.string(), ss.str(), config, opts);
+  CheckOutcome out = check_source(lg_file.string(), read_text_input(in, lg_file.string()), config, opts);
   if (!out.ok) {
     std::string msg = out.rendered;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();

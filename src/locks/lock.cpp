@@ -11,6 +11,7 @@
 #include "runtime/kv_blocks.h"
 #include "runtime/solo_sequence.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace lg::locks {
 
@@ -53,7 +54,7 @@ Lock read_lock(const std::filesystem::path& file) {
   if (!in) throw Error(where + ": cannot open lock file");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(read_text_input(in, where));
   } catch (const json::parse_error& e) {
     throw Error(where + ": not valid JSON: " + e.what());
   }

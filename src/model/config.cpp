@@ -11,6 +11,7 @@
 
 #include "model/json_fields.h"
 #include "support/error.h"
+#include "support/text_input.h"
 
 namespace lg::model {
 
@@ -20,10 +21,9 @@ using namespace json_fields;
 nlohmann::json read_json_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open (missing or unreadable)", path.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_text_input(in, path.string());
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: malformed JSON: {}", path.string(), e.what()));
   }

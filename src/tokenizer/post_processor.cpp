@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/text_input.h"
 #include "tokenizer/json_fields.h"
 
 namespace lg::tokenizer {
@@ -104,7 +105,7 @@ TokenizerConfig TokenizerConfig::read(const std::filesystem::path& file) {
   if (!in) throw Error(file.string() + ": cannot open");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(read_text_input(in, file.string()));
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(file.string() + ": not valid JSON: " + e.what());
   }

@@ -90,6 +90,31 @@ TEST(CliUsage, RunRefusesALaneThatContradictsTheDeviceOrDoesNotExist) {
   EXPECT_NE(one.out.find("on lane cpu, 1 prompt token\n"), std::string::npos) << one.out;
 }
 
+// An endless input (/dev/zero, a pipe that never closes) as the program, --config, a prompt, a
+// requests file or stdin used to be read until memory ran out; reading stops at 64 MiB and the
+// error names it. The memory limit keeps a regression from taking the machine's memory (it would
+// then say "out of memory"), the timeout from hanging the test.
+TEST(CliUsage, EndlessInputsStopAtTheCapNamingTheFile) {
+  const std::string limit = "ulimit -v 1500000; timeout 60 ";
+  for (const std::string& args :
+       {"check /dev/zero --config " + kTiny, "check " + kQwen3 + " --config /dev/zero",
+        "compile " + kQwen3 + " --config /dev/zero --explain", "run -q -m " + kModel + " -f /dev/zero -n 1"}) {
+    const CliRun r = run_lg(args, limit);
+    EXPECT_EQ(r.code, 1) << "lg " << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: /dev/zero: larger than 64 MiB"), std::string::npos) << "lg " << args << "\n" << r.out;
+  }
+  const CliRun in = run_lg("tokenize --model " + kModel + " - </dev/zero", limit);
+  EXPECT_EQ(in.code, 1) << in.out;
+  EXPECT_NE(in.out.find("lg: error: standard input: larger than 64 MiB"), std::string::npos) << in.out;
+  const CliRun batch = run_lg("batch -q -m " + kModel + " -i /dev/zero -o /dev/null", limit);
+  EXPECT_EQ(batch.code, 1) << batch.out;
+  EXPECT_NE(batch.out.find("lg: error: /dev/zero: line 1 is larger than 64 MiB"), std::string::npos) << batch.out;
+  // The cap is not on tokenizer.json: Gemma 3's is 33 MB, and vocabularies grow.
+  const CliRun gemma = run_lg("tokenize --ids --model " + kShared + "/fixtures/tokenizers/gemma3 'hello world'");
+  EXPECT_EQ(gemma.code, 0) << gemma.out;
+  EXPECT_EQ(gemma.out, "23391 1902\n");
+}
+
 // The lane options size the batched program; the one-sequence program has none to size.
 TEST(CliUsage, OneSequenceProgramTakesNoLaneOptions) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o /tmp/x --one-sequence --kv-tokens 64",
