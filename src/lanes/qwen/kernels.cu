@@ -440,14 +440,16 @@ namespace {
 /// Blocks v5's batched decode attention aims at: 16 per SM, about four waves of its 8-warp blocks
 /// (4 fit an SM at 64 registers a thread). v6 (a block per KV head) aims at 8 per SM below.
 int batch_attn_blocks() { return 2 * 8 * cuda::sm_count(); }
-/// The batched decode attention's kernel (knob LG_QWEN_BATCH_ATTN): 8, v8's BATCH form (a block per
-/// (KV head, split, sequence), K/V slices in registers, attention_decode_long.cuh) where
-/// attention_decode_long_supports the shape, else 6; 6, v6 (a block per (KV head, split, sequence),
-/// K/V tiles through shared memory, attention_decode_gqa.cuh); 5, v5 (a block per query head).
-/// H200, tenth session: at the 8B shape and 512 positions v6 took 42 us a layer at B = 16 (ncu),
-/// 4.4x the bytes it reads; see bench/RESULTS.md for v8's.
+/// The batched decode attention's kernel (knob LG_QWEN_BATCH_ATTN): 6, v6 (a block per (KV head,
+/// split, sequence), K/V tiles through shared memory, attention_decode_gqa.cuh); 8, v8's BATCH form
+/// (the same blocks, K/V slices in registers, attention_decode_long.cuh) where
+/// attention_decode_long_supports the shape; 5, v5 (a block per query head). H200, tenth session
+/// (8B, step ms, v8 against v6): 512 positions B = 16 5.83 / 5.97, B = 64 7.93 / 7.51, B = 128
+/// 11.03 / 9.44; 128 positions B = 16 5.49 / 5.31; 2,048 positions B = 16 7.47 / 7.24. v8 sums each
+/// score across the warp with shuffles (G of them per key), v6 has a lane per key: past a few
+/// thousand (sequence, KV head) keys a step, v8 is shuffle-bound. So v6 stays the default.
 int batch_attn_form(int H, int KV, int Dh) {
-  static const int knob = lab_knob("LG_QWEN_BATCH_ATTN", 8);
+  static const int knob = lab_knob("LG_QWEN_BATCH_ATTN", 6);
   if (knob == 5) return 5;
   if (knob == 8 && attention_decode_long_supports(H, KV, Dh)) return 8;
   return 6;
@@ -459,7 +461,8 @@ int gqa_min_split() {
 }
 /// v8's (BATCH) blocks a launch aims at, as waves of its resident blocks (2 per SM): one wave
 /// (knob LG_QWEN_BATCH_ATTN_WAVES), since each block's splits are long enough to keep its loads
-/// in flight and every split adds a partial to merge.
+/// in flight and every split adds a partial to merge (two waves: B = 16, 512 positions, 6.14 ms
+/// a step against 5.83, tenth session).
 int batch_long_blocks() {
   static const int waves = std::clamp(lab_knob("LG_QWEN_BATCH_ATTN_WAVES", 1), 1, 4);
   return waves * 2 * cuda::sm_count();

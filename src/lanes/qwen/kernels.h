@@ -5,7 +5,7 @@
 // Kernel-lab knobs, read once from the environment (bench/qwen_lane.md; defaults are the measured
 // best): LG_QWEN_GEMV_BPS (GEMV blocks per SM), LG_QWEN_PDL=0 (launch without PDL),
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
-// shortest chunk of positions); for the batched decode attention LG_QWEN_BATCH_ATTN (8, 6 or 5:
+// shortest chunk of positions); for the batched decode attention LG_QWEN_BATCH_ATTN (6, 8 or 5:
 // the kernel), LG_QWEN_BATCH_ATTN_WAVES (v8's waves of blocks, 1), LG_QWEN_GQA_SPLIT (v6's
 // shortest chunk, 64) and LG_QWEN_GQA_MAX_SPLITS (64), and
 // LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200); for the
@@ -205,11 +205,11 @@ constexpr int kDecodeMaxSplits = 128;
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch);
 
 /// The batched decode step's attention: launch_attention_decode_rope's math for `batch` sequences
-/// of one decode token each in one launch; v8's BATCH form where attention_decode_long_supports
-/// the shape (kernels/attention_decode_long.cuh: a block per (KV head, split, sequence), each K/V
-/// row loaded once into registers for the G query heads), else v6 (kernels/attention_decode_gqa.cuh:
-/// the same blocks for H / KV <= 16 query heads, K/V tiles through shared memory); knob
-/// LG_QWEN_BATCH_ATTN=6 or 5 (v5: a block per (query head, split, sequence)) for A/B. Sequence b's raw projection is
+/// of one decode token each in one launch; v6 (kernels/attention_decode_gqa.cuh: a block per
+/// (KV head, split, sequence) for H / KV <= 16 query heads, K/V tiles through shared memory); knob
+/// LG_QWEN_BATCH_ATTN=8 for v8's BATCH form where attention_decode_long_supports the shape (the
+/// same blocks, each K/V row loaded into registers for the G query heads; slower past B = 16) or 5
+/// (v5: a block per (query head, split, sequence)), for A/B. Sequence b's raw projection is
 /// row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its block table row b
 /// of rope.block_table (table_stride ints apart), its output row b of out bf16 [batch, H*Dh].
 /// splits from decode_attention_batch_splits for a max_len at least every pos[b] + 1 (a
