@@ -7,7 +7,7 @@
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
 // shortest chunk of positions); for the batched decode attention LG_QWEN_BATCH_ATTN (6, 8 or 5:
 // the kernel), LG_QWEN_BATCH_ATTN_WAVES (v8's waves of blocks, 1), LG_QWEN_GQA_SPLIT (v6's
-// shortest chunk, 64) and LG_QWEN_GQA_MAX_SPLITS (64), and
+// shortest chunk, 128) and LG_QWEN_GQA_MAX_SPLITS (64), and
 // LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200); for the
 // row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off: slower), LG_QWEN_GEMV_ROWS_BPS and
 // LG_QWEN_GEMV_ROWS_SPLITS.
