@@ -53,8 +53,10 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
 void resolve_program(model::ModelDir& dir, const std::filesystem::path& program) {
   if (!program.empty()) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(program, ec))
+    if (!std::filesystem::exists(program, ec))
       throw Error(program.string() + ": no such .lg program (--program)");
+    if (!std::filesystem::is_regular_file(program, ec))
+      throw Error(program.string() + ": not a regular file, not a .lg program (--program)");
     dir.program = program;
   }
   const std::filesystem::path source = program_source(dir);

@@ -115,6 +115,18 @@ TEST(CliUsage, EndlessInputsStopAtTheCapNamingTheFile) {
   EXPECT_EQ(gemma.out, "23391 1902\n");
 }
 
+// A --program that exists but is not a regular file (a character device; a directory, which
+// `lg lock` takes unchecked) used to be called "no such .lg program"; the error now says what it is.
+TEST(CliUsage, ProgramThatIsNotARegularFileIsNamedAsSuch) {
+  const CliRun dev = run_lg("run -q -m " + kModel + " --program /dev/zero -p hi -n 1", "timeout 60 ");
+  EXPECT_EQ(dev.code, 1) << dev.out;
+  EXPECT_NE(dev.out.find("lg: error: /dev/zero: not a regular file, not a .lg program (--program)"), std::string::npos)
+      << dev.out;
+  EXPECT_EQ(dev.out.find("no such"), std::string::npos) << dev.out;
+  const CliRun missing = run_lg("run -q -m " + kModel + " --program /nonexistent/x.lg -p hi -n 1");
+  EXPECT_NE(missing.code, 0) << missing.out;
+}
+
 // The lane options size the batched program; the one-sequence program has none to size.
 TEST(CliUsage, OneSequenceProgramTakesNoLaneOptions) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o /tmp/x --one-sequence --kv-tokens 64",
