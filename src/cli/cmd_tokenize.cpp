@@ -68,14 +68,21 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   return [args] {
     const auto tok = load(args->model);
     std::vector<int32_t> ids;
-    for (const auto& arg : args->ids) {
+    for (size_t a = 0; a < args->ids.size(); ++a) {
+      const std::string& arg = args->ids[a];
+      // An empty argument or item ('', "1,,2", "1,") used to be skipped: an unset shell variable
+      // or a lost id then decoded silently to less than was asked for.
+      if (arg.empty())
+        throw lg::Error("detokenize: argument " + std::to_string(a + 1) + " is empty, not a token id");
       size_t start = 0;
-      while (start <= arg.size()) {
+      for (size_t position = 1; start <= arg.size(); ++position) {
         size_t end = arg.find(',', start);
         if (end == std::string::npos) end = arg.size();
         const std::string item = arg.substr(start, end - start);
         start = end + 1;
-        if (item.empty()) continue;
+        if (item.empty())
+          throw lg::Error("detokenize: \"" + arg + "\" has an empty item at position " + std::to_string(position) +
+                          " (ids are separated by one comma)");
         // Digits only: stoll also took "+5" and " 12", so a stray sign or space passed for an id.
         if (item.find_first_not_of("0123456789") != std::string::npos)
           throw lg::Error("detokenize: \"" + item + "\" is not a token id (ids are non-negative decimal integers)");

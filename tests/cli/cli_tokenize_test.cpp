@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_run.h"
 
@@ -21,6 +23,17 @@ TEST(CliDetokenize, IdsArePlainDecimalIntegers) {
     EXPECT_EQ(r.code, 1) << "'" << bad << "'\n" << r.out;
     EXPECT_NE(r.out.find("lg: error: detokenize: \"" + bad + "\" is not a token id"), std::string::npos)
         << "'" << bad << "'\n" << r.out;
+  }
+  // An empty item or argument was skipped, decoding less than was asked for; it names where it is.
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"1,,2", "\"1,,2\" has an empty item at position 2"},
+           {"1,2,", "\"1,2,\" has an empty item at position 3"},
+           {",1", "\",1\" has an empty item at position 1"},
+           {"1 ''", "argument 2 is empty, not a token id"},
+           {"''", "argument 1 is empty, not a token id"}}) {
+    const CliRun r = run_lg("detokenize --model " + kModel + " " + args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: detokenize: " + message), std::string::npos) << args << "\n" << r.out;
   }
   // A well-formed id outside the vocabulary says which ids there are.
   for (const std::string big : {"151669", "99999999999999999999999"}) {
