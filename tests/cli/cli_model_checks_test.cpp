@@ -144,6 +144,28 @@ TEST(CliModelChecks, NonPositiveRopeScalingIsRefusedByTheProgram) {
       << g.out;
 }
 
+// A config.json eos_token_id outside [0, vocab_size) was accepted silently, though generation
+// never stops on it; loading the model warns, naming the file, the field, the id and vocab_size.
+// Not an error: some checkpoints list added tokens' ids that are handled elsewhere.
+TEST(CliModelChecks, EosTokenIdOutsideTheVocabularyIsAWarning) {
+  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  const std::string config = (m.dir / "config.json").string();
+  m.edit_config([](nlohmann::json& j) { j["eos_token_id"] = nlohmann::json::array({1, 600}); });
+  const CliRun r = run_lg("inspect " + m.dir.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lg: warning: " + config + ": eos_token_id 600 is outside [0, vocab_size 512)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("eos_token_id 1 "), std::string::npos) << r.out;
+  m.edit_config([](nlohmann::json& j) { j["eos_token_id"] = 512; });
+  const CliRun one = run_lg("inspect " + m.dir.string());
+  EXPECT_NE(one.out.find("lg: warning: " + config + ": eos_token_id 512 is outside [0, vocab_size 512)"),
+            std::string::npos)
+      << one.out;
+  m.edit_config([](nlohmann::json& j) { j["eos_token_id"] = 511; });
+  EXPECT_EQ(run_lg("inspect " + m.dir.string()).out.find("lg: warning:"), std::string::npos);
+}
+
 // A golden prompt id outside the vocabulary used to fail inside the forward as an IR gather
 // error ("qwen3.lg:47:5: %3 = gather ..."); now the golden file's case and index are named.
 TEST(CliModelChecks, LockNewNamesTheGoldenPromptIdOutsideTheVocabulary) {
