@@ -18,13 +18,7 @@
 #   SERVE_SHAPES="qwen3-8b qwen3-0.6b"             `lg serve --shape S` under bench/load_gen.py: 512 requests
 #                                                  at concurrency 128, then Poisson at SERVE_RATES (4,8,16)
 set -uo pipefail
-out=${OUT:-gpu-out}
-mkdir -p "$out" /tmp/lgb /tmp/lgshared
-tar -C /tmp/lgb -xJf .carry/lg.tar.xz
-export LD_LIBRARY_PATH=/tmp/lgb/lib:/usr/local/cuda/lib64
-export LG_MODELS_DIR=$PWD/models  # the .lg programs (the binaries were built with another checkout's path)
-cp -r /tmp/lgb/fixtures /tmp/lgshared/ && ln -sfn "$PWD/models" /tmp/lgshared/models
-lg=/tmp/lgb/bin/lg
+source bench/device_env.sh  # $out, $lg, the libraries, /tmp/lgshared
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 for t in ${TESTS-compiled_lane_tests qwen_lane_tests}; do
   [ -x "/tmp/lgb/bin/$t" ] || continue

@@ -3,7 +3,7 @@
 # into .carry/lg.tar.xz: each given executable, stripped, in bin/; every library they need that is
 # not glibc's, libstdc++'s or CUDA's in lib/; the Qwen fixtures of ../shared/fixtures in fixtures/
 # (the tests and locks read them; the 22M model travels as the tracked models/ folder). Carry `.carry` with the device
-# tool and unpack it there (bench/gpu_session.sh does).
+# tool and unpack it there: `source bench/device_env.sh` does (bench/gpu_session.sh uses it).
 # Usage: scripts/device_bundle.sh build-gpu/src/cli/lg build-gpu/tests/lanes_compiled/compiled_lane_tests ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
