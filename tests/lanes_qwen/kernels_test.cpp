@@ -480,8 +480,8 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
 
 // The batched decode step's attention (launch_attention_decode_rope_batch) against the reference:
 // sequences of very different lengths in one launch, each its own position, block table,
-// partials and counters, from one shared pool. The kernel is the one LG_QWEN_BATCH_ATTN picks
-// (8, 6 or 5: the GPU sessions run this test under each); G = 7 has no v8 form and takes v6.
+// partials and counters, from one shared pool: v6, or v5 with LG_QWEN_ATTN_GQA=0 (the GPU sessions
+// run it both ways).
 TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -521,7 +521,7 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
     auto vc = to_device(scatter_to_pool(pages, vp, c.lens, c.KV, c.Dh));
     auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
          dpos = to_device(pos), dbt = to_device(pages.padded(stride));
-    const int splits = decode_attention_batch_splits(c.H, c.KV, c.Dh, B, max_len);
+    const int splits = decode_attention_batch_splits(c.H, c.KV, B, max_len);
     auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
     auto out = poisoned_bf16(size_t(B) * c.H * c.Dh);

@@ -82,7 +82,7 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
     const auto qn = random_f32(rng, size_t(c.Dh), 0.5f, 1.5f), kn = random_f32(rng, size_t(c.Dh), 0.5f, 1.5f);
     auto dinv = to_device(inv), dqn = to_device(qn), dkn = to_device(kn), dbt = to_device(pages.padded(stride)),
          dpos = to_device(pos), drows = to_device(c.rows), dall = to_device(qkv_all), dentries = to_device(qkv_entries);
-    const int splits = decode_attention_batch_splits(c.H, c.KV, c.Dh, B, max_len);
+    const int splits = decode_attention_batch_splits(c.H, c.KV, B, max_len);
     auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
 

@@ -64,7 +64,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
   int len_bucket = 1;
   while (len_bucket < max_len) len_bucket *= 2;
-  const int splits = decode_attention_batch_splits(d.H, d.KV, d.Dh, Bp, len_bucket);
+  const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
   cuda::GraphExec& graph = s.batch_graphs[{Bp, splits}];
   // On the row GEMVs the QKV projection accumulates into qkv (split-K): zeroed here, outside the
   // graph (ahead of it in the stream), for layer 0, and by each layer's o_proj for the next (after

@@ -392,7 +392,7 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
       const char* e = std::getenv("LG_QWEN_ATTN_SOLO_GQA");
       return e && std::string(e) == "1";
     }();
-    const int solo_splits = decode_attention_batch_splits(d.H, d.KV, d.Dh, 1, d.max_seq);
+    const int solo_splits = decode_attention_batch_splits(d.H, d.KV, 1, d.max_seq);
     capture(graph, cs, [&] {
       launch_embed_decode(s.embed.as<bf16_t>(), s.h_token.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
       const size_t launches_before = cuda::captured_kernel_launches(cs);
@@ -494,7 +494,7 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
   const int W = u.W;
   // Scratch and counters are the batched decode graphs' (sized for max_batch entries, any split
   // count decode_attention_batch_splits gives; every launch leaves the counters at zero).
-  const int dec_splits = u.ndec > 0 ? decode_attention_batch_splits(d.H, d.KV, d.Dh, u.ndec, u.dec_max_len) : 1;
+  const int dec_splits = u.ndec > 0 ? decode_attention_batch_splits(d.H, d.KV, u.ndec, u.dec_max_len) : 1;
 
   launch_embed(s.embed.as<bf16_t>(), d_tokens, T, d.D, s.x.as<float>(), cs);
   for (size_t l = 0; l < s.layers.size(); ++l) {

@@ -440,19 +440,14 @@ namespace {
 /// Blocks v5's batched decode attention aims at: 16 per SM, about four waves of its 8-warp blocks
 /// (4 fit an SM at 64 registers a thread). v6 (a block per KV head) aims at 8 per SM below.
 int batch_attn_blocks() { return 2 * 8 * cuda::sm_count(); }
-/// The batched decode attention's kernel (knob LG_QWEN_BATCH_ATTN): 6, v6 (a block per (KV head,
-/// split, sequence), K/V tiles through shared memory, attention_decode_gqa.cuh); 8, v8's BATCH form
-/// (the same blocks, K/V slices in registers, attention_decode_long.cuh) where
-/// attention_decode_long_supports the shape; 5, v5 (a block per query head). H200, tenth session
-/// (8B, step ms, v8 against v6): 512 positions B = 16 5.83 / 5.97, B = 64 7.93 / 7.51, B = 128
-/// 11.03 / 9.44; 128 positions B = 16 5.49 / 5.31; 2,048 positions B = 16 7.47 / 7.24. v8 sums each
-/// score across the warp with shuffles (G of them per key), v6 has a lane per key: past a few
-/// thousand (sequence, KV head) keys a step, v8 is shuffle-bound. So v6 stays the default.
-int batch_attn_form(int H, int KV, int Dh) {
-  static const int knob = lab_knob("LG_QWEN_BATCH_ATTN", 6);
-  if (knob == 5) return 5;
-  if (knob == 8 && attention_decode_long_supports(H, KV, Dh)) return 8;
-  return 6;
+/// LG_QWEN_ATTN_GQA=0: the batched decode attention is v5 (a block per query head) instead of v6.
+/// A third form, v8's by-KV-head kernel over a batch (K/V slices in registers), measured slower
+/// past 16 sequences on the H200 (tenth session, 8B at 512 positions, step ms against v6: B = 16
+/// 5.83 / 5.97, B = 64 7.93 / 7.51, B = 128 11.03 / 9.44; it sums each key's score across the warp
+/// with shuffles, G per key, where v6 gives a lane a key) and was removed (commit 46c2e9c has it).
+bool gqa_attention() {
+  static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
+  return on;
 }
 /// v6's shortest chunk (knob LG_QWEN_GQA_SPLIT): four tiles of 32 keys. H200, tenth session, 8B at
 /// 512 positions: B = 16 5.74 ms a step against 5.95 with two tiles (8 splits of blocks whose fixed
@@ -461,40 +456,22 @@ int gqa_min_split() {
   static const int n = std::max(1, lab_knob("LG_QWEN_GQA_SPLIT", 128));
   return n;
 }
-/// v8's (BATCH) blocks a launch aims at, as waves of its resident blocks (2 per SM): one wave
-/// (knob LG_QWEN_BATCH_ATTN_WAVES), since each block's splits are long enough to keep its loads
-/// in flight and every split adds a partial to merge (two waves: B = 16, 512 positions, 6.14 ms
-/// a step against 5.83, tenth session).
-int batch_long_blocks() {
-  static const int waves = std::clamp(lab_knob("LG_QWEN_BATCH_ATTN_WAVES", 1), 1, 4);
-  return waves * 2 * cuda::sm_count();
-}
 }  // namespace
 
-int decode_attention_batch_splits(int H, int KV, int Dh, int batch, int max_len) {
-  switch (batch_attn_form(H, KV, Dh)) {
-    case 8: {
-      const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
-      const int by_blocks = std::max(1, batch_long_blocks() / std::max(1, KV * batch));
-      return std::max(1, std::min(by_length, by_blocks));
-    }
-    case 6: {
-      const int by_length = (std::max(1, max_len) + gqa_min_split() - 1) / gqa_min_split();
-      const int by_blocks = std::max(1, 8 * cuda::sm_count() / std::max(1, KV * batch));
-      static const int most = std::clamp(lab_knob("LG_QWEN_GQA_MAX_SPLITS", 64), 1, dev::kGqaMaxSplits);
-      return std::max(1, std::min({by_length, by_blocks, most}));
-    }
-    default: {
-      const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
-      const int by_blocks = std::max(1, batch_attn_blocks() / std::max(1, H * batch));
-      return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
-    }
+int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
+  if (gqa_attention()) {
+    const int by_length = (std::max(1, max_len) + gqa_min_split() - 1) / gqa_min_split();
+    const int by_blocks = std::max(1, 8 * cuda::sm_count() / std::max(1, KV * batch));
+    static const int most = std::clamp(lab_knob("LG_QWEN_GQA_MAX_SPLITS", 64), 1, dev::kGqaMaxSplits);
+    return std::max(1, std::min({by_length, by_blocks, most}));
   }
+  const int by_length = decode_attn_splits(std::max(1, max_len), decode_attn_shape().min_split);
+  const int by_blocks = std::max(1, batch_attn_blocks() / std::max(1, H * batch));
+  return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
 }
 
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
-  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, every form
-  // (v8's blocks, at most 8 per SM, are within v6's).
+  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
                                             static_cast<size_t>(8 * cuda::sm_count() / std::max(1, KV)),
                                             static_cast<size_t>(std::max(1, max_batch))});
@@ -505,23 +482,7 @@ template <int DH>
 static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride, int splits,
                                       float eps, const int* pos, float* scratch, int* counters, bf16* out,
                                       const int* rows, cudaStream_t s) {
-  const int form = batch_attn_form(r.H, r.KV, DH);
-  if (form == 8) {
-    if constexpr (DH == 64 || DH == 128) {
-      dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
-      set_rope_fields(p, r, eps);
-      p.q_stride = (r.H + 2 * r.KV) * DH;
-      p.table_stride = table_stride;
-      p.row_map = rows;
-      p.min_split = decode_attn_shape().min_split;
-      constexpr int kWarps = 8;
-      const dim3 grid(r.KV, splits, batch);
-      if (r.H / r.KV == 2)
-        return launch_pdl(dev::attn_decode_long_kernel<DH, 2, kWarps, true>, grid, dim3(kWarps * 32), 0, s, p, pos);
-      return launch_pdl(dev::attn_decode_long_kernel<DH, 4, kWarps, true>, grid, dim3(kWarps * 32), 0, s, p, pos);
-    }
-  }
-  if (form == 6) {
+  if (gqa_attention()) {
     dev::GqaDecodeParams g{};
     g.qkv = qkv;
     g.row_map = rows;

@@ -5,9 +5,8 @@
 // Kernel-lab knobs, read once from the environment (bench/qwen_lane.md; defaults are the measured
 // best): LG_QWEN_GEMV_BPS (GEMV blocks per SM), LG_QWEN_PDL=0 (launch without PDL),
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
-// shortest chunk of positions); for the batched decode attention LG_QWEN_BATCH_ATTN (6, 8 or 5:
-// the kernel), LG_QWEN_BATCH_ATTN_WAVES (v8's waves of blocks, 1), LG_QWEN_GQA_SPLIT (v6's
-// shortest chunk, 128) and LG_QWEN_GQA_MAX_SPLITS (64), and
+// shortest chunk of positions); for the batched decode attention LG_QWEN_ATTN_GQA=0 (v5 instead
+// of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 128) and LG_QWEN_GQA_MAX_SPLITS (64), and
 // LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200); for the
 // row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off: slower), LG_QWEN_GEMV_ROWS_BPS and
 // LG_QWEN_GEMV_ROWS_SPLITS.
@@ -193,12 +192,12 @@ bool attention_decode_long_supports(int H, int KV, int Dh);
 void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                        float* scratch, int* counters, bf16* out, cudaStream_t stream);
 
-/// Splits of each sequence's positions in a batched decode attention launch (of head_dim Dh): enough that chunks
+/// Splits of each sequence's positions in a batched decode attention launch: enough that chunks
 /// of the kernel's split length cover max_len (the step's longest sequence), at most
-/// kDecodeMaxSplits, and no more than keep the kernel's waves of blocks busy once the batch's
+/// kDecodeMaxSplits, and no more than keep about two waves of blocks busy once the batch's
 /// sequences x heads are there already (a batch brings its own parallelism; every split adds a
 /// partial to merge).
-int decode_attention_batch_splits(int H, int KV, int Dh, int batch, int max_len);
+int decode_attention_batch_splits(int H, int KV, int batch, int max_len);
 /// Most splits decode_attention_batch_splits returns.
 constexpr int kDecodeMaxSplits = 128;
 /// Floats of scratch launch_attention_decode_rope_batch needs for up to max_batch sequences.
@@ -206,10 +205,8 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 
 /// The batched decode step's attention: launch_attention_decode_rope's math for `batch` sequences
 /// of one decode token each in one launch; v6 (kernels/attention_decode_gqa.cuh: a block per
-/// (KV head, split, sequence) for H / KV <= 16 query heads, K/V tiles through shared memory); knob
-/// LG_QWEN_BATCH_ATTN=8 for v8's BATCH form where attention_decode_long_supports the shape (the
-/// same blocks, each K/V row loaded into registers for the G query heads; slower past B = 16) or 5
-/// (v5: a block per (query head, split, sequence)), for A/B. Sequence b's raw projection is
+/// (KV head, split, sequence) for the KV head's H / KV <= 16 query heads, K/V tiles through shared
+/// memory), or v5 with LG_QWEN_ATTN_GQA=0 (a block per (query head, split, sequence)). Sequence b's raw projection is
 /// row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its block table row b
 /// of rope.block_table (table_stride ints apart), its output row b of out bf16 [batch, H*Dh].
 /// splits from decode_attention_batch_splits for a max_len at least every pos[b] + 1 (a

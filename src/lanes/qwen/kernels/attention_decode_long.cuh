@@ -20,12 +20,8 @@ namespace lg::qwen::dev {
 /// Grid (KV, splits <= kDecodeSplits), NW warps a block; G query heads per KV head, DH >= 32.
 /// Registers: G query slices and accumulators (2 G DH / 32) beside the K/V slices of R keys;
 /// bounded for 2 blocks of 8 warps per SM (128 registers). Shared memory: the warps' partials, NW x G x DH floats.
-/// BATCH (the batched decode step; v5's BATCH form, attention_decode.cuh): grid (KV, splits, B),
-/// block (kvh, s, b) takes sequence b (at_sequence: its projection row, position pos0[b], block
-/// table, partials, counters and output row). Its positions and tables are copied from the host
-/// before the step, so EARLY's reads before the PDL wait hold there too.
-template <int DH, int G, int NW, bool BATCH = false>
-__global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
+template <int DH, int G, int NW>
+__global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p, const int* pos0) {
   static_assert(DH >= 32, "every lane holds DH / 32 elements");
   // Keys a warp loads together: v7's 8, or 4 for 4 query heads, whose queries and accumulators
   // would otherwise spill (ptxas: 64 bytes at 128 registers for DH = 128).
@@ -33,11 +29,9 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   __shared__ float s_m[NW][G], s_l[NW][G], s_o[NW][G][DH];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kvh = blockIdx.x, split = blockIdx.y;
   const bool holds_pos = split == 0;
-  const DecodeAttnParams p = BATCH ? at_sequence<DH>(p0, static_cast<int>(blockIdx.z), static_cast<int>(gridDim.y)) : p0;
-  const int stride = BATCH ? static_cast<int>(gridDim.y) : kDecodeSplits;  // partials per head
 
   // Before the wait (see attention_decode.cuh, EARLY): where the keys are.
-  const int pos = pos0[BATCH ? blockIdx.z : 0];
+  const int pos = *pos0;
   const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
   if (split >= sp.n) return;  // past the end: not counted, not merged
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
@@ -124,14 +118,14 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       bl += s_l[w][g] * c;
       bo += s_o[w][g][d] * c;
     }
-    store_block_result<DH>(p, h, stride, split, nsplits, d, bm, bl, bo);
+    store_block_result<DH>(p, h, kDecodeSplits, split, nsplits, d, bm, bl, bo);
   }
   if (nsplits == 1) return;  // the same in every thread
   if (!last_split_block(p.counters + kvh, nsplits)) return;
   for (int i = threadIdx.x; i < G * DH; i += NW * 32) {
     const int h = kvh * G + i / DH, d = i % DH;
     p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(
-        merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * stride * (DH + 2), nsplits, d));
+        merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * kDecodeSplits * (DH + 2), nsplits, d));
   }
 }
 
