@@ -436,17 +436,9 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
       auto kc = to_device(kpool0), vc = to_device(vpool0);
       auto scratch = poisoned_f32(decode_attention_scratch_floats(c.H, c.Dh));
       auto out = poisoned_bf16(size_t(c.H) * c.Dh);
-      QkvRopeArgs r;
-      r.bias = c.bias ? db.as<float>() : nullptr;
-      r.q_norm = c.norm ? dqn.as<float>() : nullptr;
-      r.k_norm = c.norm ? dkn.as<float>() : nullptr;
-      r.inv_freq = dinv.as<float>();
-      r.H = c.H;
-      r.KV = c.KV;
-      r.Dh = c.Dh;
-      r.max_seq = max_seq;
-      r.cache = kv_pages(kc, vc, pages);
-      r.block_table = dbt.as<int>();
+      const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
+                                          c.bias ? db.as<float>() : nullptr, c.norm ? dqn.as<float>() : nullptr,
+                                          c.norm ? dkn.as<float>() : nullptr, max_seq);
       if (by_kv_head)
         launch_attention_decode_rope_long(dy.as<float>(), r, eps, dpos.as<int>(), scratch.as<float>(),
                                           counters.as<int>(), out.as<bf16>(), s.get());
@@ -525,16 +517,9 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
     auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
     auto out = poisoned_bf16(size_t(B) * c.H * c.Dh);
-    QkvRopeArgs r;
-    r.bias = c.bias ? db.as<float>() : nullptr;
-    r.q_norm = c.norm ? dqn.as<float>() : nullptr;
-    r.k_norm = c.norm ? dkn.as<float>() : nullptr;
-    r.inv_freq = dinv.as<float>();
-    r.H = c.H;
-    r.KV = c.KV;
-    r.Dh = c.Dh;
-    r.cache = kv_pages(kc, vc, pages);
-    r.block_table = dbt.as<int>();
+    const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
+                                        c.bias ? db.as<float>() : nullptr, c.norm ? dqn.as<float>() : nullptr,
+                                        c.norm ? dkn.as<float>() : nullptr);
     launch_attention_decode_rope_batch(dy.as<float>(), r, B, stride, splits, eps, dpos.as<int>(), scratch.as<float>(),
                                        counters.as<int>(), out.as<bf16>(), s.get());
     s.synchronize();

@@ -89,15 +89,8 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
     // launch(mapped): the pools after it, and its output.
     auto launch = [&](bool mapped, std::vector<uint16_t>& k_after, std::vector<uint16_t>& v_after) {
       auto kc = to_device(kpool), vc = to_device(vpool);
-      QkvRopeArgs r;
-      r.q_norm = dqn.as<float>();
-      r.k_norm = dkn.as<float>();
-      r.inv_freq = dinv.as<float>();
-      r.H = c.H;
-      r.KV = c.KV;
-      r.Dh = c.Dh;
-      r.cache = kv_pages(kc, vc, pages);
-      r.block_table = dbt.as<int>();
+      const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
+                                          nullptr, dqn.as<float>(), dkn.as<float>());
       const size_t out_rows = mapped ? size_t(c.T) : size_t(B);
       auto out = poisoned_bf16(out_rows * HD);
       launch_attention_decode_rope_batch(mapped ? dall.as<float>() : dentries.as<float>(), r, B, stride, splits, 1e-6f,

@@ -147,6 +147,25 @@ inline KvPages kv_pages(const cuda::DeviceBuffer& k, const cuda::DeviceBuffer& v
   return c;
 }
 
+/// The RoPE decode attentions' arguments for a test's buffers (kernels.h: QkvRopeArgs); bias,
+/// q_norm and k_norm may be null, max_seq 0 for the batched launch (which ignores it).
+inline QkvRopeArgs rope_args_for(int H, int KV, int Dh, const KvPages& cache, const int* block_table,
+                                 const float* inv_freq, const float* bias, const float* q_norm, const float* k_norm,
+                                 int max_seq = 0) {
+  QkvRopeArgs r;
+  r.bias = bias;
+  r.q_norm = q_norm;
+  r.k_norm = k_norm;
+  r.inv_freq = inv_freq;
+  r.H = H;
+  r.KV = KV;
+  r.Dh = Dh;
+  r.max_seq = max_seq;
+  r.cache = cache;
+  r.block_table = block_table;
+  return r;
+}
+
 inline TestPages scattered_pages(std::mt19937_64& rng, const std::vector<int>& lens, int bs, int spare) {
   TestPages p;
   p.bs = bs;
