@@ -736,6 +736,29 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
       for (size_t k = 0; k < size_t(D); ++k) want[t * D + k] = x[t * D + k] * r * w[k];
     }
     EXPECT_LT(rel_err(download_bf16(h, want.size()), want), 4e-3) << "D=" << D;
+
+    // The split-K form: x += the sum of the slices, written back, then the same norm of it.
+    for (const int S : {1, 3}) {
+      auto parts = random_f32(rng, size_t(S) * T * D, -2, 2);
+      auto dx2 = to_device(x), dp = to_device(parts);
+      auto h2 = poisoned_bf16(size_t(T) * D);
+      launch_rmsnorm_rows_add(dx2.as<float>(), dp.as<float>(), S, dw.as<float>(), T, D, 1e-6f, h2.as<bf16>(), s.get());
+      s.synchronize();
+      std::vector<double> sum(size_t(T) * D), want2(size_t(T) * D);
+      for (size_t t = 0; t < size_t(T); ++t) {
+        double ss = 0;
+        for (size_t k = 0; k < size_t(D); ++k) {
+          double v = x[t * D + k];
+          for (size_t p = 0; p < size_t(S); ++p) v += parts[(p * T + t) * D + k];
+          sum[t * D + k] = v;
+          ss += v * v;
+        }
+        const double r = 1.0 / std::sqrt(ss / D + 1e-6);
+        for (size_t k = 0; k < size_t(D); ++k) want2[t * D + k] = sum[t * D + k] * r * w[k];
+      }
+      EXPECT_LT(rel_err(download_f32(dx2, sum.size()), sum), 1e-6) << "D=" << D << " S=" << S << ": x";
+      EXPECT_LT(rel_err(download_bf16(h2, want2.size()), want2), 4e-3) << "D=" << D << " S=" << S << ": h";
+    }
   }
   const int D = 1000;
 
@@ -791,4 +814,27 @@ TEST(QwenKernels, CublasLtGemmWithResidual) {
     for (size_t i = 0; i < y.size(); ++i) y[i] += resid[i];
     EXPECT_LT(rel_err(download_f32(xr, y.size()), y), 2e-5) << "accumulate " << c.T << "x" << c.N << "x" << c.K;
   }
+  // Split-K slices (the batched decode's o_proj and down): each slice is its own product over K/S.
+  for (C c : {C{16, 192, 768}, C{37, 640, 1024}}) {
+    auto in = random_bf16(rng, size_t(c.T) * c.K, -1, 1), W = random_bf16(rng, size_t(c.N) * c.K, -1, 1);
+    auto din = to_device(in.raw), dW = to_device(W.raw);
+    for (const int S : {2, 3, 4}) {
+      if (c.K % S != 0 || (c.K / S) % 8 != 0) continue;
+      const int ks = c.K / S;
+      std::vector<double> want(size_t(S) * c.T * c.N);
+      for (int p = 0; p < S; ++p)
+        for (int t = 0; t < c.T; ++t)
+          for (int n = 0; n < c.N; ++n) {
+            double acc = 0;
+            for (int k = p * ks; k < (p + 1) * ks; ++k) acc += double(in.f[size_t(t) * c.K + k]) * W.f[size_t(n) * c.K + k];
+            want[(size_t(p) * c.T + t) * c.N + n] = acc;
+          }
+      auto parts = poisoned_f32(want.size());
+      gemm.matmul_split(as_bf16(din), as_bf16(dW), parts.as<float>(), c.T, c.N, c.K, S, s.get());
+      s.synchronize();
+      EXPECT_LT(rel_err(download_f32(parts, want.size()), want), 2e-5) << "S=" << S << " " << c.T << "x" << c.N << "x" << c.K;
+    }
+  }
+  EXPECT_THROW(gemm.matmul_split(nullptr, nullptr, nullptr, 16, 64, 100, 3, s.get()), Error);  // 3 does not divide 100
+  EXPECT_THROW(gemm.matmul_split(nullptr, nullptr, nullptr, 16, 64, 36, 3, s.get()), Error);   // slices of 12
 }

@@ -82,6 +82,24 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     };
     // Up to 16 sequences, the projections are the tensor-core row GEMV (knob LG_QWEN_GEMV_ROWS).
     const bool rows = use_gemv_rows(d, Bp);
+    // o_proj and down add into the residual x: as a plain GEMM (beta = 1), or as split-K slices
+    // into dec_parts that the RMSNorm after each sums into x (decode_gemm_slices).
+    const int o_slices = decode_gemm_slices(d.nq, Bp, false), down_slices = decode_gemm_slices(d.F, Bp, true);
+    auto project = [&](const bf16_t* in, const bf16_t* w, int K, int slices, const char* what) {
+      if (slices == 1)
+        s.gemm.matmul(in, w, s.x.as<float>(), Bp, d.D, K, true, cs);
+      else
+        s.gemm.matmul_split(in, w, s.dec_parts.as<float>(), Bp, d.D, K, slices, cs);
+      mark(what);
+    };
+    auto norm = [&](const float* w, int slices) {
+      if (slices == 1)
+        launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+      else
+        launch_rmsnorm_rows_add(s.x.as<float>(), s.dec_parts.as<float>(), slices, w, Bp, d.D, d.eps,
+                                s.h.as<bf16_t>(), cs);
+      mark("rmsnorm");
+    };
     auto enqueue = [&] {
       launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
       mark("embed");
@@ -91,27 +109,22 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
           continue;
         }
         const State::Layer& ly = s.layers[l];
-        launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
-        mark("rmsnorm");
+        norm(ly.ln1.as<float>(), l == 0 ? 1 : down_slices);
         s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
         mark("gemm qkv");
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
         launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), splits, d.eps, d_pos,
                                            s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
         mark("attention");
-        s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.nq, true, cs);
-        mark("gemm o");
-        launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
-        mark("rmsnorm");
+        project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, o_slices, "gemm o");
+        norm(ly.ln2.as<float>(), o_slices);
         s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
         mark("gemm gate/up");
         launch_swiglu(s.gu.as<float>(), static_cast<size_t>(Bp) * d.F, s.act.as<bf16_t>(), cs);
         mark("swiglu");
-        s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), Bp, d.D, d.F, true, cs);
-        mark("gemm down");
+        project(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), d.F, down_slices, "gemm down");
       }
-      launch_rmsnorm_rows(s.x.as<float>(), s.final_norm.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
-      mark("rmsnorm");
+      norm(s.final_norm.as<float>(), rows ? 1 : down_slices);
       s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
       mark("gemm lm head");
       launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);

@@ -291,6 +291,7 @@ void HandwrittenQwenLane::State::allocate_step_buffers(const QwenShape& sh, cons
       decode_attention_batch_scratch_floats(static_cast<int>(H), static_cast<int>(sh.kv_heads), static_cast<int>(Dh),
                                             static_cast<int>(Bmax))));
   dec_counters = cuda::DeviceBuffer(static_cast<size_t>(Bmax * H) * sizeof(int));
+  dec_parts = f32_buf(kMaxDecodeSlices * Bmax * D);
   LG_CUDA_CHECK(cudaMemsetAsync(dec_counters.data(), 0, dec_counters.bytes(), cs));
   stream.synchronize();
 }

@@ -87,6 +87,9 @@ struct HandwrittenQwenLane::State {
   // in d_dec_table (each step copies only the width it uses), staged in h_dec / h_dec_table; the
   // attention's partials and split counters for max_batch sequences; one graph per (bucket, splits).
   cuda::DeviceBuffer d_dec, d_dec_table, dec_scratch, dec_counters;
+  // The split-K slices of the batched decode's o_proj and down (decode_gemm_slices), f32
+  // [4, max_batch, hidden]: o_proj's are summed by the RMSNorm after it before down writes its own.
+  cuda::DeviceBuffer dec_parts;
   PinnedInts h_dec, h_dec_table;
   std::map<std::pair<int, int>, cuda::GraphExec> batch_graphs;
   int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "kernels/launch_policy.h"
 #include "lanes/qwen/kernels/argmax.cuh"
@@ -117,30 +118,55 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
 namespace {
 
 /// rmsnorm_rows_kernel over n rows (of x, or x[rows[b]]): the register-held form with the fewest
-/// float4 a thread that covers D, where D and the pointers allow it, else the scalar loop.
-void launch_rmsnorm(const float* x, const float* w, const int* rows, int n, int D, float eps, bf16* h, cudaStream_t s,
-                    bool pdl) {
+/// float4 a thread that covers D, where D and the pointers allow it, else the scalar loop. x is
+/// written only with nparts > 0 (the split-K partials' sum).
+void launch_rmsnorm(float* x, const float* w, const int* rows, int n, int D, float eps, bf16* h, cudaStream_t s,
+                    bool pdl, const float* parts = nullptr, int nparts = 0) {
   constexpr int kThreads = 256;
   auto aligned = [](const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; };
-  const bool vec = D % 4 == 0 && aligned(x, 16) && aligned(w, 16) && aligned(h, 8);
+  const bool vec = D % 4 == 0 && aligned(x, 16) && aligned(w, 16) && aligned(h, 8) && aligned(parts, 16);
   const int need = vec ? (D / 4 + kThreads - 1) / kThreads : 0;
   auto go = [&](auto kernel) {
-    if (pdl) return launch_pdl(kernel, dim3(n), dim3(kThreads), 0, s, x, w, D, eps, rows, h);
-    kernel<<<n, kThreads, 0, s>>>(x, w, D, eps, rows, h);
+    if (pdl) return launch_pdl(kernel, dim3(n), dim3(kThreads), 0, s, x, w, D, eps, rows, h, parts, nparts);
+    kernel<<<n, kThreads, 0, s>>>(x, w, D, eps, rows, h, parts, nparts);
     LG_CUDA_CHECK_LAUNCH();
   };
-  if (!vec || need > 8) return go(dev::rmsnorm_rows_kernel<0>);
-  if (need == 1) return go(dev::rmsnorm_rows_kernel<1>);
-  if (need == 2) return go(dev::rmsnorm_rows_kernel<2>);
-  if (need <= 4) return go(dev::rmsnorm_rows_kernel<4>);
-  return go(dev::rmsnorm_rows_kernel<8>);
+  // The add's form holds every slice in registers: only the split-K launches pay for them.
+  auto pick = [&](auto add) {
+    constexpr bool A = decltype(add)::value;
+    if (!vec || need > 8) return go(dev::rmsnorm_rows_kernel<0, A>);
+    if (need == 1) return go(dev::rmsnorm_rows_kernel<1, A>);
+    if (need == 2) return go(dev::rmsnorm_rows_kernel<2, A>);
+    if (need <= 4) return go(dev::rmsnorm_rows_kernel<4, A>);
+    return go(dev::rmsnorm_rows_kernel<8, A>);
+  };
+  if (nparts > 0) return pick(std::true_type{});
+  return pick(std::false_type{});
 }
 
 }  // namespace
 
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t s, bool pdl) {
   if (T <= 0) return;
-  launch_rmsnorm(x, w, nullptr, T, D, eps, h, s, pdl);
+  launch_rmsnorm(const_cast<float*>(x), w, nullptr, T, D, eps, h, s, pdl);  // no parts: x is only read
+}
+
+void launch_rmsnorm_rows_add(float* x, const float* parts, int nparts, const float* w, int T, int D, float eps, bf16* h,
+                             cudaStream_t s) {
+  if (T <= 0) return;
+  static_assert(kMaxDecodeSlices <= dev::kRmsNormMaxParts);
+  if (nparts < 1 || nparts > dev::kRmsNormMaxParts || !parts)
+    throw Error("hand-written RMSNorm: the split-K add sums 1 to " + std::to_string(dev::kRmsNormMaxParts) +
+                " slices, not " + std::to_string(nparts));
+  launch_rmsnorm(x, w, nullptr, T, D, eps, h, s, false, parts, nparts);
+}
+
+int decode_gemm_slices(int K, int Bp, bool down) {
+  static const bool on = lab_knob("LG_QWEN_SPLITK", 1) != 0;
+  if (!on || Bp > 128) return 1;  // measured up to 128 rows
+  int S = Bp <= 64 ? (down ? 3 : kMaxDecodeSlices) : 2;
+  while (S > 1 && (K % S != 0 || (K / S) % 8 != 0)) --S;
+  return S;
 }
 
 bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
@@ -229,7 +255,7 @@ void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int 
                            cudaStream_t s) {
   if (!rows) throw Error("hand-written RMSNorm: gather without its rows");
   if (B <= 0) return;
-  launch_rmsnorm(x, w, rows, B, D, eps, h, s, false);
+  launch_rmsnorm(const_cast<float*>(x), w, rows, B, D, eps, h, s, false);  // no parts: x is only read
 }
 
 void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, const float* k_norm,

@@ -145,6 +145,20 @@ void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps
 /// int [B] (each a row of x); h bf16 [B, D].
 void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int B, int D, float eps, bf16* h,
                            cudaStream_t stream);
+/// The residual add of a split-K GEMM (cuda::LtGemm::matmul_split), then launch_rmsnorm_rows:
+/// x[t] += parts[0][t] + ... + parts[nparts-1][t], written back, and h[t] = bf16(rms_norm(x[t], w, eps)).
+/// parts f32 [nparts, T, D]. Throws lg::Error unless 1 <= nparts <= 4.
+void launch_rmsnorm_rows_add(float* x, const float* parts, int nparts, const float* w, int T, int D, float eps, bf16* h,
+                             cudaStream_t stream);
+/// Split-K slices of the batched decode step's o_proj (`down` false, K = H * Dh) and down (K = F)
+/// GEMMs for a bucket of Bp rows: cuda::LtGemm::matmul_split's S, the RMSNorm after each summing
+/// the slices (launch_rmsnorm_rows_add); 1: the plain GEMM accumulating into the residual. From
+/// the split-K lab's best slices at the 8B shape, 16-128 rows (bench/RESULTS.md, eleventh
+/// session): 4 and 3 up to 64 rows, 2 and 2 up to 128, none past (not measured); fewer where K
+/// does not split into multiples of 8. LG_QWEN_SPLITK=0 (lab knob) gives 1 everywhere.
+int decode_gemm_slices(int K, int Bp, bool down);
+/// Most slices decode_gemm_slices returns.
+inline constexpr int kMaxDecodeSlices = 4;
 
 /// Bias + qk-norm + RoPE + KV-cache write (kernels/rope_kv.cuh) for T tokens of any sequences.
 /// qkv f32 [T, (H+2KV)*Dh]; bias f32 [(H+2KV)*Dh] or null; q_norm/k_norm f32 [Dh] or null;

@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <string>
 
 #include "runtime/cuda/cuda_check.h"
@@ -31,10 +32,12 @@ struct LtGemm::Impl {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  std::map<std::tuple<int, int, int>, Plan> plans;
+  std::map<std::tuple<int, int, int, int>, Plan> plans;
 
-  Plan& plan(int T, int N, int K) {
-    auto key = std::make_tuple(T, N, K);
+  /// The plan of out = in @ W^T, or with S > 1 of its S slices of K as a strided batch (a slice
+  /// of A and B starts K/S elements after the last, keeping ld = K; C's partials are T * N apart).
+  Plan& plan(int T, int N, int K, int S = 1) {
+    auto key = std::make_tuple(T, N, K, S);
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     Plan p;
@@ -42,9 +45,23 @@ struct LtGemm::Impl {
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     lt_check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
     lt_check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "set TRANSB");
-    lt_check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K), "layout A");
-    lt_check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, T, K), "layout B");
+    const int ks = K / S;
+    lt_check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, ks, N, K), "layout A");
+    lt_check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, ks, T, K), "layout B");
     lt_check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, N, T, N), "layout C");
+    if (S > 1) {
+      const int32_t count = S;
+      const int64_t step_ab = ks, step_c = static_cast<int64_t>(T) * N;
+      for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c})
+        lt_check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+                 "set batch count");
+      lt_check(cublasLtMatrixLayoutSetAttribute(p.a, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step_ab,
+                                                sizeof step_ab), "set batch offset A");
+      lt_check(cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step_ab,
+                                                sizeof step_ab), "set batch offset B");
+      lt_check(cublasLtMatrixLayoutSetAttribute(p.c, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step_c,
+                                                sizeof step_c), "set batch offset C");
+    }
     cublasLtMatmulPreference_t pref = nullptr;
     lt_check(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
     size_t ws = kWorkspaceBytes;
@@ -57,7 +74,7 @@ struct LtGemm::Impl {
     lt_check(st, "AlgoGetHeuristic");
     if (found == 0)
       throw Error("cuBLASLt: no algorithm for bf16 GEMM T=" + std::to_string(T) + " N=" + std::to_string(N) +
-                  " K=" + std::to_string(K));
+                  " K=" + std::to_string(K) + (S > 1 ? " in " + std::to_string(S) + " slices" : ""));
     p.algo = result.algo;
     return plans.emplace(key, p).first->second;
   }
@@ -82,6 +99,18 @@ void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out,
   lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, out, p.c, out, p.c, &p.algo,
                           impl_->workspace.data(), kWorkspaceBytes, stream),
            "Matmul");
+}
+
+void LtGemm::matmul_split(const __nv_bfloat16* in, const __nv_bfloat16* W, float* parts, int T, int N, int K, int S,
+                          cudaStream_t stream) {
+  if (S < 1 || K % S != 0 || (K / S) % 8 != 0)
+    throw Error("cuBLASLt: split-K of K=" + std::to_string(K) + " into " + std::to_string(S) +
+                " slices needs slices of a multiple of 8");
+  Impl::Plan& p = impl_->plan(T, N, K, S);
+  const float alpha = 1.f, beta = 0.f;
+  lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, parts, p.c, parts, p.c, &p.algo,
+                          impl_->workspace.data(), kWorkspaceBytes, stream),
+           "Matmul (split-K slices)");
 }
 
 void LtGemm::matmul_add(const __nv_bfloat16* in, const __nv_bfloat16* W, const float* residual, float* out, int T,

@@ -29,6 +29,17 @@ class LtGemm {
   void matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out, int T, int N, int K, bool accumulate,
               cudaStream_t stream);
 
+  /// Split-K without a reduction: parts[s] = in[:, s*K/S : (s+1)*K/S] @ W[:, same]^T for s < S,
+  /// one strided-batched GEMM; parts f32 [S, T, N], row-major. The caller sums the S partials where
+  /// it reads the product next (the batched decode's RMSNorm after o_proj and down), which saves
+  /// the separate reduce kernel cuBLASLt's own split-K launches and lets S be chosen where the
+  /// heuristic's pick streams the weights slowly: at T = 16, o_proj 12.97 -> 10.54 us with S = 4,
+  /// down 31.7 -> 26.0 us with S = 3 (bench/RESULTS.md, eleventh session). Throws lg::Error
+  /// unless S >= 1 divides K into slices of a multiple of 8 (16-byte aligned rows), or when
+  /// cuBLASLt has no algorithm or fails.
+  void matmul_split(const __nv_bfloat16* in, const __nv_bfloat16* W, float* parts, int T, int N, int K, int S,
+                    cudaStream_t stream);
+
   /// out = residual + in @ W^T, with residual f32 [T, N] another buffer (cuBLASLt's C != D): a
   /// residual add whose result is a new value, as the compiled lane's SSA buffers are.
   void matmul_add(const __nv_bfloat16* in, const __nv_bfloat16* W, const float* residual, float* out, int T, int N,

@@ -9,23 +9,40 @@
 
 namespace lg::qwen::dev {
 
+/// Most split-K slices rmsnorm_rows_kernel sums (its registers hold them all at once).
+inline constexpr int kRmsNormMaxParts = 4;
+
 /// Grid (rows), 256 threads. VPT > 0 (D % 4 == 0, D <= 4 * VPT * blockDim.x, x and w 16-byte
 /// aligned): each thread loads its VPT float4 of the row at once and keeps them in registers, so a
 /// row costs one round trip to memory and one read of x. A batched decode step runs 16-128 rows on
 /// as many SMs, where the strided scalar loop (VPT = 0, any D) waited on one load after another:
 /// 15 us a launch at B = 16 under ncu (bench/RESULTS.md, tenth session).
-template <int VPT>
-__global__ void rmsnorm_rows_kernel(const float* __restrict__ x, const float* __restrict__ w, int D, float eps,
-                                    const int* __restrict__ rows, bf16* __restrict__ h) {
+///
+/// With ADD (no row map, 1 <= nparts <= kRmsNormMaxParts), the residual add of a split-K GEMM rides here first:
+/// x[t] += parts[0][t] + ... + parts[nparts-1][t] (parts f32 [nparts, rows, D], LtGemm::matmul_split),
+/// written back to x, then normalised.
+template <int VPT, bool ADD>
+__global__ void rmsnorm_rows_kernel(float* __restrict__ x, const float* __restrict__ w, int D, float eps,
+                                    const int* __restrict__ rows, bf16* __restrict__ h,
+                                    const float* __restrict__ parts, int nparts) {
   __shared__ float scratch[32];
   grid_dependency_wait();  // a no-op unless launched with PDL (launch_rmsnorm_rows(..., pdl))
   launch_dependents();
   const int src = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x);
-  const float* xr = x + static_cast<size_t>(src) * D;
+  float* xr = x + static_cast<size_t>(src) * D;
   bf16* hr = h + static_cast<size_t>(blockIdx.x) * D;
+  const size_t part_stride = static_cast<size_t>(gridDim.x) * D;
+  const float* pr = parts + static_cast<size_t>(blockIdx.x) * D;
   if constexpr (VPT == 0) {
     float ss = 0.f;
-    for (int k = threadIdx.x; k < D; k += blockDim.x) ss = fmaf(xr[k], xr[k], ss);
+    for (int k = threadIdx.x; k < D; k += blockDim.x) {
+      float v = xr[k];
+      if (ADD) {
+        for (int p = 0; p < nparts; ++p) v += pr[p * part_stride + k];
+        xr[k] = v;
+      }
+      ss = fmaf(v, v, ss);
+    }
     const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(D) + eps);
     for (int k = threadIdx.x; k < D; k += blockDim.x) hr[k] = __float2bfloat16(xr[k] * inv * w[k]);
   } else {
@@ -36,6 +53,29 @@ __global__ void rmsnorm_rows_kernel(const float* __restrict__ x, const float* __
     for (int i = 0; i < VPT; ++i) {
       const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
       v[i] = k < n4 ? reinterpret_cast<const float4*>(xr)[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    if constexpr (ADD) {
+      // Every slice's loads first, all in flight at once (a loop that added each slice as it
+      // came waited a round trip per slice: the step gained nothing from split-K that way).
+      float4 a[kRmsNormMaxParts][VPT];
+#pragma unroll
+      for (int p = 0; p < kRmsNormMaxParts; ++p) {
+        const float4* pp = reinterpret_cast<const float4*>(pr + p * part_stride);
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) {
+          const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
+          a[p][i] = p < nparts && k < n4 ? pp[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < kRmsNormMaxParts; ++p)
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) v[i].x += a[p][i].x, v[i].y += a[p][i].y, v[i].z += a[p][i].z, v[i].w += a[p][i].w;
+#pragma unroll
+      for (int i = 0; i < VPT; ++i) {
+        const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
+        if (k < n4) reinterpret_cast<float4*>(xr)[k] = v[i];
+      }
     }
 #pragma unroll
     for (int i = 0; i < VPT; ++i) ss += v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z + v[i].w * v[i].w;
