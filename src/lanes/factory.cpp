@@ -1,6 +1,5 @@
 #include "lanes/factory.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "model/model_dir.h"
@@ -56,8 +55,6 @@ bool cuda_available() {
 }
 
 std::optional<std::string> lane_refuses(const std::string& name, const model::ModelDir& dir) {
-  if (name == "compiled" && model::num_experts(dir.config) > 0 && !compiled_experts_enabled())
-    return std::string(kCompiledExpertsOff);
   if (name != "handwritten") return std::nullopt;
   // The hand-written lane is CUDA templates for one family (docs/handwritten_lane.md); every
   // other family runs on the lanes made from its .lg program.
@@ -69,11 +66,6 @@ std::optional<std::string> lane_refuses(const std::string& name, const model::Mo
     return "the hand-written lane does not run a .lg program (--program " + dir.program.string() +
            "); use --lane compiled (or cpu)";
   return std::nullopt;
-}
-
-bool compiled_experts_enabled() {
-  const char* e = std::getenv("LG_COMPILED_MOE");
-  return e && std::string(e) == "1";
 }
 
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, const LaneOptions& options) {
@@ -106,8 +98,6 @@ std::unique_ptr<Lane> make_random_lane(const std::string& name, const model::Mod
     throw Error("lane '" + name + "' runs on an NVIDIA GPU and this machine has no usable CUDA device");
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
-  if (name == "compiled" && model::num_experts(config) > 0 && !compiled_experts_enabled())
-    throw Error(std::string("lg: ") + kCompiledExpertsOff);
   if (name == "compiled") return make_compiled_lane_random(config, seed, options);
 #endif
 #if defined(LG_HAVE_LG_LANE_QWEN)

@@ -32,18 +32,6 @@ bool cuda_available();
 /// throws the same sentence.
 std::optional<std::string> lane_refuses(const std::string& name, const model::ModelDir& dir);
 
-/// Why the compiled lane refuses a mixture of experts: on the H200 its expert stages
-/// (src/emit/cuda/experts.cpp) gave logits up to 0.28 relative off the fp32 CPU reference, past
-/// their test's bound, in steps of one token (bench/RESULTS.md, 2026-12-02: the grouped form was
-/// 0.003 off on the same cases, and bf16 routing does not explain it); off until that is fixed.
-/// LG_COMPILED_MOE=1 (compiled_experts_enabled) runs them (lab).
-inline constexpr const char* kCompiledExpertsOff =
-    "the compiled lane's expert stages are off: on the H200 their logits went past their test's bound against "
-    "the fp32 CPU reference, alone and batched alike (docs/lifting.md, \"Mixtures of experts\"); use --lane cpu, "
-    "or LG_COMPILED_MOE=1 to run them anyway (lab)";
-/// LG_COMPILED_MOE=1.
-bool compiled_experts_enabled();
-
 /// Builds lane `name` for the model in `dir` with the context, KV pool and step sizes of
 /// `options` (runtime/step.h; zeros pick each lane's defaults). Throws lg::Error for an unknown
 /// name (listing the known ones), for a GPU lane on a machine without a CUDA device, and whatever

@@ -20,14 +20,19 @@
 #include <string>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "common/batch_schedules.h"
+#include "ir/cpu_executor.h"
+#include "ir/ir.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
+#include "runtime/bind_params.h"
+#include "runtime/forward_graph.h"
 #include "runtime/cuda/device.h"
 #include "runtime/kv_blocks.h"
 #include "runtime/solo_sequence.h"
@@ -40,11 +45,59 @@ const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARE
 constexpr double kPathTolerance = 5e-2;  // see the top of the file
 constexpr double kBf16Margin = 0.1;      // docs/locks.md
 constexpr double kGrossError = 0.25;     // tests/lanes_qwen/batch_test.cpp
+constexpr double kCompiledBound = 2e-2;  // the compiled lane against the fp32 reference (compiled_lane_test.cpp)
 
 /// `n` seeded schedules on `lane`; prints what they covered and the worst error.
 void run_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t first_seed, int n,
-                   Lane* reference = nullptr, double tol = kPathTolerance) {
-  lg::testing::run_seeded_schedules(lane, what, vocab, first_seed, n, tol, kBf16Margin, reference);
+                   Lane* reference = nullptr, double tol = kPathTolerance,
+                   const lg::testing::FirstRouterTie& first_tie = nullptr) {
+  lg::testing::run_seeded_schedules(lane, what, vocab, first_seed, n, tol, kBf16Margin, reference, first_tie);
+}
+
+/// The lane can rank two experts otherwise than the reference only where the reference's gap
+/// between its k-th and (k+1)-th router logit is below the lane's deviation there. In steps of one
+/// token that deviation was at most 0.003 (moe_probe_test.cpp, on the H200); rows of a batched
+/// step, with bf16 activations into the router GEMM, are allowed twice that. (The tiny model's
+/// router is tie-prone: on the schedules below about a third of the rows come before their
+/// sequence's first such tie.)
+constexpr double kRouterTie = 0.006;
+
+/// FirstRouterTie from the fp32 CPU reference of `md`'s program: one run over the whole feed, the
+/// router logits (the MatMul under each ArgTopK's softmax) taken as extra outputs.
+lg::testing::FirstRouterTie router_ties(const model::ModelDir& md, int64_t max_seq) {
+  auto fg = std::make_shared<runtime::ForwardGraph>(runtime::forward_graph(md, max_seq));
+  std::vector<int64_t> ks;
+  const size_t n = fg->graph.nodes.size();
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = fg->graph.nodes[i];
+    if (node.op != ir::Op::ArgTopK) continue;
+    ir::ValueId v = node.operands.at(0);
+    while (fg->graph.nodes.at(static_cast<size_t>(v)).op != ir::Op::MatMul)
+      v = fg->graph.nodes.at(static_cast<size_t>(v)).operands.at(0);
+    fg->graph.outputs.push_back(v);
+    ks.push_back(node.shape.back().coeff);
+  }
+  auto params = std::make_shared<std::vector<ir::cpu::Tensor>>(runtime::bind_params(fg->graph, md.checkpoint));
+  return [fg, params, ks](const std::vector<int32_t>& feed) -> int64_t {
+    ir::CpuExecutor ex(fg->graph, *params);
+    const auto T = static_cast<int64_t>(feed.size());
+    std::vector<int32_t> pos(feed.size());
+    for (size_t t = 0; t < pos.size(); ++t) pos[t] = static_cast<int32_t>(t);
+    std::vector<ir::cpu::Tensor> in(fg->graph.inputs.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = ir::cpu::Tensor::from_i32({T}, fg->graph.inputs[i].name == "pos" ? pos : feed);
+    const std::vector<ir::cpu::Tensor> out = ex.run(in);
+    for (int64_t t = 0; t < T; ++t)
+      for (size_t l = 0; l < ks.size(); ++l) {
+        const std::vector<float> all = out.at(1 + l).to_f32();
+        const auto E = static_cast<int64_t>(all.size()) / T;
+        std::vector<float> row(all.begin() + t * E, all.begin() + (t + 1) * E);
+        std::sort(row.begin(), row.end(), std::greater<float>());
+        const auto k = static_cast<size_t>(ks[l]);
+        if (static_cast<double>(row[k - 1]) - row[k] < kRouterTie) return t;
+      }
+    return T;
+  };
 }
 
 // The default limits (blocks of 16) and tight ones (blocks of 4, steps of at most 3 sequences and
@@ -67,44 +120,30 @@ TEST(CompiledBatch, TinyQwen3RandomSchedulesAgreeWithRunsAlone) {
   }
 }
 
-// Qwen3-MoE (8 experts, top-2): the topk and experts kernels, both forms (a step of one token
+// Qwen3-MoE (8 experts, top-2): the topk and experts kernels in both forms (a step of one token
 // runs the GEMV form, every other step the form that groups the token axis's pairs by expert),
-// held to the fp32 CPU reference, default and tight limits, with the 22M model's bound: a router
-// near tie may send a token to another expert under bf16 (a discrete change of its MLP), so the
-// argmax rule at margins above 0.1 is the check, and kGrossError catches a wrong kernel.
-// It failed on the H200 (2026-12-02, bench/RESULTS.md): runs alone 0.28 relative off the reference
-// with the default limits (seed 5003 step 8, position 33); the lock check points at the one-token
-// (T = 1) expert kernels (bench/RESULTS.md), and moe_probe_test.cpp finds the first stage that
-// differs. (The tight limits "never batched two sequences" then only because the schedules stopped
-// at the default limits' failure; run_seeded_schedules now stops at its own call's failures.)
-// The expert stages are off until that is fixed, and this test runs with them (LG_COMPILED_MOE=1).
-TEST(CompiledBatch, TinyQwen3MoeRandomSchedulesAgreeWithTheReference) {
+// default and tight limits, held to the fp32 reference within the compiled lane's bound up to each
+// sequence's first router near tie. The tiny model's random router has near ties that bf16
+// crosses: moe_probe_test.cpp finds the first routing difference at a gap of 0.0008-0.0025
+// between the k-th and (k+1)-th router logit, and on the H200 (2026-12-02) a sequence past such a
+// tie was 0.28 relative off the reference (seed 5003) and batched 0.26 off alone (seed 5015). A
+// wrong expert row, weight or pairing changes a token's MLP in every layer, far past kCompiledBound.
+TEST(CompiledBatch, TinyQwen3MoeRandomSchedulesAgreeWithTheReferenceUpToRouterTies) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
-  if (!compiled_experts_enabled()) GTEST_SKIP() << kCompiledExpertsOff;
   auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
   const auto vocab = static_cast<int32_t>(md.config.vocab_size);
   auto reference = make_lane("cpu", md, {.max_seq = 128});
+  const auto ties = router_ties(md, 128);
   {
     auto lane = make_lane("compiled", md, {.max_seq = 128});
-    run_schedules(*lane, "tiny-qwen3-moe (default limits)", vocab, 5000, 30, reference.get(), kGrossError);
+    run_schedules(*lane, "tiny-qwen3-moe (default limits)", vocab, 5000, 30, reference.get(), kCompiledBound, ties);
   }
   {
     auto lane = make_lane("compiled", md, {.max_seq = 64, .kv_tokens = 6 * 52, .max_batch = 3, .max_tokens = 24,
                                            .block_size = 4});
-    run_schedules(*lane, "tiny-qwen3-moe (blocks of 4, 3 x 24)", vocab, 6000, 30, reference.get(), kGrossError);
+    run_schedules(*lane, "tiny-qwen3-moe (blocks of 4, 3 x 24)", vocab, 6000, 30, reference.get(), kCompiledBound,
+                  ties);
   }
-}
-
-// Until the expert stages pass on the GPU, the compiled lane refuses a mixture of experts by
-// name (so `lg lock check --lane compiled` skips its lock, saying why) and runs dense models.
-TEST(CompiledLaneFactory, RefusesAMixtureOfExpertsUntilItsStagesAreFixed) {
-  if (compiled_experts_enabled()) GTEST_SKIP() << "LG_COMPILED_MOE=1: the expert stages are on";
-  const auto moe = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
-  const auto why = lane_refuses("compiled", moe);
-  ASSERT_TRUE(why.has_value());
-  EXPECT_NE(why->find("expert stages are off"), std::string::npos) << *why;
-  EXPECT_FALSE(lane_refuses("compiled", model::ModelDir::open(kShared + "/fixtures/tiny-qwen3")).has_value());
-  EXPECT_FALSE(lane_refuses("cpu", moe).has_value());
 }
 
 TEST(CompiledBatch, Pycode22mRandomSchedulesAgreeWithRunsAlone) {
