@@ -18,9 +18,9 @@ inline constexpr int kRmsNormMaxParts = 4;
 /// as many SMs, where the strided scalar loop (VPT = 0, any D) waited on one load after another:
 /// 15 us a launch at B = 16 under ncu (bench/RESULTS.md, tenth session).
 ///
-/// With ADD (no row map, 1 <= nparts <= kRmsNormMaxParts), the residual add of a split-K GEMM rides here first:
-/// x[t] += parts[0][t] + ... + parts[nparts-1][t] (parts f32 [nparts, rows, D], LtGemm::matmul_split),
-/// written back to x, then normalised.
+/// With ADD (no row map, 1 <= nparts <= kRmsNormMaxParts), the residual add of a split-K GEMM
+/// rides here first: x[t] += parts[0][t] + ... + parts[nparts-1][t] (parts f32 [nparts, rows, D],
+/// LtGemm::matmul_split), written back to x, then normalised.
 template <int VPT, bool ADD>
 __global__ void rmsnorm_rows_kernel(float* __restrict__ x, const float* __restrict__ w, int D, float eps,
                                     const int* __restrict__ rows, bf16* __restrict__ h,
@@ -31,13 +31,13 @@ __global__ void rmsnorm_rows_kernel(float* __restrict__ x, const float* __restri
   const int src = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x);
   float* xr = x + static_cast<size_t>(src) * D;
   bf16* hr = h + static_cast<size_t>(blockIdx.x) * D;
-  const size_t part_stride = static_cast<size_t>(gridDim.x) * D;
-  const float* pr = parts + static_cast<size_t>(blockIdx.x) * D;
+  const size_t part_stride = static_cast<size_t>(gridDim.x) * D;  // slices are [nparts, rows, D]
+  const float* pr = ADD ? parts + static_cast<size_t>(blockIdx.x) * D : nullptr;
   if constexpr (VPT == 0) {
     float ss = 0.f;
     for (int k = threadIdx.x; k < D; k += blockDim.x) {
       float v = xr[k];
-      if (ADD) {
+      if constexpr (ADD) {
         for (int p = 0; p < nparts; ++p) v += pr[p * part_stride + k];
         xr[k] = v;
       }
