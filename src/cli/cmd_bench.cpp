@@ -221,7 +221,9 @@ int run_bench(const BenchOpts& o) {
       const double Bd = static_cast<double>(B), ctx = static_cast<double>(C) + 0.5 * static_cast<double>(o.decode_tokens);
       const double kv_bytes = Bd * ctx * kv_bytes_per_position;
       const double flops = Bd * weight_bytes + Bd * ctx * attn_flops_per_position;  // 2 FLOPs per bf16 weight
-      const double floor_ms = std::max((weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
+      // A mixture of experts reads the union of the B tokens' experts (decode_weight_bytes).
+      const double step_weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config, B));
+      const double floor_ms = std::max((step_weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
       nlohmann::json e;
       e["batch"] = B;
       e["context"] = C;

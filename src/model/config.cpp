@@ -3,6 +3,7 @@
 // writes them.
 #include "model/config.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -175,7 +176,7 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   return c;
 }
 
-uint64_t decode_weight_bytes(const ModelConfig& c) {
+uint64_t decode_weight_bytes(const ModelConfig& c, int64_t batch) {
   const auto D = static_cast<uint64_t>(c.hidden_size), F = static_cast<uint64_t>(c.intermediate_size);
   const auto q = static_cast<uint64_t>(c.num_attention_heads * c.head_dim);
   const auto kv = static_cast<uint64_t>(c.num_key_value_heads * c.head_dim);
@@ -190,12 +191,17 @@ uint64_t decode_weight_bytes(const ModelConfig& c) {
   const uint64_t E = num("num_experts") ? num("num_experts") : num("num_local_experts");
   const uint64_t Fe = num("moe_intermediate_size"), K = num("num_experts_per_tok");
   const uint64_t step = num("decoder_sparse_step") ? num("decoder_sparse_step") : 1;
+  // Experts a step reads per sparse layer, exactly K at batch 1.
+  const double Ed = static_cast<double>(E), routed =
+      batch <= 1 || E == 0 ? static_cast<double>(K)
+                           : Ed * (1.0 - std::pow(1.0 - static_cast<double>(K) / Ed, static_cast<double>(batch)));
+  const auto expert_weights = static_cast<uint64_t>(std::llround(routed * 3.0 * static_cast<double>(Fe * D)));
   uint64_t total = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     bool sparse = E && Fe && K && (static_cast<uint64_t>(l) + 1) % step == 0;
     if (sparse && j.is_object() && j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array())
       for (const auto& x : j["mlp_only_layers"]) sparse = sparse && !(x.is_number_integer() && x.get<int64_t>() == l);
-    total += attention + (sparse ? E * D + K * 3 * Fe * D : dense_mlp);
+    total += attention + (sparse ? E * D + expert_weights : dense_mlp);
   }
   return 2 * (total + static_cast<uint64_t>(c.vocab_size) * D);
 }

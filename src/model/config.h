@@ -97,7 +97,11 @@ ModelConfig load_config(const std::filesystem::path& path);
 /// experts (num_experts or num_local_experts, moe_intermediate_size, num_experts_per_tok in
 /// config.json, as Qwen3-MoE writes them) a sparse layer counts its router and the k experts a
 /// token is routed to, not all E. The numerator of `lg bench`'s bandwidth floor.
-uint64_t decode_weight_bytes(const ModelConfig& c);
+/// A step of `batch` tokens reads each routed expert once: a sparse layer then counts the expected
+/// number of distinct experts among `batch` tokens routed uniformly, E (1 - (1 - k/E)^batch)
+/// (random weights route about uniformly; a trained router's skew makes the union smaller), which
+/// is k at batch 1 and nears E as the batch grows. Throws nothing; batch < 1 counts as 1.
+uint64_t decode_weight_bytes(const ModelConfig& c, int64_t batch = 1);
 
 /// Experts per sparse layer of a mixture-of-experts config (num_experts, or num_local_experts, as
 /// Qwen3-MoE and Mixtral write it); 0 for a dense model.

@@ -18,20 +18,29 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "common/batch_schedules.h"  // rel_err
 #include "ir/ir.h"
+#include "lang/lower.h"
 #include "lanes/compiled/compiled_lane.h"
 #include "lanes/factory.h"
 #include "lift/staged_executor.h"
+#include "model/checkpoint_writer.h"
+#include "model/config.h"
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
 #include "runtime/cuda/device.h"
 #include "runtime/kv_blocks.h"
+#include "runtime/model_source.h"
 #include "runtime/solo_sequence.h"
 
 namespace lg {
@@ -122,6 +131,87 @@ TEST(CompiledMoeProbe, TinyQwen3MoeStepsAgreeWithTheStagedExecutorStageByStage) 
     const std::vector<SeqStep> q{a.next(ta, true), b.next(tb, true)};
     compare(probe_compiled_step(*lane, q), prog, ex, "two sequences decoding (positions 41 and 3)");
   }
+}
+
+// The experts kernels' register form (each warp loads its whole weight rows, or a token's k down
+// rows, before its dot products): it runs where an expert row is bf16 of a multiple of 256
+// values, which tiny-qwen3-moe's 64-wide rows are not. tiny-qwen3-moe's config with hidden 256
+// and expert FFN 256, random bf16 weights written to a temporary checkpoint, probed like the
+// tiny model above: a first token, a decode at position 40, and two sequences decoding together.
+TEST(CompiledMoeProbe, WideExpertRowsAgreeWithTheStagedExecutorStageByStage) {
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "lg-moe-wide-rows";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = model::read_config_json(kShared + "/fixtures/tiny-qwen3-moe");
+  config["hidden_size"] = 256;
+  config["moe_intermediate_size"] = 256;
+  config["intermediate_size"] = 512;
+  config["dtype"] = "bfloat16";
+  {
+    std::ofstream(dir / "config.json") << config.dump(2);
+  }
+  const auto source = runtime::find_model_source(model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe").config);
+  const ir::Graph g = lang::lower_file(source, config, lang::BindOptions{128});
+  std::mt19937 rng(2026);
+  std::uniform_real_distribution<float> uni(-0.05f, 0.05f);
+  std::vector<model::OwnedTensor> tensors;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, bool norm) {
+    model::OwnedTensor t{name, DType::BF16, shape, {}};
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    t.data.resize(static_cast<size_t>(n) * 2);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = norm ? 1.0f + uni(rng) : uni(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      const auto h = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);  // round to nearest even
+      std::memcpy(t.data.data() + 2 * i, &h, 2);
+    }
+    tensors.push_back(std::move(t));
+  };
+  for (const ir::ParamInfo& p : g.params) {
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : p.shape) shape.push_back(d.coeff);
+    const bool norm = p.tensor.find("norm") != std::string::npos;
+    if (p.parts.empty()) {
+      add(p.tensor, shape, norm);
+    } else {
+      for (const std::string& part : p.parts) add(part, std::vector<int64_t>(shape.begin() + 1, shape.end()), norm);
+    }
+  }
+  model::write_checkpoint(dir, tensors);
+  auto md = model::ModelDir::open(dir);
+  auto lane = make_lane("compiled", md, {.max_seq = 128});
+  const lift::StagedProgram& prog = compiled_lane_program(*lane);
+  std::vector<std::vector<float>> params;
+  for (const auto& t : runtime::bind_params(prog.graph, md.checkpoint)) params.push_back(t.to_f32());
+  lift::StagedExecutor ex(prog, std::move(params));
+  const LaneLimits lim = lane->limits();
+  runtime::BlockManager blocks(lim.num_blocks, lim.block_size);
+  runtime::SoloSequence a(*lane, &blocks), b(*lane, &blocks);
+  {
+    const std::vector<int32_t> tok{500};
+    const SeqStep q = a.next(tok, true);
+    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "wide rows: first token alone");
+    a.advance(1);
+    if (HasFatalFailure()) return;
+  }
+  std::vector<int32_t> prompt(39);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 53 + 5) % 500);
+  const int32_t next = a.feed(prompt, false).argmax;
+  {
+    const std::vector<int32_t> tok{next};
+    const SeqStep q = a.next(tok, true);
+    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "wide rows: decode alone at position 40");
+    a.advance(1);
+    if (HasFatalFailure()) return;
+  }
+  const int32_t bnext = b.feed(std::vector<int32_t>{7, 99, 250}, false).argmax;
+  const std::vector<int32_t> ta{next}, tb{bnext};
+  const std::vector<SeqStep> q{a.next(ta, true), b.next(tb, true)};
+  compare(probe_compiled_step(*lane, q), prog, ex, "wide rows: two sequences decoding");
+  std::filesystem::remove_all(dir);
 }
 
 // The compiled lane against the staged executor keeping its own fp32 state (its own K/V, never

@@ -2,6 +2,7 @@
 // published Qwen2.5-style and Qwen3-style variants, and every refusal naming the file and field.
 #include "model/config.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include "model/generation_config.h"
@@ -334,6 +335,17 @@ TEST(Config, MixtureOfExpertsDecodeBytesCountTheRoutedExperts) {
   j["mlp_only_layers"] = {0, 5};
   EXPECT_EQ(decode_weight_bytes(parse_config(j, "config.json")),
             6083313664ull + 2 * 2 * (3ull * 6144 * 2048 - moe));
+  // A step of B tokens reads the expected union of their experts once: 128 (1 - (120/128)^B).
+  EXPECT_EQ(decode_weight_bytes(c, 1), decode_weight_bytes(c));
+  for (const int64_t B : {16, 64}) {
+    const double routed = 128.0 * (1.0 - std::pow(120.0 / 128.0, static_cast<double>(B)));
+    const auto experts = static_cast<uint64_t>(std::llround(routed * 3 * 768 * 2048));
+    EXPECT_EQ(decode_weight_bytes(c, B), 2 * (48 * (attention + 128 * 2048 + experts) + 151936ull * 2048)) << B;
+  }
+  EXPECT_NEAR(static_cast<double>(decode_weight_bytes(c, 100000)),
+              2.0 * (48.0 * (attention + 128 * 2048 + 128.0 * 3 * 768 * 2048) + 151936.0 * 2048), 1e3);
+  const auto dense = load_config(kShared / "fixtures/tiny-qwen3/config.json");  // no experts: the batch changes nothing
+  EXPECT_EQ(decode_weight_bytes(dense, 64), decode_weight_bytes(dense));
   // The tiny fixture (8 experts, top-2, all layers sparse).
   const auto tiny = load_config(kShared / "fixtures/tiny-qwen3-moe/config.json");
   EXPECT_EQ(decode_weight_bytes(tiny), 2 * (3 * ((64 + 2 * 32) * 64 + 64 * 64 + 8 * 64 + 2 * 3 * 32 * 64) + 512 * 64));
