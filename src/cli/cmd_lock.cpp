@@ -138,61 +138,76 @@ int run_update(const LockOptions& o) {
   return 0;
 }
 
+/// One lock file checked on `o.lane` (run_check). Returns whether it failed; prints ok / FAIL /
+/// skip. Throws lg::Error for a lock that cannot be checked at all (unreadable, its model missing,
+/// other weights).
+bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool& printed_provenance) {
+  auto lock = locks::read_lock(file);
+  const fs::path model_path = resolve_model(lock, o);
+  auto dir = open_model(model_path, o);
+  if (const auto why = lane_refuses(o.lane, dir)) {
+    fmt::print("skip {}: {}\n", file.filename().string(), *why);
+    return false;
+  }
+  const std::string hash = dir.checkpoint.weights_hash();
+  if (hash != lock.weights_hash && !lock.weights_hash.starts_with(lg::model::kWeightsHashPrefix))
+    throw Error(fmt::format("{}: its weights hash {} is an older lanegraph's (FNV-1a); this one hashes with "
+                            "xxHash: re-record the lock with `lg lock update`, or set its weights_hash to "
+                            "`lg inspect --hash {}`'s ({} if the weights are the ones it was made with)",
+                            file.string(), lock.weights_hash, model_path.string(), hash));
+  if (hash != lock.weights_hash)
+    throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
+                            "from other weights (re-record it with `lg lock update`)",
+                            file.string(), hash, model_path.string(), lock.weights_hash));
+  // With companions the lane also holds their sequences: a context of at least 128 positions
+  // (their prompts reach 64) and a pool for all of them.
+  const int64_t seq = o.companions > 0 ? std::max<int64_t>(needed_seq(lock), 128) : needed_seq(lock);
+  auto lane = make_lane(o.lane, dir, {.max_seq = seq, .kv_tokens = seq * (o.companions + 1)});
+  std::unique_ptr<Lane> reference;
+  if (o.compare_logits) reference = make_lane("cpu", dir, {.max_seq = needed_seq(lock)});
+  if (!printed_provenance) {
+    fmt::print("lane {}: provenance {}; margin threshold {}\n", lane->name(), to_string(lane->provenance()),
+               threshold);
+    printed_provenance = true;
+  }
+  int64_t steps = 0, excused = 0;
+  float max_abs = 0, max_rel = 0;
+  for (size_t i = 0; i < lock.cases.size(); ++i) {
+    const locks::CheckOptions run{o.companions, static_cast<uint64_t>(i)};
+    auto r = locks::check_case(*lane, lock.cases[i], {threshold}, reference.get(), run);
+    steps += r.steps_checked;
+    excused += r.excused;
+    max_abs = std::max(max_abs, r.max_abs_logit_diff);
+    max_rel = std::max(max_rel, r.max_rel_logit_err);
+    if (r.failed) {
+      fmt::print("FAIL {} case {} step {}: lock token {} (margin {:.4f}), lane {} gave {}\n", file.filename().string(),
+                 i, r.fail_step, r.expected, r.margin, lane->name(), r.got);
+      return true;
+    }
+  }
+  fmt::print("ok   {}: {} cases, {} steps, {} near-tie steps excused\n", file.filename().string(),
+             lock.cases.size(), steps, excused);
+  if (reference)
+    fmt::print("     logits vs the cpu reference: max |diff| {:.4g}, max relative error {:.3g}\n", max_abs, max_rel);
+  return false;
+}
+
+// Every lock is checked, whatever the ones before it gave: a failing or uncheckable lock (its
+// model directory missing, other weights) is reported under its name and the run goes on, as a
+// test runner does; the exit status is 1 when any lock failed.
 int run_check(const LockOptions& o) {
   const float threshold = o.threshold >= 0 ? static_cast<float>(o.threshold) : locks::default_threshold(o.lane);
   bool printed_provenance = false;
   int failures = 0;
   for (auto& file : lock_files(o.locks_dir)) {
-    auto lock = locks::read_lock(file);
-    const fs::path model_path = resolve_model(lock, o);
-    auto dir = open_model(model_path, o);
-    if (const auto why = lane_refuses(o.lane, dir)) {
-      fmt::print("skip {}: {}\n", file.filename().string(), *why);
-      continue;
+    try {
+      failures += check_one(file, o, threshold, printed_provenance);
+    } catch (const Error& e) {
+      fmt::print("ERROR {}: {}\n", file.filename().string(), e.what());
+      ++failures;
     }
-    const std::string hash = dir.checkpoint.weights_hash();
-    if (hash != lock.weights_hash && !lock.weights_hash.starts_with(lg::model::kWeightsHashPrefix))
-      throw Error(fmt::format("{}: its weights hash {} is an older lanegraph's (FNV-1a); this one hashes with "
-                              "xxHash: re-record the lock with `lg lock update`, or set its weights_hash to "
-                              "`lg inspect --hash {}`'s ({} if the weights are the ones it was made with)",
-                              file.string(), lock.weights_hash, model_path.string(), hash));
-    if (hash != lock.weights_hash)
-      throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
-                              "from other weights (re-record it with `lg lock update`)",
-                              file.string(), hash, model_path.string(), lock.weights_hash));
-    // With companions the lane also holds their sequences: a context of at least 128 positions
-    // (their prompts reach 64) and a pool for all of them.
-    const int64_t seq = o.companions > 0 ? std::max<int64_t>(needed_seq(lock), 128) : needed_seq(lock);
-    auto lane = make_lane(o.lane, dir, {.max_seq = seq, .kv_tokens = seq * (o.companions + 1)});
-    std::unique_ptr<Lane> reference;
-    if (o.compare_logits) reference = make_lane("cpu", dir, {.max_seq = needed_seq(lock)});
-    if (!printed_provenance) {
-      fmt::print("lane {}: provenance {}; margin threshold {}\n", lane->name(), to_string(lane->provenance()),
-                 threshold);
-      printed_provenance = true;
-    }
-    int64_t steps = 0, excused = 0;
-    float max_abs = 0, max_rel = 0;
-    for (size_t i = 0; i < lock.cases.size(); ++i) {
-      const locks::CheckOptions run{o.companions, static_cast<uint64_t>(i)};
-      auto r = locks::check_case(*lane, lock.cases[i], {threshold}, reference.get(), run);
-      steps += r.steps_checked;
-      excused += r.excused;
-      max_abs = std::max(max_abs, r.max_abs_logit_diff);
-      max_rel = std::max(max_rel, r.max_rel_logit_err);
-      if (r.failed) {
-        fmt::print("FAIL {} case {} step {}: lock token {} (margin {:.4f}), lane {} gave {}\n", file.filename().string(),
-                   i, r.fail_step, r.expected, r.margin, lane->name(), r.got);
-        ++failures;
-        break;
-      }
-    }
-    if (failures) break;
-    fmt::print("ok   {}: {} cases, {} steps, {} near-tie steps excused\n", file.filename().string(),
-               lock.cases.size(), steps, excused);
-    if (reference)
-      fmt::print("     logits vs the cpu reference: max |diff| {:.4g}, max relative error {:.3g}\n", max_abs, max_rel);
   }
+  if (failures) fmt::print("{} lock{} failed\n", failures, failures == 1 ? "" : "s");
   return failures ? 1 : 0;
 }
 

@@ -108,6 +108,31 @@ TEST(LockCli, AnOlderLocksFnvHashSaysHowToUpdateIt) {
   fs::remove_all(dir);
 }
 
+// One lock that cannot be checked (its model directory is gone) or fails does not stop the
+// others: each is reported under its name, and the exit status says some failed.
+TEST(LockCli, AMissingModelDirectoryIsReportedAndTheOtherLocksStillRun) {
+  nlohmann::json lock;
+  const fs::path dir = copy_lock("tiny-qwen3.lock.json", lock);
+  std::ofstream(dir / "b_good.lock.json") << lock.dump();
+  lock["model"] = (dir / "no-such-model").string();
+  std::ofstream(dir / "a_gone.lock.json") << lock.dump();
+  nlohmann::json altered;
+  fs::remove_all(copy_lock("tiny-qwen2.lock.json", altered));  // only its JSON, the model path made absolute
+  auto& c = altered["cases"][0];
+  size_t step = 0;
+  while (c["margins"][step].get<double>() < 0.05) ++step;
+  c["tokens"][step] = (c["tokens"][step].get<int>() + 1) % 512;
+  std::ofstream(dir / "c_altered.lock.json") << altered.dump();
+  const CliRun r = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("ERROR a_gone.lock.json: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no-such-model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ok   b_good.lock.json"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAIL c_altered.lock.json case 0 step " + std::to_string(step)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 locks failed"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
 TEST(LockCli, RelativeModelPathResolvesWithATrailingSlashOnTheLocksFolder) {
   // A relative model path is relative to the locks folder's parent; `--locks DIR/` (as a shell
   // completes it) resolved it inside DIR instead.
