@@ -164,6 +164,14 @@ TEST(CliModelChecks, EosTokenIdOutsideTheVocabularyIsAWarning) {
       << one.out;
   m.edit_config([](nlohmann::json& j) { j["eos_token_id"] = 511; });
   EXPECT_EQ(run_lg("inspect " + m.dir.string()).out.find("lg: warning:"), std::string::npos);
+  // generation_config.json's ids are merged with config.json's: one outside is named with its file.
+  const fs::path gen = m.dir / "generation_config.json";
+  std::ofstream(gen) << R"({"eos_token_id": [511, 700]})";
+  const CliRun g = run_lg("inspect " + m.dir.string());
+  EXPECT_NE(g.out.find("lg: warning: " + gen.string() + ": eos_token_id 700 is outside [0, vocab_size 512)"),
+            std::string::npos)
+      << g.out;
+  EXPECT_EQ(g.out.find("eos_token_id 511 "), std::string::npos) << g.out;
 }
 
 // A golden prompt id outside the vocabulary used to fail inside the forward as an IR gather
