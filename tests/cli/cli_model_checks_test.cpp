@@ -128,6 +128,19 @@ TEST(CliModelChecks, NonPositiveRopeScalingIsRefusedByTheProgram) {
   const CliRun old = run_lg(check_llama);
   EXPECT_EQ(old.code, 1) << old.out;
   EXPECT_NE(old.out.find("llama3 RoPE needs original_max_position_embeddings > 0"), std::string::npos) << old.out;
+  // Equal high and low frequency factors divide by zero in llama3 scaling only: the default RoPE
+  // does not read them (a Llama 2 config may carry a rope_scaling block of another kind).
+  llama.edit_config([](nlohmann::json& j) {
+    j["rope_parameters"]["original_max_position_embeddings"] = 8192;
+    j["rope_parameters"]["low_freq_factor"] = 2.0;
+    j["rope_parameters"]["high_freq_factor"] = 2.0;
+  });
+  const CliRun tie = run_lg(check_llama);
+  EXPECT_EQ(tie.code, 1) << tie.out;
+  EXPECT_NE(tie.out.find("llama3 RoPE needs high_freq_factor != low_freq_factor"), std::string::npos) << tie.out;
+  llama.edit_config([](nlohmann::json& j) { j["rope_parameters"]["rope_type"] = "default"; });
+  const CliRun plain = run_lg(check_llama);
+  EXPECT_EQ(plain.code, 0) << plain.out;
 
   ModelCopy gemma(kShared + "/fixtures/tiny-gemma3");
   const std::string check_gemma =
