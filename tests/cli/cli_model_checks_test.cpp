@@ -106,6 +106,22 @@ TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
   EXPECT_NE(r.out.find("lg inspect --check"), std::string::npos) << r.out;
 }
 
+// A vocab_size of 2^40 used to compile, planning a petabyte arena; no GPU holds a buffer past 1 TiB,
+// so `lg compile` refuses it, naming the buffer and the config field to check.
+TEST(CliModelChecks, CompileRefusesABufferNoGpuHolds) {
+  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  m.edit_config([](nlohmann::json& j) { j["vocab_size"] = int64_t{1} << 40; });
+  const fs::path out = m.dir / "compiled";
+  const CliRun r = run_lg("compile " + kSource + "/models/qwen3.lg --config " + (m.dir / "config.json").string() +
+                          " -o " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("model.embed_tokens.weight would need more than 1 TiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vocab_size"), std::string::npos) << r.out;
+  m.edit_config([](nlohmann::json& j) { j["vocab_size"] = 512; });
+  EXPECT_EQ(run_lg("compile " + kSource + "/models/qwen3.lg --config " + (m.dir / "config.json").string() + " -o " +
+                   out.string()).code, 0);
+}
+
 // A RoPE scaling factor of 0 used to run: NaN logits, blamed on the weights ("the weights likely hold
 // NaN/Inf values"); a negative factor, or a llama3 original_max_position_embeddings of 0, ran and
 // answered with scrambled positions. The programs now refuse them, naming the config field.

@@ -99,17 +99,25 @@ const char* kind_name(BufferKind k) {
 Buffer make_buffer(BufferKind kind, int32_t index, ir::ValueId node, std::string name, DType dt, const ir::Shape& shape,
                    const std::vector<int64_t>& max_sym) {
   Buffer b{kind, index, node, std::move(name), dt, 1, 0, 0, 0, 0, -1, -1};
+  // A buffer no GPU could hold is a config's size gone wrong (vocab_size 2^40 planned a petabyte
+  // arena and compiled): refused here, naming it, before any product can overflow.
+  constexpr int64_t kMaxBufferBytes = int64_t{1} << 40;
+  bool over = false;
   for (const auto& d : shape) {
-    b.elems_const *= d.coeff;
+    over = over || __builtin_mul_overflow(b.elems_const, d.coeff, &b.elems_const);
     if (d.is_const()) continue;
     if (b.elems_t_power > 0 && d.sym != b.sym)
       throw Error("emit: internal error: buffer " + b.name + " scales with two runtime dims");
     b.sym = d.sym;
     ++b.elems_t_power;
   }
-  int64_t n = b.elems_const;
-  for (int32_t k = 0; k < b.elems_t_power; ++k) n *= max_sym.at(static_cast<size_t>(b.sym));
-  b.bytes = n * static_cast<int64_t>(dtype_size(dt));
+  over = over || __builtin_mul_overflow(b.elems_const, static_cast<int64_t>(dtype_size(dt)), &b.bytes);
+  for (int32_t k = 0; k < b.elems_t_power && !over; ++k)
+    over = __builtin_mul_overflow(b.bytes, max_sym.at(static_cast<size_t>(b.sym)), &b.bytes);
+  if (over || b.bytes > kMaxBufferBytes)
+    throw Error("emit: the " + std::string(kind_name(kind)) + " buffer " + b.name +
+                " would need more than 1 TiB at the largest runtime sizes, more than any GPU holds: check the sizes "
+                "in config.json (vocab_size, hidden_size, ...) and --max-seq");
   return b;
 }
 
