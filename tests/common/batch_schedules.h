@@ -248,9 +248,11 @@ inline ScheduleStats run_seeded_schedules(Lane& lane, const std::string& what, i
   if (reference)
     std::printf("%s: against the fp32 reference, worst relative error alone %.2e, batched %.2e\n", what.c_str(),
                 all.worst_alone_ref, all.worst_batched_ref);
-  if (first_tie)
+  if (first_tie) {
     std::printf("%s: %lld rows at or after their sequence's first router near tie not compared\n", what.c_str(),
                 static_cast<long long>(all.past_tie));
+    EXPECT_GT(all.compared, 0) << what << ": every row came at or after a router near tie: nothing was compared";
+  }
   if (!failed) {
     EXPECT_GT(all.max_batch, 1) << what << ": no step batched several sequences";
   }
