@@ -64,7 +64,7 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids with a model directory's tokenizer.json");
   sub->add_option("--model", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
-  sub->add_option("ids", args->ids, "Token ids (space- or comma-separated)")->required();
+  sub->add_option("ids", args->ids, "Token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
   return [args] {
     const auto tok = load(args->model);
     std::vector<int32_t> ids;

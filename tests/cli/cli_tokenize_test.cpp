@@ -18,6 +18,10 @@ TEST(CliDetokenize, IdsArePlainDecimalIntegers) {
   const CliRun ok = run_lg("detokenize --model " + kModel + " 750 1155,25 20");
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_EQ(run_lg("detokenize --model " + kModel + " 750,1155 25 20").out, ok.out) << "commas and spaces split alike";
+  // The help says what is accepted: a space inside one argument is not a separator.
+  const CliRun help = run_lg("detokenize --help");
+  EXPECT_NE(help.out.find("separate arguments (5 12 7), or comma-separated in one (5,12,7)"), std::string::npos)
+      << help.out;
   for (const std::string bad : {"+5", " 12", "12 ", "1e3", "0x1f", "5.0", "-3"}) {
     const CliRun r = run_lg("detokenize --model " + kModel + " 1,'" + bad + "'");
     EXPECT_EQ(r.code, 1) << "'" << bad << "'\n" << r.out;
