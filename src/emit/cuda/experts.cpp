@@ -29,6 +29,19 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
   const auto& osh = g.at(o).shape;
   const size_t last = osh.size() - 1;  // the lifter takes the last axis only
   const int64_t K = n.shape[last].coeff;
+  // topk(x) gives a TopK and an ArgTopK node over the same row: the later lambda reads the
+  // earlier one's memo rather than ranking the row again (the stage ran the warp arg-max twice).
+  for (const auto& [w, wname] : name) {
+    const ir::Node& m = g.at(w);
+    if (w >= v || (m.op != ir::Op::TopK && m.op != ir::Op::ArgTopK) || m.op == n.op || m.operands[0] != o ||
+        m.shape[last].coeff != K)
+      continue;
+    std::vector<std::string> first(ix.begin(), ix.end());
+    first[last] = "0L";
+    memo_decl.clear();
+    return call(name, w, first) + "; return " +
+           (n.op == ir::Op::ArgTopK ? "(float)" + wname + "_i[" + ix[last] + "]" : wname + "_v[" + ix[last] + "]") + ";";
+  }
   std::vector<std::string> oi(ix.begin(), ix.end());
   oi[last] = "r";
   ir::Shape rows(n.shape.begin(), n.shape.end() - 1);
