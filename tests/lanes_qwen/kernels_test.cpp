@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -783,6 +784,29 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < D; ++k) ASSERT_EQ(gex[t * D + k], table.f[size_t(toks[t]) * D + k]) << t << "," << k;
 
+}
+
+// The batched decode's split-K slices (no GPU needed): the measured picks at the 8B and 0.6B shapes,
+// none past 128 rows, and when split, never a slice that is not a multiple of 8 values (16-byte rows).
+TEST(QwenKernels, DecodeGemmSlicesAreTheMeasuredPicksAndWholeRows) {
+  if (const char* e = std::getenv("LG_QWEN_SPLITK"); e && std::string(e) == "0") GTEST_SKIP() << "LG_QWEN_SPLITK=0";
+  EXPECT_EQ(decode_gemm_slices(4096, 16, false), 4);   // 8B o_proj
+  EXPECT_EQ(decode_gemm_slices(12288, 16, true), 3);   // 8B down
+  EXPECT_EQ(decode_gemm_slices(4096, 64, false), 4);
+  EXPECT_EQ(decode_gemm_slices(12288, 128, true), 2);
+  EXPECT_EQ(decode_gemm_slices(4096, 256, false), 1);  // not measured past 128 rows
+  EXPECT_EQ(decode_gemm_slices(2048, 16, false), 4);   // 0.6B o_proj
+  EXPECT_EQ(decode_gemm_slices(3072, 16, true), 3);    // 0.6B down
+  EXPECT_EQ(decode_gemm_slices(96, 16, false), 4);     // slices of 24
+  EXPECT_EQ(decode_gemm_slices(64, 16, true), 2);      // 3 does not divide 64; slices of 32
+  EXPECT_EQ(decode_gemm_slices(100, 16, false), 1);    // no split gives multiples of 8
+  EXPECT_EQ(decode_gemm_slices(40, 16, false), 1);
+  for (int K : {8, 24, 64, 96, 100, 192, 768, 3072, 4096, 12288})
+    for (int Bp : {2, 16, 64, 128, 256})
+      for (bool down : {false, true}) {
+        const int S = decode_gemm_slices(K, Bp, down);
+        EXPECT_TRUE(S == 1 || (S <= kMaxDecodeSlices && K % S == 0 && (K / S) % 8 == 0)) << K << " " << Bp << " " << S;
+      }
 }
 
 TEST(QwenKernels, CublasLtGemmWithResidual) {
