@@ -87,11 +87,12 @@ lg::testing::FirstRouterTie router_ties(const model::ModelDir& md, int64_t max_s
     for (size_t i = 0; i < in.size(); ++i)
       in[i] = ir::cpu::Tensor::from_i32({T}, fg->graph.inputs[i].name == "pos" ? pos : feed);
     const std::vector<ir::cpu::Tensor> out = ex.run(in);
+    std::vector<std::vector<float>> logits;  // each sparse layer's router logits [T, E]
+    for (size_t l = 0; l < ks.size(); ++l) logits.push_back(out.at(1 + l).to_f32());
     for (int64_t t = 0; t < T; ++t)
       for (size_t l = 0; l < ks.size(); ++l) {
-        const std::vector<float> all = out.at(1 + l).to_f32();
-        const auto E = static_cast<int64_t>(all.size()) / T;
-        std::vector<float> row(all.begin() + t * E, all.begin() + (t + 1) * E);
+        const auto E = static_cast<int64_t>(logits[l].size()) / T;
+        std::vector<float> row(logits[l].begin() + t * E, logits[l].begin() + (t + 1) * E);
         std::sort(row.begin(), row.end(), std::greater<float>());
         const auto k = static_cast<size_t>(ks[l]);
         if (static_cast<double>(row[k - 1]) - row[k] < kRouterTie) return t;

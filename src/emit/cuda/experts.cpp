@@ -309,6 +309,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
        << "      float acc = 0.0f; bool bad = false;\n";
     const std::string row = "(e * " + std::to_string(N) + "L + dd) * " + std::to_string(C) + "L";
     auto as = [&](const std::string& f) { return call(name, x, {"t", "kk", "(" + f + ")"}); };
+    // At most 32 uint4 a lane (128 registers) of rows held at once; more takes the loop form.
     if (row_in_registers(bf16(3), C) && K * (C / 256) <= 32) {
       // The k experts' rows d all in registers first (an out-of-range index reads expert 0's row
       // and marks the output NaN), then the k dot products in slot order, as the loop form.

@@ -23,6 +23,7 @@
 #include "lanes/qwen/kernels/swiglu.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/gemm_lt.h"
 
 namespace lg::qwen {
 
@@ -165,7 +166,7 @@ int decode_gemm_slices(int K, int Bp, bool down) {
   static const bool on = lab_knob("LG_QWEN_SPLITK", 1) != 0;
   if (!on || Bp > 128) return 1;  // measured up to 128 rows
   int S = Bp <= 64 ? (down ? 3 : kMaxDecodeSlices) : 2;
-  while (S > 1 && (K % S != 0 || (K / S) % 8 != 0)) --S;
+  while (S > 1 && !cuda::split_k_fits(K, S)) --S;
   return S;
 }
 

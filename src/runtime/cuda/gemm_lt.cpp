@@ -103,7 +103,7 @@ void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out,
 
 void LtGemm::matmul_split(const __nv_bfloat16* in, const __nv_bfloat16* W, float* parts, int T, int N, int K, int S,
                           cudaStream_t stream) {
-  if (S < 1 || K % S != 0 || (K / S) % 8 != 0)
+  if (!split_k_fits(K, S))
     throw Error("cuBLASLt: split-K of K=" + std::to_string(K) + " into " + std::to_string(S) +
                 " slices needs slices of a multiple of 8");
   Impl::Plan& p = impl_->plan(T, N, K, S);

@@ -14,6 +14,10 @@
 
 namespace lg::cuda {
 
+/// Whether LtGemm::matmul_split can cut K into S slices: S >= 1 dividing K into slices of a
+/// multiple of 8 bf16 values (16-byte aligned rows for the strided batch).
+inline bool split_k_fits(int K, int S) { return S >= 1 && K % S == 0 && (K / S) % 8 == 0; }
+
 /// One cuBLASLt handle, a workspace and a cache of chosen algorithms per (T, N, K, accumulate): the
 /// heuristic's first guess (timing its other candidates at the batched decode's shapes gained
 /// nothing on the H200: bench/RESULTS.md, "Batched decode").
@@ -35,8 +39,7 @@ class LtGemm {
   /// the separate reduce kernel cuBLASLt's own split-K launches and lets S be chosen where the
   /// heuristic's pick streams the weights slowly: at T = 16, o_proj 12.97 -> 10.54 us with S = 4,
   /// down 31.7 -> 26.0 us with S = 3 (bench/RESULTS.md, eleventh session). Throws lg::Error
-  /// unless S >= 1 divides K into slices of a multiple of 8 (16-byte aligned rows), or when
-  /// cuBLASLt has no algorithm or fails.
+  /// unless split_k_fits(K, S), or when cuBLASLt has no algorithm or fails.
   void matmul_split(const __nv_bfloat16* in, const __nv_bfloat16* W, float* parts, int T, int N, int K, int S,
                     cudaStream_t stream);
 
