@@ -55,8 +55,8 @@ __global__ void rmsnorm_rows_kernel(float* __restrict__ x, const float* __restri
       v[i] = k < n4 ? reinterpret_cast<const float4*>(xr)[k] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     if constexpr (ADD) {
-      // Every slice's loads first, all in flight at once (a loop that added each slice as it
-      // came waited a round trip per slice: the step gained nothing from split-K that way).
+      // Every slice's loads first, all in flight at once: with a loop that added each slice as it
+      // came, the 8B step gained nothing from split-K (bench/RESULTS.md, eleventh session, call 2).
       float4 a[kRmsNormMaxParts][VPT];
 #pragma unroll
       for (int p = 0; p < kRmsNormMaxParts; ++p) {
