@@ -73,7 +73,10 @@ TEST(EmitLgPrograms, OtherFamilyProgramsCompileForSm90) {
 // dot loops) and batched at the Qwen3-30B-A3B configuration (bench/shapes/qwen3-30b-a3b: 128
 // experts, top-8, hidden 2048, expert FFN 768, 48 layers; bf16 weights: 16-byte weight loads).
 // Every sparse layer has its router top-k and two experts launches, and the experts kernels read
-// the weights through the routed index (no kernel walks all 128 experts).
+// the weights through the routed index (no kernel walks all 128 experts) and their stored
+// activation rows (the normed hidden state, the SwiGLU products) as float4, not one float at a
+// time through a lambda. The top-k stage's two outputs (values, indices) come from one loop: a
+// loop each carried a copy of the whole routing computation's code.
 TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
   compiles("qwen3_moe.lg", config_of(kShared + "/fixtures/tiny-qwen3-moe"));
   const nlohmann::json c = config_of(kSource + "/bench/shapes/qwen3-30b-a3b");
@@ -95,7 +98,19 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
     ++expert_kernels;
     EXPECT_NE(k.source.find("lg_ld_stream"), std::string::npos) << k.name << ": no 16-byte bf16 weight loads";
     EXPECT_NE(k.source.find("const long e = (long)"), std::string::npos) << k.name;
+    EXPECT_NE(k.source.find("const float4 x0 = __ldg(xr), x1 = __ldg(xr + 1);"), std::string::npos) << k.name;
   }
+  int topk_kernels = 0;
+  for (const auto& k : prog.kernels) {
+    if (k.name.find("_topk") == std::string::npos) continue;
+    ++topk_kernels;
+    size_t loops = 0;
+    for (size_t at = k.source.find("for (long e = "); at != std::string::npos; at = k.source.find("for (long e = ", at + 1))
+      ++loops;
+    EXPECT_EQ(loops, 1u) << k.name;
+    EXPECT_NE(k.source.find("const auto lg_v1 = "), std::string::npos) << k.name << ": one output per loop";
+  }
+  EXPECT_GE(topk_kernels, 1);
   // gate/up and down, shared by the first 47 layers; the last layer's run on the B rows the result
   // keeps (ir/batch.h), reading their inputs through the row gather: other kernels.
   EXPECT_GE(expert_kernels, 2);

@@ -48,9 +48,9 @@ std::string Renderer::reduce_body(ir::ValueId v, const std::vector<std::string>&
          "float acc = " + (mx ? "__int_as_float(0xff800000)" : "0.0f") + "; " + block + "{ " +
          "const unsigned am = __activemask(); " +
          "if (am == 0xffffffffu && __all_sync(am, key == __shfl_sync(am, key, 0))) { " +
-         "for (long r = threadIdx.x & 31; r < " + dim(osh[axis]) + "; r += 32) acc = " + fold + "; " +
+         "for (long r = threadIdx.x & 31; r < " + N + "; r += 32) acc = " + fold + "; " +
          "acc = " + (mx ? "lg_warp_max(acc)" : "lg_warp_sum(acc)") + "; " +
-         "} else { for (long r = 0; r < " + dim(osh[axis]) + "; ++r) acc = " + fold + "; } } " + nm + "_key = key; " +
+         "} else { for (long r = 0; r < " + N + "; ++r) acc = " + fold + "; } } " + nm + "_key = key; " +
          nm + "_val = acc; return acc;";
 }
 
@@ -93,19 +93,28 @@ bool Renderer::row_reductions_only(int32_t s, const std::vector<ir::ValueId>& no
   return true;
 }
 
-int Renderer::element_loop(const ir::Shape& shape, const std::string& dst, const std::string& value, bool reduces,
-                           bool block_rows, std::ostringstream& os) {
+int Renderer::element_loop(const ir::Shape& shape, const std::vector<std::pair<std::string, std::string>>& outs,
+                           bool reduces, bool block_rows, std::ostringstream& os) {
   const std::vector<std::string> ix = idx_names(shape.size());
   std::string n = "1L";
   for (const auto& d : shape) n += " * " + dim(d);
-  const std::string bodyf = dst + " = " + value + ";";
+  // bodyf assigns every output; `values` computes them into lg_v0, lg_v1, ... and `stores` writes
+  // those, for the paths where one thread of several stores.
+  std::string bodyf, values, stores;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const std::string lv = "lg_v" + std::to_string(j);
+    bodyf += (j ? " " : "") + outs[j].first + " = " + outs[j].second + ";";
+    values += "const auto " + lv + " = " + outs[j].second + "; ";
+    stores += " " + outs[j].first + " = " + lv + ";";
+  }
+  stores = "{" + stores + " }";
   // A reduction's own result (rows of fewer than 32 outputs, e.g. [T, H, 1]): a warp per
   // element, so that its lanes split the reduced axis together (a thread per element would walk
   // the whole axis alone); lane 0 stores it.
   if (reduces && !shape.empty() && shape.back().is_const() && shape.back().coeff < 32) {
     os << "    for (long e = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; e < " << n
-       << "; e += ((long)gridDim.x * blockDim.x) >> 5) { __syncwarp(); " << delinear(shape, "e", ix, "t_")
-       << " const float lg_v = " << value << "; if ((threadIdx.x & 31) == 0) " << dst << " = lg_v; }\n";
+       << "; e += ((long)gridDim.x * blockDim.x) >> 5) { __syncwarp(); " << delinear(shape, "e", ix, "t_") << " "
+       << values << "if ((threadIdx.x & 31) == 0) " << stores << " }\n";
     return 32;
   }
   // With a reduction inside and rows of at least a warp, a warp walks one row at a time so
@@ -139,8 +148,8 @@ int Renderer::element_loop(const ir::Shape& shape, const std::string& dst, const
          << "      for (long item = blockIdx.x; item < " << n << " / " << N << "L * lg_parts; item += gridDim.x) {\n"
          << "        const long c = (item % lg_parts) * blockDim.x + threadIdx.x;\n"
          << "        const long e = (item / lg_parts) * " << N << "L + (c < " << N << "L ? c : " << N - 1 << "L); "
-         << delinear(shape, "e", ix, "t_") << " const auto lg_v = " << value << "; if (c < " << N << "L) " << dst
-         << " = lg_v;\n      }\n      lg_block_coop = false;\n    } else\n";
+         << delinear(shape, "e", ix, "t_") << " " << values << "if (c < " << N << "L) " << stores
+         << "\n      }\n      lg_block_coop = false;\n    } else\n";
     os << "    {\n      long span = " << N << "L;\n"
        << "      while (" << n << " / span < 8192L && span % 64L == 0L && span / 2 >= " << small
        << "L) span /= 2;\n"
@@ -180,26 +189,38 @@ void Renderer::element_stage(int32_t s, std::ostringstream& os, std::vector<int6
   block_reductions_ = block_rows;
   auto name = lambdas(s, nodes, os, {});
   block_reductions_ = false;
-  auto loop = [&](const ir::Shape& shape, const std::string& dst, const std::string& value) {
+  auto loop = [&](const ir::Shape& shape, const std::vector<std::pair<std::string, std::string>>& outs) {
     int64_t c = 1;
     int32_t tp = 0;
     for (const auto& d : shape) {
       c *= d.coeff;
       if (!d.is_const()) ++tp;
     }
-    wc.push_back(c * element_loop(shape, dst, value, reduces, block_rows, os));
+    wc.push_back(c * element_loop(shape, outs, reduces, block_rows, os));
     wp.push_back(tp);
   };
-  for (ir::ValueId v : st.stores) {
-    const std::vector<std::string> ix = idx_names(g.at(v).shape.size());
-    loop(g.at(v).shape, "p" + std::to_string(arg(v, true)) + "[e]", call(name, v, ix));
+  // Stores of one shape share a loop: each lambda is inlined at every call site, so a loop per
+  // store repeated the computation's code (the 30B-A3B top-k stage's TopK and ArgTopK loops each
+  // carried the router softmax and the ranking: 176 KB of SASS for a 128-wide row).
+  std::vector<bool> done(st.stores.size(), false);
+  for (size_t i = 0; i < st.stores.size(); ++i) {
+    if (done[i]) continue;
+    const ir::Shape& sh = g.at(st.stores[i]).shape;
+    std::vector<std::pair<std::string, std::string>> outs;
+    for (size_t j = i; j < st.stores.size(); ++j) {
+      const ir::ValueId v = st.stores[j];
+      if (done[j] || !(g.at(v).shape == sh)) continue;
+      done[j] = true;
+      outs.emplace_back("p" + std::to_string(arg(v, true)) + "[e]", call(name, v, idx_names(sh.size())));
+    }
+    loop(sh, outs);
   }
   for (ir::ValueId w : st.nodes) {
     if (g.at(w).op != ir::Op::StateWrite) continue;
     ir::ValueId val = g.at(w).operands[1];
     const std::vector<std::string> ix = idx_names(g.at(val).shape.size());
     const std::string v = call(name, val, ix);
-    loop(g.at(val).shape, state_element(w, ix, name), bf16_state(g.at(buffer_node(g, w))) ? "lg_to_bf16(" + v + ")" : v);
+    loop(g.at(val).shape, {{state_element(w, ix, name), bf16_state(g.at(buffer_node(g, w))) ? "lg_to_bf16(" + v + ")" : v}});
   }
   os << "  }\n";
 }

@@ -66,7 +66,10 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
     // lane l holds elements l, l + 32, ... in registers (read with the index clamped so every lane
     // calls the operand: its softmax reductions then run warp-wide too), then k rounds of a warp
     // arg-max under the same order as the serial scan (NaN largest, ties to the lower index), the
-    // winner's lane dropping it. Any other caller (divergent lanes) takes the serial scan.
+    // winner's lane dropping it. Any other caller (divergent lanes) takes the serial scan. The
+    // operand is read in a loop that is not unrolled (xs then lives in local memory, L1): each
+    // unrolled call inlined the operand's whole lambda chain (a softmax with its memoised
+    // reductions) again.
     std::vector<std::string> ci(oi);
     ci[last] = "lg_r";
     const std::string Cs = std::to_string(C), Es = std::to_string(E);
@@ -75,7 +78,7 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
            "auto before = [](float a, int ia, float b, int ib) { if (ib < 0) return ia >= 0; if (ia < 0) return false; "
            "if (a != a) return b == b || ia < ib; if (b != b) return false; return a > b || (a == b && ia < ib); }; "
            "const int lane = threadIdx.x & 31; float xs[" + Cs + "]; bool live[" + Cs + "]; "
-           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) { const long lg_r = min(c * 32L + lane, " + Es +
+           "_Pragma(\"unroll 1\") for (int c = 0; c < " + Cs + "; ++c) { const long lg_r = min(c * 32L + lane, " + Es +
            "L - 1L); xs[c] = " + call(name, o, ci) + "; live[c] = c * 32 + lane < " + Es + "; } " +
            "for (int j = 0; j < " + Ks + "; ++j) { float bv = __int_as_float(0xff800000); int bi = -1; " +
            "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) if (live[c] && before(xs[c], c * 32 + lane, bv, bi)) { bv = xs[c]; bi = c * 32 + lane; } " +
@@ -123,15 +126,34 @@ std::string load_row(const std::string& name, const std::string& w, const std::s
          row + ") + c * 32 + lane);\n";
 }
 
+/// The dot products of rows held in registers (load_row; `rows`: accumulator, register array)
+/// with one activation row: through `x`'s lambda, one element at a time, or, when `xrow` names
+/// the activation row's first float (a buffer an earlier stage stored), as two float4 loads per
+/// 8 weights, shared by the rows. The lambda form costs 8 scalar loads per 8 weights, each
+/// touching 8 cache lines across the warp (a lane's 8 values are 32 bytes from its neighbour's).
 template <class X>
-std::string dot_registers(const std::string& acc, const std::string& name, int64_t C, X&& x) {
+std::string dot_registers(const std::vector<std::pair<std::string, std::string>>& rows, int64_t C, X&& x,
+                          const std::string& xrow) {
   std::ostringstream os;
-  os << "          #pragma unroll\n          for (int c = 0; c < " << C / 256 << "; ++c) { const uint4 w8 = " << name
-     << "[c]; const long d = (c * 32L + lane) * 8;\n"
-     << "            " << acc << " += " << x("d") << " * lg_bf16_lo(w8.x) + " << x("d + 1") << " * lg_bf16_hi(w8.x) + "
-     << x("d + 2") << " * lg_bf16_lo(w8.y) + " << x("d + 3") << " * lg_bf16_hi(w8.y);\n"
-     << "            " << acc << " += " << x("d + 4") << " * lg_bf16_lo(w8.z) + " << x("d + 5") << " * lg_bf16_hi(w8.z) + "
-     << x("d + 6") << " * lg_bf16_lo(w8.w) + " << x("d + 7") << " * lg_bf16_hi(w8.w); }\n";
+  os << "          #pragma unroll\n          for (int c = 0; c < " << C / 256 << "; ++c) {";
+  if (!xrow.empty()) {
+    os << " const float4* xr = reinterpret_cast<const float4*>(" << xrow
+       << ") + (c * 32 + lane) * 2; const float4 x0 = __ldg(xr), x1 = __ldg(xr + 1);\n";
+    for (const auto& [acc, name] : rows) os << bf16x8_dot(acc, name + "[c]", "            ");
+    os << "          }\n";
+    return os.str();
+  }
+  os << " const long d = (c * 32L + lane) * 8;\n";
+  for (const auto& [acc, name] : rows) {
+    const std::string w8 = name + "[c]";
+    os << "            " << acc << " += " << x("d") << " * lg_bf16_lo(" << w8 << ".x) + " << x("d + 1") << " * lg_bf16_hi("
+       << w8 << ".x) + " << x("d + 2") << " * lg_bf16_lo(" << w8 << ".y) + " << x("d + 3") << " * lg_bf16_hi(" << w8
+       << ".y);\n"
+       << "            " << acc << " += " << x("d + 4") << " * lg_bf16_lo(" << w8 << ".z) + " << x("d + 5")
+       << " * lg_bf16_hi(" << w8 << ".z) + " << x("d + 6") << " * lg_bf16_lo(" << w8 << ".w) + " << x("d + 7")
+       << " * lg_bf16_hi(" << w8 << ".w);\n";
+  }
+  os << "          }\n";
   return os.str();
 }
 
@@ -151,7 +173,7 @@ std::string dot_registers(const std::string& acc, const std::string& name, int64
 // What is left: CUDA-core dot products, not tensor-core GEMMs over the grouped pairs.
 template <class Write>
 void Renderer::grouped_experts(std::ostringstream& os, const ir::Node& n, bool up, const LambdaNames& name,
-                               Write&& write, int64_t E, int64_t N, int64_t C, int64_t K) {
+                               Write&& write, int64_t E, int64_t N, int64_t C, int64_t K, const std::string& xrow) {
   const ir::ValueId x = n.operands[0], idx = n.operands[1];
   const std::string Ks = std::to_string(K) + "L", Ns = std::to_string(N) + "L", Es = std::to_string(E) + "L";
   const int64_t tiles = (N + 7) / 8;
@@ -194,7 +216,7 @@ void Renderer::grouped_experts(std::ostringstream& os, const ir::Node& n, bool u
        << "              if (lg_pexp[q] != (int)e) continue;\n"
        << "              const long j = lg_pair[q], t = j / " << Ks << ", kk = j % " << Ks << ", o = j * " << Ns << " + f;\n"
        << "              float g = 0.0f, u = 0.0f;\n";
-    if (regs) os << dot_registers("g", "rg", C, xs) << dot_registers("u", "ru", C, xs);
+    if (regs) os << dot_registers({{"g", "rg"}, {"u", "ru"}}, C, xs, xrow);
     else os << dot_loop("g", w1, row, C, g.at(n.operands[2]).dtype == DType::BF16, xs)
             << dot_loop("u", w2, row, C, g.at(n.operands[3]).dtype == DType::BF16, xs);
     os << "              g = lg_warp_sum(g); u = lg_warp_sum(u);\n"
@@ -232,7 +254,7 @@ void Renderer::grouped_experts(std::ostringstream& os, const ir::Node& n, bool u
     os << "            for (int q = q0; q < q1; ++q) {\n"
        << "              const long j = t0 * " << Ks << " + lg_list[q], t = j / " << Ks << ", kk = j % " << Ks << ";\n"
        << "              float s = 0.0f;\n";
-    if (regs) os << dot_registers("s", "rd", C, as);
+    if (regs) os << dot_registers({{"s", "rd"}}, C, as, xrow);
     else os << dot_loop("s", w1, row, C, g.at(n.operands[3]).dtype == DType::BF16, as);
     os << "              s = lg_warp_sum(s);\n"
        << "              if (lane == 0) lg_acc[(t - t0) * 8 + warp] += " << call(name, n.operands[2], {"t", "kk"}) << " * s;\n"
@@ -278,7 +300,14 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   const std::string outputs = "(T * " + std::to_string(up ? K * N : N) + "L)";
   os << "    const int lane = threadIdx.x & 31;\n";
   if (E > 4096) throw Error("emit: the experts stage takes at most 4096 experts, found " + std::to_string(E));
-  grouped_experts(os, n, up, name, write, E, N, C, K);
+  // The activation row of (t) or (t, kk) as a float pointer, when an earlier stage stored it (f32,
+  // row-major, at a 256-byte aligned arena offset, so every row of C % 4 == 0 floats is 16-byte
+  // aligned): dot_registers then reads it as float4.
+  std::string xrow;
+  if (const ir::ValueId xb = stored_row(s, x); xb >= 0 && C % 4 == 0)
+    xrow = "p" + std::to_string(arg(xb, false)) + " + " + (up ? "t" : "(t * " + std::to_string(K) + "L + kk)") + " * " +
+           std::to_string(C) + "L";
+  grouped_experts(os, n, up, name, write, E, N, C, K, xrow);
   os << "    else\n"
      << "    for (long o = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; o < " << outputs
      << "; o += ((long)gridDim.x * blockDim.x) >> 5) {\n";
@@ -295,8 +324,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
     // Both rows in registers first: every load of the warp in flight at once (the loop form
     // waited on its loads a few at a time and streamed ~1.4 TB/s at the 30B-A3B shape).
     if (row_in_registers(bf16(2) && bf16(3), C))
-      os << load_row("rg", wg, row, C) << load_row("ru", wu, row, C) << dot_registers("g", "rg", C, xs)
-         << dot_registers("u", "ru", C, xs);
+      os << load_row("rg", wg, row, C) << load_row("ru", wu, row, C) << dot_registers({{"g", "rg"}, {"u", "ru"}}, C, xs, xrow);
     else
       os << dot_loop("g", wg, row, C, bf16(2), xs) << dot_loop("u", wu, row, C, bf16(3), xs);
     os << "      g = lg_warp_sum(g); u = lg_warp_sum(u);\n"
@@ -325,7 +353,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
          << "      #pragma unroll\n"
          << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
          << "        float s = 0.0f;\n"
-         << dot_registers("s", "rd[kk]", C, as)
+         << dot_registers({{"s", "rd[kk]"}}, C, as, xrow)
          << "        acc += " << call(name, w, {"t", "kk"}) << " * s;\n"
          << "      }\n";
     } else {

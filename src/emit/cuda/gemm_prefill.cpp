@@ -27,7 +27,8 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     const bool reduces = std::any_of(nodes.begin(), nodes.end(), [&](ir::ValueId v) {
       return ir::is_reduce(p.graph.at(v).op) && (p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)]);
     });
-    r.element_loop(shape, "packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")", reduces, false, body);
+    r.element_loop(shape, {{"packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")"}}, reduces, false,
+                   body);
     pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
     pk.args = r.args;
     pk.layer = r.layer();

@@ -74,14 +74,14 @@ std::map<ir::ValueId, std::pair<std::string, bool>> Renderer::stage_activations(
   return staged;
 }
 
-namespace {
-
-/// One 16-byte load of 8 bf16 weights `w` against activations x0, x1 (float4 each), added to `acc`.
-std::string dot8(const std::string& acc, const std::string& w, const std::string& ind) {
+// One 16-byte load of 8 bf16 weights against x0, x1 (float4 each): see renderer.h.
+std::string bf16x8_dot(const std::string& acc, const std::string& w, const std::string& ind) {
   return ind + acc + " += x0.x * lg_bf16_lo(" + w + ".x) + x0.y * lg_bf16_hi(" + w + ".x) + x0.z * lg_bf16_lo(" + w +
          ".y) + x0.w * lg_bf16_hi(" + w + ".y);\n" + ind + acc + " += x1.x * lg_bf16_lo(" + w + ".z) + x1.y * lg_bf16_hi(" +
          w + ".z) + x1.z * lg_bf16_lo(" + w + ".w) + x1.w * lg_bf16_hi(" + w + ".w);\n";
 }
+
+namespace {
 
 bool knob_off(const char* name) {
   const char* e = std::getenv(name);
@@ -111,7 +111,7 @@ std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& r
     gs << "        #pragma unroll 4\n        for (long c = lane; c < " << K << " / 8; c += 32) {\n";
     for (size_t j = 0; j < rows.size(); ++j) gs << "          const uint4 w" << j << " = lg_ld_stream(wr" << j << " + c);\n";
     gs << "          " << xs;
-    for (size_t j = 0; j < rows.size(); ++j) gs << dot8("acc" + std::to_string(j), "w" + std::to_string(j), "          ");
+    for (size_t j = 0; j < rows.size(); ++j) gs << bf16x8_dot("acc" + std::to_string(j), "w" + std::to_string(j), "          ");
     gs << "        }\n";
   } else {
     gs << "        for (long c0 = lane; c0 < " << K << " / 8; c0 += 128) {\n          uint4 ";
@@ -122,7 +122,7 @@ std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& r
       gs << "              w" << j << "[u] = lg_ld_stream(wr" << j << " + c0 + 32 * u);\n";
     gs << "            }\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < "
        << K << " / 8) {\n              const long c = c0 + 32 * u;\n              " << xs;
-    for (size_t j = 0; j < rows.size(); ++j) gs << dot8("acc" + std::to_string(j), "w" + std::to_string(j) + "[u]", "              ");
+    for (size_t j = 0; j < rows.size(); ++j) gs << bf16x8_dot("acc" + std::to_string(j), "w" + std::to_string(j) + "[u]", "              ");
     gs << "            }\n        }\n";
   }
   for (size_t j = 0; j < rows.size(); ++j) gs << "        " << rows[j].second << " = lg_warp_sum(acc" << j << ");\n";

@@ -101,11 +101,12 @@ struct Renderer {
   /// the memo variables it needs before the lambda, in `memo_decl`.
   std::string reduce_body(ir::ValueId v, const std::vector<std::string>& ix, const LambdaNames& name,
                           std::string& memo_decl);
-  /// A grid-stride loop over the elements of `shape` assigning `value` to lvalue `dst` (element
-  /// e, indices i0, i1, ...); returns the threads it wants per element (32: a warp each).
-  /// `block_rows`: the stage's reductions are row reductions (row_reductions_only), so a step of
-  /// few rows gives each block a row and its reductions all of the block's threads.
-  int element_loop(const ir::Shape& shape, const std::string& dst, const std::string& value, bool reduces,
+  /// A grid-stride loop over the elements of `shape` assigning each output's value to its lvalue
+  /// (`outs`: {dst, value} pairs, one loop for all of them; element e, indices i0, i1, ...);
+  /// returns the threads it wants per element (32: a warp each). `block_rows`: the stage's
+  /// reductions are row reductions (row_reductions_only), so a step of few rows gives each block
+  /// a row and its reductions all of the block's threads.
+  int element_loop(const ir::Shape& shape, const std::vector<std::pair<std::string, std::string>>& outs, bool reduces,
                    bool block_rows, std::ostringstream& os);
   /// Whether every reduction among `nodes` (stage s's closure) reduces the last axis of a value
   /// of shape `rows` into [rows..., 1] and every other value it computes is elementwise over a
@@ -169,10 +170,11 @@ struct Renderer {
   /// An experts stage (moe_gate_up or moe_down): a warp per output element reading the routed
   /// expert's weight row; see experts.cpp.
   void experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
-  /// Its form at T > 1: the pairs grouped by expert inside each block (experts.cpp).
+  /// Its form at T > 1: the pairs grouped by expert inside each block (experts.cpp). `xrow`: the
+  /// activation row's pointer expression when it is a stored buffer, else empty.
   template <class Write>
   void grouped_experts(std::ostringstream& os, const ir::Node& n, bool up, const LambdaNames& name, Write&& write,
-                       int64_t E, int64_t N, int64_t C, int64_t K);
+                       int64_t E, int64_t N, int64_t C, int64_t K, const std::string& xrow);
 
   // ---- attention (attention.cpp)
 
@@ -203,6 +205,10 @@ auto with_layer_lifting(const lift::StagedProgram& p, F&& render) {
 /// (gemm_prefill.cpp)
 GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir::ValueId a,
                                     const std::map<ir::ValueId, std::string>& dots, const std::string& comment);
+
+/// Statements adding to `acc` the dot product of 8 bf16 weights (`w`, one uint4) with the 8 f32
+/// activations in scope as float4 x0, x1, each line indented by `ind`. (gemv.cpp)
+std::string bf16x8_dot(const std::string& acc, const std::string& w, const std::string& ind);
 
 /// The value `v` is computed from through inline float -> float casts (the .lg's bf16 weights or
 /// stored f32 rows widened or narrowed on the way in), or `v` itself. (gemm_stage.cpp)
