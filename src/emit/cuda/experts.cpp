@@ -63,29 +63,34 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
   if (E > 0 && C <= 32) {
     // A warp whose 32 lanes all ask for the same row (the stage runs a warp per output element,
     // so the k warps of a row each do this; a few microseconds, not the serial scan per thread):
-    // lane l holds elements l, l + 32, ... in registers (read with the index clamped so every lane
-    // calls the operand: its softmax reductions then run warp-wide too), then k rounds of a warp
-    // arg-max under the same order as the serial scan (NaN largest, ties to the lower index), the
-    // winner's lane dropping it. Any other caller (divergent lanes) takes the serial scan. The
-    // operand is read in a loop that is not unrolled (xs then lives in local memory, L1): each
-    // unrolled call inlined the operand's whole lambda chain (a softmax with its memoised
-    // reductions) again.
+    // lane l holds elements l, l + 32, ... (read with the index clamped so every lane calls the
+    // operand: its softmax reductions then run warp-wide too; in a loop not unrolled, since each
+    // unrolled call inlined the operand's whole lambda chain again), each as a 64-bit key whose
+    // order is the serial scan's: the float's bits made order-preserving (NaN largest, -0 as +0)
+    // above the complement of its index (ties to the lower index). Then k rounds of a warp max of
+    // the keys by shuffles, the winner dropped (its key set to 0, below every element's). The
+    // float-and-index comparisons these rounds used before took ~2,100 dependent instructions a
+    // warp at E = 128, k = 8 (9 us a launch on the H200, session 12). Any other caller (divergent
+    // lanes) takes the serial scan.
     std::vector<std::string> ci(oi);
     ci[last] = "lg_r";
     const std::string Cs = std::to_string(C), Es = std::to_string(E);
     body = "const unsigned am = __activemask(); "
            "if (am == 0xffffffffu && __all_sync(am, key == __shfl_sync(am, key, 0))) { "
-           "auto before = [](float a, int ia, float b, int ib) { if (ib < 0) return ia >= 0; if (ia < 0) return false; "
-           "if (a != a) return b == b || ia < ib; if (b != b) return false; return a > b || (a == b && ia < ib); }; "
-           "const int lane = threadIdx.x & 31; float xs[" + Cs + "]; bool live[" + Cs + "]; "
+           "const int lane = threadIdx.x & 31; float xs[" + Cs + "]; unsigned long long ks[" + Cs + "]; "
            "_Pragma(\"unroll 1\") for (int c = 0; c < " + Cs + "; ++c) { const long lg_r = min(c * 32L + lane, " + Es +
-           "L - 1L); xs[c] = " + call(name, o, ci) + "; live[c] = c * 32 + lane < " + Es + "; } " +
-           "for (int j = 0; j < " + Ks + "; ++j) { float bv = __int_as_float(0xff800000); int bi = -1; " +
-           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) if (live[c] && before(xs[c], c * 32 + lane, bv, bi)) { bv = xs[c]; bi = c * 32 + lane; } " +
-           "for (int s = 16; s > 0; s >>= 1) { const float ov = __shfl_xor_sync(0xffffffffu, bv, s); const int oi = __shfl_xor_sync(0xffffffffu, bi, s); " +
-           "if (before(ov, oi, bv, bi)) { bv = ov; bi = oi; } } " +
+           "L - 1L); xs[c] = " + call(name, o, ci) + "; } " +
+           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) { const float x = xs[c] == 0.0f ? 0.0f : xs[c]; "
+           "const unsigned u = __float_as_uint(x), ord = x != x ? 0xffffffffu : ((u & 0x80000000u) ? ~u : (u | 0x80000000u)); "
+           "ks[c] = c * 32 + lane < " + Es + " ? ((unsigned long long)ord << 32) | (0xffffffffu - (unsigned)(c * 32 + lane)) : 0ull; } " +
+           "for (int j = 0; j < " + Ks + "; ++j) { unsigned long long b = 0ull; " +
+           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) b = ks[c] > b ? ks[c] : b; " +
+           "for (int s = 16; s > 0; s >>= 1) { const unsigned long long ob = __shfl_xor_sync(0xffffffffu, b, s); b = ob > b ? ob : b; } " +
+           "const int bi = b == 0ull ? -1 : (int)(0xffffffffu - (unsigned)b); float bv = xs[0]; " +
+           "_Pragma(\"unroll\") for (int c = 1; c < " + Cs + "; ++c) if ((bi >> 5) == c) bv = xs[c]; " +
+           "bv = __shfl_sync(0xffffffffu, bv, bi & 31); " +
            vs + "[j] = bi < 0 ? __int_as_float(0xff800000) : bv; " + is + "[j] = bi; " +
-           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) if (bi == c * 32 + lane) live[c] = false; } " +
+           "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) if (ks[c] == b) ks[c] = 0ull; } " +
            "} else { " + serial + " }";
   }
   return "long key = " + key + "; if (key != " + nm + "_key) { " + body + " " + nm + "_key = key; } " +
