@@ -7,6 +7,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "ir/cpu_moe.h"
 #include "ir/cpu_ops.h"
 #include "random.h"
 #include "support/error.h"
@@ -232,6 +233,26 @@ TEST(CpuOps, MovementOpsAreViewsWithTheRightElements) {
     EXPECT_EQ(at_f(c, i), i[1] < 3 ? at_f(x, i) : at_f(y, {i[0], 0, i[2]}));
   }
   EXPECT_EQ(cpu::arange(5).to_i32(), (std::vector<int32_t>{0, 1, 2, 3, 4}));
+}
+
+// topk's order (docs/language.md; torch.topk, sorted): larger first, NaN largest, equal values
+// (-0 equal to +0) by the lower index, the values themselves returned (-0 stays -0). The compiled
+// lane's top-k kernel ranks 64-bit keys made to give this same order (src/emit/cuda/experts.cpp).
+TEST(CpuOps, TopkOrdersNanFirstAndEqualValuesByIndex) {
+  const float nan = NAN, inf = INFINITY;
+  const Tensor x = Tensor::from_f32({2, 7}, {1.0f, nan, 2.0f, 2.0f, -0.0f, nan, -inf,  //
+                                             0.0f, -0.0f, -inf, 3.0f, 0.0f, -1.0f, -inf});
+  EXPECT_EQ(cpu::topk(x, 7, -1, true).to_i32(), (std::vector<int32_t>{1, 5, 2, 3, 0, 4, 6, 3, 0, 1, 4, 5, 2, 6}));
+  const std::vector<float> v = cpu::topk(x, 7, -1, false).to_f32();
+  const std::vector<float> want = {nan, nan, 2.0f, 2.0f, 1.0f, -0.0f, -inf, 3.0f, 0.0f, -0.0f, 0.0f, -1.0f, -inf, -inf};
+  ASSERT_EQ(v.size(), want.size());
+  for (size_t j = 0; j < v.size(); ++j) {
+    EXPECT_EQ(std::isnan(v[j]), std::isnan(want[j])) << j;
+    if (!std::isnan(want[j])) EXPECT_EQ(v[j], want[j]) << j;
+    EXPECT_EQ(std::signbit(v[j]), std::signbit(want[j])) << j;
+  }
+  // The k best only: the first k of the full order.
+  EXPECT_EQ(cpu::topk(x, 3, -1, true).to_i32(), (std::vector<int32_t>{1, 5, 2, 3, 0, 1}));
 }
 
 TEST(CpuOps, StateWriteInPlaceOnlyWhenSoleOwner) {
