@@ -98,8 +98,8 @@ int Renderer::element_loop(const ir::Shape& shape, const std::vector<std::pair<s
   const std::vector<std::string> ix = idx_names(shape.size());
   std::string n = "1L";
   for (const auto& d : shape) n += " * " + dim(d);
-  // bodyf assigns every output; `values` computes them into lg_v0, lg_v1, ... and `stores` writes
-  // those, for the paths where one thread of several stores.
+  // bodyf assigns every output; `values` computes them into lg_v0, lg_v1, ... on every thread and
+  // `stores` writes those, for the paths whose threads all compute but only some store.
   std::string bodyf, values, stores;
   for (size_t j = 0; j < outs.size(); ++j) {
     const std::string lv = "lg_v" + std::to_string(j);
