@@ -9,6 +9,8 @@
 #   unpack_xz NAME       .carry/NAME.xz (a binary packed alone: strip, xz -9e) to /tmp/NAME, executable
 #   qwen_locks_dir       prints a locks folder of the Qwen locks only, for `lg lock check --locks`
 #                        on the hand-written lane (a bundle without the other families' fixtures)
+#   moe_locks_dir        the same with the tiny-qwen3-moe lock only (bundle its fixture:
+#                        LG_BUNDLE_FIXTURES=tiny-qwen3-moe)
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -21,11 +23,20 @@ unpack_xz() {
   xz -dc ".carry/$1.xz" > "/tmp/$1" && chmod +x "/tmp/$1"
 }
 
-qwen_locks_dir() {
-  local dir=/tmp/lk
+# locks_folder DIR LOCK...: DIR/locks holding only the named lock files, models/ linked beside it.
+locks_folder() {
+  local dir=$1
+  shift
   mkdir -p "$dir/locks"
-  cp locks/qwen3-pycode-22m.lock.json locks/tiny-qwen2.lock.json locks/tiny-qwen3.lock.json \
-    locks/tiny-qwen3-untied-mqa.lock.json "$dir/locks/"
+  for lock in "$@"; do cp "locks/$lock.lock.json" "$dir/locks/"; done
   ln -sfn "$PWD/models" "$dir/models"
   echo "$dir/locks"
+}
+
+qwen_locks_dir() {
+  locks_folder /tmp/lk qwen3-pycode-22m tiny-qwen2 tiny-qwen3 tiny-qwen3-untied-mqa
+}
+
+moe_locks_dir() {
+  locks_folder /tmp/lkm tiny-qwen3-moe
 }

@@ -93,44 +93,51 @@ void compare(const ProbedStep& ps, const lift::StagedProgram& prog, lift::Staged
   }
 }
 
-TEST(CompiledMoeProbe, TinyQwen3MoeStepsAgreeWithTheStagedExecutorStageByStage) {
-  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
-  auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
-  auto lane = make_lane("compiled", md, {.max_seq = 128});
-  const lift::StagedProgram& prog = compiled_lane_program(*lane);
+/// The steps both probes take, each compared stage by stage against the staged executor over
+/// the lane's own program and `md`'s weights: (a) a sequence's first token (500) alone; (b) after
+/// `prompt`, a decode token alone at position 40; (c) that sequence at 41 and a second one after
+/// the prompt 7, 99, 250 decoding together (the grouped form). `first_own_sequence`: (a) is a
+/// sequence of its own and `prompt` holds 40 tokens; else (a) is the first position of the
+/// sequence that `prompt` (39 tokens) continues.
+void probe_steps(Lane& lane, const model::ModelDir& md, const std::vector<int32_t>& prompt, bool first_own_sequence,
+                 const std::string& label) {
+  const lift::StagedProgram& prog = compiled_lane_program(lane);
   std::vector<std::vector<float>> params;
   for (const auto& t : runtime::bind_params(prog.graph, md.checkpoint)) params.push_back(t.to_f32());
   lift::StagedExecutor ex(prog, std::move(params));
-  const LaneLimits lim = lane->limits();
+  const LaneLimits lim = lane.limits();
   runtime::BlockManager blocks(lim.num_blocks, lim.block_size);
-
-  // (a) The first token of a sequence, alone.
+  runtime::SoloSequence a(lane, &blocks), b(lane, &blocks);  // no blocks until they are fed
   {
-    runtime::SoloSequence s(*lane, &blocks);
+    runtime::SoloSequence own(lane, &blocks);
+    runtime::SoloSequence& s = first_own_sequence ? own : a;
     const std::vector<int32_t> tok{500};
     const SeqStep q = s.next(tok, true);
-    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "first token alone");
+    compare(probe_compiled_step(lane, std::span<const SeqStep>(&q, 1)), prog, ex, label + "first token alone");
     s.advance(1);
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
   }
-  // (b) A decode token alone at position 40, (c) then with a second sequence (grouped form).
-  runtime::SoloSequence a(*lane, &blocks), b(*lane, &blocks);
-  std::vector<int32_t> prompt(40);
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 11) % 500);
   const int32_t next = a.feed(prompt, false).argmax;
   {
     const std::vector<int32_t> tok{next};
     const SeqStep q = a.next(tok, true);
-    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "decode alone at position 40");
+    compare(probe_compiled_step(lane, std::span<const SeqStep>(&q, 1)), prog, ex, label + "decode alone at position 40");
     a.advance(1);
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
   }
   const int32_t bnext = b.feed(std::vector<int32_t>{7, 99, 250}, false).argmax;
-  {
-    const std::vector<int32_t> ta{next}, tb{bnext};
-    const std::vector<SeqStep> q{a.next(ta, true), b.next(tb, true)};
-    compare(probe_compiled_step(*lane, q), prog, ex, "two sequences decoding (positions 41 and 3)");
-  }
+  const std::vector<int32_t> ta{next}, tb{bnext};
+  const std::vector<SeqStep> q{a.next(ta, true), b.next(tb, true)};
+  compare(probe_compiled_step(lane, q), prog, ex, label + "two sequences decoding (positions 41 and 3)");
+}
+
+TEST(CompiledMoeProbe, TinyQwen3MoeStepsAgreeWithTheStagedExecutorStageByStage) {
+  if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  auto md = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3-moe");
+  auto lane = make_lane("compiled", md, {.max_seq = 128});
+  std::vector<int32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 37 + 11) % 500);
+  probe_steps(*lane, md, prompt, true, "");
 }
 
 // The experts kernels' register form (each warp loads its whole weight rows, or a token's k down
@@ -183,34 +190,9 @@ TEST(CompiledMoeProbe, WideExpertRowsAgreeWithTheStagedExecutorStageByStage) {
   model::write_checkpoint(dir, tensors);
   auto md = model::ModelDir::open(dir);
   auto lane = make_lane("compiled", md, {.max_seq = 128});
-  const lift::StagedProgram& prog = compiled_lane_program(*lane);
-  std::vector<std::vector<float>> params;
-  for (const auto& t : runtime::bind_params(prog.graph, md.checkpoint)) params.push_back(t.to_f32());
-  lift::StagedExecutor ex(prog, std::move(params));
-  const LaneLimits lim = lane->limits();
-  runtime::BlockManager blocks(lim.num_blocks, lim.block_size);
-  runtime::SoloSequence a(*lane, &blocks), b(*lane, &blocks);
-  {
-    const std::vector<int32_t> tok{500};
-    const SeqStep q = a.next(tok, true);
-    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "wide rows: first token alone");
-    a.advance(1);
-    if (HasFatalFailure()) return;
-  }
   std::vector<int32_t> prompt(39);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 53 + 5) % 500);
-  const int32_t next = a.feed(prompt, false).argmax;
-  {
-    const std::vector<int32_t> tok{next};
-    const SeqStep q = a.next(tok, true);
-    compare(probe_compiled_step(*lane, std::span<const SeqStep>(&q, 1)), prog, ex, "wide rows: decode alone at position 40");
-    a.advance(1);
-    if (HasFatalFailure()) return;
-  }
-  const int32_t bnext = b.feed(std::vector<int32_t>{7, 99, 250}, false).argmax;
-  const std::vector<int32_t> ta{next}, tb{bnext};
-  const std::vector<SeqStep> q{a.next(ta, true), b.next(tb, true)};
-  compare(probe_compiled_step(*lane, q), prog, ex, "wide rows: two sequences decoding");
+  probe_steps(*lane, md, prompt, false, "wide rows: ");
   std::filesystem::remove_all(dir);
 }
 
