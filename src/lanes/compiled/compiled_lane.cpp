@@ -20,19 +20,17 @@
 #include "emit/cuda/program.h"
 #include "lanes/compiled/device_ops.h"
 #include "lanes/compiled/step_inputs.h"
+#include "lanes/compiled/weights.h"
 #include "ir/batch.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/launch_profile.h"
 #include "runtime/cuda/step_times.h"
-#include "runtime/cuda/fill.h"
 #include "runtime/cuda/gemm_lt.h"
 #include "runtime/cuda/pinned_upload.h"
-#include "runtime/bind_params.h"
 #include "runtime/forward_graph.h"
 #include "support/error.h"
-#include "support/fnv1a.h"
 #include "support/startup_clock.h"
 
 namespace lg {
@@ -95,8 +93,8 @@ class CompiledLane : public Lane {
         progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +
                  std::to_string(++done) + "/" + std::to_string(g.params.size()));
         const ir::ParamInfo& prm = g.params[static_cast<size_t>(b.index)];
-        if (ckpt) upload_weight(*ckpt, prm, b, owned_.back(), *uploader);
-        else random_weight(prm, b, owned_.back(), seed);
+        if (ckpt) compiled::upload_weight(*ckpt, prm, b, owned_.back(), *uploader, stream_.get());
+        else compiled::random_weight(prm, b, owned_.back(), seed, stream_.get());
       }
     }
     // The step's inputs in StepInput order, found once by name.
@@ -383,77 +381,6 @@ class CompiledLane : public Lane {
         LG_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[k], lib, prog_.kernels[k].name.c_str()));
     }
     clock.mark("module load", std::to_string(chunks.size()) + " libraries");
-  }
-
-  void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, const emit::cuda::Buffer& b,
-                     cuda::DeviceBuffer& dst, cuda::PinnedUploader& uploader) {
-    if (!prm.parts.empty()) {
-      // Stacked experts: each part's bytes at its slice of the buffer when the dtypes agree (a
-      // bf16 checkpoint); otherwise widened or narrowed on the host.
-      const bool same = std::all_of(prm.parts.begin(), prm.parts.end(),
-                                    [&](const std::string& t) { return ckpt.info(t).dtype == b.dtype; });
-      if (!same) return upload_host(runtime::param_f32(ckpt, prm), b, dst);
-      size_t offset = 0;
-      for (const std::string& part : prm.parts) {
-        auto bytes = ckpt.bytes(part);
-        uploader.upload(static_cast<char*>(dst.data()) + offset, bytes.data(), bytes.size(), stream_.get());
-        offset += bytes.size();
-      }
-      return;
-    }
-    const std::string& tensor = prm.tensor;
-    const auto& info = ckpt.info(tensor);
-    if (prm.transposed) {
-      // Stored [in, out] (`"name".T`): swapped on the host once at load, so the kernels see the
-      // [out, in] layout every other projection has.
-      upload_host(runtime::param_f32(ckpt, prm), b, dst);
-      return;
-    }
-    if (info.dtype == b.dtype) {  // bf16 -> bf16 or f32 -> f32: the bytes as they are
-      auto bytes = ckpt.bytes(tensor);
-      uploader.upload(dst.data(), bytes.data(), bytes.size(), stream_.get());  // read from the mapping when it returns
-      return;
-    }
-    if (info.dtype == DType::BF16 && b.dtype == DType::F32) {  // widen on the device (exact)
-      auto bytes = ckpt.bytes(tensor);
-      cuda::DeviceBuffer tmp(bytes.size());
-      uploader.upload(tmp.data(), bytes.data(), bytes.size(), stream_.get());
-      compiled::widen_bf16(tmp.as<uint16_t>(), bytes.size() / 2, dst.as<float>(), stream_.get());
-      stream_.synchronize();  // tmp is freed on return
-      return;
-    }
-    upload_host(ckpt.to_f32(tensor), b, dst);
-  }
-
-  // fp32 host values to the buffer's dtype (bf16 rounded to nearest even).
-  static void upload_host(const std::vector<float>& f, const emit::cuda::Buffer& b, cuda::DeviceBuffer& dst) {
-    if (b.dtype == DType::BF16) {
-      std::vector<uint16_t> h(f.size());
-      for (size_t j = 0; j < f.size(); ++j) h[j] = f32_to_bf16(f[j]);
-      dst.upload(h.data(), h.size() * 2);
-    } else {
-      dst.upload(f.data(), f.size() * 4);
-    }
-  }
-
-  void random_weight(const ir::ParamInfo& prm, const emit::cuda::Buffer& b, cuda::DeviceBuffer& dst, uint64_t seed) {
-    const size_t n = static_cast<size_t>(b.bytes) / dtype_size(b.dtype);
-    if (prm.shape.size() >= 2) {
-      if (b.dtype != DType::BF16)
-        throw Error("compiled lane: random weights are made for bf16 matrices; `" + prm.tensor + "` is " +
-                    std::string(dtype_name(b.dtype)));
-      // The tensor name picks the stream, so every weight differs and reruns are identical.
-      const uint64_t tensor_seed = fnv1a64(prm.tensor, kFnv1a64Basis ^ seed);
-      cuda::fill_uniform_bf16(dst.as<__nv_bfloat16>(), n, tensor_seed, 0.0346f, stream_.get());
-      return;
-    }
-    const bool norm = prm.tensor.find("norm") != std::string::npos;
-    if (b.dtype == DType::F32) {
-      compiled::fill_f32(dst.as<float>(), n, norm ? 1.f : 0.f, stream_.get());
-    } else {
-      std::vector<uint16_t> h(n, f32_to_bf16(norm ? 1.f : 0.f));
-      dst.upload(h.data(), h.size() * 2);
-    }
   }
 
   /// `splits` > 0: a split-KV attention kernel (its scratch after the buffers), on a grid of
