@@ -217,10 +217,7 @@ int run_batch(const BatchOpts& o) {
 LG_COMMAND("batch", [](CLI::App& app) {
   auto o = std::make_shared<BatchOpts>();
   auto* sub = app.add_subcommand("batch", "Run a file of OpenAI requests (JSON lines) together in batched steps");
-  sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
+  lg::cli::add_model_options(sub, o->model, o->program);
   auto* input = sub->add_option("-i,--input", o->input, "requests, one JSON object per line ('-': stdin)")->required();
   auto* output =
       sub->add_option("-o,--output", o->output, "results, one JSON object per input line ('-': stdout)")->required();

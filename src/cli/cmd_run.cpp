@@ -195,10 +195,7 @@ int run(const RunOpts& o) {
 LG_COMMAND("run", [](CLI::App& app) {
   auto o = std::make_shared<RunOpts>();
   auto* sub = app.add_subcommand("run", "Generate text from a Hugging Face model directory, streaming it, then print speeds");
-  sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
+  lg::cli::add_model_options(sub, o->model, o->program);
   auto* prompt = sub->add_option("--prompt,-p", o->prompt, "prompt text ('-': read it from stdin)");
   auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
   prompt->excludes(file);

@@ -156,9 +156,7 @@ int serve(const ServeOpts& o) {
 LG_COMMAND("serve", [](CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
   auto* sub = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  sub->add_option("--model,-m", o->model, "model directory (config.json, model.safetensors, tokenizer.json)")
-      ->check(CLI::ExistingDirectory);
-  sub->add_option("--program", o->program, "the .lg program to run the model with (default: the one its config.json model_type names, in $LG_MODELS_DIR or models/)")->check(CLI::ExistingFile);
+  lg::cli::add_model_options(sub, o->model, o->program, /*optional_model=*/true);
   sub->add_option("--shape", o->shape,
                   std::string("random weights made on the GPU at a real shape instead of --model (") +
                       lg::cli::preset_shape_names() + "): prompts as token ids, for load tests");

@@ -5,10 +5,25 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "cli/numeric_checks.h"
 #include "runtime/step.h"
 
 namespace lg::cli {
+
+/// Adds --model,-m (an existing model directory; required unless `optional_model`, as `lg serve
+/// --shape` serves random weights without one) and --program (an existing .lg file in place of
+/// the one the model's config names) to `sub`.
+inline void add_model_options(CLI::App* sub, std::string& model, std::string& program, bool optional_model = false) {
+  auto* m = sub->add_option("--model,-m", model, "model directory (config.json, model.safetensors, tokenizer.json)")
+                ->check(CLI::ExistingDirectory);
+  if (!optional_model) m->required();
+  sub->add_option("--program", program,
+                  "the .lg program to run the model with (default: the one its config.json model_type names, in "
+                  "$LG_MODELS_DIR or models/)")
+      ->check(CLI::ExistingFile);
+}
 
 /// Adds --kv-tokens, --max-batch, --max-step-tokens and --block-size to `sub`, writing `o`.
 inline void add_lane_options(CLI::App* sub, LaneOptions& o) {
