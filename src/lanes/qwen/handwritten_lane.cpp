@@ -399,14 +399,8 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
       const size_t launches_before = cuda::captured_kernel_launches(cs);
       for (size_t l = 0; l < s.layers.size(); ++l) {
         const State::Layer& ly = s.layers[l];
-        GemvArgs a;
-        a.W = ly.wqkv.as<bf16_t>();
-        a.N = d.nqkv;
-        a.K = d.D;
-        a.x_f32 = s.x.as<float>();
-        a.norm_w = ly.ln1.as<float>();
-        a.eps = d.eps;
-        a.out_f32 = s.qkv.as<float>();
+        const GemvArgs a{.W = ly.wqkv.as<bf16_t>(), .N = d.nqkv, .K = d.D, .x_f32 = s.x.as<float>(),
+                         .norm_w = ly.ln1.as<float>(), .eps = d.eps, .out_f32 = s.qkv.as<float>()};
         launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_table.as<int>());
         if (solo_by_kv_head)  // the batched decode's attention (v6) for a batch of one
@@ -418,29 +412,16 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
         else
           launch_attention_decode_rope(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
                                        s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
-        GemvArgs o;
-        o.W = ly.wo.as<bf16_t>();
-        o.N = d.D;
-        o.K = d.nq;
-        o.in_bf16 = s.attn.as<bf16_t>();
-        o.out_f32 = s.x.as<float>();
-        launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, o, cs);
-        GemvArgs g;
-        g.W = ly.wgu.as<bf16_t>();
-        g.N = 2 * d.F;
-        g.K = d.D;
-        g.x_f32 = s.x.as<float>();
-        g.norm_w = ly.ln2.as<float>();
-        g.eps = d.eps;
-        g.out_bf16 = s.act.as<bf16_t>();
-        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kSwiGLU, g, cs);
-        GemvArgs dn;
-        dn.W = ly.wd.as<bf16_t>();
-        dn.N = d.D;
-        dn.K = d.F;
-        dn.in_bf16 = s.act.as<bf16_t>();
-        dn.out_f32 = s.x.as<float>();
-        launch_gemv(GemvInput::kBf16, GemvOutput::kResidual, dn, cs);
+        launch_gemv(GemvInput::kBf16, GemvOutput::kResidual,
+                    {.W = ly.wo.as<bf16_t>(), .N = d.D, .K = d.nq, .in_bf16 = s.attn.as<bf16_t>(), .out_f32 = s.x.as<float>()},
+                    cs);
+        launch_gemv(GemvInput::kRmsNorm, GemvOutput::kSwiGLU,
+                    {.W = ly.wgu.as<bf16_t>(), .N = 2 * d.F, .K = d.D, .x_f32 = s.x.as<float>(),
+                     .norm_w = ly.ln2.as<float>(), .eps = d.eps, .out_bf16 = s.act.as<bf16_t>()},
+                    cs);
+        launch_gemv(GemvInput::kBf16, GemvOutput::kResidual,
+                    {.W = ly.wd.as<bf16_t>(), .N = d.D, .K = d.F, .in_bf16 = s.act.as<bf16_t>(), .out_f32 = s.x.as<float>()},
+                    cs);
       }
       // What `lg bench` reports: the kernels the layers above put into the graph, per layer.
       const size_t layer_launches = cuda::captured_kernel_launches(cs) - launches_before;
@@ -456,16 +437,15 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
 // fused: logits row 0, the argmax into the first mapped int.
 void HandwrittenQwenLane::enqueue_head_gemv(const float* x_row) {
   State& s = *st_;
-  GemvArgs a;
-  a.W = s.head_w();
-  a.N = static_cast<int>(shape_.vocab);
-  a.K = static_cast<int>(shape_.hidden);
-  a.x_f32 = x_row;
-  a.norm_w = s.final_norm.as<float>();
-  a.eps = static_cast<float>(shape_.eps);
-  a.out_f32 = s.logits.as<float>();
-  a.argmax_out = s.h_argmax.dev;
-  a.sync = s.gemv_sync.as<int>();
+  const GemvArgs a{.W = s.head_w(),
+                   .N = static_cast<int>(shape_.vocab),
+                   .K = static_cast<int>(shape_.hidden),
+                   .x_f32 = x_row,
+                   .norm_w = s.final_norm.as<float>(),
+                   .eps = static_cast<float>(shape_.eps),
+                   .out_f32 = s.logits.as<float>(),
+                   .argmax_out = s.h_argmax.dev,
+                   .sync = s.gemv_sync.as<int>()};
   launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStoreArgmax, a, s.stream.get());
 }
 
