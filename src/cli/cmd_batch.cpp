@@ -107,7 +107,8 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
     return l;
   }
   try {
-    if (j["body"].value("stream", false))
+    // A stream of another type than a boolean is the parser's 400 below (json::value would throw).
+    if (const auto st = j["body"].find("stream"); st != j["body"].end() && st->is_boolean() && st->get<bool>())
       throw lg::server::RequestError("stream", "'stream' is not supported in a batch: every answer is whole");
     l.request = lg::server::prepare_request(engine, tmpl, kind, j["body"].dump());
   } catch (const lg::server::ModelNotFound& e) {

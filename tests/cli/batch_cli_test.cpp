@@ -68,7 +68,9 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
       R"({"custom_id": "t", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": -3}})",
       R"([1, 2, 3])",
       // A field lg batch does not implement, asking for what it would change: refused, not ignored.
-      R"({"custom_id": "lb", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "logit_bias": {"2643": -100}}})"};
+      R"({"custom_id": "lb", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "logit_bias": {"2643": -100}}})",
+      // A stream that is not a boolean: the parser's 400 naming it (lg batch aborted on it before).
+      R"({"custom_id": "sy", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": "yes"}})"};
   const fs::path in = write_requests("lg_batch_in_", bad);
   const fs::path out = fs::temp_directory_path() / ("lg_batch_out_" + std::to_string(::getpid()) + ".jsonl");
   const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
@@ -99,7 +101,9 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   EXPECT_EQ(res[13]["response"]["body"]["error"]["param"], "prompt");
   EXPECT_EQ(res[19]["response"]["status_code"], 400);
   EXPECT_EQ(res[19]["response"]["body"]["error"]["param"], "logit_bias");
-  EXPECT_NE(r.out.find("41 requests, 32 answered, 9 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(res[20]["response"]["status_code"], 400);
+  EXPECT_EQ(res[20]["response"]["body"]["error"]["param"], "stream");
+  EXPECT_NE(r.out.find("42 requests, 32 answered, 10 failed"), std::string::npos) << r.out;
   fs::remove(in);
   fs::remove(out);
 }
