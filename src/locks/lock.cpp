@@ -67,7 +67,7 @@ Lock read_lock(const std::filesystem::path& file) {
   // A lock of zero tokens checks nothing and would pass any lane.
   if (lock.new_tokens < 1)
     throw Error(where + ": field 'new_tokens' must be at least 1, got " + std::to_string(lock.new_tokens));
-  lock.made_by = j.value("made_by", "");
+  if (j.contains("made_by") && !j["made_by"].is_null()) lock.made_by = field<std::string>(j, "made_by", where);
   const auto cases = field<json>(j, "cases", where);
   if (!cases.is_array() || cases.empty()) throw Error(where + ": field 'cases' must be a non-empty array");
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -149,6 +149,15 @@ TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("c.lock.json: missing field 'model'"), std::string::npos) << e.what();
   }
+  // An optional field of the wrong type is an error naming it too (it escaped as a JSON type error).
+  std::ofstream(dir / "d.lock.json") << R"({"format": "lanegraph-lock/1", "model": "m", "weights_hash": "h",
+    "new_tokens": 1, "made_by": 5, "cases": [{"prompt_ids": [1], "tokens": [1], "margins": [0]}]})";
+  try {
+    read_lock(dir / "d.lock.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("d.lock.json: field 'made_by' has the wrong type"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 
