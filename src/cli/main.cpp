@@ -49,6 +49,12 @@ int main(int argc, char** argv) {
     // pipe) is an error, not std::terminate's abort.
     std::cerr << "lg: error: out of memory\n";
     return 1;
+  } catch (const std::exception& e) {
+    // Every bad input is meant to be an lg::Error naming what is wrong; anything else reaching
+    // here is a bug (a JSON type error a reader did not turn into one, say): said as such, with
+    // what it was, rather than std::terminate's abort.
+    std::cerr << "lg: error: internal error (a bug; please report it with the command): " << e.what() << "\n";
+    return 1;
   }
   return 2;
 }
