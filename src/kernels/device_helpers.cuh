@@ -19,6 +19,10 @@ __device__ __forceinline__ float lg_bf16_hi(unsigned v) { return __uint_as_float
 // launch has finished (its launch latency hides behind that launch's tail); nothing is read before
 // the previous grid's writes are visible. Without the launch attribute it returns at once.
 __device__ __forceinline__ void lg_wait_previous_launch() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// Lets the next launch's blocks be scheduled once every block of this one has called it (or
+// exited); called right after the wait, so at most two launches are in flight. The next launch
+// still waits for this one's completion before it reads anything this one writes.
+__device__ __forceinline__ void lg_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 // A 16-byte load of data read once (decode weights): bypasses L1 so it does not evict what is reused.
 __device__ __forceinline__ uint4 lg_ld_stream(const uint4* p) {
   uint4 r;

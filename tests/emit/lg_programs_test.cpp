@@ -260,6 +260,45 @@ TEST(EmitLgPrograms, GateAndUpOfAStoredRowShareOneDecodeLoop) {
   EXPECT_GE(count(emit("qwen3.lg", "tiny-qwen3", "1"), pair), 1u);
 }
 
+// Programmatic dependent launch: every kernel lets the next launch be scheduled right after its
+// own wait (LG_COMPILED_EARLY_LAUNCH=0 drops it). A GEMM stage with a prefill form (cuBLASLt at
+// T > 1) runs its fused kernel only at T == 1, so its decode GEMVs come without the any-T fallback
+// (the weight read beside the activation's lambda, 8 weights a load), whose registers cost the
+// q/k/v kernel of Qwen3-30B-A3B an occupancy step (113 -> 76 registers), and the kernel traps if
+// ever launched at T > 1; LG_COMPILED_GEMV_DECODE_ONLY=0 keeps the fallback (the A/B knob).
+TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
+  auto count = [](const std::string& src, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto emit = [&](const char* knob, const char* value) {
+    nlohmann::json config = config_of(kShared + "/fixtures/tiny-qwen3");
+    config["dtype"] = "bfloat16";  // the decode GEMV streams bf16 weights (the fixtures are fp32)
+    if (knob) {
+      EXPECT_EQ(setenv(knob, value, 1), 0);
+    }
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
+    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+    if (knob) unsetenv(knob);
+    return prog;
+  };
+  const std::string wait = "lg_wait_previous_launch();\n", early = wait + "  lg_launch_dependents();\n";
+  const std::string trap = "if (T != 1) __trap();", fallback = "for (long k0 = (long)lane * 8;";
+  const CudaProgram prog = emit(nullptr, nullptr);
+  const std::string src = prog.source();
+  EXPECT_GE(count(src, wait), prog.kernels.size());
+  EXPECT_EQ(count(src, early), count(src, wait));
+  EXPECT_EQ(count(emit("LG_COMPILED_EARLY_LAUNCH", "0").source(), "lg_launch_dependents();"), 0u);
+  // q/k/v, o_proj, gate/up, down and the LM head have prefill forms: no fallback is left.
+  EXPECT_GE(count(src, trap), 4u);
+  EXPECT_EQ(count(src, fallback), 0u);
+  const std::string kept = emit("LG_COMPILED_GEMV_DECODE_ONLY", "0").source();
+  EXPECT_EQ(count(kept, trap), 0u);
+  EXPECT_GE(count(kept, fallback), 5u);
+  EXPECT_GT(nvrtc_compile(src, "qwen3").size(), 1000u);
+}
+
 // Gemma 3's local layers (sliding window 8) and a soft-capped Gemma 2-style variant: the decode
 // attention of a local layer starts its chunks at the window's first key (lo = len - 8) and sizes
 // its splits by the window, not the context; the flash prefill kernel gets the window and the cap;

@@ -65,10 +65,28 @@ void find_residual(const lift::StagedProgram& p, int32_t s, GemmPrefillRender& o
 
 }  // namespace
 
+bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t s) {
+  const ir::Graph& g = p.graph;
+  const lift::Stage& st = p.stages[static_cast<size_t>(s)];
+  if (st.kind != lift::StageKind::Gemm) return false;
+  bool any = false;
+  for (ir::ValueId v : st.nodes) {
+    const ir::Node& n = g.at(v);
+    if (n.op != ir::Op::MatMul) continue;
+    const ir::Shape& sa = g.at(n.operands[0]).shape;
+    // cuBLASLt takes [T, K] x [K, N]: the activation's rows are the tokens.
+    if (transposed_bf16_weight(p, n.operands[0], n.operands[1]) < 0 || sa.size() != 2 || sa[0].is_const() ||
+        sa[0].coeff != 1)
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t s) {
   const ir::Graph& g = p.graph;
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
-  if (st.kind != lift::StageKind::Gemm) return std::nullopt;
+  if (!has_gemm_prefill_form(p, s)) return std::nullopt;
   GemmPrefillRender out;
   std::map<ir::ValueId, size_t> pack_of;
   std::map<ir::ValueId, std::string> zero_dots;
@@ -79,13 +97,10 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
     ir::ValueId a = n.operands[0];
     const ir::Shape& sa = g.at(a).shape;
     ir::ValueId w = transposed_bf16_weight(p, a, n.operands[1]);
-    // cuBLASLt takes [T, K] x [K, N]: the activation's rows are the tokens.
-    if (w < 0 || sa.size() != 2 || sa[0].is_const() || sa[0].coeff != 1) return std::nullopt;
     auto [it, fresh] = pack_of.emplace(a, out.packs.size());
     if (fresh) out.packs.push_back({{}, {}, a, sa[1].coeff});
     out.gemms.push_back({it->second, w, g.at(w).shape[0].coeff, sa[1].coeff});
   }
-  if (out.gemms.empty()) return std::nullopt;
   find_residual(p, s, out);
   // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas.
   for (auto& pk : out.packs) pk = render_pack(p, s, pk.a, zero_dots, "pack a GEMM activation as bf16 for cuBLASLt");

@@ -4,6 +4,7 @@
 // T = 1 and every T without a prefill form, or read back from cuBLASLt's outputs in the prefill
 // epilogue (scratch_dots; gemm_prefill.cpp). Lane 0 runs the epilogue: stores and cache writes.
 #include <algorithm>
+#include <cstdlib>
 
 #include "emit/cuda/renderer.h"
 
@@ -125,11 +126,14 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
        << "    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
        << "    const long nwarps = ((long)gridDim.x * blockDim.x) >> 5;\n"
        << "    const int lane = threadIdx.x & 31;\n    float ";
+  const char* knob = std::getenv("LG_COMPILED_GEMV_DECODE_ONLY");
+  decode_only = !scratch_dots && has_gemm_prefill_form(p, s) && !(knob && std::string(knob) == "0");
   for (size_t j = 0; j < mms.size(); ++j) os << (j ? ", " : "") << "dot" << j << " = 0.0f";
   os << ";\n";
   auto nodes = closure(s);
   auto name = lambdas(s, nodes, os, dots);
   std::map<ir::ValueId, std::pair<std::string, bool>> staged;
+  if (decode_only) os << "    if (T != 1) __trap();  // T > 1 runs the prefill form (packs, cuBLASLt, epilogue)\n";
   if (!scratch_dots) {
     block_reductions(s, nodes, name, os);
     staged = stage_activations(s, mms, name, os);

@@ -163,13 +163,17 @@ std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::v
   for (ir::ValueId m : ms) join = join && fast_weight(m) >= 0 && g.at(m).operands[0] == a0;
   std::string out;
   if (join) {
-    out = fast(ms) + " else {\n";
+    out = fast(ms);
+    if (decode_only) return out + "\n";
+    out += " else {\n";
     for (ir::ValueId m : ms) out += gemv_dot(m, ix, dots.at(m), name);
     return out + "      }\n";
   }
-  for (ir::ValueId m : ms)
-    out += fast_weight(m) >= 0 ? fast({m}) + " else {\n" + gemv_dot(m, ix, dots.at(m), name) + "      }\n"
-                               : gemv_dot(m, ix, dots.at(m), name);
+  for (ir::ValueId m : ms) {
+    if (fast_weight(m) < 0) out += gemv_dot(m, ix, dots.at(m), name);
+    else if (decode_only) out += fast({m}) + "\n";
+    else out += fast({m}) + " else {\n" + gemv_dot(m, ix, dots.at(m), name) + "      }\n";
+  }
   return out;
 }
 

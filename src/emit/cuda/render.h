@@ -93,6 +93,10 @@ struct GemmPrefillRender {
   std::vector<int32_t> work_t_power;
 };
 
+/// Whether GEMM stage `stage` has a prefill form: every matmul streams a bf16 weight W[N, K] as
+/// W.T over activation rows [T, K]. Its fused kernel then runs only at T == 1.
+bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t stage);
+
 /// The prefill form of GEMM stage `stage`, or nullopt when a matmul is not of that form (the
 /// fused kernel then serves every T).
 std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t stage);

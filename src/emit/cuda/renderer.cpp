@@ -4,6 +4,8 @@
 // (index.cpp), a loop for a reduction (element_stage.cpp).
 #include "emit/cuda/renderer.h"
 
+#include <cstdlib>
+
 #include "emit/cuda/expr.h"
 
 namespace lg::emit::cuda {
@@ -11,6 +13,11 @@ namespace lg::emit::cuda {
 ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v) {
   while (g.at(v).op == ir::Op::StateWrite) v = g.at(v).operands[0];
   return v;
+}
+
+bool early_launch() {
+  const char* e = std::getenv("LG_COMPILED_EARLY_LAUNCH");
+  return !(e && std::string(e) == "0");
 }
 
 std::string Renderer::layer_index(int64_t v) {
@@ -27,7 +34,8 @@ std::string Renderer::kernel(const std::string& bounds, const std::vector<std::s
   if (!layer_values.empty()) params.push_back("const long lg_l");
   params.push_back("const long T");
   return "extern \"C\" __global__ void " + bounds + " KERNEL_NAME(\n    " + join(params, ",\n    ") + ") {" +
-         (comment.empty() ? "" : "  // " + comment) + "\n  lg_wait_previous_launch();\n" + body + "}\n";
+         (comment.empty() ? "" : "  // " + comment) + "\n  lg_wait_previous_launch();\n" +
+         (early_launch() ? "  lg_launch_dependents();\n" : "") + body + "}\n";
 }
 
 size_t Renderer::arg(ir::ValueId node, bool written) {

@@ -41,6 +41,10 @@ struct Renderer {
   /// Epilogue form of a GEMM stage (T > 1): dot products come from the f32 buffers d0, d1, ...
   /// (cuBLASLt's outputs), one thread per output element.
   bool scratch_dots = false;
+  /// Set while gemm_stage renders a stage with a prefill form (has_gemm_prefill_form): its kernel
+  /// runs only at T == 1, so the decode GEMVs are emitted without their any-T fallback, whose
+  /// registers would lower the kernel's occupancy (LG_COMPILED_GEMV_DECODE_ONLY=0 keeps it).
+  bool decode_only = false;
   /// Layer lifting: the leading index of a state (the layer of a KV cache, `kcache[l]`) becomes
   /// the kernel parameter lg_l instead of a constant, so the launches of every layer share one
   /// kernel. Done only when one kernel sees a single such index (layer_values); otherwise
@@ -205,6 +209,11 @@ auto with_layer_lifting(const lift::StagedProgram& p, F&& render) {
 /// (gemm_prefill.cpp)
 GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir::ValueId a,
                                     const std::map<ir::ValueId, std::string>& dots, const std::string& comment);
+
+/// Emit-time switches (the program text, hence its NVRTC cache key, follows them; A/B in one
+/// binary). LG_COMPILED_EARLY_LAUNCH=0: no griddepcontrol.launch_dependents after each kernel's
+/// wait (the next launch is then scheduled only as this one's blocks exit). (renderer.cpp)
+bool early_launch();
 
 /// Statements adding to `acc` the dot product of 8 bf16 weights (`w`, one uint4) with the 8 f32
 /// activations in scope as float4 x0, x1, each line indented by `ind`. (gemv.cpp)

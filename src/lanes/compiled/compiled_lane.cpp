@@ -402,8 +402,9 @@ class CompiledLane : public Lane {
     cfg.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(std::max<int64_t>(splits, 1)));
     cfg.blockDim = dim3(static_cast<unsigned>(block));
     cfg.stream = stream_.get();
-    // Every emitted kernel starts with griddepcontrol.wait, so each launch may overlap the
-    // previous one's tail (programmatic dependent launch; LG_COMPILED_PDL=0 turns it off).
+    // Every emitted kernel starts with griddepcontrol.wait and then lets its successor be
+    // scheduled (launch_dependents), so each launch's blocks may be resident before the previous
+    // one ends (programmatic dependent launch; LG_COMPILED_PDL=0 turns it off).
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;

@@ -25,9 +25,10 @@ __device__ __forceinline__ void grid_dependency_wait() {
 #endif
 }
 
+/// The early launch both lanes use (lg_launch_dependents, src/kernels/device_helpers.cuh).
 __device__ __forceinline__ void launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  lg_launch_dependents();
 #endif
 }
 
