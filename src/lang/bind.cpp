@@ -170,7 +170,12 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
         continue;
       }
       size_t close = tensor.find('}', k);
-      std::string key = close == std::string::npos ? "" : tensor.substr(k + 1, close - k - 1);
+      if (close == std::string::npos) {
+        err(d.value->span, "unclosed '{' in tensor name \"" + tensor + "\": a placeholder is {name}");
+        ok = false;
+        break;
+      }
+      std::string key = tensor.substr(k + 1, close - k - 1);
       if (layer >= 0 && key == layer_var_) {
         out += std::to_string(layer);
         has_index = true;
@@ -338,7 +343,7 @@ void Elaborator::bind() {
       case DeclKind::Dim: {
         Value v = eval(*d.value);
         if (!v.is_error() && (v.kind != Value::Kind::Int || v.i <= 0 || v.i > kMaxDim)) {
-          err(d.value->span, "dim '" + d.name + "' must be a positive integer, found " + show(v));
+          err(d.value->span, "dim '" + d.name + "' must be a positive integer below 2^40, found " + show(v));
           v = Value::error();
         }
         if (d.name == "S" && s_given_) break;  // the max sequence length given wins over the program's S

@@ -1,5 +1,7 @@
 #include "server/request.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +43,10 @@ double number(const json& v, const char* name) {
 }
 
 int64_t integer(const json& v, const char* name) {
+  // JSON has one number type: an integer past uint64 (1e20, 100000000000000000000) parses as a
+  // double, and is too large rather than "not an integer".
+  if (v.is_number_float() && std::fabs(v.get<double>()) >= 9.2e18 && std::isfinite(v.get<double>()))
+    throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
   if (!v.is_number_integer())
     throw RequestError(name, fmt::format("'{}' must be an integer, got {}", name, v.is_number() ? v.dump() : v.type_name()));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
@@ -67,6 +73,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
   if (const json* v = field(j, "temperature")) {
     const double t = number(*v, "temperature");
     if (!(t >= 0)) throw RequestError("temperature", fmt::format("'temperature' must be >= 0, got {}", t));
+    // As `lg run --temperature`: above this every token is about equally likely.
+    if (t > 1e3)
+      throw RequestError("temperature", fmt::format("'temperature' must be at most 1000 (higher is a uniform draw), got {}", t));
     g.temperature = t;
   }
   if (const json* v = field(j, "top_p")) {

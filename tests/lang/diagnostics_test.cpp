@@ -129,6 +129,8 @@ const Case kCases[] = {
    6, 23, "param template \"model.norm.weight\" names no layer index: write {l} where the layer number goes"},
   {"TemplateUnknownPlaceholder", program("  layers l in 0..2 {\n    param n: f32[D] = \"model.layers.{k}.norm\"\n  }\n", ""),
    6, 23, "unknown placeholder '{k}' in tensor name \"model.layers.{k}.norm\": the layer index is {l}"},
+  {"TemplateUnclosedPlaceholder", program("  layers l in 0..2 {\n    param n: f32[D] = \"model.layers.{l.norm\"\n  }\n", ""),
+   6, 23, "unclosed '{' in tensor name \"model.layers.{l.norm\": a placeholder is {name}"},
   {"ErfOfAnInteger", program("", "    y = erf(t)\n"),
    7, 9, "erf needs a float tensor, found tensor i32[T]"},
   {"FnArity", program("", "    y = silu(x, x)\n"),
@@ -150,7 +152,9 @@ const Case kCases[] = {
   {"RequireFails", program("  require D == 65, \"hidden size must be 65\"\n", ""),
    5, 3, "requirement failed: hidden size must be 65"},
   {"DimNotInteger", program("  dims { Z = config.rms_norm_eps }\n", ""),
-   5, 14, "dim 'Z' must be a positive integer, found float 1e-06"},
+   5, 14, "dim 'Z' must be a positive integer below 2^40, found float 1e-06"},
+  {"DimAboveTheLimit", program("  dims { Z = 2000000000000 }\n", ""),
+   5, 14, "dim 'Z' must be a positive integer below 2^40, found int 2000000000000"},
   // A number literal out of range is reported by the lexer alone: the dim or view check that
   // uses it does not report the clamped value (INT64_MAX, inf) a second time.
   {"IntegerLiteralOutOfRangeAsADim", program("  dims { Z = 99999999999999999999 }\n", ""),

@@ -64,6 +64,7 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","max_tokens":18446744073709551615})"), "max_tokens");
   EXPECT_EQ(p(R"({"prompt":"x","temperature":-1})"), "temperature");
   EXPECT_EQ(p(R"({"prompt":"x","temperature":"hot"})"), "temperature");
+  EXPECT_EQ(p(R"({"prompt":"x","temperature":1001})"), "temperature");
   EXPECT_EQ(p(R"({"prompt":"x","top_p":0})"), "top_p");
   EXPECT_EQ(p(R"({"prompt":"x","top_p":1.5})"), "top_p");
   EXPECT_EQ(p(R"({"prompt":"x","top_k":-2})"), "top_k");
@@ -76,6 +77,25 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options.include_usage");
   EXPECT_EQ(p(R"({"prompt":"x","n":2})"), "n");
   EXPECT_EQ(p(R"({"prompt":"x","model":3})"), "model");
+}
+
+// An integer past uint64 arrives as a double (JSON has one number type): too large, not "not an
+// integer"; the temperature bound is lg run's.
+TEST(CompletionRequest, HugeNumbersSayTooLarge) {
+  auto message = [](const std::string& body) {
+    try {
+      parse_completion_request(body);
+    } catch (const RequestError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":100000000000000000000})"), "'max_tokens' is too large: 1e+20");
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":1e20})"), "'max_tokens' is too large: 1e+20");
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.0})"), "'max_tokens' must be an integer, got 16.0");
+  EXPECT_EQ(message(R"({"prompt":"x","temperature":5000})"),
+            "'temperature' must be at most 1000 (higher is a uniform draw), got 5000");
+  EXPECT_EQ(message(R"({"prompt":"x","temperature":1000})"), "accepted");
 }
 
 TEST(CompletionRequest, ABatchOfPromptsSaysOnePromptPerRequest) {
