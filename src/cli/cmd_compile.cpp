@@ -69,9 +69,14 @@ LG_COMMAND("compile", [](CLI::App& app) {
     // As lg serve and lg run size their caches: the model's context, capped (a Qwen3 config's
     // 40960 would size the program's arena for T = 40960). Without max_position_embeddings the
     // binder takes the program's own `S = ...` (GPT-2's n_positions) or says what is missing.
-    if (bind.max_seq == 0)
-      if (auto it = config.find("max_position_embeddings"); it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0)
-        bind.max_seq = std::min<int64_t>(it->get<int64_t>(), kDefaultMaxSeq);
+    if (auto it = config.find("max_position_embeddings"); it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0) {
+      const int64_t context = it->get<int64_t>();
+      if (bind.max_seq == 0) bind.max_seq = std::min<int64_t>(context, kDefaultMaxSeq);
+      // A compiler emits what it is asked for; lg run and lg serve refuse such a context.
+      if (bind.max_seq > context)
+        std::cerr << "lg compile: warning: --max-seq " << bind.max_seq << " is above the model's context of " << context
+                  << " tokens (max_position_embeddings); lg run and lg serve refuse it\n";
+    }
     lg::StartupClock clock("lg compile");  // LG_STARTUP_TIMES=1: the time of each phase on stderr
     lg::ir::Graph graph = lg::lang::lower_file(opts->file, config, bind);
     clock.mark("lower", std::to_string(graph.nodes.size()) + " nodes");

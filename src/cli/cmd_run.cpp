@@ -196,7 +196,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   auto o = std::make_shared<RunOpts>();
   auto* sub = app.add_subcommand("run", "Generate text from a Hugging Face model directory, streaming it, then print speeds");
   lg::cli::add_model_options(sub, o->model, o->program);
-  auto* prompt = sub->add_option("--prompt,-p", o->prompt, "prompt text ('-': read it from stdin)");
+  auto* prompt = sub->add_option("--prompt,-p", o->prompt, "prompt text ('-': read it from stdin, byte for byte: a trailing newline stays)");
   auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
   prompt->excludes(file);
   sub->add_flag("--no-echo", o->no_echo, "print only the generated text, not the prompt before it");

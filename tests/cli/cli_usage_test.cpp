@@ -177,6 +177,12 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
   EXPECT_NE(big.out.find("at T = 2048, B = 256 (context 4096, KV pool 16384 tokens in blocks of 16)\n"), std::string::npos) << big.out;
   const CliRun given = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 64");
   EXPECT_NE(given.out.find("at T = 256, B = 256 (context 64, KV pool 256 tokens in blocks of 16)\n"), std::string::npos) << given.out;
+  EXPECT_EQ(given.out.find("warning"), std::string::npos) << given.out;
+  // Past the model's context it still compiles (a compiler emits what it is asked), and says so.
+  const CliRun past = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 2048");
+  EXPECT_EQ(past.code, 0) << past.out;
+  EXPECT_NE(past.out.find("warning: --max-seq 2048 is above the model's context of 1024 tokens"), std::string::npos)
+      << past.out;
   const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
   EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
   const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";
