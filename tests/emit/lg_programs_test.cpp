@@ -299,6 +299,46 @@ TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
   EXPECT_GT(nvrtc_compile(src, "qwen3").size(), 1000u);
 }
 
+// A decode-only stage with few outputs (o_proj, down, a MoE router: under 4,096 at T = 1) gives
+// each output several warps of a block, each a slice of K, summed in shared memory before the
+// epilogue; stages with many outputs keep a warp each. At Qwen3-0.6B's shape: o_proj and down
+// (1,024 outputs) take 4 warps, gate/up (2 x 3,072) 2, q/k/v (4,096) and the LM head 1.
+// LG_COMPILED_GEMV_SPLIT=0 turns it off; =8 lets the 22M model's short rows take 8 (its locks run
+// that form on a GPU).
+TEST(EmitLgPrograms, FewOutputDecodeGemvsSplitKAcrossWarps) {
+  auto count = [](const std::string& src, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  nlohmann::json c06 = config_of(kShared + "/models/qwen3-pycode-22m");
+  c06.update({{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_hidden_layers", 2}, {"num_attention_heads", 16},
+              {"num_key_value_heads", 8}, {"head_dim", 128}});
+  auto emit = [&](const nlohmann::json& config, const char* knob) {
+    if (knob) {
+      EXPECT_EQ(setenv("LG_COMPILED_GEMV_SPLIT", knob, 1), 0);
+    }
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
+    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+    if (knob) unsetenv("LG_COMPILED_GEMV_SPLIT");
+    return prog.source();
+  };
+  const std::string src = emit(c06, nullptr);
+  EXPECT_GE(count(src, "// decode: 4 warps per output, each a slice of K"), 2u);  // o_proj, down
+  EXPECT_GE(count(src, "// decode: 2 warps per output, each a slice of K"), 1u);  // gate/up
+  EXPECT_EQ(count(src, "// decode: 8 warps per output"), 0u);
+  // The first slice's warp sums the slices of each dot product before the epilogue.
+  EXPECT_GE(count(src, "dot0 = 0.0f; for (int s = 0; s < 4; ++s) dot0 += lg_part[(lg_wib + s) * 1 + 0];"), 2u);
+  EXPECT_GE(count(src, "dot1 = 0.0f; for (int s = 0; s < 2; ++s) dot1 += lg_part[(lg_wib + s) * 2 + 1];"), 1u);
+  EXPECT_GT(nvrtc_compile(src, "qwen3").size(), 1000u);
+  EXPECT_EQ(count(emit(c06, "0"), "warps per output"), 0u);
+  const nlohmann::json c22 = config_of(kShared + "/models/qwen3-pycode-22m");
+  EXPECT_EQ(count(emit(c22, nullptr), "// decode: 8 warps per output"), 0u);
+  const std::string forced = emit(c22, "8");
+  EXPECT_GE(count(forced, "// decode: 8 warps per output, each a slice of K"), 2u);
+  EXPECT_GT(nvrtc_compile(forced, "qwen3").size(), 1000u);
+}
+
 // Gemma 3's local layers (sliding window 8) and a soft-capped Gemma 2-style variant: the decode
 // attention of a local layer starts its chunks at the window's first key (lo = len - 8) and sizes
 // its splits by the window, not the context; the flash prefill kernel gets the window and the cap;

@@ -107,9 +107,88 @@ struct GroupLoop {
   std::string body, total;
   int64_t c = 1;
   int32_t tp = 0;
+  /// The body's parts: the output's index, its dot products, the epilogue (lane 0's stores).
+  std::string index, dots, epilogue;
 };
 
+// The decode loop of a stage whose outputs each take `gemv_split` warps of a block (S): the
+// block's 8 / S outputs per round, every warp a slice of K; the slices' sums meet in shared
+// memory and the first slice's warp runs the epilogue. The round count is the block's, so the
+// barriers are reached by all its warps.
+void split_loop(const std::vector<GroupLoop>& loops, int S, size_t nmm, std::vector<int64_t>& wc,
+                std::vector<int32_t>& wp, std::ostringstream& os) {
+  int64_t c = 0;
+  std::string all = "0L";
+  for (const GroupLoop& l : loops) {
+    c += l.c;
+    all += " + " + l.total;
+  }
+  wc.push_back(c * S);
+  wp.push_back(1);
+  auto dispatch = [&](bool epilogue) {
+    std::ostringstream d;
+    std::string before = "0L";
+    for (size_t i = 0; i < loops.size(); ++i) {
+      const std::string end = before + " + " + loops[i].total;
+      d << "      " << (i ? "else " : "") << (i + 1 < loops.size() ? "if (e_all < " + end + ") " : "") << "{\n"
+        << "      const long e = e_all - (" << before << ");\n" << loops[i].index
+        << (epilogue ? loops[i].epilogue : loops[i].dots) << "      }\n";
+      before = end;
+    }
+    return d.str();
+  };
+  const std::string per_block = std::to_string(8 / S), Ss = std::to_string(S), n = std::to_string(nmm);
+  os << "    // decode: " << Ss << " warps per output, each a slice of K\n"
+     << "    __shared__ float lg_part[8 * " << n << "];\n"
+     << "    const int lg_wib = threadIdx.x >> 5, lg_slice = lg_wib % " << Ss << ";\n"
+     << "    for (long e_base = (long)blockIdx.x * " << per_block << "; e_base < " << all << "; e_base += (long)gridDim.x * "
+     << per_block << ") {\n"
+     << "      const long e_all = e_base + lg_wib / " << Ss << ";\n"
+     << "      if (e_all < " << all << ") {\n" << dispatch(false) << "      }\n"
+     << "      if (lane == 0) {";
+  for (size_t j = 0; j < nmm; ++j) os << " lg_part[lg_wib * " << n << " + " << j << "] = dot" << j << ";";
+  os << " }\n      __syncthreads();\n"
+     << "      if (e_all < " << all << " && lg_slice == 0) {\n";
+  for (size_t j = 0; j < nmm; ++j)
+    os << "        dot" << j << " = 0.0f; for (int s = 0; s < " << Ss << "; ++s) dot" << j << " += lg_part[(lg_wib + s) * " << n
+       << " + " << j << "];\n";
+  os << dispatch(true) << "      }\n      __syncthreads();\n    }\n";
+}
+
 }  // namespace
+
+int Renderer::decode_split(const std::set<ir::ValueId>& groups, const std::vector<ir::ValueId>& mms,
+                           const std::map<ir::ValueId, std::pair<std::string, bool>>& staged) {
+  const char* knob = std::getenv("LG_COMPILED_GEMV_SPLIT");
+  const char* batch = std::getenv("LG_COMPILED_GEMV_BATCH");
+  if (!decode_only || (knob && std::string(knob) == "0") || (batch && std::string(batch) == "0")) return 1;
+  int64_t outs = 0;  // output elements at T = 1
+  for (ir::ValueId gr : groups) {
+    const ir::Shape& sh = g.at(gr).shape;
+    if (sh.size() != 2 || sh[0].is_const() || sh[0].coeff != 1 || !sh[1].is_const()) return 1;
+    outs += sh[1].coeff;
+  }
+  for (ir::ValueId m : mms)
+    if (decode_weight(m, staged) < 0) return 1;
+  // Until the step's outputs give 4,096 warps (about 31 per SM of the H200), while each slice
+  // keeps a load per lane and the slices divide every row. LG_COMPILED_GEMV_SPLIT=N (a power of
+  // two up to 8) caps the split at N and lets a slice be as short as one chunk: the tiny test
+  // models' rows (K of 64 to 512) then take every split the real shapes do.
+  const int cap = knob && *knob ? std::clamp(std::atoi(knob), 1, 8) : 8;
+  const int64_t min_chunks = knob && *knob ? 1 : 32;
+  int split = 1;
+  while (2 * split <= cap && outs * split < 4096) {
+    const int next = 2 * split;
+    bool fits = true;
+    for (ir::ValueId m : mms) {
+      const int64_t c = g.at(g.at(m).operands[0]).shape.back().coeff / 8;
+      fits = fits && c % next == 0 && c / next >= min_chunks;
+    }
+    if (!fits) break;
+    split = next;
+  }
+  return split;
+}
 
 void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
   GemmGroups gg = gemm_groups(p, s);
@@ -140,6 +219,7 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
   }
   std::set<ir::ValueId> groups;
   for (ir::ValueId m : mms) groups.insert(gg.find(m));
+  gemv_split = decode_split(groups, mms, staged);
   std::vector<GroupLoop> loops;
   for (ir::ValueId gr : groups) {
     GroupLoop gl;
@@ -159,15 +239,18 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
       gl.c *= d.coeff;
       if (!d.is_const()) ++gl.tp;
     }
-    gs << "      " << delinear(shape, "e", ix, "t_") << "\n";
+    gl.index = "      " + delinear(shape, "e", ix, "t_") + "\n";
+    gs << gl.index;
     if (scratch_dots) {
       for (ir::ValueId m : members) {
         const size_t j = static_cast<size_t>(std::find(mms.begin(), mms.end(), m) - mms.begin());
         gs << "      " << dots[m] << " = d" << j << "[" << linear(shape, ix) << "];\n";
       }
     } else {
-      gs << gemv_dots(members, ix, dots, staged, name);
+      gl.dots = gemv_dots(members, ix, dots, staged, name);
+      gs << gl.dots;
     }
+    const size_t epilogue_at = gs.str().size();
     gs << "      if (lane == 0) {\n";
     for (ir::ValueId v : gg.outs) {
       if (gg.find(*gg.dep.at(v).begin()) != gr) continue;
@@ -181,12 +264,15 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
     }
     gs << "      }\n";
     gl.body = gs.str();
+    gl.epilogue = gl.body.substr(epilogue_at);
     loops.push_back(std::move(gl));
   }
   // Groups share one loop over all their outputs when they agree on the power of T, so that a
   // small group (k, v) does not leave most warps idle while it runs on its own.
   const bool merged = std::all_of(loops.begin(), loops.end(), [&](const GroupLoop& l) { return l.tp == loops[0].tp; });
-  if (merged) {
+  if (gemv_split > 1) {
+    split_loop(loops, gemv_split, mms.size(), wc, wp, os);
+  } else if (merged) {
     int64_t c = 0;
     std::string all = "0L";
     for (const GroupLoop& l : loops) {

@@ -98,7 +98,10 @@ bool knob_off(const char* name) {
 /// 1.81 ms for the 8B down projections). Weights stream once (no L1 allocation).
 /// LG_COMPILED_GEMV_BATCH=0 emits the plain loop unrolled by 4 instead (A/B in one binary).
 std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& rows, const std::string& o,
-                       const std::string& K, const std::string& xa, bool ldg) {
+                       const std::string& K, const std::string& xa, bool ldg, int split) {
+  // With split > 1 the warp takes slice lg_slice of the row's K / 8 chunks (gemm_stage sums them).
+  const std::string lo = split > 1 ? "lg_slice * (" + K + " / " + std::to_string(8 * split) + ")" : "0L";
+  const std::string hi = split > 1 ? "(lg_slice + 1) * (" + K + " / " + std::to_string(8 * split) + ")" : K + " / 8";
   std::ostringstream gs;
   const std::string xs = ldg ? "const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
                              : "const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n";
@@ -114,14 +117,14 @@ std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& r
     for (size_t j = 0; j < rows.size(); ++j) gs << bf16x8_dot("acc" + std::to_string(j), "w" + std::to_string(j), "          ");
     gs << "        }\n";
   } else {
-    gs << "        for (long c0 = lane; c0 < " << K << " / 8; c0 += 128) {\n          uint4 ";
+    gs << "        for (long c0 = " << lo << " + lane; c0 < " << hi << "; c0 += 128) {\n          uint4 ";
     for (size_t j = 0; j < rows.size(); ++j) gs << (j ? ", " : "") << "w" << j << "[4]";
-    gs << ";\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < " << K
-       << " / 8) {\n";
+    gs << ";\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < " << hi
+       << ") {\n";
     for (size_t j = 0; j < rows.size(); ++j)
       gs << "              w" << j << "[u] = lg_ld_stream(wr" << j << " + c0 + 32 * u);\n";
     gs << "            }\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < "
-       << K << " / 8) {\n              const long c = c0 + 32 * u;\n              " << xs;
+       << hi << ") {\n              const long c = c0 + 32 * u;\n              " << xs;
     for (size_t j = 0; j < rows.size(); ++j) gs << bf16x8_dot("acc" + std::to_string(j), "w" + std::to_string(j) + "[u]", "              ");
     gs << "            }\n        }\n";
   }
@@ -136,19 +139,13 @@ std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::v
                                 const std::map<ir::ValueId, std::string>& dots,
                                 const std::map<ir::ValueId, std::pair<std::string, bool>>& staged,
                                 const LambdaNames& name) {
-  // The decode form: B = W.T of a bf16 weight W[N, K] (K % 8 == 0) over an activation row that is
-  // stored or staged. A float -> float cast of the weight (the .lg's bf16 widened) is the load.
-  auto fast_weight = [&](ir::ValueId m) -> ir::ValueId {
-    const ir::Node& mn = g.at(m);
-    const ir::ValueId w = transposed_bf16_weight(p, mn.operands[0], mn.operands[1]);
-    return w >= 0 && staged.count(mn.operands[0]) ? w : -1;
-  };
+  auto fast_weight = [&](ir::ValueId m) { return decode_weight(m, staged); };
   auto fast = [&](const std::vector<ir::ValueId>& group) {
     const ir::ValueId a = g.at(group[0]).operands[0];
     std::vector<std::pair<std::string, std::string>> rows;
     for (ir::ValueId m : group) rows.emplace_back("p" + std::to_string(arg(fast_weight(m), false)), dots.at(m));
     const auto& [xa, ldg] = staged.at(a);
-    return fast_gemvs(rows, ix.back(), dim(g.at(a).shape.back()), xa, ldg);
+    return fast_gemvs(rows, ix.back(), dim(g.at(a).shape.back()), xa, ldg, gemv_split);
   };
   // Joined (one loop) when every member is on the fast path over one activation row that another
   // stage stored (read via __ldg): gate and up of Gemma 3's GeGLU, whose input is the stored output
@@ -175,6 +172,14 @@ std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::v
     else out += fast({m}) + " else {\n" + gemv_dot(m, ix, dots.at(m), name) + "      }\n";
   }
   return out;
+}
+
+ir::ValueId Renderer::decode_weight(ir::ValueId m, const std::map<ir::ValueId, std::pair<std::string, bool>>& staged) {
+  // B = W.T of a bf16 weight W[N, K] (K % 8 == 0) over an activation row that is stored or
+  // staged. A float -> float cast of the weight (the .lg's bf16 widened) is the load.
+  const ir::Node& mn = g.at(m);
+  const ir::ValueId w = transposed_bf16_weight(p, mn.operands[0], mn.operands[1]);
+  return w >= 0 && staged.count(mn.operands[0]) ? w : -1;
 }
 
 std::string Renderer::gemv_dot(ir::ValueId m, const std::vector<std::string>& ix, const std::string& dn,

@@ -45,6 +45,9 @@ struct Renderer {
   /// runs only at T == 1, so the decode GEMVs are emitted without their any-T fallback, whose
   /// registers would lower the kernel's occupancy (LG_COMPILED_GEMV_DECODE_ONLY=0 keeps it).
   bool decode_only = false;
+  /// Warps per output element in the decode GEMVs of the stage being rendered (gemm_stage): each
+  /// takes a slice of K and the block sums the slices.
+  int gemv_split = 1;
   /// Layer lifting: the leading index of a state (the layer of a KV cache, `kcache[l]`) becomes
   /// the kernel parameter lg_l instead of a constant, so the launches of every layer share one
   /// kernel. Done only when one kernel sees a single such index (layer_values); otherwise
@@ -145,6 +148,12 @@ struct Renderer {
   /// A GEMM stage: matmuls grouped by shared epilogue; one warp per output element of a group
   /// (scratch_dots: one thread, the dot products read back from d0, d1, ...).
   void gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+  /// Warps per output element for a decode-only stage's GEMVs (groups of [T, N] GEMMs `mms`, each
+  /// streaming a bf16 weight row): 1, or a power of two up to 8 while the stage has fewer than
+  /// 4,096 outputs, so that few-output stages (o_proj, down, a router) put more loads in flight.
+  /// LG_COMPILED_GEMV_SPLIT=0 keeps one warp an output, =N caps it at N (gemm_stage.cpp).
+  int decode_split(const std::set<ir::ValueId>& groups, const std::vector<ir::ValueId>& mms,
+                   const std::map<ir::ValueId, std::pair<std::string, bool>>& staged);
   /// The buffer behind GEMM activation `a` of stage s when `a` is that buffer's value as f32
   /// [T, K] (seen through float casts): a value another stage stored. -1 otherwise.
   ir::ValueId stored_row(int32_t s, ir::ValueId a) const;
@@ -165,6 +174,9 @@ struct Renderer {
   std::string gemv_dots(const std::vector<ir::ValueId>& ms, const std::vector<std::string>& ix,
                         const std::map<ir::ValueId, std::string>& dots,
                         const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name);
+  /// The bf16 weight W[N, K] that matmul m streams in the decode form (W.T over an activation
+  /// row stored or staged), or -1 (gemv.cpp).
+  ir::ValueId decode_weight(ir::ValueId m, const std::map<ir::ValueId, std::pair<std::string, bool>>& staged);
 
   // ---- mixtures of experts (experts.cpp)
 
