@@ -1,8 +1,9 @@
 // GEMM stages: the matmuls of the stage grouped by shared epilogue (q, k and v each alone; gate
 // with up, joined by silu(gate) * up), one loop over every group's outputs, a warp per output
-// element. The dot products are the decode GEMV's (gemv.cpp) in the fused kernel, which serves
-// T = 1 and every T without a prefill form, or read back from cuBLASLt's outputs in the prefill
-// epilogue (scratch_dots; gemm_prefill.cpp). Lane 0 runs the epilogue: stores and cache writes.
+// element (at T = 1, a few warps each when the stage has few outputs: decode_split). The dot
+// products are the decode GEMV's (gemv.cpp) in the fused kernel, which serves T = 1 and every T
+// without a prefill form, or read back from cuBLASLt's outputs in the prefill epilogue
+// (scratch_dots; gemm_prefill.cpp). Lane 0 runs the epilogue: stores and cache writes.
 #include <algorithm>
 #include <cstdlib>
 
