@@ -112,31 +112,43 @@ struct GroupLoop {
   std::string index, dots, epilogue;
 };
 
+/// The merged loop's element count over every group, as text, and as the constant factor of T.
+std::pair<std::string, int64_t> merged_total(const std::vector<GroupLoop>& loops) {
+  std::string all = "0L";
+  int64_t c = 0;
+  for (const GroupLoop& l : loops) {
+    all += " + " + l.total;
+    c += l.c;
+  }
+  return {all, c};
+}
+
+/// The branches that run, for the merged index e_all, the group it falls in: `text(group)` after
+/// `const long e = e_all - (the group's first index)`.
+template <class Text>
+std::string group_dispatch(const std::vector<GroupLoop>& loops, Text&& text) {
+  std::ostringstream d;
+  std::string before = "0L";
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const std::string end = before + " + " + loops[i].total;
+    d << "    " << (i ? "else " : "") << (i + 1 < loops.size() ? "if (e_all < " + end + ") " : "") << "{\n"
+      << "      const long e = e_all - (" << before << ");\n" << text(loops[i]) << "    }\n";
+    before = end;
+  }
+  return d.str();
+}
+
 // The decode loop of a stage whose outputs each take `gemv_split` warps of a block (S): the
 // block's 8 / S outputs per round, every warp a slice of K; the slices' sums meet in shared
 // memory and the first slice's warp runs the epilogue. The round count is the block's, so the
 // barriers are reached by all its warps.
 void split_loop(const std::vector<GroupLoop>& loops, int S, size_t nmm, std::vector<int64_t>& wc,
                 std::vector<int32_t>& wp, std::ostringstream& os) {
-  int64_t c = 0;
-  std::string all = "0L";
-  for (const GroupLoop& l : loops) {
-    c += l.c;
-    all += " + " + l.total;
-  }
+  const auto [all, c] = merged_total(loops);
   wc.push_back(c * S);
   wp.push_back(1);
   auto dispatch = [&](bool epilogue) {
-    std::ostringstream d;
-    std::string before = "0L";
-    for (size_t i = 0; i < loops.size(); ++i) {
-      const std::string end = before + " + " + loops[i].total;
-      d << "      " << (i ? "else " : "") << (i + 1 < loops.size() ? "if (e_all < " + end + ") " : "") << "{\n"
-        << "      const long e = e_all - (" << before << ");\n" << loops[i].index
-        << (epilogue ? loops[i].epilogue : loops[i].dots) << "      }\n";
-      before = end;
-    }
-    return d.str();
+    return group_dispatch(loops, [&](const GroupLoop& l) { return l.index + (epilogue ? l.epilogue : l.dots); });
   };
   const std::string per_block = std::to_string(8 / S), Ss = std::to_string(S), n = std::to_string(nmm);
   os << "    // decode: " << Ss << " warps per output, each a slice of K\n"
@@ -274,23 +286,11 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
   if (gemv_split > 1) {
     split_loop(loops, gemv_split, mms.size(), wc, wp, os);
   } else if (merged) {
-    int64_t c = 0;
-    std::string all = "0L";
-    for (const GroupLoop& l : loops) {
-      c += l.c;
-      all += " + " + l.total;
-    }
+    const auto [all, c] = merged_total(loops);
     wc.push_back(c);
     wp.push_back(loops.empty() ? 0 : loops[0].tp);
-    os << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n";
-    std::string before = "0L";
-    for (size_t i = 0; i < loops.size(); ++i) {
-      const std::string end = before + " + " + loops[i].total;
-      os << "    " << (i ? "else " : "") << (i + 1 < loops.size() ? "if (e_all < " + end + ") " : "")
-         << "{\n      const long e = e_all - (" << before << ");\n" << loops[i].body << "    }\n";
-      before = end;
-    }
-    os << "    }\n";
+    os << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n"
+       << group_dispatch(loops, [](const GroupLoop& l) { return l.body; }) << "    }\n";
   } else {
     for (const GroupLoop& l : loops) {
       wc.push_back(l.c);
