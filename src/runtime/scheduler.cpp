@@ -190,12 +190,12 @@ void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
   }
 }
 
-bool Scheduler::advance(Seq& s, const SeqResult& r) {
+bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   const GenerateOptions& o = s.req.options;
   int32_t tok = r.argmax;
   if (!s.sampler.greedy()) {
     const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
-    check_finite_logits(r.logits, position, !s.decoding(), lane_.name());
+    check_finite_logits(r.logits, position, prefill, lane_.name());
     tok = s.sampler.pick(r.logits);
   }
   ++stats_.generated_tokens;
@@ -263,7 +263,9 @@ bool Scheduler::step() {
     if (s.remaining() > 0) continue;  // a prefill chunk that is not the prompt's last
     std::string error;
     try {
-      if (advance(s, results[k])) continue;
+      // A prefill: the prompt's last chunk, or a preempted sequence's recompute (prompt and
+      // generated tokens at once).
+      if (advance(s, results[k], plan[k].n > 1 || !s.decoding())) continue;
     } catch (const Error& e) {
       s.gen.stats.stop = "error";
       error = e.what();

@@ -113,7 +113,8 @@ class Scheduler {
   /// Frees the blocks of a request leaving the scheduler and calls its on_done.
   void finish(std::unique_ptr<Seq> s, const std::string& error = {});
   /// After a step that fed every known token of `s`: picks the next one; true if `s` goes on.
-  bool advance(Seq& s, const SeqResult& r);
+  /// `prefill`: the step's tokens of `s` were a prefill (named so in a non-finite logits error).
+  bool advance(Seq& s, const SeqResult& r, bool prefill);
 
   Lane& lane_;
   LaneLimits limits_;

@@ -47,6 +47,13 @@ TEST(CpuLaneNonFinite, NanWeightIsAnErrorAtTheFirstStep) {
       EXPECT_NE(m.find("lg inspect --check"), std::string::npos) << m;
     }
   }
+  // A one-token prompt's step is its prefill as well.
+  try {
+    lg::testing::step_alone(*lane, std::vector<int32_t>{5}, 0, false);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lane cpu: the prefill step at position 0 gave"), std::string::npos) << e.what();
+  }
   // Greedy generation (what `lg run` does by default) stops with the error too.
   runtime::GenerateOptions o;
   o.max_new_tokens = 4;

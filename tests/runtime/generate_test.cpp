@@ -123,6 +123,16 @@ TEST(Generate, NonFiniteLogitsAreAnErrorNamingTheStep) {
       EXPECT_NE(std::string(e.what()).find("lg inspect --check"), std::string::npos) << e.what();
     }
   }
+  // A one-token prompt's first step is its prefill too.
+  CountingLane one(64);
+  one.nan_at = 0;
+  try {
+    generate(one, std::vector<int32_t>{1}, o);
+    FAIL() << "expected an error at position 0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the prefill step at position 0 gave non-finite logits"), std::string::npos)
+        << e.what();
+  }
   CountingLane finite(64);  // the same loop without NaN runs to the token limit
   EXPECT_EQ(generate(finite, std::vector<int32_t>{1, 2, 3}, o).tokens.size(), 8u);
 }

@@ -75,7 +75,8 @@ std::vector<SeqResult> CpuLane::step(std::span<const SeqStep> batch) {
     // One pass over V floats per sequence (the forward itself reads every weight): a NaN or Inf
     // here would otherwise pick a garbage token silently.
     const int64_t last = batch[b].start_pos + static_cast<int64_t>(batch[b].tokens.size()) - 1;
-    runtime::check_finite_logits(row, last, batch[b].tokens.size() > 1, "cpu");
+    // A prefill: several tokens, or a one-token prompt's first step.
+    runtime::check_finite_logits(row, last, batch[b].tokens.size() > 1 || batch[b].start_pos == 0, "cpu");
     out[b].argmax = runtime::argmax(row);
     if (batch[b].want_logits) out[b].logits.assign(row.begin(), row.end());
   }
