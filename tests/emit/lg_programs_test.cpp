@@ -42,6 +42,13 @@ std::string read_text(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+/// How many times `what` occurs in `src`.
+size_t count(const std::string& src, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+  return n;
+}
+
 /// `g` made batched (ir::make_batched: ragged steps, paged bf16 states), lifted, fused and emitted
 /// as the compiled lane and `lg compile` emit it.
 CudaProgram emit_batched(ir::Graph& g, const ir::BatchOptions& batch) {
@@ -228,11 +235,6 @@ TEST(EmitLgPrograms, RowNormsOfADecodeStepReduceBlockWide) {
 // them apart (the A/B knob). Qwen 3's gate/up input is staged in shared memory by the RMSNorm
 // prologue and stays apart unless LG_COMPILED_GEMV_JOIN=1. Every decode GEMV loads in batches.
 TEST(EmitLgPrograms, GateAndUpOfAStoredRowShareOneDecodeLoop) {
-  auto count = [](const std::string& src, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
-    return n;
-  };
   auto emit = [&](const std::string& lg, const std::string& fixture, const char* join) {
     nlohmann::json config = config_of(kShared + "/fixtures/" + fixture);
     config["dtype"] = "bfloat16";  // the fast path streams bf16 weights (the fixtures are fp32)
@@ -267,11 +269,6 @@ TEST(EmitLgPrograms, GateAndUpOfAStoredRowShareOneDecodeLoop) {
 // q/k/v kernel of Qwen3-30B-A3B an occupancy step (113 -> 76 registers), and the kernel traps if
 // ever launched at T > 1; LG_COMPILED_GEMV_DECODE_ONLY=0 keeps the fallback (the A/B knob).
 TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
-  auto count = [](const std::string& src, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
-    return n;
-  };
   auto emit = [&](const char* knob, const char* value) {
     nlohmann::json config = config_of(kShared + "/fixtures/tiny-qwen3");
     config["dtype"] = "bfloat16";  // the decode GEMV streams bf16 weights (the fixtures are fp32)
@@ -306,11 +303,6 @@ TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
 // LG_COMPILED_GEMV_SPLIT=0 turns it off; =8 lets the 22M model's short rows take 8 (its locks run
 // that form on a GPU).
 TEST(EmitLgPrograms, FewOutputDecodeGemvsSplitKAcrossWarps) {
-  auto count = [](const std::string& src, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
-    return n;
-  };
   nlohmann::json c06 = config_of(kShared + "/models/qwen3-pycode-22m");
   c06.update({{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_hidden_layers", 2}, {"num_attention_heads", 16},
               {"num_key_value_heads", 8}, {"head_dim", 128}});
