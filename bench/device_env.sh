@@ -11,6 +11,9 @@
 #                        on the hand-written lane (a bundle without the other families' fixtures)
 #   moe_locks_dir        the same with the tiny-qwen3-moe lock only (bundle its fixture:
 #                        LG_BUNDLE_FIXTURES=tiny-qwen3-moe)
+#   compiled_checks      compiled_lane_tests and the compiled lane's locks (the checks the session
+#                        13 call scripts each repeated)
+#   step_ms LABEL SHAPE [ENV=VALUE...]   a compiled-lane decode line (B = 1, 16) for A/B tables
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -39,4 +42,32 @@ qwen_locks_dir() {
 
 moe_locks_dir() {
   locks_folder /tmp/lkm tiny-qwen3-moe
+}
+
+# compiled_checks: what every call that changes the compiled lane runs first: compiled_lane_tests
+# (carried as .carry/compiled_lane_tests.xz; bundle tiny-qwen3-moe and tiny-gemma3 for all 14),
+# the MoE lock and the Qwen locks on the compiled lane, with --compare-logits and with
+# --batch-with 16. Logs in $out; prints the verdicts.
+compiled_checks() {
+  unpack_xz compiled_lane_tests
+  LG_SHARED_DIR=/tmp/lgshared timeout 200 /tmp/compiled_lane_tests > "$out/compiled_lane_tests.txt" 2>&1
+  echo "compiled_lane_tests rc $?"
+  grep -E "^\[  (PASSED|FAILED) |FAILED  \]" "$out/compiled_lane_tests.txt" | head -12
+  { timeout 60 $lg lock check --lane compiled --locks "$(moe_locks_dir)" --shared /tmp/lgshared --compare-logits
+    timeout 150 $lg lock check --lane compiled --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --compare-logits
+    timeout 150 $lg lock check --lane compiled --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --batch-with 16
+  } > "$out/locks_compiled.txt" 2>&1
+  grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_compiled.txt"
+}
+
+# step_ms LABEL SHAPE [ENV=VALUE...]: one line of decode ms a step at B = 1 and 16, 512 positions,
+# compiled lane, under the given environment (an A/B knob), appended to $out/ab.txt and printed.
+step_ms() {
+  local label=$1 shape=$2
+  shift 2
+  local r
+  r=$(env "$@" timeout 100 $lg bench --shape "$shape" --lane compiled --prompt-len 2 --batch 1,16 --context 512 \
+    --kv-tokens 12000 2>&1 | grep -E "^ +[0-9]+ +512")
+  { echo "== $label $(basename "$shape") $*"; echo "$r"; } >> "$out/ab.txt"
+  echo "$label $(basename "$shape"): $(echo "$r" | awk '{printf "B%s %s ms  ", $1, $3}')"
 }
