@@ -45,7 +45,7 @@ double number(const json& v, const char* name) {
 int64_t integer(const json& v, const char* name) {
   // JSON has one number type: an integer past uint64 (1e20, 100000000000000000000) parses as a
   // double, and is too large rather than "not an integer".
-  if (v.is_number_float() && std::fabs(v.get<double>()) >= 9.2e18 && std::isfinite(v.get<double>()))
+  if (v.is_number_float() && v.get<double>() >= 9.2e18 && std::isfinite(v.get<double>()))
     throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
   if (!v.is_number_integer())
     throw RequestError(name, fmt::format("'{}' must be an integer, got {}", name, v.is_number() ? v.dump() : v.type_name()));
