@@ -1,7 +1,7 @@
 // Lab (issue 16): the experts of a step of T tokens (prefill, or a batch of decode tokens) as
 // grouped GEMMs on the tensor cores, against a plain CUDA-core reference, at the Qwen3-30B-A3B
-// shape (128 experts, top-8, hidden 2048, expert FFN 768). Not yet run on a GPU: written at the
-// end of session 12 for the next session to measure (bench/RESULTS.md).
+// shape (128 experts, top-8, hidden 2048, expert FFN 768). The WMMA form first ran in session 13
+// (bench/RESULTS.md, "Thirteenth session").
 //
 // The compiled lane's experts stages at T > 1 (src/emit/cuda/experts.cpp, grouped_experts) group
 // the (token, slot) pairs by expert inside each block and take warp-wide dot products on CUDA
@@ -21,8 +21,16 @@
 // math); the tensor-core form rounds the activations to bf16 (2^-9 relative), so the comparison
 // is a relative error, printed, with a bound of 1e-2 on the norm.
 //
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/moe_grouped_mma_lab.cu -o moe_grouped_mma_lab
+// Second form (added in session 13 after the first ran; not yet run on a GPU): the same sorted
+// segments through cuBLAS's grouped GEMM (cublasGemmGroupedBatchedEx: one problem per routed
+// expert for gate, up and down, bf16 in, f32 compute), with the per-expert counts copied to the
+// host first (the API takes each problem's sizes on the host), a SwiGLU kernel between. It prints a
+// second row per T, "cublas", with the same columns (route includes the count copy and the
+// pointer arrays' upload), checked against the same reference.
+//
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/moe_grouped_mma_lab.cu -lcublas -o moe_grouped_mma_lab
 // Run:   ./moe_grouped_mma_lab [T list, default 16,64,512,2048]
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -44,6 +52,15 @@
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
       std::exit(1);                                                                    \
     }                                                                                  \
+  } while (0)
+
+#define CKB(x)                                                                  \
+  do {                                                                          \
+    cublasStatus_t s_ = (x);                                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
+      std::fprintf(stderr, "%s:%d cublas status %d\n", __FILE__, __LINE__, (int)s_); \
+      std::exit(1);                                                             \
+    }                                                                           \
   } while (0)
 
 using bf16 = __nv_bfloat16;
@@ -216,6 +233,59 @@ __global__ void __launch_bounds__(kThreads) down_mma(const bf16* act, const bf16
   }
 }
 
+// act[i] = bf16(silu(g[i]) * u[i]) over every sorted row (the cuBLAS form's SwiGLU).
+__global__ void swiglu_rows(const float* g, const float* u, long n, bf16* act) {
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+    act[i] = __float2bfloat16(g[i] / (1.0f + expf(-g[i])) * u[i]);
+}
+
+// The cuBLAS form's GEMMs for one step: per routed expert e (count m_e), with row-major data seen
+// as column-major transposes: G_e^T [F, m_e] = Wg_e [F, D] . X_e^T (op T on Wg's [D, F] view,
+// lda = D; X_e^T [D, m_e], ldb = D; ldc = F), the same for up; then Y_e^T [D, m_e] = Wd_e . Act_e^T
+// (k = F). One group per problem (group_size 1): the sizes differ by expert.
+struct CublasGrouped {
+  cublasHandle_t h{};
+  std::vector<cublasOperation_t> ta, tb;
+  std::vector<int> m, n, k, lda, ldb, ldc, gs;
+  std::vector<float> alpha, beta;
+  std::vector<const void*> a, b;
+  std::vector<void*> c;
+  const void** d_a = nullptr;
+  const void** d_b = nullptr;
+  void** d_c = nullptr;
+
+  explicit CublasGrouped(int max_problems) {
+    CKB(cublasCreate(&h));
+    CK(cudaMalloc(&d_a, max_problems * sizeof(void*)));
+    CK(cudaMalloc(&d_b, max_problems * sizeof(void*)));
+    CK(cudaMalloc(&d_c, max_problems * sizeof(void*)));
+  }
+  void clear() {
+    for (auto* v : {&m, &n, &k, &lda, &ldb, &ldc, &gs}) v->clear();
+    ta.clear(), tb.clear(), alpha.clear(), beta.clear(), a.clear(), b.clear(), c.clear();
+  }
+  // C^T [M, N] = op_T(A: [K, M] view, ld K) . B^T [K, N] (ld K), C ld M.
+  void add(int M, int N, int K, const void* A, const void* B, void* C) {
+    ta.push_back(CUBLAS_OP_T), tb.push_back(CUBLAS_OP_N);
+    m.push_back(M), n.push_back(N), k.push_back(K), lda.push_back(K), ldb.push_back(K), ldc.push_back(M);
+    gs.push_back(1), alpha.push_back(1.0f), beta.push_back(0.0f);
+    a.push_back(A), b.push_back(B), c.push_back(C);
+  }
+  void upload() {
+    const size_t g = m.size();
+    CK(cudaMemcpy(d_a, a.data(), g * sizeof(void*), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_b, b.data(), g * sizeof(void*), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_c, c.data(), g * sizeof(void*), cudaMemcpyHostToDevice));
+  }
+  void launch(cudaDataType_t ctype) {
+    const int g = (int)m.size();
+    if (g == 0) return;
+    CKB(cublasGemmGroupedBatchedEx(h, ta.data(), tb.data(), m.data(), n.data(), k.data(), alpha.data(), d_a, CUDA_R_16BF,
+                                   lda.data(), d_b, CUDA_R_16BF, ldb.data(), beta.data(), d_c, ctype, ldc.data(), g,
+                                   gs.data(), CUBLAS_COMPUTE_32F));
+  }
+};
+
 __global__ void combine(const float* resid, const float* w, const int* pos, const float* y, int T, float* out) {
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (long)T * kD; i += (long)gridDim.x * blockDim.x) {
     const long t = i / kD, d = i % kD;
@@ -308,11 +378,15 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&ntiles, 4));
   CK(cudaMalloc(&pos, Pmax * 4));
   CK(cudaMalloc(&pair_at, Pmax * 4));
+  float *gbuf, *ubuf;  // the cuBLAS form's gate and up outputs, f32 at sorted positions
+  CK(cudaMalloc(&gbuf, (size_t)Pmax * kF * 4));
+  CK(cudaMalloc(&ubuf, (size_t)Pmax * kF * 4));
+  CublasGrouped gu(2 * kE), dn(kE);
   std::mt19937 rng(16);
   std::printf("experts of T tokens at the 30B-A3B shape (E %d, top-%d, D %d, F %d): tensor-core grouped GEMMs\n", kE, kK,
               kD, kF);
-  std::printf("%6s %8s %10s %10s %10s %10s %11s %11s\n", "T", "experts", "route us", "gate/up us", "down us",
-              "layer us", "act relerr", "out relerr");
+  std::printf("%6s %8s %10s %10s %10s %10s %11s %11s  %s\n", "T", "experts", "route us", "gate/up us", "down us",
+              "layer us", "act relerr", "out relerr", "form");
   for (int T : Ts) {
     const int P = T * kK;
     // Routing: k distinct experts a token, weights positive and summing to 1; activations ~N(0, 1).
@@ -339,71 +413,109 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(w, hw.data(), P * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(x, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(resid, hr.data(), hr.size() * 4, cudaMemcpyHostToDevice));
-    // Poisoned outputs: a position the kernels fail to write shows up as NaN.
-    CK(cudaMemset(act, 0xff, (size_t)P * kF * 2));
-    CK(cudaMemset(y, 0xff, (size_t)P * kD * 4));
-    CK(cudaMemset(out, 0xff, (size_t)T * kD * 4));
+    // The reference first (f32 activations, a warp per output), then each form against it.
+    ref_gate_up<<<(unsigned)(((long)P * kF * 32 + 255) / 256), 256>>>(x, idx, wg, wu, P, ref_act);
+    ref_down<<<(unsigned)(((long)T * kD * 32 + 255) / 256), 256>>>(ref_act, idx, w, wd, resid, T, ref_out);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<float> href_act((size_t)P * kF), href_out((size_t)T * kD);
+    CK(cudaMemcpy(href_act.data(), ref_act, href_act.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(href_out.data(), ref_out, href_out.size() * 4, cudaMemcpyDeviceToHost));
+    const int experts = (int)std::count(used.begin(), used.end(), true);
     cudaEvent_t ev[5];
     for (auto& e : ev) CK(cudaEventCreate(&e));
-    auto run = [&] {
-      CK(cudaEventRecord(ev[0]));
+    auto route = [&] {
       CK(cudaMemsetAsync(counts, 0, kE * 4));
       count_pairs<<<(P + 255) / 256, 256>>>(idx, P, counts);
       plan_tiles<<<1, 1>>>(counts, seg, cursor, tile_e, tile_r0, ntiles);
       place_pairs<<<(P + 255) / 256, 256>>>(idx, P, seg, cursor, pos, pair_at);
       gather_rows<<<std::min<long>(((long)P * kD + 255) / 256, 8192), 256>>>(x, pair_at, P, xs);
+    };
+    auto combine_out = [&] {
+      combine<<<std::min<long>(((long)T * kD + 255) / 256, 8192), 256>>>(resid, w, pos, y, T, out);
+    };
+    // WMMA tiles: route, gate/up, down, combine; no host round trip.
+    auto run_wmma = [&] {
+      CK(cudaEventRecord(ev[0]));
+      route();
       CK(cudaEventRecord(ev[1]));
       gate_up_mma<<<dim3(P / BM + kE, kF / BN), kThreads>>>(xs, wg, wu, seg, tile_e, tile_r0, ntiles, act);
       CK(cudaEventRecord(ev[2]));
       down_mma<<<dim3(P / BM + kE, kD / BN), kThreads>>>(act, wd, seg, tile_e, tile_r0, ntiles, y);
       CK(cudaEventRecord(ev[3]));
-      combine<<<std::min<long>(((long)T * kD + 255) / 256, 8192), 256>>>(resid, w, pos, y, T, out);
+      combine_out();
       CK(cudaEventRecord(ev[4]));
     };
-    run();
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    // Timed: the median of 20 runs.
-    std::vector<float> tr, tg, td, tl;
-    for (int it = 0; it < 20; ++it) {
-      run();
-      CK(cudaEventSynchronize(ev[4]));
-      float a, b, c, d;
-      CK(cudaEventElapsedTime(&a, ev[0], ev[1]));
-      CK(cudaEventElapsedTime(&b, ev[1], ev[2]));
-      CK(cudaEventElapsedTime(&c, ev[2], ev[3]));
-      CK(cudaEventElapsedTime(&d, ev[0], ev[4]));
-      tr.push_back(a), tg.push_back(b), td.push_back(c), tl.push_back(d);
-    }
-    auto med = [](std::vector<float> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2] * 1e3f;
-    };
-    // The reference, and the comparison (act: the tensor-core form's bf16 products, unsorted).
-    ref_gate_up<<<(unsigned)(((long)P * kF * 32 + 255) / 256), 256>>>(x, idx, wg, wu, P, ref_act);
-    ref_down<<<(unsigned)(((long)T * kD * 32 + 255) / 256), 256>>>(ref_act, idx, w, wd, resid, T, ref_out);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    std::vector<uint16_t> hact((size_t)P * kF);
-    std::vector<int> hpos(P);
-    std::vector<float> href_act((size_t)P * kF), hout((size_t)T * kD), href_out((size_t)T * kD);
-    CK(cudaMemcpy(hact.data(), act, hact.size() * 2, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(hpos.data(), pos, P * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(href_act.data(), ref_act, href_act.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(hout.data(), out, hout.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(href_out.data(), ref_out, href_out.size() * 4, cudaMemcpyDeviceToHost));
-    std::vector<float> act_by_pair((size_t)P * kF);
-    for (int j = 0; j < P; ++j)
-      for (int f = 0; f < kF; ++f) {
-        const uint32_t bits = (uint32_t)hact[(size_t)hpos[j] * kF + f] << 16;
-        float v;
-        std::memcpy(&v, &bits, 4);
-        act_by_pair[(size_t)j * kF + f] = v;
+    // cuBLAS grouped GEMMs: the route also copies the counts to the host and uploads the problems'
+    // pointer arrays (cuBLAS takes each problem's sizes on the host).
+    auto run_cublas = [&] {
+      CK(cudaEventRecord(ev[0]));
+      route();
+      std::vector<int> hc(kE);
+      CK(cudaMemcpy(hc.data(), counts, kE * 4, cudaMemcpyDeviceToHost));
+      gu.clear(), dn.clear();
+      for (int e = 0, at = 0; e < kE; at += hc[e], ++e) {
+        if (hc[e] == 0) continue;
+        const size_t we = (size_t)e * kF * kD;
+        gu.add(kF, hc[e], kD, wg + we, xs + (size_t)at * kD, gbuf + (size_t)at * kF);
+        gu.add(kF, hc[e], kD, wu + we, xs + (size_t)at * kD, ubuf + (size_t)at * kF);
+        dn.add(kD, hc[e], kF, wd + we, act + (size_t)at * kF, y + (size_t)at * kD);
       }
-    const int experts = (int)std::count(used.begin(), used.end(), true);
-    const double ea = rel_err(act_by_pair, href_act), eo = rel_err(hout, href_out);
-    std::printf("%6d %8d %10.1f %10.1f %10.1f %10.1f %11.2e %11.2e%s\n", T, experts, med(tr), med(tg), med(td), med(tl),
-                ea, eo, ea <= 1e-2 && eo <= 1e-2 ? "" : "  FAIL (bound 1e-2)");
+      gu.upload(), dn.upload();
+      CK(cudaEventRecord(ev[1]));
+      gu.launch(CUDA_R_32F);
+      swiglu_rows<<<std::min<long>(((long)P * kF + 255) / 256, 8192), 256>>>(gbuf, ubuf, (long)P * kF, act);
+      CK(cudaEventRecord(ev[2]));
+      dn.launch(CUDA_R_32F);
+      CK(cudaEventRecord(ev[3]));
+      combine_out();
+      CK(cudaEventRecord(ev[4]));
+    };
+    auto measure = [&](const char* form, auto&& run) {
+      // Poisoned outputs: a position the kernels fail to write shows up as NaN.
+      CK(cudaMemset(act, 0xff, (size_t)P * kF * 2));
+      CK(cudaMemset(y, 0xff, (size_t)P * kD * 4));
+      CK(cudaMemset(out, 0xff, (size_t)T * kD * 4));
+      run();
+      CK(cudaGetLastError());
+      CK(cudaDeviceSynchronize());
+      std::vector<uint16_t> hact((size_t)P * kF);
+      std::vector<int> hpos(P);
+      std::vector<float> hout((size_t)T * kD);
+      CK(cudaMemcpy(hact.data(), act, hact.size() * 2, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hpos.data(), pos, P * 4, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hout.data(), out, hout.size() * 4, cudaMemcpyDeviceToHost));
+      // Timed: the median of 20 runs.
+      std::vector<float> tr, tg, td, tl;
+      for (int it = 0; it < 20; ++it) {
+        run();
+        CK(cudaEventSynchronize(ev[4]));
+        float a, b, c, d;
+        CK(cudaEventElapsedTime(&a, ev[0], ev[1]));
+        CK(cudaEventElapsedTime(&b, ev[1], ev[2]));
+        CK(cudaEventElapsedTime(&c, ev[2], ev[3]));
+        CK(cudaEventElapsedTime(&d, ev[0], ev[4]));
+        tr.push_back(a), tg.push_back(b), td.push_back(c), tl.push_back(d);
+      }
+      auto med = [](std::vector<float> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2] * 1e3f;
+      };
+      // act is the form's bf16 products at sorted positions: unsort it by pair.
+      std::vector<float> act_by_pair((size_t)P * kF);
+      for (int j = 0; j < P; ++j)
+        for (int f = 0; f < kF; ++f) {
+          const uint32_t bits = (uint32_t)hact[(size_t)hpos[j] * kF + f] << 16;
+          float v;
+          std::memcpy(&v, &bits, 4);
+          act_by_pair[(size_t)j * kF + f] = v;
+        }
+      const double ea = rel_err(act_by_pair, href_act), eo = rel_err(hout, href_out);
+      std::printf("%6d %8d %10.1f %10.1f %10.1f %10.1f %11.2e %11.2e  %s%s\n", T, experts, med(tr), med(tg), med(td),
+                  med(tl), ea, eo, form, ea <= 1e-2 && eo <= 1e-2 ? "" : "  FAIL (bound 1e-2)");
+    };
+    measure("wmma", run_wmma);
+    measure("cublas", run_cublas);
     for (auto& e : ev) CK(cudaEventDestroy(e));
   }
   return 0;
