@@ -38,9 +38,15 @@ int32_t Sampler::pick(std::span<const float> logits) {
     return la != lb ? la > lb : a < b;
   };
   const size_t keep = options_.top_k > 0 ? std::min(V, static_cast<size_t>(options_.top_k)) : V;
-  // Softmax denominator over the kept candidates (the top_k of them), in double.
-  const double top = *std::max_element(logits.begin(), logits.end()) * inv_t;
-  auto weight = [&](int32_t id) { return std::exp(logits[static_cast<size_t>(id)] * inv_t - top); };
+  // Softmax weights relative to the largest logit, in double: exp((l - max) / T). Subtracting
+  // before scaling keeps a tiny temperature finite (1 / 2.3e-308 times a logit of 10 overflows,
+  // and inf - inf gave NaN weights: every draw was id 0); the largest logit weighs 1 even where
+  // 1 / T is inf, so T -> 0 draws among the argmaxes, as the limit should.
+  const double top = *std::max_element(logits.begin(), logits.end());
+  auto weight = [&](int32_t id) {
+    const double l = logits[static_cast<size_t>(id)];
+    return l == top ? 1.0 : std::exp((l - top) * inv_t);
+  };
   size_t sorted = std::min(keep, V < 1024 ? V : size_t{1024});
   if (keep < V) {  // top-k: the k best, sorted
     std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(keep), ids.end(), by_logit);

@@ -34,6 +34,18 @@ TEST(Sampler, FrequenciesFollowTheTemperedSoftmax) {
   for (size_t k = 0; k < l.size(); ++k) EXPECT_NEAR(count[k] / double(n), p[k], 0.015) << "token " << k;
 }
 
+// A temperature near zero is the greedy limit: 1 / T overflows (2.3e-308: logit / T is inf) or is
+// inf itself (a subnormal T); the draw must still be the argmax, never a NaN weight's id 0.
+TEST(Sampler, TinyTemperaturesPickTheArgmax) {
+  const std::vector<float> l = {-3.0f, 10.0f, 9.5f, 12.25f, 0.0f};
+  for (double t : {1e-3, 1e-300, 2.3e-308, 1e-310, 5e-324}) {
+    for (double top_p : {1.0, 0.9}) {
+      Sampler s({t, 0, top_p, 3});
+      for (int i = 0; i < 20; ++i) EXPECT_EQ(s.pick(l), 3) << "temperature " << t << ", top_p " << top_p;
+    }
+  }
+}
+
 TEST(Sampler, TopKAndTopPCutTheTail) {
   const std::vector<float> l = {3.0f, 2.9f, 0.0f, -1.0f, 2.8f};
   Sampler k1({1.0, 1, 1, 7});
