@@ -138,6 +138,12 @@ int run(const RunOpts& o) {
                  lane_name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s");
   lg::LaneOptions lane_options = o.lane_options;
   lane_options.max_seq = max_seq;
+  // The lane would say "one context ... (--max-seq)", but here the context is the run's own.
+  if (lane_options.kv_tokens > 0 && lane_options.kv_tokens < max_seq)
+    throw lg::Error(fmt::format("a KV cache of {} tokens (--kv-tokens) holds less than this run needs: {} positions for a "
+                                "{}-token prompt and up to {} new tokens (--max-tokens); give at least {}, or a smaller "
+                                "--max-tokens",
+                                lane_options.kv_tokens, max_seq, n, o.max_tokens, max_seq));
   auto lane = lg::make_lane(lane_name, dir, lane_options);
   startup.mark("make lane", lane->name());
   if (!o.quiet)

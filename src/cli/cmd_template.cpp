@@ -6,6 +6,7 @@
 // messages exactly as the file holds them, as apply_chat_template does.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -34,6 +35,7 @@ json read_json(const std::string& path) {
   if (path == "-") {
     text = lg::read_text_input(std::cin, "standard input");
   } else {
+    if (std::filesystem::is_directory(path)) throw lg::Error(fmt::format("{}: is a directory, not a messages file", path));
     std::ifstream f(path, std::ios::binary);
     if (!f) throw lg::Error(fmt::format("{}: cannot be read", path));
     text = lg::read_text_input(f, path);
@@ -79,6 +81,8 @@ lg::chat::ChatInput read_input(const std::string& path, bool add_generation_prom
         fmt::format("{}: must hold an array of messages or an object with 'messages', not {}", path, j.type_name()));
   }
   if (!in.messages.is_array()) throw lg::Error(fmt::format("{}: 'messages' must be an array", path));
+  // As lg serve answers it (templates index messages[0] and fail with their own words).
+  if (in.messages.empty()) throw lg::Error(fmt::format("{}: 'messages' is empty", path));
   for (size_t i = 0; i < in.messages.size(); ++i) {
     if (!in.messages[i].is_object())
       throw lg::Error(fmt::format("{}: messages[{}] must be an object, not {}", path, i, in.messages[i].type_name()));

@@ -13,6 +13,8 @@ namespace lg::model {
 namespace fs = std::filesystem;
 
 ModelDir ModelDir::open(const fs::path& dir) {
+  if (fs::exists(dir) && !fs::is_directory(dir))
+    throw Error(fmt::format("{}: is a file, not a model directory (give the directory holding config.json)", dir.string()));
   if (!fs::is_directory(dir)) throw Error(fmt::format("{}: model directory does not exist", dir.string()));
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path))

@@ -216,6 +216,15 @@ TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
                             "-i - -o - < /dev/null");
   EXPECT_EQ(big.code, 1) << big.out;
   EXPECT_NE(big.out.find("--kv-tokens"), std::string::npos) << big.out;
+  // lg run sizes its context from the prompt and --max-tokens, so it names those, not --max-seq
+  // (a new user followed "or a smaller --max-seq" and got a cut-short answer).
+  const CliRun run = run_lg("run -m " + kSource + "/models/qwen3-pycode-22m --lane cpu -q -n 100 -p x --kv-tokens 50");
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("a KV cache of 50 tokens (--kv-tokens) holds less than this run needs: 100 positions for a "
+                         "1-token prompt and up to 100 new tokens (--max-tokens)"),
+            std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("--max-seq"), std::string::npos) << run.out;
 }
 
 // The 22M model's step is mostly its LM head (151,936 x 128): batched, the weights are read once

@@ -99,6 +99,14 @@ TEST(CliTemplate, ExplainsWhatIsWrong) {
              "ulimit -v 1500000; ");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("lg: error: /dev/zero: larger than 64 MiB"), std::string::npos) << r.out;
+  // An empty list (as lg serve says it; the templates would fail on messages[0] in their own
+  // words) and a directory in place of the file.
+  r = run_template(kTokenizers / "gemma3", "[]");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("'messages' is empty"), std::string::npos) << r.out;
+  r = run_lg("template --model " + (kTokenizers / "gemma3").string() + " --messages " + kTokenizers.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("is a directory, not a messages file"), std::string::npos) << r.out;
   r = run_lg("template --model " + (kTokenizers / "gemma3").string());
   EXPECT_EQ(r.code, 2) << r.out;  // --messages is required: a usage error
 }

@@ -401,6 +401,8 @@ TEST(ModelDir, MissingDirectoryOrConfig) {
   TempDir dir;
   EXPECT_HAS(error_of([&] { ModelDir::open(dir / "nope"); }), "nope: model directory does not exist");
   EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "missing config.json");
+  write_file(dir / "a_file", "{}");  // a path that exists, but is not a directory
+  EXPECT_HAS(error_of([&] { ModelDir::open(dir / "a_file"); }), "a_file: is a file, not a model directory");
   // A config but no weights.
   write_file(dir / "config.json", qwen3_22m().dump());
   EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "no model.safetensors");
