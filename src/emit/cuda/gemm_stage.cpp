@@ -105,11 +105,12 @@ GemmGroups gemm_groups(const lift::StagedProgram& p, int32_t s) {
 /// One group's part of the stage's loop: its body for output element e, and its element count
 /// (total as text; c * T^tp).
 struct GroupLoop {
-  std::string body, total;
+  std::string total;
   int64_t c = 1;
   int32_t tp = 0;
   /// The body's parts: the output's index, its dot products, the epilogue (lane 0's stores).
   std::string index, dots, epilogue;
+  std::string body() const { return index + dots + epilogue; }
 };
 
 /// The merged loop's element count over every group, as text, and as the constant factor of T.
@@ -173,8 +174,7 @@ void split_loop(const std::vector<GroupLoop>& loops, int S, size_t nmm, std::vec
 int Renderer::decode_split(const std::set<ir::ValueId>& groups, const std::vector<ir::ValueId>& mms,
                            const std::map<ir::ValueId, std::pair<std::string, bool>>& staged) {
   const char* knob = std::getenv("LG_COMPILED_GEMV_SPLIT");
-  const char* batch = std::getenv("LG_COMPILED_GEMV_BATCH");
-  if (!decode_only || (knob && std::string(knob) == "0") || (batch && std::string(batch) == "0")) return 1;
+  if (!decode_only || knob_off("LG_COMPILED_GEMV_SPLIT") || knob_off("LG_COMPILED_GEMV_BATCH")) return 1;
   int64_t outs = 0;  // output elements at T = 1
   for (ir::ValueId gr : groups) {
     const ir::Shape& sh = g.at(gr).shape;
@@ -218,8 +218,7 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
        << "    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
        << "    const long nwarps = ((long)gridDim.x * blockDim.x) >> 5;\n"
        << "    const int lane = threadIdx.x & 31;\n    float ";
-  const char* knob = std::getenv("LG_COMPILED_GEMV_DECODE_ONLY");
-  decode_only = !scratch_dots && has_gemm_prefill_form(p, s) && !(knob && std::string(knob) == "0");
+  decode_only = !scratch_dots && has_gemm_prefill_form(p, s) && !knob_off("LG_COMPILED_GEMV_DECODE_ONLY");
   for (size_t j = 0; j < mms.size(); ++j) os << (j ? ", " : "") << "dot" << j << " = 0.0f";
   os << ";\n";
   auto nodes = closure(s);
@@ -236,7 +235,6 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
   std::vector<GroupLoop> loops;
   for (ir::ValueId gr : groups) {
     GroupLoop gl;
-    std::ostringstream gs;
     const ir::Shape& shape = g.at(gr).shape;
     std::vector<ir::ValueId> members;
     for (ir::ValueId m : mms)
@@ -253,17 +251,16 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
       if (!d.is_const()) ++gl.tp;
     }
     gl.index = "      " + delinear(shape, "e", ix, "t_") + "\n";
-    gs << gl.index;
+    std::ostringstream ds, gs;  // the dot products, the epilogue
     if (scratch_dots) {
       for (ir::ValueId m : members) {
         const size_t j = static_cast<size_t>(std::find(mms.begin(), mms.end(), m) - mms.begin());
-        gs << "      " << dots[m] << " = d" << j << "[" << linear(shape, ix) << "];\n";
+        ds << "      " << dots[m] << " = d" << j << "[" << linear(shape, ix) << "];\n";
       }
     } else {
-      gl.dots = gemv_dots(members, ix, dots, staged, name);
-      gs << gl.dots;
+      ds << gemv_dots(members, ix, dots, staged, name);
     }
-    const size_t epilogue_at = gs.str().size();
+    gl.dots = ds.str();
     gs << "      if (lane == 0) {\n";
     for (ir::ValueId v : gg.outs) {
       if (gg.find(*gg.dep.at(v).begin()) != gr) continue;
@@ -276,8 +273,7 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
       gs << "        p" << arg(v, true) << "[" << linear(shape, ix) << "] = " << call(name, v, ix) << ";\n";
     }
     gs << "      }\n";
-    gl.body = gs.str();
-    gl.epilogue = gl.body.substr(epilogue_at);
+    gl.epilogue = gs.str();
     loops.push_back(std::move(gl));
   }
   // Groups share one loop over all their outputs when they agree on the power of T, so that a
@@ -290,12 +286,12 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
     wc.push_back(c);
     wp.push_back(loops.empty() ? 0 : loops[0].tp);
     os << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n"
-       << group_dispatch(loops, [](const GroupLoop& l) { return l.body; }) << "    }\n";
+       << group_dispatch(loops, [](const GroupLoop& l) { return l.body(); }) << "    }\n";
   } else {
     for (const GroupLoop& l : loops) {
       wc.push_back(l.c);
       wp.push_back(l.tp);
-      os << "    for (long e = warp; e < " << l.total << "; e += nwarps) {\n" << l.body << "    }\n";
+      os << "    for (long e = warp; e < " << l.total << "; e += nwarps) {\n" << l.body() << "    }\n";
     }
   }
   os << "  }\n";

@@ -83,11 +83,6 @@ std::string bf16x8_dot(const std::string& acc, const std::string& w, const std::
 
 namespace {
 
-bool knob_off(const char* name) {
-  const char* e = std::getenv(name);
-  return e && std::string(e) == "0";
-}
-
 /// The decode form (T == 1) of GEMVs that read one activation row: `rows` holds, per GEMV, its
 /// bf16 weight W[N, K] (a kernel parameter) and the dot it sets; `o` is the output index, `xa`
 /// the row as float4 (read via __ldg when `ldg`: a row another stage stored). One loop streams

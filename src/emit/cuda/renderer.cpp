@@ -15,10 +15,12 @@ ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v) {
   return v;
 }
 
-bool early_launch() {
-  const char* e = std::getenv("LG_COMPILED_EARLY_LAUNCH");
-  return !(e && std::string(e) == "0");
+bool knob_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "0";
 }
+
+bool early_launch() { return !knob_off("LG_COMPILED_EARLY_LAUNCH"); }
 
 std::string Renderer::layer_index(int64_t v) {
   if (!lift_layer) return std::to_string(v) + "L";

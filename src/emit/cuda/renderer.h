@@ -222,6 +222,8 @@ auto with_layer_lifting(const lift::StagedProgram& p, F&& render) {
 GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir::ValueId a,
                                     const std::map<ir::ValueId, std::string>& dots, const std::string& comment);
 
+/// Whether the A/B switch `name` (an environment variable) is set to "0". (renderer.cpp)
+bool knob_off(const char* name);
 /// Emit-time switches (the program text, hence its NVRTC cache key, follows them; A/B in one
 /// binary). LG_COMPILED_EARLY_LAUNCH=0: no griddepcontrol.launch_dependents after each kernel's
 /// wait (the next launch is then scheduled only as this one's blocks exit). (renderer.cpp)
