@@ -101,7 +101,7 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
   const CudaProgram prog = emit_program(p, {.bf16_states = true});
   int expert_kernels = 0;
   for (const auto& k : prog.kernels) {
-    if (k.name.find("_experts") == std::string::npos) continue;
+    if (!k.name.ends_with("_experts")) continue;  // the decode form (not _experts_route, _mma, _combine)
     ++expert_kernels;
     EXPECT_NE(k.source.find("lg_ld_stream"), std::string::npos) << k.name << ": no 16-byte bf16 weight loads";
     EXPECT_NE(k.source.find("const long e = (long)"), std::string::npos) << k.name;
@@ -122,6 +122,24 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
   // keeps (ir/batch.h), reading their inputs through the row gather: other kernels.
   EXPECT_GE(expert_kernels, 2);
   EXPECT_LE(expert_kernels, 4);
+  // At many tokens every experts launch runs on the tensor cores: route, the grouped GEMM
+  // (gate/up's SwiGLU written by the GEMM itself, two products from one activation tile), and
+  // down's routing-weighted combine as its epilogue.
+  int tensor_core_forms = 0;
+  for (const auto& l : prog.launches) {
+    if (!l.prefill || !l.prefill->experts) continue;
+    ++tensor_core_forms;
+    const auto& ex = *l.prefill->experts;
+    EXPECT_EQ(ex.experts, 128);
+    EXPECT_EQ(ex.slots, 8);
+    EXPECT_NE(prog.kernels[static_cast<size_t>(ex.route_kernel)].source.find("lg_moe::route(lg_expert"), std::string::npos);
+    const std::string& mma = prog.kernels[static_cast<size_t>(ex.gemm_kernel)].source;
+    const bool up = mma.find("lg_moe::grouped_gemm<2>") != std::string::npos;
+    EXPECT_TRUE(up || mma.find("lg_moe::grouped_gemm<1>") != std::string::npos) << mma;
+    EXPECT_EQ(l.prefill->epilogue_kernel >= 0, !up) << "a combine for down only";
+    EXPECT_EQ(ex.col_tiles, up ? 768 / 64 : 2048 / 64);
+  }
+  EXPECT_EQ(tensor_core_forms, 96);
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
 }
 

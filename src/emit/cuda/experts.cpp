@@ -12,8 +12,8 @@
 //                its order is the slots', as the CPU reference's).
 // That is the form of a step of one token (T = 1): it reads its k experts' rows and nothing else.
 // At T > 1 (batched decode, prefill) the same kernel groups the (token, slot) pairs by expert
-// (grouped_experts below), so each routed expert's rows are read once per step. What is left
-// (docs/lifting.md): tensor-core GEMMs over the grouped pairs at prefill.
+// (grouped_experts below), so each routed expert's rows are read once per step. Steps of many
+// tokens run the tensor-core form instead (experts_prefill.cpp; docs/lifting.md).
 #include <algorithm>
 
 #include "emit/cuda/expr.h"
@@ -175,7 +175,7 @@ std::string dot_registers(const std::vector<std::pair<std::string, std::string>>
 //     by expert (shared memory), then per expert in ascending order its row d in registers against
 //     the activations of its pairs, weighted, summed per token in shared memory: no atomics on the
 //     output, the same order every run (experts ascending, not slot order as the GEMV).
-// What is left: CUDA-core dot products, not tensor-core GEMMs over the grouped pairs.
+// Steps of 64 tokens and more take the tensor-core form (experts_prefill.cpp) where it applies.
 template <class Write>
 void Renderer::grouped_experts(std::ostringstream& os, const ir::Node& n, bool up, const LambdaNames& name,
                                Write&& write, int64_t E, int64_t N, int64_t C, int64_t K, const std::string& xrow) {
@@ -271,15 +271,28 @@ void Renderer::grouped_experts(std::ostringstream& os, const ir::Node& n, bool u
   }
 }
 
-void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
-  const lift::Stage& st = p.stages[static_cast<size_t>(s)];
-  ir::ValueId v = -1;  // its one moe node; the rest are its epilogue (and prologue reductions)
-  for (ir::ValueId u : st.nodes)
-    if (g.at(u).op == ir::Op::MoeGateUp || g.at(u).op == ir::Op::MoeDown) {
+ir::ValueId experts_node(const lift::StagedProgram& p, int32_t s) {
+  ir::ValueId v = -1;
+  for (ir::ValueId u : p.stages[static_cast<size_t>(s)].nodes)
+    if (p.graph.at(u).op == ir::Op::MoeGateUp || p.graph.at(u).op == ir::Op::MoeDown) {
       if (v >= 0) throw Error("emit: an experts stage computes two expert ops");
       v = u;
     }
   if (v < 0) throw Error("emit: internal error: an experts stage without an expert op");
+  return v;
+}
+
+std::string Renderer::experts_write(int32_t s, ir::ValueId v, const LambdaNames& name, const std::string& value,
+                                    const std::vector<std::string>& ix) {
+  std::string w = "{ lg_moe = " + value + ";";
+  for (ir::ValueId u : p.stages[static_cast<size_t>(s)].stores)
+    w += " p" + std::to_string(arg(u, true)) + "[o] = " + (u == v ? std::string("lg_moe") : call(name, u, ix)) + ";";
+  return w + " }";
+}
+
+void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
+  const lift::Stage& st = p.stages[static_cast<size_t>(s)];
+  const ir::ValueId v = experts_node(p, s);
   const ir::Node& n = g.at(v);
   for (ir::ValueId u : st.stores)
     if (!(g.at(u).shape == n.shape))
@@ -288,13 +301,9 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   os << "  {  // experts stage: " << ir::op_name(n.op) << "\n    float lg_moe = 0.0f;\n";
   auto nodes = closure(s);
   auto name = lambdas(s, nodes, os, {{v, "lg_moe"}});
-  // Lane 0 of the output's warp writes every store at the output's index: the experts' value
-  // itself, or what an epilogue (the residual add) makes of it.
+  // Lane 0 of the output's warp writes every store at the output's index.
   auto write = [&](const std::string& value, const std::vector<std::string>& ix) {
-    std::string w = "{ lg_moe = " + value + ";";
-    for (ir::ValueId u : st.stores)
-      w += " p" + std::to_string(arg(u, true)) + "[o] = " + (u == v ? std::string("lg_moe") : call(name, u, ix)) + ";";
-    return w + " }";
+    return experts_write(s, v, name, value, ix);
   };
   const ir::ValueId x = n.operands[0], idx = n.operands[1];
   const int64_t K = g.at(idx).shape[1].coeff;

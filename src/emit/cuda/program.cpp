@@ -134,6 +134,11 @@ std::string CudaProgram::plan_json() const {
       "GEMM launches with a `prefill` entry run at T > 1 as: pack kernels (activation -> bf16), cuBLASLt bf16 GEMMs "
       "with f32 accumulation and output (tensor cores), then the epilogue kernel; at T = 1 (decode) the fused "
       "warp-per-output GEMV kernel streams the bf16 weights";
+  j["prefill_experts"] =
+      "experts launches with a `prefill.experts` entry run at T >= min_t as: the route kernel (one block of 1024 "
+      "threads: the (token, slot) pairs grouped by expert into a route buffer), the grouped GEMM on the tensor cores "
+      "(grid (T * slots / 64 + experts + 2, col_tiles) x 128), then for moe_down the epilogue kernel (the weighted "
+      "sum over the slots and the stage's epilogue)";
   j["split_kv"] =
       "attention launches with a `split_kv` entry run on a grid of (T * items_per_row, splits) blocks: block (item, "
       "split) takes one chunk of the positions of item's token for heads_per_item query heads; the kernel takes "
@@ -176,6 +181,17 @@ std::string CudaProgram::plan_json() const {
                         {"layer", l.prefill->epilogue_layer},
                         {"block", l.prefill->block},
                         {"t_tile", l.prefill->t_tile}};
+      if (const auto& ex = l.prefill->experts)
+        pf["experts"] = {{"route", {{"kernel", kernels[static_cast<size_t>(ex->route_kernel)].name},
+                                    {"args", ex->route_args},
+                                    {"layer", ex->route_layer}}},
+                         {"grouped_gemm", {{"kernel", kernels[static_cast<size_t>(ex->gemm_kernel)].name},
+                                           {"args", ex->gemm_args},
+                                           {"layer", ex->gemm_layer},
+                                           {"col_tiles", ex->col_tiles}}},
+                         {"experts", ex->experts},
+                         {"slots", ex->slots}};
+      pf["min_t"] = l.prefill->min_t;
       e["prefill"] = pf;
     }
     j["launches"].push_back(e);
@@ -360,6 +376,47 @@ struct ProgramBuilder {
     return pf;
   }
 
+  /// The tensor-core form of an experts launch: route, grouped GEMM, and moe_down's combine as the
+  /// epilogue; the route workspace and moe_down's expert outputs are scratch of the launch.
+  LaunchPlan::Prefill plan_experts_prefill(const ExpertsPrefillRender& r, int32_t li) {
+    LaunchPlan::Prefill pf;
+    LaunchPlan::Prefill::Experts ex;
+    const std::string at = "launch" + std::to_string(li);
+    const int64_t max_pairs = max_sym[static_cast<size_t>(rows)] * r.slots;
+    // lg_moe::route_ints (src/kernels/grouped_gemm.cuh): counts, segments and tiles of the E + 1
+    // buckets, then each pair's sorted position and each position's pair.
+    const int64_t max_tiles = max_pairs / 64 + r.experts + 2;
+    const int32_t route =
+        scratch(at + ".route", DType::I32, ir::Shape{ir::Dim::constant(3 * (r.experts + 1) + 2 + 2 * max_tiles + 2 * max_pairs)}, li);
+    ex.route_kernel = kernel_for(r.route.source, "experts_route");
+    ex.route_args = args_of(r.route.args, li);
+    ex.route_args.push_back(route);
+    ex.route_layer = r.route.layer;
+    ex.gemm_kernel = kernel_for(r.gemm.source, "experts_mma");
+    ex.gemm_args = args_of(r.gemm.args, li);
+    ex.gemm_args.push_back(route);
+    ex.gemm_layer = r.gemm.layer;
+    ex.experts = r.experts;
+    ex.slots = r.slots;
+    ex.col_tiles = (r.outputs + 63) / 64;
+    if (r.combine) {
+      const int32_t y = scratch(at + ".expert_out", DType::F32, t_rows(r.slots * r.outputs), li);
+      ex.gemm_args.push_back(y);
+      pf.epilogue_kernel = kernel_for(r.combine->source, "experts_combine");
+      pf.epilogue_args = args_of(r.combine->args, li);
+      pf.epilogue_args.push_back(route);
+      pf.epilogue_args.push_back(y);
+      pf.epilogue_layer = r.combine->layer;
+      pf.work_const = {r.outputs};
+      pf.work_t_power = {1};
+    }
+    // Below this many tokens the decode form's few rows per expert beat a mostly padded tile
+    // (bench/RESULTS.md, session 14; the compiled lane's LG_COMPILED_MOE_MMA_T overrides it).
+    pf.min_t = 64;
+    pf.experts = ex;
+    return pf;
+  }
+
   void plan_launch(size_t li) {
     const auto l32 = static_cast<int32_t>(li);
     const auto& stages = p.launches[li].stages;
@@ -390,6 +447,8 @@ struct ProgramBuilder {
     if (stages.size() == 1) {
       if (auto pre = render_gemm_prefill(p, stages[0])) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
+      if (p.stages[static_cast<size_t>(stages[0])].kind == lift::StageKind::Experts)
+        if (auto ex = render_experts_prefill(p, stages[0])) lp.prefill = plan_experts_prefill(*ex, l32);
     }
     prog.launches.push_back(lp);
   }

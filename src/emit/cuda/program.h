@@ -110,6 +110,20 @@ struct LaunchPlan {
     /// The form holds for a step of one sequence only (paged flash attention: its K/V rows are
     /// gathered through that sequence's block table); other steps run the kernel above.
     bool one_sequence = false;
+    /// The form runs at steps of at least this many rows (the kernel above below it).
+    int64_t min_t = 2;
+    /// An experts stage on the tensor cores (render.h, ExpertsPrefillRender): the route kernel
+    /// (one block of 1,024 threads), then the grouped GEMM (grid (lg_moe::max_tiles(experts,
+    /// T * slots), col_tiles) x 128), each taking the route buffer (and the GEMM of moe_down the
+    /// expert-output buffer) after its buffers; then the epilogue kernel above (moe_down's
+    /// combine, args ending in the route and expert-output buffers), if any.
+    struct Experts {
+      int32_t route_kernel = -1, gemm_kernel = -1;
+      std::vector<int32_t> route_args, gemm_args;  ///< buffer ids, the scratch buffers last
+      int64_t route_layer = -1, gemm_layer = -1;
+      int64_t experts = 0, slots = 0, col_tiles = 0;
+    };
+    std::optional<Experts> experts;
   };
   std::optional<Prefill> prefill;
 };

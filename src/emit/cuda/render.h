@@ -22,6 +22,8 @@
 //   gemv.cpp           the decode GEMV's dot products, activation staging, prologue reductions
 //   gemm_prefill.cpp   the prefill GEMM: bf16 pack kernels, cuBLASLt plan, epilogue kernel
 //   attention.cpp      attention: the one-block-per-row kernel and the prefill flash attention
+//   experts.cpp        experts stages (moe_gate_up, moe_down) and topk: the decode form
+//   experts_prefill.cpp  experts stages at many tokens: route, grouped tensor-core GEMM, combine
 //   prelude.cpp        the device prelude every program starts with (text: src/kernels/*.cuh)
 //   program.cpp        emit_program: kernels deduped, launch plan, arena, plan.json
 #pragma once
@@ -124,6 +126,38 @@ struct AttentionPrefillRender {
 /// The prefill form of attention stage `stage`, or nullopt (head_dim not 16/32/64/128: the
 /// one-block-per-row kernel then serves every T).
 std::optional<AttentionPrefillRender> render_attention_prefill(const lift::StagedProgram& p, int32_t stage);
+
+/// The tensor-core form of an experts stage (moe_gate_up or moe_down) for steps of many tokens:
+/// src/kernels/grouped_gemm.cuh's route and grouped GEMM, instantiated with the stage's lambdas
+/// (experts_prefill.cpp). Kernels, in launch order:
+///   route    KERNEL_NAME(args..., int* lg_route, [lg_l,] long T): one block of 1,024 threads
+///            groups the step's T * slots (token, slot) pairs by expert into `lg_route`
+///            (lg_moe::route_ints(experts, T * slots) ints);
+///   gemm     KERNEL_NAME(args..., int* lg_route, [float* lg_y,] [lg_l,] long T): grid
+///            (lg_moe::max_tiles(experts, T * slots), ceil(outputs / 64)) x 128 threads;
+///            moe_gate_up writes the stage's stores (SwiGLU of gate and up) itself, moe_down its
+///            expert outputs to `lg_y` ([T * slots, outputs] f32 at the pairs' sorted positions);
+///   combine  (moe_down only) KERNEL_NAME(args..., int* lg_route, float* lg_y, [lg_l,] long T):
+///            one thread per output (T * outputs), the routing-weighted sum over the slots in slot
+///            order (as the decode form), then the stage's epilogue and stores.
+struct ExpertsPrefillRender {
+  struct Kernel {
+    std::string source;
+    std::vector<KernelArg> args;  ///< before the lg_route (and lg_y) parameters
+    int64_t layer = -1;           ///< as RenderedLaunch::layer
+  };
+  Kernel route, gemm;
+  std::optional<Kernel> combine;
+  int64_t experts = 0, slots = 0;   ///< E, and K of top-K
+  int64_t outputs = 0;              ///< N: outputs per (pair, matrix)
+  int64_t contraction = 0;          ///< C: a weight row's length
+};
+
+/// The tensor-core form of experts stage `stage`, or nullopt when it does not apply: the
+/// activation is not a stored f32 row (the grouped GEMM reads rows from memory), the weights are
+/// not bf16 with a contraction that is a multiple of 32, more than 4,095 experts, or
+/// LG_COMPILED_MOE_MMA=0 (an emit-time A/B switch).
+std::optional<ExpertsPrefillRender> render_experts_prefill(const lift::StagedProgram& p, int32_t stage);
 
 /// The device code every program starts with (prelude.cpp): src/kernels/flash_attention.cuh,
 /// attention_policies.cuh and device_helpers.cuh (shared with the hand-written lane).

@@ -186,6 +186,11 @@ struct Renderer {
   /// An experts stage (moe_gate_up or moe_down): a warp per output element reading the routed
   /// expert's weight row; see experts.cpp.
   void experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp);
+  /// The statement writing every store of experts stage s at output index `ix` (the element's
+  /// offset `o` in scope), the experts' value (node v, `lg_moe`) being `value`: the value itself,
+  /// or what an epilogue (the residual add) makes of it.
+  std::string experts_write(int32_t s, ir::ValueId v, const LambdaNames& name, const std::string& value,
+                            const std::vector<std::string>& ix);
   /// Its form at T > 1: the pairs grouped by expert inside each block (experts.cpp). `xrow`: the
   /// activation row's pointer expression when it is a stored buffer, else empty.
   template <class Write>
@@ -221,6 +226,10 @@ auto with_layer_lifting(const lift::StagedProgram& p, F&& render) {
 /// (gemm_prefill.cpp)
 GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir::ValueId a,
                                     const std::map<ir::ValueId, std::string>& dots, const std::string& comment);
+
+/// The one moe_gate_up or moe_down node of experts stage s (the rest are its epilogue and
+/// prologue reductions). Throws lg::Error if it has none or two. (experts.cpp)
+ir::ValueId experts_node(const lift::StagedProgram& p, int32_t s);
 
 /// Whether the A/B switch `name` (an environment variable) is set to "0". (renderer.cpp)
 bool knob_off(const char* name);

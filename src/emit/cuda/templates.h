@@ -8,6 +8,10 @@ namespace lg::emit::cuda {
 /// src/kernels/flash_attention.cuh, whole: causal GQA attention on the tensor cores (namespace
 /// lg_fa), used by attention stages at T > 1.
 extern const char* const kFlashAttentionTemplate;
+/// src/kernels/grouped_gemm.cuh, whole: the experts' route and grouped GEMM on the tensor cores
+/// (namespace lg_moe, after kFlashAttentionTemplate, whose mma helpers it uses), used by experts
+/// stages at steps of many tokens.
+extern const char* const kGroupedGemmTemplate;
 /// The body of src/kernels/attention_policies.cuh: the compiled program's policies for
 /// lg_fa::attention_block (after kFlashAttentionTemplate).
 extern const char* const kAttentionPolicies;

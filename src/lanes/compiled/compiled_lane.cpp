@@ -131,6 +131,9 @@ class CompiledLane : public Lane {
     // block per 8 outputs).
     if (const char* bps = std::getenv("LG_COMPILED_GEMV_BPS"); bps && *bps)
       gemv_bps_ = std::atoi(bps);
+    // LG_COMPILED_MOE_MMA_T: the fewest tokens of a step whose experts run on the tensor cores
+    // (the plan's min_t otherwise), for measurements and for tests of that form on small models.
+    if (const char* t = std::getenv("LG_COMPILED_MOE_MMA_T"); t && *t) moe_mma_t_ = std::max(2, std::atoi(t));
   }
 
   ~CompiledLane() override {
@@ -267,6 +270,7 @@ class CompiledLane : public Lane {
   }
 
   const lift::StagedProgram& staged() const { return staged_; }
+  const emit::cuda::CudaProgram& plan() const { return prog_; }
 
  private:
   /// Copies what the step's inputs change to the device input buffers (step_inputs.h), on the stream.
@@ -386,7 +390,7 @@ class CompiledLane : public Lane {
   /// `splits` > 0: a split-KV attention kernel (its scratch after the buffers), on a grid of
   /// (blocks, splits).
   void launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers, int64_t layer, int64_t blocks, int32_t block,
-                     int64_t T, int64_t splits = 0) {
+                     int64_t T, int64_t splits = 0, int64_t grid_y = 1) {
     long t = static_cast<long>(T), l = static_cast<long>(layer);
     void* part = split_part_.data();
     void* count = split_count_.data();
@@ -399,7 +403,7 @@ class CompiledLane : public Lane {
     if (layer >= 0) args.push_back(&l);
     args.push_back(&t);
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(std::max<int64_t>(splits, 1)));
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(splits > 0 ? splits : grid_y));
     cfg.blockDim = dim3(static_cast<unsigned>(block));
     cfg.stream = stream_.get();
     // Every emitted kernel starts with griddepcontrol.wait and then lets its successor be
@@ -446,15 +450,25 @@ class CompiledLane : public Lane {
     if (T == 1 && l.gemm && gemv_bps_ != 0) return launch_kernel(l.kernel, l.args, l.layer, gemv_blocks(l), l.block, T);
     // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
     // split-KV kernel serves decode rows and ragged batches).
-    if (T == 1 || !l.prefill || (l.prefill->one_sequence && B > 1))
+    if (T == 1 || !l.prefill || (l.prefill->one_sequence && B > 1) ||
+        T < (l.prefill->experts && moe_mma_t_ > 0 ? moe_mma_t_ : l.prefill->min_t))
       return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T, l.split ? splits(*l.split, T) : 0);
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
-    // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs).
+    // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs); experts route
+    // their pairs and run the grouped GEMM (then moe_down's combine as the epilogue).
     const auto& pf = *l.prefill;
     auto elementwise_grid = [](int64_t n) { return std::clamp<int64_t>((n + 255) / 256, 1, 4096); };
     auto mark = [&](const std::string& part) {
       if (mark_) mark_(part.c_str());
     };
+    if (const auto& ex = pf.experts) {
+      launch_kernel(ex->route_kernel, ex->route_args, ex->route_layer, 1, 1024, T);
+      mark(".route");
+      // lg_moe::max_tiles (src/kernels/grouped_gemm.cuh): blocks past the step's tiles exit.
+      launch_kernel(ex->gemm_kernel, ex->gemm_args, ex->gemm_layer, T * ex->slots / 64 + ex->experts + 2, 128, T, 0,
+                    ex->col_tiles);
+      mark(".mma");
+    }
     for (size_t i = 0; i < pf.packs.size(); ++i) {
       const auto& pk = pf.packs[i];
       launch_kernel(pk.kernel, pk.args, pk.layer, elementwise_grid(T * pk.K), 256, T);
@@ -548,6 +562,7 @@ class CompiledLane : public Lane {
   /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
   std::function<void(const char*)> mark_;
   int gemv_bps_ = -1;  ///< LG_COMPILED_GEMV_BPS: blocks per SM of a decode GEMV; 0 uncapped; -1 one wave
+  int64_t moe_mma_t_ = 0;  ///< LG_COMPILED_MOE_MMA_T: min_t of the experts' tensor-core form; 0: the plan's
   std::map<std::pair<int32_t, int32_t>, int> gemv_occupancy_;  ///< (kernel, block size) -> blocks per SM
   std::map<std::pair<int64_t, int64_t>, int> steps_seen_;  ///< per (T, B): profiling waits for the second
   cuda::DeviceBuffer arena_;
@@ -568,6 +583,12 @@ const lift::StagedProgram& compiled_lane_program(const Lane& lane) {
   const auto* c = dynamic_cast<const CompiledLane*>(&lane);
   if (!c) throw Error("compiled_lane_program: lane `" + lane.name() + "` is not the compiled lane");
   return c->staged();
+}
+
+const emit::cuda::CudaProgram& compiled_lane_plan(const Lane& lane) {
+  const auto* c = dynamic_cast<const CompiledLane*>(&lane);
+  if (!c) throw Error("compiled_lane_plan: lane `" + lane.name() + "` is not the compiled lane");
+  return c->plan();
 }
 
 ProbedStep probe_compiled_step(Lane& lane, std::span<const SeqStep> batch) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "emit/cuda/program.h"
 #include "runtime/lane.h"
 
 namespace lg::model {
@@ -51,6 +52,10 @@ struct ProbedStep {
 /// The staged program a compiled lane runs (ProbedStep::Value::node indexes its graph). Throws
 /// lg::Error if `lane` is not a compiled lane.
 const lift::StagedProgram& compiled_lane_program(const Lane& lane);
+
+/// The CUDA program (kernels, launch plan) a compiled lane runs. Throws lg::Error if `lane` is not
+/// a compiled lane.
+const emit::cuda::CudaProgram& compiled_lane_plan(const Lane& lane);
 
 /// Runs `batch` as one step of the compiled lane `lane` (state changes as step() makes them), but
 /// launch by launch without a CUDA graph, synchronising after each to read back what it stored:
