@@ -13,7 +13,7 @@
 //      whose tiles write NaN (the decode form's answer for a bad index).
 //   2. grouped_gemm: block (row tile, column tile of kTileN outputs): C = A B^T over the
 //      contraction, A the tile's pairs' activation rows (f32 in memory, rounded to bf16 on the way
-//      into shared memory), B the expert's weight rows (bf16 [N, C]); NB = 2 computes two products
+//      into shared memory), B the expert's weight rows (bf16 [N, C], by cp.async); NB = 2 computes two products
 //      from one A tile (gate and up). Each output goes to the caller's store with its sorted
 //      position and pair, which is where the SwiGLU or the expert-output scratch is written.
 // Within an expert the pairs' order is the atomics' (it varies run to run), but each output row
@@ -21,10 +21,12 @@
 //
 // Tiles: 64 x 64 outputs, 4 warps as 2 x 2 of 32 x 32 (two m16 and four n8 mma tiles, per B
 // matrix), contraction steps of 32 through shared memory (rows padded by 8 bf16, so that ldmatrix's
-// 8 row addresses fall in 8 different 16-byte bank groups), double-buffered through registers:
-// step i + 1's global loads are in flight while step i's mma run. 64 rows, not 128: at a prefill
-// of 2,048 tokens top-8 of 128 experts gives 128 pairs an expert, and a larger tile would mostly
-// compute padding. Fragment layouts: flash_attention.cuh's header.
+// 8 row addresses fall in 8 different 16-byte bank groups), three buffers deep: the weights of
+// steps i + 1 and i + 2 and the activations of step i + 2 are in flight while step i's mma run.
+// Against two buffers staged through registers (H200, 30B-A3B, session 14): a 2,048-token
+// prefill 82.2 -> 73.7 ms, a decode step of 64 sequences 35.6 -> 32.3 ms. 64 rows, not 128: at a
+// prefill of 2,048 tokens top-8 of 128 experts gives 128 pairs an expert, and a larger tile would
+// mostly compute padding. Fragment layouts: flash_attention.cuh's header.
 namespace lg_moe {
 
 constexpr int kTileM = 64, kTileN = 64, kTileK = 32, kThreads = 128;
@@ -95,17 +97,32 @@ __device__ void route(const Expert& expert, long P, int E, int* ws) {
   }
 }
 
+/// cp.async of 16 bytes global -> shared, through L2 only; `bytes` 0 writes zeros (and reads
+/// nothing), 16 copies.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 /// One output tile of the grouped GEMM (block (row tile, column tile); grid (max_tiles(E, P),
 /// ceil(N / kTileN)), kThreads threads; blocks past the step's tiles return at once):
 ///   out_m[p, n] = sum_c a_row(pair_at[p])[c] * w(m, e)[n * C + c]   for m < NB,
 /// for the sorted positions p of the tile's expert e, n < N; then store(p, j, n, out) once per
 /// (p, n) with out[m] its NB values (NaN for the bad bucket). a_row(j): pair j's f32 activation
-/// row, 16-byte aligned; w(m, e): expert e's bf16 weight matrix m, [N, C] row-major; C % 32 == 0.
+/// row, 16-byte aligned; w(m, e): expert e's bf16 weight matrix m, [N, C] row-major, 16-byte
+/// aligned; C % 32 == 0.
+///
+/// Pipeline: kStages shared-memory buffers. The weights go global -> shared by cp.async, kStages - 1
+/// steps ahead; the activations, which are rounded to bf16 on the way, through registers, loaded
+/// two steps ahead and stored one step ahead. A buffer is rewritten kStages - 1 steps after it was
+/// read, past the barrier that starts every step.
 template <int NB, class ARow, class W, class Store>
 __device__ void grouped_gemm(const ARow& a_row, const W& w, const Store& store, const int* ws, int E, long P, int N,
                              int C) {
-  __shared__ __align__(16) unsigned short sa[2][kTileM * kStride];
-  __shared__ __align__(16) unsigned short sb[2][NB][kTileN * kStride];
+  constexpr int kStages = 3;
+  __shared__ __align__(16) unsigned short sa[kStages][kTileM * kStride];
+  __shared__ __align__(16) unsigned short sb[kStages][NB][kTileN * kStride];
   const Route r = route_view(const_cast<int*>(ws), E, P);
   const int tile = blockIdx.x;
   if (tile >= *r.ntiles) return;
@@ -121,29 +138,26 @@ __device__ void grouped_gemm(const ARow& a_row, const W& w, const Store& store, 
     return;
   }
   // This thread's loads of a contraction step: 4 float4 of A (row q / 8, columns (q % 8) * 4) and
-  // per B matrix 2 uint4 (row q / 4, columns (q % 4) * 8); rows past the tile's are zero.
+  // per B matrix 2 x 16 bytes (row q / 4, columns (q % 4) * 8); rows past the tile's are zero.
   const float* arow[4];
   for (int u = 0; u < 4; ++u) {
     const int row = (tid + u * kThreads) >> 3;
     arow[u] = row < rows ? a_row(r.pair_at[first + row]) + ((tid + u * kThreads) & 7) * 4 : nullptr;
   }
   const unsigned short* brow[NB][2];
-  for (int m = 0; m < NB; ++m)
-    for (int u = 0; u < 2; ++u) {
-      const int row = (tid + u * kThreads) >> 2;
-      brow[m][u] = n0 + row < N ? w(m, e) + static_cast<long>(n0 + row) * C + ((tid + u * kThreads) & 3) * 8 : nullptr;
-    }
+  int bbytes[2];
+  for (int u = 0; u < 2; ++u) {
+    const int row = (tid + u * kThreads) >> 2;
+    bbytes[u] = n0 + row < N ? 16 : 0;
+    for (int m = 0; m < NB; ++m)
+      brow[m][u] = w(m, e) + static_cast<long>(n0 + row < N ? n0 + row : 0) * C + ((tid + u * kThreads) & 3) * 8;
+  }
   float4 ra[4];
-  uint4 rb[NB][2];
-  auto load = [&](int k0) {
+  auto load_a = [&](int k0) {
 #pragma unroll
     for (int u = 0; u < 4; ++u) ra[u] = arow[u] ? *reinterpret_cast<const float4*>(arow[u] + k0) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int m = 0; m < NB; ++m)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) rb[m][u] = brow[m][u] ? *reinterpret_cast<const uint4*>(brow[m][u] + k0) : lg_fa::zero_uint4();
   };
-  auto put = [&](int buf) {
+  auto put_a = [&](int buf) {
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int q = tid + u * kThreads;
@@ -152,12 +166,14 @@ __device__ void grouped_gemm(const ARow& a_row, const W& w, const Store& store, 
       v.y = lg_fa::pack_bf16x2(ra[u].z, ra[u].w);
       *reinterpret_cast<uint2*>(&sa[buf][(q >> 3) * kStride + (q & 7) * 4]) = v;
     }
+  };
+  auto copy_b = [&](int buf, int k0) {
 #pragma unroll
     for (int m = 0; m < NB; ++m)
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int q = tid + u * kThreads;
-        *reinterpret_cast<uint4*>(&sb[buf][m][(q >> 2) * kStride + (q & 3) * 8]) = rb[m][u];
+        cp_async16(lg_fa::smem_addr(&sb[buf][m][(q >> 2) * kStride + (q & 3) * 8]), brow[m][u] + k0, bbytes[u]);
       }
   };
   float acc[NB][2][4][4];
@@ -172,12 +188,24 @@ __device__ void grouped_gemm(const ARow& a_row, const W& w, const Store& store, 
   const int a_lane = (wm * 32 + (lane & 7) + ((lane >> 3) & 1) * 8) * kStride + (lane >> 4) * 8;
   const int b_lane = (wn * 32 + (lane >> 4) * 8 + (lane & 7)) * kStride + ((lane >> 3) & 1) * 8;
   const int steps = C / kTileK;
-  load(0);
-  put(0);
-  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < steps) copy_b(s, s * kTileK);
+    cp_async_commit();
+  }
+  load_a(0);
+  put_a(0);
+  if (steps > 1) load_a(kTileK);
   for (int s = 0; s < steps; ++s) {
-    const int buf = s & 1;
-    if (s + 1 < steps) load((s + 1) * kTileK);
+    const int buf = s % kStages;
+    cp_async_wait<kStages - 2>();  // this thread's copies of step s have landed
+    __syncthreads();               // everyone's, and step s's A; buffer (s - 1) % kStages is free
+    if (s + kStages - 1 < steps) copy_b((s + kStages - 1) % kStages, (s + kStages - 1) * kTileK);
+    cp_async_commit();
+    if (s + 1 < steps) {
+      put_a((s + 1) % kStages);
+      if (s + 2 < steps) load_a((s + 2) * kTileK);
+    }
 #pragma unroll
     for (int kk = 0; kk < kTileK; kk += 16) {
       unsigned a[2][4];
@@ -197,9 +225,8 @@ __device__ void grouped_gemm(const ARow& a_row, const W& w, const Store& store, 
           }
         }
     }
-    if (s + 1 < steps) put(buf ^ 1);
-    __syncthreads();
   }
+  cp_async_wait<0>();
   // C fragment (i, j): rows wm * 32 + i * 16 + lane / 4 (+ 8 for elements 2, 3), columns
   // wn * 32 + j * 8 + 2 (lane % 4) (+ 1 for odd elements).
 #pragma unroll
