@@ -78,7 +78,10 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
   }
   if (j.contains("custom_id")) l.custom_id = j["custom_id"];
   if (!l.custom_id.is_string()) {
-    l.error = line_error("invalid_request", where + ": 'custom_id' must be a string");
+    l.error = line_error("invalid_request", where + (l.custom_id.is_null() ? ": 'custom_id' is required (a string naming "
+                                                                              "the request in the output)"
+                                                                            : ": 'custom_id' must be a string, got " +
+                                                                                  std::string(l.custom_id.type_name())));
     l.custom_id = nullptr;
     return l;
   }

@@ -36,7 +36,8 @@ LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--ids", args->ids_only, "Print only the ids, space-separated");
   sub->add_flag("--special", args->special,
                 "Add the special tokens the model expects around a prompt (BOS), as lg run does");
-  sub->add_option("text", args->text, "Text to encode, or - to read stdin")->required();
+  sub->add_option("text", args->text, "Text to encode, or - to read stdin (text starting with '-': put -- before it)")
+      ->required();
   return [args] {
     const auto tok = load(args->model);
     const std::string text = args->text == "-" ? read_stdin() : args->text;
@@ -92,7 +93,9 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
         // unknown id is more likely a typo, so it is an error.
         if (!fits || v > std::numeric_limits<int32_t>::max() || !tok.id_to_token(static_cast<int32_t>(v)))
           throw lg::Error("detokenize: id " + item + " has no token (the tokenizer has ids 0.." +
-                          std::to_string(tok.vocab_size() - 1) + ")");
+                          std::to_string(tok.vocab_size() - 1) +
+                          "; a model's LM head may have more rows, padding whose ids lg run and lg serve decode to "
+                          "nothing)");
         ids.push_back(static_cast<int32_t>(v));
       }
     }

@@ -47,6 +47,11 @@ int64_t integer(const json& v, const char* name) {
   // double, and is too large rather than "not an integer".
   if (v.is_number_float() && v.get<double>() >= 9.2e18 && std::isfinite(v.get<double>()))
     throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
+  // A float with an integral value (3.0) is that integer, as OpenAI-compatible servers (pydantic's
+  // lax mode) take it; 1.5 is not.
+  if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::trunc(v.get<double>()) &&
+      std::fabs(v.get<double>()) < 9.2e18)
+    return static_cast<int64_t>(v.get<double>());
   if (!v.is_number_integer())
     throw RequestError(name, fmt::format("'{}' must be an integer, got {}", name, v.is_number() ? v.dump() : v.type_name()));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
@@ -89,9 +94,14 @@ GenerationRequest parse_common(const json& j, bool chat) {
     g.top_k = k < 0 ? 0 : k;
   }
   if (const json* v = field(j, "seed")) {
-    const int64_t s = integer(*v, "seed");
-    if (s < 0) throw RequestError("seed", fmt::format("'seed' must be >= 0, got {}", s));
-    g.seed = static_cast<uint64_t>(s);
+    // Any 64-bit unsigned seed, as `lg run --seed` takes (a seed past 2^63 was refused here only).
+    if (v->is_number_unsigned()) {
+      g.seed = v->get<uint64_t>();
+    } else {
+      const int64_t s = integer(*v, "seed");
+      if (s < 0) throw RequestError("seed", fmt::format("'seed' must be >= 0, got {}", s));
+      g.seed = static_cast<uint64_t>(s);
+    }
   }
   if (const json* v = field(j, "n")) {
     if (integer(*v, "n") != 1) throw RequestError("n", "'n' must be 1: lg serve returns one choice per request");

@@ -99,6 +99,8 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   EXPECT_EQ(res[11]["error"]["code"], "invalid_json");
   EXPECT_EQ(res[12]["error"]["code"], "invalid_url");
   EXPECT_EQ(res[13]["response"]["body"]["error"]["param"], "prompt");
+  EXPECT_NE(res[15]["error"]["message"].get<std::string>().find("line 16: 'custom_id' is required"), std::string::npos)
+      << res[15];
   EXPECT_EQ(res[19]["response"]["status_code"], 400);
   EXPECT_EQ(res[19]["response"]["body"]["error"]["param"], "logit_bias");
   EXPECT_EQ(res[20]["response"]["status_code"], 400);

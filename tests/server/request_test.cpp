@@ -34,6 +34,11 @@ TEST(CompletionRequest, ParsesTheFields) {
   EXPECT_EQ(r.gen.top_p, 0.9);
   EXPECT_EQ(r.gen.top_k, 0);  // vLLM's -1 means off, which is 0 here
   EXPECT_EQ(r.gen.seed, 7u);
+  // An integral float is that integer (pydantic's lax mode, as OpenAI-compatible servers).
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","max_tokens":3.0})").gen.max_tokens, 3);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","top_k":-1.0})").gen.top_k, 0);
+  // Seeds past 2^63 as `lg run --seed` takes them.
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":18446744073709551615})").gen.seed, UINT64_MAX);
   EXPECT_EQ(r.gen.stop, (std::vector<std::string>{"\n\n", "END"}));
   EXPECT_TRUE(r.gen.stream);
   EXPECT_TRUE(r.gen.include_usage);
@@ -70,6 +75,8 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","top_k":-2})"), "top_k");
   EXPECT_EQ(p(R"({"prompt":"x","top_k":2.5})"), "top_k");
   EXPECT_EQ(p(R"({"prompt":"x","seed":-1})"), "seed");
+  EXPECT_EQ(p(R"({"prompt":"x","seed":18446744073709551616})"), "seed");  // 2^64: past uint64
+  EXPECT_EQ(p(R"({"prompt":"x","seed":7.5})"), "seed");
   EXPECT_EQ(p(R"({"prompt":"x","stop":5})"), "stop");
   EXPECT_EQ(p(R"({"prompt":"x","stop":[""]})"), "stop[0]");
   EXPECT_EQ(p(R"({"prompt":"x","stop":["a",1]})"), "stop[1]");
@@ -92,7 +99,8 @@ TEST(CompletionRequest, HugeNumbersSayTooLarge) {
   };
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":100000000000000000000})"), "'max_tokens' is too large: 1e+20");
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":1e20})"), "'max_tokens' is too large: 1e+20");
-  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.0})"), "'max_tokens' must be an integer, got 16.0");
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.0})"), "accepted");  // integral, as pydantic's lax mode
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.5})"), "'max_tokens' must be an integer, got 16.5");
   EXPECT_EQ(message(R"({"prompt":"x","temperature":5000})"),
             "'temperature' must be at most 1000 (higher is a uniform draw), got 5000");
   EXPECT_EQ(message(R"({"prompt":"x","temperature":1000})"), "accepted");
