@@ -29,10 +29,35 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out || !(out << text)) throw lg::Error("cannot write " + path.string());
 }
 
-}  // namespace
-
 /// The largest S `lg compile` picks by itself (the arena holds every activation at T = S).
 constexpr int64_t kDefaultMaxSeq = 4096;
+
+/// One line naming the launches whose steps of many tokens take another form than decode's (the
+/// compiled lane's LaunchPlan::Prefill): GEMMs on cuBLASLt, attention on the flash template,
+/// experts on the grouped tensor-core GEMM; empty when none does.
+std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
+  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0;
+  for (const auto& l : cuda.launches) {
+    if (!l.prefill) continue;
+    if (l.prefill->experts) {
+      ++experts;
+      experts_min_t = l.prefill->min_t;
+    } else if (l.prefill->t_tile > 0) {
+      ++attention;
+    } else {
+      ++gemm;
+    }
+  }
+  if (gemm + attention + experts == 0) return "";
+  std::string line = "prefill forms (T > 1): " + std::to_string(gemm) + " GEMM launches on cuBLASLt, " +
+                     std::to_string(attention) + " attention launches on the flash template";
+  if (experts > 0)
+    line += ", " + std::to_string(experts) + " experts launches as grouped tensor-core GEMMs (at T >= " +
+            std::to_string(experts_min_t) + ")";
+  return line + "\n";
+}
+
+}  // namespace
 
 LG_COMMAND("compile", [](CLI::App& app) {
   struct Opts {
@@ -108,7 +133,8 @@ LG_COMMAND("compile", [](CLI::App& app) {
                                                     " tokens in blocks of " + std::to_string(graph.batching.block_size) +
                                                     ")") +
                           "\nlaunches per decode layer: " + std::to_string(per_layer) +
-                          (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n";
+                          (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n" +
+                          prefill_forms(cuda);
     if (!opts->out.empty()) {
       std::filesystem::path dir(opts->out);
       std::error_code ec;

@@ -191,6 +191,21 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
                          "    return exp(pos.to(f32).unsqueeze(-1) * w)\n  }\n}\n";
   const CliRun none = run_lg("compile " + flat + " -c " + kTiny + " --explain");
   EXPECT_NE(none.out.find("(no launch repeats: one layer or none, every launch counted)"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("prefill forms"), std::string::npos) << none.out;  // no GEMM, no attention
+}
+
+// The summary names the launches that run another form at steps of many tokens: at the
+// Qwen3-30B-A3B shape (bf16 weights) every layer's QKV, o_proj and router GEMMs on cuBLASLt (plus
+// the LM head), its attention on the flash template, and its two experts launches as grouped
+// tensor-core GEMMs from 64 tokens on.
+TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
+  const CliRun moe = run_lg("compile " + kSource + "/models/qwen3_moe.lg -c " + kSource + "/bench/shapes/qwen3-30b-a3b "
+                            "--explain --max-seq 256");
+  EXPECT_EQ(moe.code, 0) << moe.out;
+  EXPECT_NE(moe.out.find("prefill forms (T > 1): 145 GEMM launches on cuBLASLt, 48 attention launches on the flash "
+                         "template, 96 experts launches as grouped tensor-core GEMMs (at T >= 64)\n"),
+            std::string::npos)
+      << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
 }
 
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
