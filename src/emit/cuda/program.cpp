@@ -137,7 +137,7 @@ std::string CudaProgram::plan_json() const {
   j["prefill_experts"] =
       "experts launches with a `prefill.experts` entry run at T >= min_t as: the route kernel (one block of 1024 "
       "threads: the (token, slot) pairs grouped by expert into a route buffer), the grouped GEMM on the tensor cores "
-      "(grid (T * slots / 64 + experts + 2, col_tiles) x 128), then for moe_down the epilogue kernel (the weighted "
+      "(grid (T * slots / tile_rows + experts + 2, col_tiles) x 128), then for moe_down the epilogue kernel (the weighted "
       "sum over the slots and the stage's epilogue)";
   j["split_kv"] =
       "attention launches with a `split_kv` entry run on a grid of (T * items_per_row, splits) blocks: block (item, "
@@ -188,7 +188,8 @@ std::string CudaProgram::plan_json() const {
                          {"grouped_gemm", {{"kernel", kernels[static_cast<size_t>(ex->gemm_kernel)].name},
                                            {"args", ex->gemm_args},
                                            {"layer", ex->gemm_layer},
-                                           {"col_tiles", ex->col_tiles}}},
+                                           {"col_tiles", ex->col_tiles},
+                                           {"tile_rows", ex->tile_rows}}},
                          {"experts", ex->experts},
                          {"slots", ex->slots}};
       pf["min_t"] = l.prefill->min_t;
@@ -382,12 +383,13 @@ struct ProgramBuilder {
     LaunchPlan::Prefill pf;
     LaunchPlan::Prefill::Experts ex;
     const std::string at = "launch" + std::to_string(li);
-    const int64_t max_pairs = max_sym[static_cast<size_t>(rows)] * r.slots;
+    ex.experts = r.experts;
+    ex.slots = r.slots;
+    const int64_t max_rows = max_sym[static_cast<size_t>(rows)];
     // lg_moe::route_ints (src/kernels/grouped_gemm.cuh): counts, segments and tiles of the E + 1
     // buckets, then each pair's sorted position and each position's pair.
-    const int64_t max_tiles = max_pairs / 64 + r.experts + 2;
-    const int32_t route =
-        scratch(at + ".route", DType::I32, ir::Shape{ir::Dim::constant(3 * (r.experts + 1) + 2 + 2 * max_tiles + 2 * max_pairs)}, li);
+    const int64_t route_ints = 3 * (r.experts + 1) + 2 + 2 * ex.max_tiles(max_rows) + 2 * max_rows * r.slots;
+    const int32_t route = scratch(at + ".route", DType::I32, ir::Shape{ir::Dim::constant(route_ints)}, li);
     ex.route_kernel = kernel_for(r.route.source, "experts_route");
     ex.route_args = args_of(r.route.args, li);
     ex.route_args.push_back(route);
@@ -396,8 +398,6 @@ struct ProgramBuilder {
     ex.gemm_args = args_of(r.gemm.args, li);
     ex.gemm_args.push_back(route);
     ex.gemm_layer = r.gemm.layer;
-    ex.experts = r.experts;
-    ex.slots = r.slots;
     ex.col_tiles = (r.outputs + 63) / 64;
     if (r.combine) {
       const int32_t y = scratch(at + ".expert_out", DType::F32, t_rows(r.slots * r.outputs), li);

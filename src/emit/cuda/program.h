@@ -122,6 +122,10 @@ struct LaunchPlan {
       std::vector<int32_t> route_args, gemm_args;  ///< buffer ids, the scratch buffers last
       int64_t route_layer = -1, gemm_layer = -1;
       int64_t experts = 0, slots = 0, col_tiles = 0;
+      int64_t tile_rows = 64;  ///< lg_moe::kTileM: grid x = T * slots / tile_rows + experts + 2
+
+      /// The grouped GEMM's blocks along x for a step of T rows (lg_moe::max_tiles).
+      int64_t max_tiles(int64_t T) const { return T * slots / tile_rows + experts + 2; }
     };
     std::optional<Experts> experts;
   };

@@ -464,9 +464,8 @@ class CompiledLane : public Lane {
     if (const auto& ex = pf.experts) {
       launch_kernel(ex->route_kernel, ex->route_args, ex->route_layer, 1, 1024, T);
       mark(".route");
-      // lg_moe::max_tiles (src/kernels/grouped_gemm.cuh): blocks past the step's tiles exit.
-      launch_kernel(ex->gemm_kernel, ex->gemm_args, ex->gemm_layer, T * ex->slots / 64 + ex->experts + 2, 128, T, 0,
-                    ex->col_tiles);
+      // Blocks past the step's tiles exit at once.
+      launch_kernel(ex->gemm_kernel, ex->gemm_args, ex->gemm_layer, ex->max_tiles(T), 128, T, 0, ex->col_tiles);
       mark(".mma");
     }
     for (size_t i = 0; i < pf.packs.size(); ++i) {
