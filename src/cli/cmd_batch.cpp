@@ -29,6 +29,7 @@
 #include "chat/chat_template.h"
 #include "chat/jinja_renderer.h"
 #include "server/engine.h"
+#include "server/request.h"
 #include "server/openai.h"
 #include "support/error.h"
 #include "support/text_input.h"
@@ -67,9 +68,12 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
   const std::string where = fmt::format("line {}", n);
   json j;
   try {
-    j = json::parse(text);
+    j = lg::server::parse_json_limited(text);
   } catch (const json::exception& e) {
     l.error = line_error("invalid_json", where + ": not JSON: " + e.what());
+    return l;
+  } catch (const lg::server::RequestError& e) {
+    l.error = line_error("invalid_json", where + ": " + e.what());
     return l;
   }
   if (!j.is_object()) {

@@ -32,7 +32,7 @@ lg::tokenizer::Tokenizer load(const std::string& model_dir) {
 LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<TokenizeArgs>();
   auto* sub = app.add_subcommand("tokenize", "Encode text with a model directory's tokenizer.json");
-  sub->add_option("--model", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
+  sub->add_option("--model,-m", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
   sub->add_flag("--ids", args->ids_only, "Print only the ids, space-separated");
   sub->add_flag("--special", args->special,
                 "Add the special tokens the model expects around a prompt (BOS), as lg run does");
@@ -64,7 +64,7 @@ struct DetokenizeArgs {
 LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids with a model directory's tokenizer.json");
-  sub->add_option("--model", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
+  sub->add_option("--model,-m", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
   sub->add_option("ids", args->ids, "Token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
   return [args] {
     const auto tok = load(args->model);

@@ -12,6 +12,10 @@ namespace {
 /// Dims above this are rejected: no model has them, and element counts must not overflow.
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 constexpr int64_t kMaxLayers = 4096;
+// Experts a layer: each is a checkpoint tensor name per weight, made before anything else could
+// refuse the count (num_local_experts = 10^7 took 8 GB and minutes); the compiled lane's experts
+// stages take at most this many too.
+constexpr int64_t kMaxExperts = 4096;
 
 std::string render_value(const Value& v) {
   switch (v.kind) {
@@ -253,6 +257,11 @@ void Elaborator::bind_experts(const Decl& d, int64_t layer, std::unordered_map<s
   if (lo.kind != Value::Kind::Int || hi.kind != Value::Kind::Int || lo.i < 0 || hi.i <= lo.i || hi.i - lo.i > kMaxDim) {
     err(join(d.value->span, d.value2->span), "experts range must be ascending integers from 0 or more, found " +
                                                  show(lo) + " .. " + show(hi));
+    return;
+  }
+  if (hi.i - lo.i > kMaxExperts) {
+    err(join(d.value->span, d.value2->span),
+        fmt::format("experts range {}..{} has {} experts, at most {} are supported", lo.i, hi.i, hi.i - lo.i, kMaxExperts));
     return;
   }
   if (d.name == layer_var_) {

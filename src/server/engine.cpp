@@ -302,9 +302,9 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
         scheduler_waiting_ > 0 ? incoming + scheduler_waiting_ : std::max<int64_t>(incoming - free_slots, 0);
     if (waiting >= max_waiting_) {
       metrics_.rejected("queue_full");
-      throw EngineBusy("queue_full", fmt::format("the server is busy: {} requests are waiting already (--max-waiting "
-                                                 "{}); retry later",
-                                                 waiting, max_waiting_));
+      throw EngineBusy("queue_full", fmt::format("the server is busy: {} {} waiting already (--max-waiting {}); retry "
+                                                 "later",
+                                                 waiting, waiting == 1 ? "request is" : "requests are", max_waiting_));
     }
     incoming_.push_back(std::move(req));
     ++in_flight_;

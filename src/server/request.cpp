@@ -12,6 +12,15 @@
 
 namespace lg::server {
 
+nlohmann::json parse_json_limited(const std::string& text) {
+  const nlohmann::json::parser_callback_t limit = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth)
+      throw RequestError("", "the JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+    return true;
+  };
+  return nlohmann::json::parse(text, limit);
+}
+
 namespace {
 
 using nlohmann::json;
@@ -20,7 +29,7 @@ using nlohmann::ordered_json;
 json parse_object(const std::string& body) {
   json j;
   try {
-    j = json::parse(body);
+    j = parse_json_limited(body);
   } catch (const json::exception& e) {
     // parse_error for broken syntax, out_of_range for a number beyond double (1e309): both are
     // the client's body, so a 400, not the 500 of an escaped exception.
@@ -42,16 +51,24 @@ double number(const json& v, const char* name) {
   return v.get<double>();
 }
 
+// 2^63 and 2^64 as doubles: the bounds of int64 and uint64 for a JSON number that parsed as one.
+constexpr double kTwo63 = 9223372036854775808.0, kTwo64 = 18446744073709551616.0;
+
+/// v is a float with an integral value: an integer field takes it as that integer (3.0 is 3, as
+/// OpenAI-compatible servers built on pydantic's lax mode do).
+bool integral_float(const json& v) {
+  return v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::trunc(v.get<double>());
+}
+
 int64_t integer(const json& v, const char* name) {
-  // JSON has one number type: an integer past uint64 (1e20, 100000000000000000000) parses as a
-  // double, and is too large rather than "not an integer".
-  if (v.is_number_float() && v.get<double>() >= 9.2e18 && std::isfinite(v.get<double>()))
-    throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
-  // A float with an integral value (3.0) is that integer, as OpenAI-compatible servers (pydantic's
-  // lax mode) take it; 1.5 is not.
-  if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::trunc(v.get<double>()) &&
-      std::fabs(v.get<double>()) < 9.2e18)
-    return static_cast<int64_t>(v.get<double>());
+  // JSON has one number type: an integer past the 64-bit ones (1e20, 100000000000000000000)
+  // parses as a double, and is too large (or small) rather than "not an integer".
+  if (integral_float(v)) {
+    const double d = v.get<double>();
+    if (d >= kTwo63) throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
+    if (d < -kTwo63) throw RequestError(name, fmt::format("'{}' is too small: {}", name, v.dump()));
+    return static_cast<int64_t>(d);
+  }
   if (!v.is_number_integer())
     throw RequestError(name, fmt::format("'{}' must be an integer, got {}", name, v.is_number() ? v.dump() : v.type_name()));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
@@ -70,6 +87,10 @@ GenerationRequest parse_common(const json& j, bool chat) {
   const char* max_name = "max_completion_tokens";
   const json* max = chat ? field(j, "max_completion_tokens") : nullptr;
   if (!max && (max = field(j, "max_tokens"))) max_name = "max_tokens";
+  // The one that loses is still checked: a bad value is the client's mistake either way.
+  if (const json* lost = max_name == std::string("max_completion_tokens") ? field(j, "max_tokens") : nullptr;
+      lost && integer(*lost, "max_tokens") < 1)
+    throw RequestError("max_tokens", fmt::format("'max_tokens' must be >= 1, got {}", lost->dump()));
   if (max) {
     const int64_t n = integer(*max, max_name);
     if (n < 1) throw RequestError(max_name, fmt::format("'{}' must be >= 1, got {}", max_name, n));
@@ -97,6 +118,8 @@ GenerationRequest parse_common(const json& j, bool chat) {
     // Any 64-bit unsigned seed, as `lg run --seed` takes (a seed past 2^63 was refused here only).
     if (v->is_number_unsigned()) {
       g.seed = v->get<uint64_t>();
+    } else if (integral_float(*v) && v->get<double>() >= kTwo63 && v->get<double>() < kTwo64) {
+      g.seed = static_cast<uint64_t>(v->get<double>());
     } else {
       const int64_t s = integer(*v, "seed");
       if (s < 0) throw RequestError("seed", fmt::format("'seed' must be >= 0, got {}", s));
@@ -172,12 +195,13 @@ CompletionRequest parse_completion_request(const std::string& body) {
   for (size_t i = 0; i < p->size(); ++i) {
     const json& id = (*p)[i];
     const std::string at = fmt::format("prompt[{}]", i);
-    if (!id.is_number_integer())
+    if (!id.is_number_integer() && !integral_float(id))
       throw RequestError(at, fmt::format("'{}' must be a token id (an integer), got {}", at,
                                          id.is_number() ? id.dump() : id.type_name()));
-    if (id.is_number_unsigned() ? id.get<uint64_t>() > INT32_MAX : (id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX))
+    const double value = id.get<double>();  // exact for every id in range (below 2^31)
+    if (!(value >= 0 && value <= INT32_MAX))
       throw RequestError(at, fmt::format("'{}' is not a token id: {}", at, id.dump()));
-    r.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    r.prompt_ids.push_back(static_cast<int32_t>(value));
   }
   return r;
 }

@@ -70,6 +70,15 @@ struct ChatRequest {
 /// their default (refuse_unsupported_fields, server/unsupported_fields.h).
 CompletionRequest parse_completion_request(const std::string& body);
 
+/// JSON text nested at most this many levels is parsed; deeper is refused before any copy of it
+/// is made (a copy recurses once per level: 100,000 nested arrays in a `stop` field overflowed the
+/// stack of the thread serving the request, and of `lg batch`).
+inline constexpr int kMaxJsonDepth = 10000;
+
+/// Parses `text` as JSON nested at most kMaxJsonDepth levels. Throws nlohmann::json::exception for
+/// malformed JSON and RequestError (no param) for deeper nesting.
+nlohmann::json parse_json_limited(const std::string& text);
+
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty
 /// `messages`, a message without a string `role` (system, developer, user, assistant, tool) or
 /// `content` (a string, or an array of {"type": "text", "text": ...} parts; assistants may omit

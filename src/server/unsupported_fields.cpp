@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -103,6 +104,12 @@ bool is_default(const Rule& r, const json& v) {
     case Kind::count_from_one: {
       const int64_t least = r.kind == Kind::count ? 0 : 1;
       const char* expected = r.kind == Kind::count ? "an integer >= 0" : "an integer >= 1";
+      // An integral float (0.0) is that integer, as in every integer field (request.cpp).
+      if (v.is_number_float()) {
+        const double d = v.get<double>();
+        if (!(std::isfinite(d) && d == std::trunc(d) && d >= static_cast<double>(least))) wrong_type(name, expected, v);
+        return d == static_cast<double>(least);
+      }
       if (!v.is_number_integer()) wrong_type(name, expected, v);
       // json keeps a non-negative integer unsigned (it may be beyond int64), a negative one signed.
       if (v.is_number_unsigned()) {

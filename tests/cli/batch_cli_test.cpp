@@ -70,7 +70,10 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
       // A field lg batch does not implement, asking for what it would change: refused, not ignored.
       R"({"custom_id": "lb", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "logit_bias": {"2643": -100}}})",
       // A stream that is not a boolean: the parser's 400 naming it (lg batch aborted on it before).
-      R"({"custom_id": "sy", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": "yes"}})"};
+      R"({"custom_id": "sy", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": "yes"}})",
+      // Nested past the parser's limit: an error line (100,000 levels crashed lg batch copying it).
+      R"({"custom_id": "deep", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "extra": )" +
+          std::string(100000, '[') + std::string(100000, ']') + "}}"};
   const fs::path in = write_requests("lg_batch_in_", bad);
   const fs::path out = fs::temp_directory_path() / ("lg_batch_out_" + std::to_string(::getpid()) + ".jsonl");
   const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
@@ -105,7 +108,11 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   EXPECT_EQ(res[19]["response"]["body"]["error"]["param"], "logit_bias");
   EXPECT_EQ(res[20]["response"]["status_code"], 400);
   EXPECT_EQ(res[20]["response"]["body"]["error"]["param"], "stream");
-  EXPECT_NE(r.out.find("42 requests, 32 answered, 10 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(res[21]["error"]["code"], "invalid_json");
+  EXPECT_NE(res[21]["error"]["message"].get<std::string>().find("line 22: the JSON is nested more than 10000 levels"),
+            std::string::npos)
+      << res[21];
+  EXPECT_NE(r.out.find("43 requests, 32 answered, 11 failed"), std::string::npos) << r.out;
   fs::remove(in);
   fs::remove(out);
 }

@@ -203,6 +203,11 @@ const Case kCases[] = {
   {"ExpertTemplateWithoutIndex",
    program("  layers l in 0..2 {\n    experts j in 0..4 {\n      param w: f32[D] = \"model.layers.{l}.w\"\n    }\n  }\n", ""),
    7, 25, "param template \"model.layers.{l}.w\" names no expert index: write {j} where the expert number goes"},
+  {"TooManyExperts",
+   program("  layers l in 0..2 {\n    experts j in 0..10000000 {\n      param w: f32[D] = \"model.layers.{l}.{j}.w\"\n"
+           "    }\n  }\n",
+           ""),
+   6, 18, "experts range 0..10000000 has 10000000 experts, at most 4096 are supported"},
   {"MoeIndexNotPerSlot", program("", "    y = moe(x, t, x, e, e, e)\n"),
    7, 16, "moe's idx must be i32[T, K] with x's T, found tensor i32[T] for x tensor f32[T, 64]"},
   {"ContainsOfANonList", program("  const cc = contains(config.hidden_size, 1)\n", ""),

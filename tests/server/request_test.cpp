@@ -101,6 +101,21 @@ TEST(CompletionRequest, HugeNumbersSayTooLarge) {
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":1e20})"), "'max_tokens' is too large: 1e+20");
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.0})"), "accepted");  // integral, as pydantic's lax mode
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.5})"), "'max_tokens' must be an integer, got 16.5");
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":-1e308})"), "'max_tokens' is too small: -1e+308");
+  // A seed is any uint64, written as an integer or as an integral float below 2^64.
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":1e19})").gen.seed, 10000000000000000000u);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":9.2e18})").gen.seed, 9200000000000000000u);
+  EXPECT_EQ(message(R"({"prompt":"x","seed":1.9e19})"), "'seed' is too large: 1.9e+19");
+  // Token ids as integral floats, as every integer field.
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[474.0,2643]})").prompt_ids, (std::vector<int32_t>{474, 2643}));
+  EXPECT_EQ(message(R"({"prompt":[474.5]})"), "'prompt[0]' must be a token id (an integer), got 474.5");
+  // JSON nested past kMaxJsonDepth is refused at parse time: copying it would recurse per level.
+  const int deep = kMaxJsonDepth + 1;
+  EXPECT_EQ(message(R"({"prompt":"x","stop":)" + std::string(deep, '[') + std::string(deep, ']') + "}"),
+            "the JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+  const int ok = kMaxJsonDepth - 2;  // the body's object is one level, stop's value the rest
+  EXPECT_EQ(message(R"({"prompt":"x","stop":)" + std::string(ok, '[') + std::string(ok, ']') + "}"),
+            "'stop[0]' must be a string, got array");
   EXPECT_EQ(message(R"({"prompt":"x","temperature":5000})"),
             "'temperature' must be at most 1000 (higher is a uniform draw), got 5000");
   EXPECT_EQ(message(R"({"prompt":"x","temperature":1000})"), "accepted");
@@ -184,6 +199,13 @@ TEST(ChatRequest, MaxCompletionTokensWinsOverMaxTokens) {
             4);
   EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":9})").gen.max_tokens, 9);
   EXPECT_EQ(parse_completion_request(R"({"prompt":"a","max_tokens":9,"max_completion_tokens":4})").gen.max_tokens, 9);
+  // The field that loses is still checked.
+  try {
+    parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"max_tokens":1.5,"max_completion_tokens":4})");
+    FAIL() << "max_tokens 1.5 was accepted beside max_completion_tokens";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.param(), "max_tokens") << e.what();
+  }
 }
 
 TEST(ChatRequest, AcceptsWhatOpenAIClientsSend) {
@@ -265,7 +287,7 @@ const FieldCase kBothEndpoints[] = {
     {"response_format", R"({"type":"json_object"})", R"({"type":"text"})", R"("json")"},
     {"min_p", "0.5", "0", "true"},
     {"repetition_penalty", "1.2", "1", R"("1")"},
-    {"min_tokens", "4", "0", "-1"},
+    {"min_tokens", "4", "0.0", "-1"},  // an integral float is its integer, here the default
     {"stop_token_ids", "[2643]", "[]", "2643"},
     {"include_stop_str_in_output", "true", "false", R"("no")"},
     {"use_beam_search", "true", "false", "0"},
@@ -276,7 +298,7 @@ const FieldCase kBothEndpoints[] = {
 const FieldCase kCompletionOnly[] = {
     {"logprobs", "3", "0", "true"},
     {"suffix", R"("return x")", R"("")", "5"},
-    {"best_of", "3", "1", "0"},
+    {"best_of", "3", "1.0", "0"},
 };
 const FieldCase kChatOnly[] = {
     {"logprobs", "true", "false", "3"},
