@@ -34,8 +34,9 @@ constexpr int64_t kDefaultMaxSeq = 4096;
 
 /// One line naming the launches whose steps of many tokens take another form than decode's (the
 /// compiled lane's LaunchPlan::Prefill): GEMMs on cuBLASLt, attention on the flash template,
-/// experts on the grouped tensor-core GEMM; empty when none does.
+/// experts on the grouped tensor-core GEMM; empty when none does or no step has two rows.
 std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
+  if (cuda.max_t <= 1) return "";  // no step has more than one row (--max-step-tokens 1)
   int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0;
   for (const auto& l : cuda.launches) {
     if (!l.prefill) continue;

@@ -206,6 +206,11 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
                          "template, 96 experts launches as grouped tensor-core GEMMs (at T >= 64)\n"),
             std::string::npos)
       << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
+  // No step of more than one row, no prefill form to name.
+  const CliRun one = run_lg("compile " + kQwen3 + " -c " + kModel + " --explain --max-batch 1 --max-step-tokens 1");
+  EXPECT_EQ(one.code, 0) << one.out;
+  EXPECT_NE(one.out.find("at T = 1, B = 1"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("prefill forms"), std::string::npos) << one.out;
 }
 
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
