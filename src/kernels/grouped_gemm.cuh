@@ -13,9 +13,10 @@
 //      whose tiles write NaN (the decode form's answer for a bad index).
 //   2. grouped_gemm: block (row tile, column tile of kTileN outputs): C = A B^T over the
 //      contraction, A the tile's pairs' activation rows (f32 in memory, rounded to bf16 on the way
-//      into shared memory), B the expert's weight rows (bf16 [N, C], by cp.async); NB = 2 computes two products
-//      from one A tile (gate and up). Each output goes to the caller's store with its sorted
-//      position and pair, which is where the SwiGLU or the expert-output scratch is written.
+//      into shared memory), B the expert's weight rows (bf16 [N, C], by cp.async); NB = 2
+//      computes two products from one A tile (gate and up). Each output goes to the caller's
+//      store with its sorted position and pair, which is where the SwiGLU or the expert-output
+//      scratch is written.
 // Within an expert the pairs' order is the atomics' (it varies run to run), but each output row
 // is computed alone, in the same order over the contraction, so results do not depend on it.
 //
@@ -24,9 +25,10 @@
 // 8 row addresses fall in 8 different 16-byte bank groups), three buffers deep: the weights of
 // steps i + 1 and i + 2 and the activations of step i + 2 are in flight while step i's mma run.
 // Against two buffers staged through registers (H200, 30B-A3B, session 14): a 2,048-token
-// prefill 82.2 -> 73.7 ms, a decode step of 64 sequences 35.6 -> 32.3 ms. 64 rows, not 128: at a
-// prefill of 2,048 tokens top-8 of 128 experts gives 128 pairs an expert, and a larger tile would
-// mostly compute padding. Fragment layouts: flash_attention.cuh's header.
+// prefill 82.2 -> 73.7 ms, a decode step of 64 sequences 35.6 -> 32.3 ms. 64 rows, not 128: a
+// prefill of 2,048 tokens routes 128 pairs to an expert on average (top-8 of 128), so 128-row tiles
+// would leave many experts a mostly empty second tile, and decode batches of 64-256 sequences have
+// 4-16 pairs an expert (not measured against 128). Fragment layouts: flash_attention.cuh's header.
 namespace lg_moe {
 
 constexpr int kTileM = 64, kTileN = 64, kTileK = 32, kThreads = 128;
