@@ -144,6 +144,11 @@ TEST(Config, MissingFieldInAFileNamesTheFile) {
   write_file(dir / "config.json", "{\"hidden_size\": 12,");
   EXPECT_HAS(error_of([&] { load_config(dir / "config.json"); }), "config.json: malformed JSON");
   EXPECT_HAS(error_of([&] { load_config(dir / "absent.json"); }), "absent.json: cannot open");
+  // The raw document `lg check/ir/compile -c` read: not an object names the file (the binder
+  // could only name "config.json" at the .lg program's line).
+  write_file(dir / "config.json", "[]");
+  EXPECT_EQ(error_of([&] { read_config_json(dir / "config.json"); }),
+            (dir / "config.json").string() + ": a model config must be a JSON object, found array");
 }
 
 TEST(Config, WrongTypesAndValuesAreNamed) {
