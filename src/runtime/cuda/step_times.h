@@ -1,11 +1,15 @@
 // Opt-in timing of a lane's steps (LG_STEP_TIMES=1): the wall time of each step() against the GPU
 // time of its launches (events around them), so a slow step can be told apart as host overhead
 // (the GPU idles between steps: step() synchronises) or kernel time, where there is no profiler.
-// Off by default: nothing is recorded or printed.
+// Off by default: nothing is recorded or printed. LG_STEP_TRACE=FILE writes every step as a CSV
+// line instead (its start, shape and times), so a serving run's steps can be read in order: how
+// many were decode graphs or mixed rows steps, and how long the GPU idled between them.
 #pragma once
 
 #include <chrono>
 #include <cuda_runtime.h>
+
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,8 +26,8 @@ class StepTimes {
   ~StepTimes();
   StepTimes(const StepTimes&) = delete;
   StepTimes& operator=(const StepTimes&) = delete;
-  /// Whether LG_STEP_TIMES is set (to anything but "" or "0").
-  bool on() const { return on_; }
+  /// Whether LG_STEP_TIMES is set (to anything but "" or "0") or LG_STEP_TRACE names a file.
+  bool on() const { return on_ || trace_ != nullptr; }
   /// Marks the start of a step (host clock) and of its launches on `s` (event).
   void begin(cudaStream_t s);
   /// Marks the end of the step's launches on `s` (event).
@@ -37,6 +41,9 @@ class StepTimes {
   };
   std::string who_;
   bool on_ = false;
+  /// LG_STEP_TRACE's file: "start_ms,T,B,wall_ms,gpu_ms" a step, start_ms from the lane's start.
+  std::FILE* trace_ = nullptr;
+  std::chrono::steady_clock::time_point born_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point t0_;
   Event start_, stop_;
   std::map<std::pair<int64_t, int64_t>, Samples> by_shape_;
