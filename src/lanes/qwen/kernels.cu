@@ -13,6 +13,7 @@
 #include "lanes/qwen/kernels/attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
 #include "lanes/qwen/kernels/attention_decode_gqa.cuh"
+#include "lanes/qwen/kernels/attention_decode_gqa_tc.cuh"
 #include "lanes/qwen/kernels/attention_decode_long.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
 #include "lanes/qwen/kernels/gemv.cuh"
@@ -476,6 +477,12 @@ bool gqa_attention() {
   static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
   return on;
 }
+/// LG_QWEN_ATTN_TC=0: the by-KV-head batched decode attention is v6 (CUDA cores) instead of v9
+/// (its scores and P V on the tensor cores, attention_decode_gqa_tc.cuh).
+bool gqa_tensor_cores() {
+  static const bool on = lab_knob("LG_QWEN_ATTN_TC", 1) != 0;
+  return on;
+}
 /// v6's shortest chunk (knob LG_QWEN_GQA_SPLIT): four tiles of 32 keys. H200, tenth session, 8B at
 /// 512 positions: B = 16 5.74 ms a step against 5.95 with two tiles (8 splits of blocks whose fixed
 /// costs outweighed their two tiles), B = 64 and 128 the same (one or two splits either way).
@@ -483,12 +490,18 @@ int gqa_min_split() {
   static const int n = std::max(1, lab_knob("LG_QWEN_GQA_SPLIT", 128));
   return n;
 }
+/// v6's blocks per SM that the splits aim for, all sequences and KV heads together (knob
+/// LG_QWEN_GQA_BLOCKS_PER_SM).
+int gqa_blocks_per_sm() {
+  static const int n = std::clamp(lab_knob("LG_QWEN_GQA_BLOCKS_PER_SM", 8), 1, 256);
+  return n;
+}
 }  // namespace
 
 int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
   if (gqa_attention()) {
     const int by_length = (std::max(1, max_len) + gqa_min_split() - 1) / gqa_min_split();
-    const int by_blocks = std::max(1, 8 * cuda::sm_count() / std::max(1, KV * batch));
+    const int by_blocks = std::max(1, gqa_blocks_per_sm() * cuda::sm_count() / std::max(1, KV * batch));
     static const int most = std::clamp(lab_knob("LG_QWEN_GQA_MAX_SPLITS", 64), 1, dev::kGqaMaxSplits);
     return std::max(1, std::min({by_length, by_blocks, most}));
   }
@@ -500,7 +513,7 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
   // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
-                                            static_cast<size_t>(8 * cuda::sm_count() / std::max(1, KV)),
+                                            static_cast<size_t>(gqa_blocks_per_sm() * cuda::sm_count() / std::max(1, KV)),
                                             static_cast<size_t>(std::max(1, max_batch))});
   return per_head * static_cast<size_t>(H) * static_cast<size_t>(Dh + 2);
 }
@@ -533,6 +546,17 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
     g.inv_freq = r.inv_freq;
     g.eps = eps;
     const int G = r.H / r.KV;
+    if (gqa_tensor_cores()) {
+      constexpr size_t smem = dev::gqa_tc_smem_bytes<DH>();
+      static const bool sized = [] {  // past the 48 KB a launch gets without asking
+        LG_CUDA_CHECK(cudaFuncSetAttribute(dev::attn_decode_gqa_tc_kernel<DH>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+        return true;
+      }();
+      (void)sized;
+      return launch_pdl(dev::attn_decode_gqa_tc_kernel<DH>, dim3(r.KV, splits, batch), dim3(32 * dev::kTcWarps),
+                        smem, s, g);
+    }
     return launch_pdl(dev::attn_decode_gqa_kernel<DH>, dim3(r.KV, splits, batch), dim3(32 * G),
                       dev::gqa_smem_bytes<DH>(G), s, g);
   }

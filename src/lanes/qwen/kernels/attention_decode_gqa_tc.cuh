@@ -1,0 +1,304 @@
+// Decode attention by KV head on the tensor cores (v9, the batched decode step's): v6's blocks
+// (attention_decode_gqa.cuh: one per (KV head, split of the positions, sequence), its G = H / KV
+// query heads together, the ROPE form, the same partials and last-block merge across splits), with
+// the scores and P V as mma.m16n8k16 (flash_attention.cuh's fragments) instead of a lane per key.
+// Why: v6 spends ~650 instructions a warp on each 32-key tile (a lane's 128-element dot product
+// from shared memory, then 32 shuffled probabilities times its slice of V), so at 128 sequences of
+// 1,024 positions its blocks are bound by issue, not by the K/V stream; here a 16-key slice of a
+// warp costs ~100.
+//   The G queries are the rows of the A operand (M = 16: rows G..15 are zero and never stored).
+//   A block of kTcWarps warps takes 64-key tiles of K and V through shared memory, double-buffered
+//   with cp.async as v6; warp w takes keys 16w..16w+15 of each tile (two n-tiles of S, one k-step
+//   of P V) and keeps its own online softmax (m, l in log2 units, Milakov & Gimelshein 2018); at
+//   the end the warps' states meet in shared memory.
+//   Precision: the mma operands are bf16, so q and P are each split into a bf16 high part and a
+//   bf16 remainder (x = hi + lo, 16 bits of mantissa between them) and both parts go through the
+//   tensor cores: the scores and P V carry the error of fp32 q and P (as v6) rather than of bf16
+//   ones (as the prefill flash kernel), for twice the mma, which the K/V stream leaves room for.
+//   K and V are bf16 in the cache: exact operands. Accumulation is fp32.
+// Partials (split > 1): per (sequence, query head, split) the unnormalised output, the max (log2
+// units) and the sum, merged by the last block of (sequence, KV head) to finish (arrive_last).
+#pragma once
+
+#include "kernels/flash_attention.cuh"
+#include "lanes/qwen/kernels/attention_decode_gqa.cuh"
+
+namespace lg::qwen::dev {
+
+constexpr int kTcWarps = 4;
+constexpr int kTcTileKeys = 16 * kTcWarps;  // 16 keys a warp
+
+/// Dynamic shared memory of a v9 block: q's high and low parts [16][DH + 8] and two stages of K
+/// and V tiles [64][DH + 8] (bf16); the warps' merge reuses the tiles (4 x 16 x (DH + 2) floats).
+template <int DH>
+constexpr size_t gqa_tc_smem_bytes() {
+  return (2 * 16 + 2 * 2 * static_cast<size_t>(kTcTileKeys)) * (DH + 8) * 2;
+}
+
+/// x as bf16 (round to nearest even) and what that leaves, as bf16: x ~ hi + lo to 2^-16.
+__device__ __forceinline__ void split_bf16(float x, bf16& hi, bf16& lo) {
+  hi = __float2bfloat16(x);
+  lo = __float2bfloat16(x - __bfloat162float(hi));
+}
+
+/// Two fp32 values as packed bf16 high parts and packed bf16 remainders (pack_bf16x2's layout).
+__device__ __forceinline__ void split_pack(float a, float b, unsigned& hi, unsigned& lo) {
+  hi = lg_fa::pack_bf16x2(a, b);
+  lo = lg_fa::pack_bf16x2(a - lg_bf16_lo(hi), b - __uint_as_float(hi & 0xffff0000u));
+}
+
+/// Grid (KV, splits <= kGqaMaxSplits, B), kTcWarps * 32 threads, gqa_tc_smem_bytes<DH>() of
+/// dynamic shared memory; G = H / KV <= 16.
+template <int DH>
+__global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const GqaDecodeParams p) {
+  constexpr int EPL = DecodeSlice<DH>::EPL, RS = DH + 8;
+  constexpr int kChunks = DH / 8, kDimSteps = DH / 16, kDimTiles = DH / 8, kThreads = kTcWarps * 32;
+  static_assert(DH % 16 == 0, "v9: head_dim a multiple of 16");
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* s_qhi = reinterpret_cast<bf16*>(smem);  // [16][RS]
+  bf16* s_qlo = s_qhi + 16 * RS;
+  bf16* s_k = s_qlo + 16 * RS;  // [2][64][RS]
+  bf16* s_v = s_k + 2 * kTcTileKeys * RS;
+  __shared__ bool s_last;
+
+  const int G = p.H / p.KV;
+  const int kvh = blockIdx.x, split = blockIdx.y, b = blockIdx.z;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const bool active = lane < DecodeSlice<DH>::kActiveLanes;
+  const int* bt = p.block_table + static_cast<size_t>(b) * p.table_stride;
+  const bf16* kc = p.k_cache + pool_offset<DH>(kvh, p.rows, 0);
+  const bf16* vc = p.v_cache + pool_offset<DH>(kvh, p.rows, 0);
+
+  grid_dependency_wait();
+  launch_dependents();
+  const int pos = p.pos[b];
+  const int qrow = p.row_map ? p.row_map[b] : b;
+  const float* qkv = p.qkv + static_cast<size_t>(qrow) * (p.H + 2 * p.KV) * DH;
+  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
+  if (split >= sp.n) return;  // past the end: not counted, not merged
+  const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
+
+  // Keys k0 + 64 t + j (past k1: the chunk's last row, masked below), all threads' cp.async.
+  auto load_tile = [&](int t, int stage) {
+    const int kb = k0 + t * kTcTileKeys;
+    for (int i = threadIdx.x; i < kTcTileKeys * kChunks; i += kThreads) {
+      const int j = i / kChunks, part = i % kChunks;
+      const int row = paged_row(bt, min(kb + j, k1 - 1), p.block_shift);
+      const size_t off = static_cast<size_t>(row) * DH + part * 8;
+      cp_async16(s_k + (stage * kTcTileKeys + j) * RS + part * 8, kc + off);
+      cp_async16(s_v + (stage * kTcTileKeys + j) * RS + part * 8, vc + off);
+    }
+    cp_async_commit();
+  };
+  const int ntiles = (k1 - k0 + kTcTileKeys - 1) / kTcTileKeys;
+  const bool holds_pos = split == 0;
+  if (!holds_pos) load_tile(0, 0);  // split 0 first writes this position's K/V, which it reads
+
+  // Query rows of the A operand: head kvh * G + r for r < G (bias, qk-norm, RoPE in fp32 as v6,
+  // then split in two bf16 parts), zeros below. Split 0 forms the key and value at pos (warp 0).
+  float cs[EPL], sn[EPL];
+  for (int r = warp; r < 16; r += kTcWarps) {
+    float q[EPL] = {};
+    if (r < G) {
+      RopeConstants<DH> k;
+      k.load(p.bias, p.q_norm, p.k_norm, p.inv_freq, p.H, p.KV, kvh * G + r, kvh);
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) {
+        q[e] = active ? __ldcg(qkv + static_cast<size_t>(kvh * G + r) * DH + lane * EPL + e) : 0.f;
+        sincosf(static_cast<float>(pos) * k.fr[e], &sn[e], &cs[e]);
+      }
+      rope_head_slice<DH>(q, k.bq, k.qn, p.q_norm != nullptr, cs, sn, p.eps);
+      if (r == 0 && holds_pos) {
+        float kp[EPL], vp[EPL];
+#pragma unroll
+        for (int e = 0; e < EPL; ++e) {
+          kp[e] = active ? __ldcg(qkv + static_cast<size_t>(p.H + kvh) * DH + lane * EPL + e) : 0.f;
+          vp[e] = active ? __ldcg(qkv + static_cast<size_t>(p.H + p.KV + kvh) * DH + lane * EPL + e) : 0.f;
+        }
+        rope_head_slice<DH>(kp, k.bk, k.kn, p.k_norm != nullptr, cs, sn, p.eps);
+        const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(bt, pos, p.block_shift));
+#pragma unroll
+        for (int e = 0; e < EPL; ++e)
+          if (active) {
+            p.k_cache[row + lane * EPL + e] = __float2bfloat16(kp[e]);
+            p.v_cache[row + lane * EPL + e] = __float2bfloat16(vp[e] + k.bv[e]);
+          }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < EPL; ++e)
+      if (active) split_bf16(q[e], s_qhi[r * RS + lane * EPL + e], s_qlo[r * RS + lane * EPL + e]);
+  }
+  if (holds_pos) {
+    __syncthreads();  // the block's K/V writes are visible to its own cp.async reads (L2) after this
+    load_tile(0, 0);
+  }
+
+  const float scale_log2 = p.scale * 1.4426950408889634f, neg_inf = __int_as_float(0xff800000);
+  // ldmatrix lane offsets (bytes) as flash_attention.cuh's, the warp's 16 keys of a tile added.
+  const unsigned k_lane =
+      static_cast<unsigned>((((lane >> 4) * 8 + (lane & 7) + 16 * warp) * RS + ((lane >> 3) & 1) * 8) * 2);
+  const unsigned v_lane =
+      static_cast<unsigned>((((lane & 7) + ((lane >> 3) & 1) * 8 + 16 * warp) * RS + (lane >> 4) * 8) * 2);
+  // q's fragments are read from shared memory at each use (not held: 64 more registers would
+  // leave two blocks an SM, not three).
+  const unsigned q_lane = static_cast<unsigned>((((lane & 7) + ((lane >> 3) & 1) * 8) * RS + (lane >> 4) * 8) * 2);
+  const unsigned qh = lg_fa::smem_addr(s_qhi) + q_lane, ql = lg_fa::smem_addr(s_qlo) + q_lane;
+  float o[kDimTiles][4] = {};
+  float m0 = neg_inf, m1 = neg_inf, l0 = 0.f, l1 = 0.f;  // rows g and g + 8
+  for (int t = 0; t < ntiles; ++t) {
+    if (t + 1 < ntiles) {
+      load_tile(t + 1, (t + 1) & 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();  // tile t in shared memory for every thread (and q, on the first pass)
+    const unsigned kt = lg_fa::smem_addr(s_k + (t & 1) * kTcTileKeys * RS) + k_lane;
+    const unsigned vt = lg_fa::smem_addr(s_v + (t & 1) * kTcTileKeys * RS) + v_lane;
+    float s[2][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kDimSteps; ++kk) {
+      unsigned b0, b1, b2, b3, qhi[4], qlo[4];
+      lg_fa::ldmatrix_x4(qh + kk * 32, qhi[0], qhi[1], qhi[2], qhi[3]);
+      lg_fa::ldmatrix_x4(ql + kk * 32, qlo[0], qlo[1], qlo[2], qlo[3]);
+      lg_fa::ldmatrix_x4(kt + kk * 32, b0, b1, b2, b3);
+      lg_fa::mma_bf16_16816(s[0], qhi, b0, b1);
+      lg_fa::mma_bf16_16816(s[1], qhi, b2, b3);
+      lg_fa::mma_bf16_16816(s[0], qlo, b0, b1);
+      lg_fa::mma_bf16_16816(s[1], qlo, b2, b3);
+    }
+    // Scale to log2 units; keys at or past k1 (the last tile's tail) get -inf.
+    const int key0 = k0 + t * kTcTileKeys + 16 * warp + 2 * c;
+    float mx0 = neg_inf, mx1 = neg_inf;
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool live = key0 + n * 8 + (e & 1) < k1;
+        s[n][e] = live ? s[n][e] * scale_log2 : neg_inf;
+        if (e < 2) mx0 = fmaxf(mx0, s[n][e]);
+        else mx1 = fmaxf(mx1, s[n][e]);
+      }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    // A warp whose keys are all masked so far keeps max -inf: subtracting 0 keeps exp2 at 0.
+    const float ref0 = mn0 == neg_inf ? 0.f : mn0, ref1 = mn1 == neg_inf ? 0.f : mn1;
+    const float corr0 = lg_fa::exp2_approx(m0 - ref0), corr1 = lg_fa::exp2_approx(m1 - ref1);
+    m0 = mn0;
+    m1 = mn1;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      s[n][0] = lg_fa::exp2_approx(s[n][0] - ref0);
+      s[n][1] = lg_fa::exp2_approx(s[n][1] - ref0);
+      s[n][2] = lg_fa::exp2_approx(s[n][2] - ref1);
+      s[n][3] = lg_fa::exp2_approx(s[n][3] - ref1);
+    }
+    l0 = l0 * corr0 + (s[0][0] + s[0][1] + s[1][0] + s[1][1]);
+    l1 = l1 * corr1 + (s[0][2] + s[0][3] + s[1][2] + s[1][3]);
+    unsigned phi[4], plo[4];  // P's A fragment: the S fragments of the two n-tiles, packed
+    split_pack(s[0][0], s[0][1], phi[0], plo[0]);
+    split_pack(s[0][2], s[0][3], phi[1], plo[1]);
+    split_pack(s[1][0], s[1][1], phi[2], plo[2]);
+    split_pack(s[1][2], s[1][3], phi[3], plo[3]);
+#pragma unroll
+    for (int n = 0; n < kDimTiles; n += 2) {
+      o[n][0] *= corr0;
+      o[n][1] *= corr0;
+      o[n][2] *= corr1;
+      o[n][3] *= corr1;
+      o[n + 1][0] *= corr0;
+      o[n + 1][1] *= corr0;
+      o[n + 1][2] *= corr1;
+      o[n + 1][3] *= corr1;
+      unsigned b0, b1, b2, b3;
+      lg_fa::ldmatrix_x4_trans(vt + n * 16, b0, b1, b2, b3);
+      lg_fa::mma_bf16_16816(o[n], phi, b0, b1);
+      lg_fa::mma_bf16_16816(o[n + 1], phi, b2, b3);
+      lg_fa::mma_bf16_16816(o[n], plo, b0, b1);
+      lg_fa::mma_bf16_16816(o[n + 1], plo, b2, b3);
+    }
+    __syncthreads();  // every warp is done with this stage before the next iteration refills it
+  }
+
+  // The warps' states meet in shared memory (the tiles are free): per warp and query row r < G,
+  // its max, its sum (over the quad's keys first) and its unnormalised output.
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  constexpr int WS = DH + 2;  // a warp row: DH outputs, then m, l
+  float* s_m = reinterpret_cast<float*>(s_k);  // [kTcWarps][16][WS]
+  float* mine = s_m + (warp * 16) * WS;
+#pragma unroll
+  for (int n = 0; n < kDimTiles; ++n) {
+    if (g < G) {
+      mine[g * WS + n * 8 + 2 * c] = o[n][0];
+      mine[g * WS + n * 8 + 2 * c + 1] = o[n][1];
+    }
+    if (g + 8 < G) {
+      mine[(g + 8) * WS + n * 8 + 2 * c] = o[n][2];
+      mine[(g + 8) * WS + n * 8 + 2 * c + 1] = o[n][3];
+    }
+  }
+  if (c == 0) {
+    if (g < G) mine[g * WS + DH] = m0, mine[g * WS + DH + 1] = l0;
+    if (g + 8 < G) mine[(g + 8) * WS + DH] = m1, mine[(g + 8) * WS + DH + 1] = l1;
+  }
+  __syncthreads();
+
+  // Thread i: element d of query row r, for (r, d) = divmod(i, DH) over the block. Warp 0 always
+  // saw key k0, so the block's max is finite.
+  const int splits = static_cast<int>(gridDim.y);
+  float* part = p.partial + static_cast<size_t>(b) * p.H * splits * (DH + 2);
+  for (int i = threadIdx.x; i < G * DH; i += kThreads) {
+    const int r = i / DH, d = i % DH, h = kvh * G + r;
+    float bm = neg_inf;
+#pragma unroll
+    for (int w = 0; w < kTcWarps; ++w) bm = fmaxf(bm, s_m[(w * 16 + r) * WS + DH]);
+    float bl = 0.f, bo = 0.f;
+#pragma unroll
+    for (int w = 0; w < kTcWarps; ++w) {
+      const float* row = s_m + (w * 16 + r) * WS;
+      const float f = lg_fa::exp2_approx(row[DH] - bm);
+      bl = fmaf(row[DH + 1], f, bl);
+      bo = fmaf(row[d], f, bo);
+    }
+    if (sp.n == 1) {
+      p.out[(static_cast<size_t>(qrow) * p.H + h) * DH + d] = __float2bfloat16(bo / bl);
+    } else {
+      float* ps = part + (static_cast<size_t>(h) * splits + split) * (DH + 2);
+      ps[d] = bo;
+      if (d == 0) ps[DH] = bm, ps[DH + 1] = bl;
+    }
+  }
+  if (sp.n == 1) return;
+  __threadfence();  // this thread's partials, before thread 0 counts the block in
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = arrive_last(p.counters + static_cast<size_t>(b) * p.KV + kvh, 1, sp.n);
+  __syncthreads();
+  if (!s_last) return;
+
+  // The last block of (b, kvh): every element of its G heads summed over the splits (loads that
+  // do not wait on one another, from L2).
+  for (int i = threadIdx.x; i < G * DH; i += kThreads) {
+    const int r = i / DH, d = i % DH, h = kvh * G + r;
+    const float* ph = part + static_cast<size_t>(h) * splits * (DH + 2);
+    float gm = neg_inf;
+    for (int s0 = 0; s0 < sp.n; ++s0) gm = fmaxf(gm, __ldcg(ph + s0 * (DH + 2) + DH));
+    float gl = 0.f, go = 0.f;
+#pragma unroll 4
+    for (int s0 = 0; s0 < sp.n; ++s0) {
+      const float* ps = ph + s0 * (DH + 2);
+      const float f = lg_fa::exp2_approx(__ldcg(ps + DH) - gm);
+      gl = fmaf(__ldcg(ps + DH + 1), f, gl);
+      go = fmaf(__ldcg(ps + d), f, go);
+    }
+    p.out[(static_cast<size_t>(qrow) * p.H + h) * DH + d] = __float2bfloat16(go / gl);
+  }
+}
+
+}  // namespace lg::qwen::dev
