@@ -473,8 +473,9 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
 
 // The batched decode step's attention (launch_attention_decode_rope_batch) against the reference:
 // sequences of very different lengths in one launch, each its own position, block table,
-// partials and counters, from one shared pool: v6, or v5 with LG_QWEN_ATTN_GQA=0 (the GPU sessions
-// run it both ways).
+// partials and counters, from one shared pool: v6 (or v5 with LG_QWEN_ATTN_GQA=0: the GPU sessions
+// run it both ways) and v9 (its tensor-core form), each at the splits the lane gives the batch and
+// at one split (v9's only split count in the lane).
 TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -514,37 +515,42 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
     auto vc = to_device(scatter_to_pool(pages, vp, c.lens, c.KV, c.Dh));
     auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
          dpos = to_device(pos), dbt = to_device(pages.padded(stride));
-    const int splits = decode_attention_batch_splits(c.H, c.KV, B, max_len);
-    auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
-    auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
-    auto out = poisoned_bf16(size_t(B) * c.H * c.Dh);
-    const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
-                                        c.bias ? db.as<float>() : nullptr, c.norm ? dqn.as<float>() : nullptr,
-                                        c.norm ? dkn.as<float>() : nullptr);
-    launch_attention_decode_rope_batch(dy.as<float>(), r, B, stride, splits, eps, dpos.as<int>(), scratch.as<float>(),
-                                       counters.as<int>(), out.as<bf16>(), s.get());
-    s.synchronize();
-    const auto kpool = download_bf16(kc, pool_n), vpool = download_bf16(vc, pool_n);
-    const auto got = download_bf16(out, size_t(B) * c.H * c.Dh);
-    for (int b = 0; b < B; ++b) {
-      const int len = c.lens[size_t(b)];
-      const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
-                               std::to_string(c.Dh) + " B=" + std::to_string(B) + " splits=" + std::to_string(splits) +
-                               " sequence " + std::to_string(b) + " of length " + std::to_string(len);
-      const std::vector<double> yb(y.begin() + std::ptrdiff_t(b) * N, y.begin() + std::ptrdiff_t(b + 1) * N);
-      const RopeRef want = rope_ref(yb, c.bias ? bias.data() : nullptr, c.norm ? qn.data() : nullptr,
-                                    c.norm ? kn.data() : nullptr, inv, len - 1, c.H, c.KV, c.Dh, eps);
-      Bf16Vec gk, gv;
-      gk.f = gather_from_pool(pages, kpool, size_t(b), len, c.KV, c.Dh);
-      gv.f = gather_from_pool(pages, vpool, size_t(b), len, c.KV, c.Dh);
-      EXPECT_LT(rel_err(cache_rows(gk.f, c.KV, len, c.Dh, len - 1), want.k), 4e-3) << "k " << what;
-      EXPECT_LT(rel_err(cache_rows(gv.f, c.KV, len, c.Dh, len - 1), want.v), 4e-3) << "v " << what;
-      const std::vector<float> want_q(want.q.begin(), want.q.end());
-      const auto want_o = attention_ref(want_q, gk, gv, 1, c.H, c.KV, c.Dh, len, len - 1);
-      const std::vector<float> got_b(got.begin() + std::ptrdiff_t(b) * c.H * c.Dh, got.begin() + std::ptrdiff_t(b + 1) * c.H * c.Dh);
-      EXPECT_LT(rel_err(got_b, want_o), 4e-3) << "attention " << what;
-    }
-    EXPECT_EQ(download_ints(counters, size_t(B) * c.H), std::vector<int>(size_t(B) * c.H, 0));
+    auto check = [&](bool tc, int splits) {
+      auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
+      auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
+      auto out = poisoned_bf16(size_t(B) * c.H * c.Dh);
+      const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
+                                          c.bias ? db.as<float>() : nullptr, c.norm ? dqn.as<float>() : nullptr,
+                                          c.norm ? dkn.as<float>() : nullptr);
+      launch_attention_decode_rope_batch(dy.as<float>(), r, B, stride, splits, eps, dpos.as<int>(), scratch.as<float>(),
+                                         counters.as<int>(), out.as<bf16>(), s.get(), nullptr, tc);
+      s.synchronize();
+      const auto kpool = download_bf16(kc, pool_n), vpool = download_bf16(vc, pool_n);
+      const auto got = download_bf16(out, size_t(B) * c.H * c.Dh);
+      for (int b = 0; b < B; ++b) {
+        const int len = c.lens[size_t(b)];
+        const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
+                                 std::to_string(c.Dh) + " B=" + std::to_string(B) + " splits=" + std::to_string(splits) +
+                                 (tc ? " tensor cores" : "") + " sequence " + std::to_string(b) + " of length " +
+                                 std::to_string(len);
+        const std::vector<double> yb(y.begin() + std::ptrdiff_t(b) * N, y.begin() + std::ptrdiff_t(b + 1) * N);
+        const RopeRef want = rope_ref(yb, c.bias ? bias.data() : nullptr, c.norm ? qn.data() : nullptr,
+                                      c.norm ? kn.data() : nullptr, inv, len - 1, c.H, c.KV, c.Dh, eps);
+        Bf16Vec gk, gv;
+        gk.f = gather_from_pool(pages, kpool, size_t(b), len, c.KV, c.Dh);
+        gv.f = gather_from_pool(pages, vpool, size_t(b), len, c.KV, c.Dh);
+        EXPECT_LT(rel_err(cache_rows(gk.f, c.KV, len, c.Dh, len - 1), want.k), 4e-3) << "k " << what;
+        EXPECT_LT(rel_err(cache_rows(gv.f, c.KV, len, c.Dh, len - 1), want.v), 4e-3) << "v " << what;
+        const std::vector<float> want_q(want.q.begin(), want.q.end());
+        const auto want_o = attention_ref(want_q, gk, gv, 1, c.H, c.KV, c.Dh, len, len - 1);
+        const std::vector<float> got_b(got.begin() + std::ptrdiff_t(b) * c.H * c.Dh,
+                                       got.begin() + std::ptrdiff_t(b + 1) * c.H * c.Dh);
+        EXPECT_LT(rel_err(got_b, want_o), 4e-3) << "attention " << what;
+      }
+      EXPECT_EQ(download_ints(counters, size_t(B) * c.H), std::vector<int>(size_t(B) * c.H, 0));
+    };
+    for (const bool tc : {false, true})
+      for (const int splits : {decode_attention_batch_splits(c.H, c.KV, B, max_len), 1}) check(tc, splits);
   }
 }
 

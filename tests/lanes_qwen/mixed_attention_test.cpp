@@ -1,5 +1,5 @@
 // The two attention launches of a mixed step on the rows path (HandwrittenQwenLane::run_rows):
-//   - the batched decode attention with a row map does, for entry b, exactly what it does
+//   - the batched decode attention (v6 and v9) with a row map does, for entry b, exactly what it does
 //     without one for a projection whose row b is row rows[b]: the same output bits land in row
 //     rows[b], the same K/V bits in the pool, and the rows no entry names are not written;
 //   - the ragged attention with a token list does exactly the listed tokens: their output rows
@@ -87,7 +87,7 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
 
     // launch(mapped): the pools after it, and its output.
-    auto launch = [&](bool mapped, std::vector<uint16_t>& k_after, std::vector<uint16_t>& v_after) {
+    auto launch = [&](bool tc, bool mapped, std::vector<uint16_t>& k_after, std::vector<uint16_t>& v_after) {
       auto kc = to_device(kpool), vc = to_device(vpool);
       const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
                                           nullptr, dqn.as<float>(), dkn.as<float>());
@@ -95,32 +95,34 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
       auto out = poisoned_bf16(out_rows * HD);
       launch_attention_decode_rope_batch(mapped ? dall.as<float>() : dentries.as<float>(), r, B, stride, splits, 1e-6f,
                                          dpos.as<int>(), scratch.as<float>(), counters.as<int>(), out.as<bf16>(),
-                                         s.get(), mapped ? drows.as<int>() : nullptr);
+                                         s.get(), mapped ? drows.as<int>() : nullptr, tc);
       s.synchronize();
       k_after = download_raw(kc, kpool.size());
       v_after = download_raw(vc, vpool.size());
       return download_raw(out, out_rows * HD);
     };
-    std::vector<uint16_t> k_plain, v_plain, k_mapped, v_mapped;
-    const auto plain = launch(false, k_plain, v_plain);
-    const auto mapped = launch(true, k_mapped, v_mapped);
-    const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" + std::to_string(c.Dh) +
-                             " splits=" + std::to_string(splits);
-    std::vector<bool> named(size_t(c.T), false);
-    for (int b = 0; b < B; ++b) {
-      const size_t r = size_t(c.rows[size_t(b)]);
-      named[r] = true;
-      const auto want = row_of(plain, size_t(b), size_t(HD));
-      for (uint16_t x : want) ASSERT_NE(x, 0x7fc0) << what << ": the plain launch left entry " << b << " unwritten";
-      EXPECT_EQ(row_of(mapped, r, size_t(HD)), want) << what << ": entry " << b << " (row " << r << ")";
-    }
-    for (int t = 0; t < c.T; ++t) {
-      if (!named[size_t(t)]) {
-        EXPECT_EQ(row_of(mapped, size_t(t), size_t(HD)), std::vector<uint16_t>(size_t(HD), 0x7fc0))
-            << what << ": row " << t << " is no entry's, written";
+    for (const bool tc : {false, true}) {  // v6 and v9
+      std::vector<uint16_t> k_plain, v_plain, k_mapped, v_mapped;
+      const auto plain = launch(tc, false, k_plain, v_plain);
+      const auto mapped = launch(tc, true, k_mapped, v_mapped);
+      const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" + std::to_string(c.Dh) +
+                               " splits=" + std::to_string(splits) + (tc ? " tensor cores" : "");
+      std::vector<bool> named(size_t(c.T), false);
+      for (int b = 0; b < B; ++b) {
+        const size_t r = size_t(c.rows[size_t(b)]);
+        named[r] = true;
+        const auto want = row_of(plain, size_t(b), size_t(HD));
+        for (uint16_t x : want) ASSERT_NE(x, 0x7fc0) << what << ": the plain launch left entry " << b << " unwritten";
+        EXPECT_EQ(row_of(mapped, r, size_t(HD)), want) << what << ": entry " << b << " (row " << r << ")";
       }
+      for (int t = 0; t < c.T; ++t) {
+        if (!named[size_t(t)]) {
+          EXPECT_EQ(row_of(mapped, size_t(t), size_t(HD)), std::vector<uint16_t>(size_t(HD), 0x7fc0))
+              << what << ": row " << t << " is no entry's, written";
+        }
+      }
+      EXPECT_TRUE(k_mapped == k_plain && v_mapped == v_plain) << what << ": the K/V written differ";
     }
-    EXPECT_TRUE(k_mapped == k_plain && v_mapped == v_plain) << what << ": the K/V written differ";
   }
 }
 

@@ -65,7 +65,8 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   int len_bucket = 1;
   while (len_bucket < max_len) len_bucket *= 2;
   const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
-  cuda::GraphExec& graph = s.batch_graphs[{Bp, splits}];
+  const bool attn_tc = decode_attention_batch_tensor_cores(splits, max_len);
+  cuda::GraphExec& graph = s.batch_graphs[{Bp, splits, attn_tc}];
   // On the row GEMVs the QKV projection accumulates into qkv (split-K): zeroed here, outside the
   // graph (ahead of it in the stream), for layer 0, and by each layer's o_proj for the next (after
   // its PDL wait the attention that read qkv is done).
@@ -114,7 +115,8 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
         mark("gemm qkv");
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
         launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), splits, d.eps, d_pos,
-                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs,
+                                           nullptr, attn_tc);
         mark("attention");
         project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, o_slices, "gemm o");
         norm(ly.ln2.as<float>(), o_slices);

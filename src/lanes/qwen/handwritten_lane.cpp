@@ -476,6 +476,7 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
   // Scratch and counters are the batched decode graphs' (sized for max_batch entries, any split
   // count decode_attention_batch_splits gives; every launch leaves the counters at zero).
   const int dec_splits = u.ndec > 0 ? decode_attention_batch_splits(d.H, d.KV, u.ndec, u.dec_max_len) : 1;
+  const bool dec_tc = u.ndec > 0 && decode_attention_batch_tensor_cores(dec_splits, u.dec_max_len);
 
   launch_embed(s.embed.as<bf16_t>(), d_tokens, T, d.D, s.x.as<float>(), cs);
   for (size_t l = 0; l < s.layers.size(); ++l) {
@@ -494,7 +495,7 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
       if (u.ndec > 0)
         launch_attention_decode_rope_batch(s.qkv.as<float>(), s.rope_args(d, l, d_table), u.ndec, W, dec_splits, d.eps,
                                            u.dec_pos, s.dec_scratch.as<float>(), s.dec_counters.as<int>(),
-                                           s.attn.as<bf16_t>(), cs, u.dec_rows);
+                                           s.attn.as<bf16_t>(), cs, u.dec_rows, dec_tc);
       for (const RowsStep::FlashRun& fr : u.flash) {
         const size_t off = static_cast<size_t>(fr.t0) * static_cast<size_t>(d.nq);
         launch_attention_prefill_tc(s.q.as<float>() + off, pages, d_table + static_cast<size_t>(fr.r) * W,

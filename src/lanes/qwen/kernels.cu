@@ -477,8 +477,7 @@ bool gqa_attention() {
   static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
   return on;
 }
-/// LG_QWEN_ATTN_TC=0: the by-KV-head batched decode attention is v6 (CUDA cores) instead of v9
-/// (its scores and P V on the tensor cores, attention_decode_gqa_tc.cuh).
+/// LG_QWEN_ATTN_TC=0: decode_attention_batch_tensor_cores never picks v9.
 bool gqa_tensor_cores() {
   static const bool on = lab_knob("LG_QWEN_ATTN_TC", 1) != 0;
   return on;
@@ -510,6 +509,10 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
   return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
 }
 
+bool decode_attention_batch_tensor_cores(int splits, int max_len) {
+  return gqa_attention() && gqa_tensor_cores() && splits == 1 && max_len >= 512;
+}
+
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
   // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
@@ -521,8 +524,8 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 template <int DH>
 static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride, int splits,
                                       float eps, const int* pos, float* scratch, int* counters, bf16* out,
-                                      const int* rows, cudaStream_t s) {
-  if (gqa_attention()) {
+                                      const int* rows, bool tensor_cores, cudaStream_t s) {
+  if (gqa_attention() || tensor_cores) {
     dev::GqaDecodeParams g{};
     g.qkv = qkv;
     g.row_map = rows;
@@ -546,7 +549,7 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
     g.inv_freq = r.inv_freq;
     g.eps = eps;
     const int G = r.H / r.KV;
-    if (gqa_tensor_cores()) {
+    if (tensor_cores) {
       constexpr size_t smem = dev::gqa_tc_smem_bytes<DH>();
       static const bool sized = [] {  // past the 48 KB a launch gets without asking
         LG_CUDA_CHECK(cudaFuncSetAttribute(dev::attn_decode_gqa_tc_kernel<DH>,
@@ -577,7 +580,7 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
 
 void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride,
                                         int splits, float eps, const int* pos, float* scratch, int* counters,
-                                        bf16* out, cudaStream_t s, const int* rows) {
+                                        bf16* out, cudaStream_t s, const int* rows, bool tensor_cores) {
   check_head_dim(r.Dh);
   check_gqa(r.H, r.KV);
   if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos || !scratch || !counters || !out)
@@ -590,10 +593,18 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
                 std::to_string(splits) + " splits, block-table stride " + std::to_string(table_stride) +
                 " (1..65535 sequences, 1.." + std::to_string(kDecodeMaxSplits) + " splits)");
   switch (r.Dh) {
-    case 16: return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
-    case 32: return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
-    case 64: return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
-    default: return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows, s);
+    case 16:
+      return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
+                                          rows, tensor_cores, s);
+    case 32:
+      return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
+                                          rows, tensor_cores, s);
+    case 64:
+      return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
+                                          rows, tensor_cores, s);
+    default:
+      return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
+                                            rows, tensor_cores, s);
   }
 }
 

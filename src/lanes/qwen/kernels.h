@@ -213,6 +213,14 @@ void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& rope
 /// sequences x heads are there already (a batch brings its own parallelism; every split adds a
 /// partial to merge).
 int decode_attention_batch_splits(int H, int KV, int batch, int max_len);
+/// Whether a batched decode attention launch of `splits` splits, whose longest sequence has
+/// max_len positions, runs v9 (kernels/attention_decode_gqa_tc.cuh, scores and P V on the tensor
+/// cores) rather than v6: when each block has a whole sequence of at least 512 positions (one
+/// split). Measured on the H200 (bench/RESULTS.md, session 15), 8B shape: v9 is 5% quicker a step
+/// than v6 at 128 sequences of 512 positions and 11% at 1,024 (one split each), but 3-6% slower
+/// at 16 and 64 sequences, where the splits leave each block 2-8 tiles and v9's blocks (74 KB of
+/// shared memory, three an SM to v6's six) take twice the waves. LG_QWEN_ATTN_TC=0: never.
+bool decode_attention_batch_tensor_cores(int splits, int max_len);
 /// Most splits decode_attention_batch_splits returns.
 constexpr int kDecodeMaxSplits = 128;
 /// Floats of scratch launch_attention_decode_rope_batch needs for up to max_batch sequences.
@@ -221,7 +229,9 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 /// The batched decode step's attention: launch_attention_decode_rope's math for `batch` sequences
 /// of one decode token each in one launch; v6 (kernels/attention_decode_gqa.cuh: a block per
 /// (KV head, split, sequence) for the KV head's H / KV <= 16 query heads, K/V tiles through shared
-/// memory), or v5 with LG_QWEN_ATTN_GQA=0 (a block per (query head, split, sequence)). Sequence b's raw projection is
+/// memory), v9 with `tensor_cores` (v6's blocks, scores and P V on the tensor cores; see
+/// decode_attention_batch_tensor_cores), or v5 with LG_QWEN_ATTN_GQA=0 (a block per (query head,
+/// split, sequence)). Sequence b's raw projection is
 /// row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its block table row b
 /// of rope.block_table (table_stride ints apart), its output row b of out bf16 [batch, H*Dh].
 /// splits from decode_attention_batch_splits for a max_len at least every pos[b] + 1 (a
@@ -235,7 +245,8 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 /// Throws lg::Error for more than 16 query heads per KV head or a batch, split count or stride out of range.
 void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& rope, int batch, int table_stride,
                                         int splits, float eps, const int* pos, float* scratch, int* counters,
-                                        bf16* out, cudaStream_t stream, const int* rows = nullptr);
+                                        bf16* out, cudaStream_t stream, const int* rows = nullptr,
+                                        bool tensor_cores = false);
 
 /// Attention of a ragged batch (kernels/attention.cuh): token t of sequence seq[t] at position
 /// pos[t] sees positions 0 .. pos[t] of that sequence (causal GQA). q f32 [T, H, Dh];
