@@ -103,6 +103,14 @@ TEST(Lower, Qwen3MoeStacksTheExpertsOfTinyQwen3Moe) {
   g = lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
   EXPECT_EQ(count(g, "l1.e"), 3);
   EXPECT_EQ(count(g, "l0.e") + count(g, "l2.e"), 0);
+  // A step of 0 is refused naming the field (it was "division by zero" at the layer's line).
+  config["decoder_sparse_step"] = 0;
+  try {
+    lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
+    ADD_FAILURE() << "decoder_sparse_step 0 accepted";
+  } catch (const lg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decoder_sparse_step must be at least 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Lower, Pycode22mGraphStructure) {
