@@ -477,10 +477,11 @@ bool gqa_attention() {
   static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
   return on;
 }
-/// LG_QWEN_ATTN_TC=0: decode_attention_batch_tensor_cores never picks v9.
-bool gqa_tensor_cores() {
-  static const bool on = lab_knob("LG_QWEN_ATTN_TC", 1) != 0;
-  return on;
+/// LG_QWEN_ATTN_TC: 1 (default) v9 where decode_attention_batch_tensor_cores's rule says, 0 never,
+/// 2 always (a lab setting, for A/B at every batch size).
+int gqa_tensor_cores() {
+  static const int mode = lab_knob("LG_QWEN_ATTN_TC", 1);
+  return mode;
 }
 /// v6's shortest chunk (knob LG_QWEN_GQA_SPLIT): four tiles of 32 keys. H200, tenth session, 8B at
 /// 512 positions: B = 16 5.74 ms a step against 5.95 with two tiles (8 splits of blocks whose fixed
@@ -510,7 +511,8 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
 }
 
 bool decode_attention_batch_tensor_cores(int splits, int max_len) {
-  return gqa_attention() && gqa_tensor_cores() && splits == 1 && max_len >= 512;
+  const int mode = gqa_tensor_cores();
+  return gqa_attention() && (mode == 2 || (mode == 1 && splits == 1 && max_len >= 512));
 }
 
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {

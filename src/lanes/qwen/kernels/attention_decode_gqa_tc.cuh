@@ -92,7 +92,12 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
   };
   const int ntiles = (k1 - k0 + kTcTileKeys - 1) / kTcTileKeys;
   const bool holds_pos = split == 0;
-  if (!holds_pos) load_tile(0, 0);  // split 0 first writes this position's K/V, which it reads
+  // Split 0 writes this position's K/V before it reads them, in its last tile. Iteration t of the
+  // loop issues tile t + 1 before its barrier, so with three tiles or more the last is issued
+  // after iteration 0's barrier, which follows the write: tile 0 may go out now. Shorter chunks
+  // issue it after a barrier of their own.
+  const bool early = !holds_pos || ntiles > 2;
+  if (early) load_tile(0, 0);
 
   // Query rows of the A operand: head kvh * G + r for r < G (bias, qk-norm, RoPE in fp32 as v6,
   // then split in two bf16 parts), zeros below. Split 0 forms the key and value at pos (warp 0).
@@ -129,7 +134,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
     for (int e = 0; e < EPL; ++e)
       if (active) split_bf16(q[e], s_qhi[r * RS + lane * EPL + e], s_qlo[r * RS + lane * EPL + e]);
   }
-  if (holds_pos) {
+  if (!early) {
     __syncthreads();  // the block's K/V writes are visible to its own cp.async reads (L2) after this
     load_tile(0, 0);
   }
