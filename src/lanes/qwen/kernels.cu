@@ -523,6 +523,18 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
   return per_head * static_cast<size_t>(H) * static_cast<size_t>(Dh + 2);
 }
 
+template <int DH, int NW>
+static void launch_gqa_tc(const dev::GqaDecodeParams& g, int KV, int splits, int batch, cudaStream_t s) {
+  constexpr size_t smem = dev::gqa_tc_smem_bytes<DH, NW>();
+  static const bool sized = [] {  // past the 48 KB a launch gets without asking
+    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::attn_decode_gqa_tc_kernel<DH, NW>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    return true;
+  }();
+  (void)sized;
+  launch_pdl(dev::attn_decode_gqa_tc_kernel<DH, NW>, dim3(KV, splits, batch), dim3(32 * NW), smem, s, g);
+}
+
 template <int DH>
 static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride, int splits,
                                       float eps, const int* pos, float* scratch, int* counters, bf16* out,
@@ -552,15 +564,10 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
     g.eps = eps;
     const int G = r.H / r.KV;
     if (tensor_cores) {
-      constexpr size_t smem = dev::gqa_tc_smem_bytes<DH>();
-      static const bool sized = [] {  // past the 48 KB a launch gets without asking
-        LG_CUDA_CHECK(cudaFuncSetAttribute(dev::attn_decode_gqa_tc_kernel<DH>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-        return true;
-      }();
-      (void)sized;
-      return launch_pdl(dev::attn_decode_gqa_tc_kernel<DH>, dim3(r.KV, splits, batch), dim3(32 * dev::kTcWarps),
-                        smem, s, g);
+      // LG_QWEN_ATTN_TC_WARPS=2: blocks of 2 warps and 32-key tiles (44 KB, against 74 KB).
+      static const int warps = lab_knob("LG_QWEN_ATTN_TC_WARPS", 4) == 2 ? 2 : 4;
+      return warps == 2 ? launch_gqa_tc<DH, 2>(g, r.KV, splits, batch, s)
+                        : launch_gqa_tc<DH, 4>(g, r.KV, splits, batch, s);
     }
     return launch_pdl(dev::attn_decode_gqa_kernel<DH>, dim3(r.KV, splits, batch), dim3(32 * G),
                       dev::gqa_smem_bytes<DH>(G), s, g);

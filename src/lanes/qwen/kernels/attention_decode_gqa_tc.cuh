@@ -7,7 +7,7 @@
 // 1,024 positions its blocks are bound by issue, not by the K/V stream; here a 16-key slice of a
 // warp costs ~100.
 //   The G queries are the rows of the A operand (M = 16: rows G..15 are zero and never stored).
-//   A block of kTcWarps warps takes 64-key tiles of K and V through shared memory, double-buffered
+//   A block of NW (4, or 2) warps takes tiles of 16 NW keys of K and V through shared memory, double-buffered
 //   with cp.async as v6; warp w takes keys 16w..16w+15 of each tile (two n-tiles of S, one k-step
 //   of P V) and keeps its own online softmax (m, l in log2 units, Milakov & Gimelshein 2018); at
 //   the end the warps' states meet in shared memory.
@@ -25,14 +25,12 @@
 
 namespace lg::qwen::dev {
 
-constexpr int kTcWarps = 4;
-constexpr int kTcTileKeys = 16 * kTcWarps;  // 16 keys a warp
-
-/// Dynamic shared memory of a v9 block: q's high and low parts [16][DH + 8] and two stages of K
-/// and V tiles [64][DH + 8] (bf16); the warps' merge reuses the tiles (4 x 16 x (DH + 2) floats).
-template <int DH>
+/// Dynamic shared memory of a v9 block of NW warps: q's high and low parts [16][DH + 8] and two
+/// stages of K and V tiles [16 NW][DH + 8] (bf16); the warps' merge reuses the tiles (NW x 16 x
+/// (DH + 2) floats).
+template <int DH, int NW>
 constexpr size_t gqa_tc_smem_bytes() {
-  return (2 * 16 + 2 * 2 * static_cast<size_t>(kTcTileKeys)) * (DH + 8) * 2;
+  return (2 * 16 + 2 * 2 * 16 * static_cast<size_t>(NW)) * (DH + 8) * 2;
 }
 
 /// x as bf16 (round to nearest even) and what that leaves, as bf16: x ~ hi + lo to 2^-16.
@@ -47,10 +45,11 @@ __device__ __forceinline__ void split_pack(float a, float b, unsigned& hi, unsig
   lo = lg_fa::pack_bf16x2(a - lg_bf16_lo(hi), b - __uint_as_float(hi & 0xffff0000u));
 }
 
-/// Grid (KV, splits <= kGqaMaxSplits, B), kTcWarps * 32 threads, gqa_tc_smem_bytes<DH>() of
-/// dynamic shared memory; G = H / KV <= 16.
-template <int DH>
+/// Grid (KV, splits <= kGqaMaxSplits, B), kTcWarps * 32 threads, gqa_tc_smem_bytes<DH, kTcWarps>()
+/// of dynamic shared memory; G = H / KV <= 16. Tiles of 16 kTcWarps keys.
+template <int DH, int kTcWarps>
 __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const GqaDecodeParams p) {
+  constexpr int kTcTileKeys = 16 * kTcWarps;  // 16 keys a warp
   constexpr int EPL = DecodeSlice<DH>::EPL, RS = DH + 8;
   constexpr int kChunks = DH / 8, kDimSteps = DH / 16, kDimTiles = DH / 8, kThreads = kTcWarps * 32;
   static_assert(DH % 16 == 0, "v9: head_dim a multiple of 16");
