@@ -127,6 +127,7 @@ int serve(const ServeOpts& o) {
   if (o.model.empty() == o.shape.empty()) throw lg::Error("lg serve: give either --model DIR or --shape NAME");
   if (!o.shape.empty() && !o.chat_template.empty())
     throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
+  lg::server::check_can_listen(o.host, o.port);  // before the model loads, which may take minutes
   const auto engine = make_engine(o);
   lg::server::ServerOptions so;
   so.host = o.host;

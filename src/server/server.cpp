@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -165,12 +167,40 @@ void Server::install_error_handlers() {
   });
 }
 
+namespace {
+std::string cannot_listen(const std::string& host, int port) {
+  return fmt::format("cannot listen on {}:{} (the port is in use, or the host is not an address of this machine)", host,
+                     port);
+}
+}  // namespace
+
+void check_can_listen(const std::string& host, int port) {
+  if (port == 0) return;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr)
+    throw Error(cannot_listen(host, port));
+  bool ok = false;
+  for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {  // as httplib: the first that binds
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;  // the server's own option (install_routes): a port a server just left is free
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    ok = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (!ok) throw Error(cannot_listen(host, port));
+}
+
 int Server::bind() {
   if (port_ != 0) return port_;
   const int p = options_.port == 0 ? http_->bind_to_any_port(options_.host.c_str())
                                    : (http_->bind_to_port(options_.host.c_str(), options_.port) ? options_.port : -1);
-  if (p <= 0) throw Error(fmt::format("cannot listen on {}:{} (the port is in use, or the host is not an address of "
-                                        "this machine)", options_.host, options_.port));
+  if (p <= 0) throw Error(cannot_listen(options_.host, options_.port));
   // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
   // library): a burst of clients (a load test opening 128 connections at once) then overflows
   // it, and the kernel drops their SYNs, which clients resend only after 1 s, 3 s, ... Listening

@@ -38,6 +38,12 @@ struct ServerOptions {
   int keep_alive_s = 2;
 };
 
+/// Throws lg::Error, in the words Server::bind uses, when a server could not listen on host:port
+/// now (the port is in use, or the host is not an address of this machine): `lg serve` asks before
+/// it spends minutes loading a model, and Server::bind still decides (the port may be taken in
+/// between). Port 0 (any free port) is always possible.
+void check_can_listen(const std::string& host, int port);
+
 class Server {
  public:
   /// Holds `engine` (which must outlive the server) and reads the model's chat template (no

@@ -203,5 +203,27 @@ TEST(ServeCli, SigintStopsAServerStartedAsABackgroundJob) {
   EXPECT_NE(serve.log().find("lg: SIGINT: no new requests"), std::string::npos) << serve.log();
 }
 
+// A port in use is found before the model loads (a new user waited for a model to load to learn
+// it): the error names the address, and the model is never loaded (the "serving" line follows
+// the load).
+TEST(ServeCli, PortInUseIsRefusedBeforeTheModelLoads) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  const CliRun r = run_lg("serve --model " + kSource + "/models/qwen3-pycode-22m --host 127.0.0.1 --port " +
+                          std::to_string(port));
+  ::close(fd);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("lg: serving"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test
