@@ -34,12 +34,16 @@ constexpr int64_t kDefaultMaxSeq = 4096;
 
 /// One line naming the launches whose steps of many tokens take another form than decode's (the
 /// compiled lane's LaunchPlan::Prefill): GEMMs on cuBLASLt, attention on the flash template,
-/// experts on the grouped tensor-core GEMM; empty when none does or no step has two rows.
+/// experts on the grouped tensor-core GEMM, and the attention launches that have no flash form
+/// (head_dim outside 16-128: Gemma 3's 256); empty when no step has two rows.
 std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
   if (cuda.max_t <= 1) return "";  // no step has more than one row (--max-step-tokens 1)
-  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0;
+  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0, split_only = 0;
   for (const auto& l : cuda.launches) {
-    if (!l.prefill) continue;
+    if (!l.prefill) {
+      split_only += l.split.has_value();
+      continue;
+    }
     if (l.prefill->experts) {
       ++experts;
       experts_min_t = l.prefill->min_t;
@@ -49,12 +53,16 @@ std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
       ++gemm;
     }
   }
-  if (gemm + attention + experts == 0) return "";
+  if (gemm + attention + experts + split_only == 0) return "";
   std::string line = "prefill forms (T > 1): " + std::to_string(gemm) + " GEMM launches on cuBLASLt, " +
                      std::to_string(attention) + " attention launches on the flash template";
   if (experts > 0)
     line += ", " + std::to_string(experts) + " experts launches as grouped tensor-core GEMMs (at T >= " +
             std::to_string(experts_min_t) + ")";
+  if (split_only > 0)
+    line += "; " + std::to_string(split_only) +
+            " attention launches stay on the split-KV kernel at every T (the flash template takes head_dim 16, 32, "
+            "64 or 128)";
   return line + "\n";
 }
 

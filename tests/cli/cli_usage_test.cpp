@@ -206,6 +206,14 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
                          "template, 96 experts launches as grouped tensor-core GEMMs (at T >= 64)\n"),
             std::string::npos)
       << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
+  // Gemma 3's head_dim 256 has no flash form: the summary says its attention stays split-KV, and why.
+  const CliRun gemma = run_lg("compile " + kSource + "/models/gemma3_text.lg -c " + kSource +
+                              "/bench/shapes/gemma-3-12b-text --explain --max-seq 256");
+  EXPECT_EQ(gemma.code, 0) << gemma.out;
+  EXPECT_NE(gemma.out.find("0 attention launches on the flash template; 48 attention launches stay on the split-KV "
+                           "kernel at every T (the flash template takes head_dim 16, 32, 64 or 128)\n"),
+            std::string::npos)
+      << gemma.out.substr(gemma.out.size() > 600 ? gemma.out.size() - 600 : 0);
   // No step of more than one row, no prefill form to name.
   const CliRun one = run_lg("compile " + kQwen3 + " -c " + kModel + " --explain --max-batch 1 --max-step-tokens 1");
   EXPECT_EQ(one.code, 0) << one.out;

@@ -103,6 +103,18 @@ TEST(Lower, Qwen3MoeStacksTheExpertsOfTinyQwen3Moe) {
   g = lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
   EXPECT_EQ(count(g, "l1.e"), 3);
   EXPECT_EQ(count(g, "l0.e") + count(g, "l2.e"), 0);
+  // Two expert counts that differ are refused naming both fields (it was a tensor-shape error).
+  {
+    auto two = config;
+    two["num_experts"] = 3;
+    two["num_local_experts"] = 4;
+    try {
+      lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", two, {});
+      ADD_FAILURE() << "num_experts 3 and num_local_experts 4 accepted";
+    } catch (const lg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("num_experts and num_local_experts differ"), std::string::npos) << e.what();
+    }
+  }
   // A step of 0 is refused naming the field (it was "division by zero" at the layer's line).
   config["decoder_sparse_step"] = 0;
   try {
