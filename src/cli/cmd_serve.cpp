@@ -138,7 +138,8 @@ int serve(const ServeOpts& o) {
                engine->model_id().c_str(), lane_of(o).c_str(),
                static_cast<long long>(engine->context()), static_cast<long long>(engine->limits().pool_tokens()));
   if (engine->has_tokenizer()) report_chat_template(server.chat_template());
-  else std::fprintf(stderr, "lg: random weights, no tokenizer: prompts are token ids; chat answers 400\n");
+  else std::fprintf(stderr, "lg: no tokenizer (random weights, or no tokenizer.json): prompts are token ids; chat "
+                            "answers 400\n");
   const int port = server.bind();
   std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /metrics)\n",
                o.host.c_str(), port);

@@ -20,8 +20,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-tokenizer::Tokenizer load_tokenizer(const model::ModelDir& dir) {
-  if (!dir.tokenizer_json) throw Error(dir.dir.string() + ": no tokenizer.json; lg serve and lg batch need one to read prompts");
+// None without a tokenizer.json: the model then takes token-id prompts only, as random weights do.
+std::optional<tokenizer::Tokenizer> load_tokenizer(const model::ModelDir& dir) {
+  if (!dir.tokenizer_json) return std::nullopt;
   return tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
 }
 
@@ -125,7 +126,7 @@ struct JobState {
 
 Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& options)
     : dir_(std::make_unique<model::ModelDir>(model::ModelDir::open(model_dir))) {
-  tokenizer_.emplace(load_tokenizer(*dir_));
+  tokenizer_ = load_tokenizer(*dir_);
   runtime::resolve_program(*dir_, options.program);
   config_ = dir_->config;
   // What the program binds, which is what the lane runs: its context (GPT-2's n_positions) and
@@ -179,7 +180,7 @@ Engine::~Engine() {
 }
 
 const tokenizer::Tokenizer& Engine::tokenizer() const {
-  if (!tokenizer_) throw Error("the model '" + model_id_ + "' has no tokenizer (random weights)");
+  if (!tokenizer_) throw Error("the model '" + model_id_ + "' has no tokenizer (random weights, or no tokenizer.json)");
   return *tokenizer_;
 }
 
@@ -194,8 +195,8 @@ void Engine::cancel_all() {
 std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std::string& param,
                                            bool add_special_tokens) const {
   if (!tokenizer_)
-    throw RequestError(param, fmt::format("'{}' must be token ids: the model '{}' is served with random weights and no "
-                                          "tokenizer (lg serve --shape)",
+    throw RequestError(param, fmt::format("'{}' must be token ids: the model '{}' is served without a tokenizer (random "
+                                          "weights, lg serve --shape, or a model directory with no tokenizer.json)",
                                           param, model_id_));
   std::vector<int32_t> ids;
   try {

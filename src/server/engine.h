@@ -122,8 +122,9 @@ class EngineJob {
 
 class Engine {
  public:
-  /// Opens the model directory, builds the lane and starts the worker. Throws lg::Error for a bad
-  /// directory, a missing tokenizer.json, an unknown lane or a max_seq beyond
+  /// Opens the model directory, builds the lane and starts the worker. Without a tokenizer.json
+  /// the model takes token-id prompts only (as random weights). Throws lg::Error for a bad
+  /// directory, an unreadable tokenizer, an unknown lane or a max_seq beyond
   /// max_position_embeddings.
   Engine(const std::filesystem::path& model_dir, const EngineOptions& options);
   /// Random weights at `model`'s shape on GPU lane options.lane (lanes/factory.h,

@@ -74,7 +74,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     ChatRequest r = parse_chat_request(body);
     if (!engine.has_tokenizer())
       throw RequestError("messages", fmt::format("chat needs a tokenizer and a chat template; the model '{}' is served "
-                                                 "with random weights and neither (lg serve --shape): send token ids "
+                                                 "without them (random weights, or no tokenizer.json): send token ids "
                                                  "to /v1/completions",
                                                  engine.model_id()));
     p.gen = std::move(r.gen);

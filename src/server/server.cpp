@@ -57,8 +57,9 @@ json model_json(const Engine& engine) {
 Server::Server(Engine& engine, const ServerOptions& options)
     : engine_(engine),
       options_(options),
-      // Random weights have no directory and no template: chat is refused per request.
-      chat_template_(engine.model_dir().empty()
+      // Random weights (no directory) and a model with no tokenizer have no template: chat is
+      // refused per request.
+      chat_template_(engine.model_dir().empty() || !engine.has_tokenizer()
                          ? chat::ChatTemplate{}
                          : chat::ChatTemplate::load(engine.model_dir(), options.chat_template_file,
                                                     std::make_shared<chat::JinjaRenderer>(options.chat_renderer))),

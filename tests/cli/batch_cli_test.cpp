@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_run.h"
 
@@ -201,12 +202,28 @@ TEST(LgBatch, EmptyPathIsAUsageErrorNamingTheOption) {
   }
 }
 
-// A model directory with no tokenizer.json is refused naming the file; the message used to say
-// "lg serve needs one" to a user who ran lg batch (found by a new-user pass).
-TEST(LgBatch, ModelWithoutTokenizerIsRefusedNamingBatch) {
-  const CliRun r = run_lg("batch --model " + kShared + "/fixtures/tiny-llama3 -i - -o - </dev/null");
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("tiny-llama3: no tokenizer.json; lg serve and lg batch need one"), std::string::npos) << r.out;
+// A model directory with no tokenizer.json takes token-id prompts (as `lg serve --shape` does):
+// such a request is answered with ids, a text prompt gets an error line saying ids are needed.
+// (It used to refuse the model as a whole, even for id prompts.)
+TEST(LgBatch, ModelWithoutTokenizerTakesTokenIdPrompts) {
+  const std::string in = ::testing::TempDir() + "/lg_batch_no_tokenizer.jsonl";
+  std::ofstream(in) << R"({"custom_id": "ids", "method": "POST", "url": "/v1/completions", )"
+                    << R"("body": {"prompt": [1, 2, 3], "max_tokens": 3, "temperature": 0}})" << "\n"
+                    << R"({"custom_id": "text", "method": "POST", "url": "/v1/completions", )"
+                    << R"("body": {"prompt": "hi", "max_tokens": 3}})" << "\n";
+  const CliRun r = run_lg("batch --model " + kShared + "/fixtures/tiny-llama3 -i " + in + " -o - -q");
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::vector<nlohmann::json> lines;
+  std::istringstream ss(r.out);
+  for (std::string line; std::getline(ss, line);)
+    if (!line.empty() && line[0] == '{') lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0]["custom_id"], "ids");
+  EXPECT_EQ(lines[0]["response"]["status_code"], 200) << lines[0].dump();
+  EXPECT_EQ(lines[0]["response"]["body"]["choices"][0]["token_ids"].size(), 3u) << lines[0].dump();
+  EXPECT_EQ(lines[1]["custom_id"], "text");
+  EXPECT_EQ(lines[1]["response"]["status_code"], 400) << lines[1].dump();
+  EXPECT_NE(lines[1].dump().find("must be token ids"), std::string::npos) << lines[1].dump();
 }
 
 // A KV cache smaller than one context is refused at start, naming the option: a request that
