@@ -68,6 +68,24 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+/// Keys kb .. kb + KEYS - 1 of a chunk that ends at k1 (a key at or past k1 loads the chunk's last
+/// row, which the caller masks), K and V from KV head pools kc / vc (rows through the block table
+/// bt) into shared tiles sk / sv [KEYS][DH + 8], by the block's `nthreads` threads, as one
+/// cp.async group. v6 and v9 (attention_decode_gqa_tc.cuh) load their tiles with it.
+template <int DH, int KEYS>
+__device__ __forceinline__ void gqa_load_tile(const int* bt, int block_shift, const bf16* kc, const bf16* vc, int kb,
+                                              int k1, bf16* sk, bf16* sv, int nthreads) {
+  constexpr int kChunks = DH / 8, RS = DH + 8;  // 16-byte pieces of a row; a tile row's stride
+  for (int c = threadIdx.x; c < KEYS * kChunks; c += nthreads) {
+    const int j = c / kChunks, part = c % kChunks;
+    const int row = paged_row(bt, min(kb + j, k1 - 1), block_shift);
+    const size_t off = static_cast<size_t>(row) * DH + part * 8;
+    cp_async16(sk + j * RS + part * 8, kc + off);
+    cp_async16(sv + j * RS + part * 8, vc + off);
+  }
+  cp_async_commit();
+}
+
 /// The lane's DecodeSlice of a bf16 row in shared memory, packed as load_bf16_raw packs it (0 in
 /// an inactive lane): one 8-, 4- or 2-byte load.
 template <int DH>
@@ -115,15 +133,8 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
 
   // The tile loads: key k0 + 32 t + j of the chunk (past k1: the chunk's last row, masked later).
   auto load_tile = [&](int t, int stage) {
-    const int kb = k0 + t * kGqaTileKeys;
-    for (int c = threadIdx.x; c < kGqaTileKeys * kChunks; c += nthreads) {
-      const int j = c / kChunks, part = c % kChunks;
-      const int row = paged_row(bt, min(kb + j, k1 - 1), p.block_shift);
-      const size_t off = static_cast<size_t>(row) * DH + part * 8;
-      cp_async16(s_k + (stage * kGqaTileKeys + j) * RS + part * 8, kc + off);
-      cp_async16(s_v + (stage * kGqaTileKeys + j) * RS + part * 8, vc + off);
-    }
-    cp_async_commit();
+    gqa_load_tile<DH, kGqaTileKeys>(bt, p.block_shift, kc, vc, k0 + t * kGqaTileKeys, k1,
+                                    s_k + stage * kGqaTileKeys * RS, s_v + stage * kGqaTileKeys * RS, nthreads);
   };
   const int ntiles = (k1 - k0 + kGqaTileKeys - 1) / kGqaTileKeys;
   const bool holds_pos = split == 0;

@@ -51,7 +51,7 @@ template <int DH, int kTcWarps>
 __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const GqaDecodeParams p) {
   constexpr int kTcTileKeys = 16 * kTcWarps;  // 16 keys a warp
   constexpr int EPL = DecodeSlice<DH>::EPL, RS = DH + 8;
-  constexpr int kChunks = DH / 8, kDimSteps = DH / 16, kDimTiles = DH / 8, kThreads = kTcWarps * 32;
+  constexpr int kDimSteps = DH / 16, kDimTiles = DH / 8, kThreads = kTcWarps * 32;
   static_assert(DH % 16 == 0, "v9: head_dim a multiple of 16");
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* s_qhi = reinterpret_cast<bf16*>(smem);  // [16][RS]
@@ -79,15 +79,8 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
 
   // Keys k0 + 64 t + j (past k1: the chunk's last row, masked below), all threads' cp.async.
   auto load_tile = [&](int t, int stage) {
-    const int kb = k0 + t * kTcTileKeys;
-    for (int i = threadIdx.x; i < kTcTileKeys * kChunks; i += kThreads) {
-      const int j = i / kChunks, part = i % kChunks;
-      const int row = paged_row(bt, min(kb + j, k1 - 1), p.block_shift);
-      const size_t off = static_cast<size_t>(row) * DH + part * 8;
-      cp_async16(s_k + (stage * kTcTileKeys + j) * RS + part * 8, kc + off);
-      cp_async16(s_v + (stage * kTcTileKeys + j) * RS + part * 8, vc + off);
-    }
-    cp_async_commit();
+    gqa_load_tile<DH, kTcTileKeys>(bt, p.block_shift, kc, vc, k0 + t * kTcTileKeys, k1,
+                                   s_k + stage * kTcTileKeys * RS, s_v + stage * kTcTileKeys * RS, kThreads);
   };
   const int ntiles = (k1 - k0 + kTcTileKeys - 1) / kTcTileKeys;
   const bool holds_pos = split == 0;
