@@ -112,7 +112,8 @@ LG_COMMAND("compile", [](CLI::App& app) {
                   << " tokens (max_position_embeddings); lg run and lg serve refuse it\n";
     }
     lg::StartupClock clock("lg compile");  // LG_STARTUP_TIMES=1: the time of each phase on stderr
-    lg::ir::Graph graph = lg::lang::lower_file(opts->file, config, bind);
+    lg::ir::Graph graph =
+        lg::cli::lower_naming_config(opts->config, [&] { return lg::lang::lower_file(opts->file, config, bind); });
     clock.mark("lower", std::to_string(graph.nodes.size()) + " nodes");
     if (!opts->one_sequence) {
       // The compiled lane sizes its pool from the free device memory; here 4 contexts unless asked.

@@ -28,7 +28,8 @@ LG_COMMAND("ir", [](CLI::App& app) {
     const nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
-    const lg::ir::Graph g = lg::lang::lower_file(opts->file, config, bind);
+    const lg::ir::Graph g =
+        lg::cli::lower_naming_config(opts->config, [&] { return lg::lang::lower_file(opts->file, config, bind); });
     lg::ir::verify(g);
     std::cout << lg::ir::print(g);
     return 0;

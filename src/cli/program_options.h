@@ -3,7 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <string>
+
+#include "support/error.h"
 
 namespace lg::cli {
 
@@ -14,6 +17,25 @@ inline void add_program_options(CLI::App* sub, std::string& file, std::string& c
   sub->add_option("--config,-c", config, "config.json of the model, or the model directory holding it")
       ->required()
       ->check(CLI::ExistingPath);
+}
+
+/// The config.json that --config names (the file, or the one in the directory).
+inline std::string config_file_of(const std::string& config) {
+  std::filesystem::path file(config);
+  if (std::filesystem::is_directory(file)) file /= "config.json";
+  return file.string();
+}
+
+/// Lowers with `lower` (a callable returning the graph); a program's errors (a failed `require`,
+/// a missing field, an expression that does not evaluate) then end with a line naming the config
+/// they read, since their locations are the program's lines: "note: the config read is PATH".
+template <class Lower>
+auto lower_naming_config(const std::string& config, Lower&& lower) {
+  try {
+    return lower();
+  } catch (const lg::Error& e) {
+    throw lg::Error(std::string(e.what()) + "\nnote: the config read is " + config_file_of(config));
+  }
 }
 
 }  // namespace lg::cli

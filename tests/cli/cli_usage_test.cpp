@@ -3,8 +3,10 @@
 // "Value 0 not in range"); `lg compile` with nothing to produce is a usage error too.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
@@ -235,6 +237,23 @@ TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
   const CliRun q = run_lg("check " + kQwen3 + " -c " + kTiny);
   EXPECT_EQ(q.code, 0) << q.out;
   EXPECT_EQ(q.out.find("note:"), std::string::npos) << q.out;
+}
+
+// A program's errors point at its own lines; check, ir and compile then name the config they read
+// (a new user could not tell which config a failed `require` was about).
+TEST(CliUsage, ProgramErrorsNameTheConfigTheyRead) {
+  const std::string dir = ::testing::TempDir() + "/lg_bad_moe_config";
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(kShared + "/fixtures/tiny-qwen3-moe/config.json"));
+  config["decoder_sparse_step"] = 0;
+  std::ofstream(dir + "/config.json") << config.dump();
+  for (const std::string cmd : {"check", "ir", "compile"}) {
+    const CliRun r =
+        run_lg(cmd + " " + kSource + "/models/qwen3_moe.lg -c " + dir + (cmd == "compile" ? " -o " + dir + "/out" : ""));
+    EXPECT_NE(r.code, 0) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("decoder_sparse_step must be at least 1"), std::string::npos) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("note: the config read is " + dir + "/config.json"), std::string::npos) << cmd << "\n" << r.out;
+  }
 }
 
 // On a machine without a GPU, `lg bench --lane cpu` says what is missing and what to use instead.
