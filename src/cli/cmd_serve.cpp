@@ -19,6 +19,7 @@
 #include "cli/numeric_checks.h"
 #include "cli/preset_shapes.h"
 #include "lanes/factory.h"
+#include "model/model_dir.h"
 #include "server/server.h"
 
 namespace {
@@ -127,7 +128,10 @@ int serve(const ServeOpts& o) {
   if (o.model.empty() == o.shape.empty()) throw lg::Error("lg serve: give either --model DIR or --shape NAME");
   if (!o.shape.empty() && !o.chat_template.empty())
     throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
-  lg::server::check_can_listen(o.host, o.port);  // before the model loads, which may take minutes
+  // What can be refused before the model loads (which may take minutes) is refused first.
+  if (!o.chat_template.empty() && !lg::model::ModelDir::open(o.model).tokenizer_json)
+    throw lg::Error("lg serve: --chat-template needs a tokenizer, and " + o.model + " has no tokenizer.json");
+  lg::server::check_can_listen(o.host, o.port);
   const auto engine = make_engine(o);
   lg::server::ServerOptions so;
   so.host = o.host;

@@ -224,6 +224,10 @@ TEST(LgBatch, ModelWithoutTokenizerTakesTokenIdPrompts) {
   EXPECT_EQ(lines[1]["custom_id"], "text");
   EXPECT_EQ(lines[1]["response"]["status_code"], 400) << lines[1].dump();
   EXPECT_NE(lines[1].dump().find("must be token ids"), std::string::npos) << lines[1].dump();
+  // lg serve of it with a chat template given: refused (there is no tokenizer to render it for).
+  const CliRun s = run_lg("serve --model " + kShared + "/fixtures/tiny-llama3 --chat-template /dev/null --port 1");
+  EXPECT_NE(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("--chat-template needs a tokenizer"), std::string::npos) << s.out;
 }
 
 // A KV cache smaller than one context is refused at start, naming the option: a request that
