@@ -17,14 +17,13 @@ done
 timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --batch-with 16 \
   > "$out/locks_handwritten.txt" 2>&1
 grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_handwritten.txt"
-for round in 1 2; do
+for round in 1; do
   for v in "2 4" "2 2" "1 4" "0 4"; do
     set -- $v
     LG_QWEN_ATTN_TC=$1 LG_QWEN_ATTN_TC_WARPS=$2 timeout 100 $lg bench --shape qwen3-8b --lane handwritten --prompt-len 16 \
       --decode-tokens 32 --batch 16,64,128 --context 512,1024 2>&1 | grep -E '^ +[0-9]+ +[0-9]+ ' | \
       sed "s/^/8b tc $1 warps $2 /" | tee -a "$out/ab.txt"
   done
-  [ $round = 2 ] && continue
   for tc in 1 0; do
     LG_QWEN_ATTN_TC=$tc timeout 100 $lg bench --shape qwen3-0.6b --lane handwritten --prompt-len 16 \
       --decode-tokens 32 --batch 64,128 --context 512,1024 2>&1 | grep -E '^ +[0-9]+ +[0-9]+ ' | \
