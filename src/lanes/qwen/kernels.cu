@@ -517,9 +517,9 @@ bool decode_attention_batch_tensor_cores(int splits, int max_len) {
 
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
   // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
+  const int gqa_per_head = gqa_blocks_per_sm() * cuda::sm_count() / std::max(1, KV);
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
-                                            static_cast<size_t>(gqa_blocks_per_sm() * cuda::sm_count() / std::max(1, KV)),
-                                            static_cast<size_t>(std::max(1, max_batch))});
+                                            static_cast<size_t>(gqa_per_head), static_cast<size_t>(std::max(1, max_batch))});
   return per_head * static_cast<size_t>(H) * static_cast<size_t>(Dh + 2);
 }
 

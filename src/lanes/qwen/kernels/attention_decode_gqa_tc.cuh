@@ -7,8 +7,8 @@
 // 1,024 positions its blocks are bound by issue, not by the K/V stream; here a 16-key slice of a
 // warp costs ~100.
 //   The G queries are the rows of the A operand (M = 16: rows G..15 are zero and never stored).
-//   A block of NW (4, or 2) warps takes tiles of 16 NW keys of K and V through shared memory, double-buffered
-//   with cp.async as v6; warp w takes keys 16w..16w+15 of each tile (two n-tiles of S, one k-step
+//   A block of NW warps (4; 2 as a lab knob) takes tiles of 16 NW keys of K and V through shared
+//   memory, double-buffered with cp.async as v6; warp w takes keys 16w..16w+15 of each tile (two n-tiles of S, one k-step
 //   of P V) and keeps its own online softmax (m, l in log2 units, Milakov & Gimelshein 2018); at
 //   the end the warps' states meet in shared memory.
 //   Precision: the mma operands are bf16, so q and P are each split into a bf16 high part and a
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
   if (split >= sp.n) return;  // past the end: not counted, not merged
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
 
-  // Keys k0 + 64 t + j (past k1: the chunk's last row, masked below), all threads' cp.async.
+  // Keys k0 + 16 NW t + j (past k1: the chunk's last row, masked below), all threads' cp.async.
   auto load_tile = [&](int t, int stage) {
     gqa_load_tile<DH, kTcTileKeys>(bt, p.block_shift, kc, vc, k0 + t * kTcTileKeys, k1,
                                    s_k + stage * kTcTileKeys * RS, s_v + stage * kTcTileKeys * RS, kThreads);
