@@ -289,7 +289,7 @@ void Elaborator::check_require(const Decl& d) {
       if (mv.kind == Value::Kind::Str) msg += ": " + mv.s;
     }
     err(d.span, msg);
-    if (early_requires_.count(&d)) config_refused_ = true;
+    config_refused_ = true;
   }
 }
 
@@ -348,6 +348,7 @@ void Elaborator::bind() {
 
   std::unordered_map<std::string, ParamSlot> dummy;
   for (const Decl& d : m.decls) {
+    if (config_refused_) break;  // a failed require: what follows would only fail because of it
     switch (d.kind) {
       case DeclKind::Dim: {
         Value v = eval(*d.value);

@@ -163,8 +163,9 @@ class Elaborator {
   /// A layers block was declared but its range was rejected (already reported): a `for` over it
   /// stays silent instead of adding "the model has no layers block".
   bool layers_failed_ = false;
-  /// A `require` that reads only the config failed (see check_config_requires): the program does
-  /// not implement this config, and binding the rest would only add errors that follow from it.
+  /// A top-level `require` failed: the program does not implement this config, and binding the
+  /// declarations after it would only add errors that follow from it (a config-only require is
+  /// checked first, see check_config_requires; the others where they stand).
   bool config_refused_ = false;
   /// The `require`s check_config_requires evaluated already; bind() skips them.
   std::unordered_set<const Decl*> early_requires_;

@@ -115,13 +115,15 @@ TEST(Lower, Qwen3MoeStacksTheExpertsOfTinyQwen3Moe) {
       EXPECT_NE(std::string(e.what()).find("num_experts and num_local_experts differ"), std::string::npos) << e.what();
     }
   }
-  // A step of 0 is refused naming the field (it was "division by zero" at the layer's line).
+  // A step of 0 is refused naming the field, as the one error (it was "division by zero" at each
+  // layer's params; a failed require now ends the binding).
   config["decoder_sparse_step"] = 0;
   try {
     lg::lang::lower_file(kSource + "/models/qwen3_moe.lg", config, {});
     ADD_FAILURE() << "decoder_sparse_step 0 accepted";
   } catch (const lg::Error& e) {
     EXPECT_NE(std::string(e.what()).find("decoder_sparse_step must be at least 1"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
   }
 }
 
