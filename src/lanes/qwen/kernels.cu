@@ -479,7 +479,7 @@ bool gqa_attention() {
 }
 /// LG_QWEN_ATTN_TC: 1 (default) v9 where decode_attention_batch_tensor_cores's rule says, 0 never,
 /// 2 always (a lab setting, for A/B at every batch size).
-int gqa_tensor_cores() {
+int gqa_tc_mode() {
   static const int mode = lab_knob("LG_QWEN_ATTN_TC", 1);
   return mode;
 }
@@ -511,7 +511,7 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
 }
 
 bool decode_attention_batch_tensor_cores(int splits, int max_len) {
-  const int mode = gqa_tensor_cores();
+  const int mode = gqa_tc_mode();
   return gqa_attention() && (mode == 2 || (mode == 1 && splits == 1 && max_len >= 512));
 }
 

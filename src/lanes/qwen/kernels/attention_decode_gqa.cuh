@@ -86,6 +86,52 @@ __device__ __forceinline__ void gqa_load_tile(const int* bt, int block_shift, co
   cp_async_commit();
 }
 
+/// What block (split, entry b) of a by-KV-head launch reads after its PDL wait: the entry's
+/// position, its row of the projection and the output (row_map), and its chunk [k0, k1) of the
+/// positions; `empty` when the launch has more splits than the sequence's length needs.
+template <int DH>
+struct GqaChunk {
+  int pos, qrow;
+  const float* qkv;  ///< the entry's raw projection row
+  DecodeSplits sp;
+  int k1, k0;
+  __device__ __forceinline__ GqaChunk(const GqaDecodeParams& p, int b, int split)
+      : pos(p.pos[b]),
+        qrow(p.row_map ? p.row_map[b] : b),
+        qkv(p.qkv + static_cast<size_t>(qrow) * (p.H + 2 * p.KV) * DH),
+        sp(pos + 1, p.min_split, static_cast<int>(gridDim.y)),
+        k1(sp.len - split * sp.chunk),
+        k0(max(0, k1 - sp.chunk)) {}
+  __device__ __forceinline__ bool empty(int split) const { return split >= sp.n; }
+};
+
+/// Split 0's warp: the key and value of KV head kvh at the entry's position, from its raw
+/// projection (bias, k-norm and RoPE with the lane's (cos, sin), as rope_kv_kernel), written to
+/// the caches as bf16.
+template <int DH>
+__device__ __forceinline__ void gqa_write_pos_kv(const GqaDecodeParams& p, const GqaChunk<DH>& ch, const int* bt,
+                                                 int kvh, const RopeConstants<DH>& c,
+                                                 const float (&cs)[DecodeSlice<DH>::EPL],
+                                                 const float (&sn)[DecodeSlice<DH>::EPL]) {
+  constexpr int EPL = DecodeSlice<DH>::EPL;
+  const int lane = threadIdx.x & 31;
+  const bool active = lane < DecodeSlice<DH>::kActiveLanes;
+  float kp[EPL], vp[EPL];
+#pragma unroll
+  for (int e = 0; e < EPL; ++e) {
+    kp[e] = active ? __ldcg(ch.qkv + static_cast<size_t>(p.H + kvh) * DH + lane * EPL + e) : 0.f;
+    vp[e] = active ? __ldcg(ch.qkv + static_cast<size_t>(p.H + p.KV + kvh) * DH + lane * EPL + e) : 0.f;
+  }
+  rope_head_slice<DH>(kp, c.bk, c.kn, p.k_norm != nullptr, cs, sn, p.eps);
+  const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(bt, ch.pos, p.block_shift));
+#pragma unroll
+  for (int e = 0; e < EPL; ++e)
+    if (active) {
+      p.k_cache[row + lane * EPL + e] = __float2bfloat16(kp[e]);
+      p.v_cache[row + lane * EPL + e] = __float2bfloat16(vp[e] + c.bv[e]);
+    }
+}
+
 /// The lane's DecodeSlice of a bf16 row in shared memory, packed as load_bf16_raw packs it (0 in
 /// an inactive lane): one 8-, 4- or 2-byte load.
 template <int DH>
@@ -124,12 +170,11 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
   c.load(p.bias, p.q_norm, p.k_norm, p.inv_freq, p.H, p.KV, h, kvh);
   grid_dependency_wait();
   launch_dependents();
-  const int pos = p.pos[b];
-  const int qrow = p.row_map ? p.row_map[b] : b;  // the entry's row of the projection and the output
-  const float* qkv = p.qkv + static_cast<size_t>(qrow) * (p.H + 2 * p.KV) * DH;
-  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
-  if (split >= sp.n) return;  // past the end: not counted, not merged
-  const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
+  const GqaChunk<DH> ch(p, b, split);
+  if (ch.empty(split)) return;  // past the end: not counted, not merged
+  const int pos = ch.pos, qrow = ch.qrow, k0 = ch.k0, k1 = ch.k1;
+  const float* qkv = ch.qkv;
+  const DecodeSplits& sp = ch.sp;
 
   // The tile loads: key k0 + 32 t + j of the chunk (past k1: the chunk's last row, masked later).
   auto load_tile = [&](int t, int stage) {
@@ -143,14 +188,11 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
   if (!holds_pos) load_tile(0, 0);
 
   // The query of head h (and, split 0, the key and value at pos), RoPE at pos.
-  float q[EPL], kp[EPL], vp[EPL];
+  float q[EPL];
   float cs[EPL], sn[EPL];
 #pragma unroll
   for (int e = 0; e < EPL; ++e) {
-    const int d = lane * EPL + e;
-    q[e] = active ? __ldcg(qkv + static_cast<size_t>(h) * DH + d) : 0.f;
-    kp[e] = active && holds_pos ? __ldcg(qkv + static_cast<size_t>(p.H + kvh) * DH + d) : 0.f;
-    vp[e] = active && holds_pos ? __ldcg(qkv + static_cast<size_t>(p.H + p.KV + kvh) * DH + d) : 0.f;
+    q[e] = active ? __ldcg(qkv + static_cast<size_t>(h) * DH + lane * EPL + e) : 0.f;
     sincosf(static_cast<float>(pos) * c.fr[e], &sn[e], &cs[e]);
   }
   rope_head_slice<DH>(q, c.bq, c.qn, p.q_norm != nullptr, cs, sn, p.eps);
@@ -158,16 +200,7 @@ __global__ void __launch_bounds__(kGqaMaxGroup * 32) attn_decode_gqa_kernel(cons
   for (int e = 0; e < EPL; ++e)
     if (active) s_q[warp * DH + lane * EPL + e] = q[e];
   if (holds_pos) {
-    if (warp == 0) {
-      rope_head_slice<DH>(kp, c.bk, c.kn, p.k_norm != nullptr, cs, sn, p.eps);
-      const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(bt, pos, p.block_shift));
-#pragma unroll
-      for (int e = 0; e < EPL; ++e)
-        if (active) {
-          p.k_cache[row + lane * EPL + e] = __float2bfloat16(kp[e]);
-          p.v_cache[row + lane * EPL + e] = __float2bfloat16(vp[e] + c.bv[e]);
-        }
-    }
+    if (warp == 0) gqa_write_pos_kv<DH>(p, ch, bt, kvh, c, cs, sn);
     __syncthreads();  // the block's writes are visible to its own cp.async reads (L2) after this
     load_tile(0, 0);
   }

@@ -2,10 +2,12 @@
 // (attention_decode_gqa.cuh: one per (KV head, split of the positions, sequence), its G = H / KV
 // query heads together, the ROPE form, the same partials and last-block merge across splits), with
 // the scores and P V as mma.m16n8k16 (flash_attention.cuh's fragments) instead of a lane per key.
-// Why: v6 spends ~650 instructions a warp on each 32-key tile (a lane's 128-element dot product
-// from shared memory, then 32 shuffled probabilities times its slice of V), so at 128 sequences of
-// 1,024 positions its blocks are bound by issue, not by the K/V stream; here a 16-key slice of a
-// warp costs ~100.
+// Why: counted from the source (not from SASS or a stall counter), v6 issues ~650 instructions a
+// warp for each 32-key tile (a lane's 128-element dot product from shared memory, then 32
+// shuffled probabilities times its slice of V), and here a warp's 16-key slice takes ~100. Issue,
+// not the K/V stream, was the suspected limit at many long sequences; v9 is 11% quicker a step
+// at 128 sequences of 1,024 positions, where it still streams K/V at only 2.92 TB/s (Nsight
+// Compute, bench/RESULTS.md session 15).
 //   The G queries are the rows of the A operand (M = 16: rows G..15 are zero and never stored).
 //   A block of NW warps (4; 2 as a lab knob) takes tiles of 16 NW keys of K and V through shared
 //   memory, double-buffered with cp.async as v6; warp w takes keys 16w..16w+15 of each tile (two n-tiles of S, one k-step
@@ -70,12 +72,11 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
 
   grid_dependency_wait();
   launch_dependents();
-  const int pos = p.pos[b];
-  const int qrow = p.row_map ? p.row_map[b] : b;
-  const float* qkv = p.qkv + static_cast<size_t>(qrow) * (p.H + 2 * p.KV) * DH;
-  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
-  if (split >= sp.n) return;  // past the end: not counted, not merged
-  const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
+  const GqaChunk<DH> ch(p, b, split);
+  if (ch.empty(split)) return;  // past the end: not counted, not merged
+  const int pos = ch.pos, qrow = ch.qrow, k0 = ch.k0, k1 = ch.k1;
+  const float* qkv = ch.qkv;
+  const DecodeSplits& sp = ch.sp;
 
   // Keys k0 + 16 NW t + j (past k1: the chunk's last row, masked below), all threads' cp.async.
   auto load_tile = [&](int t, int stage) {
@@ -105,22 +106,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
         sincosf(static_cast<float>(pos) * k.fr[e], &sn[e], &cs[e]);
       }
       rope_head_slice<DH>(q, k.bq, k.qn, p.q_norm != nullptr, cs, sn, p.eps);
-      if (r == 0 && holds_pos) {
-        float kp[EPL], vp[EPL];
-#pragma unroll
-        for (int e = 0; e < EPL; ++e) {
-          kp[e] = active ? __ldcg(qkv + static_cast<size_t>(p.H + kvh) * DH + lane * EPL + e) : 0.f;
-          vp[e] = active ? __ldcg(qkv + static_cast<size_t>(p.H + p.KV + kvh) * DH + lane * EPL + e) : 0.f;
-        }
-        rope_head_slice<DH>(kp, k.bk, k.kn, p.k_norm != nullptr, cs, sn, p.eps);
-        const size_t row = pool_offset<DH>(kvh, p.rows, paged_row(bt, pos, p.block_shift));
-#pragma unroll
-        for (int e = 0; e < EPL; ++e)
-          if (active) {
-            p.k_cache[row + lane * EPL + e] = __float2bfloat16(kp[e]);
-            p.v_cache[row + lane * EPL + e] = __float2bfloat16(vp[e] + k.bv[e]);
-          }
-      }
+      if (r == 0 && holds_pos) gqa_write_pos_kv<DH>(p, ch, bt, kvh, k, cs, sn);
     }
 #pragma unroll
     for (int e = 0; e < EPL; ++e)
