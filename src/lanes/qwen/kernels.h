@@ -218,9 +218,9 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len);
 /// cores) rather than v6: when each block has a whole sequence of at least 512 positions (one
 /// split). Measured on the H200 (bench/RESULTS.md, session 15), 8B shape: v9 is 5% quicker a step
 /// than v6 at 128 sequences of 512 positions and 11% at 1,024 (one split each; 0.6B: 7% and
-/// 12%), but 3-6% slower
-/// at 16 and 64 sequences, where the splits leave each block 2-8 tiles and v9's blocks (74 KB of
-/// shared memory, three an SM to v6's six) take twice the waves. LG_QWEN_ATTN_TC=0: never.
+/// 12%), but 3-6% slower at 16 and 64 sequences, where the splits leave each block 2-8 tiles. The
+/// likely reason (not profiled): v9's blocks take 74 KB of shared memory, so three fit an SM to
+/// v6's six, and short blocks then take twice the waves. LG_QWEN_ATTN_TC=0: never; 2: always.
 bool decode_attention_batch_tensor_cores(int splits, int max_len);
 /// Most splits decode_attention_batch_splits returns.
 constexpr int kDecodeMaxSplits = 128;
