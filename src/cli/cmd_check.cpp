@@ -53,7 +53,7 @@ LG_COMMAND("check", [](CLI::App& app) {
       out = lg::lang::check_source(opts->file, lg::read_text_input(in, opts->file), config, bind);
     }
     if (!out.ok) {
-      std::cerr << out.rendered << "note: the config read is " << lg::cli::config_file_of(opts->config) << "\n";
+      std::cerr << out.rendered << lg::cli::config_note(opts->config) << "\n";
       return 1;
     }
     if (opts->quiet) return 0;

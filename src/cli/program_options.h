@@ -3,9 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <string>
 
+#include "model/config.h"
 #include "support/error.h"
 
 namespace lg::cli {
@@ -19,22 +19,21 @@ inline void add_program_options(CLI::App* sub, std::string& file, std::string& c
       ->check(CLI::ExistingPath);
 }
 
-/// The config.json that --config names (the file, or the one in the directory).
-inline std::string config_file_of(const std::string& config) {
-  std::filesystem::path file(config);
-  if (std::filesystem::is_directory(file)) file /= "config.json";
-  return file.string();
+/// The line that ends a program's errors: "note: the config read is PATH" (PATH the config.json
+/// that --config names, model::config_json_path).
+inline std::string config_note(const std::string& config) {
+  return "note: the config read is " + lg::model::config_json_path(config).string();
 }
 
 /// Lowers with `lower` (a callable returning the graph); a program's errors (a failed `require`,
 /// a missing field, an expression that does not evaluate) then end with a line naming the config
-/// they read, since their locations are the program's lines: "note: the config read is PATH".
+/// they read (config_note), since their locations are the program's lines.
 template <class Lower>
 auto lower_naming_config(const std::string& config, Lower&& lower) {
   try {
     return lower();
   } catch (const lg::Error& e) {
-    throw lg::Error(std::string(e.what()) + "\nnote: the config read is " + config_file_of(config));
+    throw lg::Error(std::string(e.what()) + "\n" + config_note(config));
   }
 }
 

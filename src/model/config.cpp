@@ -30,8 +30,13 @@ nlohmann::json read_json_file(const fs::path& path) {
   }
 }
 
-nlohmann::json read_config_json(fs::path path) {
+fs::path config_json_path(fs::path path) {
   if (fs::is_directory(path)) path /= "config.json";
+  return path;
+}
+
+nlohmann::json read_config_json(fs::path path) {
+  path = config_json_path(std::move(path));
   nlohmann::json j = read_json_file(path);
   // Named here, where the file is known (the binder could only say "config.json" at the .lg line).
   if (!j.is_object()) throw Error(fmt::format("{}: a model config must be a JSON object, found {}", path.string(), j.type_name()));

@@ -109,6 +109,8 @@ int64_t num_experts(const ModelConfig& c);
 
 /// Reads a JSON file into a document; lg::Error naming the file if it is missing or malformed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+/// The config.json `path` names: the file itself, or the one in the model directory `path`.
+std::filesystem::path config_json_path(std::filesystem::path path);
 /// The raw config.json document of a model: `path` is the file or the model directory holding it.
 /// What `lg check/ir/compile --config` take; lg::Error naming the file as read_json_file, and
 /// when the document is not an object.
