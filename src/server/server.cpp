@@ -57,9 +57,9 @@ json model_json(const Engine& engine) {
 Server::Server(Engine& engine, const ServerOptions& options)
     : engine_(engine),
       options_(options),
-      // Random weights (no directory) and a model with no tokenizer have no template: chat is
+      // Without a tokenizer (random weights, or no tokenizer.json) there is no template: chat is
       // refused per request.
-      chat_template_(engine.model_dir().empty() || !engine.has_tokenizer()
+      chat_template_(!engine.has_tokenizer()
                          ? chat::ChatTemplate{}
                          : chat::ChatTemplate::load(engine.model_dir(), options.chat_template_file,
                                                     std::make_shared<chat::JinjaRenderer>(options.chat_renderer))),

@@ -3,7 +3,8 @@
 // (the GPU idles between steps: step() synchronises) or kernel time, where there is no profiler.
 // Off by default: nothing is recorded or printed. LG_STEP_TRACE=FILE writes every step as a CSV
 // line instead (its start, shape and times), so a serving run's steps can be read in order: how
-// many were decode graphs or mixed rows steps, and how long the GPU idled between them.
+// many were decode graphs or mixed rows steps, and how long the GPU idled between them. Each lane
+// opens the file anew: a process that makes several lanes keeps the last one's steps.
 #pragma once
 
 #include <chrono>
