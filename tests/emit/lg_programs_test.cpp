@@ -3,6 +3,7 @@
 // compile for sm_90 with NVRTC on a machine without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -439,7 +440,7 @@ TEST(EmitLgPrograms, QwenPrefillRunsGemmsOnCublasLtAndAttentionOnTensorCores) {
     const std::string& k = prog.kernels[static_cast<size_t>(l.kernel)].name;
     if (k.find("_gemm") != std::string::npos) {
       ++gemm;
-      if (l.prefill && !l.prefill->gemms.empty() && !l.prefill->packs.empty()) ++lt;
+      if (l.prefill && !l.prefill->gemms.empty()) ++lt;  // down_proj has no pack: see GateUpEpilogue...
     }
     if (k.find("_attention") != std::string::npos) {
       ++attn;
@@ -454,6 +455,115 @@ TEST(EmitLgPrograms, QwenPrefillRunsGemmsOnCublasLtAndAttentionOnTensorCores) {
   EXPECT_GT(attn, 0);
   EXPECT_EQ(flash, attn);
   EXPECT_NE(prog.plan_json().find("cublaslt"), std::string::npos);
+}
+
+// At T > 1 the projections over one activation run as one cuBLASLt GEMM (q, k and v; gate and
+// up): their weights lie one after another in the first one's allocation, and the epilogue reads
+// each projection's columns of the shared output. LG_COMPILED_GEMM_STACK=0 keeps a GEMM a weight.
+TEST(EmitLgPrograms, ProjectionsOverOneActivationShareAStackedGemm) {
+  const nlohmann::json c = config_of(kShared + "/models/qwen3-pycode-22m");
+  const int64_t D = c["hidden_size"], F = c["intermediate_size"], hd = c["head_dim"];
+  const int64_t nq = hd * c["num_attention_heads"].get<int64_t>(), nkv = hd * c["num_key_value_heads"].get<int64_t>();
+  const CudaProgram prog = program_of("qwen3.lg", c);
+  int qkv = 0, gate_up = 0, residual = 0;
+  for (const auto& l : prog.launches) {
+    if (!l.prefill || l.prefill->gemms.empty()) continue;
+    ASSERT_EQ(l.prefill->gemms.size(), 1u) << "launch of kernel " << prog.kernels[static_cast<size_t>(l.kernel)].name;
+    const auto& gm = l.prefill->gemms[0];
+    const Buffer& head = prog.buffers[static_cast<size_t>(gm.w)];
+    EXPECT_EQ(head.stack, -1);
+    if (gm.c >= 0) {  // o_proj, down_proj: residual + dot, no epilogue; not stacked
+      ++residual;
+      EXPECT_EQ(head.stack_bytes, 0);
+      continue;
+    }
+    // The stack's members: the buffers placed in the head's allocation, in order of offset.
+    std::vector<const Buffer*> members{&head};
+    for (const auto& b : prog.buffers)
+      if (b.stack == gm.w) members.push_back(&b);
+    std::sort(members.begin() + 1, members.end(), [](auto* a, auto* b) { return a->stack_offset < b->stack_offset; });
+    int64_t offset = 0, rows = 0;
+    for (const Buffer* b : members) {
+      EXPECT_EQ(b == &head ? 0 : b->stack_offset, offset) << b->name;
+      offset += b->bytes;
+      rows += b->elems_const / D;
+    }
+    EXPECT_EQ(head.stack_bytes, members.size() > 1 ? offset : 0);  // the LM head: a weight alone
+    EXPECT_EQ(gm.N, rows);
+    const std::string& epi = prog.kernels[static_cast<size_t>(l.prefill->epilogue_kernel)].source;
+    if (head.name.find("q_proj") != std::string::npos) {
+      ++qkv;
+      ASSERT_EQ(members.size(), 3u);
+      EXPECT_NE(members[1]->name.find("k_proj"), std::string::npos);
+      EXPECT_NE(members[2]->name.find("v_proj"), std::string::npos);
+      EXPECT_EQ(gm.N, nq + 2 * nkv);
+      // v's columns start after q's and k's.
+      EXPECT_NE(epi.find(" * " + std::to_string(gm.N) + "L + " + std::to_string(nq + nkv) + "L + "), std::string::npos);
+    } else if (head.name.find("gate_proj") != std::string::npos) {
+      ++gate_up;
+      ASSERT_EQ(members.size(), 2u);
+      EXPECT_NE(members[1]->name.find("up_proj"), std::string::npos);
+      EXPECT_EQ(gm.N, 2 * F);
+      EXPECT_NE(epi.find(" * " + std::to_string(2 * F) + "L + " + std::to_string(F) + "L + "), std::string::npos);
+    }
+  }
+  const int layers = c["num_hidden_layers"];
+  EXPECT_EQ(qkv, layers);
+  EXPECT_EQ(gate_up, layers);
+  EXPECT_EQ(residual, 2 * layers);
+  EXPECT_NE(prog.plan_json().find("\"stack_bytes\""), std::string::npos);
+
+  setenv("LG_COMPILED_GEMM_STACK", "0", 1);
+  const CudaProgram apart = program_of("qwen3.lg", c);
+  unsetenv("LG_COMPILED_GEMM_STACK");
+  size_t gemms = 0;
+  for (const auto& l : apart.launches)
+    if (l.prefill) gemms += l.prefill->gemms.size();
+  EXPECT_EQ(gemms, static_cast<size_t>(7 * layers + 1));  // q, k, v, o, gate, up, down; the LM head
+  for (const auto& b : apart.buffers) EXPECT_TRUE(b.stack < 0 && b.stack_bytes == 0) << b.name;
+}
+
+// At T > 1 the gate/up epilogue writes the SwiGLU product as bf16 too, and down_proj's GEMM reads
+// that copy as its A operand: no pack kernel for it. LG_COMPILED_EPILOGUE_PACK=0 packs it apart.
+TEST(EmitLgPrograms, GateUpEpilogueWritesDownProjectionsOperand) {
+  const nlohmann::json c = config_of(kShared + "/models/qwen3-pycode-22m");
+  const int64_t F = c["intermediate_size"];
+  auto down_launches = [&](const CudaProgram& prog, bool copied) {
+    int n = 0;
+    for (size_t i = 1; i < prog.launches.size(); ++i) {
+      // down_proj: the launch after gate/up.
+      const auto& gu = prog.launches[i - 1];
+      const auto& l = prog.launches[i];
+      if (!gu.prefill || gu.prefill->gemms.empty() || !l.prefill ||
+          prog.buffers[static_cast<size_t>(gu.prefill->gemms[0].w)].name.find("gate_proj") == std::string::npos)
+        continue;
+      ++n;
+      EXPECT_EQ(l.prefill->gemms[0].K, F);
+      const int32_t a = l.prefill->gemms[0].a;
+      if (!copied) {
+        ASSERT_EQ(l.prefill->packs.size(), 1u);
+        EXPECT_EQ(l.prefill->packs[0].args.back(), a);
+        continue;
+      }
+      EXPECT_TRUE(l.prefill->packs.empty());
+      // gate/up writes `a` from its epilogue, after its dot buffer.
+      ASSERT_GE(gu.prefill->epilogue_kernel, 0);
+      EXPECT_EQ(gu.prefill->epilogue_args.back(), a);
+      const Buffer& b = prog.buffers[static_cast<size_t>(a)];
+      EXPECT_EQ(b.dtype, DType::BF16);
+      EXPECT_LE(b.first_launch, static_cast<int32_t>(i - 1));
+      EXPECT_GE(b.last_launch, static_cast<int32_t>(i));
+      const std::string& epi = prog.kernels[static_cast<size_t>(gu.prefill->epilogue_kernel)].source;
+      EXPECT_NE(epi.find("unsigned short* __restrict__ c0"), std::string::npos);
+      EXPECT_NE(epi.find("= lg_to_bf16(o);"), std::string::npos);
+    }
+    EXPECT_EQ(n, c["num_hidden_layers"].get<int>());
+  };
+  down_launches(program_of("qwen3.lg", c), true);
+  setenv("LG_COMPILED_EPILOGUE_PACK", "0", 1);
+  const CudaProgram apart = program_of("qwen3.lg", c);
+  unsetenv("LG_COMPILED_EPILOGUE_PACK");
+  down_launches(apart, false);
 }
 
 TEST(EmitLgPrograms, NonQwenProgramCompilesForSm90) {

@@ -38,32 +38,82 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
 
 namespace {
 
-// For a lone GEMM whose one output is `r + dot` for a stored f32 r of its shape (o_proj,
-// down_proj: the residual add): sets the GEMM's residual and out, so that cuBLASLt adds r as its C
-// operand and writes the output (no epilogue kernel).
-void find_residual(const lift::StagedProgram& p, int32_t s, GemmPrefillRender& out) {
+// Whether Param node w has one user in the graph (its transpose, read by one matmul), so that
+// its buffer may be placed inside another weight's allocation (a stacked GEMM).
+bool single_use(const ir::Graph& g, ir::ValueId w) {
+  int users = 0;
+  for (size_t v = 0; v < g.nodes.size(); ++v)
+    for (ir::ValueId o : g.nodes[v].operands) users += o == w;
+  return users == 1;
+}
+
+// For a stage of one matmul whose one output is `r + dot` for a stored f32 r of its shape
+// (o_proj, down_proj: the residual add): {r, the output}, so that cuBLASLt adds r as its C
+// operand and writes the output (no epilogue kernel). {-1, -1} otherwise.
+std::pair<ir::ValueId, ir::ValueId> residual_sum(const lift::StagedProgram& p, int32_t s) {
   const ir::Graph& g = p.graph;
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
-  if (out.gemms.size() != 1 || st.stores.size() != 1) return;
+  ir::ValueId mm = -1;
+  int matmuls = 0;
+  bool writes_state = false;
+  for (ir::ValueId x : st.nodes) {
+    writes_state = writes_state || g.at(x).op == ir::Op::StateWrite;
+    if (g.at(x).op == ir::Op::MatMul) mm = x, ++matmuls;
+  }
+  if (matmuls != 1 || st.stores.size() != 1 || writes_state) return {-1, -1};
   const ir::ValueId v = *st.stores.begin();
   const ir::Node& vn = g.at(v);
-  bool writes_state = false;
-  for (ir::ValueId x : st.nodes) writes_state = writes_state || g.at(x).op == ir::Op::StateWrite;
-  ir::ValueId mm = -1;
-  for (ir::ValueId x : st.nodes)
-    if (g.at(x).op == ir::Op::MatMul) mm = x;
-  if (writes_state || vn.op != ir::Op::Add || vn.dtype != DType::F32 || !(vn.shape == g.at(mm).shape)) return;
+  if (vn.op != ir::Op::Add || vn.dtype != DType::F32 || !(vn.shape == g.at(mm).shape)) return {-1, -1};
   for (int side = 0; side < 2; ++side) {
     const ir::ValueId d = vn.operands[static_cast<size_t>(side)], r = vn.operands[static_cast<size_t>(1 - side)];
     if (d == mm && p.stage_of[static_cast<size_t>(r)] != s && !p.is_inline[static_cast<size_t>(r)] &&
-        g.at(r).shape == vn.shape && g.at(r).dtype == DType::F32) {
-      out.gemms[0].residual = r;
-      out.gemms[0].out = v;
-    }
+        g.at(r).shape == vn.shape && g.at(r).dtype == DType::F32)
+      return {r, v};
   }
+  return {-1, -1};
+}
+
+// The stored value GEMM activation `a` of stage s is, seen through casts to f32 or bf16 (which
+// the pack's bf16 rounding absorbs): a value another stage stored as f32 in a's shape. -1 when a
+// computes anything (an RMSNorm prologue).
+ir::ValueId packed_as_is(const lift::StagedProgram& p, int32_t s, ir::ValueId a) {
+  const ir::Graph& g = p.graph;
+  ir::ValueId v = a;
+  while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] &&
+         (g.at(v).dtype == DType::F32 || g.at(v).dtype == DType::BF16))
+    v = g.at(v).operands[0];
+  const auto sv = p.stage_of[static_cast<size_t>(v)];
+  if (p.is_inline[static_cast<size_t>(v)] || sv == s || sv < 0 || g.at(v).op == ir::Op::StateWrite ||
+      g.at(v).dtype != DType::F32 || !(g.at(v).shape == g.at(a).shape))
+    return -1;
+  const auto& stores = p.stages[static_cast<size_t>(sv)].stores;
+  if (std::find(stores.begin(), stores.end(), v) == stores.end()) return -1;
+  return v;
 }
 
 }  // namespace
+
+std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p) {
+  std::set<ir::ValueId> out;
+  if (knob_off("LG_COMPILED_EPILOGUE_PACK")) return out;
+  const ir::Graph& g = p.graph;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const auto s32 = static_cast<int32_t>(s);
+    if (!has_gemm_prefill_form(p, s32)) continue;
+    for (ir::ValueId m : p.stages[s].nodes) {
+      if (g.at(m).op != ir::Op::MatMul) continue;
+      const ir::ValueId v = packed_as_is(p, s32, g.at(m).operands[0]);
+      if (v < 0) continue;
+      // Its producer must run its prefill epilogue whenever this stage runs its prefill form: a
+      // GEMM stage with that form and an epilogue, over the same rows.
+      const int32_t sv = p.stage_of[static_cast<size_t>(v)];
+      if (has_gemm_prefill_form(p, sv) && residual_sum(p, sv).first < 0 &&
+          lift::stage_rows_symbol(p, sv) == lift::stage_rows_symbol(p, s32))
+        out.insert(v);
+    }
+  }
+  return out;
+}
 
 bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t s) {
   const ir::Graph& g = p.graph;
@@ -83,13 +133,17 @@ bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t s) {
   return any;
 }
 
-std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t s) {
+std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t s,
+                                                     const std::set<ir::ValueId>& copies) {
   const ir::Graph& g = p.graph;
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
   if (!has_gemm_prefill_form(p, s)) return std::nullopt;
   GemmPrefillRender out;
   std::map<ir::ValueId, size_t> pack_of;
   std::map<ir::ValueId, std::string> zero_dots;
+  std::map<ir::ValueId, Renderer::ScratchDot> dot_of;
+  std::map<size_t, size_t> stack_of;  // pack -> the GEMM that stacks the weights over it
+  const bool stack = !knob_off("LG_COMPILED_GEMM_STACK");
   for (ir::ValueId v : st.nodes) {
     const ir::Node& n = g.at(v);
     if (n.op != ir::Op::MatMul) continue;
@@ -97,19 +151,51 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
     ir::ValueId a = n.operands[0];
     const ir::Shape& sa = g.at(a).shape;
     ir::ValueId w = transposed_bf16_weight(p, a, n.operands[1]);
+    const int64_t N = g.at(w).shape[0].coeff;
     auto [it, fresh] = pack_of.emplace(a, out.packs.size());
     if (fresh) out.packs.push_back({{}, {}, a, sa[1].coeff});
-    out.gemms.push_back({it->second, w, g.at(w).shape[0].coeff, sa[1].coeff});
+    // A weight only this matmul reads joins the GEMM of the weights before it over the same
+    // activation: one launch and a wider N (cuBLASLt at few rows streams a 2 MB k_proj at a
+    // fraction of the copy rate; bench/RESULTS.md, sixteenth session).
+    const auto st_it = stack_of.find(it->second);
+    if (stack && st_it != stack_of.end() && single_use(g, w)) {
+      auto& gm = out.gemms[st_it->second];
+      dot_of[v] = {st_it->second, 0, gm.N};
+      gm.weights.push_back(w);
+      gm.N += N;
+      continue;
+    }
+    if (single_use(g, w)) stack_of.emplace(it->second, out.gemms.size());
+    dot_of[v] = {out.gemms.size(), 0, 0};
+    out.gemms.push_back({it->second, {w}, N, sa[1].coeff});
   }
-  find_residual(p, s, out);
-  // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas.
-  for (auto& pk : out.packs) pk = render_pack(p, s, pk.a, zero_dots, "pack a GEMM activation as bf16 for cuBLASLt");
+  for (auto& [m, d] : dot_of) d.ld = out.gemms[d.param].N;
+  std::tie(out.gemms[0].residual, out.gemms[0].out) = residual_sum(p, s);
+  // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas; none
+  // for a stored value whose producer's epilogue writes it as bf16 too.
+  for (auto& pk : out.packs) {
+    if (const ir::ValueId v = packed_as_is(p, s, pk.a); v >= 0 && copies.count(v)) {
+      pk.copy_of = v;
+      continue;
+    }
+    const ir::ValueId a = pk.a;
+    pk = render_pack(p, s, a, zero_dots, "pack a GEMM activation as bf16 for cuBLASLt");
+  }
   if (out.gemms[0].residual >= 0) return out;
   // The epilogue: the stage's GEMM kernel with the dot products read back.
   std::vector<std::string> dot_params;
   for (size_t j = 0; j < out.gemms.size(); ++j) dot_params.push_back("const float* __restrict__ d" + std::to_string(j));
+  std::map<ir::ValueId, std::string> copy_param;
+  for (ir::ValueId v : st.stores)
+    if (copies.count(v)) {
+      copy_param[v] = "c" + std::to_string(out.epilogue_copies.size());
+      dot_params.push_back("unsigned short* __restrict__ " + copy_param[v]);
+      out.epilogue_copies.push_back(v);
+    }
   std::tie(out.epilogue_source, out.epilogue_args, out.epilogue_layer) = with_layer_lifting(p, [&](Renderer& r) {
     r.scratch_dots = true;
+    r.scratch_dot_of = dot_of;
+    r.epilogue_copy = copy_param;
     std::ostringstream body;
     out.work_const.clear();
     out.work_t_power.clear();

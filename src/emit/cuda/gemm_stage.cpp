@@ -254,8 +254,9 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
     std::ostringstream ds, gs;  // the dot products, the epilogue
     if (scratch_dots) {
       for (ir::ValueId m : members) {
-        const size_t j = static_cast<size_t>(std::find(mms.begin(), mms.end(), m) - mms.begin());
-        ds << "      " << dots[m] << " = d" << j << "[" << linear(shape, ix) << "];\n";
+        const ScratchDot& sd = scratch_dot_of.at(m);  // [T, N] (has_gemm_prefill_form)
+        ds << "      " << dots[m] << " = d" << sd.param << "[" << ix[0] << " * " << sd.ld << "L + " << sd.col
+           << "L + " << ix[1] << "];\n";
       }
     } else {
       ds << gemv_dots(members, ix, dots, staged, name);
@@ -270,7 +271,12 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
       }
       if (!(g.at(v).shape == shape))
         throw Error("emit: stage " + std::to_string(s) + ": a GEMM epilogue output differs from the GEMM's shape");
-      gs << "        p" << arg(v, true) << "[" << linear(shape, ix) << "] = " << call(name, v, ix) << ";\n";
+      const std::string at = "[" + linear(shape, ix) + "]";
+      if (const auto c = epilogue_copy.find(v); c != epilogue_copy.end())
+        gs << "        { const float o = " << call(name, v, ix) << ";\n          p" << arg(v, true) << at << " = o;\n          "
+           << c->second << at << " = lg_to_bf16(o); }\n";
+      else
+        gs << "        p" << arg(v, true) << at << " = " << call(name, v, ix) << ";\n";
     }
     gs << "      }\n";
     gl.epilogue = gs.str();

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "emit/cuda/index.h"
@@ -133,7 +134,8 @@ std::string CudaProgram::plan_json() const {
   j["prefill_gemm"] =
       "GEMM launches with a `prefill` entry run at T > 1 as: pack kernels (activation -> bf16), cuBLASLt bf16 GEMMs "
       "with f32 accumulation and output (tensor cores), then the epilogue kernel; at T = 1 (decode) the fused "
-      "warp-per-output GEMV kernel streams the bf16 weights";
+      "warp-per-output GEMV kernel streams the bf16 weights. A GEMM over several weights (q, k, v) reads them as one "
+      "matrix: their buffers are a stack (`stack`: in the first one's allocation of `stack_bytes`, at `offset`)";
   j["prefill_experts"] =
       "experts launches with a `prefill.experts` entry run at T >= min_t as: the route kernel (one block of 1024 "
       "threads: the (token, slot) pairs grouped by expert into a route buffer), the grouped GEMM on the tensor cores "
@@ -152,6 +154,8 @@ std::string CudaProgram::plan_json() const {
       e["live"] = {b.first_launch, b.last_launch};
     }
     if (b.kind != BufferKind::Arena) e["index"] = b.index;
+    if (b.stack >= 0) e["stack"] = {{"in", b.stack}, {"offset", b.stack_offset}};
+    if (b.stack_bytes > 0) e["stack_bytes"] = b.stack_bytes;
     j["buffers"].push_back(e);
   }
   for (const auto& l : launches) {
@@ -212,6 +216,8 @@ struct ProgramBuilder {
   CudaProgram prog;
   std::map<ir::ValueId, int32_t> arena_of;  ///< stored value -> its buffer
   std::map<std::string, int32_t> kernel_of;  ///< source (before naming) -> kernel
+  std::set<ir::ValueId> epilogue_copies;     ///< epilogue_packed_values(p)
+  std::map<ir::ValueId, int32_t> bf16_copy_of;  ///< such a value -> its bf16 copy's buffer
 
   EmitOptions options;
   std::vector<int64_t> max_sym;  ///< largest value of each runtime dim
@@ -220,6 +226,7 @@ struct ProgramBuilder {
   ProgramBuilder(const lift::StagedProgram& program, const EmitOptions& o) : p(program), g(program.graph), options(o) {
     for (const auto& sym : g.symbols) max_sym.push_back(sym.max);
     if (max_sym.empty()) max_sym.push_back(1);
+    epilogue_copies = epilogue_packed_values(p);
   }
 
   void add_buffers() {
@@ -301,6 +308,40 @@ struct ProgramBuilder {
   /// [rows, cols]: rows of the launch being planned (T or B).
   ir::Shape t_rows(int64_t cols) const { return ir::Shape{ir::Dim::symbol(rows), ir::Dim::constant(cols)}; }
 
+  /// The bf16 [rows, K] copy of stored value v that its producer's prefill epilogue writes and a
+  /// later GEMM reads as its A operand (epilogue_packed_values), used by launch li.
+  int32_t bf16_copy(ir::ValueId v, int32_t li) {
+    auto [it, fresh] = bf16_copy_of.emplace(v, -1);
+    if (fresh) {
+      Buffer b = make_buffer(BufferKind::Arena, -1, -1, "%" + std::to_string(v) + ".bf16", DType::BF16, g.at(v).shape,
+                             max_sym);
+      prog.buffers.push_back(b);
+      it->second = static_cast<int32_t>(prog.buffers.size() - 1);
+    }
+    use(it->second, li);
+    return it->second;
+  }
+
+  /// The buffer of a GEMM's weights: the first one's, with the others placed after it in its
+  /// allocation (Buffer::stack) when there are several.
+  int32_t stack_weights(const std::vector<ir::ValueId>& weights) {
+    const int32_t head = buffer_id(weights.at(0));
+    if (weights.size() == 1) return head;
+    int64_t offset = 0;
+    for (ir::ValueId w : weights) {
+      Buffer& b = prog.buffers[static_cast<size_t>(buffer_id(w))];
+      if (b.kind != BufferKind::Weight || b.stack >= 0 || b.stack_bytes > 0)
+        throw Error("emit: internal error: weight " + b.name + " stacked twice");
+      if (offset > 0) {
+        b.stack = head;
+        b.stack_offset = offset;
+      }
+      offset += b.bytes;
+    }
+    prog.buffers[static_cast<size_t>(head)].stack_bytes = offset;
+    return head;
+  }
+
   /// A pack kernel's launch: its arguments, then the buffer `out` it writes.
   LaunchPlan::Prefill::Pack plan_pack(const GemmPrefillRender::Pack& pk, int32_t out, int32_t li) {
     LaunchPlan::Prefill::Pack pp;
@@ -316,14 +357,21 @@ struct ProgramBuilder {
   /// the GEMM writes a residual sum itself), the epilogue.
   LaunchPlan::Prefill plan_gemm_prefill(const GemmPrefillRender& r, int32_t li) {
     LaunchPlan::Prefill pf;
-    for (const auto& pk : r.packs)
+    std::vector<int32_t> a_of;  // pack -> the bf16 A buffer
+    for (const auto& pk : r.packs) {
+      if (pk.copy_of >= 0) {
+        a_of.push_back(bf16_copy(pk.copy_of, li));
+        continue;
+      }
       pf.packs.push_back(plan_pack(pk, scratch("%" + std::to_string(pk.a) + ".bf16", DType::BF16, t_rows(pk.K), li), li));
+      a_of.push_back(pf.packs.back().args.back());
+    }
     std::vector<int32_t> dots;
     for (size_t j = 0; j < r.gemms.size(); ++j) {
       const auto& gm = r.gemms[j];
       LaunchPlan::Prefill::Gemm lt;
-      lt.a = pf.packs[gm.pack].args.back();
-      lt.w = buffer_id(gm.weight);
+      lt.a = a_of[gm.pack];
+      lt.w = stack_weights(gm.weights);
       if (gm.residual >= 0) {
         lt.c = buffer_id(gm.residual);
         lt.out = buffer_id(gm.out);
@@ -341,6 +389,7 @@ struct ProgramBuilder {
     pf.epilogue_kernel = kernel_for(r.epilogue_source, "epilogue");
     pf.epilogue_args = args_of(r.epilogue_args, li);
     pf.epilogue_args.insert(pf.epilogue_args.end(), dots.begin(), dots.end());
+    for (ir::ValueId v : r.epilogue_copies) pf.epilogue_args.push_back(bf16_copy(v, li));
     pf.epilogue_layer = r.epilogue_layer;
     pf.work_const = r.work_const;
     pf.work_t_power = r.work_t_power;
@@ -445,7 +494,7 @@ struct ProgramBuilder {
     lp.layer = r.layer;
     lp.split = r.split;
     if (stages.size() == 1) {
-      if (auto pre = render_gemm_prefill(p, stages[0])) lp.prefill = plan_gemm_prefill(*pre, l32);
+      if (auto pre = render_gemm_prefill(p, stages[0], epilogue_copies)) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
       if (p.stages[static_cast<size_t>(stages[0])].kind == lift::StageKind::Experts)
         if (auto ex = render_experts_prefill(p, stages[0])) lp.prefill = plan_experts_prefill(*ex, l32);

@@ -37,6 +37,12 @@ struct Buffer {
   int64_t bytes = 0;           ///< at R's largest value
   int64_t offset = 0;          ///< Arena: byte offset (256-aligned)
   int32_t first_launch = -1, last_launch = -1;  ///< Arena: liveness
+  /// Weight: -1, its own allocation; else the buffer whose allocation holds it `stack_offset`
+  /// bytes in: weights one GEMM reads as a single [sum N_i, K] matrix (q, k, v; gate, up), laid
+  /// out in that order. The first of them has stack -1 and `stack_bytes` (> bytes) for all.
+  int32_t stack = -1;
+  int64_t stack_offset = 0;
+  int64_t stack_bytes = 0;     ///< the first of a stack: the whole allocation; else 0
 };
 
 /// The split-KV ("flash-decoding") form of an attention launch: block (item, split) of a grid of

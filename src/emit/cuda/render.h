@@ -29,6 +29,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,18 +78,27 @@ struct GemmPrefillRender {
     ir::ValueId a = -1;           ///< the activation node
     int64_t K = 0;
     int64_t layer = -1;           ///< as RenderedLaunch::layer
+    /// >= 0: no pack kernel (source empty): the activation is this stored value as it is, whose
+    /// producer's epilogue writes its bf16 copy (epilogue_copies of that stage's render).
+    ir::ValueId copy_of = -1;
   };
   struct Gemm {
     size_t pack = 0;              ///< index into packs: the A operand
-    ir::ValueId weight = -1;      ///< the bf16 Param node W [N, K]
+    /// The bf16 Param nodes W_i [N_i, K] the GEMM reads as one W [N, K], N = sum N_i: one
+    /// weight, or the stage's weights over one activation (q, k, v; gate, up) stacked at load in
+    /// this order (Buffer::stack), so that one cuBLASLt call computes all their dot products.
+    std::vector<ir::ValueId> weights;
     int64_t N = 0, K = 0;
     /// >= 0: the stage is `out = residual + dot` (one GEMM): cuBLASLt writes `out` with the
     /// residual as C, and there is no epilogue kernel (epilogue_source empty).
     ir::ValueId residual = -1, out = -1;
   };
   std::vector<Pack> packs;
-  std::vector<Gemm> gemms;        ///< matmul j of the stage (stage order) -> epilogue param d<j>
-  std::string epilogue_source;    ///< KERNEL_NAME(args..., const float* d0.., long T)
+  std::vector<Gemm> gemms;        ///< GEMM j writes f32 [T, N_j]: the epilogue's param d<j>
+  /// Stored values the epilogue also writes as bf16 [T, K] for a later GEMM's A operand (params
+  /// after the dots, `unsigned short* c0..`): the gate/up product that down_proj reads.
+  std::vector<ir::ValueId> epilogue_copies;
+  std::string epilogue_source;    ///< KERNEL_NAME(args..., const float* d0.., [c0..,] long T)
   std::vector<KernelArg> epilogue_args;
   int64_t epilogue_layer = -1;
   std::vector<int64_t> work_const;  ///< output elements (one thread each)
@@ -99,9 +109,16 @@ struct GemmPrefillRender {
 /// W.T over activation rows [T, K]. Its fused kernel then runs only at T == 1.
 bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t stage);
 
+/// The stored values some GEMM stage's prefill form packs as they are (a bf16 cast of the f32
+/// buffer, nothing computed) and that another GEMM stage's prefill epilogue computes, for launches
+/// of the same rows: that epilogue writes the bf16 copy, and the pack kernel goes.
+/// LG_COMPILED_EPILOGUE_PACK=0: none (every activation packed by its own kernel).
+std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p);
+
 /// The prefill form of GEMM stage `stage`, or nullopt when a matmul is not of that form (the
-/// fused kernel then serves every T).
-std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t stage);
+/// fused kernel then serves every T). `copies`: epilogue_packed_values(p).
+std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t stage,
+                                                     const std::set<ir::ValueId>& copies);
 
 /// The T > 1 form of an attention stage: lg_fa::attention_block (src/kernels/flash_attention.cuh,
 /// tensor cores, bf16 operands, fp32 softmax) over the stage's q/k/v/position lambdas. Grid:

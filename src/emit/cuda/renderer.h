@@ -41,6 +41,15 @@ struct Renderer {
   /// Epilogue form of a GEMM stage (T > 1): dot products come from the f32 buffers d0, d1, ...
   /// (cuBLASLt's outputs), one thread per output element.
   bool scratch_dots = false;
+  /// Where the epilogue reads matmul m's dot product (t, n): d<param>[t * ld + col + n]. A
+  /// stacked GEMM (GemmPrefillRender::Gemm::weights) holds several matmuls side by side.
+  struct ScratchDot {
+    size_t param = 0;
+    int64_t ld = 0, col = 0;
+  };
+  std::map<ir::ValueId, ScratchDot> scratch_dot_of;
+  /// Epilogue form: stores also written as bf16 through the named param (a later GEMM's A).
+  std::map<ir::ValueId, std::string> epilogue_copy;
   /// Set while gemm_stage renders a stage with a prefill form (has_gemm_prefill_form): its kernel
   /// runs only at T == 1, so the decode GEMVs are emitted without their any-T fallback, whose
   /// registers would lower the kernel's occupancy (LG_COMPILED_GEMV_DECODE_ONLY=0 keeps it).

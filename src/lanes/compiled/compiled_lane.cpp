@@ -77,14 +77,19 @@ class CompiledLane : public Lane {
     std::unique_ptr<cuda::PinnedUploader> uploader;
     if (ckpt) uploader = std::make_unique<cuda::PinnedUploader>();
     size_t done = 0;
-    for (size_t i = 0; i < prog_.buffers.size(); ++i) {
+    for (size_t i = 0; i < prog_.buffers.size(); ++i) {  // allocations, stacked weights' first
       const auto& b = prog_.buffers[i];
       if (b.kind == BufferKind::Arena) {
         ptrs_[i] = static_cast<char*>(arena_.data()) + b.offset;
-        continue;
+      } else if (b.stack < 0) {
+        owned_.emplace_back(static_cast<size_t>(std::max<int64_t>({b.bytes, b.stack_bytes, 16})));
+        ptrs_[i] = owned_.back().data();
       }
-      owned_.emplace_back(static_cast<size_t>(std::max<int64_t>(b.bytes, 16)));
-      ptrs_[i] = owned_.back().data();
+    }
+    for (size_t i = 0; i < prog_.buffers.size(); ++i) {
+      const auto& b = prog_.buffers[i];
+      if (b.kind == BufferKind::Arena) continue;
+      if (b.stack >= 0) ptrs_[i] = static_cast<char*>(ptrs_[static_cast<size_t>(b.stack)]) + b.stack_offset;
       // Inputs too: the step-input mirror starts out all zero (step_inputs.h).
       if (b.kind == BufferKind::State || b.kind == BufferKind::Input)
         LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(b.bytes)));
@@ -93,8 +98,8 @@ class CompiledLane : public Lane {
         progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +
                  std::to_string(++done) + "/" + std::to_string(g.params.size()));
         const ir::ParamInfo& prm = g.params[static_cast<size_t>(b.index)];
-        if (ckpt) compiled::upload_weight(*ckpt, prm, b, owned_.back(), *uploader, stream_.get());
-        else compiled::random_weight(prm, b, owned_.back(), seed, stream_.get());
+        if (ckpt) compiled::upload_weight(*ckpt, prm, b, ptrs_[i], *uploader, stream_.get());
+        else compiled::random_weight(prm, b, ptrs_[i], seed, stream_.get());
       }
     }
     // The step's inputs in StepInput order, found once by name.

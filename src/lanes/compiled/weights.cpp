@@ -17,20 +17,23 @@ namespace lg::compiled {
 namespace {
 
 // fp32 host values to the buffer's dtype (bf16 rounded to nearest even).
-void upload_host(const std::vector<float>& f, const emit::cuda::Buffer& b, cuda::DeviceBuffer& dst) {
+void upload_host(const std::vector<float>& f, const emit::cuda::Buffer& b, void* dst) {
+  if (f.size() * dtype_size(b.dtype) > static_cast<size_t>(b.bytes))
+    throw Error("compiled lane: " + std::to_string(f.size()) + " values overflow the " + std::to_string(b.bytes) +
+                "-byte buffer " + b.name);
   if (b.dtype == DType::BF16) {
     std::vector<uint16_t> h(f.size());
     for (size_t j = 0; j < f.size(); ++j) h[j] = f32_to_bf16(f[j]);
-    dst.upload(h.data(), h.size() * 2);
+    LG_CUDA_CHECK(cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
   } else {
-    dst.upload(f.data(), f.size() * 4);
+    LG_CUDA_CHECK(cudaMemcpy(dst, f.data(), f.size() * 4, cudaMemcpyHostToDevice));
   }
 }
 
 }  // namespace
 
 void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, const emit::cuda::Buffer& b,
-                   cuda::DeviceBuffer& dst, cuda::PinnedUploader& uploader, cudaStream_t stream) {
+                   void* dst, cuda::PinnedUploader& uploader, cudaStream_t stream) {
   if (!prm.parts.empty()) {
     // Stacked experts: each part's bytes at its slice of the buffer when the dtypes agree (a
     // bf16 checkpoint); otherwise widened or narrowed on the host.
@@ -40,7 +43,7 @@ void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, cons
     size_t offset = 0;
     for (const std::string& part : prm.parts) {
       auto bytes = ckpt.bytes(part);
-      uploader.upload(static_cast<char*>(dst.data()) + offset, bytes.data(), bytes.size(), stream);
+      uploader.upload(static_cast<char*>(dst) + offset, bytes.data(), bytes.size(), stream);
       offset += bytes.size();
     }
     return;
@@ -55,21 +58,21 @@ void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, cons
   }
   if (info.dtype == b.dtype) {  // bf16 -> bf16 or f32 -> f32: the bytes as they are
     auto bytes = ckpt.bytes(tensor);
-    uploader.upload(dst.data(), bytes.data(), bytes.size(), stream);  // read from the mapping when it returns
+    uploader.upload(dst, bytes.data(), bytes.size(), stream);  // read from the mapping when it returns
     return;
   }
   if (info.dtype == DType::BF16 && b.dtype == DType::F32) {  // widen on the device (exact)
     auto bytes = ckpt.bytes(tensor);
     cuda::DeviceBuffer tmp(bytes.size());
     uploader.upload(tmp.data(), bytes.data(), bytes.size(), stream);
-    widen_bf16(tmp.as<uint16_t>(), bytes.size() / 2, dst.as<float>(), stream);
+    widen_bf16(tmp.as<uint16_t>(), bytes.size() / 2, static_cast<float*>(dst), stream);
     LG_CUDA_CHECK(cudaStreamSynchronize(stream));  // tmp is freed on return
     return;
   }
   upload_host(ckpt.to_f32(tensor), b, dst);
 }
 
-void random_weight(const ir::ParamInfo& prm, const emit::cuda::Buffer& b, cuda::DeviceBuffer& dst, uint64_t seed,
+void random_weight(const ir::ParamInfo& prm, const emit::cuda::Buffer& b, void* dst, uint64_t seed,
                    cudaStream_t stream) {
   const size_t n = static_cast<size_t>(b.bytes) / dtype_size(b.dtype);
   if (prm.shape.size() >= 2) {
@@ -78,15 +81,15 @@ void random_weight(const ir::ParamInfo& prm, const emit::cuda::Buffer& b, cuda::
                   std::string(dtype_name(b.dtype)));
     // The tensor name picks the stream, so every weight differs and reruns are identical.
     const uint64_t tensor_seed = fnv1a64(prm.tensor, kFnv1a64Basis ^ seed);
-    cuda::fill_uniform_bf16(dst.as<__nv_bfloat16>(), n, tensor_seed, 0.0346f, stream);
+    cuda::fill_uniform_bf16(static_cast<__nv_bfloat16*>(dst), n, tensor_seed, 0.0346f, stream);
     return;
   }
   const bool norm = prm.tensor.find("norm") != std::string::npos;
   if (b.dtype == DType::F32) {
-    fill_f32(dst.as<float>(), n, norm ? 1.f : 0.f, stream);
+    fill_f32(static_cast<float*>(dst), n, norm ? 1.f : 0.f, stream);
   } else {
     std::vector<uint16_t> h(n, f32_to_bf16(norm ? 1.f : 0.f));
-    dst.upload(h.data(), h.size() * 2);
+    LG_CUDA_CHECK(cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
   }
 }
 
