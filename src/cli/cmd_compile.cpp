@@ -35,11 +35,13 @@ constexpr int64_t kDefaultMaxSeq = 4096;
 /// One line naming the launches whose steps of many tokens take another form than decode's (the
 /// compiled lane's LaunchPlan::Prefill): GEMMs on cuBLASLt, attention on the flash template,
 /// experts on the grouped tensor-core GEMM, and the attention launches that have no flash form
-/// (head_dim outside 16-128: Gemma 3's 256); empty when no step has two rows.
+/// (head_dim outside 16-128: Gemma 3's 256), and the split-KV attention launches with a wide form
+/// (LaunchPlan::wide); empty when no step has two rows.
 std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
   if (cuda.max_t <= 1) return "";  // no step has more than one row (--max-step-tokens 1)
-  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0, split_only = 0;
+  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0, split_only = 0, wide = 0, wide_rows = 0;
   for (const auto& l : cuda.launches) {
+    if (l.wide) ++wide, wide_rows = l.wide->min_rows;
     if (!l.prefill) {
       split_only += l.split.has_value();
       continue;
@@ -63,6 +65,9 @@ std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
     line += "; " + std::to_string(split_only) +
             " attention launches stay on the split-KV kernel at every T (the flash template takes head_dim 16, 32, "
             "64 or 128)";
+  if (wide > 0)
+    line += "; " + std::to_string(wide) + " split-KV attention launches take more query heads a block at " +
+            std::to_string(wide_rows) + "+ decode rows";
   return line + "\n";
 }
 

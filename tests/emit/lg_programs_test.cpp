@@ -184,7 +184,8 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
 // Attention at the Qwen3-8B head shape (32 query heads, 8 KV heads, head_dim 128) in the batched
 // program: every attention launch is split-KV (grid (T * items, splits), its scratch after the
 // buffers), a block serves 2 query heads of one KV head (K/V rows loaded once for both; 2 x 8
-// registers of q and accumulators per head is what two 256-thread blocks per SM leave room for),
+// registers of q and accumulators per head is what two 256-thread blocks per SM leave room for)
+// and from 64 rows on the wide form all 4 (the round's K/V halved to make room),
 // reads the bf16 cache rows 16 bytes a lane, and the launch has as many splits as chunks of
 // min_chunk fit the context; the kernel compiles for sm_90.
 TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
@@ -208,6 +209,15 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
     EXPECT_EQ(l.split->heads_per_item, 2);
     EXPECT_EQ(l.split->items_per_row, 16);
     EXPECT_EQ(l.grid(3), 3 * 16);
+    EXPECT_NE(k.source.find("QG = 2, NE = 8, LK = 16, KPW = 2, R = 4;"), std::string::npos);
+    ASSERT_TRUE(l.wide) << k.name;
+    EXPECT_EQ(l.wide->min_rows, 64);
+    EXPECT_EQ(l.wide->split.heads_per_item, 4);
+    EXPECT_EQ(l.wide->split.items_per_row, 8);
+    EXPECT_EQ(l.wide->split.part_floats, l.split->part_floats);
+    const std::string& wide = prog.kernels[static_cast<size_t>(l.wide->kernel)].source;
+    EXPECT_NE(wide.find("QG = 4, NE = 8, LK = 16, KPW = 2, R = 2;"), std::string::npos);
+    EXPECT_NE(wide.find("float* __restrict__ lg_part,\n    int* __restrict__ lg_count"), std::string::npos);
     EXPECT_EQ(l.split->part_floats, 32 * (128 + 2));
     ASSERT_GT(l.split->min_chunk, 0);
     EXPECT_EQ(l.split->max_splits, (1024 + l.split->min_chunk - 1) / l.split->min_chunk);
@@ -217,7 +227,19 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   }
   EXPECT_EQ(attn, 1);
   EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
+  EXPECT_NE(prog.plan_json().find("\"wide_split_kv\""), std::string::npos);
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+  // LG_COMPILED_ATTN_WIDE_ROWS=0: no wide form; a GQA group of 2 at head_dim 128 has none either
+  // (both heads fit the one form).
+  setenv("LG_COMPILED_ATTN_WIDE_ROWS", "0", 1);
+  ir::Graph g0 = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
+  const CudaProgram narrow = emit_batched(g0, {16, 129, 64, 256});
+  unsetenv("LG_COMPILED_ATTN_WIDE_ROWS");
+  c["num_key_value_heads"] = 16;
+  ir::Graph g2 = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
+  const CudaProgram pairs = emit_batched(g2, {16, 129, 64, 256});
+  for (const CudaProgram* pr : {&narrow, &pairs})
+    for (const auto& l : pr->launches) EXPECT_FALSE(l.wide);
 }
 
 // Reductions of a decode step's few rows: a reduce stage whose every reduction is a row's (an
@@ -247,6 +269,39 @@ TEST(EmitLgPrograms, RowNormsOfADecodeStepReduceBlockWide) {
   EXPECT_GT(block_wide, 0);
   EXPECT_GT(warp_only, 0);
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+}
+
+// The pack kernels of the prefill form (T > 1: a decode batch too) whose operand holds an RMSNorm
+// prologue (q/k/v's, gate/up's) reduce each row block-wide when the step has few rows; the packs
+// of stored values (o_proj's attention output) have no reduction and stay plain loops;
+// LG_COMPILED_PACK_BLOCK_ROWS=0 keeps the warp spans.
+TEST(EmitLgPrograms, NormPacksOfADecodeBatchReduceBlockWide) {
+  auto packs = [](const CudaProgram& prog, int& block_wide, int& other) {
+    block_wide = other = 0;
+    for (const auto& k : prog.kernels) {
+      if (k.name.find("_pack") == std::string::npos) continue;
+      if (k.source.find("lg_block_coop = true") != std::string::npos) {
+        ++block_wide;
+        EXPECT_NE(k.source.find("lg_block_sum(acc, lg_red)"), std::string::npos) << k.name;
+      } else {
+        ++other;
+      }
+    }
+  };
+  const nlohmann::json c = config_of(kShared + "/models/qwen3-pycode-22m");
+  ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{128});
+  const CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+  int block_wide = 0, other = 0;
+  packs(prog, block_wide, other);
+  EXPECT_GE(block_wide, 2);  // the input and post-attention RMSNorms (layer kernels are shared)
+  EXPECT_GE(other, 1);       // o_proj's
+  EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+  setenv("LG_COMPILED_PACK_BLOCK_ROWS", "0", 1);
+  ir::Graph g2 = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{128});
+  const CudaProgram spans = emit_batched(g2, {16, 129, 64, 256});
+  unsetenv("LG_COMPILED_PACK_BLOCK_ROWS");
+  packs(spans, block_wide, other);
+  EXPECT_EQ(block_wide, 0);
 }
 
 // Gemma 3's gate and up read one stored activation row (its pre-feedforward norm's output): their

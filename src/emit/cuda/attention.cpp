@@ -9,6 +9,7 @@
 // pack copies from the first row a window of the step reaches. Soft-capping (Attrs::softcap) is
 // C * tanh(scale * q.k / C) on each score in both.
 #include <algorithm>
+#include <cstdlib>
 
 #include "emit/cuda/expr.h"
 #include "emit/cuda/renderer.h"
@@ -16,6 +17,11 @@
 namespace lg::emit::cuda {
 
 namespace {
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::max<int64_t>(1, std::atoll(e)) : fallback;
+}
 
 /// The split-KV kernel's shape, from the head dim, the GQA group and how K/V can be read.
 struct SplitShape {
@@ -27,7 +33,7 @@ struct SplitShape {
   static constexpr int64_t kWarps = 8;
 };
 
-SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows) {
+SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
   SplitShape sh;
   // 16-byte loads of 8 bf16 when the rows are bf16 cache rows and Dh / 8 lanes tile a warp; each
   // lane then holds 8 contiguous elements, and 32 / (Dh / 8) keys share one warp-wide load (fewer
@@ -38,11 +44,20 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows) {
   const int64_t kpw = 32 / sh.lk;
   // About 8 keys per warp per round, with the raw K/V of a round in at most 32 registers.
   sh.r = sh.rows ? std::clamp<int64_t>(8 / kpw, 1, 4) : std::clamp<int64_t>(16 / sh.ne, 1, 8);
-  // q and the accumulators of the block's heads: 2 * qg * ne registers; 32 keeps a thread under
-  // the 128 that lets two blocks share an SM (__launch_bounds__(256, 2)).
+  // q and the accumulators of the block's heads take 2 * qg * ne registers; 32 keeps a thread
+  // under the 128 that lets two blocks share an SM (__launch_bounds__(256, 2)). The wide form
+  // (many rows, bf16 cache rows) takes up to 4 heads of 8 elements a lane (64 registers) with the
+  // round's raw K/V halved (r / 2), ptxas spilling 12 bytes at the 8B shape: each K/V row then
+  // serves 4 query heads, not 2. H200, 8B shape, ms a step (bench/RESULTS.md, sixteenth session,
+  // call 3): 128 sequences of 512 positions 12.21 -> 11.72, 64 of 1,024 10.31 -> 9.90; but 16 of
+  // 512 5.78 -> 5.94 and one sequence +2%, where half the items leave the runner more splits.
+  // Lab knobs: LG_COMPILED_ATTN_QNE=N bounds qg * ne by N in both forms, LG_COMPILED_ATTN_R=N sets r.
+  const int64_t qne = env_int("LG_COMPILED_ATTN_QNE", wide && sh.rows ? 32 : 16);
   sh.qg = 1;
   for (int64_t d = 1; d <= group; ++d)
-    if (group % d == 0 && d * sh.ne <= 16) sh.qg = d;
+    if (group % d == 0 && d * sh.ne <= qne) sh.qg = d;
+  if (sh.qg * sh.ne > 16) sh.r = std::max<int64_t>(1, sh.r / 2);
+  sh.r = env_int("LG_COMPILED_ATTN_R", sh.r);
   return sh;
 }
 
@@ -81,7 +96,8 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
     else break;
   }
   const std::string kbase = state_slice_base(n.operands[1]), vbase = state_slice_base(n.operands[2]);
-  const SplitShape sh = split_shape(Dh, G, !kbase.empty() && !vbase.empty() && bf16_state(g.at(cache)));
+  const SplitShape sh =
+      split_shape(Dh, G, !kbase.empty() && !vbase.empty() && bf16_state(g.at(cache)), attention_wide);
   const int64_t NW = SplitShape::kWarps, KPW = 32 / sh.lk, QG = sh.qg, items = H / QG;
   // Shared memory: each warp's partial per head (sizes a block's heads and warps, 16 KB at Dh 128).
   if (NW * QG * Dh * 4 > 40 * 1024)

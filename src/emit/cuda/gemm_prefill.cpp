@@ -17,18 +17,25 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     const ir::Shape& shape = p.graph.at(a).shape;
     std::ostringstream body;
     auto nodes = r.closure(s);
+    // With a reduction in the operand (an RMSNorm prologue, a q-norm), warps walk row spans as an
+    // element stage does, so that a row's reduction is read once per span, not once per element;
+    // when the operand's reductions are all row reductions, a step of few rows (a decode batch)
+    // gives each block a row and its reductions all the block's threads (element_loop's block
+    // path). LG_COMPILED_PACK_BLOCK_ROWS=0 keeps the warp spans.
+    const std::vector<ir::ValueId> operand = r.operand_closure(s, nodes, a);
+    const bool reduces = std::any_of(operand.begin(), operand.end(), [&](ir::ValueId v) {
+      return ir::is_reduce(p.graph.at(v).op) && (p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)]);
+    });
+    const bool block_rows = reduces && !knob_off("LG_COMPILED_PACK_BLOCK_ROWS") && r.row_reductions_only(s, operand, shape);
+    if (block_rows) body << "  __shared__ float lg_red[32]; bool lg_block_coop = false;\n";
+    r.block_reductions_ = block_rows;
     auto name = r.lambdas(s, nodes, body, dots);
     GemmPrefillRender::Pack pk;
     pk.a = a;
     pk.K = 1;
     for (size_t k = 1; k < shape.size(); ++k) pk.K *= shape[k].coeff;
-    // With a reduction in the operand (an RMSNorm prologue, a q-norm), warps walk row spans as an
-    // element stage does, so that a row's reduction is read once per span, not once per element.
-    const bool reduces = std::any_of(nodes.begin(), nodes.end(), [&](ir::ValueId v) {
-      return ir::is_reduce(p.graph.at(v).op) && (p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)]);
-    });
-    r.element_loop(shape, {{"packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")"}}, reduces, false,
-                   body);
+    r.element_loop(shape, {{"packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")"}}, reduces,
+                   block_rows, body);
     pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
     pk.args = r.args;
     pk.layer = r.layer();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -144,7 +145,8 @@ std::string CudaProgram::plan_json() const {
   j["split_kv"] =
       "attention launches with a `split_kv` entry run on a grid of (T * items_per_row, splits) blocks: block (item, "
       "split) takes one chunk of the positions of item's token for heads_per_item query heads; the kernel takes "
-      "float* lg_part (T * splits * part_floats) and int* lg_count (T * items_per_row, zero) after its buffers";
+      "float* lg_part (T * splits * part_floats) and int* lg_count (T * items_per_row, zero) after its buffers; with a "
+      "`wide_split_kv` entry, steps of at least min_rows rows run that kernel instead, with its split_kv";
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
@@ -167,10 +169,15 @@ std::string CudaProgram::plan_json() const {
                         {"rows", l.rows_sym == 0 ? "T" : "B"},
                         {"grid", {{"work", l.work_const}, {"t_power", l.work_t_power}, {"per_block", l.per_block},
                                   {"max_blocks", l.max_blocks}}}};
-    if (l.split)
-      e["split_kv"] = {{"items_per_row", l.split->items_per_row}, {"heads_per_item", l.split->heads_per_item},
-                       {"part_floats", l.split->part_floats}, {"min_chunk", l.split->min_chunk},
-                       {"max_splits", l.split->max_splits}};
+    auto split_json = [](const SplitKv& sp) {
+      return nlohmann::json{{"items_per_row", sp.items_per_row}, {"heads_per_item", sp.heads_per_item},
+                            {"part_floats", sp.part_floats}, {"min_chunk", sp.min_chunk}, {"max_splits", sp.max_splits}};
+    };
+    if (l.split) e["split_kv"] = split_json(*l.split);
+    if (l.wide)
+      e["wide_split_kv"] = {{"kernel", kernels[static_cast<size_t>(l.wide->kernel)].name},
+                            {"min_rows", l.wide->min_rows},
+                            {"split_kv", split_json(l.wide->split)}};
     if (l.prefill) {
       nlohmann::json pf;
       for (const auto& pk : l.prefill->packs)
@@ -210,6 +217,11 @@ namespace {
 /// Builds a CudaProgram launch by launch: buffers first (inputs, weights, states, then one arena
 /// buffer per stored value), then per launch its kernels (deduped by source) and plan, then the
 /// arena layout.
+/// Rows from which an attention launch runs its wide form: call 3 of the sixteenth session
+/// measured it quicker at 64 and 128 sequences and slower at 1 and 16 (bench/RESULTS.md); the
+/// batched steps' buckets are powers of two, so 32 is the one size not measured.
+constexpr int64_t kWideAttentionRows = 64;
+
 struct ProgramBuilder {
   const lift::StagedProgram& p;
   const ir::Graph& g;
@@ -493,6 +505,7 @@ struct ProgramBuilder {
     lp.max_blocks = r.per_block == 256 ? 4096 : 0;  // element kernels stride over the grid
     lp.layer = r.layer;
     lp.split = r.split;
+    if (r.split) plan_wide_attention(stages, r, lp);
     if (stages.size() == 1) {
       if (auto pre = render_gemm_prefill(p, stages[0], epilogue_copies)) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
@@ -500,6 +513,22 @@ struct ProgramBuilder {
         if (auto ex = render_experts_prefill(p, stages[0])) lp.prefill = plan_experts_prefill(*ex, l32);
     }
     prog.launches.push_back(lp);
+  }
+
+  /// The wide split-KV form of an attention launch (LaunchPlan::wide), when it has more query
+  /// heads a block than `r`, the form rendered for every step. LG_COMPILED_ATTN_WIDE_ROWS=N
+  /// sets its min_rows (1: every step, for tests; 0: never).
+  void plan_wide_attention(const std::vector<int32_t>& stages, const RenderedLaunch& r, LaunchPlan& lp) {
+    const char* env = std::getenv("LG_COMPILED_ATTN_WIDE_ROWS");
+    const int64_t min_rows = env && *env ? std::atoll(env) : kWideAttentionRows;
+    if (min_rows <= 0) return;
+    const RenderedLaunch w = render_launch(p, stages, true);
+    if (w.split->heads_per_item == r.split->heads_per_item) return;
+    std::vector<int32_t> args;
+    for (const auto& a : w.args) args.push_back(buffer_id(a.node));
+    if (args != lp.args || w.layer != r.layer)
+      throw Error("emit: internal error: the wide attention kernel takes other arguments");
+    lp.wide = LaunchPlan::WideSplit{kernel_for(w.source, "attention"), *w.split, min_rows};
   }
 
   /// Arena: largest first, each at the lowest 256-aligned offset free over its live range.

@@ -83,6 +83,16 @@ struct LaunchPlan {
   int32_t rows_sym = 0;                ///< 0: T rows; 1: B rows (lift::stage_rows_symbol)
   /// An attention launch's kernel is split-KV: grid (grid(T), splits), 1 <= splits; see SplitKv.
   std::optional<SplitKv> split;
+  /// An attention launch's form for steps of at least `min_rows` rows: its split-KV kernel with
+  /// more query heads a block (each K/V row read once for all of a KV head's query heads), the
+  /// same arguments. It wins when many rows fill the GPU and loses when few rows leave the blocks
+  /// long chunks (attention.cpp, split_shape). Grid (T * split.items_per_row, splits).
+  struct WideSplit {
+    int32_t kernel = -1;
+    SplitKv split;
+    int64_t min_rows = 0;
+  };
+  std::optional<WideSplit> wide;
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;

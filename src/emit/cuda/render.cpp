@@ -6,8 +6,9 @@
 
 namespace lg::emit::cuda {
 
-RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages) {
+RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages, bool attention_wide) {
   return with_layer_lifting(p, [&](Renderer& r) {
+    r.attention_wide = attention_wide;
     RenderedLaunch out;
     std::ostringstream body;
     for (int32_t s : stages) {

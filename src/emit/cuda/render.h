@@ -64,7 +64,9 @@ ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v);
 
 /// Renders the stages of one launch (element stages may share a launch; GEMM and attention
 /// stages are alone in theirs). Throws lg::Error naming the stage for a form it cannot render.
-RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages);
+/// `attention_wide`: an attention stage's wide split-KV form (LaunchPlan::wide).
+RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages,
+                             bool attention_wide = false);
 
 /// The T > 1 form of a GEMM stage whose matmuls all read a bf16 weight W[N, K] as W.T against a
 /// [T, K] activation: a pack kernel per distinct activation writes it as bf16 [T, K]; cuBLASLt

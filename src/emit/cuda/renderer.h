@@ -54,6 +54,9 @@ struct Renderer {
   /// runs only at T == 1, so the decode GEMVs are emitted without their any-T fallback, whose
   /// registers would lower the kernel's occupancy (LG_COMPILED_GEMV_DECODE_ONLY=0 keeps it).
   bool decode_only = false;
+  /// Render attention stages in their wide split-KV form (more query heads a block: see
+  /// LaunchPlan::wide).
+  bool attention_wide = false;
   /// Warps per output element in the decode GEMVs of the stage being rendered (gemm_stage): each
   /// takes a slice of K and the block sums the slices.
   int gemv_split = 1;
@@ -130,6 +133,9 @@ struct Renderer {
   /// block walking one row asks for the same keys in the same order (the block-wide path of
   /// reduce_body cannot deadlock).
   bool row_reductions_only(int32_t s, const std::vector<ir::ValueId>& nodes, const ir::Shape& rows) const;
+  /// The nodes of `nodes` (stage s's closure, in its order) that value v is computed from, v
+  /// included: what a kernel evaluating v alone (a pack) computes.
+  std::vector<ir::ValueId> operand_closure(int32_t s, const std::vector<ir::ValueId>& nodes, ir::ValueId v) const;
   /// Set while element_stage renders the lambdas of a stage that row_reductions_only admits:
   /// reduce_body then also emits the block-wide path (taken when lg_block_coop is set).
   bool block_reductions_ = false;

@@ -313,6 +313,13 @@ class CompiledLane : public Lane {
     return std::clamp<int64_t>(attn_blocks_ / items, 1, sp.max_splits);
   }
 
+  /// The kernel and split-KV form an attention launch runs at `rows` rows: its wide form from
+  /// wide->min_rows on (LaunchPlan::wide), else its own.
+  static std::pair<int32_t, const emit::cuda::SplitKv&> split_form(const emit::cuda::LaunchPlan& l, int64_t rows) {
+    if (l.wide && rows >= l.wide->min_rows) return {l.wide->kernel, l.wide->split};
+    return {l.kernel, *l.split};
+  }
+
   /// The split-KV attention's scratch, shared by every launch (they run one after another): the
   /// partials of the largest T * splits * part_floats any launch can ask for, and one counter per
   /// item of the largest T, zeroed (each launch leaves them zero).
@@ -325,10 +332,11 @@ class CompiledLane : public Lane {
       if (!l.split) continue;
       const int64_t max_rows = l.rows_sym == 0 ? prog_.max_t : prog_.max_b;
       for (int64_t t = 1; t <= max_rows; ++t) {
-        const int64_t n = splits(*l.split, t);
-        if (n > 1) part = std::max(part, t * n * l.split->part_floats);
+        const auto& sp = split_form(l, t).second;
+        const int64_t n = splits(sp, t);
+        if (n > 1) part = std::max(part, t * n * sp.part_floats);
+        count = std::max(count, t * sp.items_per_row);
       }
-      count = std::max(count, max_rows * l.split->items_per_row);
     }
     split_part_ = cuda::DeviceBuffer(static_cast<size_t>(part) * sizeof(float));
     split_count_ = cuda::DeviceBuffer(static_cast<size_t>(count) * sizeof(int));
@@ -456,8 +464,11 @@ class CompiledLane : public Lane {
     // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
     // split-KV kernel serves decode rows and ragged batches).
     if (T == 1 || !l.prefill || (l.prefill->one_sequence && B > 1) ||
-        T < (l.prefill->experts && moe_mma_t_ > 0 ? moe_mma_t_ : l.prefill->min_t))
-      return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T, l.split ? splits(*l.split, T) : 0);
+        T < (l.prefill->experts && moe_mma_t_ > 0 ? moe_mma_t_ : l.prefill->min_t)) {
+      if (!l.split) return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
+      const auto [kernel, sp] = split_form(l, T);
+      return launch_kernel(kernel, l.args, l.layer, T * sp.items_per_row, l.block, T, splits(sp, T));
+    }
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
     // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs); experts route
     // their pairs and run the grouped GEMM (then moe_down's combine as the epilogue).
@@ -533,8 +544,9 @@ class CompiledLane : public Lane {
     };
     for (size_t i = 0; i < prog_.launches.size(); ++i) {
       const auto& l = prog_.launches[i];
-      kernel = prog_.kernels[static_cast<size_t>(l.kernel)].name;
-      const int64_t blocks = T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l) : l.grid(l.rows_sym == 0 ? T : B);
+      const int64_t rows = l.rows_sym == 0 ? T : B;
+      kernel = prog_.kernels[static_cast<size_t>(l.split ? split_form(l, rows).first : l.kernel)].name;
+      const int64_t blocks = T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l) : l.grid(rows);
       grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(l.block) + ")";
       const size_t before = marks;
       launch_at(i, T, B);
