@@ -2,8 +2,8 @@
 // store and each state write, the values pulled through the stage's lambdas; and the lambda of a
 // reduction (a loop over the reduced axis, memoised per thread for its last row, split over a
 // warp's lanes when the whole warp asks for the same row).
-#include <set>
 #include <cstdlib>
+#include <set>
 
 #include "emit/cuda/renderer.h"
 

@@ -214,14 +214,14 @@ std::string CudaProgram::plan_json() const {
 
 namespace {
 
-/// Builds a CudaProgram launch by launch: buffers first (inputs, weights, states, then one arena
-/// buffer per stored value), then per launch its kernels (deduped by source) and plan, then the
-/// arena layout.
 /// Rows from which an attention launch runs its wide form: call 3 of the sixteenth session
 /// measured it quicker at 64 and 128 sequences and slower at 1 and 16 (bench/RESULTS.md); the
 /// batched steps' buckets are powers of two, so 32 is the one size not measured.
 constexpr int64_t kWideAttentionRows = 64;
 
+/// Builds a CudaProgram launch by launch: buffers first (inputs, weights, states, then one arena
+/// buffer per stored value), then per launch its kernels (deduped by source) and plan, then the
+/// arena layout.
 struct ProgramBuilder {
   const lift::StagedProgram& p;
   const ir::Graph& g;
