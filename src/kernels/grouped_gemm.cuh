@@ -31,6 +31,8 @@
 // 4-16 pairs an expert (not measured against 128). Fragment layouts: flash_attention.cuh's header.
 namespace lg_moe {
 
+// kTileM, max_tiles and route_ints are restated for the host in src/emit/cuda/grouped_gemm_shape.h
+// (the plan's grid and route buffer); tests/emit/moe_shape_test.cu holds the two equal.
 constexpr int kTileM = 64, kTileN = 64, kTileK = 32, kThreads = 128;
 constexpr int kStride = kTileK + 8;  // bf16 elements per shared-memory row
 constexpr int kMaxExperts = 4096;    // route's shared-memory counters (experts + the bad bucket)

@@ -200,7 +200,7 @@ std::string CudaProgram::plan_json() const {
                                            {"args", ex->gemm_args},
                                            {"layer", ex->gemm_layer},
                                            {"col_tiles", ex->col_tiles},
-                                           {"tile_rows", ex->tile_rows}}},
+                                           {"tile_rows", grouped_gemm_shape::kTileRows}}},
                          {"experts", ex->experts},
                          {"slots", ex->slots}};
       pf["min_t"] = l.prefill->min_t;
@@ -447,10 +447,7 @@ struct ProgramBuilder {
     ex.experts = r.experts;
     ex.slots = r.slots;
     const int64_t max_rows = max_sym[static_cast<size_t>(rows)];
-    // lg_moe::route_ints (src/kernels/grouped_gemm.cuh): counts, segments and tiles of the E + 1
-    // buckets, then each pair's sorted position and each position's pair.
-    const int64_t route_ints = 3 * (r.experts + 1) + 2 + 2 * ex.max_tiles(max_rows) + 2 * max_rows * r.slots;
-    const int32_t route = scratch(at + ".route", DType::I32, ir::Shape{ir::Dim::constant(route_ints)}, li);
+    const int32_t route = scratch(at + ".route", DType::I32, ir::Shape{ir::Dim::constant(ex.route_ints(max_rows))}, li);
     ex.route_kernel = kernel_for(r.route.source, "experts_route");
     ex.route_args = args_of(r.route.args, li);
     ex.route_args.push_back(route);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "emit/cuda/grouped_gemm_shape.h"
 #include "runtime/provenance.h"
 #include "lift/stage.h"
 
@@ -138,10 +139,10 @@ struct LaunchPlan {
       std::vector<int32_t> route_args, gemm_args;  ///< buffer ids, the scratch buffers last
       int64_t route_layer = -1, gemm_layer = -1;
       int64_t experts = 0, slots = 0, col_tiles = 0;
-      int64_t tile_rows = 64;  ///< lg_moe::kTileM: grid x = T * slots / tile_rows + experts + 2
-
-      /// The grouped GEMM's blocks along x for a step of T rows (lg_moe::max_tiles).
-      int64_t max_tiles(int64_t T) const { return T * slots / tile_rows + experts + 2; }
+      /// The grouped GEMM's blocks along x for a step of T rows (grouped_gemm_shape.h).
+      int64_t max_tiles(int64_t T) const { return grouped_gemm_shape::max_tiles(experts, T * slots); }
+      /// The route workspace in ints for a step of T rows (grouped_gemm_shape.h).
+      int64_t route_ints(int64_t T) const { return grouped_gemm_shape::route_ints(experts, T * slots); }
     };
     std::optional<Experts> experts;
   };
