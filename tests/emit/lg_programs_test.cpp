@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -619,6 +620,88 @@ TEST(EmitLgPrograms, GateUpEpilogueWritesDownProjectionsOperand) {
   const CudaProgram apart = program_of("qwen3.lg", c);
   unsetenv("LG_COMPILED_EPILOGUE_PACK");
   down_launches(apart, false);
+}
+
+/// The plan's invariants for the prefill forms' weights and operands: a stacked GEMM's weights
+/// lie one after another inside the first one's allocation and fill it, and N covers them all;
+/// every GEMM's bf16 A operand is written earlier in the step (by a pack kernel of its launch, or
+/// by an earlier launch's epilogue as a copy of its store) and live until the GEMM. Counts the
+/// stacked GEMMs and the epilogue-written operands.
+void check_prefill_plan(const CudaProgram& prog, int& stacks, int& copies) {
+  std::map<int32_t, std::vector<const Buffer*>> members;
+  for (const auto& b : prog.buffers)
+    if (b.stack >= 0) {
+      EXPECT_EQ(b.kind, BufferKind::Weight) << b.name;
+      EXPECT_EQ(prog.buffers.at(static_cast<size_t>(b.stack)).stack, -1) << b.name;
+      members[b.stack].push_back(&b);
+    }
+  for (auto& [h, ms] : members) {
+    const Buffer& head = prog.buffers.at(static_cast<size_t>(h));
+    std::sort(ms.begin(), ms.end(), [](auto* a, auto* b) { return a->stack_offset < b->stack_offset; });
+    int64_t end = head.bytes;
+    for (const Buffer* b : ms) {
+      EXPECT_EQ(b->stack_offset, end) << b->name;
+      end = b->stack_offset + b->bytes;
+    }
+    EXPECT_EQ(head.stack_bytes, end) << head.name;
+  }
+  for (size_t i = 0; i < prog.launches.size(); ++i) {
+    const auto& l = prog.launches[i];
+    if (!l.prefill) continue;
+    for (const auto& gm : l.prefill->gemms) {
+      const Buffer& w = prog.buffers.at(static_cast<size_t>(gm.w));
+      EXPECT_EQ(gm.N * gm.K * 2, w.stack_bytes > 0 ? w.stack_bytes : w.bytes) << w.name;
+      stacks += w.stack_bytes > 0;
+      bool packed = false;
+      for (const auto& pk : l.prefill->packs) packed = packed || pk.args.back() == gm.a;
+      if (packed) continue;
+      bool written = false;  // by an earlier launch's epilogue
+      for (size_t j = 0; j < i && !written; ++j) {
+        const auto& e = prog.launches[j].prefill;
+        written = e && e->epilogue_kernel >= 0 &&
+                  std::find(e->epilogue_args.begin(), e->epilogue_args.end(), gm.a) != e->epilogue_args.end();
+      }
+      const Buffer& a = prog.buffers.at(static_cast<size_t>(gm.a));
+      EXPECT_TRUE(written) << "launch " << i << ": A operand " << a.name << " is written by no earlier launch";
+      EXPECT_EQ(a.dtype, DType::BF16) << a.name;
+      EXPECT_GE(a.last_launch, static_cast<int32_t>(i)) << a.name;
+      copies += written;
+    }
+  }
+}
+
+// Every bf16 family program (two layers of its real shape), one sequence and batched, keeps the
+// prefill plan's invariants; those with separate q/k/v and gate/up projections stack them, and
+// every SwiGLU/GeGLU MLP hands down_proj its operand from the gate/up epilogue.
+TEST(EmitLgPrograms, PrefillPlansOfEveryFamilyHoldTheirInvariants) {
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {"qwen3.lg", kShared + "/models/qwen3-pycode-22m"},
+      {"llama.lg", kSource + "/bench/shapes/llama-3.1-8b"},
+      {"mistral.lg", kSource + "/bench/shapes/mistral-7b-v0.3"},
+      {"gemma3_text.lg", kSource + "/bench/shapes/gemma-3-12b-text"},
+      {"qwen3_moe.lg", kSource + "/bench/shapes/qwen3-30b-a3b"}};
+  for (const auto& [lg, dir] : programs)
+    for (const bool batched : {false, true}) {
+      SCOPED_TRACE(lg + (batched ? " batched" : ""));
+      nlohmann::json c = config_of(dir);
+      c["num_hidden_layers"] = 2;
+      if (c.contains("layer_types")) c.erase("layer_types");
+      if (c.contains("mlp_only_layers")) c["mlp_only_layers"] = nlohmann::json::array();
+      ir::Graph g = lang::lower_file(kSource + "/models/" + lg, c, lang::BindOptions{256});
+      CudaProgram prog;
+      if (batched) {
+        prog = emit_batched(g, {16, 129, 64, 256});
+      } else {
+        lift::StagedProgram p = lift::lift(g);
+        lift::fuse(p);
+        prog = emit_program(p);
+      }
+      int stacks = 0, copies = 0;
+      check_prefill_plan(prog, stacks, copies);
+      const bool moe = lg == "qwen3_moe.lg";
+      EXPECT_EQ(stacks, moe ? 2 : 4);  // q/k/v a layer, and gate/up a layer but in the MoE's experts
+      EXPECT_EQ(copies, moe ? 0 : 2);  // down_proj's operand a layer (the MoE's experts have their own form)
+    }
 }
 
 TEST(EmitLgPrograms, NonQwenProgramCompilesForSm90) {
