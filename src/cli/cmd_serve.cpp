@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "cli/command.h"
@@ -55,7 +56,8 @@ void report_chat_template(const lg::chat::ChatTemplate& t) {
 
 std::string lane_of(const ServeOpts& o) { return o.lane.empty() ? (o.shape.empty() ? "cpu" : "handwritten") : o.lane; }
 
-std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o) {
+/// The engine of `dir` (the opened --model), or of random weights at --shape when there is none.
+std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optional<lg::model::ModelDir> dir) {
   lg::server::EngineOptions eo;
   eo.lane = lane_of(o);
   eo.max_seq = o.max_seq;
@@ -64,7 +66,7 @@ std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o) {
   eo.log_requests = !o.quiet;
   eo.prefix_cache = !o.no_prefix_cache;
   eo.program = o.program;
-  if (o.shape.empty()) return std::make_unique<lg::server::Engine>(o.model, eo);
+  if (dir) return std::make_unique<lg::server::Engine>(std::move(*dir), eo);
   // Random weights: a context of 4096 by default, as for a checkpoint (40960 would size a KV
   // pool per sequence far beyond what a load test needs).
   return std::make_unique<lg::server::Engine>(lg::server::RandomModel{o.shape, lg::cli::preset_config(o.shape)}, eo);
@@ -129,10 +131,12 @@ int serve(const ServeOpts& o) {
   if (!o.shape.empty() && !o.chat_template.empty())
     throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
   // What can be refused before the model loads (which may take minutes) is refused first.
-  if (!o.chat_template.empty() && !lg::model::ModelDir::open(o.model).tokenizer_json)
+  std::optional<lg::model::ModelDir> dir;
+  if (!o.model.empty()) dir = lg::model::ModelDir::open(o.model);
+  if (!o.chat_template.empty() && !dir->tokenizer_json)
     throw lg::Error("lg serve: --chat-template needs a tokenizer, and " + o.model + " has no tokenizer.json");
   lg::server::check_can_listen(o.host, o.port);
-  const auto engine = make_engine(o);
+  const auto engine = make_engine(o, std::move(dir));
   lg::server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;

@@ -125,7 +125,10 @@ struct JobState {
 };
 
 Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& options)
-    : dir_(std::make_unique<model::ModelDir>(model::ModelDir::open(model_dir))) {
+    : Engine(model::ModelDir::open(model_dir), options) {}
+
+Engine::Engine(model::ModelDir dir, const EngineOptions& options)
+    : dir_(std::make_unique<model::ModelDir>(std::move(dir))) {
   tokenizer_ = load_tokenizer(*dir_);
   runtime::resolve_program(*dir_, options.program);
   config_ = dir_->config;
@@ -135,7 +138,7 @@ Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& opti
   config_.vocab_size = dir_->vocab;
   generation_ = dir_->generation;
   model_dir_ = dir_->dir;
-  const auto norm = model_dir.lexically_normal();
+  const auto norm = dir_->dir.lexically_normal();
   model_id_ = (norm.has_filename() ? norm.filename() : norm.parent_path().filename()).string();
   context_ = resolve_context(options, config_.max_position_embeddings);
   LaneOptions lo = options.lane_options;

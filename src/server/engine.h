@@ -127,6 +127,10 @@ class Engine {
   /// directory, an unreadable tokenizer, an unknown lane or a max_seq beyond
   /// max_position_embeddings.
   Engine(const std::filesystem::path& model_dir, const EngineOptions& options);
+  /// The same for a directory its caller opened already (model::ModelDir::open), so that what the
+  /// caller checked in it before the load (lg serve: a tokenizer for --chat-template) is not read
+  /// twice.
+  Engine(model::ModelDir dir, const EngineOptions& options);
   /// Random weights at `model`'s shape on GPU lane options.lane (lanes/factory.h,
   /// make_random_lane). Throws lg::Error for the cpu lane, no CUDA device, or a bad max_seq.
   Engine(const RandomModel& model, const EngineOptions& options);
