@@ -43,6 +43,8 @@ void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, cons
     size_t offset = 0;
     for (const std::string& part : prm.parts) {
       auto bytes = ckpt.bytes(part);
+      if (offset + bytes.size() > static_cast<size_t>(b.bytes))
+        throw Error("compiled lane: expert tensor " + part + " overflows its buffer " + b.name);
       uploader.upload(static_cast<char*>(dst) + offset, bytes.data(), bytes.size(), stream);
       offset += bytes.size();
     }
@@ -58,6 +60,10 @@ void upload_weight(const model::Checkpoint& ckpt, const ir::ParamInfo& prm, cons
   }
   if (info.dtype == b.dtype) {  // bf16 -> bf16 or f32 -> f32: the bytes as they are
     auto bytes = ckpt.bytes(tensor);
+    // A stacked weight's neighbour starts where it ends (Buffer::stack): never write past it.
+    if (bytes.size() != static_cast<size_t>(b.bytes))
+      throw Error("compiled lane: tensor " + tensor + " has " + std::to_string(bytes.size()) + " bytes, its buffer " +
+                  std::to_string(b.bytes));
     uploader.upload(dst, bytes.data(), bytes.size(), stream);  // read from the mapping when it returns
     return;
   }
