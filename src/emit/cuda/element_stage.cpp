@@ -3,7 +3,6 @@
 // reduction (a loop over the reduced axis, memoised per thread for its last row, split over a
 // warp's lanes when the whole warp asks for the same row).
 #include <cstdlib>
-#include <set>
 
 #include "emit/cuda/renderer.h"
 
@@ -92,24 +91,6 @@ bool Renderer::row_reductions_only(int32_t s, const std::vector<ir::ValueId>& no
     }
   }
   return true;
-}
-
-std::vector<ir::ValueId> Renderer::operand_closure(int32_t s, const std::vector<ir::ValueId>& nodes,
-                                                   ir::ValueId v) const {
-  const std::set<ir::ValueId> in(nodes.begin(), nodes.end());
-  std::set<ir::ValueId> seen{v};
-  std::vector<ir::ValueId> todo{v};
-  while (!todo.empty()) {
-    const ir::ValueId x = todo.back();
-    todo.pop_back();
-    if (!here(s, x)) continue;  // read from memory: its operands are not computed here
-    for (ir::ValueId o : g.at(x).operands)
-      if (in.count(o) && seen.insert(o).second) todo.push_back(o);
-  }
-  std::vector<ir::ValueId> out;
-  for (ir::ValueId x : nodes)
-    if (seen.count(x)) out.push_back(x);
-  return out;
 }
 
 int Renderer::element_loop(const ir::Shape& shape, const std::vector<std::pair<std::string, std::string>>& outs,

@@ -22,7 +22,7 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     // when the operand's reductions are all row reductions, a step of few rows (a decode batch)
     // gives each block a row and its reductions all the block's threads (element_loop's block
     // path). LG_COMPILED_PACK_BLOCK_ROWS=0 keeps the warp spans.
-    const std::vector<ir::ValueId> operand = r.operand_closure(s, nodes, a);
+    const std::vector<ir::ValueId> operand = r.closure(s, {a});
     const bool reduces = std::any_of(operand.begin(), operand.end(), [&](ir::ValueId v) {
       return ir::is_reduce(p.graph.at(v).op) && (p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)]);
     });

@@ -71,11 +71,13 @@ std::string Renderer::load(ir::ValueId v, const std::string& off) {
   return ptr + "[" + off + "]";
 }
 
-std::vector<ir::ValueId> Renderer::closure(int32_t s) const {
+std::vector<ir::ValueId> Renderer::closure(int32_t s) const { return closure(s, p.stages[static_cast<size_t>(s)].nodes); }
+
+std::vector<ir::ValueId> Renderer::closure(int32_t s, const std::vector<ir::ValueId>& roots) const {
   // Iterative (a long elementwise chain in one stage must not exhaust the stack); the result is a
   // set, so the visiting order does not matter.
   std::set<ir::ValueId> seen;
-  std::vector<ir::ValueId> todo(p.stages[static_cast<size_t>(s)].nodes.rbegin(), p.stages[static_cast<size_t>(s)].nodes.rend());
+  std::vector<ir::ValueId> todo(roots.rbegin(), roots.rend());
   while (!todo.empty()) {
     const ir::ValueId v = todo.back();
     todo.pop_back();

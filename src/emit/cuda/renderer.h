@@ -99,6 +99,9 @@ struct Renderer {
   /// The nodes stage s evaluates: its own and the inline ones it reaches, plus the buffered
   /// values it loads; in graph order.
   std::vector<ir::ValueId> closure(int32_t s) const;
+  /// The same from `roots` (nodes of stage s or inline ones it reads) only: what a kernel
+  /// evaluating just those values (a pack of one GEMM operand) computes and loads.
+  std::vector<ir::ValueId> closure(int32_t s, const std::vector<ir::ValueId>& roots) const;
   /// Device lambdas for every node of `nodes`, written to `os`; returns their names. MatMul
   /// nodes return the variable `dots[node]` (GEMM stages), reductions loop (memoised per thread).
   LambdaNames lambdas(int32_t s, const std::vector<ir::ValueId>& nodes, std::ostringstream& os,
@@ -133,9 +136,6 @@ struct Renderer {
   /// block walking one row asks for the same keys in the same order (the block-wide path of
   /// reduce_body cannot deadlock).
   bool row_reductions_only(int32_t s, const std::vector<ir::ValueId>& nodes, const ir::Shape& rows) const;
-  /// The nodes of `nodes` (stage s's closure, in its order) that value v is computed from, v
-  /// included: what a kernel evaluating v alone (a pack) computes.
-  std::vector<ir::ValueId> operand_closure(int32_t s, const std::vector<ir::ValueId>& nodes, ir::ValueId v) const;
   /// Set while element_stage renders the lambdas of a stage that row_reductions_only admits:
   /// reduce_body then also emits the block-wide path (taken when lg_block_coop is set).
   bool block_reductions_ = false;
