@@ -34,12 +34,9 @@ std::optional<ExpertsShape> experts_shape(const lift::StagedProgram& p, int32_t 
   es.C = ws[2].coeff;
   es.K = g.at(es.idx).shape[1].coeff;
   if (es.C % 32 != 0 || es.E > 4095) return std::nullopt;
-  es.xbuf = Renderer(p).stored_row(s, es.x);
+  // The GEMM reads the stored f32 row and rounds it to bf16 itself.
+  es.xbuf = Renderer(p).stored_row_rounded_to_bf16(s, es.x);
   if (es.xbuf < 0) return std::nullopt;
-  // The GEMM reads the stored f32 row and rounds it to bf16 itself: exact for casts to f32 or bf16
-  // on the way, not for another float type's rounding (f16's range and mantissa).
-  for (ir::ValueId v = es.x; v != es.xbuf; v = g.at(v).operands[0])
-    if (g.at(v).dtype != DType::F32 && g.at(v).dtype != DType::BF16) return std::nullopt;
   return es;
 }
 

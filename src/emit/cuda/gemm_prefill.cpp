@@ -80,24 +80,6 @@ std::pair<ir::ValueId, ir::ValueId> residual_sum(const lift::StagedProgram& p, i
   return {-1, -1};
 }
 
-// The stored value GEMM activation `a` of stage s is, seen through casts to f32 or bf16 (which
-// the pack's bf16 rounding absorbs): a value another stage stored as f32 in a's shape. -1 when a
-// computes anything (an RMSNorm prologue).
-ir::ValueId packed_as_is(const lift::StagedProgram& p, int32_t s, ir::ValueId a) {
-  const ir::Graph& g = p.graph;
-  ir::ValueId v = a;
-  while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] &&
-         (g.at(v).dtype == DType::F32 || g.at(v).dtype == DType::BF16))
-    v = g.at(v).operands[0];
-  const auto sv = p.stage_of[static_cast<size_t>(v)];
-  if (p.is_inline[static_cast<size_t>(v)] || sv == s || sv < 0 || g.at(v).op == ir::Op::StateWrite ||
-      g.at(v).dtype != DType::F32 || !(g.at(v).shape == g.at(a).shape))
-    return -1;
-  const auto& stores = p.stages[static_cast<size_t>(sv)].stores;
-  if (std::find(stores.begin(), stores.end(), v) == stores.end()) return -1;
-  return v;
-}
-
 }  // namespace
 
 std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p) {
@@ -109,7 +91,7 @@ std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p) {
     if (!has_gemm_prefill_form(p, s32)) continue;
     for (ir::ValueId m : p.stages[s].nodes) {
       if (g.at(m).op != ir::Op::MatMul) continue;
-      const ir::ValueId v = packed_as_is(p, s32, g.at(m).operands[0]);
+      const ir::ValueId v = Renderer(p).stored_row_rounded_to_bf16(s32, g.at(m).operands[0]);
       if (v < 0) continue;
       // Its producer must run its prefill epilogue whenever this stage runs its prefill form: a
       // GEMM stage with that form and an epilogue, over the same rows.
@@ -181,7 +163,7 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
   // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas; none
   // for a stored value whose producer's epilogue writes it as bf16 too.
   for (auto& pk : out.packs) {
-    if (const ir::ValueId v = packed_as_is(p, s, pk.a); v >= 0 && copies.count(v)) {
+    if (const ir::ValueId v = Renderer(p).stored_row_rounded_to_bf16(s, pk.a); v >= 0 && copies.count(v)) {
       pk.copy_of = v;
       continue;
     }

@@ -39,6 +39,13 @@ ir::ValueId Renderer::stored_row(int32_t s, ir::ValueId a) const {
   return v;
 }
 
+ir::ValueId Renderer::stored_row_rounded_to_bf16(int32_t s, ir::ValueId a) const {
+  const ir::ValueId row = stored_row(s, a);
+  for (ir::ValueId v = a; row >= 0 && v != row; v = g.at(v).operands[0])
+    if (g.at(v).dtype != DType::F32 && g.at(v).dtype != DType::BF16) return -1;
+  return row;
+}
+
 namespace {
 
 /// The matmuls of a GEMM stage, the outputs (stores, then cache writes), the matmuls each node

@@ -172,6 +172,10 @@ struct Renderer {
   /// The buffer behind GEMM activation `a` of stage s when `a` is that buffer's value as f32
   /// [T, K] (seen through float casts): a value another stage stored. -1 otherwise.
   ir::ValueId stored_row(int32_t s, ir::ValueId a) const;
+  /// stored_row for a reader that rounds the row to bf16 itself (a GEMM's packed operand, the
+  /// experts' grouped GEMM): every cast on the way must be to f32 or bf16, which that rounding
+  /// absorbs (another float type's would not be: f16's range and mantissa). -1 otherwise.
+  ir::ValueId stored_row_rounded_to_bf16(int32_t s, ir::ValueId a) const;
   /// Decode: the prologue's single-row reductions done by the whole block (gemv.cpp).
   void block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
                         std::ostringstream& os);
