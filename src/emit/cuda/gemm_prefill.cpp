@@ -45,15 +45,6 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
 
 namespace {
 
-// Whether Param node w has one user in the graph (its transpose, read by one matmul), so that
-// its buffer may be placed inside another weight's allocation (a stacked GEMM).
-bool single_use(const ir::Graph& g, ir::ValueId w) {
-  int users = 0;
-  for (size_t v = 0; v < g.nodes.size(); ++v)
-    for (ir::ValueId o : g.nodes[v].operands) users += o == w;
-  return users == 1;
-}
-
 // For a stage of one matmul whose one output is `r + dot` for a stored f32 r of its shape
 // (o_proj, down_proj: the residual add): {r, the output}, so that cuBLASLt adds r as its C
 // operand and writes the output (no epilogue kernel). {-1, -1} otherwise.
@@ -82,10 +73,18 @@ std::pair<ir::ValueId, ir::ValueId> residual_sum(const lift::StagedProgram& p, i
 
 }  // namespace
 
-std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p) {
-  std::set<ir::ValueId> out;
-  if (knob_off("LG_COMPILED_EPILOGUE_PACK")) return out;
+GemmPrefillPlan plan_gemm_prefills(const lift::StagedProgram& p) {
+  GemmPrefillPlan out;
   const ir::Graph& g = p.graph;
+  if (!knob_off("LG_COMPILED_GEMM_STACK")) {
+    std::vector<int32_t> users(g.nodes.size(), 0);
+    for (const ir::Node& n : g.nodes)
+      for (ir::ValueId o : n.operands) ++users[static_cast<size_t>(o)];
+    for (size_t v = 0; v < g.nodes.size(); ++v)
+      if (g.nodes[v].op == ir::Op::Param && g.nodes[v].dtype == DType::BF16 && users[v] == 1)
+        out.stackable_weights.insert(static_cast<ir::ValueId>(v));
+  }
+  if (knob_off("LG_COMPILED_EPILOGUE_PACK")) return out;
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const auto s32 = static_cast<int32_t>(s);
     if (!has_gemm_prefill_form(p, s32)) continue;
@@ -98,7 +97,7 @@ std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p) {
       const int32_t sv = p.stage_of[static_cast<size_t>(v)];
       if (has_gemm_prefill_form(p, sv) && residual_sum(p, sv).first < 0 &&
           lift::stage_rows_symbol(p, sv) == lift::stage_rows_symbol(p, s32))
-        out.insert(v);
+        out.epilogue_copies.insert(v);
     }
   }
   return out;
@@ -123,7 +122,7 @@ bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t s) {
 }
 
 std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t s,
-                                                     const std::set<ir::ValueId>& copies) {
+                                                     const GemmPrefillPlan& plan) {
   const ir::Graph& g = p.graph;
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
   if (!has_gemm_prefill_form(p, s)) return std::nullopt;
@@ -132,7 +131,6 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
   std::map<ir::ValueId, std::string> zero_dots;
   std::map<ir::ValueId, Renderer::ScratchDot> dot_of;
   std::map<size_t, size_t> stack_of;  // pack -> the GEMM that stacks the weights over it
-  const bool stack = !knob_off("LG_COMPILED_GEMM_STACK");
   for (ir::ValueId v : st.nodes) {
     const ir::Node& n = g.at(v);
     if (n.op != ir::Op::MatMul) continue;
@@ -144,17 +142,18 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
     auto [it, fresh] = pack_of.emplace(a, out.packs.size());
     if (fresh) out.packs.push_back({{}, {}, a, sa[1].coeff});
     // A weight only this matmul reads joins the GEMM of the weights before it over the same
-    // activation: one launch and a wider N (cuBLASLt at few rows streams a 2 MB k_proj at a
-    // fraction of the copy rate; bench/RESULTS.md, sixteenth session).
+    // activation: one launch and a wider N (Qwen3-0.6B, 16 sequences: 2.29 -> 1.92 ms a step;
+    // bench/RESULTS.md, sixteenth session).
+    const bool stackable = plan.stackable_weights.count(w) > 0;
     const auto st_it = stack_of.find(it->second);
-    if (stack && st_it != stack_of.end() && single_use(g, w)) {
+    if (stackable && st_it != stack_of.end()) {
       auto& gm = out.gemms[st_it->second];
       dot_of[v] = {st_it->second, 0, gm.N};
       gm.weights.push_back(w);
       gm.N += N;
       continue;
     }
-    if (single_use(g, w)) stack_of.emplace(it->second, out.gemms.size());
+    if (stackable) stack_of.emplace(it->second, out.gemms.size());
     dot_of[v] = {out.gemms.size(), 0, 0};
     out.gemms.push_back({it->second, {w}, N, sa[1].coeff});
   }
@@ -163,7 +162,7 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
   // Pack kernels: the activation as bf16 [T, K], evaluated through the stage's own lambdas; none
   // for a stored value whose producer's epilogue writes it as bf16 too.
   for (auto& pk : out.packs) {
-    if (const ir::ValueId v = Renderer(p).stored_row_rounded_to_bf16(s, pk.a); v >= 0 && copies.count(v)) {
+    if (const ir::ValueId v = Renderer(p).stored_row_rounded_to_bf16(s, pk.a); v >= 0 && plan.epilogue_copies.count(v)) {
       pk.copy_of = v;
       continue;
     }
@@ -176,7 +175,7 @@ std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& 
   for (size_t j = 0; j < out.gemms.size(); ++j) dot_params.push_back("const float* __restrict__ d" + std::to_string(j));
   std::map<ir::ValueId, std::string> copy_param;
   for (ir::ValueId v : st.stores)
-    if (copies.count(v)) {
+    if (plan.epilogue_copies.count(v)) {
       copy_param[v] = "c" + std::to_string(out.epilogue_copies.size());
       dot_params.push_back("unsigned short* __restrict__ " + copy_param[v]);
       out.epilogue_copies.push_back(v);

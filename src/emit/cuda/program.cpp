@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
 
 #include "emit/cuda/index.h"
@@ -228,7 +227,7 @@ struct ProgramBuilder {
   CudaProgram prog;
   std::map<ir::ValueId, int32_t> arena_of;  ///< stored value -> its buffer
   std::map<std::string, int32_t> kernel_of;  ///< source (before naming) -> kernel
-  std::set<ir::ValueId> epilogue_copies;     ///< epilogue_packed_values(p)
+  GemmPrefillPlan gemm_prefills;             ///< plan_gemm_prefills(p)
   std::map<ir::ValueId, int32_t> bf16_copy_of;  ///< such a value -> its bf16 copy's buffer
 
   EmitOptions options;
@@ -238,7 +237,7 @@ struct ProgramBuilder {
   ProgramBuilder(const lift::StagedProgram& program, const EmitOptions& o) : p(program), g(program.graph), options(o) {
     for (const auto& sym : g.symbols) max_sym.push_back(sym.max);
     if (max_sym.empty()) max_sym.push_back(1);
-    epilogue_copies = epilogue_packed_values(p);
+    gemm_prefills = plan_gemm_prefills(p);
   }
 
   void add_buffers() {
@@ -321,7 +320,7 @@ struct ProgramBuilder {
   ir::Shape t_rows(int64_t cols) const { return ir::Shape{ir::Dim::symbol(rows), ir::Dim::constant(cols)}; }
 
   /// The bf16 [rows, K] copy of stored value v that its producer's prefill epilogue writes and a
-  /// later GEMM reads as its A operand (epilogue_packed_values), used by launch li.
+  /// later GEMM reads as its A operand (GemmPrefillPlan::epilogue_copies), used by launch li.
   int32_t bf16_copy(ir::ValueId v, int32_t li) {
     auto [it, fresh] = bf16_copy_of.emplace(v, -1);
     if (fresh) {
@@ -504,7 +503,7 @@ struct ProgramBuilder {
     lp.split = r.split;
     if (r.split) plan_wide_attention(stages, r, lp);
     if (stages.size() == 1) {
-      if (auto pre = render_gemm_prefill(p, stages[0], epilogue_copies)) lp.prefill = plan_gemm_prefill(*pre, l32);
+      if (auto pre = render_gemm_prefill(p, stages[0], gemm_prefills)) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
       if (p.stages[static_cast<size_t>(stages[0])].kind == lift::StageKind::Experts)
         if (auto ex = render_experts_prefill(p, stages[0])) lp.prefill = plan_experts_prefill(*ex, l32);

@@ -111,16 +111,24 @@ struct GemmPrefillRender {
 /// W.T over activation rows [T, K]. Its fused kernel then runs only at T == 1.
 bool has_gemm_prefill_form(const lift::StagedProgram& p, int32_t stage);
 
-/// The stored values some GEMM stage's prefill form packs as they are (a bf16 cast of the f32
-/// buffer, nothing computed) and that another GEMM stage's prefill epilogue computes, for launches
-/// of the same rows: that epilogue writes the bf16 copy, and the pack kernel goes.
-/// LG_COMPILED_EPILOGUE_PACK=0: none (every activation packed by its own kernel).
-std::set<ir::ValueId> epilogue_packed_values(const lift::StagedProgram& p);
+/// What the prefill forms of the GEMM stages need to know of the whole program, found once (a
+/// walk of the graph for each stage would make emission quadratic in the program's size).
+struct GemmPrefillPlan {
+  /// Stored values some GEMM stage's prefill form packs as they are (a bf16 cast of the f32
+  /// buffer, nothing computed) and that another GEMM stage's prefill epilogue computes, for
+  /// launches of the same rows: that epilogue writes the bf16 copy, and the pack kernel goes.
+  /// LG_COMPILED_EPILOGUE_PACK=0: none (every activation packed by its own kernel).
+  std::set<ir::ValueId> epilogue_copies;
+  /// bf16 params that one node reads (their transpose, read by one matmul): a stacked GEMM may
+  /// place them in another weight's allocation. LG_COMPILED_GEMM_STACK=0: none (a GEMM a weight).
+  std::set<ir::ValueId> stackable_weights;
+};
+GemmPrefillPlan plan_gemm_prefills(const lift::StagedProgram& p);
 
 /// The prefill form of GEMM stage `stage`, or nullopt when a matmul is not of that form (the
-/// fused kernel then serves every T). `copies`: epilogue_packed_values(p).
+/// fused kernel then serves every T). `plan`: plan_gemm_prefills(p).
 std::optional<GemmPrefillRender> render_gemm_prefill(const lift::StagedProgram& p, int32_t stage,
-                                                     const std::set<ir::ValueId>& copies);
+                                                     const GemmPrefillPlan& plan);
 
 /// The T > 1 form of an attention stage: lg_fa::attention_block (src/kernels/flash_attention.cuh,
 /// tensor cores, bf16 operands, fp32 softmax) over the stage's q/k/v/position lambdas. Grid:
