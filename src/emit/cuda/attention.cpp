@@ -50,7 +50,9 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
   // round's raw K/V halved (r / 2), ptxas spilling 12 bytes at the 8B shape: each K/V row then
   // serves 4 query heads, not 2. H200, 8B shape, ms a step (bench/RESULTS.md, sixteenth session,
   // call 3): 128 sequences of 512 positions 12.21 -> 11.72, 64 of 1,024 10.31 -> 9.90; but 16 of
-  // 512 5.78 -> 5.94 and one sequence +2%, where half the items leave the runner more splits.
+  // 512 5.78 -> 5.94 and one sequence +2% (across calls), not profiled: half the items get twice
+  // the splits from the runner, so as many blocks each stream half the keys (for twice the
+  // heads) with half the loads in flight, and more partials merge.
   // Lab knobs: LG_COMPILED_ATTN_QNE=N bounds qg * ne by N in both forms, LG_COMPILED_ATTN_R=N sets r.
   const int64_t qne = env_int("LG_COMPILED_ATTN_QNE", wide && sh.rows ? 32 : 16);
   sh.qg = 1;
