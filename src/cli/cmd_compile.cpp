@@ -41,7 +41,10 @@ std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
   if (cuda.max_t <= 1) return "";  // no step has more than one row (--max-step-tokens 1)
   int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0, split_only = 0, wide = 0, wide_rows = 0;
   for (const auto& l : cuda.launches) {
-    if (l.wide) ++wide, wide_rows = l.wide->min_rows;
+    if (l.wide) {
+      ++wide;
+      wide_rows = l.wide->min_rows;
+    }
     if (!l.prefill) {
       split_only += l.split.has_value();
       continue;

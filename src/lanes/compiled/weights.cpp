@@ -18,8 +18,9 @@ namespace {
 
 // fp32 host values to the buffer's dtype (bf16 rounded to nearest even).
 void upload_host(const std::vector<float>& f, const emit::cuda::Buffer& b, void* dst) {
-  if (f.size() * dtype_size(b.dtype) > static_cast<size_t>(b.bytes))
-    throw Error("compiled lane: " + std::to_string(f.size()) + " values overflow the " + std::to_string(b.bytes) +
+  // A stacked weight's neighbour starts where it ends (Buffer::stack): exactly its bytes.
+  if (f.size() * dtype_size(b.dtype) != static_cast<size_t>(b.bytes))
+    throw Error("compiled lane: " + std::to_string(f.size()) + " values for the " + std::to_string(b.bytes) +
                 "-byte buffer " + b.name);
   if (b.dtype == DType::BF16) {
     std::vector<uint16_t> h(f.size());
