@@ -388,10 +388,11 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
   cuda::GraphExec& graph = long_ctx ? s.decode_graph_long : s.decode_graph;
   if (!graph.ready()) {
     const int* pos = s.d_pos.as<int>();
-    // LG_QWEN_ATTN_SOLO_GQA=1: the single-sequence graph takes the batched decode attention too.
-    static const bool solo_by_kv_head = [] {
+    // LG_QWEN_ATTN_SOLO_GQA=1: the single-sequence graph takes the batched decode attention too
+    // (v6); =2: on the tensor cores (v9).
+    static const int solo_by_kv_head = [] {
       const char* e = std::getenv("LG_QWEN_ATTN_SOLO_GQA");
-      return e && std::string(e) == "1";
+      return e ? std::atoi(e) : 0;
     }();
     const int solo_splits = decode_attention_batch_splits(d.H, d.KV, 1, d.max_seq);
     capture(graph, cs, [&] {
@@ -405,7 +406,8 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_table.as<int>());
         if (solo_by_kv_head)  // the batched decode's attention (v6) for a batch of one
           launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, 1, 1, solo_splits, d.eps, pos,
-                                             s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+                                             s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs,
+                                             nullptr, solo_by_kv_head == 2);
         else if (long_ctx)
           launch_attention_decode_rope_long(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
                                             s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);

@@ -7,7 +7,8 @@
 // LG_QWEN_ATTN_WARPS (4, 8 or 16 warps per decode-attention block) and LG_QWEN_ATTN_SPLIT (its
 // shortest chunk of positions); for the batched decode attention LG_QWEN_ATTN_GQA=0 (v5 instead
 // of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 128) and LG_QWEN_GQA_MAX_SPLITS (64), and
-// LG_QWEN_ATTN_SOLO_GQA=1 (the single-sequence decode graph on v6 too: slower on the H200);
+// LG_QWEN_ATTN_SOLO_GQA=1 or 2 (the single-sequence decode graph on v6 or v9 too: slower on the
+// H200, v9 at 32,768 positions included);
 // LG_QWEN_SPLITK=0 (the batched decode's o_proj and down without split-K slices); for the
 // row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off: slower), LG_QWEN_GEMV_ROWS_BPS and
 // LG_QWEN_GEMV_ROWS_SPLITS.
