@@ -39,11 +39,15 @@ constexpr int64_t kDefaultMaxSeq = 4096;
 /// (LaunchPlan::wide); empty when no step has two rows.
 std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
   if (cuda.max_t <= 1) return "";  // no step has more than one row (--max-step-tokens 1)
-  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0, split_only = 0, wide = 0, wide_rows = 0;
+  int64_t gemm = 0, attention = 0, experts = 0, experts_min_t = 0, split_only = 0, wide = 0, wide_rows = 0,
+          wide_heads = 0;
+  bool wide_mma = false;
   for (const auto& l : cuda.launches) {
     if (l.wide) {
       ++wide;
       wide_rows = l.wide->min_rows;
+      wide_heads = l.wide->split.heads_per_item;
+      wide_mma = l.wide->split.tensor_cores;
     }
     if (!l.prefill) {
       split_only += l.split.has_value();
@@ -69,8 +73,9 @@ std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
             " attention launches stay on the split-KV kernel at every T (the flash template takes head_dim 16, 32, "
             "64 or 128)";
   if (wide > 0)
-    line += "; " + std::to_string(wide) + " split-KV attention launches take more query heads a block at " +
-            std::to_string(wide_rows) + "+ decode rows";
+    line += "; " + std::to_string(wide) + " split-KV attention launches take " + std::to_string(wide_heads) +
+            " query heads a block" + (wide_mma ? " on the tensor cores" : "") + " at " + std::to_string(wide_rows) +
+            "+ decode rows";
   return line + "\n";
 }
 

@@ -206,10 +206,11 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
   EXPECT_EQ(moe.code, 0) << moe.out;
   EXPECT_NE(moe.out.find("prefill forms (T > 1): 145 GEMM launches on cuBLASLt, 48 attention launches on the flash "
                          "template, 96 experts launches as grouped tensor-core GEMMs (at T >= 64); 48 split-KV "
-                         "attention launches take more query heads a block at 64+ decode rows\n"),
+                         "attention launches take 8 query heads a block on the tensor cores at 64+ decode rows\n"),
             std::string::npos)
       << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
-  // Its GQA group of 8 gives the split-KV attention a wide form (4 query heads a block, not 2).
+  // Its GQA group of 8 gives the split-KV attention a wide form on the tensor cores (all 8 query
+  // heads of a KV head a block, not 2).
   // Gemma 3's head_dim 256 has no flash form: the summary says its attention stays split-KV, and why.
   const CliRun gemma = run_lg("compile " + kSource + "/models/gemma3_text.lg -c " + kSource +
                               "/bench/shapes/gemma-3-12b-text --explain --max-seq 256");

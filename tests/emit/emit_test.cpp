@@ -38,7 +38,7 @@ TEST(Emit, QwenLikeProgramCompilesForSm90) {
 
 // The device prelude is the files under src/kernels, as the hand-written lane includes them: the
 // flash-attention template whole, then the bodies (after `#pragma once` and a blank line) of
-// attention_policies.cuh and device_helpers.cuh, in that order.
+// attention_policies.cuh, device_helpers.cuh and decode_attention_mma.cuh, in that order.
 TEST(Emit, PreludeIsTheSharedDeviceHeaders) {
   auto read = [](const std::string& name) {
     std::ifstream f(std::string(LG_SOURCE_DIR) + "/src/kernels/" + name);
@@ -54,16 +54,20 @@ TEST(Emit, PreludeIsTheSharedDeviceHeaders) {
   };
   const std::string prelude = device_prelude();
   const std::string fa = read("flash_attention.cuh"), policies = body("attention_policies.cuh"),
-                    helpers = body("device_helpers.cuh");
+                    helpers = body("device_helpers.cuh"), mma = body("decode_attention_mma.cuh");
   ASSERT_FALSE(fa.empty());
-  const size_t a = prelude.find(fa), b = prelude.find(policies), c = prelude.find(helpers);
+  const size_t a = prelude.find(fa), b = prelude.find(policies), c = prelude.find(helpers), d = prelude.find(mma);
   ASSERT_NE(a, std::string::npos);
   ASSERT_NE(b, std::string::npos);
   ASSERT_NE(c, std::string::npos);
+  ASSERT_NE(d, std::string::npos);
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
-  EXPECT_EQ(c + helpers.size(), prelude.size());
+  EXPECT_LT(c, d);  // lg_dmma names lg_fa's fragments and the helpers' lg_bf16_lo
+  EXPECT_EQ(d + mma.size(), prelude.size());
   EXPECT_NE(helpers.find("lg_warp_sum"), std::string::npos);
+  EXPECT_NE(mma.find("namespace lg_dmma"), std::string::npos);
+  EXPECT_EQ(mma.find("#include"), std::string::npos);
 }
 
 TEST(Emit, IdenticalLayersShareKernels) {

@@ -185,10 +185,11 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
 // Attention at the Qwen3-8B head shape (32 query heads, 8 KV heads, head_dim 128) in the batched
 // program: every attention launch is split-KV (grid (T * items, splits), its scratch after the
 // buffers), a block serves 2 query heads of one KV head (K/V rows loaded once for both; 2 x 8
-// registers of q and accumulators per head is what two 256-thread blocks per SM leave room for)
-// and from 64 rows on the wide form all 4 (the round's K/V halved to make room),
+// registers of q and accumulators per head is what two 256-thread blocks per SM leave room for),
 // reads the bf16 cache rows 16 bytes a lane, and the launch has as many splits as chunks of
-// min_chunk fit the context; the kernel compiles for sm_90.
+// min_chunk fit the context. From 64 rows on the wide form takes all 4: on the tensor cores
+// (lg_dmma, 2-warp blocks, its own split target), or with LG_COMPILED_ATTN_WIDE_FORM=heads the
+// CUDA-core kernel with the round's K/V halved to make room. The kernels compile for sm_90.
 TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   nlohmann::json c = config_of(kShared + "/fixtures/tiny-qwen3");
   c["num_attention_heads"] = 32;
@@ -197,6 +198,10 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   c["num_hidden_layers"] = 1;
   ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
   const CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+  setenv("LG_COMPILED_ATTN_WIDE_FORM", "heads", 1);
+  ir::Graph gh = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
+  const CudaProgram heads = emit_batched(gh, {16, 129, 64, 256});
+  unsetenv("LG_COMPILED_ATTN_WIDE_FORM");
   int attn = 0;
   for (const auto& l : prog.launches) {
     const Kernel& k = prog.kernels[static_cast<size_t>(l.kernel)];
@@ -211,13 +216,22 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
     EXPECT_EQ(l.split->items_per_row, 16);
     EXPECT_EQ(l.grid(3), 3 * 16);
     EXPECT_NE(k.source.find("QG = 2, NE = 8, LK = 16, KPW = 2, R = 4;"), std::string::npos);
+    EXPECT_FALSE(l.split->tensor_cores);
+    EXPECT_EQ(l.split->threads, 256);
+    EXPECT_EQ(l.split->blocks_per_sm, 0);
     ASSERT_TRUE(l.wide) << k.name;
     EXPECT_EQ(l.wide->min_rows, 64);
     EXPECT_EQ(l.wide->split.heads_per_item, 4);
     EXPECT_EQ(l.wide->split.items_per_row, 8);
     EXPECT_EQ(l.wide->split.part_floats, l.split->part_floats);
+    EXPECT_TRUE(l.wide->split.tensor_cores);
+    EXPECT_EQ(l.wide->split.threads, 64);
+    EXPECT_EQ(l.wide->split.blocks_per_sm, 4);
+    EXPECT_EQ(l.wide->split.min_chunk, 128);
+    EXPECT_EQ(l.wide->split.max_splits, 1024 / 128);
     const std::string& wide = prog.kernels[static_cast<size_t>(l.wide->kernel)].source;
-    EXPECT_NE(wide.find("QG = 4, NE = 8, LK = 16, KPW = 2, R = 2;"), std::string::npos);
+    EXPECT_NE(wide.find("__launch_bounds__(64)"), std::string::npos);
+    EXPECT_NE(wide.find("lg_dmma::chunk<128, false>(qf, (int)QG, key_row, "), std::string::npos);
     EXPECT_NE(wide.find("float* __restrict__ lg_part,\n    int* __restrict__ lg_count"), std::string::npos);
     EXPECT_EQ(l.split->part_floats, 32 * (128 + 2));
     ASSERT_GT(l.split->min_chunk, 0);
@@ -229,9 +243,22 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   EXPECT_EQ(attn, 1);
   EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"wide_split_kv\""), std::string::npos);
+  EXPECT_NE(prog.plan_json().find("\"tensor_cores\": true"), std::string::npos);
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
+  int heads_wide = 0;
+  for (const auto& l : heads.launches) {
+    if (!l.wide) continue;
+    ++heads_wide;
+    EXPECT_FALSE(l.wide->split.tensor_cores);
+    EXPECT_EQ(l.wide->split.heads_per_item, 4);
+    EXPECT_EQ(l.wide->split.threads, 256);
+    const std::string& wide = heads.kernels[static_cast<size_t>(l.wide->kernel)].source;
+    EXPECT_NE(wide.find("QG = 4, NE = 8, LK = 16, KPW = 2, R = 2;"), std::string::npos);
+  }
+  EXPECT_EQ(heads_wide, 1);
+  EXPECT_GT(nvrtc_compile(heads.source(), gh.model).size(), 1000u);
   // LG_COMPILED_ATTN_WIDE_ROWS=0: no wide form; a GQA group of 2 at head_dim 128 has none either
-  // (both heads fit the one form).
+  // (both heads fit the one form, which then reads each K/V row once).
   setenv("LG_COMPILED_ATTN_WIDE_ROWS", "0", 1);
   ir::Graph g0 = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
   const CudaProgram narrow = emit_batched(g0, {16, 129, 64, 256});

@@ -1,6 +1,8 @@
 // Attention stages. Decode rows (T = 1, a step of one token per sequence) and every step the prefill
 // form does not take (ragged batches; any head_dim): the split-KV kernel (flash-decoding, below;
-// program.h, SplitKv). At T > 1 with head_dim 16/32/64/128 for one sequence:
+// program.h, SplitKv), in a second form for steps of many rows on the tensor cores (lg_dmma,
+// src/kernels/decode_attention_mma.cuh; LaunchPlan::wide). At T > 1 with head_dim 16/32/64/128
+// for one sequence:
 // lg_fa::attention_block (src/kernels/flash_attention.cuh, tensor cores) through one of the device
 // prelude's policies, with q and the K/V cache rows first packed as bf16 when k and v are
 // contiguous cache rows. A sliding window (Attrs::window) bounds the keys both read: the split-KV
@@ -10,6 +12,8 @@
 // C * tanh(scale * q.k / C) on each score in both.
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "emit/cuda/expr.h"
 #include "emit/cuda/renderer.h"
@@ -30,11 +34,24 @@ struct SplitShape {
   int64_t lk = 0;     ///< lanes per key (32 / lk keys side by side in a warp)
   int64_t r = 0;      ///< key steps a warp loads together (all K and V loads in flight at once)
   int64_t qg = 0;     ///< query heads per block: a divisor of the GQA group
+  bool mma = false;   ///< the tensor-core form: qg = the group, lg_dmma::kWarps warps (ne, lk, r unused)
   static constexpr int64_t kWarps = 8;
+  static constexpr int64_t kMmaWarps = 2;         ///< lg_dmma::kWarps
+  static constexpr int64_t kMmaTileKeys = 32;     ///< lg_dmma::kTileKeys
+  static constexpr int64_t kMmaBlocksPerSm = 4;   ///< the runner's split target (5 fit an SM)
 };
 
 SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
   SplitShape sh;
+  // The tensor-core form (src/kernels/decode_attention_mma.cuh): every query head of a KV head as
+  // a row of the mma's A operand, K/V tiles of bf16 cache rows through shared memory.
+  sh.mma = wide && wide_attention_form() != WideAttentionForm::kHeads && bf16_rows && Dh % 16 == 0 && Dh <= 128 &&
+           group <= 16;
+  if (sh.mma) {
+    sh.rows = true;
+    sh.qg = group;
+    return sh;
+  }
   // 16-byte loads of 8 bf16 when the rows are bf16 cache rows and Dh / 8 lanes tile a warp; each
   // lane then holds 8 contiguous elements, and 32 / (Dh / 8) keys share one warp-wide load (fewer
   // shuffles per key: log2(Dh / 8) steps, not 5).
@@ -63,7 +80,18 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
   return sh;
 }
 
+void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
+              const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
+              const std::function<std::string(const std::string&)>& capped);
+void split_kv_tail(std::ostringstream& os, const std::string& out);
+
 }  // namespace
+
+WideAttentionForm wide_attention_form() {
+  const char* e = std::getenv("LG_COMPILED_ATTN_WIDE_FORM");
+  const std::string v = e ? e : "";
+  return v == "heads" ? WideAttentionForm::kHeads : v == "mma" ? WideAttentionForm::kMmaAlways : WideAttentionForm::kMma;
+}
 
 // Flash-decoding (Dao et al. 2023, "Flash-Decoding for long-context inference"; FlashAttention's
 // split-KV): block (item, split) takes the split-th chunk of item's token's positions counted back
@@ -100,9 +128,10 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   const std::string kbase = state_slice_base(n.operands[1]), vbase = state_slice_base(n.operands[2]);
   const SplitShape sh =
       split_shape(Dh, G, !kbase.empty() && !vbase.empty() && bf16_state(g.at(cache)), attention_wide);
-  const int64_t NW = SplitShape::kWarps, KPW = 32 / sh.lk, QG = sh.qg, items = H / QG;
+  const int64_t NW = sh.mma ? SplitShape::kMmaWarps : SplitShape::kWarps, KPW = sh.mma ? 1 : 32 / sh.lk,
+                QG = sh.qg, items = H / QG;
   // Shared memory: each warp's partial per head (sizes a block's heads and warps, 16 KB at Dh 128).
-  if (NW * QG * Dh * 4 > 40 * 1024)
+  if (!sh.mma && NW * QG * Dh * 4 > 40 * 1024)
     throw Error("emit: attention with head_dim " + std::to_string(Dh) + " needs more than 40 KB of shared memory");
   wc.push_back(items);
   wp.push_back(1);
@@ -110,14 +139,18 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   split.items_per_row = items;
   split.heads_per_item = QG;
   split.part_floats = H * (Dh + 2);
-  split.min_chunk = 2 * NW * KPW * sh.r;  // two rounds of the block's warps
+  // Two rounds of the block's warps; the mma form four tiles (v9's shortest chunk: below it a
+  // block's fixed costs, its queries and the pipeline's fill, outweigh its keys).
+  split.min_chunk = sh.mma ? 4 * SplitShape::kMmaTileKeys : 2 * NW * KPW * sh.r;
+  split.tensor_cores = sh.mma;
+  split.threads = static_cast<int32_t>(NW * 32);
+  split.blocks_per_sm = sh.mma ? SplitShape::kMmaBlocksPerSm : 0;
   // A sliding window bounds the positions a token reads, and so the splits they can fill.
   const int64_t cache_rows = paged ? g.batching.max_seq : ks[1].coeff;
   const int64_t context = n.attrs.window > 0 ? std::min(cache_rows, n.attrs.window) : cache_rows;
-  split.max_splits = std::clamp<int64_t>((context + split.min_chunk - 1) / split.min_chunk, 1, 64);
+  split.max_splits = std::clamp<int64_t>((context + split.min_chunk - 1) / split.min_chunk, 1, sh.mma ? 128 : 64);
 
-  // Element e of the lane's slice of a row, and the key row of position j of the token.
-  const std::string elem = sh.rows ? "ln * 8 + e" : "lane + 32 * e";
+  // The key row of position j of the token.
   const std::string bs = std::to_string(n.attrs.block_size) + "L";
   const std::string key_row =
       paged ? "(long)" + call(name, n.operands[5], {"sq", "j / " + bs}) + " * " + bs + " + j % " + bs : "j";
@@ -127,7 +160,8 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
     if (!(n.attrs.softcap > 0)) return d + " * " + lit(n.attrs.scale);
     return lit(n.attrs.softcap) + " * tanhf(" + d + " * " + lit(n.attrs.scale / n.attrs.softcap) + ")";
   };
-  os << "  {  // attention stage: split-KV (flash-decoding), " << QG << " query head(s) per block\n"
+  os << "  {  // attention stage: split-KV (flash-decoding), " << QG << " query head(s) per block"
+     << (sh.mma ? ", on the tensor cores" : "") << "\n"
      << "    constexpr int NW = " << NW << ", QG = " << QG << ", NE = " << sh.ne << ", LK = " << sh.lk << ", KPW = " << KPW
      << ", R = " << sh.r << ";\n"
      << "    constexpr long DH = " << Dh << "L, H = " << H << "L, G = " << G << "L, MINC = " << split.min_chunk << "L;\n"
@@ -141,10 +175,35 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
      << "    const long chunk = max(MINC, (span + nsp - 1) / nsp), nch = (span + chunk - 1) / chunk;\n"
      << "    if (split >= nch) return;  // past the token's last chunk\n"
      << "    const long k1 = len - split * chunk, k0 = max(lo, k1 - chunk);\n"
-     << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, sub = lane / LK, ln = lane % LK;\n"
-     << "    (void)ln;\n";
+     << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;\n";
   if (paged) os << "    const long sq = (long)" << call(name, n.operands[4], {"t"}) << ";\n";
-  os << "    auto key_row = [&](long j) -> long { return " << key_row << "; };\n"
+  os << "    auto key_row = [&](long j) -> long { return " << key_row << "; };\n";
+  if (sh.mma) {
+    const int64_t head_stride = ks[1].coeff * Dh;
+    os << "    (void)lane; (void)wid;\n"
+       << "    __shared__ lg_dmma::Smem<" << Dh << "> sm;\n"
+       << "    auto qf = [&](int g, int d) -> float { return " << Q << "(t, h0 + g, d); };\n"
+       << "    lg_dmma::chunk<" << Dh << ", " << (n.attrs.softcap > 0 ? "true" : "false") << ">(qf, (int)QG, key_row, "
+       << kbase << " + kvh * " << head_stride << "L, " << vbase << " + kvh * " << head_stride << "L, k0, k1, "
+       << lit(n.attrs.scale) << ", " << lit(n.attrs.softcap > 0 ? n.attrs.softcap : 0.0) << ", sm);\n"
+       << "    auto& s_m = sm.m;\n    auto& s_l = sm.l;\n    float (*s_o)[16 * DH] = sm.out();\n";
+  } else {
+    key_loop(os, sh, Q, K, V, kbase, vbase, ks[1].coeff * Dh, capped);
+  }
+  split_kv_tail(os, out);
+  return split;
+}
+
+namespace {
+
+// The CUDA-core form's chunk: lane groups of LK lanes take keys side by side, R rounds of loads in
+// flight, an online softmax per query head; the warps' states end in s_m, s_l, s_o.
+void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
+              const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
+              const std::function<std::string(const std::string&)>& capped) {
+  const std::string elem = sh.rows ? "ln * 8 + e" : "lane + 32 * e";
+  os << "    const int sub = lane / LK, ln = lane % LK;\n"
+     << "    (void)ln;\n"
      << "    float q[QG][NE], acc[QG][NE], m[QG], l[QG];\n"
      << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
      << "      m[g] = NEG_INF; l[g] = 0.0f;\n"
@@ -154,7 +213,6 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   if (sh.rows) {
     // Raw bf16 as loaded (4 registers per 8 elements), widened at use; L2 only (__ldcg): the rows
     // of a block's chunk are read once by it.
-    const int64_t head_stride = ks[1].coeff * Dh;
     os << "    typedef uint4 Raw;\n"
        << "    const unsigned short* kb = " << kbase << " + kvh * " << head_stride << "L + ln * 8;\n"
        << "    const unsigned short* vb = " << vbase << " + kvh * " << head_stride << "L + ln * 8;\n"
@@ -205,13 +263,19 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
      << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;\n"
      << "        m[g] = mx;\n      }\n    }\n"
      << "    __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG * DH];\n"
-     << "    __shared__ bool s_last;\n"
      << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
      << "      if (lane == 0) { s_m[wid][g] = m[g]; s_l[wid][g] = l[g]; }\n"
      << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem
      << "; if (sub == 0 && d < DH) s_o[wid][g * DH + d] = acc[g][e]; }\n"
      << "    }\n"
-     << "    __syncthreads();\n"
+     << "    __syncthreads();\n";
+}
+
+// Every form's end: the warps' states (s_m, s_l, s_o) merged into the block's partial per (head,
+// element), or the output itself when the token has one chunk; the last block of the item to
+// finish merges the partials.
+void split_kv_tail(std::ostringstream& os, const std::string& out) {
+  os << "    __shared__ bool s_last;\n"
      // The block's partial per (head, element); the output itself when the token has one chunk.
      << "    for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {\n"
      << "      const int g = i / DH, d = i % DH;\n"
@@ -257,10 +321,7 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
      << "      " << out << "[row * DH + d] = go / gl;\n"
      << "    }\n"
      << "  }\n";
-  return split;
 }
-
-namespace {
 
 // The flash-attention kernel of attention node `att` of stage s: the stage's lambdas, a store of
 // two outputs, and the policy: lg_attn_policy_rows over the packed q and K/V rows when k and v

@@ -170,7 +170,9 @@ std::string CudaProgram::plan_json() const {
                                   {"max_blocks", l.max_blocks}}}};
     auto split_json = [](const SplitKv& sp) {
       return nlohmann::json{{"items_per_row", sp.items_per_row}, {"heads_per_item", sp.heads_per_item},
-                            {"part_floats", sp.part_floats}, {"min_chunk", sp.min_chunk}, {"max_splits", sp.max_splits}};
+                            {"part_floats", sp.part_floats}, {"min_chunk", sp.min_chunk}, {"max_splits", sp.max_splits},
+                            {"tensor_cores", sp.tensor_cores}, {"threads", sp.threads},
+                            {"blocks_per_sm", sp.blocks_per_sm}};
     };
     if (l.split) e["split_kv"] = split_json(*l.split);
     if (l.wide)
@@ -512,14 +514,21 @@ struct ProgramBuilder {
   }
 
   /// The wide split-KV form of an attention launch (LaunchPlan::wide), when it has more query
-  /// heads a block than `r`, the form rendered for every step. LG_COMPILED_ATTN_WIDE_ROWS=N
-  /// sets its min_rows (1: every step, for tests; 0: never).
+  /// heads a block than `r`, the form rendered for every step: on the tensor cores (lg_dmma)
+  /// where the stage reads bf16 cache rows of a head_dim the mma takes, else the CUDA-core kernel
+  /// with more heads (attention.cpp, split_shape). LG_COMPILED_ATTN_WIDE_ROWS=N sets its min_rows
+  /// (1: every step, for tests; 0: never).
   void plan_wide_attention(const std::vector<int32_t>& stages, const RenderedLaunch& r, LaunchPlan& lp) {
     const char* env = std::getenv("LG_COMPILED_ATTN_WIDE_ROWS");
     const int64_t min_rows = env && *env ? std::atoll(env) : kWideAttentionRows;
     if (min_rows <= 0) return;
     const RenderedLaunch w = render_launch(p, stages, true);
-    if (w.split->heads_per_item == r.split->heads_per_item) return;
+    // Only where it serves more heads a block: at a group of 2 the CUDA-core form already reads
+    // each K/V row once for both, and the mma's 16 rows would hold 2 (Qwen3-0.6B, H200: +7% a
+    // step at 64 and 128 sequences of 512 positions, bench/RESULTS.md, seventeenth session).
+    // LG_COMPILED_ATTN_WIDE_FORM=mma keeps it there too (tests: the 22M model's group is 2).
+    if (w.split->heads_per_item == r.split->heads_per_item && wide_attention_form() != WideAttentionForm::kMmaAlways)
+      return;
     std::vector<int32_t> args;
     for (const auto& a : w.args) args.push_back(buffer_id(a.node));
     if (args != lp.args || w.layer != r.layer)

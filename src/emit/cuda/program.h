@@ -63,6 +63,9 @@ struct SplitKv {
   int64_t part_floats = 0;     ///< lg_part floats per (token, split): H * (head_dim + 2)
   int64_t min_chunk = 0;       ///< positions: the shortest chunk one block takes
   int64_t max_splits = 1;      ///< splits that can have positions at the program's context
+  bool tensor_cores = false;   ///< the mma form (src/kernels/decode_attention_mma.cuh)
+  int32_t threads = 256;       ///< threads a block
+  int64_t blocks_per_sm = 0;   ///< the splits' target, blocks an SM over all items (0: the lane's default)
 };
 
 /// The work of a launch: blocks = ceil(max_i(work_const[i] * T^work_t_power[i]) / per_block), where

@@ -26,13 +26,14 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
       } else if (k == lift::StageKind::Attention) {
         out.split = r.attention_stage(s, body, out.work_const, out.work_t_power);
         out.per_block = 1;
-        out.block = 256;
+        out.block = out.split->threads;
       } else {
         r.element_stage(s, body, out.work_const, out.work_t_power);
       }
     }
-    // A split-KV attention block: at most 128 registers a thread, so two blocks share an SM.
-    const std::string bounds = "__launch_bounds__(" + std::to_string(out.block) + (out.split ? ", 2)" : ")");
+    // A split-KV attention block of 8 warps: at most 128 registers a thread, so two blocks share an SM.
+    const bool two = out.split && out.block == 256;
+    const std::string bounds = "__launch_bounds__(" + std::to_string(out.block) + (two ? ", 2)" : ")");
     out.source = r.kernel(bounds, out.split ? kSplitKvParams : std::vector<std::string>{}, "", body.str());
     out.args = r.args;
     out.layer = r.layer();

@@ -62,6 +62,14 @@ struct RenderedLaunch {
 /// The node whose buffer holds v's value: the State source for a state version, v otherwise.
 ir::ValueId buffer_node(const ir::Graph& g, ir::ValueId v);
 
+/// The wide split-KV form of attention stages (LaunchPlan::wide), LG_COMPILED_ATTN_WIDE_FORM:
+/// unset, the tensor-core form (src/kernels/decode_attention_mma.cuh) where the stage reads bf16
+/// cache rows of head_dim 16..128, and only where it serves more query heads a block than the
+/// narrow form; "heads", the CUDA-core kernel with more heads a block; "mma", the tensor-core form
+/// even where it serves no more heads (tests and measurements).
+enum class WideAttentionForm { kMma, kHeads, kMmaAlways };
+WideAttentionForm wide_attention_form();
+
 /// Renders the stages of one launch (element stages may share a launch; GEMM and attention
 /// stages are alone in theirs). Throws lg::Error naming the stage for a form it cannot render.
 /// `attention_wide`: an attention stage's wide split-KV form (LaunchPlan::wide).

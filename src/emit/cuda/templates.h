@@ -18,5 +18,9 @@ extern const char* const kAttentionPolicies;
 /// The body of src/kernels/device_helpers.cuh: the device helpers both lanes share (bf16
 /// widening, warp and block reductions, the PDL wait, the streaming load).
 extern const char* const kDeviceHelpers;
+/// The body of src/kernels/decode_attention_mma.cuh: the split-KV attention's chunk on the tensor
+/// cores (namespace lg_dmma, after kFlashAttentionTemplate and kDeviceHelpers, whose fragments
+/// and bf16 widening it uses), used by attention stages' tensor-core split-KV form.
+extern const char* const kDecodeAttentionMma;
 
 }  // namespace lg::emit::cuda

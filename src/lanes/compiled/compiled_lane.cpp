@@ -308,9 +308,12 @@ class CompiledLane : public Lane {
   /// most the splits the context can fill, at least 1. Blocks past a token's last chunk exit at
   /// once, so a short context pays only their launch. Qwen3-8B (16 blocks per token): 16 splits
   /// at B = 1, 2 at B = 8, 1 from B = 9 on.
+  /// A form with its own target (SplitKv::blocks_per_sm: the tensor-core form's small blocks)
+  /// aims at that many blocks an SM instead, unless LG_COMPILED_ATTN_BPS sets every form's.
   int64_t splits(const emit::cuda::SplitKv& sp, int64_t rows) const {
     const int64_t items = std::max<int64_t>(rows * sp.items_per_row, 1);
-    return std::clamp<int64_t>(attn_blocks_ / items, 1, sp.max_splits);
+    const int64_t target = sp.blocks_per_sm > 0 && !attn_bps_knob_ ? sp.blocks_per_sm * cuda::sm_count() : attn_blocks_;
+    return std::clamp<int64_t>(target / items, 1, sp.max_splits);
   }
 
   /// The kernel and split-KV form an attention launch runs at `rows` rows: its wide form from
@@ -326,7 +329,8 @@ class CompiledLane : public Lane {
   void allocate_split_kv() {
     // LG_COMPILED_ATTN_BPS: target blocks per SM of a split-KV launch (measurements).
     const char* bps = std::getenv("LG_COMPILED_ATTN_BPS");
-    attn_blocks_ = static_cast<int64_t>(bps && *bps ? std::max(1, std::atoi(bps)) : 2) * cuda::sm_count();
+    attn_bps_knob_ = bps && *bps;
+    attn_blocks_ = static_cast<int64_t>(attn_bps_knob_ ? std::max(1, std::atoi(bps)) : 2) * cuda::sm_count();
     int64_t part = 1, count = 1;
     for (const auto& l : prog_.launches) {
       if (!l.split) continue;
@@ -467,7 +471,7 @@ class CompiledLane : public Lane {
         T < (l.prefill->experts && moe_mma_t_ > 0 ? moe_mma_t_ : l.prefill->min_t)) {
       if (!l.split) return launch_kernel(l.kernel, l.args, l.layer, l.grid(T), l.block, T);
       const auto [kernel, sp] = split_form(l, T);
-      return launch_kernel(kernel, l.args, l.layer, T * sp.items_per_row, l.block, T, splits(sp, T));
+      return launch_kernel(kernel, l.args, l.layer, T * sp.items_per_row, sp.threads, T, splits(sp, T));
     }
     // Prefill: GEMMs pack their activations as bf16, run cuBLASLt on the tensor cores, then their
     // epilogue; attention runs the flash-attention kernel (no packs, no GEMMs); experts route
@@ -567,6 +571,7 @@ class CompiledLane : public Lane {
   std::array<int32_t*, compiled::kStepInputCount> input_dev_{};  ///< their device buffers
   std::unique_ptr<compiled::StepInputMirror> mirror_;             ///< what those hold
   int64_t attn_blocks_ = 0;  ///< blocks a split-KV attention launch aims at (splits())
+  bool attn_bps_knob_ = false;  ///< LG_COMPILED_ATTN_BPS set: attn_blocks_ for every form
   cuda::DeviceBuffer split_part_, split_count_;  ///< its scratch: f32 partials, int counters (zero)
   int64_t vocab_ = 0;
   int64_t launches_per_layer_ = 0;  ///< of the plan's decode launches (emit::cuda::layer_launches)

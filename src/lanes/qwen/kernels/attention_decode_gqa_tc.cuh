@@ -1,7 +1,9 @@
 // Decode attention by KV head on the tensor cores (v9, the batched decode step's): v6's blocks
 // (attention_decode_gqa.cuh: one per (KV head, split of the positions, sequence), its G = H / KV
 // query heads together, the ROPE form, the same partials and last-block merge across splits), with
-// the scores and P V as mma.m16n8k16 (flash_attention.cuh's fragments) instead of a lane per key.
+// the scores and P V as mma.m16n8k16 (flash_attention.cuh's fragments) instead of a lane per key;
+// a warp's step over a tile is lg_dmma::warp_tile, which the compiled lane's tensor-core split-KV
+// form (src/kernels/decode_attention_mma.cuh) runs too.
 // Why: counted from the source (not from SASS or a stall counter), v6 issues ~650 instructions a
 // warp for each 32-key tile (a lane's 128-element dot product from shared memory, then 32
 // shuffled probabilities times its slice of V), and here a warp's 16-key slice takes ~100. Issue,
@@ -24,6 +26,8 @@
 
 #include "kernels/flash_attention.cuh"
 #include "lanes/qwen/kernels/attention_decode_gqa.cuh"
+// After lg_fa and the device helpers, which it names and cannot include (an emitted program's text).
+#include "kernels/decode_attention_mma.cuh"  // NOLINT(build/include_order)
 
 namespace lg::qwen::dev {
 
@@ -41,19 +45,13 @@ __device__ __forceinline__ void split_bf16(float x, bf16& hi, bf16& lo) {
   lo = __float2bfloat16(x - __bfloat162float(hi));
 }
 
-/// Two fp32 values as packed bf16 high parts and packed bf16 remainders (pack_bf16x2's layout).
-__device__ __forceinline__ void split_pack(float a, float b, unsigned& hi, unsigned& lo) {
-  hi = lg_fa::pack_bf16x2(a, b);
-  lo = lg_fa::pack_bf16x2(a - lg_bf16_lo(hi), b - __uint_as_float(hi & 0xffff0000u));
-}
-
 /// Grid (KV, splits <= kGqaMaxSplits, B), kTcWarps * 32 threads, gqa_tc_smem_bytes<DH, kTcWarps>()
 /// of dynamic shared memory; G = H / KV <= 16. Tiles of 16 kTcWarps keys.
 template <int DH, int kTcWarps>
 __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const GqaDecodeParams p) {
   constexpr int kTcTileKeys = 16 * kTcWarps;  // 16 keys a warp
   constexpr int EPL = DecodeSlice<DH>::EPL, RS = DH + 8;
-  constexpr int kDimSteps = DH / 16, kDimTiles = DH / 8, kThreads = kTcWarps * 32;
+  constexpr int kDimTiles = DH / 8, kThreads = kTcWarps * 32;
   static_assert(DH % 16 == 0, "v9: head_dim a multiple of 16");
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* s_qhi = reinterpret_cast<bf16*>(smem);  // [16][RS]
@@ -139,71 +137,8 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
     __syncthreads();  // tile t in shared memory for every thread (and q, on the first pass)
     const unsigned kt = lg_fa::smem_addr(s_k + (t & 1) * kTcTileKeys * RS) + k_lane;
     const unsigned vt = lg_fa::smem_addr(s_v + (t & 1) * kTcTileKeys * RS) + v_lane;
-    float s[2][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < kDimSteps; ++kk) {
-      unsigned b0, b1, b2, b3, qhi[4], qlo[4];
-      lg_fa::ldmatrix_x4(qh + kk * 32, qhi[0], qhi[1], qhi[2], qhi[3]);
-      lg_fa::ldmatrix_x4(ql + kk * 32, qlo[0], qlo[1], qlo[2], qlo[3]);
-      lg_fa::ldmatrix_x4(kt + kk * 32, b0, b1, b2, b3);
-      lg_fa::mma_bf16_16816(s[0], qhi, b0, b1);
-      lg_fa::mma_bf16_16816(s[1], qhi, b2, b3);
-      lg_fa::mma_bf16_16816(s[0], qlo, b0, b1);
-      lg_fa::mma_bf16_16816(s[1], qlo, b2, b3);
-    }
-    // Scale to log2 units; keys at or past k1 (the last tile's tail) get -inf.
-    const int key0 = k0 + t * kTcTileKeys + 16 * warp + 2 * c;
-    float mx0 = neg_inf, mx1 = neg_inf;
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const bool live = key0 + n * 8 + (e & 1) < k1;
-        s[n][e] = live ? s[n][e] * scale_log2 : neg_inf;
-        if (e < 2) mx0 = fmaxf(mx0, s[n][e]);
-        else mx1 = fmaxf(mx1, s[n][e]);
-      }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    // A warp whose keys are all masked so far keeps max -inf: subtracting 0 keeps exp2 at 0.
-    const float ref0 = mn0 == neg_inf ? 0.f : mn0, ref1 = mn1 == neg_inf ? 0.f : mn1;
-    const float corr0 = lg_fa::exp2_approx(m0 - ref0), corr1 = lg_fa::exp2_approx(m1 - ref1);
-    m0 = mn0;
-    m1 = mn1;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      s[n][0] = lg_fa::exp2_approx(s[n][0] - ref0);
-      s[n][1] = lg_fa::exp2_approx(s[n][1] - ref0);
-      s[n][2] = lg_fa::exp2_approx(s[n][2] - ref1);
-      s[n][3] = lg_fa::exp2_approx(s[n][3] - ref1);
-    }
-    l0 = l0 * corr0 + (s[0][0] + s[0][1] + s[1][0] + s[1][1]);
-    l1 = l1 * corr1 + (s[0][2] + s[0][3] + s[1][2] + s[1][3]);
-    unsigned phi[4], plo[4];  // P's A fragment: the S fragments of the two n-tiles, packed
-    split_pack(s[0][0], s[0][1], phi[0], plo[0]);
-    split_pack(s[0][2], s[0][3], phi[1], plo[1]);
-    split_pack(s[1][0], s[1][1], phi[2], plo[2]);
-    split_pack(s[1][2], s[1][3], phi[3], plo[3]);
-#pragma unroll
-    for (int n = 0; n < kDimTiles; n += 2) {
-      o[n][0] *= corr0;
-      o[n][1] *= corr0;
-      o[n][2] *= corr1;
-      o[n][3] *= corr1;
-      o[n + 1][0] *= corr0;
-      o[n + 1][1] *= corr0;
-      o[n + 1][2] *= corr1;
-      o[n + 1][3] *= corr1;
-      unsigned b0, b1, b2, b3;
-      lg_fa::ldmatrix_x4_trans(vt + n * 16, b0, b1, b2, b3);
-      lg_fa::mma_bf16_16816(o[n], phi, b0, b1);
-      lg_fa::mma_bf16_16816(o[n + 1], phi, b2, b3);
-      lg_fa::mma_bf16_16816(o[n], plo, b0, b1);
-      lg_fa::mma_bf16_16816(o[n + 1], plo, b2, b3);
-    }
+    lg_dmma::warp_tile<DH, false>(qh, ql, kt, vt, k0 + t * kTcTileKeys + 16 * warp + 2 * c, k1, scale_log2, 0.f, m0,
+                                  m1, l0, l1, o);
     __syncthreads();  // every warp is done with this stage before the next iteration refills it
   }
 
