@@ -14,7 +14,9 @@
 //   Accumulation is fp32.
 // Why: one 8-warp CUDA-core block per (token, query-head pair) reads a KV head's rows once per
 // pair from L2 and issues a 16-element dot product and a shuffle tree per key and head; here a
-// warp's 16-key slice is 8 mma for all G heads, and each K/V row is loaded once per KV head.
+// warp's 16-key slice is DH / 4 mma for the scores and as many for P V (high and low parts), for
+// all G heads at once, and each K/V row is loaded once per KV head. It wins from 64 rows on at a
+// group of 4+ (bench/RESULTS.md, seventeenth session), not at one long sequence.
 // The hand-written lane's v9 includes this file for warp_tile (nvcc, after flash_attention.cuh and
 // device_helpers.cuh); the compiled lane's emitter pastes it into every program: src/emit/
 // CMakeLists.txt embeds the text after the `#pragma once` line and the blank line that follows

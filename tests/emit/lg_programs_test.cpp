@@ -268,6 +268,24 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   const CudaProgram pairs = emit_batched(g2, {16, 129, 64, 256});
   for (const CudaProgram* pr : {&narrow, &pairs})
     for (const auto& l : pr->launches) EXPECT_FALSE(l.wide);
+  // LG_COMPILED_ATTN_WIDE_FORM=mma: the pair gets the tensor-core form (tests run it so); a
+  // head_dim the mma does not take (256) still gets no wide form.
+  setenv("LG_COMPILED_ATTN_WIDE_FORM", "mma", 1);
+  ir::Graph gm = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
+  const CudaProgram forced = emit_batched(gm, {16, 129, 64, 256});
+  c["head_dim"] = 256;
+  ir::Graph g256 = lang::lower_file(kSource + "/models/qwen3.lg", c, lang::BindOptions{1024});
+  const CudaProgram wide256 = emit_batched(g256, {16, 129, 64, 256});
+  unsetenv("LG_COMPILED_ATTN_WIDE_FORM");
+  int forced_wide = 0;
+  for (const auto& l : forced.launches)
+    if (l.wide) {
+      ++forced_wide;
+      EXPECT_TRUE(l.wide->split.tensor_cores);
+      EXPECT_EQ(l.wide->split.heads_per_item, 2);
+    }
+  EXPECT_EQ(forced_wide, 1);
+  for (const auto& l : wide256.launches) EXPECT_FALSE(l.wide);
 }
 
 // Reductions of a decode step's few rows: a reduce stage whose every reduction is a row's (an

@@ -144,8 +144,10 @@ std::string CudaProgram::plan_json() const {
   j["split_kv"] =
       "attention launches with a `split_kv` entry run on a grid of (T * items_per_row, splits) blocks: block (item, "
       "split) takes one chunk of the positions of item's token for heads_per_item query heads; the kernel takes "
-      "float* lg_part (T * splits * part_floats) and int* lg_count (T * items_per_row, zero) after its buffers; with a "
-      "`wide_split_kv` entry, steps of at least min_rows rows run that kernel instead, with its split_kv";
+      "float* lg_part (T * splits * part_floats) and int* lg_count (T * items_per_row, zero) after its buffers; blocks "
+      "of `threads` threads; blocks_per_sm > 0: the splits aim at that many blocks an SM over all items; with a "
+      "`wide_split_kv` entry, steps of at least min_rows rows run that kernel instead, with its split_kv "
+      "(tensor_cores: lg_dmma's form)";
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
@@ -527,8 +529,8 @@ struct ProgramBuilder {
     // each K/V row once for both, and the mma's 16 rows would hold 2 (Qwen3-0.6B, H200: +7% a
     // step at 64 and 128 sequences of 512 positions, bench/RESULTS.md, seventeenth session).
     // LG_COMPILED_ATTN_WIDE_FORM=mma keeps it there too (tests: the 22M model's group is 2).
-    if (w.split->heads_per_item == r.split->heads_per_item && wide_attention_form() != WideAttentionForm::kMmaAlways)
-      return;
+    const bool forced = wide_attention_form() == WideAttentionForm::kMmaAlways && w.split->tensor_cores;
+    if (w.split->heads_per_item == r.split->heads_per_item && !forced) return;
     std::vector<int32_t> args;
     for (const auto& a : w.args) args.push_back(buffer_id(a.node));
     if (args != lp.args || w.layer != r.layer)

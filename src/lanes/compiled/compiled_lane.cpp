@@ -551,7 +551,8 @@ class CompiledLane : public Lane {
       const int64_t rows = l.rows_sym == 0 ? T : B;
       kernel = prog_.kernels[static_cast<size_t>(l.split ? split_form(l, rows).first : l.kernel)].name;
       const int64_t blocks = T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l) : l.grid(rows);
-      grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(l.block) + ")";
+      const int32_t threads = l.split ? split_form(l, rows).second.threads : l.block;
+      grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(threads) + ")";
       const size_t before = marks;
       launch_at(i, T, B);
       if (marks == before) prof.mark(kernel + grid);
