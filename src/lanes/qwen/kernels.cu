@@ -437,16 +437,25 @@ bool attention_decode_long_supports(int H, int KV, int Dh) {
   return (G == 2 || G == 4) && (Dh == 64 || Dh == 128);
 }
 
-template <int DH, int G>
-static void attn_decode_long_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0, float* scratch,
-                                int* counters, bf16* out, cudaStream_t s) {
+/// v8 with QG query heads a block (attn_decode_long_kernel).
+template <int DH, int G, int QG>
+static void attn_decode_long_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0,
+                                float* scratch, int* counters, bf16* out, cudaStream_t s) {
   dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
   set_rope_fields(p, r, eps);
   p.min_split = decode_attn_shape().min_split;
   constexpr int kWarps = 8;
-  const auto kernel = dev::attn_decode_long_kernel<DH, G, kWarps>;
-  const int splits = decode_attn_splits(r.max_seq, p.min_split);
-  launch_pdl(kernel, dim3(r.KV, whole_wave_splits(kernel, kWarps * 32, r.KV, splits)), dim3(kWarps * 32), 0, s, p, pos0);
+  const auto kernel = dev::attn_decode_long_kernel<DH, G, QG, kWarps>;
+  const int splits = decode_attn_splits(r.max_seq, p.min_split), items = r.KV * (G / QG);
+  launch_pdl(kernel, dim3(items, whole_wave_splits(kernel, kWarps * 32, items, splits)), dim3(kWarps * 32), 0, s, p,
+             pos0);
+}
+
+/// Query heads a v8 block at a group of 4 (knob LG_QWEN_LONG_HEADS: 2, or 4 with 2 rounds of
+/// loads in flight a warp).
+static int long_heads() {
+  static const int n = lab_knob("LG_QWEN_LONG_HEADS", 2) == 4 ? 4 : 2;
+  return n;
 }
 
 void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0,
@@ -456,10 +465,11 @@ void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& r, f
   check_rope_decode_args(qkv, r, pos0, scratch, counters, out);
   const int G = r.H / r.KV;
   if (r.Dh == 64)
-    return G == 2 ? attn_decode_long_as<64, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
-                  : attn_decode_long_as<64, 4>(qkv, r, eps, pos0, scratch, counters, out, s);
-  return G == 2 ? attn_decode_long_as<128, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
-                : attn_decode_long_as<128, 4>(qkv, r, eps, pos0, scratch, counters, out, s);
+    return G == 2 ? attn_decode_long_as<64, 2, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
+                  : attn_decode_long_as<64, 4, 2>(qkv, r, eps, pos0, scratch, counters, out, s);
+  if (G == 4 && long_heads() == 4) return attn_decode_long_as<128, 4, 4>(qkv, r, eps, pos0, scratch, counters, out, s);
+  return G == 2 ? attn_decode_long_as<128, 2, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
+                : attn_decode_long_as<128, 4, 2>(qkv, r, eps, pos0, scratch, counters, out, s);
 }
 
 static_assert(kDecodeMaxSplits >= dev::kDecodeSplits && kDecodeMaxSplits >= dev::kGqaMaxSplits);

@@ -2,113 +2,196 @@
 // long_decode_from(H / KV) positions on, HandwrittenQwenLane::run_decode). The per-query-head kernel (v7,
 // attention_decode.cuh) has each of the G = H / KV query heads of a KV head read that head's K/V
 // rows itself: G times the cache's bytes from L2 a step (8B, G = 4, 32,768 positions: ~19 GB, 3.4
-// ms of a 7.7 ms step). Here block (kvh, split) takes every query head of KV head kvh: its warps
-// load each key's K and V slices once, as v7's do (R keys at a time, all loads issued before the
-// math, lane l holding elements l * DH/32 ...; R is v7's 8, or 4 for G = 4: see the kernel), and
-// score them against the G queries held in registers. The rest is v7's: EARLY (position, block
-// table, the first keys' K/V rows prefetched to L2 before the PDL wait), the ROPE form (the raw
-// QKV projection in, this position's K/V formed in split 0's block and written to the caches by
-// its first warp), fp32 online softmax (Milakov & Gimelshein 2018) and the split-KV merge of
-// Flash-Decoding (the last block of a KV head to finish merges its G heads' partials:
-// arrive_last on counters[kvh]).
+// ms of a 7.7 ms step). Here block (KV head, part, split) takes QG of them (2: each K/V row read
+// G / QG times, from L2 after the first) in rows of 16-byte slices: a lane holds 8 contiguous
+// elements of a row, DH / 8 lanes a key, so one warp-wide load covers 32 / (DH / 8) keys and a
+// score's sum takes log2(DH / 8) shuffles for all of them. The first v8 held 4 elements a lane,
+// a key a warp: 5 shuffles for every key and head, and Nsight Compute found it bound by its
+// instructions at 32,768 positions (8B: 1.42x the step's floor there, this form 1.32x;
+// bench/RESULTS.md, seventeenth session). The compiled lane's first split-KV form has the same
+// layout. The rest is v7's: EARLY (position, block table, the first keys' K/V rows prefetched to
+// L2 before the PDL wait), the ROPE form (the raw QKV projection in; split 0's blocks form this
+// position's K/V, the first of them writes the caches), fp32 online softmax (Milakov & Gimelshein
+// 2018) and the split-KV merge of Flash-Decoding (the last block of a (KV head, part) to finish
+// merges its heads' partials: arrive_last on counters[blockIdx.x]).
 #pragma once
 
 #include "lanes/qwen/kernels/attention_decode.cuh"
 
 namespace lg::qwen::dev {
 
-/// Grid (KV, splits <= kDecodeSplits), NW warps a block; G query heads per KV head, DH >= 32.
-/// Registers: G query slices and accumulators (2 G DH / 32) beside the K/V slices of R keys;
-/// bounded for 2 blocks of 8 warps per SM (128 registers). Shared memory: the warps' partials, NW x G x DH floats.
-template <int DH, int G, int NW>
+/// Grid (KV x G / QG, splits <= kDecodeSplits), NW warps a block, DH 64 or 128. The queries (and,
+/// in split 0, this position's K/V) are formed in a lane-per-4-elements layout, a warp a head
+/// (rope_head_slice), and handed to the row layout through shared memory. Registers: 16 QG for
+/// the queries and accumulators, 8 R for the rounds' raw K/V; bounded for 2 blocks of 8 warps an
+/// SM (128 registers).
+template <int DH, int G, int QG, int NW>
 __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p, const int* pos0) {
-  static_assert(DH >= 32, "every lane holds DH / 32 elements");
-  // Keys a warp loads together: v7's 8, or 4 for 4 query heads, whose queries and accumulators
-  // would otherwise spill (ptxas: 64 bytes at 128 registers for DH = 128).
-  constexpr int EPL = DH / 32, R = G >= 4 ? kDecodeKeysPerWarp / 2 : kDecodeKeysPerWarp;
-  __shared__ float s_m[NW][G], s_l[NW][G], s_o[NW][G][DH];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, kvh = blockIdx.x, split = blockIdx.y;
+  // Rounds of loads in flight a warp: 4 at 2 heads a block, 2 at 4 (ptxas: 124 and 128
+  // registers at DH = 128, no spill).
+  constexpr int EPL = DH / 32, LK = DH / 8, KPW = 32 / LK, R = QG >= 4 ? 2 : 4, kParts = G / QG;
+  static_assert(DH == 64 || DH == 128, "16-byte slices of 8 elements, 8 or 16 lanes a key");
+  static_assert(G % QG == 0 && QG <= NW, "a block's heads divide the group, a warp forms each");
+  __shared__ float s_q[QG][DH], s_kv[2][DH];
+  __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG][DH];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, split = blockIdx.y;
+  const int kvh = blockIdx.x / kParts, h0 = kvh * G + blockIdx.x % kParts * QG;
   const bool holds_pos = split == 0;
 
-  // Before the wait (see attention_decode.cuh, EARLY): where the keys are.
   const int pos = *pos0;
   const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
-  if (split >= sp.n) return;  // past the end: not counted, not merged
+  if (split >= sp.n) return;
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
-  prefetch_split<DH, NW>(p, kvh * G, k0, k1);
+  prefetch_split<DH, NW>(p, h0, k0, k1);
   const int pos_row = holds_pos ? paged_row(p.block_table, pos, p.block_shift) : 0;
   grid_dependency_wait();
   launch_dependents();
 
-  // The G queries (bias, qk-norm, RoPE of the raw projection) and, in split 0, this position's K/V.
-  float cs[EPL], sn[EPL], qn[EPL], kn[EPL];
-#pragma unroll
-  for (int e = 0; e < EPL; ++e) {
-    const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
-    sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn[e], &cs[e]);
-    qn[e] = p.q_norm ? p.q_norm[d] : 1.f;
-    kn[e] = p.k_norm ? p.k_norm[d] : 1.f;
-  }
-  float q[G][EPL];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    const size_t row = static_cast<size_t>(kvh * G + g) * DH;
-    float bq[EPL];
+  // Warp g < QG forms query head h0 + g; in split 0 warp QG % NW forms this position's K and V
+  // (every block of the KV head's split 0 does, as its keys include the position; the first of
+  // them writes the caches).
+  const int kv_warp = QG % NW;
+  if (warp < QG || (holds_pos && warp == kv_warp)) {
+    float cs[EPL], sn[EPL], qn[EPL], kn[EPL];
 #pragma unroll
     for (int e = 0; e < EPL; ++e) {
-      q[g][e] = __ldcg(p.q_all + row + lane * EPL + e);
-      bq[e] = p.bias ? p.bias[row + lane * EPL + e] : 0.f;
+      const int d = lane * EPL + e, i = d < DH / 2 ? d : d - DH / 2;
+      sincosf(static_cast<float>(pos) * p.inv_freq[i], &sn[e], &cs[e]);
+      qn[e] = p.q_norm ? p.q_norm[d] : 1.f;
+      kn[e] = p.k_norm ? p.k_norm[d] : 1.f;
     }
-    rope_head_slice<DH>(q[g], bq, qn, p.q_norm != nullptr, cs, sn, p.eps);
-  }
-  uint2 kraw = make_uint2(0u, 0u), vraw = make_uint2(0u, 0u);
-  if (holds_pos) {
-    const size_t krow = static_cast<size_t>(p.H + kvh) * DH, vrow = static_cast<size_t>(p.H + p.KV + kvh) * DH;
-    float kp[EPL], vp[EPL], bk[EPL];
+    if (warp < QG) {
+      const size_t row = static_cast<size_t>(h0 + warp) * DH;
+      float q[EPL], bq[EPL];
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) {
-      const int d = lane * EPL + e;
-      kp[e] = __ldcg(p.q_all + krow + d);
-      vp[e] = __ldcg(p.q_all + vrow + d) + (p.bias ? p.bias[vrow + d] : 0.f);
-      bk[e] = p.bias ? p.bias[krow + d] : 0.f;
+      for (int e = 0; e < EPL; ++e) {
+        q[e] = __ldcg(p.q_all + row + lane * EPL + e);
+        bq[e] = p.bias ? p.bias[row + lane * EPL + e] : 0.f;
+      }
+      rope_head_slice<DH>(q, bq, qn, p.q_norm != nullptr, cs, sn, p.eps);
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) s_q[warp][lane * EPL + e] = q[e];
     }
-    rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
-    round_store_position_kv<DH>(p, pool_offset<DH>(kvh, p.rows, pos_row), warp == 0, kp, vp, kraw, vraw);
+    if (holds_pos && warp == kv_warp) {
+      const size_t krow = static_cast<size_t>(p.H + kvh) * DH, vrow = static_cast<size_t>(p.H + p.KV + kvh) * DH;
+      float kp[EPL], vp[EPL], bk[EPL];
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) {
+        const int d = lane * EPL + e;
+        kp[e] = __ldcg(p.q_all + krow + d);
+        vp[e] = __ldcg(p.q_all + vrow + d) + (p.bias ? p.bias[vrow + d] : 0.f);
+        bk[e] = p.bias ? p.bias[krow + d] : 0.f;
+      }
+      rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
+      uint2 kraw, vraw;
+      round_store_position_kv<DH>(p, pool_offset<DH>(kvh, p.rows, pos_row), h0 == kvh * G, kp, vp, kraw, vraw);
+#pragma unroll
+      for (int e = 0; e < EPL; ++e) {
+        s_kv[0][lane * EPL + e] = raw_elem(kraw, e);
+        s_kv[1][lane * EPL + e] = raw_elem(vraw, e);
+      }
+    }
   }
-  const int key_in_regs = holds_pos ? pos : -1;
+  __syncthreads();
 
-  // The keys, R at a time per warp: each K/V slice loaded once and used by the G queries.
-  const size_t base = static_cast<size_t>(kvh) * static_cast<size_t>(p.rows) * DH;
-  float m[G], l[G], acc[G][EPL];
+  // The lane's slice: elements ln * 8 .. ln * 8 + 7 of key sub of each warp-wide load.
+  const int sub = lane / LK, ln = lane % LK;
+  float q[QG][8], acc[QG][8], m[QG], l[QG];
 #pragma unroll
-  for (int g = 0; g < G; ++g) {
+  for (int g = 0; g < QG; ++g) {
     m[g] = kNegInf;
     l[g] = 0.f;
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) acc[g][e] = 0.f;
+    for (int e = 0; e < 8; ++e) {
+      q[g][e] = s_q[g][ln * 8 + e];
+      acc[g][e] = 0.f;
+    }
   }
-  for (int j = k0 + warp * R; j < k1; j += NW * R) {
-    uint2 kr[R], vr[R];
-    load_keys<DH, R>(p, base, j, k1, key_in_regs, kraw, vraw, kr, vr);
+  uint4 kpos = make_uint4(0u, 0u, 0u, 0u), vpos = kpos;  // this position's slices (split 0)
+  if (holds_pos) {
+    unsigned w[2][4];
 #pragma unroll
-    for (int g = 0; g < G; ++g) online_softmax_update<EPL, R>(q[g], kr, vr, j, k1, p.scale, m[g], l[g], acc[g]);
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        w[c][i] = (__float_as_uint(s_kv[c][ln * 8 + 2 * i]) >> 16) |
+                  (__float_as_uint(s_kv[c][ln * 8 + 2 * i + 1]) & 0xffff0000u);
+    kpos = make_uint4(w[0][0], w[0][1], w[0][2], w[0][3]);
+    vpos = make_uint4(w[1][0], w[1][1], w[1][2], w[1][3]);
   }
-
-  // Merge the warps: entry (g, d) of the block's partial per thread, then one split writes the
-  // output itself, several write partials for the last block of the KV head to merge.
+  const int key_in_smem = holds_pos ? pos : -1;
+  const size_t base = static_cast<size_t>(kvh) * static_cast<size_t>(p.rows) * DH + ln * 8;
+  auto elem = [](const uint4& u, int e) {
+    const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
+    return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+  };
+  for (int j0 = k0 + warp * KPW * R; j0 < k1; j0 += NW * KPW * R) {
+    uint4 kr[R], vr[R];
+    int prow[R];
 #pragma unroll
-  for (int g = 0; g < G; ++g) {
+    for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j0 + r * KPW + sub, k1 - 1), p.block_shift);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int key = min(j0 + r * KPW + sub, k1 - 1);
+      const size_t row = base + static_cast<size_t>(prow[r]) * DH;
+      kr[r] = key == key_in_smem ? kpos : __ldcg(reinterpret_cast<const uint4*>(p.k_cache + row));
+      vr[r] = key == key_in_smem ? vpos : __ldcg(reinterpret_cast<const uint4*>(p.v_cache + row));
+    }
+#pragma unroll
+    for (int g = 0; g < QG; ++g) {
+      float sc[R], mx = m[g];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float d = 0.f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) d = fmaf(q[g][e], elem(kr[r], e), d);
+#pragma unroll
+        for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        sc[r] = j0 + r * KPW + sub < k1 ? d * p.scale : kNegInf;
+        mx = fmaxf(mx, sc[r]);
+      }
+      const float mu = mx == kNegInf ? 0.f : mx;  // a lane group that has seen no key yet
+      const float corr = __expf(m[g] - mu);
+      l[g] *= corr;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] *= corr;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float pr = __expf(sc[r] - mu);
+        l[g] += pr;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pr, elem(vr[r], e), acc[g][e]);
+      }
+      m[g] = mx;
+    }
+  }
+  // The lane groups of a warp merge by shuffles; every lane ends with the warp's state.
+#pragma unroll
+  for (int o = LK; o < 32; o <<= 1)
+#pragma unroll
+    for (int g = 0; g < QG; ++g) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);
+      const float mx = fmaxf(m[g], mo), mu = mx == kNegInf ? 0.f : mx;
+      const float cs = __expf(m[g] - mu), co = __expf(mo - mu);
+      l[g] = l[g] * cs + lo * co;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;
+      m[g] = mx;
+    }
+#pragma unroll
+  for (int g = 0; g < QG; ++g) {
     if (lane == 0) {
       s_m[warp][g] = m[g];
       s_l[warp][g] = l[g];
     }
+    if (sub == 0)
 #pragma unroll
-    for (int e = 0; e < EPL; ++e) s_o[warp][g][lane * EPL + e] = acc[g][e];
+      for (int e = 0; e < 8; ++e) s_o[warp][g][ln * 8 + e] = acc[g][e];
   }
   __syncthreads();
   const int nsplits = sp.n;
-  for (int i = threadIdx.x; i < G * DH; i += NW * 32) {
-    const int g = i / DH, d = i % DH, h = kvh * G + g;
+  for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
+    const int g = i / DH, d = i % DH, h = h0 + g;
     float bm = kNegInf;
     for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w][g]);
     float bl = 0.f, bo = 0.f;
@@ -120,10 +203,10 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     }
     store_block_result<DH>(p, h, kDecodeSplits, split, nsplits, d, bm, bl, bo);
   }
-  if (nsplits == 1) return;  // the same in every thread
-  if (!last_split_block(p.counters + kvh, nsplits)) return;
-  for (int i = threadIdx.x; i < G * DH; i += NW * 32) {
-    const int h = kvh * G + i / DH, d = i % DH;
+  if (nsplits == 1) return;
+  if (!last_split_block(p.counters + blockIdx.x, nsplits)) return;
+  for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
+    const int h = h0 + i / DH, d = i % DH;
     p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(
         merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * kDecodeSplits * (DH + 2), nsplits, d));
   }
