@@ -451,10 +451,12 @@ static void attn_decode_long_as(const float* qkv, const QkvRopeArgs& r, float ep
              pos0);
 }
 
-/// Query heads a v8 block at a group of 4 (knob LG_QWEN_LONG_HEADS: 2, or 4 with 2 rounds of
-/// loads in flight a warp).
+/// Query heads a v8 block at a group of 4: all 4 (each K/V row read once, 2 rounds of loads in
+/// flight a warp), or 2 with LG_QWEN_LONG_HEADS=2 (rows read twice, 4 rounds in flight). H200,
+/// 8B, one sequence: 4 heads 6.05 ms at 32,768 positions against 6.16, but 4.91 at 8,192 against
+/// 4.78 (bench/RESULTS.md, seventeenth session, call 8); the long graph runs to the context's end.
 static int long_heads() {
-  static const int n = lab_knob("LG_QWEN_LONG_HEADS", 2) == 4 ? 4 : 2;
+  static const int n = lab_knob("LG_QWEN_LONG_HEADS", 4) == 2 ? 2 : 4;
   return n;
 }
 

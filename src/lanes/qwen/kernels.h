@@ -9,7 +9,7 @@
 // of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 128) and LG_QWEN_GQA_MAX_SPLITS (64), and
 // LG_QWEN_ATTN_SOLO_GQA=1 or 2 (the single-sequence decode graph on v6 or v9 too: slower on the
 // H200, v9 at 32,768 positions included);
-// LG_QWEN_LONG_HEADS=4 (v8 with all 4 query heads of a KV head a block); LG_QWEN_SPLITK=0 (the
+// LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4 query heads a block); LG_QWEN_SPLITK=0 (the
 // batched decode's o_proj and down without split-K slices); for the
 // row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off: slower), LG_QWEN_GEMV_ROWS_BPS and
 // LG_QWEN_GEMV_ROWS_SPLITS.
@@ -201,11 +201,11 @@ void launch_attention_decode_rope(const float* qkv, const QkvRopeArgs& rope, flo
 /// query heads per KV head and Dh in {64, 128} (Qwen3 0.6B-8B, Qwen2.5 0.5B-7B).
 bool attention_decode_long_supports(int H, int KV, int Dh);
 
-/// launch_attention_decode_rope's math with a block per (KV head, pair of its query heads, split)
-/// instead of per (query head, split): each K/V row is read once for the two query heads that
-/// share it (v8, kernels/attention_decode_long.cuh; LG_QWEN_LONG_HEADS=4: for all 4 of a group of
-/// 4), for long contexts, where those rows are most of a step's bytes. Same arguments, buffers and
-/// PDL contract (counters: one per block of a split, at most H). A shape
+/// launch_attention_decode_rope's math with a block per (KV head, split) instead of per (query
+/// head, split): each K/V row is read once for the H / KV query heads that share it (v8,
+/// kernels/attention_decode_long.cuh; LG_QWEN_LONG_HEADS=2: a block per pair of them at a group
+/// of 4), for long contexts, where those rows are most of a step's bytes. Same arguments, buffers
+/// and PDL contract (counters: one per block of a split, at most H). A shape
 /// attention_decode_long_supports refuses goes to launch_attention_decode_rope.
 void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                        float* scratch, int* counters, bf16* out, cudaStream_t stream);

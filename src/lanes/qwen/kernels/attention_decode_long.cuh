@@ -2,12 +2,12 @@
 // long_decode_from(H / KV) positions on, HandwrittenQwenLane::run_decode). The per-query-head kernel (v7,
 // attention_decode.cuh) has each of the G = H / KV query heads of a KV head read that head's K/V
 // rows itself: G times the cache's bytes from L2 a step (8B, G = 4, 32,768 positions: ~19 GB, 3.4
-// ms of a 7.7 ms step). Here block (KV head, part, split) takes QG of them (2: each K/V row read
-// G / QG times, from L2 after the first) in rows of 16-byte slices: a lane holds 8 contiguous
+// ms of a 7.7 ms step). Here block (KV head, part, split) takes QG of them (G, or 2 with each K/V
+// row read G / 2 times, from L2 after the first) in rows of 16-byte slices: a lane holds 8 contiguous
 // elements of a row, DH / 8 lanes a key, so one warp-wide load covers 32 / (DH / 8) keys and a
 // score's sum takes log2(DH / 8) shuffles for all of them. The first v8 held 4 elements a lane,
 // a key a warp: 5 shuffles for every key and head, and Nsight Compute found it bound by its
-// instructions at 32,768 positions (8B: 1.42x the step's floor there, this form 1.32x;
+// instructions at 32,768 positions (8B: 1.42x the step's floor there, this form 1.29-1.30x;
 // bench/RESULTS.md, seventeenth session). The compiled lane's first split-KV form has the same
 // layout. The rest is v7's: EARLY (position, block table, the first keys' K/V rows prefetched to
 // L2 before the PDL wait), the ROPE form (the raw QKV projection in; split 0's blocks form this
