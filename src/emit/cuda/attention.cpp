@@ -90,7 +90,8 @@ void split_kv_tail(std::ostringstream& os, const std::string& out);
 WideAttentionForm wide_attention_form() {
   const char* e = std::getenv("LG_COMPILED_ATTN_WIDE_FORM");
   const std::string v = e ? e : "";
-  return v == "heads" ? WideAttentionForm::kHeads : v == "mma" ? WideAttentionForm::kMmaAlways : WideAttentionForm::kMma;
+  if (v == "heads") return WideAttentionForm::kHeads;
+  return v == "mma" ? WideAttentionForm::kMmaAlways : WideAttentionForm::kMma;
 }
 
 // Flash-decoding (Dao et al. 2023, "Flash-Decoding for long-context inference"; FlashAttention's

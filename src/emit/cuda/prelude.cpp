@@ -10,8 +10,8 @@ std::string device_prelude() {
   return "// lanegraph compiled program: device helpers shared by every kernel, after the flash-attention\n"
          "// template (src/kernels/flash_attention.cuh) that attention stages instantiate at T > 1 and the\n"
          "// grouped GEMM (src/kernels/grouped_gemm.cuh) of experts stages at many tokens.\n" +
-         std::string(kFlashAttentionTemplate) + "\n" + kGroupedGemmTemplate + "\n" + kAttentionPolicies + kDeviceHelpers +
-         kDecodeAttentionMma;
+         std::string(kFlashAttentionTemplate) + "\n" + kGroupedGemmTemplate + "\n" + kAttentionPolicies +
+         kDeviceHelpers + kDecodeAttentionMma;
 }
 
 }  // namespace lg::emit::cuda

@@ -404,10 +404,10 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
                          .norm_w = ly.ln1.as<float>(), .eps = d.eps, .out_f32 = s.qkv.as<float>()};
         launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_table.as<int>());
-        if (solo_by_kv_head)  // the batched decode's attention (v6) for a batch of one
+        if (solo_by_kv_head)  // the batched decode's attention (v6 or v9) for a batch of one
           launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, 1, 1, solo_splits, d.eps, pos,
-                                             s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs,
-                                             nullptr, solo_by_kv_head == 2);
+                                             s.dec_scratch.as<float>(), s.dec_counters.as<int>(),
+                                             s.attn.as<bf16_t>(), cs, nullptr, solo_by_kv_head == 2);
         else if (long_ctx)
           launch_attention_decode_rope_long(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
                                             s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);

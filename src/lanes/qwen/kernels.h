@@ -8,11 +8,10 @@
 // shortest chunk of positions); for the batched decode attention LG_QWEN_ATTN_GQA=0 (v5 instead
 // of v6), LG_QWEN_GQA_SPLIT (v6's shortest chunk, 128) and LG_QWEN_GQA_MAX_SPLITS (64), and
 // LG_QWEN_ATTN_SOLO_GQA=1 or 2 (the single-sequence decode graph on v6 or v9 too: slower on the
-// H200, v9 at 32,768 positions included);
-// LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4 query heads a block); LG_QWEN_SPLITK=0 (the
-// batched decode's o_proj and down without split-K slices); for the
-// row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off: slower), LG_QWEN_GEMV_ROWS_BPS and
-// LG_QWEN_GEMV_ROWS_SPLITS.
+// H200, v9 at 32,768 positions included); LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4
+// query heads a block); LG_QWEN_SPLITK=0 (the batched decode's o_proj and down without split-K
+// slices); for the row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off:
+// slower), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS.
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
