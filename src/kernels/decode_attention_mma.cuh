@@ -131,6 +131,44 @@ __device__ __forceinline__ void warp_tile(unsigned qh, unsigned ql, unsigned kt,
   }
 }
 
+/// The double-buffered tile pipeline's step t of ntiles: tile t + 1 issued into the other stage
+/// (issue(tile, stage): its cp.async group), then tile t awaited, then a barrier, so tile t is in
+/// shared memory for every thread of the block.
+template <class Issue>
+__device__ __forceinline__ void next_tile(int t, int ntiles, const Issue& issue) {
+  if (t + 1 < ntiles) {
+    issue(t + 1, (t + 1) & 1);
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
+/// A warp's online-softmax state after warp_tile, for the block to merge: the sums l0, l1 summed
+/// over the quad's keys (every lane of the quad then holds its row's), and the output fragments o
+/// stored as query rows g and g + 8 (those below G) of `rows`, `stride` floats apart.
+template <int DH>
+__device__ __forceinline__ void store_warp_rows(float* rows, int stride, int G, const float (&o)[DH / 8][4],
+                                                float& l0, float& l1) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+  for (int n = 0; n < DH / 8; ++n) {
+    if (g < G) {
+      rows[g * stride + n * 8 + 2 * c] = o[n][0];
+      rows[g * stride + n * 8 + 2 * c + 1] = o[n][1];
+    }
+    if (g + 8 < G) {
+      rows[(g + 8) * stride + n * 8 + 2 * c] = o[n][2];
+      rows[(g + 8) * stride + n * 8 + 2 * c + 1] = o[n][3];
+    }
+  }
+}
+
 /// Keys k0 .. k1 - 1 (k0 < k1) of one KV head against its G <= 16 query heads, by one block of
 /// kWarps warps. q(g, d): query head g of the group, element d (fp32). key_row(j): the cache row of
 /// position j. kb, vb: that KV head's K and V cache rows as bf16, DH elements a row, 16-byte
@@ -181,13 +219,7 @@ __device__ void chunk(const QF& q, int G, const RowF& key_row, const unsigned sh
   for (int n = 0; n < kDimTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m0 = neg_inf, m1 = neg_inf, l0 = 0.0f, l1 = 0.0f;  // rows g and g + 8
   for (int t = 0; t < ntiles; ++t) {
-    if (t + 1 < ntiles) {
-      load_tile(t + 1, (t + 1) & 1);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();  // tile t (and q, on the first pass) in shared memory for every thread
+    next_tile(t, ntiles, load_tile);  // tile t (and q, on the first pass) in shared memory
     const unsigned kt = lg_fa::smem_addr(sm.k[t & 1]) + k_lane, vt = lg_fa::smem_addr(sm.v[t & 1]) + v_lane;
     warp_tile<DH, kSoftcap>(qh, ql, kt, vt, k0 + (long)t * kTileKeys + 16 * warp + 2 * c, k1, a, b, m0, m1, l0, l1, o);
     __syncthreads();  // every warp is done with this stage before the next iteration refills it
@@ -195,23 +227,8 @@ __device__ void chunk(const QF& q, int G, const RowF& key_row, const unsigned sh
 
   // The warp's state per query row r < G: its max (natural-log units), its sum over the quad's
   // keys, its unnormalised output.
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  store_warp_rows<DH>(sm.out()[warp], DH, G, o, l0, l1);
   const float ln2 = 0.6931471805599453f;
-  float* mine = sm.out()[warp];
-#pragma unroll
-  for (int n = 0; n < kDimTiles; ++n) {
-    if (g < G) {
-      mine[g * DH + n * 8 + 2 * c] = o[n][0];
-      mine[g * DH + n * 8 + 2 * c + 1] = o[n][1];
-    }
-    if (g + 8 < G) {
-      mine[(g + 8) * DH + n * 8 + 2 * c] = o[n][2];
-      mine[(g + 8) * DH + n * 8 + 2 * c + 1] = o[n][3];
-    }
-  }
   if (c == 0) {
     sm.m[warp][g] = m0 * ln2;  // -inf stays -inf
     sm.l[warp][g] = l0;

@@ -36,7 +36,7 @@ struct SplitShape {
   int64_t qg = 0;     ///< query heads per block: a divisor of the GQA group
   bool mma = false;   ///< the tensor-core form: qg = the group, lg_dmma::kWarps warps (ne, lk, r unused)
   static constexpr int64_t kWarps = 8;
-  static constexpr int64_t kMmaWarps = 2;         ///< lg_dmma::kWarps
+  static constexpr int64_t kMmaWarps = 2;         ///< lg_dmma::kWarps (the emitted kernel static_asserts it)
   static constexpr int64_t kMmaTileKeys = 32;     ///< lg_dmma::kTileKeys
   static constexpr int64_t kMmaBlocksPerSm = 4;   ///< the runner's split target (5 fit an SM)
 };
@@ -182,6 +182,7 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   if (sh.mma) {
     const int64_t head_stride = ks[1].coeff * Dh;
     os << "    (void)lane; (void)wid;\n"
+       << "    static_assert(NW == lg_dmma::kWarps, \"the launch's threads are the template's warps\");\n"
        << "    __shared__ lg_dmma::Smem<" << Dh << "> sm;\n"
        << "    auto qf = [&](int g, int d) -> float { return " << Q << "(t, h0 + g, d); };\n"
        << "    lg_dmma::chunk<" << Dh << ", " << (n.attrs.softcap > 0 ? "true" : "false") << ">(qf, (int)QG, key_row, "

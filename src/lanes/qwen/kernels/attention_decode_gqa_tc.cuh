@@ -128,13 +128,7 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
   float o[kDimTiles][4] = {};
   float m0 = neg_inf, m1 = neg_inf, l0 = 0.f, l1 = 0.f;  // rows g and g + 8
   for (int t = 0; t < ntiles; ++t) {
-    if (t + 1 < ntiles) {
-      load_tile(t + 1, (t + 1) & 1);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();  // tile t in shared memory for every thread (and q, on the first pass)
+    lg_dmma::next_tile(t, ntiles, load_tile);  // tile t (and q, on the first pass) in shared memory
     const unsigned kt = lg_fa::smem_addr(s_k + (t & 1) * kTcTileKeys * RS) + k_lane;
     const unsigned vt = lg_fa::smem_addr(s_v + (t & 1) * kTcTileKeys * RS) + v_lane;
     lg_dmma::warp_tile<DH, false>(qh, ql, kt, vt, k0 + t * kTcTileKeys + 16 * warp + 2 * c, k1, scale_log2, 0.f, m0,
@@ -144,24 +138,10 @@ __global__ void __launch_bounds__(kTcWarps * 32) attn_decode_gqa_tc_kernel(const
 
   // The warps' states meet in shared memory (the tiles are free): per warp and query row r < G,
   // its max, its sum (over the quad's keys first) and its unnormalised output.
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
   constexpr int WS = DH + 2;  // a warp row: DH outputs, then m, l
   float* s_m = reinterpret_cast<float*>(s_k);  // [kTcWarps][16][WS]
   float* mine = s_m + (warp * 16) * WS;
-#pragma unroll
-  for (int n = 0; n < kDimTiles; ++n) {
-    if (g < G) {
-      mine[g * WS + n * 8 + 2 * c] = o[n][0];
-      mine[g * WS + n * 8 + 2 * c + 1] = o[n][1];
-    }
-    if (g + 8 < G) {
-      mine[(g + 8) * WS + n * 8 + 2 * c] = o[n][2];
-      mine[(g + 8) * WS + n * 8 + 2 * c + 1] = o[n][3];
-    }
-  }
+  lg_dmma::store_warp_rows<DH>(mine, WS, G, o, l0, l1);
   if (c == 0) {
     if (g < G) mine[g * WS + DH] = m0, mine[g * WS + DH + 1] = l0;
     if (g + 8 < G) mine[(g + 8) * WS + DH] = m1, mine[(g + 8) * WS + DH + 1] = l1;
