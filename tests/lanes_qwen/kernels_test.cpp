@@ -474,8 +474,8 @@ TEST(QwenKernels, DecodeAttentionRopeFromRawQkv) {
 // The batched decode step's attention (launch_attention_decode_rope_batch) against the reference:
 // sequences of very different lengths in one launch, each its own position, block table,
 // partials and counters, from one shared pool: v6 (or v5 with LG_QWEN_ATTN_GQA=0: the GPU sessions
-// run it both ways) and v9 (its tensor-core form), each at the splits the lane gives the batch and
-// at one split (v9's only split count in the lane).
+// run it both ways), v9 (its tensor-core form) and v8's rows form where it serves the shape, each
+// at v6's splits for the batch and at one split (v9's only split count in the lane).
 TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -515,15 +515,16 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
     auto vc = to_device(scatter_to_pool(pages, vp, c.lens, c.KV, c.Dh));
     auto dy = to_device(y), db = to_device(bias), dqn = to_device(qn), dkn = to_device(kn), dinv = to_device(inv),
          dpos = to_device(pos), dbt = to_device(pages.padded(stride));
-    auto check = [&](bool tc, int splits) {
+    auto check = [&](const BatchAttnPlan& plan) {
+      const int splits = plan.splits;
       auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
       auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
       auto out = poisoned_bf16(size_t(B) * c.H * c.Dh);
       const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
                                           c.bias ? db.as<float>() : nullptr, c.norm ? dqn.as<float>() : nullptr,
                                           c.norm ? dkn.as<float>() : nullptr);
-      launch_attention_decode_rope_batch(dy.as<float>(), r, B, stride, splits, eps, dpos.as<int>(), scratch.as<float>(),
-                                         counters.as<int>(), out.as<bf16>(), s.get(), nullptr, tc);
+      launch_attention_decode_rope_batch(dy.as<float>(), r, B, stride, plan, eps, dpos.as<int>(), scratch.as<float>(),
+                                         counters.as<int>(), out.as<bf16>(), s.get());
       s.synchronize();
       const auto kpool = download_bf16(kc, pool_n), vpool = download_bf16(vc, pool_n);
       const auto got = download_bf16(out, size_t(B) * c.H * c.Dh);
@@ -531,7 +532,8 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
         const int len = c.lens[size_t(b)];
         const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
                                  std::to_string(c.Dh) + " B=" + std::to_string(B) + " splits=" + std::to_string(splits) +
-                                 (tc ? " tensor cores" : "") + " sequence " + std::to_string(b) + " of length " +
+                                 " form " + std::to_string(int(plan.form)) + " heads " + std::to_string(plan.heads) +
+                                 " sequence " + std::to_string(b) + " of length " +
                                  std::to_string(len);
         const std::vector<double> yb(y.begin() + std::ptrdiff_t(b) * N, y.begin() + std::ptrdiff_t(b + 1) * N);
         const RopeRef want = rope_ref(yb, c.bias ? bias.data() : nullptr, c.norm ? qn.data() : nullptr,
@@ -549,8 +551,44 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
       }
       EXPECT_EQ(download_ints(counters, size_t(B) * c.H), std::vector<int>(size_t(B) * c.H, 0));
     };
-    for (const bool tc : {false, true})
-      for (const int splits : {decode_attention_batch_splits(c.H, c.KV, B, max_len), 1}) check(tc, splits);
+    for (const int splits : {decode_attention_batch_splits(c.H, c.KV, B, max_len), 1}) {
+      check({BatchAttnForm::kTiles, splits});
+      check({BatchAttnForm::kTensorCores, splits});
+      if (!attention_decode_long_supports(c.H, c.KV, c.Dh)) continue;
+      check({BatchAttnForm::kRows, splits, 2});
+      if (c.H == 4 * c.KV && c.Dh == 128) check({BatchAttnForm::kRows, splits, 4});
+    }
+    const BatchAttnPlan lane_plan = decode_attention_batch_plan(c.H, c.KV, c.Dh, B, max_len, max_len);
+    check(lane_plan);  // the lane's choice at its own splits
+  }
+}
+
+// decode_attention_batch_plan at the lane's shapes, 1 to 256 sequences of 1 to 32,768 positions:
+// a form the shape takes, splits in range, and partials that fit the scratch the lane allocates
+// for that batch (decode_attention_batch_scratch_floats: H x (Dh + 2) floats a (sequence, split)).
+TEST(QwenKernels, DecodeAttentionBatchPlanFitsItsScratch) {
+  LG_REQUIRE_GPU();
+  struct Shape {
+    int H, KV, Dh;
+  };
+  for (const Shape& sh : {Shape{32, 8, 128}, Shape{16, 8, 128}, Shape{32, 8, 64}, Shape{16, 8, 64}, Shape{14, 2, 64},
+                          Shape{40, 8, 128}}) {
+    for (int B = 1; B <= 256; B *= 2) {
+      const size_t per_split = size_t(sh.H) * size_t(sh.Dh + 2);
+      const size_t capacity = decode_attention_batch_scratch_floats(sh.H, sh.KV, sh.Dh, B) / per_split;
+      for (int len = 1; len <= 32768; len *= 4) {
+        const BatchAttnPlan p = decode_attention_batch_plan(sh.H, sh.KV, sh.Dh, B, len, len);
+        const std::string what = "H=" + std::to_string(sh.H) + " KV=" + std::to_string(sh.KV) + " Dh=" +
+                                 std::to_string(sh.Dh) + " B=" + std::to_string(B) + " len=" + std::to_string(len);
+        EXPECT_GE(p.splits, 1) << what;
+        EXPECT_LE(p.splits, kDecodeMaxSplits) << what;
+        EXPECT_LE(size_t(p.splits) * size_t(B), capacity) << what;
+        if (p.form == BatchAttnForm::kRows) {
+          EXPECT_TRUE(attention_decode_long_supports(sh.H, sh.KV, sh.Dh)) << what;
+          EXPECT_TRUE(p.heads == 2 || (p.heads == 4 && sh.H == 4 * sh.KV && sh.Dh == 128)) << what;
+        }
+      }
+    }
   }
 }
 

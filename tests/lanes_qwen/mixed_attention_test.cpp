@@ -83,30 +83,32 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
     auto dinv = to_device(inv), dqn = to_device(qn), dkn = to_device(kn), dbt = to_device(pages.padded(stride)),
          dpos = to_device(pos), drows = to_device(c.rows), dall = to_device(qkv_all), dentries = to_device(qkv_entries);
     const int splits = decode_attention_batch_splits(c.H, c.KV, B, max_len);
+    std::vector<BatchAttnPlan> plans{{BatchAttnForm::kTiles, splits}, {BatchAttnForm::kTensorCores, splits}};
+    if (attention_decode_long_supports(c.H, c.KV, c.Dh)) plans.push_back({BatchAttnForm::kRows, splits});
     auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
 
     // launch(mapped): the pools after it, and its output.
-    auto launch = [&](bool tc, bool mapped, std::vector<uint16_t>& k_after, std::vector<uint16_t>& v_after) {
+    auto launch = [&](BatchAttnPlan plan, bool mapped, std::vector<uint16_t>& k_after, std::vector<uint16_t>& v_after) {
       auto kc = to_device(kpool), vc = to_device(vpool);
       const QkvRopeArgs r = rope_args_for(c.H, c.KV, c.Dh, kv_pages(kc, vc, pages), dbt.as<int>(), dinv.as<float>(),
                                           nullptr, dqn.as<float>(), dkn.as<float>());
       const size_t out_rows = mapped ? size_t(c.T) : size_t(B);
       auto out = poisoned_bf16(out_rows * HD);
-      launch_attention_decode_rope_batch(mapped ? dall.as<float>() : dentries.as<float>(), r, B, stride, splits, 1e-6f,
+      launch_attention_decode_rope_batch(mapped ? dall.as<float>() : dentries.as<float>(), r, B, stride, plan, 1e-6f,
                                          dpos.as<int>(), scratch.as<float>(), counters.as<int>(), out.as<bf16>(),
-                                         s.get(), mapped ? drows.as<int>() : nullptr, tc);
+                                         s.get(), mapped ? drows.as<int>() : nullptr);
       s.synchronize();
       k_after = download_raw(kc, kpool.size());
       v_after = download_raw(vc, vpool.size());
       return download_raw(out, out_rows * HD);
     };
-    for (const bool tc : {false, true}) {  // v6 and v9
+    for (const BatchAttnPlan& plan : plans) {  // v6, v9 and v8's rows form
       std::vector<uint16_t> k_plain, v_plain, k_mapped, v_mapped;
-      const auto plain = launch(tc, false, k_plain, v_plain);
-      const auto mapped = launch(tc, true, k_mapped, v_mapped);
+      const auto plain = launch(plan, false, k_plain, v_plain);
+      const auto mapped = launch(plan, true, k_mapped, v_mapped);
       const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" + std::to_string(c.Dh) +
-                               " splits=" + std::to_string(splits) + (tc ? " tensor cores" : "");
+                               " splits=" + std::to_string(splits) + " form " + std::to_string(int(plan.form));
       std::vector<bool> named(size_t(c.T), false);
       for (int b = 0; b < B; ++b) {
         const size_t r = size_t(c.rows[size_t(b)]);

@@ -28,7 +28,7 @@ bool use_gemv_rows(const Dims& d, int Bp) {
 
 }  // namespace
 
-// Two or more sequences with one decode token each: a CUDA graph per (bucket, splits), the batch
+// Two or more sequences with one decode token each: a CUDA graph per (bucket, attention plan), the batch
 // padded to its bucket with rows of token 0 at position 0 in the pool's extra block (their results
 // are dropped). The step's tokens, positions and the used width of its block tables are copied
 // into the graph's fixed buffers first.
@@ -64,9 +64,8 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
   int len_bucket = 1;
   while (len_bucket < max_len) len_bucket *= 2;
-  const int splits = decode_attention_batch_splits(d.H, d.KV, Bp, len_bucket);
-  const bool attn_tc = decode_attention_batch_tensor_cores(splits, max_len);
-  cuda::GraphExec& graph = s.batch_graphs[{Bp, splits, attn_tc}];
+  const BatchAttnPlan attn = decode_attention_batch_plan(d.H, d.KV, d.Dh, Bp, len_bucket, max_len);
+  cuda::GraphExec& graph = s.batch_graphs[{Bp, attn}];
   // On the row GEMVs the QKV projection accumulates into qkv (split-K): zeroed here, outside the
   // graph (ahead of it in the stream), for layer 0, and by each layer's o_proj for the next (after
   // its PDL wait the attention that read qkv is done).
@@ -106,7 +105,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
       mark("embed");
       for (size_t l = 0; l < s.layers.size(); ++l) {
         if (rows) {
-          enqueue_layer_rows(l, Bp, static_cast<int>(MB), splits, d_pos, mark);
+          enqueue_layer_rows(l, Bp, static_cast<int>(MB), attn, d_pos, mark);
           continue;
         }
         const State::Layer& ly = s.layers[l];
@@ -114,9 +113,9 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
         s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
         mark("gemm qkv");
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
-        launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), splits, d.eps, d_pos,
-                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs,
-                                           nullptr, attn_tc);
+        launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), attn, d.eps, d_pos,
+                                           s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(),
+                                           cs);
         mark("attention");
         project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, o_slices, "gemm o");
         norm(ly.ln2.as<float>(), o_slices);
@@ -140,8 +139,8 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
       prof = &p;
       enqueue();
       prof = nullptr;
-      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " + std::to_string(splits) +
-                          " splits").c_str(), stderr);
+      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " +
+                          std::to_string(attn.splits) + " splits").c_str(), stderr);
     }
     capture(graph, cs, enqueue);
   }
@@ -153,7 +152,8 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
 // RMSNorm rows -> QKV (accumulated into the zeroed qkv) -> decode attention -> o_proj + residual
 // (which zeroes qkv for the next layer) -> RMSNorm rows -> gate/up with the SwiGLU epilogue ->
 // down + residual. Six launches, all PDL, against the cuBLASLt path's eight.
-void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, int splits, const int* d_pos,
+void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn,
+                                             const int* d_pos,
                                              const std::function<void(const char*)>& mark) {
   State& s = *st_;
   cudaStream_t cs = s.stream.get();
@@ -176,7 +176,7 @@ void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride,
   launch_gemv_rows(GemvRowsOutput::kResidual, qkv, cs);
   mark("row gemv qkv");
   const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
-  launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, table_stride, splits, d.eps, d_pos,
+  launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, table_stride, attn, d.eps, d_pos,
                                      s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
   mark("attention");
   GemvRowsArgs o = args(ly.wo.as<bf16_t>(), d.D, d.nq, s.attn.as<bf16_t>());

@@ -395,6 +395,8 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
       return e ? std::atoi(e) : 0;
     }();
     const int solo_splits = decode_attention_batch_splits(d.H, d.KV, 1, d.max_seq);
+    const BatchAttnPlan solo_plan{solo_by_kv_head == 2 ? BatchAttnForm::kTensorCores : BatchAttnForm::kTiles,
+                                  solo_splits};
     capture(graph, cs, [&] {
       launch_embed_decode(s.embed.as<bf16_t>(), s.h_token.dev, s.h_pos.dev, s.d_pos.as<int>(), d.D, s.x.as<float>(), cs);
       const size_t launches_before = cuda::captured_kernel_launches(cs);
@@ -405,9 +407,9 @@ void HandwrittenQwenLane::run_decode(const SeqStep& q) {
         launch_gemv(GemvInput::kRmsNorm, GemvOutput::kStore, a, cs);
         const QkvRopeArgs rope = s.rope_args(d, l, s.d_table.as<int>());
         if (solo_by_kv_head)  // the batched decode's attention (v6 or v9) for a batch of one
-          launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, 1, 1, solo_splits, d.eps, pos,
+          launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, 1, 1, solo_plan, d.eps, pos,
                                              s.dec_scratch.as<float>(), s.dec_counters.as<int>(),
-                                             s.attn.as<bf16_t>(), cs, nullptr, solo_by_kv_head == 2);
+                                             s.attn.as<bf16_t>(), cs);
         else if (long_ctx)
           launch_attention_decode_rope_long(s.qkv.as<float>(), rope, d.eps, pos, s.attn_scratch.as<float>(),
                                             s.attn_counters.as<int>(), s.attn.as<bf16_t>(), cs);
@@ -476,9 +478,9 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
   const int* d_table = u.table;
   const int W = u.W;
   // Scratch and counters are the batched decode graphs' (sized for max_batch entries, any split
-  // count decode_attention_batch_splits gives; every launch leaves the counters at zero).
-  const int dec_splits = u.ndec > 0 ? decode_attention_batch_splits(d.H, d.KV, u.ndec, u.dec_max_len) : 1;
-  const bool dec_tc = u.ndec > 0 && decode_attention_batch_tensor_cores(dec_splits, u.dec_max_len);
+  // count decode_attention_batch_plan gives; every launch leaves the counters at zero).
+  const BatchAttnPlan dec_attn =
+      u.ndec > 0 ? decode_attention_batch_plan(d.H, d.KV, d.Dh, u.ndec, u.dec_max_len, u.dec_max_len) : BatchAttnPlan{};
 
   launch_embed(s.embed.as<bf16_t>(), d_tokens, T, d.D, s.x.as<float>(), cs);
   for (size_t l = 0; l < s.layers.size(); ++l) {
@@ -495,9 +497,9 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
       // attention (it forms them from the raw projection itself, the same math: a rewrite of the
       // same values, up to the qk-norm's summation order); no other sequence reads them here.
       if (u.ndec > 0)
-        launch_attention_decode_rope_batch(s.qkv.as<float>(), s.rope_args(d, l, d_table), u.ndec, W, dec_splits, d.eps,
+        launch_attention_decode_rope_batch(s.qkv.as<float>(), s.rope_args(d, l, d_table), u.ndec, W, dec_attn, d.eps,
                                            u.dec_pos, s.dec_scratch.as<float>(), s.dec_counters.as<int>(),
-                                           s.attn.as<bf16_t>(), cs, u.dec_rows, dec_tc);
+                                           s.attn.as<bf16_t>(), cs, u.dec_rows);
       for (const RowsStep::FlashRun& fr : u.flash) {
         const size_t off = static_cast<size_t>(fr.t0) * static_cast<size_t>(d.nq);
         launch_attention_prefill_tc(s.q.as<float>() + off, pages, d_table + static_cast<size_t>(fr.r) * W,

@@ -46,6 +46,7 @@ struct ModelConfig;
 namespace lg::qwen {
 
 class WeightSource;
+struct BatchAttnPlan;
 
 /// The lane. Construct on a machine with a CUDA device (else lg::Error).
 class HandwrittenQwenLane : public Lane {
@@ -75,7 +76,7 @@ class HandwrittenQwenLane : public Lane {
   void run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch);
   /// Layer l of a batched decode graph of Bp <= 16 sequences on the row GEMVs (LG_QWEN_GEMV_ROWS);
   /// mark(name) after each launch (LG_PROFILE_LAUNCHES).
-  void enqueue_layer_rows(size_t l, int Bp, int table_stride, int splits, const int* d_pos,
+  void enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn, const int* d_pos,
                           const std::function<void(const char*)>& mark);
   void run_rows(const FlatBatch& f, std::span<const SeqStep> batch);
   QwenShape shape_;

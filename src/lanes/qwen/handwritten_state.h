@@ -92,8 +92,8 @@ struct HandwrittenQwenLane::State {
   // [4, max_batch, hidden]: o_proj's are summed by the RMSNorm after it before down writes its own.
   cuda::DeviceBuffer dec_parts;
   PinnedInts h_dec, h_dec_table;
-  /// Batched decode graphs by (batch bucket, attention splits, attention on the tensor cores).
-  std::map<std::tuple<int, int, bool>, cuda::GraphExec> batch_graphs;
+  /// Batched decode graphs by (batch bucket, attention plan: its kernel and splits).
+  std::map<std::pair<int, BatchAttnPlan>, cuda::GraphExec> batch_graphs;
   int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
   // Each sequence's argmax, written by the LM head straight into mapped host memory.
   PinnedInts h_argmax;

@@ -437,20 +437,6 @@ bool attention_decode_long_supports(int H, int KV, int Dh) {
   return (G == 2 || G == 4) && (Dh == 64 || Dh == 128);
 }
 
-/// v8 with QG query heads a block (attn_decode_long_kernel).
-template <int DH, int G, int QG>
-static void attn_decode_long_as(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0,
-                                float* scratch, int* counters, bf16* out, cudaStream_t s) {
-  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
-  set_rope_fields(p, r, eps);
-  p.min_split = decode_attn_shape().min_split;
-  constexpr int kWarps = 8;
-  const auto kernel = dev::attn_decode_long_kernel<DH, G, QG, kWarps>;
-  const int splits = decode_attn_splits(r.max_seq, p.min_split), items = r.KV * (G / QG);
-  launch_pdl(kernel, dim3(items, whole_wave_splits(kernel, kWarps * 32, items, splits)), dim3(kWarps * 32), 0, s, p,
-             pos0);
-}
-
 /// Query heads a v8 block at a group of 4: all 4 (each K/V row read once, 2 rounds of loads in
 /// flight a warp), or 2 with LG_QWEN_LONG_HEADS=2 (rows read twice, 4 rounds in flight). H200,
 /// 8B, one sequence: 4 heads 6.05 ms at 32,768 positions against 6.16, but 4.91 at 8,192 against
@@ -460,18 +446,47 @@ static int long_heads() {
   return n;
 }
 
+/// v8's instance (attn_decode_long_kernel) for head_dim DH, a group of G, QG query heads a block.
+template <int DH, int G, int QG, bool BATCH>
+struct LongKernel {
+  static constexpr int kWarps = 8, kParts = G / QG;  // blocks of a KV head in a split
+  static constexpr auto kernel = dev::attn_decode_long_kernel<DH, G, QG, kWarps, BATCH>;
+  /// Blocks of it resident on the device at once.
+  static int resident() {
+    static const int n = [] {
+      int per_sm = 0;
+      LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
+      return std::max(1, per_sm) * cuda::sm_count();
+    }();
+    return n;
+  }
+};
+
+/// f(LongKernel<...>{}) for a shape attention_decode_long_supports takes, with `heads` (2 or 4)
+/// query heads a block where the group is 4 and head_dim 128, else 2.
+template <bool BATCH, typename F>
+static void with_long_kernel(int G, int Dh, int heads, F&& f) {
+  if (Dh == 64) return G == 2 ? f(LongKernel<64, 2, 2, BATCH>{}) : f(LongKernel<64, 4, 2, BATCH>{});
+  if (G == 4 && heads == 4) return f(LongKernel<128, 4, 4, BATCH>{});
+  return G == 2 ? f(LongKernel<128, 2, 2, BATCH>{}) : f(LongKernel<128, 4, 2, BATCH>{});
+}
+
 void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& r, float eps, const int* pos0,
                                        float* scratch, int* counters, bf16* out, cudaStream_t s) {
   if (!attention_decode_long_supports(r.H, r.KV, r.Dh))
     return launch_attention_decode_rope(qkv, r, eps, pos0, scratch, counters, out, s);
   check_rope_decode_args(qkv, r, pos0, scratch, counters, out);
-  const int G = r.H / r.KV;
-  if (r.Dh == 64)
-    return G == 2 ? attn_decode_long_as<64, 2, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
-                  : attn_decode_long_as<64, 4, 2>(qkv, r, eps, pos0, scratch, counters, out, s);
-  if (G == 4 && long_heads() == 4) return attn_decode_long_as<128, 4, 4>(qkv, r, eps, pos0, scratch, counters, out, s);
-  return G == 2 ? attn_decode_long_as<128, 2, 2>(qkv, r, eps, pos0, scratch, counters, out, s)
-                : attn_decode_long_as<128, 4, 2>(qkv, r, eps, pos0, scratch, counters, out, s);
+  dev::DecodeAttnParams p =
+      decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, r.Dh, scratch, counters, out);
+  set_rope_fields(p, r, eps);
+  p.min_split = decode_attn_shape().min_split;
+  const int splits = decode_attn_splits(r.max_seq, p.min_split);
+  with_long_kernel<false>(r.H / r.KV, r.Dh, long_heads(), [&](auto k) {
+    using K = decltype(k);
+    const int items = r.KV * K::kParts;
+    launch_pdl(K::kernel, dim3(items, whole_wave_splits(K::kernel, K::kWarps * 32, items, splits)),
+               dim3(K::kWarps * 32), 0, s, p, pos0);
+  });
 }
 
 static_assert(kDecodeMaxSplits >= dev::kDecodeSplits && kDecodeMaxSplits >= dev::kGqaMaxSplits);
@@ -480,11 +495,10 @@ namespace {
 /// Blocks v5's batched decode attention aims at: 16 per SM, about four waves of its 8-warp blocks
 /// (4 fit an SM at 64 registers a thread). v6 (a block per KV head) aims at 8 per SM below.
 int batch_attn_blocks() { return 2 * 8 * cuda::sm_count(); }
-/// LG_QWEN_ATTN_GQA=0: the batched decode attention is v5 (a block per query head) instead of v6.
-/// A third form, v8's by-KV-head kernel over a batch (K/V slices in registers), measured slower
-/// past 16 sequences on the H200 (tenth session, 8B at 512 positions, step ms against v6: B = 16
-/// 5.83 / 5.97, B = 64 7.93 / 7.51, B = 128 11.03 / 9.44; it sums each key's score across the warp
-/// with shuffles, G per key, where v6 gives a lane a key) and was removed (commit 46c2e9c has it).
+/// LG_QWEN_ATTN_GQA=0: the batched decode attention is v5 (a block per query head) instead of v6,
+/// v9 or v8's rows form. (v8's first form over a batch, a key a warp, measured slower than v6 past
+/// 16 sequences, tenth session; its rows form, 16 lanes a key, is quicker up to two waves of
+/// blocks: decode_attention_batch_plan.)
 bool gqa_attention() {
   static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
   return on;
@@ -522,16 +536,68 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
   return std::max(1, std::min({by_length, by_blocks, dev::kDecodeSplits}));
 }
 
-bool decode_attention_batch_tensor_cores(int splits, int max_len) {
-  const int mode = gqa_tc_mode();
-  return gqa_attention() && (mode == 2 || (mode == 1 && splits == 1 && max_len >= 512));
+namespace {
+/// Blocks of 8 warps an SM holds at most (2,048 threads): the rows form's splits keep
+/// splits x batch x KV within this many a device (rows_plan), which the scratch is sized for.
+constexpr int kRowsMaxBlocksPerSm = 2048 / (8 * 32);
+
+/// LG_QWEN_ATTN_ROWS: 1 (default) v8's rows form where decode_attention_batch_plan's rule says,
+/// 0 never, 2 always (4 query heads a block at a group of 4; a lab setting, for A/B).
+int rows_mode() {
+  static const int mode = lab_knob("LG_QWEN_ATTN_ROWS", 1);
+  return mode;
+}
+
+/// The rows form with `heads` query heads a block for `batch` sequences: its splits (chunks of
+/// v8's split length covering split_len, no more than one wave of blocks over the batch's
+/// (sequence, KV head, head pair) items: every block of a short context does the same few rounds
+/// of loads, so a second wave would double the launch's time) and its waves of blocks at one split.
+struct RowsShape {
+  int splits;
+  double waves;
+};
+RowsShape rows_shape(int H, int KV, int Dh, int batch, int split_len, int heads) {
+  RowsShape r{1, 0.0};
+  with_long_kernel<true>(H / KV, Dh, heads, [&](auto k) {
+    using K = decltype(k);
+    const int items = KV * K::kParts * batch, min_split = decode_attn_shape().min_split;
+    const int by_length = (std::max(1, split_len) + min_split - 1) / min_split;
+    r.splits = std::max(1, std::min({by_length, K::resident() / items, kDecodeMaxSplits}));
+    r.waves = static_cast<double>(items) / K::resident();
+  });
+  return r;
+}
+}  // namespace
+
+BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int split_len, int max_len) {
+  const int splits = decode_attention_batch_splits(H, KV, batch, split_len);
+  const int tc_mode = gqa_tc_mode();
+  const bool tc = gqa_attention() && (tc_mode == 2 || (tc_mode == 1 && splits == 1 && max_len >= 512));
+  const BatchAttnPlan old{tc ? BatchAttnForm::kTensorCores : BatchAttnForm::kTiles, splits};
+  if (!gqa_attention() || rows_mode() == 0 || !attention_decode_long_supports(H, KV, Dh)) return old;
+  const int G = H / KV;
+  auto rows = [&](int heads) {
+    return BatchAttnPlan{BatchAttnForm::kRows, rows_shape(H, KV, Dh, batch, split_len, heads).splits, heads};
+  };
+  const int most = G == 4 && Dh == 128 ? 4 : 2;  // query heads a block at most (with_long_kernel)
+  if (rows_mode() == 2) return rows(most);
+  // Pairs of heads while the batch's blocks fit one wave (twice the blocks of 4 heads, 4 rounds
+  // of loads in flight a warp), then as many heads as a block takes up to two waves; past that
+  // v6 / v9, except that v9 does not pay at a group of 2 (its MMA rows are the group's heads: 16
+  // computed for 2).
+  if (rows_shape(H, KV, Dh, batch, split_len, 2).waves <= 1.0) return rows(2);
+  if (rows_shape(H, KV, Dh, batch, split_len, most).waves <= 2.0) return rows(most);
+  if (G == 2 && old.form == BatchAttnForm::kTensorCores) return rows(2);
+  return old;
 }
 
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
-  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits, either form.
+  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits and rows_splits.
   const int gqa_per_head = gqa_blocks_per_sm() * cuda::sm_count() / std::max(1, KV);
+  const int rows_per_head = kRowsMaxBlocksPerSm * cuda::sm_count() / std::max(1, KV);
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),
-                                            static_cast<size_t>(gqa_per_head), static_cast<size_t>(std::max(1, max_batch))});
+                                            static_cast<size_t>(gqa_per_head), static_cast<size_t>(rows_per_head),
+                                            static_cast<size_t>(std::max(1, max_batch))});
   return per_head * static_cast<size_t>(H) * static_cast<size_t>(Dh + 2);
 }
 
@@ -545,6 +611,19 @@ static void launch_gqa_tc(const dev::GqaDecodeParams& g, int KV, int splits, int
   }();
   (void)sized;
   launch_pdl(dev::attn_decode_gqa_tc_kernel<DH, NW>, dim3(KV, splits, batch), dim3(32 * NW), smem, s, g);
+}
+
+/// The BATCH forms' fields of DecodeAttnParams (v5 and v8's rows form).
+static dev::DecodeAttnParams batch_attention_params(const float* qkv, const QkvRopeArgs& r, int Dh, int table_stride,
+                                                    float eps, float* scratch, int* counters, bf16* out,
+                                                    const int* rows) {
+  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, Dh, scratch, counters, out);
+  set_rope_fields(p, r, eps);
+  p.q_stride = (r.H + 2 * r.KV) * Dh;
+  p.table_stride = table_stride;
+  p.row_map = rows;
+  p.min_split = decode_attn_shape().min_split;
+  return p;
 }
 
 template <int DH>
@@ -584,15 +663,9 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
     return launch_pdl(dev::attn_decode_gqa_kernel<DH>, dim3(r.KV, splits, batch), dim3(32 * G),
                       dev::gqa_smem_bytes<DH>(G), s, g);
   }
-  dev::DecodeAttnParams p = decode_attention_params(qkv, r.cache, r.block_table, r.H, r.KV, DH, scratch, counters, out);
-  set_rope_fields(p, r, eps);
-  p.q_stride = (r.H + 2 * r.KV) * DH;
-  p.table_stride = table_stride;
-  p.row_map = rows;
-  const DecodeAttnShape sh = decode_attn_shape();
-  p.min_split = sh.min_split;
+  const dev::DecodeAttnParams p = batch_attention_params(qkv, r, DH, table_stride, eps, scratch, counters, out, rows);
   const dim3 grid(p.H, splits, batch);
-  switch (sh.warps) {
+  switch (decode_attn_shape().warps) {
     case 8: return launch_pdl(dev::attn_decode_kernel<DH, true, 8, true>, grid, dim3(8 * 32), 0, s, p, pos);
     case 16: return launch_pdl(dev::attn_decode_kernel<DH, true, 16, true>, grid, dim3(16 * 32), 0, s, p, pos);
     default: return launch_pdl(dev::attn_decode_kernel<DH, true, 4, true>, grid, dim3(4 * 32), 0, s, p, pos);
@@ -600,10 +673,11 @@ static void attn_decode_rope_batch_as(const float* qkv, const QkvRopeArgs& r, in
 }
 
 void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, int batch, int table_stride,
-                                        int splits, float eps, const int* pos, float* scratch, int* counters,
-                                        bf16* out, cudaStream_t s, const int* rows, bool tensor_cores) {
+                                        BatchAttnPlan plan, float eps, const int* pos, float* scratch, int* counters,
+                                        bf16* out, cudaStream_t s, const int* rows) {
   check_head_dim(r.Dh);
   check_gqa(r.H, r.KV);
+  const int splits = plan.splits;
   if (!qkv || !r.inv_freq || !r.cache.k || !r.cache.v || !r.block_table || !pos || !scratch || !counters || !out)
     throw Error("hand-written attention: batched decode attention with a missing buffer");
   if (r.H / r.KV > dev::kGqaMaxGroup)
@@ -613,19 +687,32 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
     throw Error("hand-written attention: batched decode attention of " + std::to_string(batch) + " sequences, " +
                 std::to_string(splits) + " splits, block-table stride " + std::to_string(table_stride) +
                 " (1..65535 sequences, 1.." + std::to_string(kDecodeMaxSplits) + " splits)");
+  if (plan.form == BatchAttnForm::kRows) {
+    if (!attention_decode_long_supports(r.H, r.KV, r.Dh) || (plan.heads != 2 && plan.heads != 4))
+      throw Error("hand-written attention: the rows form of the batched decode attention takes 2 or 4 query heads "
+                  "a KV head, head_dim 64 or 128 and 2 or 4 heads a block, not " + std::to_string(r.H / r.KV) + ", " +
+                  std::to_string(r.Dh) + " and " + std::to_string(plan.heads));
+    const dev::DecodeAttnParams p =
+        batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
+    return with_long_kernel<true>(r.H / r.KV, r.Dh, plan.heads, [&](auto k) {
+      using K = decltype(k);
+      launch_pdl(K::kernel, dim3(r.KV * K::kParts, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
+    });
+  }
+  const bool tc = plan.form == BatchAttnForm::kTensorCores;
   switch (r.Dh) {
     case 16:
-      return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
-                                          rows, tensor_cores, s);
+      return attn_decode_rope_batch_as<16>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows,
+                                          tc, s);
     case 32:
-      return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
-                                          rows, tensor_cores, s);
+      return attn_decode_rope_batch_as<32>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows,
+                                          tc, s);
     case 64:
-      return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
-                                          rows, tensor_cores, s);
+      return attn_decode_rope_batch_as<64>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows,
+                                          tc, s);
     default:
-      return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out,
-                                            rows, tensor_cores, s);
+      return attn_decode_rope_batch_as<128>(qkv, r, batch, table_stride, splits, eps, pos, scratch, counters, out, rows,
+                                            tc, s);
   }
 }
 

@@ -209,35 +209,58 @@ bool attention_decode_long_supports(int H, int KV, int Dh);
 void launch_attention_decode_rope_long(const float* qkv, const QkvRopeArgs& rope, float eps, const int* pos0,
                                        float* scratch, int* counters, bf16* out, cudaStream_t stream);
 
-/// Splits of each sequence's positions in a batched decode attention launch: enough that chunks
-/// of the kernel's split length cover max_len (the step's longest sequence), at most
+/// Splits of each sequence's positions in a batched decode attention launch of v6 or v9: enough
+/// that chunks of the kernel's split length cover max_len (the step's longest sequence), at most
 /// kDecodeMaxSplits, and no more than keep about two waves of blocks busy once the batch's
 /// sequences x heads are there already (a batch brings its own parallelism; every split adds a
 /// partial to merge).
 int decode_attention_batch_splits(int H, int KV, int batch, int max_len);
-/// Whether a batched decode attention launch of `splits` splits, whose longest sequence has
-/// max_len positions, runs v9 (kernels/attention_decode_gqa_tc.cuh, scores and P V on the tensor
-/// cores) rather than v6: when each block has a whole sequence of at least 512 positions (one
-/// split). Measured on the H200 (bench/RESULTS.md, session 15), 8B shape: v9 is 5% quicker a step
-/// than v6 at 128 sequences of 512 positions and 11% at 1,024 (one split each; 0.6B: 7% and
-/// 12%), but 3-6% slower at 16 and 64 sequences, where the splits leave each block 2-8 tiles. The
-/// likely reason (not profiled): v9's blocks take 74 KB of shared memory, so three fit an SM to
-/// v6's six, and short blocks then take twice the waves. LG_QWEN_ATTN_TC=0: never; 2: always.
-bool decode_attention_batch_tensor_cores(int splits, int max_len);
+
+/// The kernel of a batched decode attention launch (decode_attention_batch_plan).
+enum class BatchAttnForm {
+  kTiles,        ///< v6 (kernels/attention_decode_gqa.cuh): K/V tiles through shared memory
+  kTensorCores,  ///< v9 (attention_decode_gqa_tc.cuh): v6's blocks, scores and P V on the tensor cores
+  kRows,         ///< v8 over the batch (attention_decode_long.cuh): K/V rows in registers, 16-byte slices
+};
+/// A batched decode attention launch: its kernel and the splits of each sequence's positions.
+struct BatchAttnPlan {
+  BatchAttnForm form = BatchAttnForm::kTiles;
+  int splits = 1;
+  int heads = 2;  ///< kRows: query heads a block (4 at a group of 4 and head_dim 128, else 2)
+  // (kernels.cu is C++17: no operator<=>) the decode graphs' map key
+  bool operator<(const BatchAttnPlan& o) const {
+    return form != o.form ? form < o.form : splits != o.splits ? splits < o.splits : heads < o.heads;
+  }
+  bool operator==(const BatchAttnPlan& o) const { return form == o.form && splits == o.splits && heads == o.heads; }
+};
+/// The plan of a batched decode attention launch of `batch` sequences whose longest has max_len
+/// positions; split_len (>= max_len: a decode graph's power-of-two bucket of it, so that one
+/// graph serves a range of lengths) sizes the splits. Where v8 serves the shape
+/// (attention_decode_long_supports):
+///   - kRows with pairs of query heads a block while the batch's (sequence, KV head, pair) blocks
+///     fit one wave, then with as many as a block takes (all 4 of a group of 4 at head_dim 128)
+///     up to two waves of blocks;
+///   - past that v6 or v9 as below, but kRows where v9 would run at a group of 2.
+/// Otherwise (and with LG_QWEN_ATTN_ROWS=0; =2 takes kRows everywhere it serves):
+///   - kTensorCores (v9) when v6's splits are one and max_len >= 512 (LG_QWEN_ATTN_TC=0: never;
+///     2: always);
+///   - kTiles (v6) at decode_attention_batch_splits.
+/// Measured on the H200 (bench/RESULTS.md, eighteenth session), decode step ms against v6/v9:
+/// 8B at 16 sequences of 512 positions 5.55 -> 5.30 (pairs), 32: 6.23 -> 5.88, 64: 7.32 ->
+/// 7.15 (all 4); at 128, four waves, v9 is 11% quicker (8.53 against 9.59). 0.6B: 2-20% quicker
+/// at 16-64 sequences, 3-5% at 128 sequences of 512-1,024 positions (where v9 ran).
+BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int split_len, int max_len);
 /// Most splits decode_attention_batch_splits returns.
 constexpr int kDecodeMaxSplits = 128;
 /// Floats of scratch launch_attention_decode_rope_batch needs for up to max_batch sequences.
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch);
 
 /// The batched decode step's attention: launch_attention_decode_rope's math for `batch` sequences
-/// of one decode token each in one launch; v6 (kernels/attention_decode_gqa.cuh: a block per
-/// (KV head, split, sequence) for the KV head's H / KV <= 16 query heads, K/V tiles through shared
-/// memory), v9 with `tensor_cores` (v6's blocks, scores and P V on the tensor cores; see
-/// decode_attention_batch_tensor_cores), or v5 with LG_QWEN_ATTN_GQA=0 (a block per (query head,
-/// split, sequence)). Sequence b's raw projection is
-/// row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its block table row b
-/// of rope.block_table (table_stride ints apart), its output row b of out bf16 [batch, H*Dh].
-/// splits from decode_attention_batch_splits for a max_len at least every pos[b] + 1 (a
+/// of one decode token each in one launch, by plan.form (BatchAttnForm: v6, v9 or v8's rows form;
+/// v5 with LG_QWEN_ATTN_GQA=0, a block per (query head, split, sequence)). Sequence b's raw
+/// projection is row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its
+/// block table row b of rope.block_table (table_stride ints apart), its output row b of out bf16
+/// [batch, H*Dh]. plan from decode_attention_batch_plan for a max_len at least every pos[b] + 1 (a
 /// sequence longer than splits * chunk still gets every key: chunks grow with the length);
 /// scratch f32 [decode_attention_batch_scratch_floats(H, Dh, batch)]; counters batch * H device
 /// ints, zero-filled once (each launch leaves them at zero). rope.max_seq is unused.
@@ -245,11 +268,11 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 /// writes row rows[b] of out (the rows of a step's tokens, HandwrittenQwenLane::run_rows), while
 /// its position pos[b], block-table row b, partials and counters stay per entry; it writes the
 /// K/V of its position as always (where launch_rope_kv put the same values already: idempotent).
-/// Throws lg::Error for more than 16 query heads per KV head or a batch, split count or stride out of range.
+/// Throws lg::Error for more than 16 query heads per KV head, a batch, split count or stride out
+/// of range, or kRows at a shape attention_decode_long_supports refuses.
 void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& rope, int batch, int table_stride,
-                                        int splits, float eps, const int* pos, float* scratch, int* counters,
-                                        bf16* out, cudaStream_t stream, const int* rows = nullptr,
-                                        bool tensor_cores = false);
+                                        BatchAttnPlan plan, float eps, const int* pos, float* scratch, int* counters,
+                                        bf16* out, cudaStream_t stream, const int* rows = nullptr);
 
 /// Attention of a ragged batch (kernels/attention.cuh): token t of sequence seq[t] at position
 /// pos[t] sees positions 0 .. pos[t] of that sequence (causal GQA). q f32 [T, H, Dh];

@@ -1,32 +1,36 @@
 // Decode attention by KV head for long contexts (v8; the single-sequence decode graph from
-// long_decode_from(H / KV) positions on, HandwrittenQwenLane::run_decode). The per-query-head kernel (v7,
-// attention_decode.cuh) has each of the G = H / KV query heads of a KV head read that head's K/V
-// rows itself: G times the cache's bytes from L2 a step (8B, G = 4, 32,768 positions: ~19 GB, 3.4
-// ms of a 7.7 ms step). Here block (KV head, part, split) takes QG of them (G, or 2 with each K/V
-// row read G / 2 times, from L2 after the first) in rows of 16-byte slices: a lane holds 8 contiguous
-// elements of a row, DH / 8 lanes a key, so one warp-wide load covers 32 / (DH / 8) keys and a
-// score's sum takes log2(DH / 8) shuffles for all of them. The first v8 held 4 elements a lane,
-// a key a warp: 5 shuffles for every key and head, and Nsight Compute found it bound by its
-// instructions at 32,768 positions (8B: 1.42x the step's floor there, this form 1.29-1.30x;
-// bench/RESULTS.md, seventeenth session). The compiled lane's first split-KV form has the same
-// layout. The rest is v7's: EARLY (position, block table, the first keys' K/V rows prefetched to
-// L2 before the PDL wait), the ROPE form (the raw QKV projection in; split 0's blocks form this
-// position's K/V, the first of them writes the caches), fp32 online softmax (Milakov & Gimelshein
-// 2018) and the split-KV merge of Flash-Decoding (the last block of a (KV head, part) to finish
-// merges its heads' partials: arrive_last on counters[blockIdx.x]).
+// long_decode_from(H / KV) positions on, HandwrittenQwenLane::run_decode), and over a batch the
+// batched decode step's rows form up to two waves of blocks (decode_attention_batch_plan). The
+// per-query-head kernel (v7, attention_decode.cuh) has each of the G = H / KV query heads of a KV
+// head read that head's K/V rows itself: G times the cache's bytes from L2 a step (8B, G = 4,
+// 32,768 positions: ~19 GB, 3.4 ms of a 7.7 ms step). Here block (KV head, part, split) takes QG of
+// them (G, or 2 with each K/V row read G / 2 times, from L2 after the first) in rows of 16-byte
+// slices: a lane holds 8 contiguous elements of a row, DH / 8 lanes a key, so one warp-wide load
+// covers 32 / (DH / 8) keys and a score's sum takes log2(DH / 8) shuffles for all of them. The
+// first v8 held 4 elements a lane, a key a warp: 5 shuffles for every key and head, and Nsight
+// Compute found it bound by its instructions at 32,768 positions (8B: 1.42x the step's floor there,
+// this form 1.29-1.30x; bench/RESULTS.md, seventeenth session). The compiled lane's first split-KV
+// form has the same layout. The rest is v7's: EARLY (position, block table, the first keys' K/V
+// rows prefetched to L2 before the PDL wait), the ROPE form (the raw QKV projection in; split 0's
+// blocks form this position's K/V, the first of them writes the caches), fp32 online softmax
+// (Milakov & Gimelshein 2018) and the split-KV merge of Flash-Decoding (the last block of a (KV
+// head, part) to finish merges its heads' partials: arrive_last on counters[blockIdx.x]).
 #pragma once
 
 #include "lanes/qwen/kernels/attention_decode.cuh"
 
 namespace lg::qwen::dev {
 
-/// Grid (KV x G / QG, splits <= kDecodeSplits), NW warps a block, DH 64 or 128. The queries (and,
+/// Grid (KV x G / QG, splits <= kDecodeSplits), NW warps a block, DH 64 or 128. BATCH (the batched
+/// decode step's rows form, BatchAttnForm::kRows): grid (KV x G / QG, splits, B), block z serves
+/// sequence z (at_sequence: its projection row, block table, partials with gridDim.y splits a head,
+/// counters, output row; its position pos0[z]), as v5's BATCH form. The queries (and,
 /// in split 0, this position's K/V) are formed in a lane-per-4-elements layout, a warp a head
 /// (rope_head_slice), and handed to the row layout through shared memory. Registers: 16 QG for
 /// the queries and accumulators, 8 R for the rounds' raw K/V; bounded for 2 blocks of 8 warps an
 /// SM (128 registers).
-template <int DH, int G, int QG, int NW>
-__global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p, const int* pos0) {
+template <int DH, int G, int QG, int NW, bool BATCH = false>
+__global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
   // Rounds of loads in flight a warp: 4 at 2 heads a block, 2 at 4 (ptxas: 124 and 128
   // registers at DH = 128, no spill).
   constexpr int EPL = DH / 32, LK = DH / 8, KPW = 32 / LK, R = QG >= 4 ? 2 : 4, kParts = G / QG;
@@ -38,7 +42,10 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   const int kvh = blockIdx.x / kParts, h0 = kvh * G + blockIdx.x % kParts * QG;
   const bool holds_pos = split == 0;
 
-  const int pos = *pos0;
+  // BATCH: the sequence's view (host-written rows: readable before the PDL wait).
+  const DecodeAttnParams p = BATCH ? at_sequence<DH>(p0, blockIdx.z, gridDim.y) : p0;
+  const int stride = BATCH ? static_cast<int>(gridDim.y) : kDecodeSplits;  // partials per head
+  const int pos = pos0[BATCH ? blockIdx.z : 0];
   const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
   if (split >= sp.n) return;
   const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
@@ -201,14 +208,14 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       bl += s_l[w][g] * c;
       bo += s_o[w][g][d] * c;
     }
-    store_block_result<DH>(p, h, kDecodeSplits, split, nsplits, d, bm, bl, bo);
+    store_block_result<DH>(p, h, stride, split, nsplits, d, bm, bl, bo);
   }
   if (nsplits == 1) return;
   if (!last_split_block(p.counters + blockIdx.x, nsplits)) return;
   for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
     const int h = h0 + i / DH, d = i % DH;
     p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(
-        merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * kDecodeSplits * (DH + 2), nsplits, d));
+        merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * stride * (DH + 2), nsplits, d));
   }
 }
 
