@@ -26,17 +26,18 @@ namespace lg::qwen::dev {
 /// sequence z (at_sequence: its projection row, block table, partials with gridDim.y splits a head,
 /// counters, output row; its position pos0[z]), as v5's BATCH form. The queries (and,
 /// in split 0, this position's K/V) are formed in a lane-per-4-elements layout, a warp a head
-/// (rope_head_slice), and handed to the row layout through shared memory. Registers: 16 QG for
-/// the queries and accumulators, 8 R for the rounds' raw K/V; bounded for 2 blocks of 8 warps an
-/// SM (128 registers).
+/// (rope_head_slice), and handed to the row layout through shared memory. Registers: 8 QG for
+/// the accumulators, 8 more for the queries at 2 heads, 8 R for the rounds' raw K/V (twice at 4
+/// heads: PIPE); bounded for 2 blocks of 8 warps an SM (128 registers).
 template <int DH, int G, int QG, int NW, bool BATCH = false>
 __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
-  // Rounds of loads in flight a warp: 4 at 2 heads a block, 2 at 4 (ptxas: 124 and 128
-  // registers at DH = 128, no spill).
+  // Rounds of loads a warp's iteration: 4 at 2 heads a block, 2 at 4, whose next iteration's are
+  // in flight too (PIPE below; ptxas: 128 and 125 registers at DH = 128, no spill).
   constexpr int EPL = DH / 32, LK = DH / 8, KPW = 32 / LK, R = QG >= 4 ? 2 : 4, kParts = G / QG;
   static_assert(DH == 64 || DH == 128, "16-byte slices of 8 elements, 8 or 16 lanes a key");
   static_assert(G % QG == 0 && QG <= NW, "a block's heads divide the group, a warp forms each");
-  __shared__ float s_q[QG][DH], s_kv[2][DH];
+  __shared__ __align__(16) float s_q[QG][DH];
+  __shared__ float s_kv[2][DH];
   __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG][DH];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, split = blockIdx.y;
   const int kvh = blockIdx.x / kParts, h0 = kvh * G + blockIdx.x % kParts * QG;
@@ -101,16 +102,22 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   }
   __syncthreads();
 
-  // The lane's slice: elements ln * 8 .. ln * 8 + 7 of key sub of each warp-wide load.
+  // The lane's slice: elements ln * 8 .. ln * 8 + 7 of key sub of each warp-wide load. PIPE (4
+  // heads a block, 2 rounds of loads an iteration) reads the queries from shared memory at each
+  // use instead of holding them (32 registers), so that the next iteration's loads are in flight
+  // while this one's are used. H200, 8B (bench/RESULTS.md, eighteenth session): 64 sequences of
+  // 512 positions 7.19-7.25 -> 6.99-7.01 ms a step, of 1,024 8.82-8.87 -> 8.32-8.34; one of
+  // 32,768 6.02-6.04 -> 5.96-5.97. At 2 heads a block (4 rounds already) it lost 1.5-3% (0.6B).
+  constexpr bool PIPE = QG >= 4;
   const int sub = lane / LK, ln = lane % LK;
-  float q[QG][8], acc[QG][8], m[QG], l[QG];
+  float q[PIPE ? 1 : QG][8], acc[QG][8], m[QG], l[QG];
 #pragma unroll
   for (int g = 0; g < QG; ++g) {
     m[g] = kNegInf;
     l[g] = 0.f;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      q[g][e] = s_q[g][ln * 8 + e];
+      if (!PIPE) q[PIPE ? 0 : g][e] = s_q[g][ln * 8 + e];
       acc[g][e] = 0.f;
     }
   }
@@ -132,8 +139,8 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
     return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
   };
-  for (int j0 = k0 + warp * KPW * R; j0 < k1; j0 += NW * KPW * R) {
-    uint4 kr[R], vr[R];
+  // The warp's R rounds of keys from j0 (past the chunk: its last key, masked when used).
+  auto load_rounds = [&](int j0, uint4 (&kr)[R], uint4 (&vr)[R]) {
     int prow[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j0 + r * KPW + sub, k1 - 1), p.block_shift);
@@ -144,14 +151,26 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       kr[r] = key == key_in_smem ? kpos : __ldcg(reinterpret_cast<const uint4*>(p.k_cache + row));
       vr[r] = key == key_in_smem ? vpos : __ldcg(reinterpret_cast<const uint4*>(p.v_cache + row));
     }
+  };
+  // The online softmax of every head over those keys.
+  auto use_rounds = [&](int j0, const uint4 (&kr)[R], const uint4 (&vr)[R]) {
 #pragma unroll
     for (int g = 0; g < QG; ++g) {
+      float qg[8];
+      if constexpr (PIPE) {
+        const float4 qa = *reinterpret_cast<const float4*>(&s_q[g][ln * 8]);
+        const float4 qb = *reinterpret_cast<const float4*>(&s_q[g][ln * 8 + 4]);
+        qg[0] = qa.x, qg[1] = qa.y, qg[2] = qa.z, qg[3] = qa.w, qg[4] = qb.x, qg[5] = qb.y, qg[6] = qb.z, qg[7] = qb.w;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) qg[e] = q[PIPE ? 0 : g][e];
+      }
       float sc[R], mx = m[g];
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float d = 0.f;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) d = fmaf(q[g][e], elem(kr[r], e), d);
+        for (int e = 0; e < 8; ++e) d = fmaf(qg[e], elem(kr[r], e), d);
 #pragma unroll
         for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
         sc[r] = j0 + r * KPW + sub < k1 ? d * p.scale : kNegInf;
@@ -170,6 +189,25 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
         for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pr, elem(vr[r], e), acc[g][e]);
       }
       m[g] = mx;
+    }
+  };
+  constexpr int kStep = NW * KPW * R;  // keys of one iteration of the block's warps
+  if constexpr (PIPE) {
+    int j0 = k0 + warp * KPW * R;
+    uint4 kr[R], vr[R];
+    if (j0 < k1) load_rounds(j0, kr, vr);
+    for (; j0 < k1; j0 += kStep) {
+      uint4 kn[R], vn[R];
+      if (j0 + kStep < k1) load_rounds(j0 + kStep, kn, vn);
+      use_rounds(j0, kr, vr);
+#pragma unroll
+      for (int r = 0; r < R; ++r) kr[r] = kn[r], vr[r] = vn[r];
+    }
+  } else {
+    for (int j0 = k0 + warp * KPW * R; j0 < k1; j0 += kStep) {
+      uint4 kr[R], vr[R];
+      load_rounds(j0, kr, vr);
+      use_rounds(j0, kr, vr);
     }
   }
   // The lane groups of a warp merge by shuffles; every lane ends with the warp's state.
