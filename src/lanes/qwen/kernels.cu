@@ -538,7 +538,7 @@ int decode_attention_batch_splits(int H, int KV, int batch, int max_len) {
 
 namespace {
 /// Blocks of 8 warps an SM holds at most (2,048 threads): the rows form's splits keep
-/// splits x batch x KV within this many a device (rows_plan), which the scratch is sized for.
+/// splits x batch x KV within this many a device (rows_shape), which the scratch is sized for.
 constexpr int kRowsMaxBlocksPerSm = 2048 / (8 * 32);
 
 /// LG_QWEN_ATTN_ROWS: 1 (default) v8's rows form where decode_attention_batch_plan's rule says,
@@ -592,7 +592,7 @@ BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int 
 }
 
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch) {
-  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits and rows_splits.
+  // splits * batch <= max(blocks / heads, batch) by decode_attention_batch_splits and rows_shape.
   const int gqa_per_head = gqa_blocks_per_sm() * cuda::sm_count() / std::max(1, KV);
   const int rows_per_head = kRowsMaxBlocksPerSm * cuda::sm_count() / std::max(1, KV);
   const size_t per_head = std::max<size_t>({static_cast<size_t>(batch_attn_blocks() / std::max(1, H)),

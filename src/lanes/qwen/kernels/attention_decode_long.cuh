@@ -32,7 +32,7 @@ namespace lg::qwen::dev {
 template <int DH, int G, int QG, int NW, bool BATCH = false>
 __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
   // Rounds of loads a warp's iteration: 4 at 2 heads a block, 2 at 4, whose next iteration's are
-  // in flight too (PIPE below; ptxas: 128 and 125 registers at DH = 128, no spill).
+  // in flight too (PIPE below; ptxas: 124-128 registers at DH = 128, no spill).
   constexpr int EPL = DH / 32, LK = DH / 8, KPW = 32 / LK, R = QG >= 4 ? 2 : 4, kParts = G / QG;
   static_assert(DH == 64 || DH == 128, "16-byte slices of 8 elements, 8 or 16 lanes a key");
   static_assert(G % QG == 0 && QG <= NW, "a block's heads divide the group, a warp forms each");
