@@ -503,7 +503,7 @@ bool gqa_attention() {
   static const bool on = lab_knob("LG_QWEN_ATTN_GQA", 1) != 0;
   return on;
 }
-/// LG_QWEN_ATTN_TC: 1 (default) v9 where decode_attention_batch_tensor_cores's rule says, 0 never,
+/// LG_QWEN_ATTN_TC: 1 (default) v9 where decode_attention_batch_plan's rule says, 0 never,
 /// 2 always (a lab setting, for A/B at every batch size).
 int gqa_tc_mode() {
   static const int mode = lab_knob("LG_QWEN_ATTN_TC", 1);
