@@ -576,18 +576,19 @@ BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int 
   const BatchAttnPlan old{tc ? BatchAttnForm::kTensorCores : BatchAttnForm::kTiles, splits};
   if (!gqa_attention() || rows_mode() == 0 || !attention_decode_long_supports(H, KV, Dh)) return old;
   const int G = H / KV;
-  auto rows = [&](int heads) {
-    return BatchAttnPlan{BatchAttnForm::kRows, rows_shape(H, KV, Dh, batch, split_len, heads).splits, heads};
-  };
   const int most = G == 4 && Dh == 128 ? 4 : 2;  // query heads a block at most (with_long_kernel)
-  if (rows_mode() == 2) return rows(most);
+  const RowsShape pairs = rows_shape(H, KV, Dh, batch, split_len, 2);
+  const RowsShape widest = most == 2 ? pairs : rows_shape(H, KV, Dh, batch, split_len, most);
+  const BatchAttnPlan rows_pairs{BatchAttnForm::kRows, pairs.splits, 2};
+  const BatchAttnPlan rows_widest{BatchAttnForm::kRows, widest.splits, most};
+  if (rows_mode() == 2) return rows_widest;
   // Pairs of heads while the batch's blocks fit one wave (twice the blocks of 4 heads, 4 rounds
   // of loads in flight a warp), then as many heads as a block takes up to two waves; past that
   // v6 / v9, except that v9 does not pay at a group of 2 (its MMA rows are the group's heads: 16
   // computed for 2).
-  if (rows_shape(H, KV, Dh, batch, split_len, 2).waves <= 1.0) return rows(2);
-  if (rows_shape(H, KV, Dh, batch, split_len, most).waves <= 2.0) return rows(most);
-  if (G == 2 && old.form == BatchAttnForm::kTensorCores) return rows(2);
+  if (pairs.waves <= 1.0) return rows_pairs;
+  if (widest.waves <= 2.0) return rows_widest;
+  if (G == 2 && old.form == BatchAttnForm::kTensorCores) return rows_pairs;
   return old;
 }
 

@@ -262,7 +262,7 @@ size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batc
 /// block table row b of rope.block_table (table_stride ints apart), its output row b of out bf16
 /// [batch, H*Dh]. plan from decode_attention_batch_plan for a max_len at least every pos[b] + 1 (a
 /// sequence longer than splits * chunk still gets every key: chunks grow with the length);
-/// scratch f32 [decode_attention_batch_scratch_floats(H, Dh, batch)]; counters batch * H device
+/// scratch f32 [decode_attention_batch_scratch_floats(H, KV, Dh, batch)]; counters batch * H device
 /// ints, zero-filled once (each launch leaves them at zero). rope.max_seq is unused.
 /// rows (device ints [batch], or null: entry b is row b): entry b reads row rows[b] of qkv and
 /// writes row rows[b] of out (the rows of a step's tokens, HandwrittenQwenLane::run_rows), while
