@@ -183,7 +183,7 @@ class CompiledLane : public Lane {
       if (!graph->second.ready()) {
         graph->second.begin_capture(s);
         launch_all(rows, rows);
-        compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(rows));
+        compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(rows), pdl_);
         graph->second.end_capture(s);
       }
       graph->second.launch(s);
@@ -192,10 +192,10 @@ class CompiledLane : public Lane {
       // algorithm choice for these rows, lazily loaded modules) is never inside a capture.
       graphs_.try_emplace(rows);
       launch_all(rows, rows);
-      compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(rows));
+      compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(rows), pdl_);
     } else {
       launch_all(f.T, f.B);
-      compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(f.B));
+      compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(f.B), pdl_);
     }
     times_.end_launches(s);
     int32_t* hargmax = pinned_ + mirror_->staging_elems();

@@ -4,6 +4,9 @@
 // weights come from runtime/cuda/fill.h, shared with the hand-written lane.
 #include "lanes/compiled/device_ops.h"
 
+#include <cstdint>
+
+#include "kernels/device_helpers.cuh"
 #include "runtime/cuda/cuda_check.h"
 
 namespace lg::compiled {
@@ -22,9 +25,15 @@ __global__ void widen_bf16_kernel(const uint16_t* src, size_t n, float* dst) {
     dst[i] = __uint_as_float(static_cast<uint32_t>(src[i]) << 16);
 }
 
-// One block: each thread scans a strided slice, then a shared-memory tree picks the largest value,
-// the lowest index on ties (as std::max_element on the host).
+// One block a row: each thread scans a strided slice in increasing index order (so within a thread
+// the first of equal values stays), then a shared-memory tree picks the largest value, the lowest
+// index on ties (as std::max_element on the host). The slice is read as float4 with kArgmaxLoads
+// loads in flight a thread when the row is 16-byte aligned: the one-block scan of Qwen's 151,936
+// logits took 64.5 us as scalar loads, one at a time a thread (Nsight Compute, 8B decode step,
+// bench/RESULTS.md, session 19), against the LM head's 300 us. Launched with programmatic
+// dependent launch (lg_wait_previous_launch) so its launch overlaps the LM head's tail.
 constexpr int kArgmaxThreads = 1024;
+constexpr int kArgmaxLoads = 4;
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* rows_x, long n, int* rows_out) {
   // Block b takes row b.
   const float* x = rows_x + static_cast<long>(blockIdx.x) * n;
@@ -33,13 +42,36 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* row
   __shared__ int si[kArgmaxThreads];
   float best = -__int_as_float(0x7f800000);
   int bi = 0x7fffffff;
-  for (long i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = x[i];
+  auto take = [&](float v, long i) {
     if (v > best || (v == best && i < bi) || (bi == 0x7fffffff && v == v)) {
       best = v;
       bi = static_cast<int>(i);
     }
+  };
+  lg_wait_previous_launch();
+  const long nt = blockDim.x;
+  long tail = 0;  // the first index the scalar loop takes
+  if (reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    const long n4 = n / 4;
+    for (long k0 = threadIdx.x; k0 < n4; k0 += kArgmaxLoads * nt) {
+      float4 v[kArgmaxLoads];
+#pragma unroll
+      for (int u = 0; u < kArgmaxLoads; ++u)
+        if (k0 + u * nt < n4) v[u] = x4[k0 + u * nt];
+#pragma unroll
+      for (int u = 0; u < kArgmaxLoads; ++u) {
+        const long k = k0 + u * nt;
+        if (k >= n4) break;
+        take(v[u].x, 4 * k);
+        take(v[u].y, 4 * k + 1);
+        take(v[u].z, 4 * k + 2);
+        take(v[u].w, 4 * k + 3);
+      }
+    }
+    tail = 4 * n4;
   }
+  for (long i = tail + threadIdx.x; i < n; i += nt) take(x[i], i);
   sv[threadIdx.x] = best;
   si[threadIdx.x] = bi;
   __syncthreads();
@@ -74,9 +106,17 @@ void widen_bf16(const uint16_t* src, size_t n, float* dst, cudaStream_t s) {
   LG_CUDA_CHECK_LAUNCH();
 }
 
-void argmax(const float* x, long n, int* out, cudaStream_t s, int rows) {
-  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, n, out);
-  LG_CUDA_CHECK_LAUNCH();
+void argmax(const float* x, long n, int* out, cudaStream_t s, int rows, bool pdl) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(rows));
+  cfg.blockDim = dim3(kArgmaxThreads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  LG_CUDA_CHECK(cudaLaunchKernelEx(&cfg, argmax_kernel, x, n, out));
 }
 
 }  // namespace lg::compiled
