@@ -23,6 +23,12 @@ __device__ __forceinline__ void lg_wait_previous_launch() { asm volatile("gridde
 // exited); called right after the wait, so at most two launches are in flight. The next launch
 // still waits for this one's completion before it reads anything this one writes.
 __device__ __forceinline__ void lg_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+// Starts copying [p, p + bytes) from device memory into L2 and returns at once (sm_90
+// cp.async.bulk.prefetch: p 16-byte aligned, bytes a multiple of 16). It writes no memory, so a
+// kernel may issue it before lg_wait_previous_launch for data no launch writes (weights).
+__device__ __forceinline__ void lg_prefetch_l2(const void* p, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 // A 16-byte load of data read once (decode weights): bypasses L1 so it does not evict what is reused.
 __device__ __forceinline__ uint4 lg_ld_stream(const uint4* p) {
   uint4 r;

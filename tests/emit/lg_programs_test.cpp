@@ -416,6 +416,96 @@ TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
   EXPECT_GT(nvrtc_compile(src, "qwen3").size(), 1000u);
 }
 
+// Weights are written by no launch, so a decode GEMV kernel starts its first weight rows into L2
+// before the wait on the previous launch (lane 0 of each warp, the rows of its first output, at
+// most LG_COMPILED_GEMV_PREFETCH bytes of each): the wait then follows the prefetches, and every
+// kernel still waits exactly once, before anything an earlier launch writes is read (the RMSNorm
+// prologue's row, the staging). The split form (Qwen3-0.6B's o_proj and down: 4 slices of K)
+// prefetches each warp's own slice. =0 leaves the wait at the kernel's head and prefetches nothing.
+TEST(EmitLgPrograms, DecodeGemvsPrefetchTheirFirstWeightRowsBeforeTheWait) {
+  auto emit = [&](nlohmann::json config, const char* prefetch) {
+    config["dtype"] = "bfloat16";
+    if (prefetch) {
+      EXPECT_EQ(setenv("LG_COMPILED_GEMV_PREFETCH", prefetch, 1), 0);
+    }
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
+    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+    if (prefetch) unsetenv("LG_COMPILED_GEMV_PREFETCH");
+    return prog;
+  };
+  const std::string wait = "lg_wait_previous_launch();", pf = "lg_prefetch_l2(";
+  const nlohmann::json c22 = config_of(kShared + "/models/qwen3-pycode-22m");
+  const CudaProgram prog = emit(c22, nullptr);
+  size_t prefetching = 0;
+  for (const Kernel& k : prog.kernels) {
+    SCOPED_TRACE(k.name);
+    EXPECT_EQ(count(k.source, wait), 1u);
+    if (count(k.source, pf) == 0) continue;
+    ++prefetching;
+    EXPECT_NE(k.name.find("gemm"), std::string::npos);
+    EXPECT_LT(k.source.rfind(pf), k.source.find(wait));
+    EXPECT_LT(k.source.find(wait), k.source.find("__syncthreads()"));  // staging and reductions follow it
+  }
+  // q/k/v, o_proj, gate/up, down, the LM head.
+  EXPECT_GE(prefetching, 5u);
+  // The 22M model's hidden size is 128 (a 256-byte row), under the 8,192-byte default; a
+  // smaller cap clips each row's prefetch.
+  EXPECT_GE(count(prog.source(), ", 256u);"), 3u);
+  const std::string clipped = emit(c22, "128").source();
+  EXPECT_EQ(count(clipped, ", 256u);"), 0u);
+  EXPECT_GE(count(clipped, ", 128u);"), 5u);
+  EXPECT_GT(nvrtc_compile(prog.source(), "qwen3").size(), 1000u);
+  const CudaProgram off = emit(c22, "0");
+  for (const Kernel& k : off.kernels) {
+    EXPECT_EQ(count(k.source, pf), 0u) << k.name;
+    EXPECT_EQ(k.source.find(wait) + wait.size() - 1, k.source.find(";")) << k.name;  // its first statement
+  }
+
+  nlohmann::json c06 = c22;
+  c06.update({{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_hidden_layers", 2}, {"num_attention_heads", 16},
+              {"num_key_value_heads", 8}, {"head_dim", 128}});
+  const std::string split = emit(c06, nullptr).source();
+  // o_proj (K = 2,048) and down (K = 3,072) in 4 slices, gate/up (K = 1,024) in 2: 1,024,
+  // 1,536 and 1,024 bytes a warp.
+  EXPECT_GE(count(split, " + lg_slice * 512L, 1024u);"), 3u);
+  EXPECT_GE(count(split, " + lg_slice * 768L, 1536u);"), 1u);
+  EXPECT_GT(nvrtc_compile(split, "qwen3").size(), 1000u);
+}
+
+// A decode GEMV whose lane streams more than two batches of a row (Qwen3-8B: K = 4,096 and 12,288,
+// 16 and 48 loads a lane) keeps two batches in flight, the next batch's loads issued before the
+// current one's math; shorter rows (the 22M model's K = 128 and 512) keep one batch.
+// LG_COMPILED_GEMV_PIPE=2 pipelines every row (the short rows' predicated batches then run the
+// second buffer empty), =0 none; both compile for sm_90.
+TEST(EmitLgPrograms, LongDecodeGemvRowsKeepTwoBatchesOfLoadsInFlight) {
+  auto emit = [&](nlohmann::json config, const char* pipe) {
+    config["dtype"] = "bfloat16";
+    if (pipe) {
+      EXPECT_EQ(setenv("LG_COMPILED_GEMV_PIPE", pipe, 1), 0);
+    }
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
+    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+    if (pipe) unsetenv("LG_COMPILED_GEMV_PIPE");
+    return prog.source();
+  };
+  const std::string piped = "two batches of loads in flight";
+  nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
+  c8.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 2}, {"num_attention_heads", 32},
+             {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 1024}});
+  const std::string src8 = emit(c8, nullptr);
+  // q, k, v, o_proj, gate/up, down and the LM head, in each kernel that renders them.
+  EXPECT_GE(count(src8, piped), 7u);
+  EXPECT_GE(count(src8, "wb0[u] = lg_ld_stream(wr0 + c0 + 128 + 32 * u);"), 4u);
+  EXPECT_GE(count(src8, "c0 < 12288L / 8; c0 += 256) {"), 1u);  // down: two batches of 4 a round
+  EXPECT_GT(nvrtc_compile(src8, "qwen3").size(), 1000u);
+  EXPECT_EQ(count(emit(c8, "0"), piped), 0u);
+  const nlohmann::json c22 = config_of(kShared + "/models/qwen3-pycode-22m");
+  EXPECT_EQ(count(emit(c22, nullptr), piped), 0u);
+  const std::string forced = emit(c22, "2");
+  EXPECT_GE(count(forced, piped), 5u);
+  EXPECT_GT(nvrtc_compile(forced, "qwen3").size(), 1000u);
+}
+
 // A decode-only stage with few outputs (o_proj, down, a MoE router: under 4,096 at T = 1) gives
 // each output several warps of a block, each a slice of K, summed in shared memory before the
 // epilogue; stages with many outputs keep a warp each. At Qwen3-0.6B's shape: o_proj and down

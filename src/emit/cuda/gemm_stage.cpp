@@ -117,6 +117,8 @@ struct GroupLoop {
   int32_t tp = 0;
   /// The body's parts: the output's index, its dot products, the epilogue (lane 0's stores).
   std::string index, dots, epilogue;
+  /// Lane 0's L2 prefetches of the output's weight rows (Renderer::gemv_prefetch), or empty.
+  std::string prefetch;
   std::string body() const { return index + dots + epilogue; }
 };
 
@@ -176,6 +178,33 @@ void split_loop(const std::vector<GroupLoop>& loops, int S, size_t nmm, std::vec
   os << dispatch(true) << "      }\n      __syncthreads();\n    }\n";
 }
 
+// Before the wait on the previous launch, when a decode GEMV streams a bf16 weight row: lane 0 of
+// each warp starts copying the first bytes of the rows of its first output (of its slice of K,
+// split loop) into L2 (gemv_prefetch_bytes). The weights are written by no launch, so the stream
+// starts while the previous launch ends and this one's prologue (RMSNorm, staging) runs, as the
+// hand-written GEMV's first loads do (src/lanes/qwen/kernels/gemv.cuh). The wait follows
+// (Renderer::body_waits); without prefetches (returns "") it stays at the kernel's head.
+std::string decode_prefetch(const std::vector<GroupLoop>& loops, bool merged, int gemv_split) {
+  if (std::all_of(loops.begin(), loops.end(), [](const GroupLoop& l) { return l.prefetch.empty(); })) return "";
+  auto text = [](const GroupLoop& l) { return l.prefetch.empty() ? std::string() : l.index + l.prefetch; };
+  const auto all = merged_total(loops).first;
+  std::ostringstream os;
+  os << "    if (T == 1 && lane == 0) {  // weight rows into L2 before the wait (decode_prefetch)\n";
+  if (gemv_split > 1) {
+    const std::string S = std::to_string(gemv_split);
+    os << "      const int lg_wib = threadIdx.x >> 5, lg_slice = lg_wib % " << S << ";\n"
+       << "      const long e_all = (long)blockIdx.x * " << 8 / gemv_split << " + lg_wib / " << S << ";\n"
+       << "      if (e_all < " << all << ") {\n" << group_dispatch(loops, text) << "      }\n";
+  } else if (merged) {
+    os << "      const long e_all = warp;\n      if (e_all < " << all << ") {\n" << group_dispatch(loops, text) << "      }\n";
+  } else {
+    for (const GroupLoop& l : loops)
+      if (!l.prefetch.empty()) os << "      { const long e = warp; if (e < " << l.total << ") {\n" << text(l) << "      } }\n";
+  }
+  os << "    }\n" << wait_previous_launch();
+  return os.str();
+}
+
 }  // namespace
 
 int Renderer::decode_split(const std::set<ir::ValueId>& groups, const std::vector<ir::ValueId>& mms,
@@ -230,11 +259,13 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
   os << ";\n";
   auto nodes = closure(s);
   auto name = lambdas(s, nodes, os, dots);
+  // What reads memory an earlier launch may write: after the wait on it (decode_prefetch).
+  std::ostringstream body;
   std::map<ir::ValueId, std::pair<std::string, bool>> staged;
-  if (decode_only) os << "    if (T != 1) __trap();  // T > 1 runs the prefill form (packs, cuBLASLt, epilogue)\n";
+  if (decode_only) body << "    if (T != 1) __trap();  // T > 1 runs the prefill form (packs, cuBLASLt, epilogue)\n";
   if (!scratch_dots) {
-    block_reductions(s, nodes, name, os);
-    staged = stage_activations(s, mms, name, os);
+    block_reductions(s, nodes, name, body);
+    staged = stage_activations(s, mms, name, body);
   }
   std::set<ir::ValueId> groups;
   for (ir::ValueId m : mms) groups.insert(gg.find(m));
@@ -267,6 +298,7 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
       }
     } else {
       ds << gemv_dots(members, ix, dots, staged, name);
+      gl.prefetch = gemv_prefetch(members, ix, staged);
     }
     gl.dots = ds.str();
     gs << "      if (lane == 0) {\n";
@@ -293,21 +325,23 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
   // small group (k, v) does not leave most warps idle while it runs on its own.
   const bool merged = std::all_of(loops.begin(), loops.end(), [&](const GroupLoop& l) { return l.tp == loops[0].tp; });
   if (gemv_split > 1) {
-    split_loop(loops, gemv_split, mms.size(), wc, wp, os);
+    split_loop(loops, gemv_split, mms.size(), wc, wp, body);
   } else if (merged) {
     const auto [all, c] = merged_total(loops);
     wc.push_back(c);
     wp.push_back(loops.empty() ? 0 : loops[0].tp);
-    os << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n"
-       << group_dispatch(loops, [](const GroupLoop& l) { return l.body(); }) << "    }\n";
+    body << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n"
+         << group_dispatch(loops, [](const GroupLoop& l) { return l.body(); }) << "    }\n";
   } else {
     for (const GroupLoop& l : loops) {
       wc.push_back(l.c);
       wp.push_back(l.tp);
-      os << "    for (long e = warp; e < " << l.total << "; e += nwarps) {\n" << l.body() << "    }\n";
+      body << "    for (long e = warp; e < " << l.total << "; e += nwarps) {\n" << l.body() << "    }\n";
     }
   }
-  os << "  }\n";
+  const std::string prefetch = decode_prefetch(loops, merged, gemv_split);
+  body_waits = !prefetch.empty();
+  os << prefetch << body.str() << "  }\n";
 }
 
 }  // namespace lg::emit::cuda

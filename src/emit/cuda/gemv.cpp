@@ -3,6 +3,7 @@
 // stream 16 bytes (8 weights) per lane per load; the activation row is read where an earlier stage
 // stored it or staged once per block in shared memory; the prologue's single-row reductions
 // (RMSNorm) are done by the whole block first.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -87,41 +88,77 @@ namespace {
 /// bf16 weight W[N, K] (a kernel parameter) and the dot it sets; `o` is the output index, `xa`
 /// the row as float4 (read via __ldg when `ldg`: a row another stage stored). One loop streams
 /// every weight row, 16 bytes (8 weights) per lane per load, so an activation load serves every
-/// row. Loads go in batches of 4 per row and lane, all issued before any is used and
-/// predicated at the end of K: a K of 3840 (480 loads, 15 a lane) then costs 4 round trips,
-/// not 3 unrolled by 4 and 3 single ones (8 loads a row measured slower on the H200: 1.34 ->
-/// 1.81 ms for the 8B down projections). Weights stream once (no L1 allocation).
+/// row. Loads go in batches of D per row and lane (gemv_depth()), all issued before any is used
+/// and predicated at the end of K: a K of 3840 (480 loads, 15 a lane) then costs 4 round trips at
+/// D = 4, not 3 unrolled by 4 and 3 single ones. Pipelined (gemv_pipeline_knob()), two batches
+/// alternate: the next batch's loads are issued before the current one's math, so a row's loads
+/// stay in flight while the warp waits and adds. Nsight Compute put the one-batch loop's 8B
+/// q/k/v and o_proj kernels at 1.8 TB/s (bench/RESULTS.md, session 19); pipelined, with the
+/// prefetch before the wait (gemv_prefetch_bytes), the 8B step went 5.13 -> 5.00 ms; either
+/// alone changed it by under 1%. Weights stream once (no L1 allocation).
 /// LG_COMPILED_GEMV_BATCH=0 emits the plain loop unrolled by 4 instead (A/B in one binary).
 std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& rows, const std::string& o,
-                       const std::string& K, const std::string& xa, bool ldg, int split) {
+                       int64_t Kc, const std::string& xa, bool ldg, int split) {
+  const std::string K = std::to_string(Kc) + "L";
   // With split > 1 the warp takes slice lg_slice of the row's K / 8 chunks (gemm_stage sums them).
   const std::string lo = split > 1 ? "lg_slice * (" + K + " / " + std::to_string(8 * split) + ")" : "0L";
   const std::string hi = split > 1 ? "(lg_slice + 1) * (" + K + " / " + std::to_string(8 * split) + ")" : K + " / 8";
   std::ostringstream gs;
   const std::string xs = ldg ? "const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
                              : "const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n";
-  gs << "      if (T == 1) {  // decode: " << rows.size() << " GEMV(s) over one activation row\n"
+  const int64_t D = gemv_depth();
+  // Pipelined only where a lane's part of the row (its slice's) spans more than two batches: a
+  // shorter one (Qwen3-0.6B's and 30B-A3B's rows, K <= 4,096 in slices) gains no overlap and the
+  // second buffer's registers cost occupancy (0.6B: 1.05 -> 1.09 ms a step, session 19, call 3).
+  const int pipe_knob = gemv_pipeline_knob();
+  const bool pipe = pipe_knob == 2 || (pipe_knob == 1 && Kc / 8 / split > 2 * 32 * D);
+  gs << "      if (T == 1) {  // decode: " << rows.size() << " GEMV(s) over one activation row"
+     << (pipe ? ", two batches of loads in flight" : "") << "\n"
      << "        const float4* xa = " << xa << ";\n";
   for (size_t j = 0; j < rows.size(); ++j)
     gs << "        const uint4* wr" << j << " = reinterpret_cast<const uint4*>(" << rows[j].first << " + " << o << " * "
        << K << ");\n        float acc" << j << " = 0.0f;\n";
+  const std::string Ds = std::to_string(D), stride = std::to_string(32 * D), in = "          ";
+  // The batch of chunks base + 32 u (u < D) of every row: its loads into buffer `buf`, its math.
+  auto batch = [&](const std::string& base, const std::string& ind) {
+    return ind + "#pragma unroll\n" + ind + "for (int u = 0; u < " + Ds + "; ++u)\n" + ind + "  if (" + base +
+           " + 32 * u < " + hi + ") {\n";
+  };
+  auto load = [&](const std::string& base, const std::string& buf, const std::string& ind) {
+    std::string t = batch(base, ind);
+    for (size_t j = 0; j < rows.size(); ++j) {
+      const std::string js = std::to_string(j);
+      t += ind + "    " + buf + js + "[u] = lg_ld_stream(wr" + js + " + " + base + " + 32 * u);\n";
+    }
+    return t + ind + "  }\n";
+  };
+  auto math = [&](const std::string& base, const std::string& buf, const std::string& ind) {
+    std::string t = batch(base, ind) + ind + "    const long c = " + base + " + 32 * u;\n" + ind + "    " + xs;
+    for (size_t j = 0; j < rows.size(); ++j)
+      t += bf16x8_dot("acc" + std::to_string(j), buf + std::to_string(j) + "[u]", ind + "    ");
+    return t + ind + "  }\n";
+  };
+  auto buffers = [&](const std::string& buf) {
+    std::string t;
+    for (size_t j = 0; j < rows.size(); ++j) t += (j ? ", " : "") + buf + std::to_string(j) + "[" + Ds + "]";
+    return t;
+  };
   if (knob_off("LG_COMPILED_GEMV_BATCH")) {
     gs << "        #pragma unroll 4\n        for (long c = lane; c < " << K << " / 8; c += 32) {\n";
     for (size_t j = 0; j < rows.size(); ++j) gs << "          const uint4 w" << j << " = lg_ld_stream(wr" << j << " + c);\n";
     gs << "          " << xs;
     for (size_t j = 0; j < rows.size(); ++j) gs << bf16x8_dot("acc" + std::to_string(j), "w" + std::to_string(j), "          ");
     gs << "        }\n";
+  } else if (pipe) {
+    // Batches a (even) and b (odd) alternate: b's loads go out before a's math, a's next before b's.
+    gs << "        uint4 " << buffers("wa") << ", " << buffers("wb") << ";\n"
+       << load(lo + " + lane", "wa", "        ") << "        for (long c0 = " << lo << " + lane; c0 < " << hi
+       << "; c0 += " << 64 * D << ") {\n"
+       << load("c0 + " + stride, "wb", in) << math("c0", "wa", in) << load("c0 + " + std::to_string(64 * D), "wa", in)
+       << math("c0 + " + stride, "wb", in) << "        }\n";
   } else {
-    gs << "        for (long c0 = " << lo << " + lane; c0 < " << hi << "; c0 += 128) {\n          uint4 ";
-    for (size_t j = 0; j < rows.size(); ++j) gs << (j ? ", " : "") << "w" << j << "[4]";
-    gs << ";\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < " << hi
-       << ") {\n";
-    for (size_t j = 0; j < rows.size(); ++j)
-      gs << "              w" << j << "[u] = lg_ld_stream(wr" << j << " + c0 + 32 * u);\n";
-    gs << "            }\n          #pragma unroll\n          for (int u = 0; u < 4; ++u)\n            if (c0 + 32 * u < "
-       << hi << ") {\n              const long c = c0 + 32 * u;\n              " << xs;
-    for (size_t j = 0; j < rows.size(); ++j) gs << bf16x8_dot("acc" + std::to_string(j), "w" + std::to_string(j) + "[u]", "              ");
-    gs << "            }\n        }\n";
+    gs << "        for (long c0 = " << lo << " + lane; c0 < " << hi << "; c0 += " << stride << ") {\n"
+       << in << "uint4 " << buffers("w") << ";\n" << load("c0", "w", in) << math("c0", "w", in) << "        }\n";
   }
   for (size_t j = 0; j < rows.size(); ++j) gs << "        " << rows[j].second << " = lg_warp_sum(acc" << j << ");\n";
   gs << "      }";
@@ -140,7 +177,7 @@ std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::v
     std::vector<std::pair<std::string, std::string>> rows;
     for (ir::ValueId m : group) rows.emplace_back("p" + std::to_string(arg(fast_weight(m), false)), dots.at(m));
     const auto& [xa, ldg] = staged.at(a);
-    return fast_gemvs(rows, ix.back(), dim(g.at(a).shape.back()), xa, ldg, gemv_split);
+    return fast_gemvs(rows, ix.back(), g.at(a).shape.back().coeff, xa, ldg, gemv_split);
   };
   // Joined (one loop) when every member is on the fast path over one activation row that another
   // stage stored (read via __ldg): gate and up of Gemma 3's GeGLU, whose input is the stored output
@@ -165,6 +202,38 @@ std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::v
     if (fast_weight(m) < 0) out += gemv_dot(m, ix, dots.at(m), name);
     else if (decode_only) out += fast({m}) + "\n";
     else out += fast({m}) + " else {\n" + gemv_dot(m, ix, dots.at(m), name) + "      }\n";
+  }
+  return out;
+}
+
+int64_t gemv_depth() {
+  const char* e = std::getenv("LG_COMPILED_GEMV_DEPTH");
+  return e && *e ? std::clamp<int64_t>(std::atoll(e), 1, 16) : 4;
+}
+
+int gemv_pipeline_knob() {
+  const char* e = std::getenv("LG_COMPILED_GEMV_PIPE");
+  return e && *e ? std::clamp(std::atoi(e), 0, 2) : 1;
+}
+
+int64_t gemv_prefetch_bytes() {
+  const char* e = std::getenv("LG_COMPILED_GEMV_PREFETCH");
+  return e && *e ? std::max<int64_t>(0, std::atoll(e)) / 16 * 16 : kGemvPrefetchBytes;
+}
+
+std::string Renderer::gemv_prefetch(const std::vector<ir::ValueId>& ms, const std::vector<std::string>& ix,
+                                    const std::map<ir::ValueId, std::pair<std::string, bool>>& staged) {
+  const int64_t cap = gemv_prefetch_bytes();
+  std::string out;
+  for (ir::ValueId m : ms) {
+    const ir::ValueId w = decode_weight(m, staged);
+    if (w < 0 || cap == 0) continue;
+    // The row's (or the warp's slice's) first bytes: K % 8 == 0 and decode_split divides K / 8,
+    // so the slice is a whole number of 16-byte pieces.
+    const int64_t K = g.at(g.at(m).operands[0]).shape.back().coeff, slice = K / gemv_split;
+    const std::string first = gemv_split > 1 ? " + lg_slice * " + std::to_string(slice) + "L" : "";
+    out += "      lg_prefetch_l2(p" + std::to_string(arg(w, false)) + " + " + ix.back() + " * " + std::to_string(K) + "L" +
+           first + ", " + std::to_string(std::min(cap, 2 * slice)) + "u);\n";
   }
   return out;
 }

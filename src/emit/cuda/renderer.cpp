@@ -36,8 +36,11 @@ std::string Renderer::kernel(const std::string& bounds, const std::vector<std::s
   if (!layer_values.empty()) params.push_back("const long lg_l");
   params.push_back("const long T");
   return "extern \"C\" __global__ void " + bounds + " KERNEL_NAME(\n    " + join(params, ",\n    ") + ") {" +
-         (comment.empty() ? "" : "  // " + comment) + "\n  lg_wait_previous_launch();\n" +
-         (early_launch() ? "  lg_launch_dependents();\n" : "") + body + "}\n";
+         (comment.empty() ? "" : "  // " + comment) + "\n" + (body_waits ? "" : wait_previous_launch()) + body + "}\n";
+}
+
+std::string wait_previous_launch() {
+  return std::string("  lg_wait_previous_launch();\n") + (early_launch() ? "  lg_launch_dependents();\n" : "");
 }
 
 size_t Renderer::arg(ir::ValueId node, bool written) {

@@ -66,6 +66,9 @@ struct Renderer {
   /// re-rendered with constants (with_layer_lifting).
   bool lift_layer = true;
   std::set<int64_t> layer_values;
+  /// Set by a stage that places the wait on the previous launch (wait_previous_launch) in its own
+  /// body, after reads of memory no launch writes; kernel() then leaves it out of the kernel's head.
+  bool body_waits = false;
 
   explicit Renderer(const lift::StagedProgram& prog) : p(prog), g(prog.graph) {}
 
@@ -84,7 +87,8 @@ struct Renderer {
   bool here(int32_t s, ir::ValueId v) const {
     return p.stage_of[static_cast<size_t>(v)] == s || p.is_inline[static_cast<size_t>(v)];
   }
-  /// A whole kernel: the buffer params, `extra` params, lg_l when a layer index was lifted, T.
+  /// A whole kernel: the buffer params, `extra` params, lg_l when a layer index was lifted, T;
+  /// the body follows the wait on the previous launch unless body_waits.
   std::string kernel(const std::string& bounds, const std::vector<std::string>& extra, const std::string& comment,
                      const std::string& body) const;
   std::string fresh(const char* base) { return std::string(base) + std::to_string(tmp++); }
@@ -193,6 +197,11 @@ struct Renderer {
   std::string gemv_dots(const std::vector<ir::ValueId>& ms, const std::vector<std::string>& ix,
                         const std::map<ir::ValueId, std::string>& dots,
                         const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name);
+  /// Decode: lane 0's L2 prefetches of the first gemv_prefetch_bytes() of each weight row (or the
+  /// warp's slice of it) that the fast forms of `ms` stream for output index `ix`; empty when
+  /// none streams one (gemv.cpp).
+  std::string gemv_prefetch(const std::vector<ir::ValueId>& ms, const std::vector<std::string>& ix,
+                            const std::map<ir::ValueId, std::pair<std::string, bool>>& staged);
   /// The bf16 weight W[N, K] that matmul m streams in the decode form (W.T over an activation
   /// row stored or staged), or -1 (gemv.cpp).
   ir::ValueId decode_weight(ir::ValueId m, const std::map<ir::ValueId, std::pair<std::string, bool>>& staged);
@@ -256,6 +265,26 @@ bool knob_off(const char* name);
 /// binary). LG_COMPILED_EARLY_LAUNCH=0: no griddepcontrol.launch_dependents after each kernel's
 /// wait (the next launch is then scheduled only as this one's blocks exit). (renderer.cpp)
 bool early_launch();
+/// The wait on the previous launch that heads every kernel (and its early launch of the next,
+/// early_launch()), as kernel body statements. (renderer.cpp)
+std::string wait_previous_launch();
+
+/// 16-byte weight loads a lane issues together in each row of a decode GEMV (one batch);
+/// LG_COMPILED_GEMV_DEPTH=N sets it (1-16, default 4). (gemv.cpp)
+int64_t gemv_depth();
+/// When a decode GEMV keeps two batches of loads in flight (the next issued before the current
+/// one's math): LG_COMPILED_GEMV_PIPE=1 (the default) where a lane's part of a row spans more
+/// than two batches, 0 never, 2 always. (gemv.cpp)
+int gemv_pipeline_knob();
+/// Bytes of each decode GEMV's first weight row a warp prefetches into L2 before the wait on the
+/// previous launch (weights are written by no launch), so the stream starts during that launch's
+/// tail, this launch's start and its prologue (the RMSNorm). H200, one-sequence step, ms
+/// (bench/RESULTS.md, session 19, calls 1 and 3): 8,192 bytes slowed the 8B step 5.19 -> 5.54
+/// (32,768: 5.69); 2,048 left it unchanged with one batch of loads in flight and took it
+/// 5.13 -> 5.00 with two (fast_gemvs). LG_COMPILED_GEMV_PREFETCH=N sets it (0: no prefetch, the
+/// wait heads the kernel). (gemv.cpp)
+constexpr int64_t kGemvPrefetchBytes = 2048;
+int64_t gemv_prefetch_bytes();
 
 /// Statements adding to `acc` the dot product of 8 bf16 weights (`w`, one uint4) with the 8 f32
 /// activations in scope as float4 x0, x1, each line indented by `ind`. (gemv.cpp)
