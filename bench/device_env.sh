@@ -11,9 +11,10 @@
 #                        on the hand-written lane (a bundle without the other families' fixtures)
 #   moe_locks_dir        the same with the tiny-qwen3-moe lock only (bundle its fixture:
 #                        LG_BUNDLE_FIXTURES=tiny-qwen3-moe)
-#   compiled_checks      compiled_lane_tests and the compiled lane's locks (the checks the session
-#                        13 call scripts each repeated)
+#   compiled_checks [FILTER]  compiled_lane_tests (a gtest filter, or all) and the compiled lane's
+#                        locks (the checks the session 13 and 19 call scripts each repeated)
 #   step_ms LABEL SHAPE [ENV=VALUE...]   a compiled-lane decode line (B = 1, 16) for A/B tables
+#   b1_32k LABEL LANE [ENV=VALUE...]     the line of one 8B sequence at 32,768 positions
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -44,13 +45,15 @@ moe_locks_dir() {
   locks_folder /tmp/lkm tiny-qwen3-moe
 }
 
-# compiled_checks: what every call that changes the compiled lane runs first: compiled_lane_tests
-# (carried as .carry/compiled_lane_tests.xz; bundle tiny-qwen3-moe and tiny-gemma3 for all 14),
-# the MoE lock and the Qwen locks on the compiled lane, with --compare-logits and with
-# --batch-with 16. Logs in $out; prints the verdicts.
+# compiled_checks [FILTER]: what every call that changes the compiled lane runs first:
+# compiled_lane_tests (bundled in bin/, or carried alone as .carry/compiled_lane_tests.xz; bundle
+# tiny-qwen3-moe and tiny-gemma3 for all of them; FILTER, e.g. '-CompiledLane.LongContext*',
+# leaves the 85 s long-context test out), the MoE lock and the Qwen locks on the compiled lane,
+# with --compare-logits and with --batch-with 16. Logs in $out; prints the verdicts.
 compiled_checks() {
-  unpack_xz compiled_lane_tests
-  LG_SHARED_DIR=/tmp/lgshared timeout 200 /tmp/compiled_lane_tests > "$out/compiled_lane_tests.txt" 2>&1
+  local tests=/tmp/lgb/bin/compiled_lane_tests
+  [ -x "$tests" ] || { unpack_xz compiled_lane_tests; tests=/tmp/compiled_lane_tests; }
+  LG_SHARED_DIR=/tmp/lgshared timeout 220 "$tests" --gtest_filter="${1:-*}" > "$out/compiled_lane_tests.txt" 2>&1
   echo "compiled_lane_tests rc $?"
   grep -E "^\[  (PASSED|FAILED) |FAILED  \]" "$out/compiled_lane_tests.txt" | head -12
   { timeout 60 $lg lock check --lane compiled --locks "$(moe_locks_dir)" --shared /tmp/lgshared --compare-logits
@@ -70,4 +73,15 @@ step_ms() {
     --kv-tokens 12000 2>&1 | grep -E "^ +[0-9]+ +512")
   { echo "== $label $(basename "$shape") $*"; echo "$r"; } >> "$out/ab.txt"
   echo "$label $(basename "$shape"): $(echo "$r" | awk '{printf "B%s %s ms  ", $1, $3}')"
+}
+
+# b1_32k LABEL LANE [ENV=VALUE...]: the 32,768-position line of `lg bench` for one 8B sequence
+# (issue 13's long-context bar) under the given environment, appended to $out/b1_32k.txt and printed.
+b1_32k() {
+  local label=$1 lane=$2
+  shift 2
+  local r
+  r=$(env "$@" timeout 60 $lg bench --shape qwen3-8b --lane "$lane" --prompt-len 512 --decode-tokens 32 \
+    --context 32768 2>&1 | grep -E '^ +1 +32768')
+  echo "$label [$*]: $r" | tee -a "$out/b1_32k.txt"
 }

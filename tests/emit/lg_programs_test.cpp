@@ -60,6 +60,20 @@ CudaProgram emit_batched(ir::Graph& g, const ir::BatchOptions& batch) {
   return emit_program(p, {.bf16_states = true});
 }
 
+/// models/`lg` lowered for `config` with bf16 weights (the decode GEMV's fast path streams bf16;
+/// the fixtures are fp32) and emitted as emit_batched does, with the A/B switch `knob` (an
+/// environment variable) set to `value` while it emits; none when `knob` is null.
+CudaProgram emit_bf16(const std::string& lg, nlohmann::json config, const char* knob = nullptr, const char* value = nullptr) {
+  config["dtype"] = "bfloat16";
+  if (knob) {
+    EXPECT_EQ(setenv(knob, value, 1), 0);
+  }
+  ir::Graph g = lang::lower_file(kSource + "/models/" + lg, config, lang::BindOptions{128});
+  CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+  if (knob) unsetenv(knob);
+  return prog;
+}
+
 TEST(EmitLgPrograms, QwenProgramsCompileForSm90) {
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3"));
   compiles("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3-untied-mqa"));
@@ -356,15 +370,7 @@ TEST(EmitLgPrograms, NormPacksOfADecodeBatchReduceBlockWide) {
 // prologue and stays apart unless LG_COMPILED_GEMV_JOIN=1. Every decode GEMV loads in batches.
 TEST(EmitLgPrograms, GateAndUpOfAStoredRowShareOneDecodeLoop) {
   auto emit = [&](const std::string& lg, const std::string& fixture, const char* join) {
-    nlohmann::json config = config_of(kShared + "/fixtures/" + fixture);
-    config["dtype"] = "bfloat16";  // the fast path streams bf16 weights (the fixtures are fp32)
-    if (join) {
-      EXPECT_EQ(setenv("LG_COMPILED_GEMV_JOIN", join, 1), 0);
-    }
-    ir::Graph g = lang::lower_file(kSource + "/models/" + lg, config, lang::BindOptions{128});
-    const std::string src = emit_batched(g, {16, 129, 64, 256}).source();
-    unsetenv("LG_COMPILED_GEMV_JOIN");
-    return src;
+    return emit_bf16(lg, config_of(kShared + "/fixtures/" + fixture), join ? "LG_COMPILED_GEMV_JOIN" : nullptr, join).source();
   };
   const std::string pair = "decode: 2 GEMV(s) over one activation row", one = "decode: 1 GEMV(s) over one activation row";
   const std::string gemma = emit("gemma3_text.lg", "tiny-gemma3", nullptr);
@@ -390,15 +396,7 @@ TEST(EmitLgPrograms, GateAndUpOfAStoredRowShareOneDecodeLoop) {
 // ever launched at T > 1; LG_COMPILED_GEMV_DECODE_ONLY=0 keeps the fallback (the A/B knob).
 TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
   auto emit = [&](const char* knob, const char* value) {
-    nlohmann::json config = config_of(kShared + "/fixtures/tiny-qwen3");
-    config["dtype"] = "bfloat16";  // the decode GEMV streams bf16 weights (the fixtures are fp32)
-    if (knob) {
-      EXPECT_EQ(setenv(knob, value, 1), 0);
-    }
-    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
-    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
-    if (knob) unsetenv(knob);
-    return prog;
+    return emit_bf16("qwen3.lg", config_of(kShared + "/fixtures/tiny-qwen3"), knob, value);
   };
   const std::string wait = "lg_wait_previous_launch();\n", early = wait + "  lg_launch_dependents();\n";
   const std::string trap = "if (T != 1) __trap();", fallback = "for (long k0 = (long)lane * 8;";
@@ -423,15 +421,8 @@ TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
 // prologue's row, the staging). The split form (Qwen3-0.6B's o_proj and down: 4 slices of K)
 // prefetches each warp's own slice. =0 leaves the wait at the kernel's head and prefetches nothing.
 TEST(EmitLgPrograms, DecodeGemvsPrefetchTheirFirstWeightRowsBeforeTheWait) {
-  auto emit = [&](nlohmann::json config, const char* prefetch) {
-    config["dtype"] = "bfloat16";
-    if (prefetch) {
-      EXPECT_EQ(setenv("LG_COMPILED_GEMV_PREFETCH", prefetch, 1), 0);
-    }
-    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
-    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
-    if (prefetch) unsetenv("LG_COMPILED_GEMV_PREFETCH");
-    return prog;
+  auto emit = [&](const nlohmann::json& config, const char* prefetch) {
+    return emit_bf16("qwen3.lg", config, prefetch ? "LG_COMPILED_GEMV_PREFETCH" : nullptr, prefetch);
   };
   const std::string wait = "lg_wait_previous_launch();", pf = "lg_prefetch_l2(";
   const nlohmann::json c22 = config_of(kShared + "/models/qwen3-pycode-22m");
@@ -478,15 +469,8 @@ TEST(EmitLgPrograms, DecodeGemvsPrefetchTheirFirstWeightRowsBeforeTheWait) {
 // LG_COMPILED_GEMV_PIPE=2 pipelines every row (the short rows' predicated batches then run the
 // second buffer empty), =0 none; both compile for sm_90.
 TEST(EmitLgPrograms, LongDecodeGemvRowsKeepTwoBatchesOfLoadsInFlight) {
-  auto emit = [&](nlohmann::json config, const char* pipe) {
-    config["dtype"] = "bfloat16";
-    if (pipe) {
-      EXPECT_EQ(setenv("LG_COMPILED_GEMV_PIPE", pipe, 1), 0);
-    }
-    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
-    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
-    if (pipe) unsetenv("LG_COMPILED_GEMV_PIPE");
-    return prog.source();
+  auto emit = [&](const nlohmann::json& config, const char* pipe) {
+    return emit_bf16("qwen3.lg", config, pipe ? "LG_COMPILED_GEMV_PIPE" : nullptr, pipe).source();
   };
   const std::string piped = "two batches of loads in flight";
   nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
@@ -517,13 +501,7 @@ TEST(EmitLgPrograms, FewOutputDecodeGemvsSplitKAcrossWarps) {
   c06.update({{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_hidden_layers", 2}, {"num_attention_heads", 16},
               {"num_key_value_heads", 8}, {"head_dim", 128}});
   auto emit = [&](const nlohmann::json& config, const char* knob) {
-    if (knob) {
-      EXPECT_EQ(setenv("LG_COMPILED_GEMV_SPLIT", knob, 1), 0);
-    }
-    ir::Graph g = lang::lower_file(kSource + "/models/qwen3.lg", config, lang::BindOptions{128});
-    CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
-    if (knob) unsetenv("LG_COMPILED_GEMV_SPLIT");
-    return prog.source();
+    return emit_bf16("qwen3.lg", config, knob ? "LG_COMPILED_GEMV_SPLIT" : nullptr, knob).source();
   };
   const std::string src = emit(c06, nullptr);
   EXPECT_GE(count(src, "// decode: 4 warps per output, each a slice of K"), 2u);  // o_proj, down
