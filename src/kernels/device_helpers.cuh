@@ -47,6 +47,15 @@ __device__ __forceinline__ unsigned short lg_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (unsigned short)(u >> 16);
 }
+// One step of a greedy argmax: (v, i) replaces the best (bv, bi) when larger, or equal at a lower
+// index (torch.argmax's and std::max_element's tie rule). NaN never wins: a row of NaN leaves bi at
+// its start (INT_MAX in every caller, reported as 0). Both lanes' argmaxes take it.
+__device__ __forceinline__ void lg_argmax_take(float& bv, int& bi, float v, int i) {
+  if (v > bv || (v == bv && i < bi)) {
+    bv = v;
+    bi = i;
+  }
+}
 __device__ __forceinline__ float lg_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;

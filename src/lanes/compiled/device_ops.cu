@@ -29,8 +29,8 @@ __global__ void widen_bf16_kernel(const uint16_t* src, size_t n, float* dst) {
 // the first of equal values stays), then a shared-memory tree picks the largest value, the lowest
 // index on ties (as std::max_element on the host). The slice is read as float4 with kArgmaxLoads
 // loads in flight a thread when the row is 16-byte aligned: the one-block scan of Qwen's 151,936
-// logits took 64.5 us as scalar loads, one at a time a thread (Nsight Compute, 8B decode step,
-// bench/RESULTS.md, session 19), against the LM head's 300 us. Launched with programmatic
+// logits took 64.5 us as scalar loads, one at a time a thread, and takes 19.3 us so (Nsight
+// Compute, 8B decode step, bench/RESULTS.md, session 19), against the LM head's 300 us. Launched with programmatic
 // dependent launch (lg_wait_previous_launch) so its launch overlaps the LM head's tail.
 constexpr int kArgmaxThreads = 1024;
 constexpr int kArgmaxLoads = 4;
@@ -42,12 +42,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* row
   __shared__ int si[kArgmaxThreads];
   float best = -__int_as_float(0x7f800000);
   int bi = 0x7fffffff;
-  auto take = [&](float v, long i) {
-    if (v > best || (v == best && i < bi) || (bi == 0x7fffffff && v == v)) {
-      best = v;
-      bi = static_cast<int>(i);
-    }
-  };
+  auto take = [&](float v, long i) { lg_argmax_take(best, bi, v, static_cast<int>(i)); };
   lg_wait_previous_launch();
   const long nt = blockDim.x;
   long tail = 0;  // the first index the scalar loop takes
@@ -76,14 +71,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* row
   si[threadIdx.x] = bi;
   __syncthreads();
   for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-    if (threadIdx.x < o) {
-      const float v = sv[threadIdx.x + o];
-      const int i = si[threadIdx.x + o];
-      if (v > sv[threadIdx.x] || (v == sv[threadIdx.x] && i < si[threadIdx.x])) {
-        sv[threadIdx.x] = v;
-        si[threadIdx.x] = i;
-      }
-    }
+    if (threadIdx.x < o) lg_argmax_take(sv[threadIdx.x], si[threadIdx.x], sv[threadIdx.x + o], si[threadIdx.x + o]);
     __syncthreads();
   }
   if (threadIdx.x == 0) *out = si[0] == 0x7fffffff ? 0 : si[0];

@@ -11,13 +11,6 @@ namespace lg::qwen::dev {
 
 constexpr int kArgmaxThreads = 256;
 
-__device__ __forceinline__ void argmax_better(float& bv, int& bi, float v, int i) {
-  if (v > bv || (v == bv && i < bi)) {
-    bv = v;
-    bi = i;
-  }
-}
-
 /// out[b] = argmax(logits[b, 0 .. V-1]); grid B blocks of kArgmaxThreads. `out` may be mapped
 /// host memory.
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float* __restrict__ logits, int V,
@@ -27,11 +20,11 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float
   const float* row = logits + static_cast<size_t>(blockIdx.x) * V;
   float bv = kNegInf;
   int bi = INT_MAX;
-  for (int i = threadIdx.x; i < V; i += kArgmaxThreads) argmax_better(bv, bi, row[i], i);
+  for (int i = threadIdx.x; i < V; i += kArgmaxThreads) lg_argmax_take(bv, bi, row[i], i);
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
     const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    argmax_better(bv, bi, ov, oi);
+    lg_argmax_take(bv, bi, ov, oi);
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) {
@@ -40,7 +33,7 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kArgmaxThreads / 32; ++w) argmax_better(bv, bi, s_v[w], s_i[w]);
+    for (int w = 1; w < kArgmaxThreads / 32; ++w) lg_argmax_take(bv, bi, s_v[w], s_i[w]);
     out[blockIdx.x] = bi == INT_MAX ? 0 : bi;
   }
 }

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     l[g] = 0.f;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      if (!PIPE) q[PIPE ? 0 : g][e] = s_q[g][ln * 8 + e];
+      if constexpr (!PIPE) q[g][e] = s_q[g][ln * 8 + e];
       acc[g][e] = 0.f;
     }
   }
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
         qg[0] = qa.x, qg[1] = qa.y, qg[2] = qa.z, qg[3] = qa.w, qg[4] = qb.x, qg[5] = qb.y, qg[6] = qb.z, qg[7] = qb.w;
       } else {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) qg[e] = q[PIPE ? 0 : g][e];
+        for (int e = 0; e < 8; ++e) qg[e] = q[g][e];
       }
       float sc[R], mx = m[g];
 #pragma unroll

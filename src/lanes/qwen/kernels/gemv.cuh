@@ -40,14 +40,6 @@ constexpr size_t gemv_smem_bytes(GemvInput in, int K) {
   return static_cast<size_t>(K) * 2 + (in == GemvInput::kRmsNorm && K <= kGemvNormStageMaxK ? static_cast<size_t>(K) * 4 : 0);
 }
 
-/// Lowest index wins a tie (the Lane contract, torch.argmax); NaN never wins (NaN > v is false).
-__device__ __forceinline__ void better(float& bv, int& bi, float v, int i) {
-  if (v > bv || (v == bv && i < bi)) {
-    bv = v;
-    bi = i;
-  }
-}
-
 /// Thread 0 ends with the best of the block's warps' (bv, bi), each warp's held by its lane 0.
 __device__ __forceinline__ void block_best(float& bv, int& bi, float* s_v, int* s_i) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -57,7 +49,7 @@ __device__ __forceinline__ void block_best(float& bv, int& bi, float* s_v, int* 
   }
   __syncthreads();
   if (threadIdx.x == 0)
-    for (int w = 1; w < kGemvWarps; ++w) better(bv, bi, s_v[w], s_i[w]);
+    for (int w = 1; w < kGemvWarps; ++w) lg_argmax_take(bv, bi, s_v[w], s_i[w]);
 }
 
 /// kStoreArgmax, after the block's rows: the block's best (value, index) goes to the sync area;
@@ -78,11 +70,11 @@ __device__ void argmax_epilogue(const GemvArgs& a, float bv, int bi) {
   if (!s_last) return;
   bv = kNegInf;
   bi = INT_MAX;
-  for (int b = threadIdx.x; b < static_cast<int>(gridDim.x); b += blockDim.x) better(bv, bi, __ldcg(part_v + b), __ldcg(part_i + b));
+  for (int b = threadIdx.x; b < static_cast<int>(gridDim.x); b += blockDim.x) lg_argmax_take(bv, bi, __ldcg(part_v + b), __ldcg(part_i + b));
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
     const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    better(bv, bi, ov, oi);
+    lg_argmax_take(bv, bi, ov, oi);
   }
   __syncthreads();  // s_v, s_i are read by thread 0 above
   block_best(bv, bi, s_v, s_i);
@@ -224,8 +216,8 @@ __global__ void __launch_bounds__(kGemvThreads, lg::kernels::kGemvBlocksPerSm) g
       if (lane == 0) a.out_bf16[pair] = __float2bfloat16(silu(a0) * a1);
     }
     if constexpr (OUT == GemvOutput::kStoreArgmax) {
-      better(best_v, best_i, a0, row);
-      better(best_v, best_i, a1, row + 1);
+      lg_argmax_take(best_v, best_i, a0, row);
+      lg_argmax_take(best_v, best_i, a1, row + 1);
     }
   }
   if constexpr (OUT == GemvOutput::kStoreArgmax) argmax_epilogue(a, best_v, best_i);
