@@ -434,8 +434,14 @@ TEST(EmitLgPrograms, DecodeGemvsPrefetchTheirFirstWeightRowsBeforeTheWait) {
     if (count(k.source, pf) == 0) continue;
     ++prefetching;
     EXPECT_NE(k.name.find("gemm"), std::string::npos);
-    EXPECT_LT(k.source.rfind(pf), k.source.find(wait));
-    EXPECT_LT(k.source.find(wait), k.source.find("__syncthreads()"));  // staging and reductions follow it
+    const std::string before = k.source.substr(0, k.source.find(wait));
+    EXPECT_GE(count(before, pf), 1u);
+    EXPECT_EQ(count(k.source.substr(before.size()), pf), 0u);
+    // Nothing an earlier launch writes is read before the wait: no reduction, staging, barrier or
+    // weight stream there, only the lambdas' definitions and the prefetches.
+    for (const char* read : {"lg_block_sum(", "__syncthreads()", "lg_ld_stream(", "__ldg("})
+      EXPECT_EQ(count(before, read), 0u) << read;
+    EXPECT_EQ(count(before, "if (T == 1 && lane == 0) {  // weight rows into L2 before the wait"), 1u);
   }
   // q/k/v, o_proj, gate/up, down, the LM head.
   EXPECT_GE(prefetching, 5u);

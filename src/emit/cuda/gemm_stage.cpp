@@ -148,6 +148,13 @@ std::string group_dispatch(const std::vector<GroupLoop>& loops, Text&& text) {
   return d.str();
 }
 
+// The split loop's warp roles, as a statement: warp lg_wib of the block takes slice lg_slice of K
+// for output `first + lg_wib / S` of a round that starts at output `first` (split_output).
+std::string split_warp_roles(int S) {
+  return "const int lg_wib = threadIdx.x >> 5, lg_slice = lg_wib % " + std::to_string(S) + ";\n";
+}
+std::string split_output(int S, const std::string& first) { return first + " + lg_wib / " + std::to_string(S); }
+
 // The decode loop of a stage whose outputs each take `gemv_split` warps of a block (S): the
 // block's 8 / S outputs per round, every warp a slice of K; the slices' sums meet in shared
 // memory and the first slice's warp runs the epilogue. The round count is the block's, so the
@@ -163,10 +170,10 @@ void split_loop(const std::vector<GroupLoop>& loops, int S, size_t nmm, std::vec
   const std::string per_block = std::to_string(8 / S), Ss = std::to_string(S), n = std::to_string(nmm);
   os << "    // decode: " << Ss << " warps per output, each a slice of K\n"
      << "    __shared__ float lg_part[8 * " << n << "];\n"
-     << "    const int lg_wib = threadIdx.x >> 5, lg_slice = lg_wib % " << Ss << ";\n"
+     << "    " << split_warp_roles(S)
      << "    for (long e_base = (long)blockIdx.x * " << per_block << "; e_base < " << all << "; e_base += (long)gridDim.x * "
      << per_block << ") {\n"
-     << "      const long e_all = e_base + lg_wib / " << Ss << ";\n"
+     << "      const long e_all = " << split_output(S, "e_base") << ";\n"
      << "      if (e_all < " << all << ") {\n" << dispatch(false) << "      }\n"
      << "      if (lane == 0) {";
   for (size_t j = 0; j < nmm; ++j) os << " lg_part[lg_wib * " << n << " + " << j << "] = dot" << j << ";";
@@ -191,9 +198,8 @@ std::string decode_prefetch(const std::vector<GroupLoop>& loops, bool merged, in
   std::ostringstream os;
   os << "    if (T == 1 && lane == 0) {  // weight rows into L2 before the wait (decode_prefetch)\n";
   if (gemv_split > 1) {
-    const std::string S = std::to_string(gemv_split);
-    os << "      const int lg_wib = threadIdx.x >> 5, lg_slice = lg_wib % " << S << ";\n"
-       << "      const long e_all = (long)blockIdx.x * " << 8 / gemv_split << " + lg_wib / " << S << ";\n"
+    os << "      " << split_warp_roles(gemv_split) << "      const long e_all = "
+       << split_output(gemv_split, "(long)blockIdx.x * " + std::to_string(8 / gemv_split)) << ";\n"
        << "      if (e_all < " << all << ") {\n" << group_dispatch(loops, text) << "      }\n";
   } else if (merged) {
     os << "      const long e_all = warp;\n      if (e_all < " << all << ") {\n" << group_dispatch(loops, text) << "      }\n";
