@@ -496,6 +496,33 @@ TEST(EmitLgPrograms, LongDecodeGemvRowsKeepTwoBatchesOfLoadsInFlight) {
   EXPECT_GT(nvrtc_compile(forced, "qwen3").size(), 1000u);
 }
 
+// o_proj's activation is a row-major view of the attention's stored output (`a.view(T, H*Dh)`
+// of [T, H, Dh]): its decode GEMV reads that buffer in place through L1, as it reads any stored
+// row, instead of first copying it into shared memory. LG_COMPILED_ROW_VIEWS=0 stages it again.
+TEST(EmitLgPrograms, OProjReadsTheAttentionOutputInPlace) {
+  nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
+  c8.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 2}, {"num_attention_heads", 32},
+             {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 1024}});
+  const std::string view = "long o2 = lin % 128L; lin /= 128L; long o1 = lin % 32L;";  // [T, 4096] of [T, 32, 128]
+  auto o_proj_kernels = [&](const CudaProgram& prog) {
+    std::vector<std::string> out;
+    for (const Kernel& k : prog.kernels)
+      if (k.name.find("gemm") != std::string::npos && count(k.source, view) > 0 && count(k.source, "decode: 1 GEMV(s)") > 0)
+        out.push_back(k.source);
+    return out;
+  };
+  const CudaProgram in_place = emit_bf16("qwen3.lg", c8);
+  const auto ks = o_proj_kernels(in_place);
+  ASSERT_GE(ks.size(), 1u);
+  for (const std::string& k : ks) {
+    EXPECT_EQ(count(k, "__shared__ __align__(16) float sa"), 0u);
+    EXPECT_EQ(count(k, "const float4 x0 = __ldg(xa + 2 * c)"), 2u);  // the pipelined loop's two batches
+  }
+  EXPECT_GT(nvrtc_compile(in_place.source(), "qwen3").size(), 1000u);
+  for (const std::string& k : o_proj_kernels(emit_bf16("qwen3.lg", c8, "LG_COMPILED_ROW_VIEWS", "0")))
+    EXPECT_EQ(count(k, "__shared__ __align__(16) float sa0[4096];"), 1u);
+}
+
 // A decode-only stage with few outputs (o_proj, down, a MoE router: under 4,096 at T = 1) gives
 // each output several warps of a block, each a slice of K, summed in shared memory before the
 // epilogue; stages with many outputs keep a warp each. At Qwen3-0.6B's shape: o_proj and down
