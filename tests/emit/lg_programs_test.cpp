@@ -400,16 +400,22 @@ TEST(EmitLgPrograms, DecodeGemvKernelsLaunchTheirSuccessorEarlyAndServeOnlyT1) {
   };
   const std::string wait = "lg_wait_previous_launch();\n", early = wait + "  lg_launch_dependents();\n";
   const std::string trap = "if (T != 1) __trap();", fallback = "for (long k0 = (long)lane * 8;";
+  // A kernel with a prologue reduction (the RMSNorm) also tells the compiler T is 1 past it.
+  const std::string unreachable = "if (T != 1) { __trap(); __builtin_unreachable(); }";
   const CudaProgram prog = emit(nullptr, nullptr);
   const std::string src = prog.source();
   EXPECT_GE(count(src, wait), prog.kernels.size());
   EXPECT_EQ(count(src, early), count(src, wait));
   EXPECT_EQ(count(emit("LG_COMPILED_EARLY_LAUNCH", "0").source(), "lg_launch_dependents();"), 0u);
   // q/k/v, o_proj, gate/up, down and the LM head have prefill forms: no fallback is left.
-  EXPECT_GE(count(src, trap), 4u);
+  EXPECT_GE(count(src, trap) + count(src, unreachable), 4u);
+  for (const Kernel& k : prog.kernels)
+    EXPECT_EQ(count(k.source, unreachable), count(k.source, "lg_block_sum(") > 0 && count(k.source, "__trap()") > 0 ? 1u : 0u)
+        << k.name;
+  EXPECT_GE(count(src, unreachable), 2u);  // q/k/v, gate/up
   EXPECT_EQ(count(src, fallback), 0u);
   const std::string kept = emit("LG_COMPILED_GEMV_DECODE_ONLY", "0").source();
-  EXPECT_EQ(count(kept, trap), 0u);
+  EXPECT_EQ(count(kept, "__trap()"), 0u);
   EXPECT_GE(count(kept, fallback), 5u);
   EXPECT_GT(nvrtc_compile(src, "qwen3").size(), 1000u);
 }
@@ -467,6 +473,45 @@ TEST(EmitLgPrograms, DecodeGemvsPrefetchTheirFirstWeightRowsBeforeTheWait) {
   EXPECT_GE(count(split, " + lg_slice * 512L, 1024u);"), 3u);
   EXPECT_GE(count(split, " + lg_slice * 768L, 1536u);"), 1u);
   EXPECT_GT(nvrtc_compile(split, "qwen3").size(), 1000u);
+}
+
+// The RMSNorm prologue of a decode GEMV: its block-wide loops (the sum of squares, the staging)
+// compute 8 values a thread before using any (LG_COMPILED_PROLOGUE_BATCH=0: the plain loops), and
+// it stages its row in shared memory by halves of each 8-element chunk, read as xa[c] and
+// xa[c + K / 8] (a warp's lanes on consecutive float4s); LG_COMPILED_GEMV_HALVES=0 stores it in
+// order, read as xa[2 c] and xa[2 c + 1]. All compile for sm_90.
+TEST(EmitLgPrograms, DecodeGemvProloguesBatchTheirLoadsAndStageRowsByHalves) {
+  nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
+  c8.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 2}, {"num_attention_heads", 32},
+             {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 1024}});
+  size_t qkv = 0;
+  const CudaProgram prog = emit_bf16("qwen3.lg", c8);
+  for (const Kernel& k : prog.kernels) {
+    if (count(k.source, "decode: 1 GEMV(s)") != 3 || count(k.source, "sa0[") == 0) continue;  // q/k/v
+    ++qkv;
+    EXPECT_EQ(count(k.source, "sa0[((k >> 3) + ((k >> 2) & 1) * 512L) * 4 + (k & 3)] = "), 1u) << k.name;
+    EXPECT_EQ(count(k.source, "const float4 x0 = xa[c], x1 = xa[c + 4096L / 8];"), 6u) << k.name;  // 2 batches x 3
+    // 8 x 256 threads tile K = 4,096 exactly: no bound test on a batch's elements.
+    EXPECT_EQ(count(k.source, "for (long r0 = threadIdx.x; r0 < 4096L; r0 += 2048L) {"), 1u) << k.name;
+    EXPECT_EQ(count(k.source, "for (long k0 = threadIdx.x; k0 < 4096L; k0 += 2048L) {"), 1u) << k.name;
+    EXPECT_EQ(count(k.source, "{ const long r = r0 + u * 256L; lg_b[u] = "), 1u) << k.name;
+    EXPECT_EQ(count(k.source, "{ const long r = r0 + u * 256L; acc = acc + lg_b[u]; }"), 1u) << k.name;
+  }
+  EXPECT_GE(qkv, 1u);
+  // 22M: K = 128 is no multiple of 256 threads, so each element is tested against it.
+  const std::string small = emit_bf16("qwen3.lg", config_of(kShared + "/models/qwen3-pycode-22m")).source();
+  EXPECT_GE(count(small, "for (long r0 = threadIdx.x; r0 < 128L; r0 += 2048L) {"), 2u);
+  EXPECT_GE(count(small, "{ const long r = r0 + u * 256L; if (r < 128L) lg_b[u] = "), 2u);
+  EXPECT_GT(nvrtc_compile(small, "qwen3").size(), 1000u);
+  const std::string plain = emit_bf16("qwen3.lg", c8, "LG_COMPILED_PROLOGUE_BATCH", "0").source();
+  EXPECT_EQ(count(plain, "lg_b["), 0u);
+  EXPECT_GE(count(plain, "for (long r = threadIdx.x; r < 4096L; r += blockDim.x) acc = acc + "), 2u);  // q/k/v, gate/up
+  EXPECT_GT(nvrtc_compile(plain, "qwen3").size(), 1000u);
+  EXPECT_GT(nvrtc_compile(prog.source(), "qwen3").size(), 1000u);
+  const std::string in_order = emit_bf16("qwen3.lg", c8, "LG_COMPILED_GEMV_HALVES", "0").source();
+  EXPECT_EQ(count(in_order, "xa[c + "), 0u);
+  EXPECT_GE(count(in_order, "const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];"), 6u);
+  EXPECT_GT(nvrtc_compile(in_order, "qwen3").size(), 1000u);
 }
 
 // A decode GEMV whose lane streams more than two batches of a row (Qwen3-8B: K = 4,096 and 12,288,

@@ -7,15 +7,56 @@
 #include <cstdlib>
 #include <string>
 
+#include "emit/cuda/render.h"
 #include "emit/cuda/renderer.h"
 
 namespace lg::emit::cuda {
+
+int prologue_batch() {
+  const char* e = std::getenv("LG_COMPILED_PROLOGUE_BATCH");
+  return e && *e ? std::clamp(std::atoi(e), 0, 32) : 8;
+}
+
+namespace {
+
+// A loop of a GEMM stage's threads (kGemmThreads) over `var` < n that computes `value` (an
+// expression of var) and then runs `use` (a statement with `$` for the value), prologue_batch()
+// values a thread at a time: all of a batch's loads go out before any is used. The stride is the
+// constant block size, not blockDim.x: with an unknown trip count a plain loop, even unrolled,
+// kept each iteration's loads behind the last one's exit test, and the 8B q/k/v kernel's RMSNorm
+// staging took a round trip to L2 per element a thread (16), a third of its warps' stall samples
+// (Nsight Compute, session 20). Each element's use is in the plain loop's order (a reduction's
+// sum is bitwise the same). LG_COMPILED_PROLOGUE_BATCH=0 emits the plain loop (A/B in one binary).
+// A batch that tiles a constant n exactly (B halved down to it, B * kGemmThreads dividing n)
+// needs no bound test on its elements: the loop's own test covers them all.
+std::string block_loop(const std::string& var, const ir::Dim& nd, const std::string& value, std::string use) {
+  const size_t at = use.find('$');
+  const std::string n = nd.is_const() ? std::to_string(nd.coeff) + "L" : dim(nd);
+  int B = prologue_batch();
+  if (B == 0)
+    return "for (long " + var + " = threadIdx.x; " + var + " < " + n + "; " + var + " += blockDim.x) " +
+           use.replace(at, 1, value) + ";\n";
+  int tiles = B;
+  while (tiles > 1 && !(nd.is_const() && nd.coeff % (int64_t{tiles} * kGemmThreads) == 0)) tiles /= 2;
+  const bool exact = nd.is_const() && nd.coeff % (int64_t{tiles} * kGemmThreads) == 0;
+  if (exact) B = tiles;
+  const std::string Bs = std::to_string(B), stride = std::to_string(kGemmThreads),
+                    first = "const long " + var + " = " + var + "0 + u * " + stride + "L; " +
+                            (exact ? "" : "if (" + var + " < " + n + ") ");
+  use.replace(at, 1, "lg_b[u]");
+  return "for (long " + var + "0 = threadIdx.x; " + var + "0 < " + n + "; " + var + "0 += " + std::to_string(B * kGemmThreads) +
+         "L) {\n        float lg_b[" + Bs + "];\n        #pragma unroll\n        for (int u = 0; u < " + Bs + "; ++u) { " +
+         first + "lg_b[u] = " + value + "; }\n        #pragma unroll\n        for (int u = 0; u < " + Bs + "; ++u) { " + first +
+         use + "; }\n      }\n";
+}
+
+}  // namespace
 
 // The reductions of a GEMM's prologue (pass_gemm_reduce_prologue: RMSNorm) at T == 1, where
 // each has a single row: the whole block reduces it (every warp would otherwise walk the row on
 // its own) and seeds the reduction lambda's memo, so the staging that follows reads the result.
 // In graph order, so a reduction over another one's result finds it memoised.
-void Renderer::block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
+bool Renderer::block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
                                 std::ostringstream& os) {
   bool first = true;
   for (ir::ValueId v : nodes) {
@@ -34,20 +75,23 @@ void Renderer::block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes
     first = false;
     os << "    if (T == 1) {  // " << ir::op_name(n.op) << " of the prologue, by the whole block\n"
        << "      float acc = " << init << ";\n"
-       << "      #pragma unroll 4\n"
-       << "      for (long r = threadIdx.x; r < " << dim(osh[axis]) << "; r += blockDim.x) acc = "
-       << fold("acc", call(name, o, oi)) << ";\n"
+       << "      " << block_loop("r", osh[axis], call(name, o, oi), "acc = " + fold("acc", "$"))
        << "      acc = " << (mx ? "lg_block_max" : "lg_block_sum") << "(acc, lg_red);\n"
        << "      " << nm << "_key = 0; " << nm << "_val = acc;\n"
        << "    }\n";
   }
+  return !first;
 }
 
 // Decode (T == 1): the activation row each fast-path GEMV reads, as f32 [K]. A row some earlier
 // stage stored (o_proj's attention output, down_proj's SwiGLU product) is read where it is,
 // through L1 (mapped to a __ldg of the buffer): the block's warps share the lines, and a warp's
 // first weights do not wait for a copy of the whole row. A computed one (an RMSNorm prologue) is
-// staged once per block in shared memory (a plain load).
+// staged once per block in shared memory (a plain load), by halves of each 8-element chunk
+// (staged_halves): elements 8c..8c+3 at float4 c, 8c+4..8c+7 at float4 K/8 + c, so that a warp's
+// lanes, each on its chunk, read consecutive float4s. Stored in order, the two float4s of a
+// lane's chunk are 32 bytes apart and the warp's reads take twice the shared-memory wavefronts
+// (Nsight Compute, 8B q/k/v: a 7.5-way conflict, 48% of wavefronts excessive; session 20).
 std::map<ir::ValueId, std::pair<std::string, bool>> Renderer::stage_activations(int32_t s, const std::vector<ir::ValueId>& mms,
                                                                                 const LambdaNames& name,
                                                                                 std::ostringstream& os) {
@@ -67,9 +111,11 @@ std::map<ir::ValueId, std::pair<std::string, bool>> Renderer::stage_activations(
     const std::string buf = "sa" + std::to_string(staged.size());
     staged[a] = {"reinterpret_cast<const float4*>(" + buf + ")", false};
     floats += sa[1].coeff;
-    os << "    __shared__ __align__(16) float " << buf << "[" << sa[1].coeff << "];\n"
-       << "    if (T == 1) for (long k = threadIdx.x; k < " << sa[1].coeff << "L; k += blockDim.x) " << buf
-       << "[k] = " << name.at(a) << "(0L, k);\n";
+    const int64_t K = sa[1].coeff;
+    const std::string at = staged_halves(K) ? "[((k >> 3) + ((k >> 2) & 1) * " + std::to_string(K / 8) + "L) * 4 + (k & 3)]" : "[k]";
+    os << "    __shared__ __align__(16) float " << buf << "[" << K << "];\n"
+       << "    if (T == 1) {\n      " << block_loop("k", sa[1], name.at(a) + "(0L, k)", buf + at + " = $")
+       << "    }\n";
   }
   if (!staged.empty()) os << "    __syncthreads();\n";
   return staged;
@@ -104,8 +150,9 @@ std::string fast_gemvs(const std::vector<std::pair<std::string, std::string>>& r
   const std::string lo = split > 1 ? "lg_slice * (" + K + " / " + std::to_string(8 * split) + ")" : "0L";
   const std::string hi = split > 1 ? "(lg_slice + 1) * (" + K + " / " + std::to_string(8 * split) + ")" : K + " / 8";
   std::ostringstream gs;
-  const std::string xs = ldg ? "const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
-                             : "const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n";
+  const std::string xs = ldg                 ? "const float4 x0 = __ldg(xa + 2 * c), x1 = __ldg(xa + 2 * c + 1);\n"
+                         : staged_halves(Kc) ? "const float4 x0 = xa[c], x1 = xa[c + " + K + " / 8];\n"
+                                             : "const float4 x0 = xa[2 * c], x1 = xa[2 * c + 1];\n";
   const int64_t D = gemv_depth();
   // Pipelined only where a lane's part of the row (its slice's) spans more than two batches: a
   // shorter one (Qwen3-0.6B's and 30B-A3B's rows, K <= 4,096 in slices) gains no overlap and the
@@ -205,6 +252,8 @@ std::string Renderer::gemv_dots(const std::vector<ir::ValueId>& ms, const std::v
   }
   return out;
 }
+
+bool staged_halves(int64_t K) { return K % 8 == 0 && !knob_off("LG_COMPILED_GEMV_HALVES"); }
 
 int64_t gemv_depth() {
   const char* e = std::getenv("LG_COMPILED_GEMV_DEPTH");

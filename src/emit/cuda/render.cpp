@@ -19,7 +19,8 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
                     ") must have a launch of its own");
       if (k == lift::StageKind::Gemm) {
         r.gemm_stage(s, body, out.work_const, out.work_t_power);
-        out.per_block = 8;  // warps per block
+        out.per_block = kGemmThreads / 32;  // warps per block
+        out.block = kGemmThreads;
         out.gemm = true;
       } else if (k == lift::StageKind::Experts) {
         r.experts_stage(s, body, out.work_const, out.work_t_power);

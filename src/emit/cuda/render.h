@@ -44,6 +44,10 @@ struct KernelArg {
   bool written;
 };
 
+/// Threads of a GEMM stage's launch: 8 warps (RenderedLaunch::per_block), which its decode loops
+/// and prologue take as a constant.
+constexpr int32_t kGemmThreads = 256;
+
 /// The rendered body of one launch. The index of a state's leading axis (a KV cache's layer) is a
 /// kernel parameter, `lg_l`, rather than a constant, so that the launches of every layer share one
 /// kernel (`layer` holds its value for this launch).

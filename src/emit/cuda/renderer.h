@@ -180,8 +180,9 @@ struct Renderer {
   /// experts' grouped GEMM): every cast on the way must be to f32 or bf16, which that rounding
   /// absorbs (another float type's would not be: f16's range and mantissa). -1 otherwise.
   ir::ValueId stored_row_rounded_to_bf16(int32_t s, ir::ValueId a) const;
-  /// Decode: the prologue's single-row reductions done by the whole block (gemv.cpp).
-  void block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
+  /// Decode: the prologue's single-row reductions done by the whole block; whether there is one
+  /// (gemv.cpp).
+  bool block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
                         std::ostringstream& os);
   /// Decode: the activation rows of the fast-path GEMVs, as (float4 base, read via __ldg); rows
   /// computed in the stage are staged in shared memory (gemv.cpp).
@@ -269,6 +270,14 @@ bool early_launch();
 /// early_launch()), as kernel body statements. (renderer.cpp)
 std::string wait_previous_launch();
 
+/// Values a thread computes together in the block-wide loops of a decode GEMV's prologue (the
+/// RMSNorm's sum of squares, the staging of its row): LG_COMPILED_PROLOGUE_BATCH=N (0-32,
+/// default 8; 0 the plain loop). (gemv.cpp)
+int prologue_batch();
+/// Whether a decode GEMV's activation row of K elements staged in shared memory is laid out by
+/// halves of 8-element chunks (Renderer::stage_activations): K % 8 == 0, unless
+/// LG_COMPILED_GEMV_HALVES=0 (in order, A/B in one binary). (gemv.cpp)
+bool staged_halves(int64_t K);
 /// 16-byte weight loads a lane issues together in each row of a decode GEMV (one batch);
 /// LG_COMPILED_GEMV_DEPTH=N sets it (1-16, default 4). (gemv.cpp)
 int64_t gemv_depth();
