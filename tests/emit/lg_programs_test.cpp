@@ -568,6 +568,34 @@ TEST(EmitLgPrograms, OProjReadsTheAttentionOutputInPlace) {
     EXPECT_EQ(count(k, "__shared__ __align__(16) float sa0[4096];"), 1u);
 }
 
+// A decode GEMV reads a stored row in place only when its activation is that row's exact value:
+// with o_proj's input rounded to bf16 on the way (`a.view(T, H*Dh).to(bf16).to(f32)`), reading
+// the attention's stored f32 output would skip the rounding, so the GEMV stages the rounded row.
+TEST(EmitLgPrograms, ARoundingCastKeepsADecodeGemvFromReadingTheUnroundedRow) {
+  nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
+  c8.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 2}, {"num_attention_heads", 32},
+             {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 1024}, {"dtype", "bfloat16"}});
+  std::string lg = read_text(kSource + "/models/qwen3.lg");
+  const std::string o_proj = "x = x + a.view(T, H*Dh) @ l.wo.T";
+  ASSERT_EQ(count(lg, o_proj), 1u);
+  lg.replace(lg.find(o_proj), o_proj.size(), "x = x + a.view(T, H*Dh).to(bf16).to(f32) @ l.wo.T");
+  const std::string path = testing::TempDir() + "/qwen3_rounded_o_proj.lg";
+  std::ofstream(path) << lg;
+  ir::Graph g = lang::lower_file(path, c8, lang::BindOptions{128});
+  const CudaProgram prog = emit_batched(g, {16, 129, 64, 256});
+  const std::string view = "long o2 = lin % 128L; lin /= 128L; long o1 = lin % 32L;";  // [T, 4096] of [T, 32, 128]
+  size_t o_projs = 0;
+  for (const Kernel& k : prog.kernels) {
+    if (k.name.find("gemm") == std::string::npos || count(k.source, view) == 0 || count(k.source, "decode: 1 GEMV(s)") == 0)
+      continue;
+    ++o_projs;
+    EXPECT_EQ(count(k.source, "__shared__ __align__(16) float sa0[4096];"), 1u) << k.name;
+    EXPECT_EQ(count(k.source, "__ldg(xa + "), 0u) << k.name;
+  }
+  EXPECT_GE(o_projs, 1u);
+  EXPECT_GT(nvrtc_compile(prog.source(), "qwen3").size(), 1000u);
+}
+
 // A decode-only stage with few outputs (o_proj, down, a MoE router: under 4,096 at T = 1) gives
 // each output several warps of a block, each a slice of K, summed in shared memory before the
 // epilogue; stages with many outputs keep a warp each. At Qwen3-0.6B's shape: o_proj and down

@@ -44,16 +44,29 @@ bool same_rows(const ir::Shape& x, const ir::Shape& y) {
   return tail(x) >= 0 && tail(x) == tail(y);
 }
 
+/// `v` seen through inline casts to f32 from another float type: values equal to their operand's
+/// (bf16 and f16 widen to f32 exactly).
+ir::ValueId through_widening_casts(const lift::StagedProgram& p, ir::ValueId v) {
+  const ir::Graph& g = p.graph;
+  while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] && g.at(v).dtype == DType::F32 &&
+         is_float(g.at(g.at(v).operands[0]).dtype))
+    v = g.at(v).operands[0];
+  return v;
+}
+
 }  // namespace
 
-ir::ValueId Renderer::stored_row(int32_t s, ir::ValueId a) const {
-  // Through inline float casts and row-major reshapes (views that keep every element's linear
-  // offset, ir/ops.def): o_proj's `a.view(T, H*Dh)` is the attention's stored [T, H, Dh] output,
-  // read in place. A staged copy of it cost every 8B layer's o_proj 17.6 us against the last
-  // layer's 12.2 (it reads a gather's stored row; Nsight, bench/RESULTS.md, session 19).
-  ir::ValueId v = through_float_casts(p, a);
+ir::ValueId Renderer::stored_row_through(int32_t s, ir::ValueId a, bool any_float_cast) const {
+  // Through inline casts and row-major reshapes (views that keep every element's linear offset,
+  // ir/ops.def): o_proj's `a.view(T, H*Dh)` is the attention's stored [T, H, Dh] output, read in
+  // place. A staged copy of it cost every 8B layer's o_proj 17.6 us against the last layer's 12.2
+  // (it reads a gather's stored row; Nsight, bench/RESULTS.md, session 19).
+  const auto past_casts = [&](ir::ValueId v) {
+    return any_float_cast ? through_float_casts(p, v) : through_widening_casts(p, v);
+  };
+  ir::ValueId v = past_casts(a);
   while (g.at(v).op == ir::Op::Reshape && p.is_inline[static_cast<size_t>(v)] && !knob_off("LG_COMPILED_ROW_VIEWS"))
-    v = through_float_casts(p, g.at(v).operands[0]);
+    v = past_casts(g.at(v).operands[0]);
   const ir::Node& n = g.at(v);
   if (p.is_inline[static_cast<size_t>(v)] || p.stage_of[static_cast<size_t>(v)] == s || p.stage_of[static_cast<size_t>(v)] < 0)
     return -1;
@@ -61,8 +74,10 @@ ir::ValueId Renderer::stored_row(int32_t s, ir::ValueId a) const {
   return v;
 }
 
+ir::ValueId Renderer::stored_row(int32_t s, ir::ValueId a) const { return stored_row_through(s, a, false); }
+
 ir::ValueId Renderer::stored_row_rounded_to_bf16(int32_t s, ir::ValueId a) const {
-  const ir::ValueId row = stored_row(s, a);
+  const ir::ValueId row = stored_row_through(s, a, true);
   for (ir::ValueId v = a; row >= 0 && v != row; v = g.at(v).operands[0])
     if (g.at(v).dtype != DType::F32 && g.at(v).dtype != DType::BF16) return -1;
   return row;

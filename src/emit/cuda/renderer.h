@@ -173,13 +173,17 @@ struct Renderer {
   /// LG_COMPILED_GEMV_SPLIT=0 keeps one warp an output, =N caps it at N (gemm_stage.cpp).
   int decode_split(const std::set<ir::ValueId>& groups, const std::vector<ir::ValueId>& mms,
                    const std::map<ir::ValueId, std::pair<std::string, bool>>& staged);
-  /// The buffer behind GEMM activation `a` of stage s when `a` is that buffer's value as f32
-  /// [T, K] (seen through float casts): a value another stage stored. -1 otherwise.
+  /// The buffer behind GEMM activation `a` of stage s when `a` is exactly that buffer's f32 value
+  /// as [T, K] (seen through widening casts to f32 and row-major views): a value another stage
+  /// stored, which a reader of `a` may read in place. A rounding cast on the way (`.to(bf16)`)
+  /// is not seen through: reading the stored row would skip the rounding. -1 otherwise.
   ir::ValueId stored_row(int32_t s, ir::ValueId a) const;
   /// stored_row for a reader that rounds the row to bf16 itself (a GEMM's packed operand, the
   /// experts' grouped GEMM): every cast on the way must be to f32 or bf16, which that rounding
   /// absorbs (another float type's would not be: f16's range and mantissa). -1 otherwise.
   ir::ValueId stored_row_rounded_to_bf16(int32_t s, ir::ValueId a) const;
+  /// stored_row's walk; `any_float_cast` also passes rounding casts between float types.
+  ir::ValueId stored_row_through(int32_t s, ir::ValueId a, bool any_float_cast) const;
   /// Decode: the prologue's single-row reductions done by the whole block; whether there is one
   /// (gemv.cpp).
   bool block_reductions(int32_t s, const std::vector<ir::ValueId>& nodes, const LambdaNames& name,
