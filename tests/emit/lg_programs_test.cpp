@@ -568,6 +568,47 @@ TEST(EmitLgPrograms, OProjReadsTheAttentionOutputInPlace) {
     EXPECT_EQ(count(k, "__shared__ __align__(16) float sa0[4096];"), 1u);
 }
 
+// The split-KV chunk loop (8B head shape, one KV head's 2 query heads a block): the queries are
+// formed once a block into shared memory; keys and row offsets in 32-bit arithmetic; scores in
+// base-2 units (scale * log2(e) = 0.0883883476 * 1.44269504) exponentiated by ex2.approx, the
+// state handed to the shared merge in natural units; the rescale only when the max rises; the
+// iterations whose keys are all in the chunk neither clamp nor mask, a warp's last one does.
+// LG_COMPILED_ATTN_EXP2=0 and LG_COMPILED_ATTN_LAZY=0 give the natural-units, always-rescaling loop
+// back. All compile for sm_90.
+TEST(EmitLgPrograms, SplitKvChunkLoopScoresInBase2AndMasksOnlyItsLastIteration) {
+  nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
+  c8.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 2}, {"num_attention_heads", 32},
+             {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 1024}});
+  auto attention = [](const CudaProgram& prog) {
+    for (const Kernel& k : prog.kernels)
+      if (count(k.source, "split-KV (flash-decoding), 2 query head(s) per block") == 1) return k.source;
+    return std::string();
+  };
+  const CudaProgram prog = emit_bf16("qwen3.lg", c8);
+  const std::string k = attention(prog);
+  ASSERT_FALSE(k.empty());
+  EXPECT_EQ(count(k, "s_q[i] = "), 1u);
+  EXPECT_EQ(count(k, "const int k0i = (int)k0, k1i = (int)k1;"), 1u);
+  EXPECT_EQ(count(k, "(unsigned)row * (unsigned)DH"), 1u);
+  EXPECT_EQ(count(k, "sc[r] = full || j0 + r * KPW + sub < k1i ? d * 0.127517431f : NEG_INF;"), 1u);
+  EXPECT_EQ(count(k, "lg_fa::exp2_approx(sc[r] - mu)"), 1u);
+  EXPECT_EQ(count(k, "s_m[wid][g] = m[g] * 0.6931471805599453f;"), 1u);
+  EXPECT_EQ(count(k, "if (mx > m[g]) {"), 1u);
+  EXPECT_EQ(count(k, "use_rounds(j0, kr, vr, true);"), 1u);
+  EXPECT_EQ(count(k, "use_rounds(j0, kr, vr, false);"), 1u);
+  EXPECT_EQ(count(k, "for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {"), 1u);
+  EXPECT_GT(nvrtc_compile(prog.source(), "qwen3").size(), 1000u);
+  setenv("LG_COMPILED_ATTN_LAZY", "0", 1);
+  const CudaProgram natural = emit_bf16("qwen3.lg", c8, "LG_COMPILED_ATTN_EXP2", "0");
+  unsetenv("LG_COMPILED_ATTN_LAZY");
+  const std::string kn = attention(natural);
+  EXPECT_EQ(count(kn, "exp2_approx"), 0u);
+  EXPECT_EQ(count(kn, "if (mx > m[g])"), 0u);
+  EXPECT_EQ(count(kn, "d * 0.0883883476f"), 1u);
+  EXPECT_EQ(count(kn, "const float pr = __expf(sc[r] - mu);"), 1u);
+  EXPECT_GT(nvrtc_compile(natural.source(), "qwen3").size(), 1000u);
+}
+
 // A decode GEMV reads a stored row in place only when its activation is that row's exact value:
 // with o_proj's input rounded to bf16 on the way (`a.view(T, H*Dh).to(bf16).to(f32)`), reading
 // the attention's stored f32 output would skip the rounding, so the GEMV stages the rounded row.
@@ -674,7 +715,8 @@ TEST(EmitLgPrograms, SlidingWindowBoundsTheKeysOfDecodeAndPrefillAttention) {
   const CudaProgram progc = emit_program(pc);
   int tanh_decode = 0, tanh_flash = 0;
   for (const auto& k : progc.kernels) {
-    if (k.source.find("50.0f * tanhf(d * ") != std::string::npos) ++tanh_decode;
+    // The split-KV kernel scores in base-2 units: the cap times log2(e).
+    if (k.source.find("72.134752f * tanhf(d * ") != std::string::npos) ++tanh_decode;
     if (k.source.find(", 50.0f);") != std::string::npos) ++tanh_flash;  // attention_block(..., sm, window, softcap)
   }
   EXPECT_GE(tanh_decode, 1);

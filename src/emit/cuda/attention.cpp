@@ -82,7 +82,7 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
 
 void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
               const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
-              const std::function<std::string(const std::string&)>& capped);
+              const std::function<std::string(const std::string&, double)>& capped);
 void split_kv_tail(std::ostringstream& os, const std::string& out);
 
 }  // namespace
@@ -153,13 +153,18 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
 
   // The key row of position j of the token.
   const std::string bs = std::to_string(n.attrs.block_size) + "L";
+  // In 32-bit arithmetic (positions and block ids are below 2^31; j >= 0, so / and % need no
+  // sign fix-up): the 64-bit division and modulo took a fifth of the chunk loop's instructions.
   const std::string key_row =
-      paged ? "(long)" + call(name, n.operands[5], {"sq", "j / " + bs}) + " * " + bs + " + j % " + bs : "j";
+      paged ? "(long)(int)" + call(name, n.operands[5], {"sq", "(long)((unsigned)i / " + std::to_string(n.attrs.block_size) + "u)"}) +
+                  " * " + bs + " + (long)((unsigned)i % " + std::to_string(n.attrs.block_size) + "u)"
+            : "j";
   const std::string out = "p" + std::to_string(arg(att, true));
   // The score of a dot product d: scale * d, soft-capped (C * tanh(scale * d / C)) when asked.
-  auto capped = [&](const std::string& d) {
-    if (!(n.attrs.softcap > 0)) return d + " * " + lit(n.attrs.scale);
-    return lit(n.attrs.softcap) + " * tanhf(" + d + " * " + lit(n.attrs.scale / n.attrs.softcap) + ")";
+  // `unit` rescales the score (log2(e): a score in base-2 units for exp2).
+  auto capped = [&](const std::string& d, double unit) {
+    if (!(n.attrs.softcap > 0)) return d + " * " + lit(n.attrs.scale * unit);
+    return lit(n.attrs.softcap * unit) + " * tanhf(" + d + " * " + lit(n.attrs.scale / n.attrs.softcap) + ")";
   };
   os << "  {  // attention stage: split-KV (flash-decoding), " << QG << " query head(s) per block"
      << (sh.mma ? ", on the tensor cores" : "") << "\n"
@@ -178,7 +183,7 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
      << "    const long k1 = len - split * chunk, k0 = max(lo, k1 - chunk);\n"
      << "    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;\n";
   if (paged) os << "    const long sq = (long)" << call(name, n.operands[4], {"t"}) << ";\n";
-  os << "    auto key_row = [&](long j) -> long { return " << key_row << "; };\n";
+  os << "    auto key_row = [&](long j) -> long { const int i = (int)j; (void)i; return " << key_row << "; };\n";
   if (sh.mma) {
     const int64_t head_stride = ks[1].coeff * Dh;
     os << "    (void)lane; (void)wid;\n"
@@ -200,28 +205,66 @@ namespace {
 
 // The CUDA-core form's chunk: lane groups of LK lanes take keys side by side, R rounds of loads in
 // flight, an online softmax per query head; the warps' states end in s_m, s_l, s_o.
+//
+// The block's queries are formed once, each element by one thread, into shared memory (s_q): a
+// lane that formed its QG * NE elements itself ran their RMSNorm/RoPE lambdas one after another
+// (LG_COMPILED_ATTN_STAGE_Q=0 does so).
+// A head's running max and the rescale of its sum and accumulators by exp(m_old - m_new) change
+// only when a round raises the max (rarely, past a chunk's first keys): corr would be exactly 1,
+// so skipping it leaves every value bit-identical (LG_COMPILED_ATTN_LAZY=0 always rescales).
+// The loop does these per round of keys, in 32-bit index arithmetic, with scores in base-2 units
+// (below): H200, 8B, one sequence of 32,768 positions, the decode attention kernel 62.6-62.9 ->
+// 54.6 us (36.8M -> 31.2M instructions; Nsight), the step 6.27-6.29 -> 6.06-6.11 ms
+// (bench/RESULTS.md, twenty-first session). Lab form, off (slower at 32,768 positions, 6.68 against 6.25 ms with the
+// 4-head form): LG_COMPILED_ATTN_PIPE=2 issues the next iteration's K/V loads before this one's
+// math, as the hand-written v8 kernel does, with the queries read from s_q at each use.
 void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
               const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
-              const std::function<std::string(const std::string&)>& capped) {
-  const std::string elem = sh.rows ? "ln * 8 + e" : "lane + 32 * e";
+              const std::function<std::string(const std::string&, double)>& capped) {
+  const std::string elem = sh.rows ? "ln * NE + e" : "lane + 32 * e";
+  const bool lazy = !knob_off("LG_COMPILED_ATTN_LAZY");
+  const bool pipe = env_int("LG_COMPILED_ATTN_PIPE", 1) > 1 && sh.rows;
+  // The queries from s_q at each use, not held in registers: with PIPE, and where the block's
+  // heads hold more than 16 elements a lane (the wide CUDA-core form's 4 heads).
+  const bool q_smem = sh.rows && (pipe || sh.qg * sh.ne > 16);
+  // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not with PIPE).
+  const bool stage_q = q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
+  // Scores in base-2 units (scale * log2(e) folded into the score's multiply) and exponentials by
+  // ex2.approx.ftz: __expf's multiply and its denormal fix-up were 3 instructions each of the
+  // chunk's exponentials. The state leaves in natural units (s_m = m * ln 2) for the shared tail.
+  // LG_COMPILED_ATTN_EXP2=0: natural units and __expf.
+  const bool exp2 = !knob_off("LG_COMPILED_ATTN_EXP2");
+  const std::string ex = exp2 ? "lg_fa::exp2_approx" : "__expf";
   os << "    const int sub = lane / LK, ln = lane % LK;\n"
      << "    (void)ln;\n"
-     << "    float q[QG][NE], acc[QG][NE], m[QG], l[QG];\n"
+     << "    const int k0i = (int)k0, k1i = (int)k1;  // positions: below 2^31\n";
+  if (stage_q)
+    os << "    __shared__ __align__(16) float s_q[QG * DH];\n"
+       << "    for (int i = threadIdx.x; i < QG * DH; i += NW * 32) s_q[i] = " << Q << "(t, h0 + i / DH, i % DH);\n"
+       << "    __syncthreads();\n";
+  const std::string q_elem = stage_q ? "s_q[g * DH + d]" : Q + "(t, h0 + g, d)";
+  os << "    float " << (q_smem ? "" : "q[QG][NE], ") << "acc[QG][NE], m[QG], l[QG];\n"
      << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
      << "      m[g] = NEG_INF; l[g] = 0.0f;\n"
-     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; q[g][e] = d < DH ? " << Q
-     << "(t, h0 + g, d) : 0.0f; acc[g][e] = 0.0f; }\n"
+     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; (void)d; "
+     << (q_smem ? "" : "q[g][e] = d < DH ? " + q_elem + " : 0.0f; ") << "acc[g][e] = 0.0f; }\n"
      << "    }\n";
   if (sh.rows) {
     // Raw bf16 as loaded (4 registers per 8 elements), widened at use; L2 only (__ldcg): the rows
     // of a block's chunk are read once by it.
-    os << "    typedef uint4 Raw;\n"
-       << "    const unsigned short* kb = " << kbase << " + kvh * " << head_stride << "L + ln * 8;\n"
-       << "    const unsigned short* vb = " << vbase << " + kvh * " << head_stride << "L + ln * 8;\n"
-       << "    auto kraw = [&](long row) -> Raw { return __ldcg(reinterpret_cast<const uint4*>(kb + row * DH)); };\n"
-       << "    auto vraw = [&](long row) -> Raw { return __ldcg(reinterpret_cast<const uint4*>(vb + row * DH)); };\n"
-       << "    auto el = [](const Raw& u, int e) -> float {\n"
-       << "      const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;\n"
+    os << "    struct Raw { uint4 u[NE / 8]; };\n"
+       << "    const unsigned short* kb = " << kbase << " + kvh * " << head_stride << "L + ln * NE;\n"
+       << "    const unsigned short* vb = " << vbase << " + kvh * " << head_stride << "L + ln * NE;\n"
+       << "    auto rows_raw = [&](const unsigned short* b, long row) -> Raw { Raw r;\n"
+       << "      const unsigned short* rb = b + " << (head_stride < (int64_t{1} << 32) ? "(unsigned)row * (unsigned)DH" : "row * DH")
+       << ";  // a head's rows span under 2^32 elements: 32-bit offsets\n"
+       << "      #pragma unroll\n      for (int c = 0; c < NE / 8; ++c) r.u[c] = __ldcg(reinterpret_cast<const uint4*>(rb) + c);\n"
+       << "      return r; };\n"
+       << "    auto kraw = [&](long row) -> Raw { return rows_raw(kb, row); };\n"
+       << "    auto vraw = [&](long row) -> Raw { return rows_raw(vb, row); };\n"
+       << "    auto el = [](const Raw& r, int e) -> float {\n"
+       << "      const uint4& u = r.u[e / 8];\n"
+       << "      const unsigned w = (e & 7) < 2 ? u.x : (e & 7) < 4 ? u.y : (e & 7) < 6 ? u.z : u.w;\n"
        << "      return (e & 1) ? lg_bf16_hi(w) : lg_bf16_lo(w); };\n";
   } else {
     os << "    struct Raw { float x[NE]; };\n"
@@ -233,40 +276,95 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
        << "(kvh, row, d) : 0.0f; }\n      return u; };\n"
        << "    auto el = [](const Raw& u, int e) -> float { return u.x[e]; };\n";
   }
-  os << "    for (long j0 = k0 + (long)wid * (KPW * R); j0 < k1; j0 += (long)NW * KPW * R) {\n"
-     << "      Raw kr[R], vr[R];\n"
+  // The warp's R rounds of keys from j0 (past the chunk: a valid row, masked when used), and the
+  // online softmax of every head over them.
+  // `full` (a literal at each call, folded once the lambda is inlined): every key of the rounds is
+  // in the chunk, so none is clamped or masked.
+  os << "    auto load_rounds = [&](int j0, Raw (&kr)[R], Raw (&vr)[R], bool full) {\n"
      << "      #pragma unroll\n      for (int r = 0; r < R; ++r) {\n"
-     << "        const long row = key_row(min(j0 + r * KPW + sub, k1 - 1));  // past the chunk: a valid row, masked below\n"
-     << "        kr[r] = kraw(row); vr[r] = vraw(row);\n      }\n"
-     << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
+     << "        const long row = key_row(full ? j0 + r * KPW + sub : min(j0 + r * KPW + sub, k1i - 1));\n"
+     << "        kr[r] = kraw(row); vr[r] = vraw(row);\n      }\n    };\n"
+     << "    auto use_rounds = [&](int j0, const Raw (&kr)[R], const Raw (&vr)[R], bool full) {\n";
+  // q_smem: every head's dot products first, the queries read 4 elements at a time (4 registers
+  // live, not NE), each sum still in element order.
+  if (q_smem)
+    os << "      float dots[QG][R];\n"
+       << "      #pragma unroll\n      for (int g = 0; g < QG; ++g)\n"
+       << "        #pragma unroll\n        for (int r = 0; r < R; ++r) dots[g][r] = 0.0f;\n"
+       << "      #pragma unroll\n      for (int c = 0; c < NE / 4; ++c)\n"
+       << "        #pragma unroll\n        for (int g = 0; g < QG; ++g) {\n"
+       << "          const float4 qc = *reinterpret_cast<const float4*>(&s_q[g * DH + ln * NE + 4 * c]);\n"
+       << "          #pragma unroll\n          for (int r = 0; r < R; ++r) {\n"
+       << "            float d = dots[g][r];\n"
+       << "            d = fmaf(qc.x, el(kr[r], 4 * c), d); d = fmaf(qc.y, el(kr[r], 4 * c + 1), d);\n"
+       << "            d = fmaf(qc.z, el(kr[r], 4 * c + 2), d); d = fmaf(qc.w, el(kr[r], 4 * c + 3), d);\n"
+       << "            dots[g][r] = d;\n"
+       << "          }\n        }\n";
+  os << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
      << "        float sc[R], mx = m[g];\n"
-     << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n"
-     << "          float d = 0.0f;\n"
-     << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) d = fmaf(q[g][e], el(kr[r], e), d);\n"
-     << "          #pragma unroll\n          for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
-     << "          sc[r] = j0 + r * KPW + sub < k1 ? " << capped("d") << " : NEG_INF;\n"
-     << "          mx = fmaxf(mx, sc[r]);\n        }\n"
-     << "        const float mu = mx == NEG_INF ? 0.0f : mx;  // a lane group that has seen no key yet\n"
-     << "        const float corr = __expf(m[g] - mu);\n"
-     << "        l[g] *= corr;\n"
-     << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] *= corr;\n"
-     << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n"
-     << "          const float pr = __expf(sc[r] - mu);  // masked: exp(-inf) = 0\n"
+     << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n";
+  if (q_smem)
+    os << "          float d = dots[g][r];\n";
+  else
+    os << "          float d = 0.0f;\n"
+       << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) d = fmaf(q[g][e], el(kr[r], e), d);\n";
+  os << "          #pragma unroll\n          for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
+     << "          sc[r] = full || j0 + r * KPW + sub < k1i ? " << capped("d", exp2 ? 1.4426950408889634 : 1.0) << " : NEG_INF;\n"
+     << "          mx = fmaxf(mx, sc[r]);\n        }\n";
+  if (lazy)
+    os << "        if (mx > m[g]) {  // the max rose: rescale (else corr would be exactly 1)\n"
+       << "          const float corr = " << ex << "(m[g] - mx);\n"
+       << "          l[g] *= corr;\n"
+       << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) acc[g][e] *= corr;\n"
+       << "          m[g] = mx;\n        }\n"
+       << "        const float mu = m[g] == NEG_INF ? 0.0f : m[g];  // a lane group that has seen no key yet\n";
+  else
+    os << "        const float mu = mx == NEG_INF ? 0.0f : mx;  // a lane group that has seen no key yet\n"
+       << "        const float corr = " << ex << "(m[g] - mu);\n"
+       << "        l[g] *= corr;\n"
+       << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] *= corr;\n"
+       << "        m[g] = mx;\n";
+  os << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n"
+     << "          const float pr = " << ex << "(sc[r] - mu);  // masked: exp(-inf) = 0\n"
      << "          l[g] += pr;\n"
      << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) acc[g][e] = fmaf(pr, el(vr[r], e), acc[g][e]);\n"
-     << "        }\n        m[g] = mx;\n      }\n    }\n"
-     // The lane groups of a warp (KPW > 1) merge by shuffles: every lane ends with the warp's.
-     << "    #pragma unroll\n    for (int o = LK; o < 32; o <<= 1) {\n"
+     << "        }\n      }\n    };\n";
+  if (pipe)
+    os << "    {  // PIPE: the next iteration's loads in flight during this one's math\n"
+       << "      int j0 = k0i + wid * (KPW * R);\n"
+       << "      Raw kr[R], vr[R];\n"
+       << "      if (j0 < k1i) load_rounds(j0, kr, vr, false);\n"
+       << "      for (; j0 < k1i; j0 += NW * KPW * R) {\n"
+       << "        Raw kn[R], vn[R];\n"
+       << "        if (j0 + NW * KPW * R < k1i) load_rounds(j0 + NW * KPW * R, kn, vn, false);\n"
+       << "        use_rounds(j0, kr, vr, false);\n"
+       << "        #pragma unroll\n        for (int r = 0; r < R; ++r) { kr[r] = kn[r]; vr[r] = vn[r]; }\n"
+       << "      }\n    }\n";
+  else
+    // The iterations whose keys are all in the chunk, then a warp's last, partial one.
+    os << "    int j0 = k0i + wid * (KPW * R);\n"
+       << "    for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {\n"
+       << "      Raw kr[R], vr[R];\n"
+       << "      load_rounds(j0, kr, vr, true);\n"
+       << "      use_rounds(j0, kr, vr, true);\n"
+       << "    }\n"
+       << "    if (j0 < k1i) {\n"
+       << "      Raw kr[R], vr[R];\n"
+       << "      load_rounds(j0, kr, vr, false);\n"
+       << "      use_rounds(j0, kr, vr, false);\n"
+       << "    }\n";
+  // The lane groups of a warp (KPW > 1) merge by shuffles: every lane ends with the warp's.
+  os << "    #pragma unroll\n    for (int o = LK; o < 32; o <<= 1) {\n"
      << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
      << "        const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);\n"
      << "        const float mx = fmaxf(m[g], mo), mu = mx == NEG_INF ? 0.0f : mx;\n"
-     << "        const float cs = __expf(m[g] - mu), co = __expf(mo - mu);\n"
+     << "        const float cs = " << ex << "(m[g] - mu), co = " << ex << "(mo - mu);\n"
      << "        l[g] = l[g] * cs + lo * co;\n"
      << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;\n"
      << "        m[g] = mx;\n      }\n    }\n"
      << "    __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG * DH];\n"
      << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
-     << "      if (lane == 0) { s_m[wid][g] = m[g]; s_l[wid][g] = l[g]; }\n"
+     << "      if (lane == 0) { s_m[wid][g] = m[g]" << (exp2 ? " * 0.6931471805599453f" : "") << "; s_l[wid][g] = l[g]; }\n"
      << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem
      << "; if (sub == 0 && d < DH) s_o[wid][g * DH + d] = acc[g][e]; }\n"
      << "    }\n"
