@@ -203,7 +203,9 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
 // reads the bf16 cache rows 16 bytes a lane, and the launch has as many splits as chunks of
 // min_chunk fit the context. From 64 rows on the wide form takes all 4: on the tensor cores
 // (lg_dmma, 2-warp blocks, its own split target), or with LG_COMPILED_ATTN_WIDE_FORM=heads the
-// CUDA-core kernel with the round's K/V halved to make room. The kernels compile for sm_90.
+// CUDA-core kernel with the round's K/V halved to make room. One row (one sequence's decode) runs
+// a third kernel: the queries read from shared memory, three blocks an SM. The kernels compile for
+// sm_90.
 TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   nlohmann::json c = config_of(kShared + "/fixtures/tiny-qwen3");
   c["num_attention_heads"] = 32;
@@ -253,8 +255,22 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
     EXPECT_NE(k.source.find("float* __restrict__ lg_part,\n    int* __restrict__ lg_count"), std::string::npos);
     EXPECT_NE(k.source.find("__ldcg(reinterpret_cast<const uint4*>"), std::string::npos) << "no 16-byte row loads";
     EXPECT_NE(k.source.find("atomicAdd(lg_count + item, 1)"), std::string::npos);
+    // One sequence's decode runs the one-row form: the same heads and chunks, three blocks an SM.
+    ASSERT_TRUE(l.one_row) << k.name;
+    EXPECT_EQ(l.one_row->split.heads_per_item, 2);
+    EXPECT_EQ(l.one_row->split.items_per_row, 16);
+    EXPECT_EQ(l.one_row->split.min_chunk, l.split->min_chunk);
+    EXPECT_EQ(l.one_row->split.part_floats, l.split->part_floats);
+    EXPECT_EQ(l.one_row->split.blocks_per_sm, 3);
+    EXPECT_FALSE(l.one_row->split.tensor_cores);
+    const std::string& one = prog.kernels[static_cast<size_t>(l.one_row->kernel)].source;
+    EXPECT_NE(one.find("__launch_bounds__(256, 3)"), std::string::npos);
+    EXPECT_NE(one.find("float acc[QG][NE], m[QG], l[QG];"), std::string::npos) << "queries held in registers";
+    EXPECT_NE(k.source.find("__launch_bounds__(256, 2)"), std::string::npos);
+    EXPECT_NE(k.source.find("float q[QG][NE], acc[QG][NE], m[QG], l[QG];"), std::string::npos);
   }
   EXPECT_EQ(attn, 1);
+  EXPECT_NE(prog.plan_json().find("\"one_row_split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"wide_split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"tensor_cores\": true"), std::string::npos);

@@ -35,13 +35,16 @@ struct SplitShape {
   int64_t r = 0;      ///< key steps a warp loads together (all K and V loads in flight at once)
   int64_t qg = 0;     ///< query heads per block: a divisor of the GQA group
   bool mma = false;   ///< the tensor-core form: qg = the group, lg_dmma::kWarps warps (ne, lk, r unused)
+  bool q_smem = false;  ///< the queries read from shared memory at each use, not held (one-row form)
+  int64_t blocks_per_sm = 0;  ///< __launch_bounds__ and the runner's split target (0: two, the default)
   static constexpr int64_t kWarps = 8;
   static constexpr int64_t kMmaWarps = 2;         ///< lg_dmma::kWarps (the emitted kernel static_asserts it)
   static constexpr int64_t kMmaTileKeys = 32;     ///< lg_dmma::kTileKeys
   static constexpr int64_t kMmaBlocksPerSm = 4;   ///< the runner's split target (5 fit an SM)
+  static constexpr int64_t kOneRowBlocksPerSm = 3;  ///< the one-row form: 80 registers a thread
 };
 
-SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
+SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide, bool one_row) {
   SplitShape sh;
   // The tensor-core form (src/kernels/decode_attention_mma.cuh): every query head of a KV head as
   // a row of the mma's A operand, K/V tiles of bf16 cache rows through shared memory.
@@ -77,6 +80,16 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide) {
     if (group % d == 0 && d * sh.ne <= qne) sh.qg = d;
   if (sh.qg * sh.ne > 16) sh.r = std::max<int64_t>(1, sh.r / 2);
   sh.r = env_int("LG_COMPILED_ATTN_R", sh.r);
+  // The one-row form (one sequence's decode, where a long context gives each block long chunks):
+  // the queries read from shared memory at each use free 16 registers, and at 80 a thread three
+  // blocks share an SM: half as many warps again keep loads in flight. H200, 8B, one sequence of
+  // 32,768 positions 6.03-6.05 -> 5.90-5.92 ms (512 positions: no change; Qwen3-0.6B at 512:
+  // +1.4%); at many rows it loses (16 sequences of 512 positions +2.7%, the queries'
+  // shared-memory reads), hence its own launch (bench/RESULTS.md, session 21).
+  if (one_row && sh.rows) {
+    sh.q_smem = true;
+    sh.blocks_per_sm = SplitShape::kOneRowBlocksPerSm;
+  }
   return sh;
 }
 
@@ -127,8 +140,8 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
     else break;
   }
   const std::string kbase = state_slice_base(n.operands[1]), vbase = state_slice_base(n.operands[2]);
-  const SplitShape sh =
-      split_shape(Dh, G, !kbase.empty() && !vbase.empty() && bf16_state(g.at(cache)), attention_wide);
+  const SplitShape sh = split_shape(Dh, G, !kbase.empty() && !vbase.empty() && bf16_state(g.at(cache)),
+                                    attention_wide, attention_one_row);
   const int64_t NW = sh.mma ? SplitShape::kMmaWarps : SplitShape::kWarps, KPW = sh.mma ? 1 : 32 / sh.lk,
                 QG = sh.qg, items = H / QG;
   // Shared memory: each warp's partial per head (sizes a block's heads and warps, 16 KB at Dh 128).
@@ -145,7 +158,7 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   split.min_chunk = sh.mma ? 4 * SplitShape::kMmaTileKeys : 2 * NW * KPW * sh.r;
   split.tensor_cores = sh.mma;
   split.threads = static_cast<int32_t>(NW * 32);
-  split.blocks_per_sm = sh.mma ? SplitShape::kMmaBlocksPerSm : 0;
+  split.blocks_per_sm = sh.mma ? SplitShape::kMmaBlocksPerSm : sh.blocks_per_sm;
   // A sliding window bounds the positions a token reads, and so the splits they can fill.
   const int64_t cache_rows = paged ? g.batching.max_seq : ks[1].coeff;
   const int64_t context = n.attrs.window > 0 ? std::min(cache_rows, n.attrs.window) : cache_rows;
@@ -224,9 +237,9 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
   const std::string elem = sh.rows ? "ln * NE + e" : "lane + 32 * e";
   const bool lazy = !knob_off("LG_COMPILED_ATTN_LAZY");
   const bool pipe = env_int("LG_COMPILED_ATTN_PIPE", 1) > 1 && sh.rows;
-  // The queries from s_q at each use, not held in registers: with PIPE, and where the block's
-  // heads hold more than 16 elements a lane (the wide CUDA-core form's 4 heads).
-  const bool q_smem = sh.rows && (pipe || sh.qg * sh.ne > 16);
+  // The queries from s_q at each use, not held in registers: with PIPE, in the one-row form, and
+  // where the block's heads hold more than 16 elements a lane (the wide CUDA-core form's 4 heads).
+  const bool q_smem = sh.rows && (pipe || sh.q_smem || sh.qg * sh.ne > 16);
   // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not with PIPE).
   const bool stage_q = q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
   // Scores in base-2 units (scale * log2(e) folded into the score's multiply) and exponentials by

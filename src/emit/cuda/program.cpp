@@ -181,6 +181,9 @@ std::string CudaProgram::plan_json() const {
       e["wide_split_kv"] = {{"kernel", kernels[static_cast<size_t>(l.wide->kernel)].name},
                             {"min_rows", l.wide->min_rows},
                             {"split_kv", split_json(l.wide->split)}};
+    if (l.one_row)
+      e["one_row_split_kv"] = {{"kernel", kernels[static_cast<size_t>(l.one_row->kernel)].name},
+                               {"split_kv", split_json(l.one_row->split)}};
     if (l.prefill) {
       nlohmann::json pf;
       for (const auto& pk : l.prefill->packs)
@@ -506,6 +509,7 @@ struct ProgramBuilder {
     lp.layer = r.layer;
     lp.split = r.split;
     if (r.split) plan_wide_attention(stages, r, lp);
+    if (r.split) plan_one_row_attention(stages, r, lp);
     if (stages.size() == 1) {
       if (auto pre = render_gemm_prefill(p, stages[0], gemm_prefills)) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
@@ -524,7 +528,7 @@ struct ProgramBuilder {
     const char* env = std::getenv("LG_COMPILED_ATTN_WIDE_ROWS");
     const int64_t min_rows = env && *env ? std::atoll(env) : kWideAttentionRows;
     if (min_rows <= 0) return;
-    const RenderedLaunch w = render_launch(p, stages, true);
+    const RenderedLaunch w = render_launch(p, stages, AttentionForm::kWide);
     // Only where it serves more heads a block: at a group of 2 the CUDA-core form already reads
     // each K/V row once for both, and the mma's 16 rows would hold 2 (Qwen3-0.6B, H200: +7% a
     // step at 64 and 128 sequences of 512 positions, bench/RESULTS.md, seventeenth session).
@@ -536,6 +540,21 @@ struct ProgramBuilder {
     if (args != lp.args || w.layer != r.layer)
       throw Error("emit: internal error: the wide attention kernel takes other arguments");
     lp.wide = LaunchPlan::WideSplit{kernel_for(w.source, "attention"), *w.split, min_rows};
+  }
+
+  /// The one-row split-KV form of an attention launch (LaunchPlan::one_row), where the stage's own
+  /// kernel is the CUDA-core one over bf16 cache rows (the form exists only there: split_shape).
+  /// LG_COMPILED_ATTN_ONE_ROW=0: none (A/B).
+  void plan_one_row_attention(const std::vector<int32_t>& stages, const RenderedLaunch& r, LaunchPlan& lp) {
+    const char* off = std::getenv("LG_COMPILED_ATTN_ONE_ROW");
+    if ((off && std::string(off) == "0") || r.split->tensor_cores) return;
+    const RenderedLaunch o = render_launch(p, stages, AttentionForm::kOneRow);
+    if (o.split->blocks_per_sm == 0) return;
+    std::vector<int32_t> args;
+    for (const auto& a : o.args) args.push_back(buffer_id(a.node));
+    if (args != lp.args || o.layer != r.layer)
+      throw Error("emit: internal error: the one-row attention kernel takes other arguments");
+    lp.one_row = LaunchPlan::OneRowSplit{kernel_for(o.source, "attention"), *o.split};
   }
 
   /// Arena: largest first, each at the lowest 256-aligned offset free over its live range.

@@ -97,6 +97,15 @@ struct LaunchPlan {
     int64_t min_rows = 0;
   };
   std::optional<WideSplit> wide;
+  /// An attention launch's form for steps of one row (one sequence's decode): its split-KV kernel
+  /// with more blocks an SM (SplitKv::blocks_per_sm; the queries read from shared memory), the
+  /// same arguments. Over one sequence's long context more warps keep more loads in flight; at
+  /// many rows it loses (attention.cpp, split_shape). Grid (split.items_per_row, splits).
+  struct OneRowSplit {
+    int32_t kernel = -1;
+    SplitKv split;
+  };
+  std::optional<OneRowSplit> one_row;
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;

@@ -6,9 +6,10 @@
 
 namespace lg::emit::cuda {
 
-RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages, bool attention_wide) {
+RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages, AttentionForm attention) {
   return with_layer_lifting(p, [&](Renderer& r) {
-    r.attention_wide = attention_wide;
+    r.attention_wide = attention == AttentionForm::kWide;
+    r.attention_one_row = attention == AttentionForm::kOneRow;
     RenderedLaunch out;
     std::ostringstream body;
     for (int32_t s : stages) {
@@ -32,9 +33,11 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
         r.element_stage(s, body, out.work_const, out.work_t_power);
       }
     }
-    // A split-KV attention block of 8 warps: at most 128 registers a thread, so two blocks share an SM.
-    const bool two = out.split && out.block == 256;
-    const std::string bounds = "__launch_bounds__(" + std::to_string(out.block) + (two ? ", 2)" : ")");
+    // A split-KV attention block of 8 warps: at most 128 registers a thread, so two blocks share an
+    // SM; the one-row form asks for its blocks_per_sm (three: 80 registers).
+    const int64_t blocks = !out.split || out.block != 256 ? 1 : out.split->blocks_per_sm > 0 ? out.split->blocks_per_sm : 2;
+    const std::string bounds =
+        "__launch_bounds__(" + std::to_string(out.block) + (blocks > 1 ? ", " + std::to_string(blocks) + ")" : ")");
     out.source = r.kernel(bounds, out.split ? kSplitKvParams : std::vector<std::string>{}, "", body.str());
     out.args = r.args;
     out.layer = r.layer();

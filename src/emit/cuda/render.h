@@ -76,9 +76,13 @@ WideAttentionForm wide_attention_form();
 
 /// Renders the stages of one launch (element stages may share a launch; GEMM and attention
 /// stages are alone in theirs). Throws lg::Error naming the stage for a form it cannot render.
-/// `attention_wide`: an attention stage's wide split-KV form (LaunchPlan::wide).
+/// Which split-KV kernel an attention stage renders: its own, the wide form (LaunchPlan::wide) or
+/// the one-row form (LaunchPlan::one_row).
+enum class AttentionForm { kNarrow, kWide, kOneRow };
+
+/// `attention`: the split-KV form an attention stage renders.
 RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages,
-                             bool attention_wide = false);
+                             AttentionForm attention = AttentionForm::kNarrow);
 
 /// The T > 1 form of a GEMM stage whose matmuls all read a bf16 weight W[N, K] as W.T against a
 /// [T, K] activation: a pack kernel per distinct activation writes it as bf16 [T, K]; cuBLASLt

@@ -57,6 +57,8 @@ struct Renderer {
   /// Render attention stages in their wide split-KV form (more query heads a block: see
   /// LaunchPlan::wide).
   bool attention_wide = false;
+  /// Render attention stages in their one-row split-KV form (LaunchPlan::one_row).
+  bool attention_one_row = false;
   /// Warps per output element in the decode GEMVs of the stage being rendered (gemm_stage): each
   /// takes a slice of K and the block sums the slices.
   int gemv_split = 1;

@@ -316,9 +316,10 @@ class CompiledLane : public Lane {
     return std::clamp<int64_t>(target / items, 1, sp.max_splits);
   }
 
-  /// The kernel and split-KV form an attention launch runs at `rows` rows: its wide form from
-  /// wide->min_rows on (LaunchPlan::wide), else its own.
+  /// The kernel and split-KV form an attention launch runs at `rows` rows: its one-row form at one
+  /// (LaunchPlan::one_row), its wide form from wide->min_rows on (LaunchPlan::wide), else its own.
   static std::pair<int32_t, const emit::cuda::SplitKv&> split_form(const emit::cuda::LaunchPlan& l, int64_t rows) {
+    if (l.one_row && rows == 1) return {l.one_row->kernel, l.one_row->split};
     if (l.wide && rows >= l.wide->min_rows) return {l.wide->kernel, l.wide->split};
     return {l.kernel, *l.split};
   }
