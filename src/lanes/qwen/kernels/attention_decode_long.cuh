@@ -17,6 +17,7 @@
 // head, part) to finish merges its heads' partials: arrive_last on counters[blockIdx.x]).
 #pragma once
 
+#include "kernels/flash_attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
 
 namespace lg::qwen::dev {
@@ -152,7 +153,11 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       vr[r] = key == key_in_smem ? vpos : __ldcg(reinterpret_cast<const uint4*>(p.v_cache + row));
     }
   };
-  // The online softmax of every head over those keys.
+  // The online softmax of every head over those keys, in base-2 units: scale times log2(e) in the
+  // score's multiply and ex2.approx for the exponentials (__expf's multiply and denormal fix-up
+  // cost 3 instructions each); the warps' states leave in natural units. The compiled lane's
+  // split-KV loop gained 1.5% a step at 32,768 positions from it (bench/RESULTS.md, session 21).
+  const float scale2 = p.scale * 1.44269504088896341f;
   auto use_rounds = [&](int j0, const uint4 (&kr)[R], const uint4 (&vr)[R]) {
 #pragma unroll
     for (int g = 0; g < QG; ++g) {
@@ -173,17 +178,17 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
         for (int e = 0; e < 8; ++e) d = fmaf(qg[e], elem(kr[r], e), d);
 #pragma unroll
         for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-        sc[r] = j0 + r * KPW + sub < k1 ? d * p.scale : kNegInf;
+        sc[r] = j0 + r * KPW + sub < k1 ? d * scale2 : kNegInf;
         mx = fmaxf(mx, sc[r]);
       }
       const float mu = mx == kNegInf ? 0.f : mx;  // a lane group that has seen no key yet
-      const float corr = __expf(m[g] - mu);
+      const float corr = lg_fa::exp2_approx(m[g] - mu);
       l[g] *= corr;
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[g][e] *= corr;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const float pr = __expf(sc[r] - mu);
+        const float pr = lg_fa::exp2_approx(sc[r] - mu);
         l[g] += pr;
 #pragma unroll
         for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pr, elem(vr[r], e), acc[g][e]);
@@ -217,7 +222,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     for (int g = 0; g < QG; ++g) {
       const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);
       const float mx = fmaxf(m[g], mo), mu = mx == kNegInf ? 0.f : mx;
-      const float cs = __expf(m[g] - mu), co = __expf(mo - mu);
+      const float cs = lg_fa::exp2_approx(m[g] - mu), co = lg_fa::exp2_approx(mo - mu);
       l[g] = l[g] * cs + lo * co;
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;
@@ -226,7 +231,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
 #pragma unroll
   for (int g = 0; g < QG; ++g) {
     if (lane == 0) {
-      s_m[warp][g] = m[g];
+      s_m[warp][g] = m[g] * 0.6931471805599453f;  // natural units for the merges
       s_l[warp][g] = l[g];
     }
     if (sub == 0)
