@@ -225,12 +225,12 @@ namespace {
 // A head's running max and the rescale of its sum and accumulators by exp(m_old - m_new) change
 // only when a round raises the max (rarely, past a chunk's first keys): corr would be exactly 1,
 // so skipping it leaves every value bit-identical (LG_COMPILED_ATTN_LAZY=0 always rescales).
-// The loop does these per round of keys, in 32-bit index arithmetic, with scores in base-2 units
-// (below): H200, 8B, one sequence of 32,768 positions, the decode attention kernel 62.6-62.9 ->
-// 54.6 us (36.8M -> 31.2M instructions; Nsight), the step 6.27-6.29 -> 6.06-6.11 ms
-// (bench/RESULTS.md, twenty-first session). Lab form, off (slower at 32,768 positions, 6.68 against 6.25 ms with the
-// 4-head form): LG_COMPILED_ATTN_PIPE=2 issues the next iteration's K/V loads before this one's
-// math, as the hand-written v8 kernel does, with the queries read from s_q at each use.
+// Key indices and row offsets are 32-bit and scores are in base-2 units (below). With these, H200,
+// 8B, one sequence of 32,768 positions: the decode attention kernel 62.6-62.9 -> 54.6 us (36.8M ->
+// 31.2M instructions; Nsight), the step 6.27-6.29 -> 6.06-6.11 ms (bench/RESULTS.md, session 21).
+// A lab form, off: LG_COMPILED_ATTN_PIPE=2 issues the next iteration's K/V loads before this
+// one's math, as the hand-written v8 kernel does, with the queries read from s_q at each use
+// (slower at 32,768 positions: 6.68 against 6.25 ms with 4 heads a block).
 void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
               const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
               const std::function<std::string(const std::string&, double)>& capped) {
