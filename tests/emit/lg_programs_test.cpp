@@ -204,8 +204,8 @@ TEST(EmitLgPrograms, BatchedQwenProgramsCompileForSm90) {
 // min_chunk fit the context. From 64 rows on the wide form takes all 4: on the tensor cores
 // (lg_dmma, 2-warp blocks, its own split target), or with LG_COMPILED_ATTN_WIDE_FORM=heads the
 // CUDA-core kernel with the round's K/V halved to make room. One row (one sequence's decode) runs
-// a third kernel: the queries read from shared memory, three blocks an SM. The kernels compile for
-// sm_90.
+// a third kernel: the queries read from shared memory, three blocks an SM (not at a group of 2,
+// where one block serves the whole group). The kernels compile for sm_90.
 TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   nlohmann::json c = config_of(kShared + "/fixtures/tiny-qwen3");
   c["num_attention_heads"] = 32;
@@ -271,6 +271,13 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   }
   EXPECT_EQ(attn, 1);
   EXPECT_NE(prog.plan_json().find("\"one_row_split_kv\""), std::string::npos);
+  // A group of 2 in one block (Qwen3-0.6B's 16 query heads over 8 KV heads) has no one-row form.
+  nlohmann::json c2 = c;
+  c2["num_attention_heads"] = 16;
+  ir::Graph gtwo = lang::lower_file(kSource + "/models/qwen3.lg", c2, lang::BindOptions{1024});
+  const CudaProgram two = emit_batched(gtwo, {16, 129, 64, 256});
+  EXPECT_EQ(two.plan_json().find("\"one_row_split_kv\""), std::string::npos);
+  EXPECT_NE(two.plan_json().find("\"split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"wide_split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"tensor_cores\": true"), std::string::npos);

@@ -83,10 +83,12 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide, boo
   // The one-row form (one sequence's decode, where a long context gives each block long chunks):
   // the queries read from shared memory at each use free 16 registers, and at 80 a thread three
   // blocks share an SM: half as many warps again keep loads in flight. H200, 8B, one sequence of
-  // 32,768 positions 6.03-6.05 -> 5.90-5.92 ms (512 positions: no change; Qwen3-0.6B at 512:
-  // +1.4%); at many rows it loses (16 sequences of 512 positions +2.7%, the queries'
-  // shared-memory reads), hence its own launch (bench/RESULTS.md, session 21).
-  if (one_row && sh.rows) {
+  // 32,768 positions 6.03-6.05 -> 5.90-5.92 ms (512 positions: no change); at many rows it loses
+  // (16 sequences of 512 positions +2.7%, the queries' shared-memory reads), hence its own
+  // launch. Only where a KV head's query heads span several blocks (group > qg: Qwen3-8B's 4 in
+  // blocks of 2): at Qwen3-0.6B's group of 2, one block a KV head, it lost 1.4% at 512 positions
+  // and 2% at 32,768, a measured rule, not one we can explain yet (bench/RESULTS.md, session 21).
+  if (one_row && sh.rows && group > sh.qg) {
     sh.q_smem = true;
     sh.blocks_per_sm = SplitShape::kOneRowBlocksPerSm;
   }
