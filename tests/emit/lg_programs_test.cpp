@@ -276,8 +276,14 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
   c2["num_attention_heads"] = 16;
   ir::Graph gtwo = lang::lower_file(kSource + "/models/qwen3.lg", c2, lang::BindOptions{1024});
   const CudaProgram two = emit_batched(gtwo, {16, 129, 64, 256});
-  EXPECT_EQ(two.plan_json().find("\"one_row_split_kv\""), std::string::npos);
-  EXPECT_NE(two.plan_json().find("\"split_kv\""), std::string::npos);
+  int split_launches = 0;
+  for (const auto& l : two.launches) {
+    if (!l.split) continue;
+    ++split_launches;
+    EXPECT_EQ(l.split->heads_per_item, 2);
+    EXPECT_FALSE(l.one_row) << two.kernels[static_cast<size_t>(l.kernel)].name;
+  }
+  EXPECT_EQ(split_launches, 1);
   EXPECT_NE(prog.plan_json().find("\"split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"wide_split_kv\""), std::string::npos);
   EXPECT_NE(prog.plan_json().find("\"tensor_cores\": true"), std::string::npos);
@@ -602,29 +608,38 @@ TEST(EmitLgPrograms, SplitKvChunkLoopScoresInBase2AndMasksOnlyItsLastIteration) 
   nlohmann::json c8 = config_of(kShared + "/models/qwen3-pycode-22m");
   c8.update({{"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 2}, {"num_attention_heads", 32},
              {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 1024}});
-  auto attention = [](const CudaProgram& prog) {
-    for (const Kernel& k : prog.kernels)
-      if (count(k.source, "split-KV (flash-decoding), 2 query head(s) per block") == 1) return k.source;
+  // The first split-KV launch's own kernel and its one-row form.
+  auto attention = [](const CudaProgram& prog, bool one_row) {
+    for (const auto& l : prog.launches)
+      if (l.split && (!one_row || l.one_row))
+        return prog.kernels[static_cast<size_t>(one_row ? l.one_row->kernel : l.kernel)].source;
     return std::string();
   };
   const CudaProgram prog = emit_bf16("qwen3.lg", c8);
-  const std::string k = attention(prog);
-  ASSERT_FALSE(k.empty());
-  EXPECT_EQ(count(k, "s_q[i] = "), 1u);
-  EXPECT_EQ(count(k, "const int k0i = (int)k0, k1i = (int)k1;"), 1u);
-  EXPECT_EQ(count(k, "(unsigned)row * (unsigned)DH"), 1u);
-  EXPECT_EQ(count(k, "sc[r] = full || j0 + r * KPW + sub < k1i ? d * 0.127517431f : NEG_INF;"), 1u);
-  EXPECT_EQ(count(k, "lg_fa::exp2_approx(sc[r] - mu)"), 1u);
-  EXPECT_EQ(count(k, "s_m[wid][g] = m[g] * 0.6931471805599453f;"), 1u);
-  EXPECT_EQ(count(k, "if (mx > m[g]) {"), 1u);
-  EXPECT_EQ(count(k, "use_rounds(j0, kr, vr, true);"), 1u);
-  EXPECT_EQ(count(k, "use_rounds(j0, kr, vr, false);"), 1u);
-  EXPECT_EQ(count(k, "for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {"), 1u);
+  for (const bool one_row : {false, true}) {
+    SCOPED_TRACE(one_row ? "one-row form" : "narrow form");
+    const std::string k = attention(prog, one_row);
+    ASSERT_FALSE(k.empty());
+    EXPECT_EQ(count(k, "split-KV (flash-decoding), 2 query head(s) per block"), 1u);
+    EXPECT_EQ(count(k, "s_q[i] = "), 1u);
+    EXPECT_EQ(count(k, "const int k0i = (int)k0, k1i = (int)k1;"), 1u);
+    EXPECT_EQ(count(k, "(unsigned)row * (unsigned)DH"), 1u);
+    EXPECT_EQ(count(k, "sc[r] = full || j0 + r * KPW + sub < k1i ? d * 0.127517431f : NEG_INF;"), 1u);
+    EXPECT_EQ(count(k, "lg_fa::exp2_approx(sc[r] - mu)"), 1u);
+    EXPECT_EQ(count(k, "s_m[wid][g] = m[g] * 0.6931471805599453f;"), 1u);
+    EXPECT_EQ(count(k, "if (mx > m[g]) {"), 1u);
+    EXPECT_EQ(count(k, "use_rounds(j0, kr, vr, true);"), 1u);
+    EXPECT_EQ(count(k, "use_rounds(j0, kr, vr, false);"), 1u);
+    EXPECT_EQ(count(k, "for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {"), 1u);
+    // The one-row form reads the queries from shared memory, 4 at a time, every head's dots first.
+    EXPECT_EQ(count(k, "float dots[QG][R];"), one_row ? 1u : 0u);
+    EXPECT_EQ(count(k, "float q[QG][NE]"), one_row ? 0u : 1u);
+  }
   EXPECT_GT(nvrtc_compile(prog.source(), "qwen3").size(), 1000u);
   setenv("LG_COMPILED_ATTN_LAZY", "0", 1);
   const CudaProgram natural = emit_bf16("qwen3.lg", c8, "LG_COMPILED_ATTN_EXP2", "0");
   unsetenv("LG_COMPILED_ATTN_LAZY");
-  const std::string kn = attention(natural);
+  const std::string kn = attention(natural, false);
   EXPECT_EQ(count(kn, "exp2_approx"), 0u);
   EXPECT_EQ(count(kn, "if (mx > m[g])"), 0u);
   EXPECT_EQ(count(kn, "d * 0.0883883476f"), 1u);

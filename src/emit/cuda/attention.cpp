@@ -88,7 +88,9 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide, boo
   // launch. Only where a KV head's query heads span several blocks (group > qg: Qwen3-8B's 4 in
   // blocks of 2): at Qwen3-0.6B's group of 2, one block a KV head, it lost 1.4% at 512 positions
   // and 2% at 32,768, a measured rule, not one we can explain yet (bench/RESULTS.md, session 21).
-  if (one_row && sh.rows && group > sh.qg) {
+  // LG_COMPILED_ATTN_ONE_ROW=1 makes it wherever the rows form is (tests: the 22M model's group
+  // of 2), =0 nowhere.
+  if (one_row && sh.rows && (group > sh.qg || env_int("LG_COMPILED_ATTN_ONE_ROW", 0) == 1)) {
     sh.q_smem = true;
     sh.blocks_per_sm = SplitShape::kOneRowBlocksPerSm;
   }
@@ -146,7 +148,8 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
                                     attention_wide, attention_one_row);
   const int64_t NW = sh.mma ? SplitShape::kMmaWarps : SplitShape::kWarps, KPW = sh.mma ? 1 : 32 / sh.lk,
                 QG = sh.qg, items = H / QG;
-  // Shared memory: each warp's partial per head (sizes a block's heads and warps, 16 KB at Dh 128).
+  // Shared memory: each warp's partial per head (sizes a block's heads and warps, 16 KB at Dh 128),
+  // beside the staged queries (QG * Dh floats) and the tail's few words: under 48 KB.
   if (!sh.mma && NW * QG * Dh * 4 > 40 * 1024)
     throw Error("emit: attention with head_dim " + std::to_string(Dh) + " needs more than 40 KB of shared memory");
   wc.push_back(items);
@@ -168,8 +171,9 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
 
   // The key row of position j of the token.
   const std::string bs = std::to_string(n.attrs.block_size) + "L";
-  // In 32-bit arithmetic (positions and block ids are below 2^31; j >= 0, so / and % need no
-  // sign fix-up): the 64-bit division and modulo took a fifth of the chunk loop's instructions.
+  // In 32-bit arithmetic (positions are below 2^31, and block ids, read through the block table's
+  // float lambda, exact below 2^24; j >= 0, so / and % need no sign fix-up): the 64-bit division
+  // and modulo took a fifth of the chunk loop's instructions.
   const std::string key_row =
       paged ? "(long)(int)" + call(name, n.operands[5], {"sq", "(long)((unsigned)i / " + std::to_string(n.attrs.block_size) + "u)"}) +
                   " * " + bs + " + (long)((unsigned)i % " + std::to_string(n.attrs.block_size) + "u)"
@@ -239,10 +243,9 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
   const std::string elem = sh.rows ? "ln * NE + e" : "lane + 32 * e";
   const bool lazy = !knob_off("LG_COMPILED_ATTN_LAZY");
   const bool pipe = env_int("LG_COMPILED_ATTN_PIPE", 1) > 1 && sh.rows;
-  // The queries from s_q at each use, not held in registers: with PIPE, in the one-row form, and
-  // where the block's heads hold more than 16 elements a lane (the wide CUDA-core form's 4 heads).
-  const bool q_smem = sh.rows && (pipe || sh.q_smem || sh.qg * sh.ne > 16);
-  // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not with PIPE).
+  // The queries from s_q at each use, not held in registers: with PIPE and in the one-row form.
+  const bool q_smem = sh.rows && (pipe || sh.q_smem);
+  // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not where q_smem).
   const bool stage_q = q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
   // Scores in base-2 units (scale * log2(e) folded into the score's multiply) and exponentials by
   // ex2.approx.ftz: __expf's multiply and its denormal fix-up were 3 instructions each of the

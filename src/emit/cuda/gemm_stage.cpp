@@ -44,8 +44,8 @@ bool same_rows(const ir::Shape& x, const ir::Shape& y) {
   return tail(x) >= 0 && tail(x) == tail(y);
 }
 
-/// `v` seen through inline casts to f32 from another float type: values equal to their operand's
-/// (bf16 and f16 widen to f32 exactly).
+/// `v` seen through inline casts to f32 (from f32: no-ops; from bf16 or f16: exact widenings,
+/// though stored_row then finds no f32 buffer behind them).
 ir::ValueId through_widening_casts(const lift::StagedProgram& p, ir::ValueId v) {
   const ir::Graph& g = p.graph;
   while (g.at(v).op == ir::Op::Cast && p.is_inline[static_cast<size_t>(v)] && g.at(v).dtype == DType::F32 &&

@@ -147,7 +147,8 @@ std::string CudaProgram::plan_json() const {
       "float* lg_part (T * splits * part_floats) and int* lg_count (T * items_per_row, zero) after its buffers; blocks "
       "of `threads` threads; blocks_per_sm > 0: the splits aim at that many blocks an SM over all items; with a "
       "`wide_split_kv` entry, steps of at least min_rows rows run that kernel instead, with its split_kv "
-      "(tensor_cores: lg_dmma's form)";
+      "(tensor_cores: lg_dmma's form); with a `one_row_split_kv` entry, steps of one row run that kernel (checked "
+      "before the wide form)";
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
@@ -523,7 +524,7 @@ struct ProgramBuilder {
   /// heads a block than `r`, the form rendered for every step: on the tensor cores (lg_dmma)
   /// where the stage reads bf16 cache rows of a head_dim the mma takes, else the CUDA-core kernel
   /// with more heads (attention.cpp, split_shape). LG_COMPILED_ATTN_WIDE_ROWS=N sets its min_rows
-  /// (1: every step, for tests; 0: never).
+  /// (1: every step but those that run the one-row form, for tests; 0: never).
   void plan_wide_attention(const std::vector<int32_t>& stages, const RenderedLaunch& r, LaunchPlan& lp) {
     const char* env = std::getenv("LG_COMPILED_ATTN_WIDE_ROWS");
     const int64_t min_rows = env && *env ? std::atoll(env) : kWideAttentionRows;

@@ -306,10 +306,11 @@ class CompiledLane : public Lane {
   /// Splits of a split-KV attention launch over `rows` tokens: as many as keep the grid within
   /// attn_blocks_ (one wave at two 256-thread blocks per SM: the kernel's register bound), at
   /// most the splits the context can fill, at least 1. Blocks past a token's last chunk exit at
-  /// once, so a short context pays only their launch. Qwen3-8B (16 blocks per token): 16 splits
-  /// at B = 1, 2 at B = 8, 1 from B = 9 on.
-  /// A form with its own target (SplitKv::blocks_per_sm: the tensor-core form's small blocks)
-  /// aims at that many blocks an SM instead, unless LG_COMPILED_ATTN_BPS sets every form's.
+  /// once, so a short context pays only their launch. Qwen3-8B (16 blocks per token): 2 splits
+  /// at B = 8, 1 from B = 9 on.
+  /// A form with its own target (SplitKv::blocks_per_sm: the tensor-core form's small blocks,
+  /// the one-row form's three an SM: Qwen3-8B's one sequence 24 splits on an H200) aims at that
+  /// many blocks an SM instead, unless LG_COMPILED_ATTN_BPS sets every form's.
   int64_t splits(const emit::cuda::SplitKv& sp, int64_t rows) const {
     const int64_t items = std::max<int64_t>(rows * sp.items_per_row, 1);
     const int64_t target = sp.blocks_per_sm > 0 && !attn_bps_knob_ ? sp.blocks_per_sm * cuda::sm_count() : attn_blocks_;
