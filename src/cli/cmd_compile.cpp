@@ -79,6 +79,20 @@ std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
   return line + "\n";
 }
 
+/// The summary's line on the split-KV attention launches with a one-row form (LaunchPlan::one_row:
+/// one sequence's decode steps run it); empty when none has.
+std::string one_row_forms(const lg::emit::cuda::CudaProgram& cuda) {
+  int64_t n = 0, blocks = 0;
+  for (const auto& l : cuda.launches)
+    if (l.one_row) {
+      ++n;
+      blocks = l.one_row->split.blocks_per_sm;
+    }
+  if (n == 0) return "";
+  return "one-row forms (one sequence's decode): " + std::to_string(n) + " split-KV attention launches run " +
+         std::to_string(blocks) + " blocks an SM\n";
+}
+
 }  // namespace
 
 LG_COMMAND("compile", [](CLI::App& app) {
@@ -157,7 +171,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
                                                     ")") +
                           "\nlaunches per decode layer: " + std::to_string(per_layer) +
                           (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n" +
-                          prefill_forms(cuda);
+                          prefill_forms(cuda) + one_row_forms(cuda);
     if (!opts->out.empty()) {
       std::filesystem::path dir(opts->out);
       std::error_code ec;

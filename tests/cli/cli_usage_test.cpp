@@ -210,7 +210,9 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
             std::string::npos)
       << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
   // Its GQA group of 8 gives the split-KV attention a wide form on the tensor cores (all 8 query
-  // heads of a KV head a block, not 2).
+  // heads of a KV head a block, not 2), and a one-row form for one sequence's decode.
+  EXPECT_NE(moe.out.find("one-row forms (one sequence's decode): 48 split-KV attention launches run 3 blocks an SM\n"),
+            std::string::npos);
   // Gemma 3's head_dim 256 has no flash form: the summary says its attention stays split-KV, and why.
   const CliRun gemma = run_lg("compile " + kSource + "/models/gemma3_text.lg -c " + kSource +
                               "/bench/shapes/gemma-3-12b-text --explain --max-seq 256");
@@ -219,6 +221,8 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
                            "kernel at every T (the flash template takes head_dim 16, 32, 64 or 128)\n"),
             std::string::npos)
       << gemma.out.substr(gemma.out.size() > 600 ? gemma.out.size() - 600 : 0);
+  // Its group of 2 fits one block: no one-row form.
+  EXPECT_EQ(gemma.out.find("one-row forms"), std::string::npos);
   // No step of more than one row, no prefill form to name.
   const CliRun one = run_lg("compile " + kQwen3 + " -c " + kModel + " --explain --max-batch 1 --max-step-tokens 1");
   EXPECT_EQ(one.code, 0) << one.out;
