@@ -234,17 +234,13 @@ namespace {
 // Key indices and row offsets are 32-bit and scores are in base-2 units (below). With these, H200,
 // 8B, one sequence of 32,768 positions: the decode attention kernel 62.6-62.9 -> 54.6 us (36.8M ->
 // 31.2M instructions; Nsight), the step 6.27-6.29 -> 6.06-6.11 ms (bench/RESULTS.md, session 21).
-// A lab form, off: LG_COMPILED_ATTN_PIPE=2 issues the next iteration's K/V loads before this
-// one's math, as the hand-written v8 kernel does, with the queries read from s_q at each use
-// (slower at 32,768 positions: 6.68 against 6.25 ms with 4 heads a block).
 void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
               const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
               const std::function<std::string(const std::string&, double)>& capped) {
   const std::string elem = sh.rows ? "ln * NE + e" : "lane + 32 * e";
   const bool lazy = !knob_off("LG_COMPILED_ATTN_LAZY");
-  const bool pipe = env_int("LG_COMPILED_ATTN_PIPE", 1) > 1 && sh.rows;
-  // The queries from s_q at each use, not held in registers: with PIPE and in the one-row form.
-  const bool q_smem = sh.rows && (pipe || sh.q_smem);
+  // The queries from s_q at each use, not held in registers: the one-row form.
+  const bool q_smem = sh.rows && sh.q_smem;
   // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not where q_smem).
   const bool stage_q = q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
   // Scores in base-2 units (scale * log2(e) folded into the score's multiply) and exponentials by
@@ -270,19 +266,16 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
   if (sh.rows) {
     // Raw bf16 as loaded (4 registers per 8 elements), widened at use; L2 only (__ldcg): the rows
     // of a block's chunk are read once by it.
-    os << "    struct Raw { uint4 u[NE / 8]; };\n"
-       << "    const unsigned short* kb = " << kbase << " + kvh * " << head_stride << "L + ln * NE;\n"
-       << "    const unsigned short* vb = " << vbase << " + kvh * " << head_stride << "L + ln * NE;\n"
-       << "    auto rows_raw = [&](const unsigned short* b, long row) -> Raw { Raw r;\n"
-       << "      const unsigned short* rb = b + " << (head_stride < (int64_t{1} << 32) ? "(unsigned)row * (unsigned)DH" : "row * DH")
-       << ";  // a head's rows span under 2^32 elements: 32-bit offsets\n"
-       << "      #pragma unroll\n      for (int c = 0; c < NE / 8; ++c) r.u[c] = __ldcg(reinterpret_cast<const uint4*>(rb) + c);\n"
-       << "      return r; };\n"
-       << "    auto kraw = [&](long row) -> Raw { return rows_raw(kb, row); };\n"
-       << "    auto vraw = [&](long row) -> Raw { return rows_raw(vb, row); };\n"
-       << "    auto el = [](const Raw& r, int e) -> float {\n"
-       << "      const uint4& u = r.u[e / 8];\n"
-       << "      const unsigned w = (e & 7) < 2 ? u.x : (e & 7) < 4 ? u.y : (e & 7) < 6 ? u.z : u.w;\n"
+    // A head's rows span under 2^32 elements (else 64-bit): 32-bit row offsets.
+    os << "    typedef uint4 Raw;\n"
+       << "    const unsigned short* kb = " << kbase << " + kvh * " << head_stride << "L + ln * 8;\n"
+       << "    const unsigned short* vb = " << vbase << " + kvh * " << head_stride << "L + ln * 8;\n"
+       << "    auto row_off = [&](long row) { return "
+       << (head_stride < (int64_t{1} << 32) ? "(unsigned)row * (unsigned)DH" : "row * DH") << "; };\n"
+       << "    auto kraw = [&](long row) -> Raw { return __ldcg(reinterpret_cast<const uint4*>(kb + row_off(row))); };\n"
+       << "    auto vraw = [&](long row) -> Raw { return __ldcg(reinterpret_cast<const uint4*>(vb + row_off(row))); };\n"
+       << "    auto el = [](const Raw& u, int e) -> float {\n"
+       << "      const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;\n"
        << "      return (e & 1) ? lg_bf16_hi(w) : lg_bf16_lo(w); };\n";
   } else {
     os << "    struct Raw { float x[NE]; };\n"
@@ -347,30 +340,18 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
      << "          l[g] += pr;\n"
      << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) acc[g][e] = fmaf(pr, el(vr[r], e), acc[g][e]);\n"
      << "        }\n      }\n    };\n";
-  if (pipe)
-    os << "    {  // PIPE: the next iteration's loads in flight during this one's math\n"
-       << "      int j0 = k0i + wid * (KPW * R);\n"
-       << "      Raw kr[R], vr[R];\n"
-       << "      if (j0 < k1i) load_rounds(j0, kr, vr, false);\n"
-       << "      for (; j0 < k1i; j0 += NW * KPW * R) {\n"
-       << "        Raw kn[R], vn[R];\n"
-       << "        if (j0 + NW * KPW * R < k1i) load_rounds(j0 + NW * KPW * R, kn, vn, false);\n"
-       << "        use_rounds(j0, kr, vr, false);\n"
-       << "        #pragma unroll\n        for (int r = 0; r < R; ++r) { kr[r] = kn[r]; vr[r] = vn[r]; }\n"
-       << "      }\n    }\n";
-  else
-    // The iterations whose keys are all in the chunk, then a warp's last, partial one.
-    os << "    int j0 = k0i + wid * (KPW * R);\n"
-       << "    for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {\n"
-       << "      Raw kr[R], vr[R];\n"
-       << "      load_rounds(j0, kr, vr, true);\n"
-       << "      use_rounds(j0, kr, vr, true);\n"
-       << "    }\n"
-       << "    if (j0 < k1i) {\n"
-       << "      Raw kr[R], vr[R];\n"
-       << "      load_rounds(j0, kr, vr, false);\n"
-       << "      use_rounds(j0, kr, vr, false);\n"
-       << "    }\n";
+  // The iterations whose keys are all in the chunk, then a warp's last, partial one.
+  os << "    int j0 = k0i + wid * (KPW * R);\n"
+     << "    for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {\n"
+     << "      Raw kr[R], vr[R];\n"
+     << "      load_rounds(j0, kr, vr, true);\n"
+     << "      use_rounds(j0, kr, vr, true);\n"
+     << "    }\n"
+     << "    if (j0 < k1i) {\n"
+     << "      Raw kr[R], vr[R];\n"
+     << "      load_rounds(j0, kr, vr, false);\n"
+     << "      use_rounds(j0, kr, vr, false);\n"
+     << "    }\n";
   // The lane groups of a warp (KPW > 1) merge by shuffles: every lane ends with the warp's.
   os << "    #pragma unroll\n    for (int o = LK; o < 32; o <<= 1) {\n"
      << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
