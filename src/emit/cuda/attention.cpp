@@ -90,7 +90,9 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide, boo
   // and 2% at 32,768, a measured rule, not one we can explain yet (bench/RESULTS.md, session 21).
   // LG_COMPILED_ATTN_ONE_ROW=1 makes it wherever the rows form is (tests: the 22M model's group
   // of 2), =0 nowhere.
-  if (one_row && sh.rows && (group > sh.qg || env_int("LG_COMPILED_ATTN_ONE_ROW", 0) == 1)) {
+  const bool one_row_off = knob_off("LG_COMPILED_ATTN_ONE_ROW");
+  const bool one_row_forced = !one_row_off && env_int("LG_COMPILED_ATTN_ONE_ROW", 0) == 1;
+  if (one_row && sh.rows && !one_row_off && (group > sh.qg || one_row_forced)) {
     sh.q_smem = true;
     sh.blocks_per_sm = SplitShape::kOneRowBlocksPerSm;
   }

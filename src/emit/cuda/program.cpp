@@ -536,26 +536,28 @@ struct ProgramBuilder {
     // LG_COMPILED_ATTN_WIDE_FORM=mma keeps it there too (tests: the 22M model's group is 2).
     const bool forced = wide_attention_form() == WideAttentionForm::kMmaAlways && w.split->tensor_cores;
     if (w.split->heads_per_item == r.split->heads_per_item && !forced) return;
-    std::vector<int32_t> args;
-    for (const auto& a : w.args) args.push_back(buffer_id(a.node));
-    if (args != lp.args || w.layer != r.layer)
-      throw Error("emit: internal error: the wide attention kernel takes other arguments");
-    lp.wide = LaunchPlan::WideSplit{kernel_for(w.source, "attention"), *w.split, min_rows};
+    lp.wide = LaunchPlan::WideSplit{other_form(w, r, lp, "wide"), min_rows};
   }
 
   /// The one-row split-KV form of an attention launch (LaunchPlan::one_row), where the stage's own
-  /// kernel is the CUDA-core one over bf16 cache rows (the form exists only there: split_shape).
-  /// LG_COMPILED_ATTN_ONE_ROW=0: none (A/B).
+  /// kernel is the CUDA-core one over bf16 cache rows and split_shape gives it one (its rule and
+  /// LG_COMPILED_ATTN_ONE_ROW: attention.cpp).
   void plan_one_row_attention(const std::vector<int32_t>& stages, const RenderedLaunch& r, LaunchPlan& lp) {
-    const char* off = std::getenv("LG_COMPILED_ATTN_ONE_ROW");
-    if ((off && std::string(off) == "0") || r.split->tensor_cores) return;
+    if (r.split->tensor_cores) return;
     const RenderedLaunch o = render_launch(p, stages, AttentionForm::kOneRow);
     if (o.split->blocks_per_sm == 0) return;
+    lp.one_row = other_form(o, r, lp, "one-row");
+  }
+
+  /// Launch `lp`'s other split-KV form `o` (rendered from the same stages as `r`): its kernel and
+  /// split. Throws lg::Error if its kernel takes other arguments than lp's.
+  LaunchPlan::SplitForm other_form(const RenderedLaunch& o, const RenderedLaunch& r, const LaunchPlan& lp,
+                                   const std::string& form) {
     std::vector<int32_t> args;
     for (const auto& a : o.args) args.push_back(buffer_id(a.node));
     if (args != lp.args || o.layer != r.layer)
-      throw Error("emit: internal error: the one-row attention kernel takes other arguments");
-    lp.one_row = LaunchPlan::OneRowSplit{kernel_for(o.source, "attention"), *o.split};
+      throw Error("emit: internal error: the " + form + " attention kernel takes other arguments");
+    return {kernel_for(o.source, "attention"), *o.split};
   }
 
   /// Arena: largest first, each at the lowest 256-aligned offset free over its live range.

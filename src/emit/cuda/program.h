@@ -87,25 +87,25 @@ struct LaunchPlan {
   int32_t rows_sym = 0;                ///< 0: T rows; 1: B rows (lift::stage_rows_symbol)
   /// An attention launch's kernel is split-KV: grid (grid(T), splits), 1 <= splits; see SplitKv.
   std::optional<SplitKv> split;
-  /// An attention launch's form for steps of at least `min_rows` rows: its split-KV kernel with
-  /// more query heads a block (each K/V row read once for all of a KV head's query heads), the
-  /// same arguments. It wins when many rows fill the GPU and loses when few rows leave the blocks
-  /// long chunks (attention.cpp, split_shape). Grid (T * split.items_per_row, splits).
-  struct WideSplit {
+  /// Another split-KV kernel of an attention launch, with the same arguments, that some steps run
+  /// instead of `kernel` (the compiled lane's split_form picks it).
+  struct SplitForm {
     int32_t kernel = -1;
     SplitKv split;
+  };
+  /// An attention launch's form for steps of at least `min_rows` rows: its split-KV kernel with
+  /// more query heads a block (each K/V row read once for all of a KV head's query heads). It wins
+  /// when many rows fill the GPU and loses when few rows leave the blocks long chunks
+  /// (attention.cpp, split_shape). Grid (T * split.items_per_row, splits).
+  struct WideSplit : SplitForm {
     int64_t min_rows = 0;
   };
   std::optional<WideSplit> wide;
   /// An attention launch's form for steps of one row (one sequence's decode): its split-KV kernel
-  /// with more blocks an SM (SplitKv::blocks_per_sm; the queries read from shared memory), the
-  /// same arguments. Over one sequence's long context more warps keep more loads in flight; at
-  /// many rows it loses (attention.cpp, split_shape). Grid (split.items_per_row, splits).
-  struct OneRowSplit {
-    int32_t kernel = -1;
-    SplitKv split;
-  };
-  std::optional<OneRowSplit> one_row;
+  /// with more blocks an SM (SplitKv::blocks_per_sm; the queries read from shared memory). Over
+  /// one sequence's long context more warps keep more loads in flight; at many rows it loses
+  /// (attention.cpp, split_shape). Grid (split.items_per_row, splits).
+  std::optional<SplitForm> one_row;
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;
