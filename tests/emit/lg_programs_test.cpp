@@ -265,7 +265,7 @@ TEST(EmitLgPrograms, DecodeAttentionIsSplitKvAndGqaAware) {
     EXPECT_FALSE(l.one_row->split.tensor_cores);
     const std::string& one = prog.kernels[static_cast<size_t>(l.one_row->kernel)].source;
     EXPECT_NE(one.find("__launch_bounds__(256, 3)"), std::string::npos);
-    EXPECT_NE(one.find("float acc[QG][NE], m[QG], l[QG];"), std::string::npos) << "queries held in registers";
+    EXPECT_NE(one.find("float acc[QG][NE], m[QG], l[QG];"), std::string::npos) << "queries not in registers";
     EXPECT_NE(k.source.find("__launch_bounds__(256, 2)"), std::string::npos);
     EXPECT_NE(k.source.find("float q[QG][NE], acc[QG][NE], m[QG], l[QG];"), std::string::npos);
   }

@@ -84,7 +84,7 @@ SplitShape split_shape(int64_t Dh, int64_t group, bool bf16_rows, bool wide, boo
   // the queries read from shared memory at each use free 16 registers, and at 80 a thread three
   // blocks share an SM: half as many warps again keep loads in flight. H200, 8B, one sequence of
   // 32,768 positions 6.03-6.05 -> 5.90-5.92 ms (512 positions: no change); at many rows it loses
-  // (16 sequences of 512 positions +2.7%, the queries' shared-memory reads), hence its own
+  // (16 sequences of 512 positions +2.7%; not profiled), hence its own
   // launch. Only where a KV head's query heads span several blocks (group > qg: Qwen3-8B's 4 in
   // blocks of 2): at Qwen3-0.6B's group of 2, one block a KV head, it lost 1.4% at 512 positions
   // and 2% at 32,768, a measured rule, not one we can explain yet (bench/RESULTS.md, session 21).
@@ -174,8 +174,9 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
   // The key row of position j of the token.
   const std::string bs = std::to_string(n.attrs.block_size) + "L";
   // In 32-bit arithmetic (positions are below 2^31, and block ids, read through the block table's
-  // float lambda, exact below 2^24; j >= 0, so / and % need no sign fix-up): the 64-bit division
-  // and modulo took a fifth of the chunk loop's instructions.
+  // float lambda, exact below 2^24; j >= 0, so / and % need no sign fix-up): integer addressing,
+  // the 64-bit division and modulo among it, was about 130 of the 549 instructions of a warp's
+  // iteration (Nsight SASS, bench/RESULTS.md, session 21, call 3).
   const std::string key_row =
       paged ? "(long)(int)" + call(name, n.operands[5], {"sq", "(long)((unsigned)i / " + std::to_string(n.attrs.block_size) + "u)"}) +
                   " * " + bs + " + (long)((unsigned)i % " + std::to_string(n.attrs.block_size) + "u)"
@@ -246,9 +247,10 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
   // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not where q_smem).
   const bool stage_q = q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
   // Scores in base-2 units (scale * log2(e) folded into the score's multiply) and exponentials by
-  // ex2.approx.ftz: __expf's multiply and its denormal fix-up were 3 instructions each of the
-  // chunk's exponentials. The state leaves in natural units (s_m = m * ln 2) for the shared tail.
-  // LG_COMPILED_ATTN_EXP2=0: natural units and __expf.
+  // ex2.approx.ftz: each __expf adds a multiply and a denormal fix-up (a compare against -126 and
+  // predicated multiplies in the SASS). The state leaves in natural units (s_m = m * ln 2) for the
+  // shared tail. LG_COMPILED_ATTN_EXP2=0: natural units and __expf (1-2% slower a step at 32,768
+  // positions, bench/RESULTS.md, session 21).
   const bool exp2 = !knob_off("LG_COMPILED_ATTN_EXP2");
   const std::string ex = exp2 ? "lg_fa::exp2_approx" : "__expf";
   os << "    const int sub = lane / LK, ln = lane % LK;\n"

@@ -154,10 +154,11 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     }
   };
   // The online softmax of every head over those keys, in base-2 units: scale times log2(e) in the
-  // score's multiply and ex2.approx for the exponentials (__expf's multiply and denormal fix-up
-  // cost 3 instructions each); the warps' states leave in natural units. The compiled lane's
-  // split-KV loop gained 1.5% a step at 32,768 positions from it (bench/RESULTS.md, session 21).
-  const float scale2 = p.scale * 1.44269504088896341f;
+  // score's multiply and ex2.approx for the exponentials (each __expf adds a multiply and a
+  // denormal fix-up); the warps' states leave in natural units. H200, 8B, one sequence
+  // of 32,768 positions: about 6.00 -> 5.83 ms a step, compared across calls (bench/RESULTS.md,
+  // session 21, call 8; the compiled loop's own A/B in one call: 1-2%).
+  const float scale2 = p.scale * 1.4426950408889634f;
   auto use_rounds = [&](int j0, const uint4 (&kr)[R], const uint4 (&vr)[R]) {
 #pragma unroll
     for (int g = 0; g < QG; ++g) {
