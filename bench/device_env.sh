@@ -15,6 +15,8 @@
 #                        locks (the checks the session 13 and 19 call scripts each repeated)
 #   step_ms LABEL SHAPE [ENV=VALUE...]   a compiled-lane decode line (B = 1, 16) for A/B tables
 #   b1_32k LABEL LANE [ENV=VALUE...]     the line of one 8B sequence at 32,768 positions
+#   attn_ncu_32k LABEL LANE [ENV=VALUE...]  Nsight duration and instructions of that step's decode
+#                        attention kernel (what session 21's calls 1, 2, 4 and 6 each spelled out)
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -84,4 +86,23 @@ b1_32k() {
   r=$(env "$@" timeout 60 $lg bench --shape qwen3-8b --lane "$lane" --prompt-len 512 --decode-tokens 32 \
     --context 32768 2>&1 | grep -E '^ +1 +32768')
   echo "$label [$*]: $r" | tee -a "$out/b1_32k.txt"
+}
+
+# attn_ncu_32k LABEL LANE [ENV=VALUE...]: Nsight Compute's duration, instructions and active warps
+# of two decode attention launches of one 8B sequence at 32,768 positions (compiled: the emitted
+# k*_attention kernels; hand-written: attn_decode*), past the prefill's launches; the CSV in
+# $out/ncu_attn_32k_LABEL.csv, the three metrics printed.
+attn_ncu_32k() {
+  local label=$1 lane=$2
+  shift 2
+  local ncu k='regex:^k[0-9]+_attention$'
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  [ "$lane" = handwritten ] && k='regex:attn_decode'
+  env "$@" timeout 80 $ncu --clock-control none \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+    --csv -k "$k" --launch-skip 36 --launch-count 2 $lg bench --shape qwen3-8b --lane "$lane" --prompt-len 512 \
+    --decode-tokens 4 --context 32768 > "$out/ncu_attn_32k_$label.csv" 2>&1
+  echo "$label rc $?"
+  grep -E '"(gpu__time_duration.sum|smsp__inst_executed.sum|sm__warps_active.avg.pct_of_peak_sustained_active)"' \
+    "$out/ncu_attn_32k_$label.csv" | awk -F'","' '{print $5, $(NF-2), $NF}' | tail -3
 }
