@@ -159,6 +159,50 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
 }
 
+// moe_down's one-token form loads its routed rows before the wait on the previous launch: its
+// indices come from the topk stage two launches back, final when the kernel starts (every kernel
+// triggers its dependents only after its own wait). moe_gate_up reads the indices the launch just
+// before it writes, so it waits first. LG_COMPILED_MOE_EARLY_ROWS=0 keeps the wait at the head.
+TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
+  auto emit_30b = [](const char* knob) {
+    if (knob) EXPECT_EQ(setenv("LG_COMPILED_MOE_EARLY_ROWS", knob, 1), 0);
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3_moe.lg", config_of(kSource + "/bench/shapes/qwen3-30b-a3b"),
+                                   lang::BindOptions{4096});
+    CudaProgram prog = emit_batched(g, {16, 256, 64, 512});
+    unsetenv("LG_COMPILED_MOE_EARLY_ROWS");
+    return prog;
+  };
+  const std::string wait = "lg_wait_previous_launch();";
+  int downs = 0, ups = 0;
+  for (const auto& k : emit_30b(nullptr).kernels) {
+    if (!k.name.ends_with("_experts")) continue;
+    const size_t first_wait = k.source.find(wait), loop = k.source.find("else\n    for (long o = ");
+    ASSERT_NE(first_wait, std::string::npos) << k.name;
+    ASSERT_NE(loop, std::string::npos) << k.name;
+    if (k.source.find("moe_down") != std::string::npos) {
+      ++downs;
+      // In the one-token loop: the routed index, the rows' loads, then the wait, then the
+      // activations (gate/up's products) and the weighted sum.
+      const size_t index = k.source.find("long e = (long)", loop), rows = k.source.find("lg_ld_stream(", loop),
+                   waited = k.source.find("if (!lg_waited) { " + wait, loop), acts = k.source.find("__ldg(xr)", loop);
+      ASSERT_NE(waited, std::string::npos) << k.name;
+      EXPECT_LT(index, rows) << k.name;
+      EXPECT_LT(rows, waited) << k.name;
+      EXPECT_LT(waited, acts) << k.name;
+      // The many-token form waits before anything.
+      EXPECT_LT(first_wait, k.source.find("if (T > 1) {\n")) << k.name;
+    } else {
+      ++ups;
+      EXPECT_LT(first_wait, k.source.find("lg_ld_stream(")) << k.name << ": gate/up reads the indices just written";
+      EXPECT_EQ(k.source.find("lg_waited"), std::string::npos) << k.name;
+    }
+  }
+  EXPECT_GE(downs, 1);
+  EXPECT_GE(ups, 1);
+  for (const auto& k : emit_30b("0").kernels)
+    if (k.name.ends_with("_experts")) EXPECT_EQ(k.source.find("lg_waited"), std::string::npos) << k.name;
+}
+
 // The batched programs the compiled lane and `lg compile` make (ir::make_batched: paged states in
 // bf16, the step's sequence and block-table inputs, T and B row counts): every kernel, the prefill
 // forms' pack kernels that read the paged cache included, compiles. Blocks of 16 (the default) and

@@ -2,12 +2,16 @@
 // render.h for which file renders what).
 #include "emit/cuda/render.h"
 
+#include <algorithm>
+
 #include "emit/cuda/renderer.h"
 
 namespace lg::emit::cuda {
 
-RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages, AttentionForm attention) {
+RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages, AttentionForm attention,
+                             const std::set<ir::ValueId>& settled) {
   return with_layer_lifting(p, [&](Renderer& r) {
+    r.settled = settled;
     r.attention_wide = attention == AttentionForm::kWide;
     r.attention_one_row = attention == AttentionForm::kOneRow;
     RenderedLaunch out;
@@ -35,7 +39,9 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
     }
     // A split-KV attention block of 8 warps: at most 128 registers a thread, so two blocks share an
     // SM; the one-row form asks for its blocks_per_sm (three: 80 registers).
-    const int64_t blocks = !out.split || out.block != 256 ? 1 : out.split->blocks_per_sm > 0 ? out.split->blocks_per_sm : 2;
+    const int64_t blocks = !out.split || out.block != 256 ? std::max(1, r.min_blocks_per_sm)
+                           : out.split->blocks_per_sm > 0 ? out.split->blocks_per_sm
+                                                          : 2;
     const std::string bounds =
         "__launch_bounds__(" + std::to_string(out.block) + (blocks > 1 ? ", " + std::to_string(blocks) + ")" : ")");
     out.source = r.kernel(bounds, out.split ? kSplitKvParams : std::vector<std::string>{}, "", body.str());

@@ -80,9 +80,12 @@ WideAttentionForm wide_attention_form();
 /// the one-row form (LaunchPlan::one_row).
 enum class AttentionForm { kNarrow, kWide, kOneRow };
 
-/// `attention`: the split-KV form an attention stage renders.
+/// `attention`: the split-KV form an attention stage renders. `settled`: the buffers final before
+/// the launch starts (Renderer::settled; program.cpp, settled_buffers), which it may read before
+/// its wait on the previous launch.
 RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages,
-                             AttentionForm attention = AttentionForm::kNarrow);
+                             AttentionForm attention = AttentionForm::kNarrow,
+                             const std::set<ir::ValueId>& settled = {});
 
 /// The T > 1 form of a GEMM stage whose matmuls all read a bf16 weight W[N, K] as W.T against a
 /// [T, K] activation: a pack kernel per distinct activation writes it as bf16 [T, K]; cuBLASLt

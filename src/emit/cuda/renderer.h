@@ -71,6 +71,16 @@ struct Renderer {
   /// Set by a stage that places the wait on the previous launch (wait_previous_launch) in its own
   /// body, after reads of memory no launch writes; kernel() then leaves it out of the kernel's head.
   bool body_waits = false;
+  /// Buffers (buffer_node ids) that are final before this launch's kernel starts: written by no
+  /// launch of the step, or only by launches two or more before this one. Every emitted kernel
+  /// triggers its dependents (griddepcontrol.launch_dependents) only after its own wait, so when
+  /// this kernel starts, the launch two back has completed and its writes are visible; only the
+  /// previous launch may still run. A stage may read these before its wait (experts_stage's
+  /// routed weight rows). Empty: read nothing early (render_launch's default).
+  std::set<ir::ValueId> settled;
+  /// Blocks an SM the kernel's launch bounds ask for (0: none), set by a stage whose registers
+  /// would otherwise exceed what its occupancy needs (experts_stage's early rows).
+  int min_blocks_per_sm = 0;
 
   explicit Renderer(const lift::StagedProgram& prog) : p(prog), g(prog.graph) {}
 
