@@ -19,6 +19,7 @@ const std::vector<Pass>& fusion_passes() {
       {"inline_elementwise", &FuseOptions::inline_elementwise, pass_inline_elementwise},
       {"reduce_epilogue", &FuseOptions::reduce_epilogue, pass_reduce_epilogue},
       {"gemm_reduce_prologue", &FuseOptions::gemm_reduce_prologue, pass_gemm_reduce_prologue},
+      {"gemm_reduce_prologue_shared", &FuseOptions::gemm_reduce_prologue_shared, pass_gemm_reduce_prologue_shared},
       {"experts_epilogue", &FuseOptions::experts_epilogue, pass_experts_epilogue},
       {"route_prologue", &FuseOptions::route_prologue, pass_route_prologue},
       {"state_write_into_producer", &FuseOptions::state_write_into_producer, pass_state_write_into_producer},

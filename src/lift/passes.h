@@ -20,6 +20,7 @@ struct FuseOptions {
   bool gemm_prologue = true;       ///< elementwise producers of a GEMM operand inlined into it
   bool gather_epilogue = true;     ///< elementwise readers of an embedding lookup fused into it
   bool gemm_reduce_prologue = true;  ///< a row reduction feeding only a GEMM's activation (RMSNorm) fused into it
+  bool gemm_reduce_prologue_shared = true;  ///< the same with other readers, which read the rows the GEMM stores
   bool state_write_into_producer = true;  ///< a KV-cache write done by the stage computing the value
   bool group_launches = true;      ///< independent element-style stages launched together
   bool experts_epilogue = true;    ///< the residual add after the routed experts done by their stage
@@ -47,6 +48,7 @@ void pass_gemm_epilogue(StagedProgram& p);
 void pass_gemm_prologue(StagedProgram& p);
 void pass_gather_epilogue(StagedProgram& p);
 void pass_gemm_reduce_prologue(StagedProgram& p);
+void pass_gemm_reduce_prologue_shared(StagedProgram& p);
 void pass_state_write_into_producer(StagedProgram& p);
 void pass_group_launches(StagedProgram& p);
 void pass_experts_epilogue(StagedProgram& p);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "emit/cuda/renderer.h"
 #include "lift/explain.h"
 #include "lift/lift.h"
 #include "support/error.h"
@@ -29,7 +30,11 @@ Compilation compile(const ir::Graph& graph, const CompileOptions& opts) {
   c.staged = lift::lift(graph);
   if (opts.clock) opts.clock->mark("lift");
   if (opts.fuse) {
-    lift::fuse(c.staged, opts.fusion);
+    lift::FuseOptions fusion = opts.fusion;
+    // The A/B switch of session 22's call 5 (bench/RESULTS.md): =0 keeps a reduction with several
+    // readers in a launch of its own.
+    if (knob_off("LG_COMPILED_SHARED_PROLOGUE")) fusion.gemm_reduce_prologue_shared = false;
+    lift::fuse(c.staged, fusion);
     if (opts.clock) opts.clock->mark("fuse");
   }
   c.program = emit_program(c.staged, opts.emit);

@@ -34,8 +34,14 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     pk.a = a;
     pk.K = 1;
     for (size_t k = 1; k < shape.size(); ++k) pk.K *= shape[k].coeff;
-    r.element_loop(shape, {{"packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")"}}, reduces,
-                   block_rows, body);
+    // A row the stage stores for other stages too (pass_gemm_reduce_prologue): written here, in
+    // f32, as the decode GEMV's grid writes it.
+    std::vector<std::pair<std::string, std::string>> writes = {
+        {"packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")"}};
+    const auto& stores = p.stages[static_cast<size_t>(s)].stores;
+    if (std::find(stores.begin(), stores.end(), a) != stores.end())
+      writes.push_back({"p" + std::to_string(r.arg(a, true)) + "[e]", call(name, a, idx_names(shape.size()))});
+    r.element_loop(shape, writes, reduces, block_rows, body);
     pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
     pk.args = r.args;
     pk.layer = r.layer();

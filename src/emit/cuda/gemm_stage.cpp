@@ -90,6 +90,9 @@ namespace {
 /// epilogue node joins.
 struct GemmGroups {
   std::vector<ir::ValueId> mms, outs;
+  /// Stored activation rows the stage's prologue computes for other stages (a reduction merged
+  /// with several readers: pass_gemm_reduce_prologue_shared); no GEMM feeds them.
+  std::vector<ir::ValueId> prologue_outs;
   std::map<ir::ValueId, std::set<ir::ValueId>> dep;
   std::map<ir::ValueId, ir::ValueId> root;
   ir::ValueId find(ir::ValueId m) { return root[m] == m ? m : root[m] = find(root[m]); }
@@ -134,7 +137,9 @@ GemmGroups gemm_groups(const lift::StagedProgram& p, int32_t s) {
   for (ir::ValueId v : st.nodes)
     if (g.at(v).op == ir::Op::MatMul) gg.mms.push_back(v);
   for (ir::ValueId m : gg.mms) gg.root[m] = m;
-  gg.outs.assign(st.stores.begin(), st.stores.end());
+  std::set<ir::ValueId> acts;
+  for (ir::ValueId m : gg.mms) acts.insert(g.at(m).operands[0]);
+  for (ir::ValueId v : st.stores) (acts.count(v) ? gg.prologue_outs : gg.outs).push_back(v);
   for (ir::ValueId v : st.nodes)
     if (g.at(v).op == ir::Op::StateWrite) gg.outs.push_back(v);
   for (ir::ValueId v : gg.outs) {
@@ -320,6 +325,19 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
     body << (reduces ? "    if (T != 1) { __trap(); __builtin_unreachable(); }  // T > 1 runs the prefill form\n"
                      : "    if (T != 1) __trap();  // T > 1 runs the prefill form (packs, cuBLASLt, epilogue)\n");
   body << prologue.str();
+  // Activation rows other stages read: written by the grid once the prologue has run (each block
+  // holds its rows' reductions; at T > 1 a prefill form's pack kernel writes them instead).
+  if (!scratch_dots)
+    for (ir::ValueId v : gg.prologue_outs) {
+      const ir::Shape& sh = g.at(v).shape;
+      const std::vector<std::string> ix = idx_names(sh.size());
+      std::string elems = "1L";
+      for (const auto& d : sh) elems += " * " + dim(d);
+      body << "    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < " << elems
+           << "; e += (long)gridDim.x * blockDim.x) {  // a row the prologue computed, for other stages\n"
+           << "      " << delinear(sh, "e", ix, "t_") << "\n      p" << arg(v, true) << "[e] = " << call(name, v, ix)
+           << ";\n    }\n";
+    }
   std::set<ir::ValueId> groups;
   for (ir::ValueId m : mms) groups.insert(gg.find(m));
   gemv_split = decode_split(groups, mms, staged);

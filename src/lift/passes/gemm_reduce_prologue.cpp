@@ -2,7 +2,9 @@
 // GEMM's prologue, so RMSNorm before q/k/v, gate/up and the LM head is no launch of its own
 // (llama.cpp and the hand-written lane fuse the norm into the GEMV the same way). The GEMM then
 // reduces each activation row before it uses it: a decode GEMV once per block over the row it
-// stages anyway, a prefill pack kernel once per row span (emit/cuda/render.cpp).
+// stages anyway, a prefill pack kernel once per row span (emit/cuda/render.cpp). A reduction that
+// other stages read too joins one GEMM reader, which stores the rows for the rest
+// (pass_gemm_reduce_prologue_shared; emit/cuda/gemm_stage.cpp, GemmGroups::prologue_outs).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -121,24 +123,54 @@ bool feeds_only_activation_rows(const StagedProgram& p, int32_t r, int32_t g) {
   return true;
 }
 
+/// True if every value reduction stage r stores is the activation operand of a MatMul of g: the
+/// values g's prologue computes whole (a decode GEMV stages the row, a prefill pack kernel packs
+/// it), so g can store them for r's other readers as it goes.
+bool stores_are_activations(const StagedProgram& p, int32_t r, int32_t g) {
+  std::set<ir::ValueId> acts;
+  for (ir::ValueId v : p.stages[static_cast<size_t>(g)].nodes)
+    if (p.graph.at(v).op == ir::Op::MatMul) acts.insert(p.graph.at(v).operands[0]);
+  const auto& stores = p.stages[static_cast<size_t>(r)].stores;
+  return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](ir::ValueId v) { return acts.count(v) > 0; });
+}
+
+/// The reduction stage r and its Gemm reader g to merge next: with `shared`, r has other readers
+/// too (none a Gemm stage) and g computes every row r stores; without, g is r's only reader.
+detail::Merge next_merge(const StagedProgram& p, StageGraph& sg, bool shared) {
+  for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
+    if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
+    const auto readers = sg.readers_of_stage(r);
+    if (readers.empty() || (readers.size() > 1) != shared) continue;
+    if (std::any_of(readers.begin(), readers.end(), [](int32_t x) { return x < 0; })) continue;
+    const auto gemms = std::count_if(readers.begin(), readers.end(), [&](int32_t x) {
+      return p.stages[static_cast<size_t>(x)].kind == StageKind::Gemm;
+    });
+    if (gemms != 1) continue;
+    for (int32_t g : readers) {
+      if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm || !feeds_only_activation_rows(p, r, g)) continue;
+      if (shared && !stores_are_activations(p, r, g)) continue;
+      if (sg.merge_is_safe(g, r)) return {{g, r}};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 /// Merges a Reduce stage into the one Gemm stage that reads it, when it is read only as the
 /// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
-/// LM head). Reductions with other readers (a graph output, a second stage) stay as they are.
+/// LM head). Reductions with other readers are pass_gemm_reduce_prologue_shared's.
 void pass_gemm_reduce_prologue(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) -> detail::Merge {
-    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
-      if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-      const auto readers = sg.readers_of_stage(r);
-      if (readers.size() != 1 || readers[0] < 0) continue;
-      const int32_t g = readers[0];
-      if (p.stages[static_cast<size_t>(g)].kind == StageKind::Gemm && feeds_only_activation_rows(p, r, g) &&
-          sg.merge_is_safe(g, r))
-        return {{g, r}};
-    }
-    return std::nullopt;
-  });
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) { return next_merge(p, sg, false); });
+}
+
+/// The same for a reduction that other stages read too (Qwen3-MoE's post-attention RMSNorm: the
+/// router GEMM and the experts): the Gemm stage also stores the activation rows it computes, and
+/// the others read them from there. One launch fewer a sparse layer. Not when another reader is a
+/// Gemm stage (its prefill form would look for a bf16 copy that only an epilogue writes), nor for
+/// a reduction that is a graph output.
+void pass_gemm_reduce_prologue_shared(StagedProgram& prog) {
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) { return next_merge(p, sg, true); });
 }
 
 }  // namespace lg::lift
