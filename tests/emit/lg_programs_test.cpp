@@ -53,10 +53,10 @@ size_t count(const std::string& src, const std::string& what) {
 
 /// `g` made batched (ir::make_batched: ragged steps, paged bf16 states), lifted, fused and emitted
 /// as the compiled lane and `lg compile` emit it.
-CudaProgram emit_batched(ir::Graph& g, const ir::BatchOptions& batch) {
+CudaProgram emit_batched(ir::Graph& g, const ir::BatchOptions& batch, const lift::FuseOptions& fusion = {}) {
   ir::make_batched(g, batch);
   lift::StagedProgram p = lift::lift(g);
-  lift::fuse(p);
+  lift::fuse(p, fusion);
   return emit_program(p, {.bf16_states = true});
 }
 
@@ -189,8 +189,10 @@ TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
       EXPECT_LT(index, rows) << k.name;
       EXPECT_LT(rows, waited) << k.name;
       EXPECT_LT(waited, acts) << k.name;
-      // The many-token form waits before anything.
-      EXPECT_LT(first_wait, k.source.find("if (T > 1) {\n")) << k.name;
+      // The many-token form waits before anything: the kernel's first wait is that form's.
+      EXPECT_EQ(k.source.rfind("\n", first_wait), k.source.find("\n    if (T > 1) { " + wait)) << k.name;
+      // Two blocks an SM: without the bound, ptxas took the kernel to 170 registers (session 22).
+      EXPECT_NE(k.source.find("__launch_bounds__(256, 2)"), std::string::npos) << k.name;
     } else {
       ++ups;
       EXPECT_LT(first_wait, k.source.find("lg_ld_stream(")) << k.name << ": gate/up reads the indices just written";
@@ -201,6 +203,36 @@ TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
   EXPECT_GE(ups, 1);
   for (const auto& k : emit_30b("0").kernels)
     if (k.name.ends_with("_experts")) EXPECT_EQ(k.source.find("lg_waited"), std::string::npos) << k.name;
+}
+
+// The post-attention RMSNorm of Qwen3-MoE is the router GEMM's prologue
+// (pass_gemm_reduce_prologue_shared), and that stage writes the normed rows the experts read: the
+// decode GEMV's grid after its prologue, and at T > 1 the pack kernel beside the bf16 copy it
+// packs for cuBLASLt. Without the pass the norm is a launch of its own.
+TEST(EmitLgPrograms, MoeRouterGemmWritesTheNormedRowsForTheExperts) {
+  auto emit_30b = [](bool shared) {
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3_moe.lg", config_of(kSource + "/bench/shapes/qwen3-30b-a3b"),
+                                   lang::BindOptions{4096});
+    lift::FuseOptions fusion;
+    fusion.gemm_reduce_prologue_shared = shared;
+    return emit_batched(g, {16, 256, 64, 512}, fusion);
+  };
+  const std::string row_write = "// a row the prologue computed, for other stages";
+  auto count = [&](const CudaProgram& prog, bool packs) {
+    int n = 0;
+    for (const auto& k : prog.kernels) {
+      if (packs != k.name.ends_with("_pack")) continue;
+      if (packs ? k.source.find("packed[e] = lg_v0; p") != std::string::npos : k.source.find(row_write) != std::string::npos)
+        ++n;
+    }
+    return n;
+  };
+  const CudaProgram on = emit_30b(true), off = emit_30b(false);
+  EXPECT_GE(count(on, false), 1) << "a decode GEMV writes the normed rows";
+  EXPECT_GE(count(on, true), 1) << "a pack kernel writes the normed rows beside the bf16 ones";
+  EXPECT_EQ(count(off, false), 0);
+  EXPECT_EQ(count(off, true), 0);
+  EXPECT_EQ(on.launches.size() + 48, off.launches.size()) << "one launch fewer a sparse layer";
 }
 
 // The batched programs the compiled lane and `lg compile` make (ir::make_batched: paged states in

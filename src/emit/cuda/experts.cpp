@@ -325,9 +325,11 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   // indices are settled before this launch starts (the topk stage two launches back, not the
   // moe_gate_up stage just before), the rows are loaded before the wait on that launch, so their
   // stream starts while moe_gate_up's last blocks run. LG_COMPILED_MOE_EARLY_ROWS=0: after it.
-  const bool rows_early = !up && row_in_registers(bf16(3), C) && K * (C / 256) <= 32 &&
-                          p.stage_of[static_cast<size_t>(idx)] != s && !p.is_inline[static_cast<size_t>(idx)] &&
-                          settled.count(buffer_node(g, idx)) > 0 && !knob_off("LG_COMPILED_MOE_EARLY_ROWS");
+  // (Its weights must be settled too: params, which no launch writes.)
+  const bool down_rows_in_registers = !up && row_in_registers(bf16(3), C) && K * (C / 256) <= 32;
+  const bool rows_early = down_rows_in_registers && p.stage_of[static_cast<size_t>(idx)] != s &&
+                          !p.is_inline[static_cast<size_t>(idx)] && settled.count(buffer_node(g, idx)) > 0 &&
+                          settled.count(buffer_node(g, n.operands[3])) > 0 && !knob_off("LG_COMPILED_MOE_EARLY_ROWS");
   const std::string wait = std::string("lg_wait_previous_launch();") + (early_launch() ? " lg_launch_dependents();" : "");
   if (rows_early) {
     body_waits = true;
@@ -367,7 +369,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
     const std::string row = "(e * " + std::to_string(N) + "L + dd) * " + std::to_string(C) + "L";
     auto as = [&](const std::string& f) { return call(name, x, {"t", "kk", "(" + f + ")"}); };
     // At most 32 uint4 a lane (128 registers) of rows held at once; more takes the loop form.
-    if (row_in_registers(bf16(3), C) && K * (C / 256) <= 32) {
+    if (down_rows_in_registers) {
       // The k experts' rows d all in registers first (an out-of-range index reads expert 0's row
       // and marks the output NaN), then the k dot products in slot order, as the loop form.
       os << "      uint4 rd[" << K << "][" << C / 256 << "];\n"

@@ -34,18 +34,27 @@ GemmPrefillRender::Pack render_pack(const lift::StagedProgram& p, int32_t s, ir:
     pk.a = a;
     pk.K = 1;
     for (size_t k = 1; k < shape.size(); ++k) pk.K *= shape[k].coeff;
-    // A row the stage stores for other stages too (pass_gemm_reduce_prologue): written here, in
-    // f32, as the decode GEMV's grid writes it.
+    // A row the stage stores for other stages too (pass_gemm_reduce_prologue_shared): written
+    // here, in f32, as the decode GEMV's grid writes it.
     std::vector<std::pair<std::string, std::string>> writes = {
         {"packed[e]", "lg_to_bf16(" + call(name, a, idx_names(shape.size())) + ")"}};
-    const auto& stores = p.stages[static_cast<size_t>(s)].stores;
-    if (std::find(stores.begin(), stores.end(), a) != stores.end())
+    if (is_prologue_row(p, a))
       writes.push_back({"p" + std::to_string(r.arg(a, true)) + "[e]", call(name, a, idx_names(shape.size()))});
     r.element_loop(shape, writes, reduces, block_rows, body);
     pk.source = r.kernel("__launch_bounds__(256)", {"unsigned short* __restrict__ packed"}, comment, body.str());
     pk.args = r.args;
     pk.layer = r.layer();
     return pk;
+  });
+}
+
+bool is_prologue_row(const lift::StagedProgram& p, ir::ValueId v) {
+  const int32_t s = p.stage_of[static_cast<size_t>(v)];
+  if (s < 0 || p.stages[static_cast<size_t>(s)].kind != lift::StageKind::Gemm) return false;
+  const auto& st = p.stages[static_cast<size_t>(s)];
+  if (std::find(st.stores.begin(), st.stores.end(), v) == st.stores.end()) return false;
+  return std::any_of(st.nodes.begin(), st.nodes.end(), [&](ir::ValueId m) {
+    return p.graph.at(m).op == ir::Op::MatMul && p.graph.at(m).operands[0] == v;
   });
 }
 
@@ -98,6 +107,9 @@ GemmPrefillPlan plan_gemm_prefills(const lift::StagedProgram& p) {
       if (g.at(m).op != ir::Op::MatMul) continue;
       const ir::ValueId v = Renderer(p).stored_row_rounded_to_bf16(s32, g.at(m).operands[0]);
       if (v < 0) continue;
+      // A row its stage's prologue computes for other stages (pass_gemm_reduce_prologue_shared)
+      // is written by that stage's pack kernel or decode GEMV, never by an epilogue.
+      if (is_prologue_row(p, v)) continue;
       // Its producer must run its prefill epilogue whenever this stage runs its prefill form: a
       // GEMM stage with that form and an epilogue, over the same rows.
       const int32_t sv = p.stage_of[static_cast<size_t>(v)];

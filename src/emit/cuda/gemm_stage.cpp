@@ -137,9 +137,7 @@ GemmGroups gemm_groups(const lift::StagedProgram& p, int32_t s) {
   for (ir::ValueId v : st.nodes)
     if (g.at(v).op == ir::Op::MatMul) gg.mms.push_back(v);
   for (ir::ValueId m : gg.mms) gg.root[m] = m;
-  std::set<ir::ValueId> acts;
-  for (ir::ValueId m : gg.mms) acts.insert(g.at(m).operands[0]);
-  for (ir::ValueId v : st.stores) (acts.count(v) ? gg.prologue_outs : gg.outs).push_back(v);
+  for (ir::ValueId v : st.stores) (is_prologue_row(p, v) ? gg.prologue_outs : gg.outs).push_back(v);
   for (ir::ValueId v : st.nodes)
     if (g.at(v).op == ir::Op::StateWrite) gg.outs.push_back(v);
   for (ir::ValueId v : gg.outs) {

@@ -87,6 +87,11 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
                              AttentionForm attention = AttentionForm::kNarrow,
                              const std::set<ir::ValueId>& settled = {});
 
+/// True if v is a row a GEMM stage's prologue computes and stores for other stages: a store of
+/// that stage that is the activation operand of one of its MatMuls (pass_gemm_reduce_prologue_shared).
+/// (gemm_prefill.cpp)
+bool is_prologue_row(const lift::StagedProgram& p, ir::ValueId v);
+
 /// The T > 1 form of a GEMM stage whose matmuls all read a bf16 weight W[N, K] as W.T against a
 /// [T, K] activation: a pack kernel per distinct activation writes it as bf16 [T, K]; cuBLASLt
 /// computes each matmul's [T, N] dot products in f32 on the tensor cores; the epilogue kernel (the

@@ -76,7 +76,11 @@ struct Renderer {
   /// triggers its dependents (griddepcontrol.launch_dependents) only after its own wait, so when
   /// this kernel starts, the launch two back has completed and its writes are visible; only the
   /// previous launch may still run. A stage may read these before its wait (experts_stage's
-  /// routed weight rows). Empty: read nothing early (render_launch's default).
+  /// routed weight rows). Empty: read nothing early (render_launch's default). The rule relies
+  /// on the lane running every planned launch in order, each as at least one kernel, on kernels
+  /// the emitter does not write (cuBLASLt's) launching without PDL, and on a grid that starts
+  /// after another completed seeing its writes before its own wait (as the hand-written lane's
+  /// PDL kernels assume, kernels/pdl.cuh).
   std::set<ir::ValueId> settled;
   /// Blocks an SM the kernel's launch bounds ask for (0: none), set by a stage whose registers
   /// would otherwise exceed what its occupancy needs (experts_stage's early rows).

@@ -145,7 +145,12 @@ detail::Merge next_merge(const StagedProgram& p, StageGraph& sg, bool shared) {
     const auto gemms = std::count_if(readers.begin(), readers.end(), [&](int32_t x) {
       return p.stages[static_cast<size_t>(x)].kind == StageKind::Gemm;
     });
-    if (gemms != 1) continue;
+    // A cache write reading the rows would later move into the GEMM (state_write_into_producer),
+    // whose emitter wants every output but these rows to come from a matmul.
+    const bool writes = std::any_of(readers.begin(), readers.end(), [&](int32_t x) {
+      return p.stages[static_cast<size_t>(x)].kind == StageKind::StateWrite;
+    });
+    if (gemms != 1 || writes) continue;
     for (int32_t g : readers) {
       if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm || !feeds_only_activation_rows(p, r, g)) continue;
       if (shared && !stores_are_activations(p, r, g)) continue;
@@ -167,8 +172,8 @@ void pass_gemm_reduce_prologue(StagedProgram& prog) {
 /// The same for a reduction that other stages read too (Qwen3-MoE's post-attention RMSNorm: the
 /// router GEMM and the experts): the Gemm stage also stores the activation rows it computes, and
 /// the others read them from there. One launch fewer a sparse layer. Not when another reader is a
-/// Gemm stage (its prefill form would look for a bf16 copy that only an epilogue writes), nor for
-/// a reduction that is a graph output.
+/// Gemm stage (each GEMM would rather take the reduction as its own prologue) or a cache write,
+/// nor for a reduction that is a graph output.
 void pass_gemm_reduce_prologue_shared(StagedProgram& prog) {
   detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) { return next_merge(p, sg, true); });
 }
