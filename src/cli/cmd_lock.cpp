@@ -58,7 +58,9 @@ model::ModelDir open_model(const fs::path& path, const LockOptions& o) {
 }
 
 std::vector<fs::path> lock_files(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw Error(dir + ": no such locks folder");
+  if (!fs::is_directory(dir))
+    throw Error(dir + ": no such locks folder (--locks DIR; a relative path is taken from the current directory, and the "
+                      "default, locks, is the repository's)");
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().string().ends_with(".lock.json")) files.push_back(e.path());
@@ -144,6 +146,10 @@ int run_update(const LockOptions& o) {
 bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool& printed_provenance) {
   auto lock = locks::read_lock(file);
   const fs::path model_path = resolve_model(lock, o);
+  if (!fs::is_directory(model_path))
+    throw Error(file.string() + ": its model " + lock.model + " is not at " + model_path.string() +
+                " (a relative model path is taken from the locks folder's parent; --shared DIR replaces a leading "
+                "../shared/)");
   auto dir = open_model(model_path, o);
   if (const auto why = lane_refuses(o.lane, dir)) {
     fmt::print("skip {}: {}\n", file.filename().string(), *why);

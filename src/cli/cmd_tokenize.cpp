@@ -47,9 +47,22 @@ LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
       std::cout << "\n";
       return 0;
     }
-    // One line per token: id, token in tokenizer.json form, and what it decodes to on its own.
+    // One line per token: id, token in tokenizer.json form, and what it decodes to on its own
+    // (as transformers' decode([id]): a SentencePiece piece loses its leading space there too),
+    // with newlines, tabs, carriage returns and backslashes escaped so each token stays one row.
+    auto escaped = [](const std::string& s) {
+      std::string out;
+      for (const char c : s) {
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\\') out += "\\\\";
+        else out += c;
+      }
+      return out;
+    };
     for (const int32_t id : ids)
-      std::cout << id << "\t" << tok.id_to_token(id).value_or("?") << "\t" << tok.decode(std::vector<int32_t>{id})
+      std::cout << id << "\t" << tok.id_to_token(id).value_or("?") << "\t" << escaped(tok.decode(std::vector<int32_t>{id}))
                 << "\n";
     std::cout << ids.size() << " tokens\n";
     return 0;

@@ -16,7 +16,8 @@ void check_finite_logits(std::span<const float> logits, int64_t position, bool p
   throw Error("lane " + lane + ": the " + (prefill ? "prefill" : "decode") + " step at position " +
               std::to_string(position) + " gave non-finite logits (" + std::to_string(nan) + " NaN and " +
               std::to_string(inf) + " Inf of " + std::to_string(logits.size()) +
-              "): the weights likely hold NaN/Inf values; `lg inspect --check MODEL_DIR` names the tensors");
+              "): the weights or the program (a --program .lg of your own: a division by zero, a zero RoPE "
+              "theta) make NaN/Inf; `lg inspect --check MODEL_DIR` names any non-finite weight tensors");
 }
 
 }  // namespace lg::runtime

@@ -50,5 +50,26 @@ TEST(CliDetokenize, IdsArePlainDecimalIntegers) {
   }
 }
 
+// `lg tokenize` prints a row per token: id, token, and its text with newlines, tabs and
+// backslashes escaped (a newline token printed raw split its row in two; new-user pass, session 22).
+TEST(CliTokenize, EachTokenIsOneRowWithItsTextEscaped) {
+  const CliRun r = run_lg("tokenize --model " + kModel + " -", "printf 'a\\tb\\nc\\\\d' | ");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<std::string> rows;
+  for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1) rows.push_back(r.out.substr(at, nl - at));
+  ASSERT_GE(rows.size(), 2u) << r.out;
+  const std::string last = rows.back();
+  rows.pop_back();
+  EXPECT_EQ(last, std::to_string(rows.size()) + " tokens") << r.out;
+  std::string text;
+  for (const std::string& row : rows) {
+    const size_t t1 = row.find('\t'), t2 = row.find('\t', t1 + 1);
+    ASSERT_NE(t2, std::string::npos) << row;
+    EXPECT_EQ(row.find('\t', t2 + 1), std::string::npos) << "three columns: " << row;
+    text += row.substr(t2 + 1);
+  }
+  EXPECT_EQ(text, "a\\tb\\nc\\\\d") << r.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test

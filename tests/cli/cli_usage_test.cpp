@@ -284,5 +284,28 @@ TEST(CliUsage, BenchNamesItsPresetShapes) {
       << r.out;
 }
 
+// `lg lock check` away from the repository: a missing locks folder names --locks, and a lock
+// whose model is not where its relative path points names the path it tried and --shared
+// (both were bare "no such folder" messages; new-user pass, session 22).
+TEST(CliUsage, LockCheckAwayFromTheRepoNamesLocksAndShared) {
+  const CliRun none = run_lg("lock check --lane cpu --locks /nonexistent/locks");
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_NE(none.out.find("/nonexistent/locks: no such locks folder (--locks DIR"), std::string::npos) << none.out;
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "lg_moved_locks" / "locks";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kSource + "/locks/tiny-qwen3.lock.json", dir / "tiny-qwen3.lock.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const CliRun moved = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_NE(moved.code, 0) << moved.out;
+  EXPECT_NE(moved.out.find("tiny-qwen3.lock.json: its model ../shared/fixtures/tiny-qwen3 is not at "), std::string::npos)
+      << moved.out;
+  EXPECT_NE(moved.out.find("--shared DIR replaces a leading ../shared/"), std::string::npos) << moved.out;
+  // With --shared it runs.
+  const CliRun shared = run_lg("lock check --lane cpu --locks " + dir.string() + " --shared " + kShared);
+  EXPECT_EQ(shared.code, 0) << shared.out;
+  EXPECT_NE(shared.out.find("ok   tiny-qwen3.lock.json"), std::string::npos) << shared.out;
+  std::filesystem::remove_all(dir.parent_path());
+}
+
 }  // namespace
 }  // namespace lg::cli_test
