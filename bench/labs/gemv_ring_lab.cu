@@ -15,6 +15,10 @@
 // Timed as a step runs them: L launches in a row, each on its own weight copy (L copies > 2x L2,
 // no reuse), us a launch and the weights' TB/s; checked against a double-precision reference.
 //
+// A third form streams through the bulk-copy engine (gemv_bulk below). Result (H200, bench/RESULTS.md,
+// session 22, call 11): the register form is the quickest at every decode shape measured; the
+// per-thread ring runs at half its rate, the bulk ring at 0.7-0.95 of it.
+//
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/gemv_ring_lab.cu -o gemv_ring_lab
 // Run:   ./gemv_ring_lab
 #include <cuda_bf16.h>
