@@ -71,8 +71,16 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
     if (!checkpoint.contains(p.tensor)) {
       std::string near;
       for (const auto& n : checkpoint.nearest_names(p.tensor)) near += (near.empty() ? "" : ", ") + n;
+      // A checkpoint whose head is tied to its embedding stores no lm_head.weight.
+      const std::vector<std::string> names = checkpoint.names();
+      const bool untied_head = p.tensor.ends_with("lm_head.weight") &&
+                               std::any_of(names.begin(), names.end(),
+                                           [](const std::string& n) { return n.ends_with("embed_tokens.weight"); });
       problems.push_back("missing tensor \"" + p.tensor + "\" (param " + p.name + " " + shape_str(want) + ")" +
-                         (near.empty() ? "" : "; nearest present: " + near));
+                         (near.empty() ? "" : "; nearest present: " + near) +
+                         (untied_head ? "; a checkpoint with its LM head tied to the embedding has none: is config.json's "
+                                        "tie_word_embeddings false where it should be true?"
+                                      : ""));
       continue;
     }
     const auto& info = checkpoint.info(p.tensor);

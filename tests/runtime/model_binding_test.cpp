@@ -70,6 +70,23 @@ TEST(BindParams, OneErrorListsEveryMissingAndMismatchedTensor) {
   EXPECT_NE(m.find("tensor \"model.norm.weight\" is [64], param norm declares [65]"), std::string::npos) << m;
 }
 
+// A config.json that says the head is untied, for a checkpoint that ties it (no lm_head.weight),
+// names the config field (new-user pass, session 22).
+TEST(BindParams, AMissingLmHeadBesideAnEmbeddingNamesTieWordEmbeddings) {
+  const model::Checkpoint ck = model::Checkpoint::open(kShared + "/fixtures/tiny-qwen3");
+  using ir::Dim;
+  const ir::Graph g = graph_with_params({
+      {"embed", "model.embed_tokens.weight", DType::BF16, {Dim::constant(512), Dim::constant(64)}},
+      {"head", "lm_head.weight", DType::BF16, {Dim::constant(512), Dim::constant(64)}},
+  });
+  const std::string m = error_of([&] { check_params(g, ck); });
+  EXPECT_NE(m.find("missing tensor \"lm_head.weight\" (param head [512,64])"), std::string::npos) << m;
+  EXPECT_NE(m.find("is config.json's tie_word_embeddings false where it should be true?"), std::string::npos) << m;
+  // Another missing tensor gets no such hint.
+  const ir::Graph other = graph_with_params({{"x", "model.layers.0.mlp.up_proj.weigth", DType::BF16, {Dim::constant(1)}}});
+  EXPECT_EQ(error_of([&] { check_params(other, ck); }).find("tie_word_embeddings"), std::string::npos);
+}
+
 TEST(BindParams, WidensOnceAndSharesTiedTensors) {
   const model::Checkpoint ck = model::Checkpoint::open(kShared + "/fixtures/tiny-qwen3");
   using ir::Dim;
