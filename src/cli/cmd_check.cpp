@@ -1,7 +1,8 @@
 // `lg check FILE.lg --config config.json`: checks an .lg program against a model's config and
 // prints what it binds to (dims, params with their checkpoint tensors, state) and the type of
 // every forward statement, and a note when the compiler's lifting would refuse a statement. Exit
-// 1 with the diagnostics when the program does not check.
+// 1 with the diagnostics when the program does not check. A config beside a checkpoint whose
+// tensors the params do not fit gets a note (runtime::param_problems).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -15,11 +16,15 @@
 #include "lang/lower.h"
 #include "lang/value.h"
 #include "lift/lift.h"
+#include "model/checkpoint.h"
 #include "model/config.h"
+#include "runtime/bind_params.h"
 #include "support/error.h"
 #include "support/text_input.h"
 
 namespace {
+
+namespace fs = std::filesystem;
 
 size_t width(const std::vector<lg::lang::CheckReport::Named>& v) {
   size_t w = 0;
@@ -102,6 +107,17 @@ LG_COMMAND("check", [](CLI::App& app) {
       (void)lg::lift::lift(r.graph);
     } catch (const lg::Error& e) {
       fmt::print("\nnote: the compiled lane would refuse this program (the cpu lane runs it):\n  {}\n", e.what());
+    }
+    // A config beside a checkpoint (a model directory): whether the params' tensors are in it, as
+    // `lg run` will require (a misspelt tensor name checked clean here and failed only there).
+    // A note, not a failure: the check is of the program against the config.
+    const fs::path cfg(opts->config), dir = fs::is_directory(cfg) ? cfg : cfg.parent_path();
+    if (fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json")) {
+      const auto problems = lg::runtime::param_problems(r.graph, lg::model::Checkpoint::open(dir));
+      if (!problems.empty()) {
+        fmt::print("\nnote: the params do not fit the checkpoint in {} (`lg run` would refuse it):\n", dir.string());
+        for (const auto& p : problems) fmt::print("  {}\n", p);
+      }
     }
     return 0;
   };

@@ -244,6 +244,15 @@ TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
   const CliRun q = run_lg("check " + kQwen3 + " -c " + kTiny);
   EXPECT_EQ(q.code, 0) << q.out;
   EXPECT_EQ(q.out.find("note:"), std::string::npos) << q.out;
+  // The toy program's param "w" is in no checkpoint: with the config beside tiny-qwen3's
+  // weights, a note says `lg run` would refuse it (new-user pass, session 22: a misspelt tensor
+  // name checked clean).
+  EXPECT_NE(r.out.find("note: the params do not fit the checkpoint in " + kTiny), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing tensor \"w\" (param w [64,64])"), std::string::npos) << r.out;
+  // A config alone (no checkpoint beside it) gets no such note.
+  const CliRun shape = run_lg("check " + kSource + "/models/qwen3_moe.lg -c " + kSource + "/bench/shapes/qwen3-30b-a3b");
+  EXPECT_EQ(shape.code, 0) << shape.out;
+  EXPECT_EQ(shape.out.find("do not fit the checkpoint"), std::string::npos) << shape.out;
 }
 
 // A program's errors point at its own lines; check, ir and compile then name the config they read
