@@ -328,8 +328,8 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   // (Its weights must be settled too: params, which no launch writes.)
   const bool down_rows_in_registers = !up && row_in_registers(bf16(3), C) && K * (C / 256) <= 32;
   const bool rows_early = down_rows_in_registers && p.stage_of[static_cast<size_t>(idx)] != s &&
-                          !p.is_inline[static_cast<size_t>(idx)] && settled.count(buffer_node(g, idx)) > 0 &&
-                          settled.count(buffer_node(g, n.operands[3])) > 0 && !knob_off("LG_COMPILED_MOE_EARLY_ROWS");
+                          !p.is_inline[static_cast<size_t>(idx)] && settled(idx) && settled(n.operands[3]) &&
+                          !knob_off("LG_COMPILED_MOE_EARLY_ROWS");
   const std::string wait = std::string("lg_wait_previous_launch();") + (early_launch() ? " lg_launch_dependents();" : "");
   if (rows_early) {
     body_waits = true;

@@ -6,8 +6,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
-#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -496,24 +496,14 @@ struct ProgramBuilder {
     return w;
   }
 
-  /// Renderer::settled for launch li: every buffer but those launches li - 1 and li write (none
-  /// for the first launch, whose previous kernel is the last step's or a copy's).
-  std::set<ir::ValueId> settled_buffers(size_t li) const {
-    if (li == 0) return {};
-    if (all_buffers.empty()) {
-      for (size_t k = 0; k < p.launches.size(); ++k)
-        for (ir::ValueId v : written_by(k)) all_buffers.insert(v);
-      for (size_t v = 0; v < p.graph.nodes.size(); ++v) {
-        const ir::Op op = p.graph.nodes[v].op;
-        if (op == ir::Op::Param || op == ir::Op::Input || op == ir::Op::State) all_buffers.insert(static_cast<ir::ValueId>(v));
-      }
-    }
-    std::set<ir::ValueId> open = written_by(li - 1), out;
+  /// Renderer::unsettled for launch li: the buffers launches li - 1 and li write; nullopt for the
+  /// first launch, whose previous kernel is the last step's or a copy's.
+  std::optional<std::set<ir::ValueId>> unsettled_buffers(size_t li) const {
+    if (li == 0) return std::nullopt;
+    std::set<ir::ValueId> open = written_by(li - 1);
     for (ir::ValueId v : written_by(li)) open.insert(v);
-    std::set_difference(all_buffers.begin(), all_buffers.end(), open.begin(), open.end(), std::inserter(out, out.end()));
-    return out;
+    return open;
   }
-  mutable std::set<ir::ValueId> all_buffers;  ///< settled_buffers' universe: every buffer of the program
 
   void plan_launch(size_t li) {
     const auto l32 = static_cast<int32_t>(li);
@@ -522,7 +512,7 @@ struct ProgramBuilder {
     const KernelScope scope({rows, options.bf16_states});  // the kernels of this launch take that dim as T
     RenderedLaunch r;
     try {
-      r = render_launch(p, stages, AttentionForm::kNarrow, settled_buffers(li));
+      r = render_launch(p, stages, AttentionForm::kNarrow, unsettled_buffers(li));
     } catch (const Error& e) {
       const auto& st = p.stages[static_cast<size_t>(stages[0])];
       throw Error(std::string(e.what()) + " (launch " + std::to_string(li) + ", a " +

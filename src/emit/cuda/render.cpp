@@ -9,9 +9,9 @@
 namespace lg::emit::cuda {
 
 RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages, AttentionForm attention,
-                             const std::set<ir::ValueId>& settled) {
+                             const std::optional<std::set<ir::ValueId>>& unsettled) {
   return with_layer_lifting(p, [&](Renderer& r) {
-    r.settled = settled;
+    r.unsettled = unsettled;
     r.attention_wide = attention == AttentionForm::kWide;
     r.attention_one_row = attention == AttentionForm::kOneRow;
     RenderedLaunch out;

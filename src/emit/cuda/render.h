@@ -80,12 +80,12 @@ WideAttentionForm wide_attention_form();
 /// the one-row form (LaunchPlan::one_row).
 enum class AttentionForm { kNarrow, kWide, kOneRow };
 
-/// `attention`: the split-KV form an attention stage renders. `settled`: the buffers final before
-/// the launch starts (Renderer::settled; program.cpp, settled_buffers), which it may read before
-/// its wait on the previous launch.
+/// `attention`: the split-KV form an attention stage renders. `unsettled`: the buffers not final
+/// before the launch starts (Renderer::unsettled; program.cpp, unsettled_buffers; nullopt: none
+/// is known final), the rest it may read before its wait on the previous launch.
 RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int32_t>& stages,
                              AttentionForm attention = AttentionForm::kNarrow,
-                             const std::set<ir::ValueId>& settled = {});
+                             const std::optional<std::set<ir::ValueId>>& unsettled = std::nullopt);
 
 /// True if v is a row a GEMM stage's prologue computes and stores for other stages: a store of
 /// that stage that is the activation operand of one of its MatMuls (pass_gemm_reduce_prologue_shared).

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -71,8 +72,9 @@ struct Renderer {
   /// Set by a stage that places the wait on the previous launch (wait_previous_launch) in its own
   /// body, after reads of memory no launch writes; kernel() then leaves it out of the kernel's head.
   bool body_waits = false;
-  /// Buffers (buffer_node ids) that are final before this launch's kernel starts: written by no
-  /// launch of the step, or only by launches two or more before this one. Every emitted kernel
+  /// The buffers (buffer_node ids) that are not final before this launch's kernel starts: those
+  /// the previous launch and this one write (nullopt: none is known final). Every other buffer is
+  /// written by no launch of the step or only by launches two or more before this one. Every emitted kernel
   /// triggers its dependents (griddepcontrol.launch_dependents) only after its own wait, so when
   /// this kernel starts, the launch two back has completed and its writes are visible; only the
   /// previous launch may still run. A stage may read these before its wait (experts_stage's
@@ -81,7 +83,9 @@ struct Renderer {
   /// the emitter does not write (cuBLASLt's) launching without PDL, and on a grid that starts
   /// after another completed seeing its writes before its own wait (as the hand-written lane's
   /// PDL kernels assume, kernels/pdl.cuh).
-  std::set<ir::ValueId> settled;
+  std::optional<std::set<ir::ValueId>> unsettled;
+  /// Whether v's buffer is final before this launch starts (see `unsettled`).
+  bool settled(ir::ValueId v) const { return unsettled && !unsettled->count(buffer_node(g, v)); }
   /// Blocks an SM the kernel's launch bounds ask for (0: none), set by a stage whose registers
   /// would otherwise exceed what its occupancy needs (experts_stage's early rows).
   int min_blocks_per_sm = 0;
