@@ -161,7 +161,7 @@ void refuse_unsupported_fields(const json& body, bool is_chat) {
     auto it = body.find(r.name);
     if (it == body.end() || it->is_null()) continue;  // null: absent, as OpenAI clients send defaults
     if (is_default(r, *it)) continue;
-    throw RequestError(r.name, fmt::format("'{}' is not supported by lg serve ({}); leave it out or send {}", r.name,
+    throw RequestError(r.name, fmt::format("'{}' is not supported by lg serve or lg batch ({}); leave it out or send {}", r.name,
                                            r.why, default_text(r.kind)));
   }
 }

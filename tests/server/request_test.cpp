@@ -345,7 +345,7 @@ TEST(UnsupportedFields, ChatRefusesWhatWouldChangeTheAnswer) {
 
 TEST(UnsupportedFields, RefusalsSayWhatIsAccepted) {
   EXPECT_EQ(message_of([] { parse_completion_request(completion_with("logit_bias", R"({"2643":-100})")); }),
-            "'logit_bias' is not supported by lg serve (logits are not biased); leave it out or send {}");
+            "'logit_bias' is not supported by lg serve or lg batch (logits are not biased); leave it out or send {}");
   EXPECT_EQ(message_of([] { parse_completion_request(completion_with("presence_penalty", R"("abc")")); }),
             "'presence_penalty' must be a number, got string");
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("response_format", "{}")); }), "response_format.type");
