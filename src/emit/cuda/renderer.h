@@ -73,12 +73,13 @@ struct Renderer {
   /// body, after reads of memory no launch writes; kernel() then leaves it out of the kernel's head.
   bool body_waits = false;
   /// The buffers (buffer_node ids) that are not final before this launch's kernel starts: those
-  /// the previous launch and this one write (nullopt: none is known final). Every other buffer is
-  /// written by no launch of the step or only by launches two or more before this one. Every emitted kernel
-  /// triggers its dependents (griddepcontrol.launch_dependents) only after its own wait, so when
-  /// this kernel starts, the launch two back has completed and its writes are visible; only the
-  /// previous launch may still run. A stage may read these before its wait (experts_stage's
-  /// routed weight rows). Empty: read nothing early (render_launch's default). The rule relies
+  /// the previous launch and this one write. Every other buffer is written by no launch of the
+  /// step or only by launches two or more before this one: every emitted kernel triggers its
+  /// dependents (griddepcontrol.launch_dependents) only after its own wait, so when this kernel
+  /// starts, the launch two back has completed and its writes are visible; only the previous
+  /// launch may still run. A stage may read those other buffers before its wait (experts_stage's
+  /// routed weight rows). nullopt (render_launch's default, and the first launch of a step): none
+  /// is known final, nothing is read early. The rule relies
   /// on the lane running every planned launch in order, each as at least one kernel, on kernels
   /// the emitter does not write (cuBLASLt's) launching without PDL, and on a grid that starts
   /// after another completed seeing its writes before its own wait (as the hand-written lane's
