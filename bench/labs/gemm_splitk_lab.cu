@@ -20,14 +20,8 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "lab_common.cuh"
+
 #define LT(x)                                                                   \
   do {                                                                          \
     cublasStatus_t s_ = (x);                                                    \
@@ -36,14 +30,6 @@
       std::exit(1);                                                             \
     }                                                                           \
   } while (0)
-
-__global__ void fill_bf16(__nv_bfloat16* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed * 97531u;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16(((h & 0xffff) / 65535.f - 0.5f) * 0.05f);
-  }
-}
 
 constexpr size_t kWs = 32u << 20;
 constexpr int kLayers = 36;

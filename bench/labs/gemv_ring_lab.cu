@@ -19,7 +19,8 @@
 // session 22, call 11): the register form is the quickest at every decode shape measured; the
 // per-thread ring runs at half its rate, the bulk ring at 0.7-0.95 of it.
 //
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/gemv_ring_lab.cu -o gemv_ring_lab
+// Build (from the repository root; it includes src/kernels/device_helpers.cuh, the lanes' own
+// bf16 widening, streaming load and warp sum): nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/gemv_ring_lab.cu -o gemv_ring_lab
 // Run:   ./gemv_ring_lab
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -29,38 +30,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "../../src/kernels/device_helpers.cuh"  // lg_bf16_lo/hi, lg_ld_stream, lg_warp_sum
+#include "lab_common.cuh"
 
-__global__ void fill_bf16(__nv_bfloat16* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed * 97531u;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16(((h & 0xffff) / 65535.f - 0.5f) * 0.05f);
-  }
-}
 
-__device__ __forceinline__ float bf_lo(unsigned u) { return __uint_as_float(u << 16); }
-__device__ __forceinline__ float bf_hi(unsigned u) { return __uint_as_float(u & 0xffff0000u); }
 __device__ __forceinline__ float dot8(uint4 w, float4 a, float4 b) {
-  return a.x * bf_lo(w.x) + a.y * bf_hi(w.x) + a.z * bf_lo(w.y) + a.w * bf_hi(w.y) + b.x * bf_lo(w.z) +
-         b.y * bf_hi(w.z) + b.z * bf_lo(w.w) + b.w * bf_hi(w.w);
-}
-__device__ __forceinline__ uint4 ld_stream(const uint4* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  return r;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
+  return a.x * lg_bf16_lo(w.x) + a.y * lg_bf16_hi(w.x) + a.z * lg_bf16_lo(w.y) + a.w * lg_bf16_hi(w.y) +
+         b.x * lg_bf16_lo(w.z) + b.y * lg_bf16_hi(w.z) + b.z * lg_bf16_lo(w.w) + b.w * lg_bf16_hi(w.w);
 }
 
 // The emitted form: a warp an output row, D loads of 16 bytes a lane in flight, x staged in
@@ -79,12 +55,12 @@ __global__ void __launch_bounds__(256) gemv_regs(const __nv_bfloat16* __restrict
       uint4 w[D];
 #pragma unroll
       for (int u = 0; u < D; ++u)
-        if (c0 + 32 * u < K8) w[u] = ld_stream(wr + c0 + 32 * u);
+        if (c0 + 32 * u < K8) w[u] = lg_ld_stream(wr + c0 + 32 * u);
 #pragma unroll
       for (int u = 0; u < D; ++u)
         if (c0 + 32 * u < K8) acc += dot8(w[u], xs[2 * (c0 + 32 * u)], xs[2 * (c0 + 32 * u) + 1]);
     }
-    acc = warp_sum(acc);
+    acc = lg_warp_sum(acc);
     if (lane == 0) y[row] = acc;
   }
 }
@@ -135,7 +111,7 @@ __global__ void __launch_bounds__(256) gemv_ring(const __nv_bfloat16* __restrict
       const unsigned col8 = col0 + u * 32 + lane;
       acc += dot8(slot[u], xs[2 * col8], xs[2 * col8 + 1]);
     }
-    acc = warp_sum(acc);
+    acc = lg_warp_sum(acc);
     if (lane == 0 && p0 + off < p1) atomicAdd(y + r0 + row, acc);
   }
   asm volatile("cp.async.wait_group 0;");
@@ -195,7 +171,7 @@ __global__ void __launch_bounds__(256) gemv_bulk(const __nv_bfloat16* __restrict
         const unsigned col8 = col0 + u * 32 + lane;
         acc += dot8(slot[u * 32 + lane], xs[2 * col8], xs[2 * col8 + 1]);
       }
-      acc = warp_sum(acc);
+      acc = lg_warp_sum(acc);
       if (lane == 0) atomicAdd(y + r0 + row, acc);
     }
     __syncthreads();  // every thread is done with slot s

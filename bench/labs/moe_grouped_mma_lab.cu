@@ -45,14 +45,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "lab_common.cuh"
 
 #define CKB(x)                                                                  \
   do {                                                                          \
@@ -69,14 +62,6 @@ namespace wmma = nvcuda::wmma;
 constexpr int kE = 128, kK = 8, kD = 2048, kF = 768;
 constexpr int BM = 64, BN = 64, BK = 32, kLdS = BK + 8;  // shared tiles padded against bank conflicts
 constexpr int kThreads = 128;                             // 4 warps, 2 x 2 over the 64 x 64 tile
-
-__global__ void fill_bf16(bf16* p, size_t n, unsigned seed, float amp) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed * 97531u;
-    h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-    p[i] = __float2bfloat16(((h & 0xffff) / 65535.f - 0.5f) * amp);
-  }
-}
 
 // ---- routing: counts, segments, tiles, sorted positions ----
 
