@@ -1,5 +1,7 @@
 #include "runtime/generate.h"
 
+#include <algorithm>
+
 #include "runtime/scheduler.h"
 #include "support/error.h"
 
@@ -34,6 +36,15 @@ std::optional<std::string> prompt_context_error(int64_t n, int64_t context, std:
   if (n == context)
     return has + "the whole context of " + std::to_string(context) + " tokens: no room is left for a completion";
   return std::nullopt;
+}
+
+std::optional<std::string> completion_context_error(int64_t n, int64_t max_tokens, int64_t context,
+                                                    std::string_view what) {
+  const int64_t room = std::max<int64_t>(context - n, 0);
+  if (max_tokens <= room) return std::nullopt;  // compared, not summed: max_tokens may be near 2^63
+  return std::string(what) + " is " + std::to_string(max_tokens) + " and the prompt has " + std::to_string(n) +
+         (n == 1 ? " token" : " tokens") + ": together more than the context of " + std::to_string(context) +
+         " tokens (at most " + std::to_string(room) + " new token" + (room == 1 ? " fits" : "s fit") + " after this prompt)";
 }
 
 }  // namespace lg::runtime

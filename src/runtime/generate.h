@@ -56,6 +56,15 @@ std::optional<int32_t> first_out_of_vocab(std::span<const int32_t> ids, int64_t 
 /// message, so the three agree on the rule and on its words.
 std::optional<std::string> prompt_context_error(int64_t n, int64_t context, std::string_view what);
 
+/// Why `max_tokens` new tokens cannot follow a prompt of `n` tokens in a context of `context`
+/// tokens (prompt and completion together); nullopt when n + max_tokens <= context. The message
+/// names the three sizes and what does fit; `what` names the limit asked for ("'max_tokens'" for
+/// a request field, "--max-tokens" for lg run). lg serve and lg batch refuse such a request with
+/// it (vLLM answers 400 too, rather than generate less than was asked for without saying so); lg
+/// run, whose -n is an upper bound with a default, says it and stops at the context.
+std::optional<std::string> completion_context_error(int64_t n, int64_t max_tokens, int64_t context,
+                                                    std::string_view what);
+
 /// Generates after `prompt` on `lane`, alone. Throws lg::Error for an empty prompt, a prompt
 /// longer than the lane's context (max_seq) or KV pool, max_new_tokens < 1, or (when sampling)
 /// non-finite logits (check_finite_logits).

@@ -232,6 +232,19 @@ void Engine::check_prompt(const std::vector<int32_t>& ids, const std::string& pa
                                           n == limits().pool_tokens() ? "all" : "more than", limits().pool_tokens()));
 }
 
+void Engine::check_max_tokens(int64_t prompt_tokens, const GenerationRequest& request) const {
+  if (!request.max_tokens) return;
+  const std::string& field = request.max_tokens_field;
+  const int64_t max = *request.max_tokens;
+  if (auto e = runtime::completion_context_error(prompt_tokens, max, context_, "'" + field + "'"))
+    throw RequestError(field, std::move(*e));
+  // The pool holds at least one context (resolve_limits), except for a lane a caller built.
+  if (max > limits().pool_tokens() - prompt_tokens)
+    throw RequestError(field, fmt::format("'{}' is {} and the prompt has {} tokens: together more than the KV cache "
+                                          "holds ({} tokens)",
+                                          field, max, prompt_tokens, limits().pool_tokens()));
+}
+
 bool EngineJob::wait(EnginePiece& piece, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, timeout, [&] { return done_ || !pending_.empty(); });

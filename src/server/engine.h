@@ -164,11 +164,18 @@ class Engine {
   /// vocabulary, and shorter than the context and the KV pool, so at least one token can be
   /// generated within both. Throws RequestError(param) naming the sizes (or `param[i]`, the id).
   void check_prompt(const std::vector<int32_t>& ids, const std::string& param) const;
+  /// Checks a request's explicit max_tokens against a prompt of `prompt_tokens` (checked by
+  /// check_prompt): prompt and completion together must fit the context and the KV pool, as vLLM
+  /// requires, rather than the completion being cut short unasked. Throws RequestError naming
+  /// request.max_tokens_field, the prompt's length, max_tokens and the context. An absent
+  /// max_tokens passes: its default is cut to the room left (start()).
+  void check_max_tokens(int64_t prompt_tokens, const GenerationRequest& request) const;
 
   /// Hands a request to the worker; it joins the running batch at the next step.
   /// `default_max_tokens` applies when the request has none (the rest of the context when 0);
   /// either is cut to the room the context and the KV pool leave after the prompt, so usage never
-  /// counts past the context. `id` names the request in metrics and logs. Throws EngineBusy when
+  /// counts past the context (an explicit max_tokens that does not fit is refused before, by
+  /// check_max_tokens, which prepare_request calls). `id` names the request in metrics and logs. Throws EngineBusy when
   /// max_waiting requests are already waiting or the engine is shutting down.
   std::shared_ptr<EngineJob> start(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
                                    int64_t default_max_tokens, const std::string& id = "");

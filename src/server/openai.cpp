@@ -85,6 +85,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
                                              engine.model_id()));
   if (!engine.has_tokenizer() && !p.gen.stop.empty())
     throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
+  engine.check_max_tokens(static_cast<int64_t>(p.prompt_ids.size()), p.gen);
   p.token_ids = p.gen.return_token_ids || !engine.has_tokenizer();
   // OpenAI's completions default is 16 tokens; chat runs to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;

@@ -39,7 +39,8 @@ class ModelNotFound : public RequestError {
 std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& request);
 
 /// Parses `body` for the endpoint, renders chat messages with `tmpl`, tokenizes (or checks the
-/// token ids sent as the prompt). Throws RequestError (400) for a bad body or prompt, a chat
+/// token ids sent as the prompt). Throws RequestError (400) for a bad body or prompt, a max_tokens
+/// that does not fit the context after the prompt (Engine::check_max_tokens), a chat
 /// request or stop strings on an engine without a tokenizer; ModelNotFound (404) when `model`
 /// names another model; and what render_chat throws.
 PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& tmpl, Endpoint kind,

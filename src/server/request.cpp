@@ -95,6 +95,7 @@ GenerationRequest parse_common(const json& j, bool chat) {
     const int64_t n = integer(*max, max_name);
     if (n < 1) throw RequestError(max_name, fmt::format("'{}' must be >= 1, got {}", max_name, n));
     g.max_tokens = n;
+    g.max_tokens_field = max_name;
   }
   if (const json* v = field(j, "temperature")) {
     const double t = number(*v, "temperature");

@@ -28,6 +28,9 @@ class RequestError : public std::runtime_error {
 struct GenerationRequest {
   std::optional<std::string> model;  ///< must name the served model when given
   std::optional<int64_t> max_tokens;  ///< >= 1; absent: 16 for completions, the rest of the context for chat
+  /// The field max_tokens was read from ("max_tokens", or chat's "max_completion_tokens"), so that
+  /// a value the context cannot hold is refused naming what the client sent.
+  std::string max_tokens_field = "max_tokens";
   std::optional<double> temperature;  ///< >= 0; 0 = greedy
   std::optional<double> top_p;        ///< in (0, 1]
   std::optional<int64_t> top_k;       ///< >= 0, or -1 (vLLM's "off"); 0 = off

@@ -74,7 +74,9 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
       R"({"custom_id": "sy", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": "yes"}})",
       // Nested past the parser's limit: an error line (100,000 levels crashed lg batch copying it).
       R"({"custom_id": "deep", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "extra": )" +
-          std::string(100000, '[') + std::string(100000, ']') + "}}"};
+          std::string(100000, '[') + std::string(100000, ']') + "}}",
+      // More new tokens than the context (4096) leaves after the prompt: lg serve's 400, this line only.
+      R"({"custom_id": "long", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": 4096}})"};
   const fs::path in = write_requests("lg_batch_in_", bad);
   const fs::path out = fs::temp_directory_path() / ("lg_batch_out_" + std::to_string(::getpid()) + ".jsonl");
   const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
@@ -113,7 +115,13 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   EXPECT_NE(res[21]["error"]["message"].get<std::string>().find("line 22: the JSON is nested more than 10000 levels"),
             std::string::npos)
       << res[21];
-  EXPECT_NE(r.out.find("43 requests, 32 answered, 11 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(res[22]["custom_id"], "long");
+  EXPECT_EQ(res[22]["response"]["status_code"], 400);
+  EXPECT_EQ(res[22]["response"]["body"]["error"]["param"], "max_tokens");
+  EXPECT_EQ(res[22]["response"]["body"]["error"]["message"],
+            "'max_tokens' is 4096 and the prompt has 1 token: together more than the context of 4096 tokens (at most "
+            "4095 new tokens fit after this prompt)");
+  EXPECT_NE(r.out.find("44 requests, 32 answered, 12 failed"), std::string::npos) << r.out;
   fs::remove(in);
   fs::remove(out);
 }

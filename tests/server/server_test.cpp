@@ -245,19 +245,20 @@ TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
 }
 
 TEST_F(ServerTest, FullContextEndsWithLength) {
-  // A prompt that leaves little room: generation runs to the end of the context, not to
-  // max_tokens, and usage never counts past the context (prompt + completion <= context).
+  // A prompt that leaves little room: a max_tokens that fills the context exactly runs to its end,
+  // and usage never counts past the context (prompt + completion <= context).
   std::string prompt;
-  for (int i = 0; i < 240; ++i) prompt += " x";
+  for (int i = 0; i < 245; ++i) prompt += " x";
   const auto n = static_cast<int64_t>(engine_->tokenizer().encode(prompt).size());
   ASSERT_LT(n, kContext - 2);
-  for (const json& extra : {json{{"max_tokens", 100}}, json::object()}) {
+  ASSERT_GT(n, kContext - 16);  // the default of 16 does not fit: it is cut, not refused
+  for (const json& extra : {json{{"max_tokens", kContext - n}}, json::object()}) {
     json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}};
     body.update(extra);
     const json r = post_ok("/v1/completions", body);
-    EXPECT_EQ(r["usage"]["completion_tokens"], extra.empty() ? std::min<int64_t>(16, kContext - n) : kContext - n);
+    EXPECT_EQ(r["usage"]["completion_tokens"], kContext - n);
     EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
-    EXPECT_LE(r["usage"]["total_tokens"].get<int64_t>(), kContext);
+    EXPECT_EQ(r["usage"]["total_tokens"].get<int64_t>(), kContext);
   }
   // Chat's default max_tokens is the rest of the context: the same bound.
   const json chat = post_ok("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", prompt}}}},
@@ -266,6 +267,40 @@ TEST_F(ServerTest, FullContextEndsWithLength) {
   // A prompt of exactly the context leaves no room: a 400 that says so.
   std::vector<int32_t> whole(static_cast<size_t>(kContext), 33);
   expect_400("/v1/completions", json{{"prompt", whole}}.dump(), "prompt", "no room is left for a completion");
+}
+
+// An explicit max_tokens that the context cannot hold after the prompt is a 400 naming the
+// prompt's length, max_tokens and the context, as vLLM answers (it used to be cut to the room
+// left without a word); one token less than that is served in full.
+TEST_F(ServerTest, MaxTokensPastTheContextIs400NamingTheSizes) {
+  const std::vector<int32_t> prompt(200, 750);  // token ids: the length is exact
+  const int64_t room = kContext - 200;
+  const json fits = post_ok("/v1/completions", {{"prompt", prompt}, {"max_tokens", room}, {"temperature", 0},
+                                                {"ignore_eos", true}});
+  EXPECT_EQ(fits["usage"]["completion_tokens"], room);
+  EXPECT_EQ(fits["usage"]["total_tokens"], kContext);
+  const auto str = [](int64_t v) { return std::to_string(v); };
+  const std::string over = "'max_tokens' is " + str(room + 1) + " and the prompt has 200 tokens: together more than the "
+                           "context of " + str(kContext) + " tokens (at most " + str(room) + " new tokens fit after "
+                           "this prompt)";
+  expect_400("/v1/completions", json{{"prompt", prompt}, {"max_tokens", room + 1}}.dump(), "max_tokens", over);
+  expect_400("/v1/completions", json{{"prompt", prompt}, {"max_tokens", room + 1}, {"stream", true}}.dump(), "max_tokens",
+             over);
+  // Near 2^63: compared, never summed with the prompt.
+  expect_400("/v1/completions", json{{"prompt", prompt}, {"max_tokens", INT64_MAX}}.dump(), "max_tokens",
+             "'max_tokens' is " + str(INT64_MAX) + " and the prompt has 200 tokens");
+  // Chat names the field the client sent; the rendered prompt's length is what counts.
+  const json messages = {{{"role", "user"}, {"content", "def f():"}}};
+  const json chat = post_ok("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 1}, {"temperature", 0}});
+  const int64_t chat_prompt = chat["usage"]["prompt_tokens"];
+  expect_400("/v1/chat/completions",
+             json{{"messages", messages}, {"max_completion_tokens", kContext - chat_prompt + 1}}.dump(),
+             "max_completion_tokens",
+             "'max_completion_tokens' is " + str(kContext - chat_prompt + 1) + " and the prompt has " + str(chat_prompt) +
+                 " tokens: together more than the context of " + str(kContext) + " tokens (at most " +
+                 str(kContext - chat_prompt) + " new tokens fit");
+  expect_400("/v1/chat/completions", json{{"messages", messages}, {"max_tokens", kContext}}.dump(), "max_tokens",
+             "'max_tokens' is " + str(kContext) + " and the prompt has " + str(chat_prompt) + " tokens");
 }
 
 TEST_F(ServerTest, GoneClientStopsGeneration) {
