@@ -34,6 +34,7 @@ struct RunOpts {
   bool no_echo = false;
   bool fallback_cpu = false;
   int64_t max_tokens = 128, max_seq = 0, top_k = -1;
+  bool max_tokens_given = false;  // --max-tokens on the command line, not its default
   std::optional<double> temperature, top_p;
   uint64_t seed = 0;
   bool quiet = false;
@@ -126,6 +127,14 @@ int run(const RunOpts& o) {
   const auto n = static_cast<int64_t>(prompt.size());
   // As lg serve and lg batch: a prompt that fills the context leaves no room to generate.
   if (auto e = lg::runtime::prompt_context_error(n, context, "the prompt")) throw lg::Error(*e);
+  // An -n the context cannot hold is said, in lg serve's words, and generation stops at the end of
+  // the context: -n is an upper bound here (its default of 128 too), and the run still does what
+  // it can, as lg compile warns of a --max-seq past the model's context. lg serve and lg batch
+  // refuse such a request instead (a 400, as vLLM): an API client cannot read a warning.
+  if (o.max_tokens_given)
+    if (auto e = lg::runtime::completion_context_error(n, o.max_tokens, context, "--max-tokens"))
+      std::fprintf(stderr, "lg: warning: %s; generation stops at the end of the context%s\n", e->c_str(),
+                   o.max_seq > 0 ? " (--max-seq)" : "");
   // Prompt and generated tokens together stay within the context, as lg serve and vLLM keep them
   // (a 511-token prompt at context 512 gives 1 token). The last generated token is never fed
   // back, so the KV cache holds one position less than the tokens: the scheduler stops with
@@ -206,7 +215,10 @@ LG_COMMAND("run", [](CLI::App& app) {
   auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
   prompt->excludes(file);
   sub->add_flag("--no-echo", o->no_echo, "print only the generated text, not the prompt before it");
-  sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most")->capture_default_str()->check(lg::cli::at_least_one());
+  auto* max_tokens = sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most (more than the "
+                                     "context leaves after the prompt: a warning, and the context's end stops it)")
+                         ->capture_default_str()
+                         ->check(lg::cli::at_least_one());
   sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)");
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
@@ -217,8 +229,9 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");
   sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str()->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
-  return [o, prompt, file]() -> int {
+  return [o, prompt, file, max_tokens]() -> int {
     if (prompt->count() == 0 && file->count() == 0) throw lg::Error("lg run needs a prompt: --prompt TEXT, --prompt - (stdin) or -f FILE");
+    o->max_tokens_given = max_tokens->count() > 0;
     return run(*o);
   };
 });

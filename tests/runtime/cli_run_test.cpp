@@ -149,22 +149,37 @@ TEST(LgRun, PromptAsLongAsTheContextIsAnError) {
   EXPECT_NE(ok.err.find("prefill 4 tokens"), std::string::npos) << ok.err;
   EXPECT_NE(ok.err.find("decode 0 tokens"), std::string::npos) << ok.err;
   EXPECT_NE(ok.err.find("stop: context"), std::string::npos) << ok.err;
+  EXPECT_NE(ok.err.find("lg: warning: --max-tokens is 3 and the prompt has 4 tokens: together more than the context of "
+                        "5 tokens (at most 1 new token fits after this prompt); generation stops at the end of the "
+                        "context (--max-seq)"),
+            std::string::npos)
+      << ok.err;
 }
 
 // Prompt and generated tokens together stay within the context (as lg serve and vLLM): the first
 // token comes from the prefill, so a 3-token prompt at --max-seq 16 gives 13 tokens, 12 of them
 // decoded. lg run used to decode 13 (17 tokens in a context of 16). Greedy "def f():" does not
-// reach eos that early on the 22M model, and with room left -n decides.
+// reach eos that early on the 22M model, and with room left -n decides. An -n past the context
+// is said (lg serve answers such a max_tokens 400); -n's default, and an -n that fits, are not.
 TEST(LgRun, PromptAndGeneratedTokensFillTheContextExactly) {
   const Result r = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", "50", "--max-seq", "16", "--lane", "cpu"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("prefill 3 tokens"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("decode 12 tokens"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("stop: context"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lg: warning: --max-tokens is 50 and the prompt has 3 tokens: together more than the context of "
+                       "16 tokens (at most 13 new tokens fit after this prompt)"),
+            std::string::npos)
+      << r.err;
+  const Result by_default = run_lg({"run", "--model", kModel, "--prompt", "def f():", "--max-seq", "16", "--lane", "cpu"});
+  ASSERT_EQ(by_default.code, 0) << by_default.err;
+  EXPECT_NE(by_default.err.find("stop: context"), std::string::npos) << by_default.err;
+  EXPECT_EQ(by_default.err.find("warning"), std::string::npos) << by_default.err;
   const Result n = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", "13", "--max-seq", "16", "--lane", "cpu"});
   ASSERT_EQ(n.code, 0) << n.err;
   EXPECT_NE(n.err.find("decode 12 tokens"), std::string::npos) << n.err;
   EXPECT_NE(n.err.find("stop: max_tokens"), std::string::npos) << n.err;
+  EXPECT_EQ(n.err.find("warning"), std::string::npos) << n.err;
   const Result few = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", "5", "--max-seq", "16", "--lane", "cpu"});
   ASSERT_EQ(few.code, 0) << few.err;
   EXPECT_NE(few.err.find("decode 4 tokens"), std::string::npos) << few.err;
