@@ -28,6 +28,7 @@
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/path_checks.h"
 #include "cli/preset_shapes.h"
 #include "support/error.h"
 
@@ -110,20 +111,11 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
   return DecodeTiming{median(ms), percentile(ms, 0.1), percentile(ms, 0.9), ms.size()};
 }
 
-
-/// A directory holding a config.json and no safetensors: a shape (bench/shapes/*), not a checkpoint.
-bool config_only_dir(const std::filesystem::path& d) {
-  if (!std::filesystem::is_directory(d) || !std::filesystem::exists(d / "config.json")) return false;
-  for (const auto& e : std::filesystem::directory_iterator(d))
-    if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json") return false;
-  return true;
-}
-
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
   // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
   // .lg program's params get random bf16 weights made on the device.
-  const bool shape_dir = config_only_dir(o.shape);
+  const bool shape_dir = lg::cli::config_only_dir(o.shape);
   const bool is_dir = std::filesystem::is_directory(o.shape) && !shape_dir;
   if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "

@@ -6,7 +6,9 @@
 // `--hash` adds the weights hash, which reads every weight. `--json` prints the same as one JSON object.
 // It also checks the tensors against the params of the model's .lg program for this config, and with `--check` scans
 // every weight for NaN/Inf; either finding, or a program that does not check against the config, is printed as
-// `lg: error: ...` and exits 1.
+// `lg: error: ...` and exits 1. A directory with a config.json and no weights (a shape, bench/shapes/*) gets what
+// the config and its program give: the facts, the program's parameter count and bytes, and the bf16 bytes a
+// decode token reads (lg bench --shape's floor), with a line saying there are no weights.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -22,12 +24,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/path_checks.h"
 #include "ir/verify.h"
 #include "lang/lower.h"
 #include "model/model_dir.h"
 #include "model/weight_checks.h"
 #include "runtime/bind_params.h"
-#include "runtime/forward_graph.h"  // program_source
+#include "runtime/model_source.h"
+#include "support/dtype.h"
 #include "support/error.h"
 
 namespace {
@@ -82,8 +86,8 @@ const Fact* fact(const Group& g, const std::string& key) {
   return nullptr;
 }
 
-bool any_tensor(const ModelDir& m, std::initializer_list<const char*> suffixes) {
-  for (const auto& name : m.checkpoint.names())
+bool any_tensor(const lg::model::Checkpoint& weights, std::initializer_list<const char*> suffixes) {
+  for (const auto& name : weights.names())
     for (const char* s : suffixes)
       if (name.size() >= std::strlen(s) && name.compare(name.size() - std::strlen(s), std::string::npos, s) == 0) return true;
   return false;
@@ -108,9 +112,10 @@ void add_rope(Group& g, const nlohmann::json& j) {
 /// What config.json states, grouped as the summary prints it: a key the file lacks (or writes
 /// null) is left out rather than shown as 0 or false, and what is derived says so. Attention
 /// details that transformers' classes fix per family (q/k norm, biases, a separate LM head) are
-/// read from the tensors present, not from any family's default.
-std::vector<Group> facts(const ModelDir& m) {
-  const nlohmann::json& j = m.config.raw;
+/// read from the tensors present, not from any family's default: without `weights` (a shape
+/// directory) they are not given at all.
+std::vector<Group> facts(const lg::model::ModelConfig& config, const lg::model::Checkpoint* weights) {
+  const nlohmann::json& j = config.raw;
   Group dims{"dims", "dims", {}};
   add_first(dims, j, "vocab", {"vocab_size"});
   add_first(dims, j, "hidden", {"hidden_size", "n_embd"});
@@ -132,7 +137,7 @@ std::vector<Group> facts(const ModelDir& m) {
                           "(derived: hidden / heads)"});
 
   Group experts{"experts", "experts", {}};
-  if (lg::model::num_experts(m.config) > 0)
+  if (lg::model::num_experts(config) > 0)
     add_each(experts, j, {"num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
                           "shared_expert_intermediate_size", "decoder_sparse_step", "norm_topk_prob", "mlp_only_layers"});
 
@@ -144,12 +149,15 @@ std::vector<Group> facts(const ModelDir& m) {
   }
   add_each(attention, j, {"attention_bias", "query_pre_attn_scalar", "attn_logit_softcapping"});
 
-  Group weights{"from weights", "from_weights", {}};
-  weights.facts.push_back({"q/k/v bias", "qkv_bias",
-                           any_tensor(m, {"q_proj.bias", "k_proj.bias", "v_proj.bias", "qkv_proj.bias", "attn.c_attn.bias"}), ""});
-  weights.facts.push_back({"o bias", "o_bias", any_tensor(m, {"o_proj.bias", "attn.c_proj.bias"}), ""});
-  weights.facts.push_back({"q/k norm", "qk_norm", any_tensor(m, {"q_norm.weight", "k_norm.weight"}), ""});
-  weights.facts.push_back({"lm_head.weight", "lm_head", any_tensor(m, {"lm_head.weight"}), ""});
+  Group from_weights{"from weights", "from_weights", {}};
+  if (weights) {
+    auto& f = from_weights.facts;
+    f.push_back({"q/k/v bias", "qkv_bias",
+                 any_tensor(*weights, {"q_proj.bias", "k_proj.bias", "v_proj.bias", "qkv_proj.bias", "attn.c_attn.bias"}), ""});
+    f.push_back({"o bias", "o_bias", any_tensor(*weights, {"o_proj.bias", "attn.c_proj.bias"}), ""});
+    f.push_back({"q/k norm", "qk_norm", any_tensor(*weights, {"q_norm.weight", "k_norm.weight"}), ""});
+    f.push_back({"lm_head.weight", "lm_head", any_tensor(*weights, {"lm_head.weight"}), ""});
+  }
 
   Group norm{"norm / rope", "norm_rope", {}};
   add_each(norm, j, {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "hidden_act", "hidden_activation",
@@ -175,7 +183,7 @@ std::vector<Group> facts(const ModelDir& m) {
 
   Group embeddings{"embeddings", "embeddings", {}};
   add_each(embeddings, j, {"tie_word_embeddings"});
-  return {dims, experts, attention, weights, norm, sliding, embeddings};
+  return {dims, experts, attention, from_weights, norm, sliding, embeddings};
 }
 
 std::string render(const Fact& f) {
@@ -188,13 +196,9 @@ std::string render(const Fact& f) {
   return f.note.empty() ? f.label + " " + v : f.label + " " + v + " " + f.note;
 }
 
-Json to_json(const ModelDir& m, bool hash) {
-  const auto& c = m.config;
-  Json j;
-  j["dir"] = m.dir.string();
-  j["model_type"] = c.model_type;
-  j["architectures"] = c.architectures;
-  for (const auto& g : facts(m)) {
+/// The groups with facts, as JSON objects under their keys.
+void add_facts(Json& j, const std::vector<Group>& groups) {
+  for (const auto& g : groups) {
     if (g.facts.empty()) continue;
     auto& o = j[g.key] = Json::object();
     for (const auto& f : g.facts) {
@@ -202,6 +206,28 @@ Json to_json(const ModelDir& m, bool hash) {
       if (f.note.rfind("(derived", 0) == 0) o[f.key + "_derived"] = true;  // not stated by config.json
     }
   }
+}
+
+/// The `model:`, `architecture:` and fact lines both summaries start with.
+void print_head(const std::filesystem::path& dir, const lg::model::ModelConfig& c, const std::vector<Group>& groups) {
+  fmt::print("model:        {}\n", dir.string());
+  fmt::print("architecture: {}{}\n", c.architectures.empty() ? "" : fmt::format("{} ", fmt::join(c.architectures, ", ")),
+             fmt::format("({})", c.model_type));
+  for (const auto& g : groups) {
+    if (g.facts.empty()) continue;
+    std::vector<std::string> parts;
+    for (const auto& f : g.facts) parts.push_back(render(f));
+    fmt::print("{:<14}{}\n", g.label + ":", fmt::join(parts, ", "));
+  }
+}
+
+Json to_json(const ModelDir& m, bool hash) {
+  const auto& c = m.config;
+  Json j;
+  j["dir"] = m.dir.string();
+  j["model_type"] = c.model_type;
+  j["architectures"] = c.architectures;
+  add_facts(j, facts(c, &m.checkpoint));
   j["config_dtype"] = c.dtype_name.empty() ? Json(nullptr) : Json(c.dtype_name);
   j["eos_token_ids"] = m.generation.eos_token_ids;
   j["bos_token_id"] = m.generation.bos_token_id ? Json(*m.generation.bos_token_id) : nullptr;
@@ -229,15 +255,7 @@ void print_text(const ModelDir& m, bool hash) {
   }
   std::vector<std::string> dtypes;
   for (auto& [d, b] : by_dtype) dtypes.push_back(fmt::format("{} ({} bytes)", d, b));
-  fmt::print("model:        {}\n", m.dir.string());
-  fmt::print("architecture: {}{}\n", c.architectures.empty() ? "" : fmt::format("{} ", fmt::join(c.architectures, ", ")),
-             fmt::format("({})", c.model_type));
-  for (const auto& g : facts(m)) {
-    if (g.facts.empty()) continue;
-    std::vector<std::string> parts;
-    for (const auto& f : g.facts) parts.push_back(render(f));
-    fmt::print("{:<14}{}\n", g.label + ":", fmt::join(parts, ", "));
-  }
+  print_head(m.dir, c, facts(c, &m.checkpoint));
   fmt::print("dtype:        {}stored {}\n", c.dtype_name.empty() ? "" : fmt::format("config {}, ", c.dtype_name),
              fmt::join(dtypes, ", "));
   fmt::print("tokens:       eos [{}], bos {}\n", fmt::join(m.generation.eos_token_ids, ", "),
@@ -259,57 +277,161 @@ std::string named_list(const std::vector<lg::lang::CheckReport::Named>& v) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+/// The model's .lg program checked against its config.json: its report (dims, consts, params)
+/// when it checks, and how its params fit `weights` when there are any. An architecture no
+/// program covers is still inspected (exit 0: the summary is what was asked for); a program that
+/// exists and fails its checks is an error, as `lg check` says.
+struct ProgramView {
+  std::optional<lg::lang::CheckReport> report;
+  std::string note;   ///< the program's path, or "(none: why)"
+  std::string error;  ///< set when a program exists and does not check against config.json
+  std::vector<std::string> mismatches;  ///< params the weights do not fit (runtime::param_problems)
+};
+
+ProgramView view_program(const std::filesystem::path& dir, const lg::model::ModelConfig& config,
+                         const lg::model::Checkpoint* weights) {
+  ProgramView v;
+  std::optional<std::filesystem::path> source;
+  try {
+    source = lg::runtime::find_model_source(config);
+    v.report = lg::lang::check_file(*source, config.raw, {});
+    lg::ir::verify(v.report->graph);
+    if (weights) v.mismatches = lg::runtime::param_problems(v.report->graph, *weights);
+    v.note = source->string();
+  } catch (const lg::Error& e) {
+    v.report.reset();
+    v.note = std::string("(none: ") + e.what() + ")";
+    if (source) v.error = fmt::format("{}: its program {} does not check against config.json", dir.string(), source->string());
+  }
+  return v;
+}
+
+void add_program_json(Json& j, const ProgramView& p) {
+  j["program"] = p.note;
+  if (!p.report) return;
+  for (const auto& [key, list] : {std::pair{"program_dims", &p.report->dims}, std::pair{"program_consts", &p.report->consts}}) {
+    auto& o = j[key] = Json::object();
+    for (const auto& n : *list) {
+      const bool integer = !n.value.empty() && n.value.find_first_not_of("0123456789") == std::string::npos;
+      o[n.name] = integer && n.value.size() < 19 ? Json(std::stoll(n.value)) : Json(n.value);
+    }
+  }
+}
+
+void print_program(const ProgramView& p) {
+  fmt::print("program:      {}\n", p.note);
+  if (!p.report) return;
+  fmt::print("  its dims:   {}\n", named_list(p.report->dims));
+  if (!p.report->consts.empty()) fmt::print("  its consts: {}\n", named_list(p.report->consts));
+}
+
+/// What a checkpoint of the program's params would hold: their elements and bytes in the dtypes
+/// the program declares (the tensors a tied LM head shares are one param, as a checkpoint stores
+/// them once).
+struct ParamTotals {
+  uint64_t count = 0, bytes = 0;
+};
+
+ParamTotals program_params(const lg::ir::Graph& graph) {
+  ParamTotals t;
+  for (const auto& p : graph.params) {
+    uint64_t n = 1;
+    for (const auto& d : p.shape) n *= d.is_const() ? static_cast<uint64_t>(d.coeff) : 0;
+    t.count += n;
+    t.bytes += n * lg::dtype_size(p.dtype);
+  }
+  return t;
+}
+
+/// `lg inspect` of a directory with a config.json and no weights (bench/shapes/*, which lg bench
+/// --shape runs on random weights): what the config and the program say, and that no weights
+/// are there, rather than refusing the directory for lacking a checkpoint.
+int inspect_shape(const std::filesystem::path& dir, bool json) {
+  const lg::model::ModelConfig config = lg::model::load_config(dir / "config.json");
+  const lg::model::GenerationConfig generation = lg::model::load_generation_config(dir / "generation_config.json", config);
+  const auto groups = facts(config, nullptr);
+  const ProgramView program = view_program(dir, config, nullptr);
+  const ParamTotals params = program.report ? program_params(program.report->graph) : ParamTotals{};
+  const uint64_t decode_bytes = lg::model::decode_weight_bytes(config);
+  const std::optional<std::filesystem::path> tokenizer =
+      std::filesystem::exists(dir / "tokenizer.json") ? std::optional(dir / "tokenizer.json") : std::nullopt;
+  const std::string no_weights = "no *.safetensors in this directory, a config alone (lg bench --shape runs it on random "
+                                 "weights)";
+  if (json) {
+    Json j;
+    j["dir"] = dir.string();
+    j["model_type"] = config.model_type;
+    j["architectures"] = config.architectures;
+    add_facts(j, groups);
+    j["config_dtype"] = config.dtype_name.empty() ? Json(nullptr) : Json(config.dtype_name);
+    j["eos_token_ids"] = generation.eos_token_ids;
+    j["bos_token_id"] = generation.bos_token_id ? Json(*generation.bos_token_id) : nullptr;
+    j["weights"] = nullptr;
+    j["weights_note"] = no_weights;
+    j["parameters"] = program.report ? Json(params.count) : nullptr;  // the program's, at this config
+    j["parameter_bytes"] = program.report ? Json(params.bytes) : nullptr;
+    j["decode_weight_bytes"] = decode_bytes;
+    j["tokenizer_json"] = tokenizer ? Json(tokenizer->string()) : nullptr;
+    add_program_json(j, program);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_head(dir, config, groups);
+    if (!config.dtype_name.empty()) fmt::print("dtype:        config {}\n", config.dtype_name);
+    fmt::print("tokens:       eos [{}], bos {}\n", fmt::join(generation.eos_token_ids, ", "),
+               generation.bos_token_id ? fmt::format("{}", *generation.bos_token_id) : "none");
+    fmt::print("weights:      none: {}\n", no_weights);
+    if (program.report)
+      fmt::print("parameters:   {} (the program's params at this config; {} bytes in its dtypes)\n", params.count,
+                 params.bytes);
+    else
+      fmt::print("parameters:   (no program to count them)\n");
+    fmt::print("decode bytes: {} ({:.2f} GB of bf16 weights a decode token reads: lg bench's floor)\n", decode_bytes,
+               static_cast<double>(decode_bytes) / 1e9);
+    fmt::print("tokenizer:    {}\n", tokenizer ? tokenizer->string() : "(no tokenizer.json)");
+    print_program(program);
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  if (!program.error.empty()) {
+    std::cerr << "lg: error: " << program.error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 LG_COMMAND("inspect", [](CLI::App& app) {
-  auto* sub = app.add_subcommand("inspect", "Show a Hugging Face model directory: config, dims, tensors");
+  auto* sub = app.add_subcommand("inspect", "Show a Hugging Face model directory: config, dims, tensors (a directory "
+                                            "with only a config.json: what the config gives)");
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto check = std::make_shared<bool>(false);
   auto hash = std::make_shared<bool>(false);
-  sub->add_option("dir", *dir, "model directory (config.json + safetensors)")->required();
+  sub->add_option("dir", *dir, "model directory (config.json + safetensors, or a config.json alone)")->required();
   sub->add_flag("--json", *json, "print one JSON object instead of text");
   sub->add_flag("--check", *check, "also scan every weight for NaN/Inf (reads the whole checkpoint once)");
   sub->add_flag("--hash", *hash, "also print the weights hash a lock is tied to (reads every weight once); "
                                  "without it only the headers are read");
   return [dir, json, check, hash]() {
+    if (lg::cli::config_only_dir(*dir)) {
+      if (*check || *hash)
+        throw lg::Error(fmt::format("{}: {} has no weights to {}: the directory holds a config.json and no "
+                                    "*.safetensors (`lg inspect {}` shows what the config gives)",
+                                    *dir, *check ? "--check" : "--hash", *check ? "scan" : "hash", *dir));
+      return inspect_shape(*dir, *json);
+    }
     const ModelDir m = ModelDir::open(*dir);
     // The shapes config.json implies are what the model's program declares for it: lowered
     // (no weight bytes read) and its params compared with the tensors.
     // The program's report is its view of the config: its dims and consts under its own names.
-    std::vector<std::string> mismatches;
-    std::string program_note;
-    std::optional<lg::lang::CheckReport> report;
-    // An architecture no program covers is still inspected (exit 0: the summary is what was
-    // asked for); a program that exists and fails its checks is an error, as `lg check` says.
-    std::optional<std::filesystem::path> source;
-    std::string program_error;
-    try {
-      source = lg::runtime::program_source(m);
-      report = lg::lang::check_file(*source, m.config.raw, {});
-      lg::ir::verify(report->graph);
-      mismatches = lg::runtime::param_problems(report->graph, m.checkpoint);
-      program_note = source->string();
-    } catch (const lg::Error& e) {
-      report.reset();
-      program_note = std::string("(none: ") + e.what() + ")";
-      if (source)
-        program_error = fmt::format("{}: its program {} does not check against config.json", m.dir.string(), source->string());
-    }
+    const ProgramView program = view_program(m.dir, m.config, &m.checkpoint);
+    const std::vector<std::string>& mismatches = program.mismatches;
     std::vector<lg::model::NonFiniteTensor> bad;
     if (*check) bad = lg::model::find_non_finite(m.checkpoint);
     if (*json) {
       auto j = to_json(m, *hash);
-      j["program"] = program_note;
-      if (report) {
-        for (const auto& [key, list] : {std::pair{"program_dims", &report->dims}, std::pair{"program_consts", &report->consts}}) {
-          auto& o = j[key] = Json::object();
-          for (const auto& n : *list) {
-            const bool integer = !n.value.empty() && n.value.find_first_not_of("0123456789") == std::string::npos;
-            o[n.name] = integer && n.value.size() < 19 ? Json(std::stoll(n.value)) : Json(n.value);
-          }
-        }
-      }
+      add_program_json(j, program);
       j["config_mismatches"] = mismatches;
       if (*check) {
         auto& nf = j["non_finite"] = nlohmann::ordered_json::array();
@@ -318,21 +440,17 @@ LG_COMMAND("inspect", [](CLI::App& app) {
       std::cout << j.dump(2) << "\n";
     } else {
       print_text(m, *hash);
-      fmt::print("program:      {}\n", program_note);
-      if (report) {
-        fmt::print("  its dims:   {}\n", named_list(report->dims));
-        if (!report->consts.empty()) fmt::print("  its consts: {}\n", named_list(report->consts));
-      }
+      print_program(program);
       if (*check && bad.empty()) fmt::print("weights:      all finite (--check)\n");
     }
     std::cout.flush();
     std::fflush(stdout);
-    if (!program_error.empty()) std::cerr << "lg: error: " << program_error << "\n";
+    if (!program.error.empty()) std::cerr << "lg: error: " << program.error << "\n";
     for (const auto& s : mismatches) std::cerr << "lg: error: " << m.dir.string() << ": " << s << "\n";
     for (const auto& t : bad)
       std::cerr << fmt::format("lg: error: {}: tensor {} has {} NaN and {} Inf values (first at flat index {}): the "
                                "forward would give non-finite logits\n",
                                m.dir.string(), t.name, t.nan, t.inf, t.first_index);
-    return program_error.empty() && mismatches.empty() && bad.empty() ? 0 : 1;
+    return program.error.empty() && mismatches.empty() && bad.empty() ? 0 : 1;
   };
 });

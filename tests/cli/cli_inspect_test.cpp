@@ -132,5 +132,58 @@ TEST(CliInspect, GemmaRopeAndWindowsAndMoeExpertsAreShown) {
   EXPECT_NE(m.out.find("q/k norm true"), std::string::npos) << m.out;
 }
 
+// A directory with a config.json and no weights (bench/shapes/*, lg bench --shape's input) is
+// described from its config and program, saying there are no weights, instead of being refused for
+// lacking model.safetensors. Llama 3.1 8B's count is checked against its published 8,030,261,248
+// and recomputed from the config; a decode token reads every bf16 weight but the embedding table
+// (gathered, one row) and the norms.
+TEST(CliInspect, ConfigOnlyDirectoryIsDescribedFromItsConfig) {
+  const std::string dir = kSource + "/bench/shapes/llama-3.1-8b";
+  const CliRun r = run_lg("inspect " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("architecture: LlamaForCausalLM (llama)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dims:         vocab 128256, hidden 4096, intermediate 14336, layers 32, heads 32, kv heads 8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("weights:      none: no *.safetensors in this directory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters:   8030261248 (the program's params at this config; 16060522496 bytes"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("program:      " + kSource + "/models/llama.lg"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("tensors ("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("from weights"), std::string::npos) << "no tensors to read attention details from\n" << r.out;
+
+  const CliRun js = run_lg("inspect --json " + dir);
+  ASSERT_EQ(js.code, 0) << js.out;
+  const auto j = nlohmann::json::parse(js.out);
+  std::ifstream in(dir + "/config.json");
+  const auto c = nlohmann::json::parse(in);
+  const int64_t V = c["vocab_size"], D = c["hidden_size"], F = c["intermediate_size"], L = c["num_hidden_layers"];
+  const int64_t H = c["num_attention_heads"], KV = c["num_key_value_heads"], Dh = D / H;
+  const int64_t norms = L * 2 * D + D;
+  const int64_t params = 2 * V * D + L * (2 * D * H * Dh + 2 * D * KV * Dh + 3 * D * F) + norms;
+  EXPECT_EQ(params, 8030261248);
+  EXPECT_EQ(j["parameters"], params);
+  EXPECT_EQ(j["parameter_bytes"], 2 * params);  // bf16
+  EXPECT_EQ(j["decode_weight_bytes"], 2 * (params - V * D - norms));
+  EXPECT_TRUE(j["weights"].is_null());
+  EXPECT_FALSE(j.contains("tensors"));
+  EXPECT_EQ(j["dims"]["num_key_value_heads"], KV);
+  EXPECT_EQ(j["eos_token_ids"], nlohmann::json::array({c["eos_token_id"]}));
+
+  // A mixture of experts: all experts are parameters; a decode token reads 8 of 128.
+  const CliRun moe = run_lg("inspect --json " + kSource + "/bench/shapes/qwen3-30b-a3b");
+  ASSERT_EQ(moe.code, 0) << moe.out;
+  const auto m = nlohmann::json::parse(moe.out);
+  EXPECT_EQ(m["experts"]["num_experts"], 128);
+  EXPECT_GT(m["parameters"].get<int64_t>(), 30'000'000'000);
+  EXPECT_LT(m["decode_weight_bytes"].get<int64_t>(), m["parameter_bytes"].get<int64_t>() / 8);
+
+  // Nothing to hash or scan: an error naming the flag and the directory.
+  const CliRun hash = run_lg("inspect --hash " + dir);
+  EXPECT_EQ(hash.code, 1) << hash.out;
+  EXPECT_NE(hash.out.find("lg: error: " + dir + ": --hash has no weights to hash"), std::string::npos) << hash.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test
