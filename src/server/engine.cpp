@@ -101,12 +101,13 @@ struct JobState {
       EngineResult& r = job->result_;
       r.token_ids = g.tokens;
       r.completion_tokens = static_cast<int64_t>(g.tokens.size());
-      r.finish_reason = (g.stats.stop == "eos" || stops.stopped()) ? "stop" : "length";
+      // Cut by the server (a shutdown's drain ran out, the client went away): "abort", as vLLM
+      // reports it, not "length", which says max_tokens or the context was reached.
       r.aborted = g.stats.stop == "caller" && !stops.stopped();
+      r.finish_reason = r.aborted ? "abort" : (g.stats.stop == "eos" || stops.stopped()) ? "stop" : "length";
       r.total_s = seconds(started, Clock::now());
       job->error_ = error;
       record = {id, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.ttft_s, r.total_s};
-      if (r.aborted) record.finish_reason = "abort";
       if (!error.empty()) record.finish_reason = "error";
     }
     metrics->finished(record);

@@ -1,7 +1,7 @@
 // The model behind lg serve and lg batch: one lane, its tokenizer and generation defaults, and
 // the scheduler (runtime/scheduler.h) that runs every request in flight together, in batched
 // steps on one worker thread. Turns a prompt into text with the OpenAI semantics the endpoints
-// need: stop strings, finish_reason "stop"/"length", token usage. The threads that submit
+// need: stop strings, finish_reason "stop"/"length"/"abort", token usage. The threads that submit
 // requests (HTTP handlers, lg batch) never touch the lane: they hand a request to the worker
 // and take its text as it comes, so a slow client never holds up a step, and a step never holds
 // up a thread that answers /health or /metrics.
@@ -74,7 +74,9 @@ class EngineBusy : public Error {
 struct EngineResult {
   std::string text;           ///< the generated text, cut before a stop string, without the eos token
   std::vector<int32_t> token_ids;  ///< every generated id, the eos included (as completion_tokens counts)
-  std::string finish_reason;  ///< "stop" (eos or stop string) or "length" (max_tokens or context full)
+  /// "stop" (eos or stop string), "length" (max_tokens or context full) or "abort" (cancelled:
+  /// the client went away, or a shutdown cut it), as vLLM names them.
+  std::string finish_reason;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;  ///< tokens generated, the eos token included
   bool aborted = false;           ///< ended early because it was cancelled (client gone, shutdown)
@@ -139,7 +141,7 @@ class Engine {
   /// The context is the lane's max_seq; options.lane, max_seq and lane_options are not used.
   Engine(std::unique_ptr<Lane> lane, const model::ModelConfig& config, std::string model_id,
          const EngineOptions& options);
-  /// Stops the worker; requests still running end with finish_reason "length".
+  /// Stops the worker; requests still running end with finish_reason "abort".
   ~Engine();
 
   /// The served model's id: the model directory's last component (or the shape's name).

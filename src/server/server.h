@@ -67,7 +67,7 @@ class Server {
   /// `cut_short` (polled every 50 ms, e.g. a second Ctrl-C) says to stop waiting, the server still
   /// accepts connections but answers /health 503 {"status": "draining"} and every new generation
   /// request 503, each answer with `Connection: close`; what still runs then is cancelled (streams
-  /// end with finish_reason "length"), and the listening socket is closed. Returns once every
+  /// end with finish_reason "abort"), and the listening socket is closed. Returns once every
   /// request has ended; run() then returns too. Safe to call from any thread, once.
   void shutdown(std::chrono::milliseconds timeout, const std::function<bool()>& cut_short = {});
   /// True once shutdown() began.

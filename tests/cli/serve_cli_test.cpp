@@ -1,6 +1,6 @@
 // `lg serve` as an operator runs it (issue 14): SIGTERM drains (/health and new requests answered
 // 503), lets the running stream finish and exits 0, logging one line per finished request; with
-// --shutdown-timeout a stream that would run long is cut (finish_reason "length", the stream
+// --shutdown-timeout a stream that would run long is cut (finish_reason "abort", the stream
 // still well-formed) and the server still exits 0; -q turns the request log off.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -169,11 +169,16 @@ TEST(ServeCli, SigtermLetsTheRunningStreamFinishThenExitsZero) {
   EXPECT_NE(log.find("lg: stopped"), std::string::npos) << log;
 }
 
-// 2,000 tokens take the cpu lane well over 5 s; the timeout of 0.5 s cuts the stream, which
-// still ends with its finish chunk, usage and [DONE]; the log (off with -q) stays quiet.
+// 2,000 tokens take the cpu lane well over 5 s; the timeout of 0.5 s cuts a stream and a
+// non-streamed request. Both say finish_reason "abort", as vLLM does for a request the server
+// aborts ("length" would say max_tokens was reached); the stream still ends with its finish chunk,
+// usage and [DONE]; the log (off with -q) stays quiet.
 TEST(ServeCli, ShutdownTimeoutCutsALongStreamAndQuietLogsNoRequests) {
   ServeProcess serve({"--max-seq", "2048", "--shutdown-timeout", "0.5", "-q"});
   ASSERT_TRUE(serve.wait_ready()) << serve.log();
+  const std::string whole_body = R"({"prompt": "def f():", "temperature": 0, "ignore_eos": true, "max_tokens": 2000})";
+  const int whole = test::send_post(serve.port, "/v1/completions", whole_body);
+  ASSERT_GE(whole, 0);
   const int fd = test::send_post(serve.port, "/v1/completions", stream_body(2000));
   ASSERT_GE(fd, 0);
   std::string got = test::read_until(fd, "data: ", std::chrono::seconds(30));
@@ -181,12 +186,18 @@ TEST(ServeCli, ShutdownTimeoutCutsALongStreamAndQuietLogsNoRequests) {
   ASSERT_EQ(::kill(serve.pid, SIGINT), 0);
   got += test::read_until(fd, "data: [DONE]", std::chrono::seconds(60));
   ::close(fd);
+  const std::string answer = test::read_until(whole, "\"total_tokens\"", std::chrono::seconds(60));
+  ::close(whole);
   EXPECT_EQ(serve.wait_exit(std::chrono::seconds(30)), 0) << serve.log();
   const double took = std::chrono::duration<double>(clock_type::now() - t0).count();
   EXPECT_LT(took, 5.0) << "the drain was not cut at its timeout";
-  EXPECT_NE(got.find("\"finish_reason\":\"length\""), std::string::npos);
+  EXPECT_NE(got.find("\"finish_reason\":\"abort\""), std::string::npos) << got.substr(got.size() > 600 ? got.size() - 600 : 0);
+  EXPECT_EQ(got.find("\"finish_reason\":\"length\""), std::string::npos);
   EXPECT_NE(got.find("data: [DONE]"), std::string::npos);
   EXPECT_EQ(got.find("\"completion_tokens\":2000"), std::string::npos) << "the stream ran to its end";
+  EXPECT_NE(answer.find("HTTP/1.1 200 "), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"finish_reason\":\"abort\""), std::string::npos) << answer;
+  EXPECT_EQ(answer.find("\"completion_tokens\":2000"), std::string::npos) << answer;
   const std::string log = serve.log();
   EXPECT_NE(log.find("lg: SIGINT"), std::string::npos) << log;
   EXPECT_EQ(log.find("lg: request "), std::string::npos) << log;
