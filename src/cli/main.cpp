@@ -1,5 +1,6 @@
 // `lg`: the command-line front of lanegraph. Subcommands register themselves (see command.h);
-// this file only builds the app, dispatches, and turns lg::Error into a message and exit code 1.
+// this file only builds the app, dispatches, and turns lg::Error into a message and exit code 1
+// (and a single-value option given twice into a usage error that says so).
 #include <algorithm>
 #include <iostream>
 #include <new>
@@ -21,6 +22,42 @@ bool register_command(Command cmd) {
   return true;
 }
 
+namespace {
+
+/// A value as a usage message quotes it: at most 40 characters, so a long prompt stays readable.
+std::string quoted(const std::string& v) { return "'" + (v.size() > 40 ? v.substr(0, 37) + "..." : v) + "'"; }
+
+/// Makes every option of `app` and its subcommands that takes one value a usage error when given
+/// more than once, naming it, what it got and its other spellings. CLI11 refuses those too, but in
+/// words a new user could not read ("--prompt: At Most 1 required but received 2"); a script that
+/// adds `-n 64` to a command line that has `--max-tokens 16` learns which option it gave twice.
+/// Flags (repeating -q changes nothing) and list options (--batch 1,16 --batch 64) are left as they are.
+void refuse_repeated_options(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_type_size() == 0 || opt->get_items_expected_max() != 1) continue;
+    opt->check(CLI::Validator(
+        [opt](std::string&) -> std::string {
+          const auto& given = opt->results();
+          if (given.size() < 2) return "";
+          std::string values;
+          for (const auto& v : given) values += (values.empty() ? "" : ", ") + quoted(v);
+          // "-n,--max-tokens" -> " as -n or --max-tokens"; nothing for an option of one spelling.
+          std::string spellings = opt->get_name(false, true), as;
+          if (const auto last = spellings.rfind(','); last != std::string::npos) {
+            spellings.replace(last, 1, " or ");
+            for (auto c = spellings.find(','); c != std::string::npos; c = spellings.find(',')) spellings.replace(c, 1, ", ");
+            as = ", as " + spellings;
+          }
+          return "given " + std::to_string(given.size()) + " times" + as + " (" + values +
+                 "); it takes one value: give it once";
+        },
+        "", "given once"));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_repeated_options(*sub);
+}
+
+}  // namespace
+
 }  // namespace lg::cli
 
 int main(int argc, char** argv) {
@@ -31,6 +68,7 @@ int main(int argc, char** argv) {
   std::sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.name < b.name; });
   std::vector<std::function<int()>> runs;
   for (auto& c : commands) runs.push_back(c.setup(app));
+  lg::cli::refuse_repeated_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

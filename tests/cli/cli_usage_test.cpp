@@ -129,6 +129,22 @@ TEST(CliUsage, ProgramThatIsNotARegularFileIsNamedAsSuch) {
   EXPECT_NE(missing.code, 0) << missing.out;
 }
 
+// An option that takes one value, given twice (under one spelling or two), is a usage error
+// naming it, its spellings and what it got; CLI11 said "--prompt: At Most 1 required but received
+// 2". Flags may repeat, and list options take their values from every time they are given.
+TEST(CliUsage, AnOptionGivenTwiceIsRefusedNamingIt) {
+  expect_usage_error("run -m " + kModel + " --prompt a --prompt b",
+                     "--prompt: given 2 times, as -p or --prompt ('a', 'b'); it takes one value: give it once");
+  expect_usage_error("run -m " + kModel + " -p a --max-tokens=1 -n 2",
+                     "--max-tokens: given 2 times, as -n or --max-tokens ('1', '2'); it takes one value");
+  expect_usage_error("run -m " + kModel + " -p a --seed 1 --seed 2", "--seed: given 2 times ('1', '2');");
+  EXPECT_EQ(run_lg("check " + kQwen3 + " -c " + kTiny + " -q -q").code, 0);
+  // --batch 1 --batch 2 parses (then --lane cpu without a model directory is the command's own error).
+  const CliRun list = run_lg("bench --lane cpu --batch 1 --batch 2");
+  EXPECT_EQ(list.code, 1) << list.out;
+  EXPECT_NE(list.out.find("lg: error: lg bench: --lane cpu needs a model directory"), std::string::npos) << list.out;
+}
+
 // The lane options size the batched program; the one-sequence program has none to size.
 TEST(CliUsage, OneSequenceProgramTakesNoLaneOptions) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o /tmp/x --one-sequence --kv-tokens 64",
