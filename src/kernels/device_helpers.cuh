@@ -56,6 +56,16 @@ __device__ __forceinline__ void lg_argmax_take(float& bv, int& bi, float v, int 
     bi = i;
   }
 }
+// The largest of the 32 lanes' v, on every lane (a converged warp): one redux.sync on sm_80 and
+// later, five shuffles before.
+__device__ __forceinline__ unsigned lg_warp_max_u32(unsigned v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(0xffffffffu, v);
+#else
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+#endif
+}
 __device__ __forceinline__ float lg_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;

@@ -132,6 +132,7 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
       ++loops;
     EXPECT_EQ(loops, 1u) << k.name;
     EXPECT_NE(k.source.find("const auto lg_v1 = "), std::string::npos) << k.name << ": one output per loop";
+    EXPECT_NE(k.source.find("lg_warp_max_u32((unsigned)(b >> 32))"), std::string::npos) << k.name << ": redux rounds";
   }
   EXPECT_GE(topk_kernels, 1);
   // gate/up and down, shared by the first 47 layers; the last layer's run on the B rows the result

@@ -68,10 +68,12 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
     // unrolled call inlined the operand's whole lambda chain again), each as a 64-bit key whose
     // order is the serial scan's: the float's bits made order-preserving (NaN largest, -0 as +0)
     // above the complement of its index (ties to the lower index). Then k rounds of a warp max of
-    // the keys by shuffles, the winner dropped (its key set to 0, below every element's). The
-    // float-and-index comparisons these rounds used before took ~2,100 dependent instructions a
-    // warp at E = 128, k = 8 (9 us a launch on the H200, session 12). Any other caller (divergent
-    // lanes) takes the serial scan.
+    // the keys, the winner dropped (its key set to 0, below every element's): a round is two
+    // 32-bit warp maxima (lg_warp_max_u32: one redux.sync each), the high words' and then the low
+    // words' among the lanes holding that high word, where five 64-bit shuffle steps took ten
+    // dependent shuffles (LG_COMPILED_TOPK_REDUX=0: the shuffles). The float-and-index comparisons these rounds used before that took
+    // ~2,100 dependent instructions a warp at E = 128, k = 8 (9 us a launch on the H200, session
+    // 12). Any other caller (divergent lanes) takes the serial scan.
     std::vector<std::string> ci(oi);
     ci[last] = "lg_r";
     const std::string Cs = std::to_string(C), Es = std::to_string(E);
@@ -85,7 +87,12 @@ std::string Renderer::topk_body(ir::ValueId v, const std::vector<std::string>& i
            "ks[c] = c * 32 + lane < " + Es + " ? ((unsigned long long)ord << 32) | (0xffffffffu - (unsigned)(c * 32 + lane)) : 0ull; } " +
            "for (int j = 0; j < " + Ks + "; ++j) { unsigned long long b = 0ull; " +
            "_Pragma(\"unroll\") for (int c = 0; c < " + Cs + "; ++c) b = ks[c] > b ? ks[c] : b; " +
-           "for (int s = 16; s > 0; s >>= 1) { const unsigned long long ob = __shfl_xor_sync(0xffffffffu, b, s); b = ob > b ? ob : b; } " +
+           (knob_off("LG_COMPILED_TOPK_REDUX")
+                ? std::string("for (int s = 16; s > 0; s >>= 1) { const unsigned long long ob = __shfl_xor_sync(0xffffffffu, b, s); "
+                              "b = ob > b ? ob : b; } ")
+                : std::string("{ const unsigned hi = lg_warp_max_u32((unsigned)(b >> 32)); "
+                              "const unsigned lo = lg_warp_max_u32((unsigned)(b >> 32) == hi ? (unsigned)b : 0u); "
+                              "b = ((unsigned long long)hi << 32) | lo; } ")) +
            "const int bi = b == 0ull ? -1 : (int)(0xffffffffu - (unsigned)b); float bv = xs[0]; " +
            "_Pragma(\"unroll\") for (int c = 1; c < " + Cs + "; ++c) if ((bi >> 5) == c) bv = xs[c]; " +
            "bv = __shfl_sync(0xffffffffu, bv, bi & 31); " +

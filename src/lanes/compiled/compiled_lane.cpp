@@ -12,6 +12,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -139,6 +141,15 @@ class CompiledLane : public Lane {
     // LG_COMPILED_MOE_MMA_T: the fewest tokens of a step whose experts run on the tensor cores
     // (the plan's min_t otherwise), for measurements and for tests of that form on small models.
     if (const char* t = std::getenv("LG_COMPILED_MOE_MMA_T"); t && *t) moe_mma_t_ = std::max(2, std::atoi(t));
+    // LG_COMPILED_SKIP=REGEX: decode steps leave out the launches whose kernel name matches. The
+    // step's results are then wrong; what remains is the step's time without those launches, the
+    // most that fusing them away could save (prefill steps run every launch, so the buffers the
+    // skipped kernels would write hold realistic values: distinct routed experts, finite rows).
+    if (const char* skip = std::getenv("LG_COMPILED_SKIP"); skip && *skip) {
+      skip_ = std::regex(skip);
+      std::fprintf(stderr, "lg: LG_COMPILED_SKIP=%s: decode steps leave those launches out (timing only; wrong results)\n",
+                   skip);
+    }
   }
 
   ~CompiledLane() override {
@@ -531,7 +542,9 @@ class CompiledLane : public Lane {
 
   void launch_at(size_t i, int64_t T, int64_t B) {
     const auto& l = prog_.launches[i];
-    launch_one(l, l.rows_sym == 0 ? T : B, B);
+    const int64_t rows = l.rows_sym == 0 ? T : B;
+    if (skip_ && T == B && std::regex_search(prog_.kernels[static_cast<size_t>(l.kernel)].name, *skip_)) return;
+    launch_one(l, rows, B);
   }
 
   // LG_PROFILE_LAUNCHES=1: the second step of each T (the first pays for lazy module loading and
@@ -586,6 +599,7 @@ class CompiledLane : public Lane {
   /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
   std::function<void(const char*)> mark_;
   int gemv_bps_ = -1;  ///< LG_COMPILED_GEMV_BPS: blocks per SM of a decode GEMV; 0 uncapped; -1 one wave
+  std::optional<std::regex> skip_;  ///< LG_COMPILED_SKIP: kernels decode steps leave out (measurements)
   int64_t moe_mma_t_ = 0;  ///< LG_COMPILED_MOE_MMA_T: min_t of the experts' tensor-core form; 0: the plan's
   std::map<std::pair<int32_t, int32_t>, int> gemv_occupancy_;  ///< (kernel, block size) -> blocks per SM
   std::map<std::pair<int64_t, int64_t>, int> steps_seen_;  ///< per (T, B): profiling waits for the second
