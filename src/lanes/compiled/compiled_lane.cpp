@@ -146,7 +146,11 @@ class CompiledLane : public Lane {
     // most that fusing them away could save (prefill steps run every launch, so the buffers the
     // skipped kernels would write hold realistic values: distinct routed experts, finite rows).
     if (const char* skip = std::getenv("LG_COMPILED_SKIP"); skip && *skip) {
-      skip_ = std::regex(skip);
+      try {
+        skip_ = std::regex(skip);
+      } catch (const std::regex_error& e) {
+        throw Error(std::string("LG_COMPILED_SKIP: not a regular expression (") + e.what() + "): " + skip);
+      }
       std::fprintf(stderr, "lg: LG_COMPILED_SKIP=%s: decode steps leave those launches out (timing only; wrong results)\n",
                    skip);
     }
