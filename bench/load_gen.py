@@ -249,9 +249,11 @@ def print_report(res):
 
 
 def served_model(url):
+    """The served model's id and its context (max_model_len; None when the server does not say)."""
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/v1/models", timeout=10) as r:
-            return json.load(r)["data"][0]["id"]
+            m = json.load(r)["data"][0]
+            return m["id"], m.get("max_model_len")
     except Exception as e:  # noqa: BLE001: any failure here means no server to load
         raise SystemExit(f"cannot read {url}/v1/models: {e}")
 
@@ -283,7 +285,13 @@ def main():
     if any(r <= 0 for r in rates):
         raise SystemExit("--request-rate: every rate must be > 0")
 
-    model = served_model(args.url)
+    model, context = served_model(args.url)
+    # A server answers 400 to a prompt and max_tokens the context cannot hold together (as vLLM):
+    # say so once here rather than as many errors as requests drawn past it.
+    if context is not None and args.prompt_len[1] + args.output_len[1] > context:
+        raise SystemExit(f"--prompt-len up to {args.prompt_len[1]} and --output-len up to {args.output_len[1]} exceed "
+                         f"the server's context of {context} tokens (max_model_len): lower them or serve a longer "
+                         f"--max-seq")
     requests = make_requests(args, model)
     results = []
     for rate in rates:
