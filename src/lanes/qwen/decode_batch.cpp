@@ -83,10 +83,10 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     auto mark = [&](const char* what) {
       if (prof) prof->mark(what);
     };
-    // LG_QWEN_SKIP=REGEX (measurements): the layers' launches whose label (mark's: "rmsnorm",
-    // "gemm qkv", "attention", "gemm o", "gemm gate/up", "swiglu", "gemm down") matches are left
-    // out of the graph. Its results are then wrong; its time bounds what fusing those launches
-    // away could save (the compiled lane's LG_COMPILED_SKIP).
+    // LG_QWEN_SKIP=REGEX (measurements): the launches of the cuBLASLt path whose label (mark's:
+    // "rmsnorm", the final one too, "gemm qkv", "attention", "gemm o", "gemm gate/up", "swiglu",
+    // "gemm down") matches are left out of the graph. Its results are then wrong; its time bounds
+    // what fusing those launches away could save (the compiled lane's LG_COMPILED_SKIP).
     static const std::optional<std::regex> skip_re = []() -> std::optional<std::regex> {
       const char* e = std::getenv("LG_QWEN_SKIP");
       if (!e || !*e) return std::nullopt;
