@@ -5,11 +5,16 @@
 // line, in input order: {"id", "custom_id", "response": {"status_code", "request_id", "body"},
 // "error"}. A line that is not a request (not JSON, an unknown url, no body, a custom_id an
 // earlier line has) gets an output line with its error and the others still run; a body the
-// endpoint refuses gets the 400 answer lg serve would give.
+// endpoint refuses gets the 400 answer lg serve would give. SIGINT or SIGTERM cuts the requests
+// still running, as lg serve's drain does when its time runs out: their lines are still written
+// (finish_reason "abort", the text so far), so an interrupted run keeps every answer it finished;
+// the exit code is then 130. A second signal stops at once.
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -131,6 +136,19 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
   return l;
 }
 
+/// Set by the first SIGINT or SIGTERM (the handler then resets itself: a second one terminates).
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_batch_stop(int sig) { g_stop = sig; }
+
+void install_batch_stop() {
+  struct sigaction sa {};
+  sa.sa_handler = on_batch_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 int run_batch(const BatchOpts& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::ifstream file;
@@ -176,6 +194,17 @@ int run_batch(const BatchOpts& o) {
   }
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   int64_t ok = 0, failed = 0, completion_tokens = 0;
+  install_batch_stop();
+  bool cut = false;
+  // On the first signal, every request still running or waiting ends at its next token.
+  auto cut_on_signal = [&] {
+    if (cut || !g_stop) return;
+    cut = true;
+    engine.cancel_all();
+    std::fprintf(stderr, "%slg batch: %s: cutting the requests still running (their lines end with finish_reason "
+                         "\"abort\"; a second signal stops at once)\n",
+                 bar ? "\r\033[K" : "", g_stop == SIGTERM ? "SIGTERM" : "SIGINT");
+  };
   for (size_t k = 0; k < lines.size(); ++k) {
     Line& l = lines[k];
     if (l.job) {
@@ -184,6 +213,7 @@ int run_batch(const BatchOpts& o) {
       auto drawn = std::chrono::steady_clock::time_point{};
       while (!l.job->wait(ignored, std::chrono::milliseconds(200))) {
         ignored.clear();
+        cut_on_signal();
         const auto now = std::chrono::steady_clock::now();
         if (now - drawn < std::chrono::milliseconds(200)) continue;
         drawn = now;
@@ -214,10 +244,11 @@ int run_batch(const BatchOpts& o) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) std::fputs("\r\033[K", stderr);
   if (!o.quiet)
-    std::fprintf(stderr, "lg batch: %zu requests, %lld answered, %lld failed; %lld tokens generated in %.2f s (%.1f tokens/s)\n",
+    std::fprintf(stderr, "lg batch: %zu requests, %lld answered, %lld failed; %lld tokens generated in %.2f s (%.1f tokens/s)%s\n",
                  lines.size(), static_cast<long long>(ok), static_cast<long long>(failed),
-                 static_cast<long long>(completion_tokens), s, s > 0 ? static_cast<double>(completion_tokens) / s : 0.0);
-  return 0;
+                 static_cast<long long>(completion_tokens), s, s > 0 ? static_cast<double>(completion_tokens) / s : 0.0,
+                 cut ? "; interrupted: the requests still running then were cut (finish_reason \"abort\")" : "");
+  return cut ? 130 : 0;
 }
 
 }  // namespace

@@ -2,13 +2,20 @@
 // steps, every request gets exactly the text transformers produced for its prompt, bad lines
 // get error lines of their own while the others run, and batching pays: the same 32 requests
 // cost well under half the CPU time of running them one at a time.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "cli_run.h"
 
@@ -269,6 +276,63 @@ TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
 // for all sequences in a step. CPU time, not wall time, so that other tests running beside this
 // one on the CI machine do not decide it; the cost of loading the model and the tokenizer (an
 // empty batch file) is the same either way and is taken off both.
+// Ctrl-C (SIGINT) on a batch keeps what it finished: the request running then is cut at its next
+// token and its line still written (finish_reason "abort", the tokens so far), the exit code 130.
+// Before, the process died at once and its output file, truncated when opened, held only the lines
+// already written (none while the first one ran).
+TEST(LgBatch, SigintWritesEveryLineTheRunningOnesCut) {
+  const json g = golden();
+  const fs::path in = fs::temp_directory_path() / ("lg_batch_sigint_" + std::to_string(::getpid()) + ".jsonl");
+  const fs::path out = fs::temp_directory_path() / ("lg_batch_sigint_" + std::to_string(::getpid()) + ".out");
+  const fs::path log = fs::temp_directory_path() / ("lg_batch_sigint_" + std::to_string(::getpid()) + ".log");
+  {
+    std::ofstream f(in);
+    const std::string prompt = g["cases"][0]["prompt"];
+    for (const auto& [id, n] : {std::pair{"short", 3}, std::pair{"long", 3000}}) {
+      const json body = {{"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"ignore_eos", true}};
+      f << json{{"custom_id", id}, {"method", "POST"}, {"url", "/v1/completions"}, {"body", body}}.dump() << "\n";
+    }
+  }
+  fs::remove(out);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, STDERR_FILENO);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    std::vector<std::string> args = {LG_BINARY, "batch", "-m", kSource + "/models/qwen3-pycode-22m", "-i", in.string(),
+                                     "-o", out.string(), "-q"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  // The first line is written once the short request is done: the long one is running then.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_results(out).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::ifstream lf(log);
+  const std::string err((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal; stderr: " << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_NE(err.find("lg batch: SIGINT: cutting the requests still running"), std::string::npos) << err;
+  const std::vector<json> r = read_results(out);
+  ASSERT_EQ(r.size(), 2u) << err;
+  EXPECT_EQ(r[0]["custom_id"], "short");
+  EXPECT_EQ(r[0]["response"]["body"]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r[1]["custom_id"], "long");
+  EXPECT_EQ(r[1]["response"]["status_code"], 200);
+  EXPECT_EQ(r[1]["response"]["body"]["choices"][0]["finish_reason"], "abort");
+  EXPECT_LT(r[1]["response"]["body"]["usage"]["completion_tokens"].get<int64_t>(), 3000);
+  fs::remove(in);
+  fs::remove(out);
+  fs::remove(log);
+}
+
 TEST(LgBatch, ThirtyTwoRequestsTogetherCostWellUnderHalfOfOneByOne) {
   const fs::path in = write_requests("lg_batch_time_", {});
   const fs::path none = fs::temp_directory_path() / ("lg_batch_none_" + std::to_string(::getpid()) + ".jsonl");
