@@ -116,7 +116,7 @@ int next_stop_byte(bool wait) {
 void watch_signals(lg::server::Server& server, const lg::server::Engine& engine, double timeout_s) {
   const int sig = next_stop_byte(/*wait=*/true);
   if (sig == 0) return;
-  std::fprintf(stderr, "lg: %s: no new requests; waiting up to %.0f s for %lld running (a second SIGINT or SIGTERM stops them)\n",
+  std::fprintf(stderr, "lg: %s: no new requests; waiting up to %g s for the %lld in flight, running or queued (a second SIGINT or SIGTERM stops them)\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM", timeout_s, static_cast<long long>(engine.in_flight()));
   const auto cut_short = [] {
     const int s = next_stop_byte(/*wait=*/false);

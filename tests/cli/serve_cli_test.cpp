@@ -164,7 +164,7 @@ TEST(ServeCli, SigtermLetsTheRunningStreamFinishThenExitsZero) {
   // Stopped: the listening socket is closed.
   EXPECT_LT(test::tcp_connect(serve.port), 0);
   const std::string log = serve.log();
-  EXPECT_NE(log.find("lg: SIGTERM: no new requests; waiting up to 30 s for 1 running"), std::string::npos) << log;
+  EXPECT_NE(log.find("lg: SIGTERM: no new requests; waiting up to 30 s for the 1 in flight, running or queued"), std::string::npos) << log;
   EXPECT_NE(log.find("prompt_tokens=3 completion_tokens=400 finish_reason=length ttft_s="), std::string::npos) << log;
   EXPECT_NE(log.find("lg: stopped"), std::string::npos) << log;
 }
