@@ -64,7 +64,7 @@ LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
     for (const int32_t id : ids)
       std::cout << id << "\t" << tok.id_to_token(id).value_or("?") << "\t" << escaped(tok.decode(std::vector<int32_t>{id}))
                 << "\n";
-    std::cout << ids.size() << " tokens\n";
+    std::cout << ids.size() << (ids.size() == 1 ? " token\n" : " tokens\n");
     return 0;
   };
 });

@@ -233,7 +233,10 @@ ChatRequest parse_chat_request(const std::string& body) {
     std::string text;
     if (!content) {
       // An assistant turn that only calls tools has no content (OpenAI sends null).
-      if (role_s != "assistant") throw RequestError(at + ".content", fmt::format("'{}.content' is required", at));
+      if (role_s != "assistant")
+        throw RequestError(at + ".content", fmt::format("'{}.content' is required (a string or an array of text parts; "
+                                                        "null only for an assistant turn)",
+                                                        at));
     } else if (content->is_string()) {
       text = content->get<std::string>();
     } else if (content->is_array()) {

@@ -60,7 +60,7 @@ TEST(CliTokenize, EachTokenIsOneRowWithItsTextEscaped) {
   ASSERT_GE(rows.size(), 2u) << r.out;
   const std::string last = rows.back();
   rows.pop_back();
-  EXPECT_EQ(last, std::to_string(rows.size()) + " tokens") << r.out;
+  EXPECT_EQ(last, std::to_string(rows.size()) + (rows.size() == 1 ? " token" : " tokens")) << r.out;
   std::string text;
   for (const std::string& row : rows) {
     const size_t t1 = row.find('\t'), t2 = row.find('\t', t1 + 1);
