@@ -311,9 +311,11 @@ void add_program_json(Json& j, const ProgramView& p) {
   if (!p.report) return;
   for (const auto& [key, list] : {std::pair{"program_dims", &p.report->dims}, std::pair{"program_consts", &p.report->consts}}) {
     auto& o = j[key] = Json::object();
+    // Each value as the JSON it spells (a number, true or false, a quoted string unquoted), else
+    // as text (a dtype's name): a reader gets 1e-05 as a number, not "1e-05".
     for (const auto& n : *list) {
-      const bool integer = !n.value.empty() && n.value.find_first_not_of("0123456789") == std::string::npos;
-      o[n.name] = integer && n.value.size() < 19 ? Json(std::stoll(n.value)) : Json(n.value);
+      Json v = Json::parse(n.value, nullptr, /*allow_exceptions=*/false);
+      o[n.name] = v.is_number() || v.is_boolean() || v.is_string() ? v : Json(n.value);
     }
   }
 }

@@ -132,6 +132,21 @@ TEST(CliInspect, GemmaRopeAndWindowsAndMoeExpertsAreShown) {
   EXPECT_NE(m.out.find("q/k norm true"), std::string::npos) << m.out;
 }
 
+// --json gives the program's consts as the JSON values they are (numbers, booleans, strings
+// without their quotes), not as text: tiny-llama3's eps, its llama3 RoPE type and its biases.
+TEST(CliInspect, JsonProgramConstsAreTypedValues) {
+  const nlohmann::json llama = config_of("tiny-llama3");
+  const CliRun r = run_lg("inspect --json " + kShared + "/fixtures/tiny-llama3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& c = j.at("program_consts");
+  EXPECT_TRUE(c.at("eps").is_number()) << c;
+  EXPECT_DOUBLE_EQ(c.at("eps").get<double>(), llama["rms_norm_eps"].get<double>());
+  EXPECT_EQ(c.at("rope_type"), "llama3") << c;
+  EXPECT_EQ(c.at("attn_bias"), false) << c;
+  EXPECT_TRUE(j.at("program_dims").at("D").is_number_integer()) << j.at("program_dims");
+}
+
 // A directory with a config.json and no weights (bench/shapes/*, lg bench --shape's input) is
 // described from its config and program, saying there are no weights, instead of being refused for
 // lacking model.safetensors. Llama 3.1 8B's count is checked against its published 8,030,261,248
