@@ -75,7 +75,11 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
   try {
     j = lg::server::parse_json_limited(text);
   } catch (const json::exception& e) {
-    l.error = line_error("invalid_json", where + ": not JSON: " + e.what());
+    // A request line is one line of JSON: its position is a column ("at line 1, column 51" beside
+    // "line 2" read as two lines).
+    std::string m = lg::server::json_error_message(e);
+    if (const auto at = m.find("at line 1, column "); at != std::string::npos) m.replace(at, 18, "at column ");
+    l.error = line_error("invalid_json", where + ": not JSON: " + m);
     return l;
   } catch (const lg::server::RequestError& e) {
     l.error = line_error("invalid_json", where + ": " + e.what());

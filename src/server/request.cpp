@@ -21,6 +21,13 @@ nlohmann::json parse_json_limited(const std::string& text) {
   return nlohmann::json::parse(text, limit);
 }
 
+std::string json_error_message(const nlohmann::json::exception& e) {
+  std::string m = e.what();
+  if (m.rfind("[json.exception.", 0) == 0)
+    if (const auto close = m.find("] "); close != std::string::npos) m.erase(0, close + 2);
+  return m;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -33,7 +40,7 @@ json parse_object(const std::string& body) {
   } catch (const json::exception& e) {
     // parse_error for broken syntax, out_of_range for a number beyond double (1e309): both are
     // the client's body, so a 400, not the 500 of an escaped exception.
-    throw RequestError("", std::string("the body is not valid JSON: ") + e.what());
+    throw RequestError("", "the body is not valid JSON: " + json_error_message(e));
   }
   if (!j.is_object()) throw RequestError("", "the body must be a JSON object");
   return j;

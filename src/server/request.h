@@ -82,6 +82,11 @@ inline constexpr int kMaxJsonDepth = 10000;
 /// malformed JSON and RequestError (no param) for deeper nesting.
 nlohmann::json parse_json_limited(const std::string& text);
 
+/// nlohmann's message for a JSON error without its "[json.exception.parse_error.101] " prefix
+/// (the library's internal id, which tells a client nothing): "parse error at line 1, column 5:
+/// syntax error while parsing value - invalid literal; last read: 'tru}'".
+std::string json_error_message(const nlohmann::json::exception& e);
+
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty
 /// `messages`, a message without a string `role` (system, developer, user, assistant, tool) or
 /// `content` (a string, or an array of {"type": "text", "text": ...} parts; assistants may omit

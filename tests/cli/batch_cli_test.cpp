@@ -110,6 +110,10 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   }
   EXPECT_EQ(k, 32u);
   EXPECT_EQ(res[11]["error"]["code"], "invalid_json");
+  // The line's number and the column within it, not nlohmann's id and "line 1".
+  const std::string not_json = res[11]["error"]["message"];
+  EXPECT_EQ(not_json.rfind("line 12: not JSON: parse error at column ", 0), 0u) << not_json;
+  EXPECT_EQ(not_json.find("json.exception"), std::string::npos) << not_json;
   EXPECT_EQ(res[12]["error"]["code"], "invalid_url");
   EXPECT_EQ(res[13]["response"]["body"]["error"]["param"], "prompt");
   EXPECT_NE(res[15]["error"]["message"].get<std::string>().find("line 16: 'custom_id' is required"), std::string::npos)
