@@ -62,7 +62,11 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     return c;
   }
   if (!fs::exists(index_path))
-    throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json", dir.string()));
+    // A config alone (bench/shapes/*) is a shape, not a model: lg bench runs it on random weights.
+    throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json{}", dir.string(),
+                            fs::exists(dir / "config.json")
+                                ? " (a config.json alone: `lg bench --shape DIR` runs that shape on random weights)"
+                                : ""));
 
   const nlohmann::json index = read_json_file(index_path);
   const std::string ip = index_path.string();

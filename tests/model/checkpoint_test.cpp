@@ -7,8 +7,10 @@
 #include "model/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
@@ -74,6 +76,27 @@ TEST(Checkpoint, EveryFixtureLoadsWithItsTrueShapesAndDtypes) {
     }
     EXPECT_EQ(c.weights_hash(), e.weights_hash);
   }
+}
+
+// A directory with a config.json and no weights is a shape (bench/shapes/*): the error says how to
+// run one; a directory with neither says only what is missing.
+TEST(Checkpoint, AConfigAloneNamesLgBenchShape) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lg_config_only_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto message = [&] {
+    try {
+      Checkpoint::open(dir);
+    } catch (const lg::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("opened");
+  };
+  EXPECT_EQ(message().find("lg bench --shape"), std::string::npos) << message();
+  std::ofstream(dir / "config.json") << "{}";
+  EXPECT_NE(message().find("no model.safetensors or model.safetensors.index.json (a config.json alone: `lg bench --shape DIR`"),
+            std::string::npos)
+      << message();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Checkpoint, WeightsHashOf45MBIsFastAndStable) {
