@@ -34,6 +34,7 @@ struct ServeOpts {
   double shutdown_timeout_s = 30;
   bool quiet = false;
   bool no_prefix_cache = false;
+  std::vector<std::string> served_model_names;  // --served-model-name NAME...
   lg::LaneOptions lane_options;
 };
 
@@ -66,6 +67,7 @@ std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optiona
   eo.log_requests = !o.quiet;
   eo.prefix_cache = !o.no_prefix_cache;
   eo.program = o.program;
+  eo.served_model_names = o.served_model_names;
   if (dir) return std::make_unique<lg::server::Engine>(std::move(*dir), eo);
   // Random weights: a context of 4096 by default, as for a checkpoint (40960 would size a KV
   // pool per sequence far beyond what a load test needs).
@@ -186,6 +188,10 @@ LG_COMMAND("serve", [](CLI::App& app) {
                   "seconds running requests may take to finish after SIGINT/SIGTERM before they are cut")
       ->capture_default_str()
       ->check(lg::cli::non_negative_number());
+  sub->add_option("--served-model-name", o->served_model_names,
+                  "the names requests may give as 'model' (the first is the id /v1/models reports); default: the "
+                  "model directory's name, and the directory as given")
+      ->expected(1, -1);
   sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
                 "do not share the KV cache of equal prompt prefixes between requests");

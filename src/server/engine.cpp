@@ -141,6 +141,7 @@ Engine::Engine(model::ModelDir dir, const EngineOptions& options)
   model_dir_ = dir_->dir;
   const auto norm = dir_->dir.lexically_normal();
   model_id_ = (norm.has_filename() ? norm.filename() : norm.parent_path().filename()).string();
+  model_path_ = dir_->dir.string();
   context_ = resolve_context(options, config_.max_position_embeddings);
   LaneOptions lo = options.lane_options;
   lo.max_seq = context_;
@@ -166,8 +167,25 @@ Engine::Engine(std::unique_ptr<Lane> lane, const model::ModelConfig& config, std
   init(std::move(lane), options);
 }
 
+bool Engine::serves(const std::string& name) const {
+  if (!served_names_.empty()) return std::find(served_names_.begin(), served_names_.end(), name) != served_names_.end();
+  if (name == model_id_) return true;
+  if (model_path_.empty()) return false;
+  // The directory as given, with or without a trailing slash or a leading ./
+  const auto norm = [](const std::string& p) {
+    std::string n = std::filesystem::path(p).lexically_normal().string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  return norm(name) == norm(model_path_);
+}
+
 void Engine::init(std::unique_ptr<Lane> lane, const EngineOptions& options) {
   if (options.max_waiting < 1) throw Error(fmt::format("max waiting requests must be >= 1, got {}", options.max_waiting));
+  for (const std::string& n : options.served_model_names)
+    if (n.empty()) throw Error("a served model name must not be empty");
+  served_names_ = options.served_model_names;
+  if (!served_names_.empty()) model_id_ = served_names_.front();
   max_waiting_ = options.max_waiting;
   log_requests_ = options.log_requests;
   lane_ = std::move(lane);

@@ -48,6 +48,10 @@ struct EngineOptions {
   bool prefix_cache = true;
   /// The .lg program to run the model with (`--program`); empty: the one its model_type names.
   std::filesystem::path program;
+  /// The names requests may give as `model` (`--served-model-name`, as vLLM's); the first is the
+  /// id /v1/models reports. Empty: the model directory's last component is the id, and the
+  /// directory as given on the command line is accepted too (vLLM's default name is that path).
+  std::vector<std::string> served_model_names;
 };
 
 /// A model with deterministic random weights at a preset shape, made on the GPU (`lg serve
@@ -146,6 +150,9 @@ class Engine {
 
   /// The served model's id: the model directory's last component (or the shape's name).
   const std::string& model_id() const { return model_id_; }
+  /// Whether a request's `model` names this model: one of its served names (EngineOptions), or
+  /// without them its id or the model directory as given.
+  bool serves(const std::string& name) const;
   /// Context length in tokens (prompt + completion).
   int64_t context() const { return context_; }
   /// Whether prompts can be text (false for random weights: token ids only).
@@ -211,6 +218,8 @@ class Engine {
   std::optional<tokenizer::Tokenizer> tokenizer_;
   std::filesystem::path model_dir_;
   std::string model_id_;
+  std::vector<std::string> served_names_;  ///< EngineOptions::served_model_names
+  std::string model_path_;                 ///< the model directory as given (empty for random weights)
   int64_t context_ = 0;
   int64_t max_waiting_ = 0;
   bool log_requests_ = false;

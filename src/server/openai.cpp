@@ -80,7 +80,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     p.gen = std::move(r.gen);
     p.prompt_ids = engine.encode_prompt(render_chat(tmpl, r), "messages");
   }
-  if (p.gen.model && *p.gen.model != engine.model_id())
+  if (p.gen.model && !engine.serves(*p.gen.model))
     throw ModelNotFound("model", fmt::format("The model '{}' does not exist; this server serves '{}'", *p.gen.model,
                                              engine.model_id()));
   if (!engine.has_tokenizer() && !p.gen.stop.empty())

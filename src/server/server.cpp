@@ -122,7 +122,7 @@ void Server::install_info_routes() {
   });
   h.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    if (id == engine_.model_id()) {
+    if (engine_.serves(id)) {
       send_json(res, 200, model_json(engine_));
       return;
     }

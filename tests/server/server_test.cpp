@@ -166,6 +166,32 @@ TEST_F(ServerTest, ModelById) {
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
   EXPECT_EQ(post->get_header_value("Allow"), "GET");
+  // The model directory as it was given (vLLM's default served name is the path), with a
+  // trailing slash too: the same model.
+  const std::string path = std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m";
+  for (const std::string& name : {path, path + "/"}) {
+    const json r = post_ok("/v1/completions", {{"model", name}, {"prompt", "def"}, {"max_tokens", 1}});
+    EXPECT_EQ(r["model"], "qwen3-pycode-22m") << name;
+  }
+  auto by_path = client().Get(("/v1/models/" + path).c_str());
+  ASSERT_TRUE(by_path);
+  EXPECT_EQ(by_path->status, 200) << by_path->body;
+}
+
+// --served-model-name: requests must give one of the names (the first is the id reported), and
+// the directory's own name is then refused, as vLLM does.
+TEST(EngineServedNames, TheFirstIsTheIdAndOnlyTheyAreServed) {
+  EngineOptions eo;
+  eo.max_seq = 64;
+  eo.served_model_names = {"coder", "coder-v2"};
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+  EXPECT_EQ(engine.model_id(), "coder");
+  EXPECT_TRUE(engine.serves("coder"));
+  EXPECT_TRUE(engine.serves("coder-v2"));
+  EXPECT_FALSE(engine.serves("qwen3-pycode-22m"));
+  EXPECT_FALSE(engine.serves(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m"));
+  eo.served_model_names = {""};
+  EXPECT_THROW(Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo), lg::Error);
 }
 
 // A prompt given as token ids (OpenAI's form) is the model's input as is: the golden prompt's
