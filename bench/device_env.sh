@@ -13,7 +13,10 @@
 #                        LG_BUNDLE_FIXTURES=tiny-qwen3-moe)
 #   compiled_checks [FILTER]  compiled_lane_tests (a gtest filter, or all) and the compiled lane's
 #                        locks (the checks the session 13 and 19 call scripts each repeated)
+#   moe_memcheck         compute-sanitizer memcheck of the MoE probe tests (compiled_lane_tests)
 #   step_ms LABEL SHAPE [ENV=VALUE...]   a compiled-lane decode line (B = 1, 16) for A/B tables
+#   bench_ms LABEL FILE ROW "BENCH ARGS" [ENV=VALUE...]  the ms a step of one `lg bench` line
+#                        (ROW: its batch and context, e.g. '16 +512'), for skip and knob tables
 #   b1_32k LABEL LANE [ENV=VALUE...]     the line of one 8B sequence at 32,768 positions
 #   attn_ncu_32k LABEL LANE [ENV=VALUE...]  Nsight duration and instructions of that step's decode
 #                        attention kernel (what session 21's calls 1, 2, 4 and 6 each spelled out)
@@ -63,6 +66,27 @@ compiled_checks() {
     timeout 150 $lg lock check --lane compiled --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --batch-with 16
   } > "$out/locks_compiled.txt" 2>&1
   grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_compiled.txt"
+}
+
+# moe_memcheck: compute-sanitizer memcheck of CompiledMoeProbe.TinyQwen3Moe* (bundle tiny-qwen3-moe);
+# the log in $out/memcheck_moe.txt, its summary printed.
+moe_memcheck() {
+  LG_SHARED_DIR=/tmp/lgshared timeout 200 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
+    /tmp/lgb/bin/compiled_lane_tests --gtest_filter='CompiledMoeProbe.TinyQwen3Moe*' > "$out/memcheck_moe.txt" 2>&1
+  echo "memcheck rc $?"
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/memcheck_moe.txt" | head -5
+}
+
+# bench_ms LABEL FILE ROW "BENCH ARGS" [ENV=VALUE...]: `lg bench BENCH ARGS` under the given
+# environment; the ms a step of its line for ROW (batch, then context: '1 +512'), appended to
+# $out/FILE and printed.
+bench_ms() {
+  local label=$1 file=$2 row=$3 args=$4
+  shift 4
+  local r
+  # shellcheck disable=SC2086  # the bench arguments split at spaces
+  r=$(env "$@" timeout 100 $lg bench $args 2>&1 | grep -E "^ +$row ")
+  echo "$label [$*]: $(echo "$r" | awk '{print $3}') ms" | tee -a "$out/$file"
 }
 
 # step_ms LABEL SHAPE [ENV=VALUE...]: one line of decode ms a step at B = 1 and 16, 512 positions,

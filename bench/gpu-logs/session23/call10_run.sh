@@ -8,10 +8,8 @@ source bench/device_env.sh
 hw() {
   local label=$1
   shift
-  local r
-  r=$(env "$@" timeout 100 $lg bench --shape qwen3-8b --lane handwritten --prompt-len 16 --decode-tokens 32 --batch 16 \
-    --context 512 --kv-tokens 20000 2>&1 | grep -E "^ +16 +512")
-  echo "$label [$*]: $(echo "$r" | awk '{print $3}') ms" | tee -a "$out/skip_hw.txt"
+  bench_ms "$label" skip_hw.txt '16 +512' \
+    "--shape qwen3-8b --lane handwritten --prompt-len 16 --decode-tokens 32 --batch 16 --context 512 --kv-tokens 20000" "$@"
 }
 hw base
 hw "no rmsnorm" LG_QWEN_SKIP='^rmsnorm$'

@@ -8,10 +8,8 @@ source bench/device_env.sh
 b1() {
   local label=$1
   shift
-  local r
-  r=$(env "$@" timeout 100 $lg bench --shape bench/shapes/qwen3-30b-a3b --lane compiled --prompt-len 2 --batch 1 \
-    --context 512 --kv-tokens 12000 2>&1 | grep -E "^ +1 +512")
-  echo "$label [$*]: $(echo "$r" | awk '{print $3}') ms" | tee -a "$out/skip.txt"
+  bench_ms "$label" skip.txt '1 +512' \
+    "--shape bench/shapes/qwen3-30b-a3b --lane compiled --prompt-len 2 --batch 1 --context 512 --kv-tokens 12000" "$@"
 }
 for round in 1 2; do
   b1 base

@@ -8,9 +8,7 @@
 set -uo pipefail
 source bench/device_env.sh
 compiled_checks '-CompiledLane.LongContext*'
-LG_SHARED_DIR=/tmp/lgshared timeout 200 /usr/local/cuda/bin/compute-sanitizer --tool memcheck /tmp/lgb/bin/compiled_lane_tests \
-  --gtest_filter='CompiledMoeProbe.TinyQwen3Moe*' > "$out/memcheck_moe.txt" 2>&1
-echo "memcheck rc $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/memcheck_moe.txt" | head -5
+moe_memcheck
 for round in 1 2 3; do
   step_ms block bench/shapes/qwen3-30b-a3b
   step_ms warp bench/shapes/qwen3-30b-a3b LG_COMPILED_TOPK_BLOCK=0
