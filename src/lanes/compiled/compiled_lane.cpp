@@ -21,6 +21,7 @@
 #include "emit/cuda/nvrtc_program.h"
 #include "emit/cuda/program.h"
 #include "lanes/compiled/device_ops.h"
+#include "lanes/launch_skip.h"
 #include "lanes/compiled/step_inputs.h"
 #include "lanes/compiled/weights.h"
 #include "ir/batch.h"
@@ -145,15 +146,7 @@ class CompiledLane : public Lane {
     // step's results are then wrong; what remains is the step's time without those launches, the
     // most that fusing them away could save (prefill steps run every launch, so the buffers the
     // skipped kernels would write hold realistic values: distinct routed experts, finite rows).
-    if (const char* skip = std::getenv("LG_COMPILED_SKIP"); skip && *skip) {
-      try {
-        skip_ = std::regex(skip);
-      } catch (const std::regex_error& e) {
-        throw Error(std::string("LG_COMPILED_SKIP: not a regular expression (") + e.what() + "): " + skip);
-      }
-      std::fprintf(stderr, "lg: LG_COMPILED_SKIP=%s: decode steps leave those launches out (timing only; wrong results)\n",
-                   skip);
-    }
+    skip_ = launch_skip_from_env("LG_COMPILED_SKIP", "decode steps");
   }
 
   ~CompiledLane() override {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "lanes/qwen/handwritten_state.h"
+#include "lanes/launch_skip.h"
 #include "runtime/cuda/launch_profile.h"
-#include "support/error.h"
 
 namespace lg::qwen {
 
@@ -87,16 +87,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     // "rmsnorm", the final one too, "gemm qkv", "attention", "gemm o", "gemm gate/up", "swiglu",
     // "gemm down") matches are left out of the graph. Its results are then wrong; its time bounds
     // what fusing those launches away could save (the compiled lane's LG_COMPILED_SKIP).
-    static const std::optional<std::regex> skip_re = []() -> std::optional<std::regex> {
-      const char* e = std::getenv("LG_QWEN_SKIP");
-      if (!e || !*e) return std::nullopt;
-      std::fprintf(stderr, "lg: LG_QWEN_SKIP=%s: batched decode graphs leave those launches out (timing only; wrong results)\n", e);
-      try {
-        return std::regex(e);
-      } catch (const std::regex_error& err) {
-        throw Error(std::string("LG_QWEN_SKIP: not a regular expression (") + err.what() + "): " + e);
-      }
-    }();
+    static const std::optional<std::regex> skip_re = launch_skip_from_env("LG_QWEN_SKIP", "batched decode graphs");
     auto skip = [&](const char* what) { return skip_re && std::regex_search(what, *skip_re); };
     // Up to 16 sequences, the projections are the tensor-core row GEMV (knob LG_QWEN_GEMV_ROWS).
     const bool rows = use_gemv_rows(d, Bp);
