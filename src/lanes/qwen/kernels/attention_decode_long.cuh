@@ -22,43 +22,18 @@
 
 namespace lg::qwen::dev {
 
-/// Grid (KV x G / QG, splits <= kDecodeSplits), NW warps a block, DH 64 or 128. BATCH (the batched
-/// decode step's rows form, BatchAttnForm::kRows): grid (KV x G / QG, splits, B), block z serves
-/// sequence z (at_sequence: its projection row, block table, partials with gridDim.y splits a head,
-/// counters, output row; its position pos0[z]), as v5's BATCH form. The queries (and,
-/// in split 0, this position's K/V) are formed in a lane-per-4-elements layout, a warp a head
-/// (rope_head_slice), and handed to the row layout through shared memory. Registers: 8 QG for
-/// the accumulators, 8 more for the queries at 2 heads, 8 R for the rounds' raw K/V (twice at 4
-/// heads: PIPE); bounded for 2 blocks of 8 warps an SM (128 registers).
-template <int DH, int G, int QG, int NW, bool BATCH = false>
-__global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
-  // Rounds of loads a warp's iteration: 4 at 2 heads a block, 2 at 4, whose next iteration's are
-  // in flight too (PIPE below; ptxas: 124-128 registers at DH = 128, no spill).
-  constexpr int EPL = DH / 32, LK = DH / 8, KPW = 32 / LK, R = QG >= 4 ? 2 : 4, kParts = G / QG;
-  static_assert(DH == 64 || DH == 128, "16-byte slices of 8 elements, 8 or 16 lanes a key");
-  static_assert(G % QG == 0 && QG <= NW, "a block's heads divide the group, a warp forms each");
-  __shared__ __align__(16) float s_q[QG][DH];
-  __shared__ float s_kv[2][DH];
-  __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG][DH];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, split = blockIdx.y;
-  const int kvh = blockIdx.x / kParts, h0 = kvh * G + blockIdx.x % kParts * QG;
-  const bool holds_pos = split == 0;
-
-  // BATCH: the sequence's view (host-written rows: readable before the PDL wait).
-  const DecodeAttnParams p = BATCH ? at_sequence<DH>(p0, blockIdx.z, gridDim.y) : p0;
-  const int stride = BATCH ? static_cast<int>(gridDim.y) : kDecodeSplits;  // partials per head
-  const int pos = pos0[BATCH ? blockIdx.z : 0];
-  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
-  if (split >= sp.n) return;
-  const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
-  prefetch_split<DH, NW>(p, h0, k0, k1);
-  const int pos_row = holds_pos ? paged_row(p.block_table, pos, p.block_shift) : 0;
-  grid_dependency_wait();
-  launch_dependents();
-
-  // Warp g < QG forms query head h0 + g; in split 0 warp QG % NW forms this position's K and V
-  // (every block of the KV head's split 0 does, as its keys include the position; the first of
-  // them writes the caches).
+/// The prologue of a block serving query heads h0 .. h0 + QG - 1 of KV head kvh (v8, v10): warp
+/// g < QG forms query head h0 + g from the raw projection (bias, q-norm, RoPE at `pos`) into s_q;
+/// in split 0 (holds_pos) warp QG % NW forms this position's K and V, which the writer block (one
+/// per KV head) stores to the caches at pool row pos_row, and leaves them in s_kv rounded to bf16
+/// as the cache holds them (the other blocks of split 0 may not see the cache rows yet). Every
+/// thread calls it; it ends with a barrier.
+template <int DH, int QG, int NW>
+__device__ __forceinline__ void form_block_queries(const DecodeAttnParams& p, int pos, int pos_row, int kvh, int h0,
+                                                   bool holds_pos, bool writer, float (&s_q)[QG][DH],
+                                                   float (&s_kv)[2][DH]) {
+  constexpr int EPL = DH / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int kv_warp = QG % NW;
   if (warp < QG || (holds_pos && warp == kv_warp)) {
     float cs[EPL], sn[EPL], qn[EPL], kn[EPL];
@@ -93,7 +68,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       }
       rope_head_slice<DH>(kp, bk, kn, p.k_norm != nullptr, cs, sn, p.eps);
       uint2 kraw, vraw;
-      round_store_position_kv<DH>(p, pool_offset<DH>(kvh, p.rows, pos_row), h0 == kvh * G, kp, vp, kraw, vraw);
+      round_store_position_kv<DH>(p, pool_offset<DH>(kvh, p.rows, pos_row), writer, kp, vp, kraw, vraw);
 #pragma unroll
       for (int e = 0; e < EPL; ++e) {
         s_kv[0][lane * EPL + e] = raw_elem(kraw, e);
@@ -102,6 +77,75 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     }
   }
   __syncthreads();
+}
+
+/// The epilogue of such a block: the NW warps' states (s_m in natural units, s_l, s_o unnormalised;
+/// a warp with s_l == 0 saw no key) merged into the block's result for each of its QG heads, which
+/// is the output when the launch is one split (nsplits == 1), else split `split`'s partial (stride:
+/// partials a head), and the last of the nsplits blocks to arrive on *counter merges the partials
+/// into the output. Every thread calls it; it starts with a barrier.
+template <int DH, int QG, int NW>
+__device__ __forceinline__ void merge_block_outputs(const DecodeAttnParams& p, int h0, int stride, int split,
+                                                    int nsplits, int* counter, const float (&s_m)[NW][QG],
+                                                    const float (&s_l)[NW][QG], const float (&s_o)[NW][QG][DH]) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
+    const int g = i / DH, d = i % DH, h = h0 + g;
+    float bm = kNegInf;
+    for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w][g]);
+    float bl = 0.f, bo = 0.f;
+    for (int w = 0; w < NW; ++w) {
+      if (s_l[w][g] == 0.f) continue;  // a warp that saw no key
+      const float c = __expf(s_m[w][g] - bm);
+      bl += s_l[w][g] * c;
+      bo += s_o[w][g][d] * c;
+    }
+    store_block_result<DH>(p, h, stride, split, nsplits, d, bm, bl, bo);
+  }
+  if (nsplits == 1) return;
+  if (!last_split_block(counter, nsplits)) return;
+  for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
+    const int h = h0 + i / DH, d = i % DH;
+    p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(
+        merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * stride * (DH + 2), nsplits, d));
+  }
+}
+
+/// Grid (KV x G / QG, splits <= kDecodeSplits), NW warps a block, DH 64 or 128. BATCH (the batched
+/// decode step's rows form, BatchAttnForm::kRows): grid (KV x G / QG, splits, B), block z serves
+/// sequence z (at_sequence: its projection row, block table, partials with gridDim.y splits a head,
+/// counters, output row; its position pos0[z]), as v5's BATCH form. The queries (and,
+/// in split 0, this position's K/V) are formed in a lane-per-4-elements layout, a warp a head
+/// (rope_head_slice), and handed to the row layout through shared memory. Registers: 8 QG for
+/// the accumulators, 8 more for the queries at 2 heads, 8 R for the rounds' raw K/V (twice at 4
+/// heads: PIPE); bounded for 2 blocks of 8 warps an SM (128 registers).
+template <int DH, int G, int QG, int NW, bool BATCH = false>
+__global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
+  // Rounds of loads a warp's iteration: 4 at 2 heads a block, 2 at 4, whose next iteration's are
+  // in flight too (PIPE below; ptxas: 124-128 registers at DH = 128, no spill).
+  constexpr int LK = DH / 8, KPW = 32 / LK, R = QG >= 4 ? 2 : 4, kParts = G / QG;
+  static_assert(DH == 64 || DH == 128, "16-byte slices of 8 elements, 8 or 16 lanes a key");
+  static_assert(G % QG == 0 && QG <= NW, "a block's heads divide the group, a warp forms each");
+  __shared__ __align__(16) float s_q[QG][DH];
+  __shared__ float s_kv[2][DH];
+  __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG][DH];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, split = blockIdx.y;
+  const int kvh = blockIdx.x / kParts, h0 = kvh * G + blockIdx.x % kParts * QG;
+  const bool holds_pos = split == 0;
+
+  // BATCH: the sequence's view (host-written rows: readable before the PDL wait).
+  const DecodeAttnParams p = BATCH ? at_sequence<DH>(p0, blockIdx.z, gridDim.y) : p0;
+  const int stride = BATCH ? static_cast<int>(gridDim.y) : kDecodeSplits;  // partials per head
+  const int pos = pos0[BATCH ? blockIdx.z : 0];
+  const DecodeSplits sp(pos + 1, p.min_split, static_cast<int>(gridDim.y));
+  if (split >= sp.n) return;
+  const int k1 = sp.len - split * sp.chunk, k0 = max(0, k1 - sp.chunk);
+  prefetch_split<DH, NW>(p, h0, k0, k1);
+  const int pos_row = holds_pos ? paged_row(p.block_table, pos, p.block_shift) : 0;
+  grid_dependency_wait();
+  launch_dependents();
+
+  form_block_queries<DH, QG, NW>(p, pos, pos_row, kvh, h0, holds_pos, h0 == kvh * G, s_q, s_kv);
 
   // The lane's slice: elements ln * 8 .. ln * 8 + 7 of key sub of each warp-wide load. PIPE (4
   // heads a block, 2 rounds of loads an iteration) reads the queries from shared memory at each
@@ -239,28 +283,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
 #pragma unroll
       for (int e = 0; e < 8; ++e) s_o[warp][g][ln * 8 + e] = acc[g][e];
   }
-  __syncthreads();
-  const int nsplits = sp.n;
-  for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
-    const int g = i / DH, d = i % DH, h = h0 + g;
-    float bm = kNegInf;
-    for (int w = 0; w < NW; ++w) bm = fmaxf(bm, s_m[w][g]);
-    float bl = 0.f, bo = 0.f;
-    for (int w = 0; w < NW; ++w) {
-      if (s_l[w][g] == 0.f) continue;  // a warp that saw no key
-      const float c = __expf(s_m[w][g] - bm);
-      bl += s_l[w][g] * c;
-      bo += s_o[w][g][d] * c;
-    }
-    store_block_result<DH>(p, h, stride, split, nsplits, d, bm, bl, bo);
-  }
-  if (nsplits == 1) return;
-  if (!last_split_block(p.counters + blockIdx.x, nsplits)) return;
-  for (int i = threadIdx.x; i < QG * DH; i += NW * 32) {
-    const int h = h0 + i / DH, d = i % DH;
-    p.out[static_cast<size_t>(h) * DH + d] = __float2bfloat16(
-        merge_split_partials<DH>(p.partial + static_cast<size_t>(h) * stride * (DH + 2), nsplits, d));
-  }
+  merge_block_outputs<DH, QG, NW>(p, h0, stride, split, sp.n, p.counters + blockIdx.x, s_m, s_l, s_o);
 }
 
 }  // namespace lg::qwen::dev
