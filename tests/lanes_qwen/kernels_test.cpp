@@ -533,6 +533,7 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
         const std::string what = "H=" + std::to_string(c.H) + " KV=" + std::to_string(c.KV) + " Dh=" +
                                  std::to_string(c.Dh) + " B=" + std::to_string(B) + " splits=" + std::to_string(splits) +
                                  " form " + std::to_string(int(plan.form)) + " heads " + std::to_string(plan.heads) +
+                                 " warps " + std::to_string(plan.warps) +
                                  " sequence " + std::to_string(b) + " of length " +
                                  std::to_string(len);
         const std::vector<double> yb(y.begin() + std::ptrdiff_t(b) * N, y.begin() + std::ptrdiff_t(b + 1) * N);
@@ -557,6 +558,8 @@ TEST(QwenKernels, DecodeAttentionRopeBatchAgainstReference) {
       if (!attention_decode_long_supports(c.H, c.KV, c.Dh)) continue;
       check({BatchAttnForm::kRows, splits, 2});
       if (c.H == 4 * c.KV && c.Dh == 128) check({BatchAttnForm::kRows, splits, 4});
+      check({BatchAttnForm::kTcRows, splits, c.H / c.KV, 8});
+      check({BatchAttnForm::kTcRows, splits, c.H / c.KV, 4});
     }
     const BatchAttnPlan lane_plan = decode_attention_batch_plan(c.H, c.KV, c.Dh, B, max_len, max_len);
     check(lane_plan);  // the lane's choice at its own splits
@@ -586,6 +589,11 @@ TEST(QwenKernels, DecodeAttentionBatchPlanFitsItsScratch) {
         if (p.form == BatchAttnForm::kRows) {
           EXPECT_TRUE(attention_decode_long_supports(sh.H, sh.KV, sh.Dh)) << what;
           EXPECT_TRUE(p.heads == 2 || (p.heads == 4 && sh.H == 4 * sh.KV && sh.Dh == 128)) << what;
+        }
+        if (p.form == BatchAttnForm::kTcRows) {
+          EXPECT_TRUE(attention_decode_long_supports(sh.H, sh.KV, sh.Dh)) << what;
+          EXPECT_EQ(p.heads, sh.H / sh.KV) << what;
+          EXPECT_TRUE(p.warps == 4 || p.warps == 8) << what;
         }
       }
     }

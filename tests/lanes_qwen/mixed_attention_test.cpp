@@ -84,7 +84,10 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
          dpos = to_device(pos), drows = to_device(c.rows), dall = to_device(qkv_all), dentries = to_device(qkv_entries);
     const int splits = decode_attention_batch_splits(c.H, c.KV, B, max_len);
     std::vector<BatchAttnPlan> plans{{BatchAttnForm::kTiles, splits}, {BatchAttnForm::kTensorCores, splits}};
-    if (attention_decode_long_supports(c.H, c.KV, c.Dh)) plans.push_back({BatchAttnForm::kRows, splits});
+    if (attention_decode_long_supports(c.H, c.KV, c.Dh)) {
+      plans.push_back({BatchAttnForm::kRows, splits});
+      plans.push_back({BatchAttnForm::kTcRows, splits, c.H / c.KV, 4});
+    }
     auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));
 

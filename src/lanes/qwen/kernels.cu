@@ -15,6 +15,7 @@
 #include "lanes/qwen/kernels/attention_decode_gqa.cuh"
 #include "lanes/qwen/kernels/attention_decode_gqa_tc.cuh"
 #include "lanes/qwen/kernels/attention_decode_long.cuh"
+#include "lanes/qwen/kernels/attention_decode_tc_rows.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
 #include "lanes/qwen/kernels/gemv.cuh"
 #include "lanes/qwen/kernels/gemv_rows.cuh"
@@ -556,6 +557,56 @@ struct RowsShape {
   int splits;
   double waves;
 };
+/// v10's instance for head_dim DH, a group of G and NW warps a block: 8 / NW blocks an SM (its
+/// launch bounds), so that each warp may hold two tiles' K/V fragments (up to 255 registers).
+template <int DH, int G, int NW>
+struct TcRowsKernel {
+  static constexpr int kWarps = NW;
+  static constexpr auto kernel = dev::attn_decode_tc_rows_kernel<DH, G, kWarps>;
+  static int resident() {
+    static const int n = [] {
+      int per_sm = 0;
+      LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
+      return std::max(1, per_sm) * cuda::sm_count();
+    }();
+    return n;
+  }
+};
+
+/// f(TcRowsKernel<...>{}) for a shape attention_decode_long_supports takes (a group of 2 or 4,
+/// head_dim 64 or 128) and blocks of `warps` (4 or 8) warps.
+template <typename F>
+void with_tc_rows_kernel(int G, int Dh, int warps, F&& f) {
+  if (warps == 4) {
+    if (Dh == 64) return G == 2 ? f(TcRowsKernel<64, 2, 4>{}) : f(TcRowsKernel<64, 4, 4>{});
+    return G == 2 ? f(TcRowsKernel<128, 2, 4>{}) : f(TcRowsKernel<128, 4, 4>{});
+  }
+  if (Dh == 64) return G == 2 ? f(TcRowsKernel<64, 2, 8>{}) : f(TcRowsKernel<64, 4, 8>{});
+  return G == 2 ? f(TcRowsKernel<128, 2, 8>{}) : f(TcRowsKernel<128, 4, 8>{});
+}
+
+/// LG_QWEN_ATTN_V10: 1 (default) v10 where decode_attention_batch_plan's rule says, 0 never, 2
+/// wherever the rule would take v8's rows form (a lab setting, for A/B).
+int tc_rows_mode() {
+  static const int mode = lab_knob("LG_QWEN_ATTN_V10", 1);
+  return mode;
+}
+
+/// v10's plan for `batch` sequences: 8-warp blocks while the batch's (sequence, KV head) items fit
+/// one on each SM, else 4-warp blocks (two an SM); splits of v8's split length covering
+/// split_len, no more than one wave of blocks over the items.
+BatchAttnPlan tc_rows_plan(int H, int KV, int Dh, int batch, int split_len) {
+  const int items = KV * batch, warps = items <= cuda::sm_count() ? 8 : 4;
+  BatchAttnPlan plan{BatchAttnForm::kTcRows, 1, H / KV, warps};
+  with_tc_rows_kernel(H / KV, Dh, warps, [&](auto k) {
+    using K = decltype(k);
+    const int min_split = decode_attn_shape().min_split;
+    const int by_length = (std::max(1, split_len) + min_split - 1) / min_split;
+    plan.splits = std::max(1, std::min({by_length, K::resident() / items, kDecodeMaxSplits}));
+  });
+  return plan;
+}
+
 RowsShape rows_shape(int H, int KV, int Dh, int batch, int split_len, int heads) {
   RowsShape r{1, 0.0};
   with_long_kernel<true>(H / KV, Dh, heads, [&](auto k) {
@@ -582,6 +633,15 @@ BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int 
   const BatchAttnPlan rows_pairs{BatchAttnForm::kRows, pairs.splits, 2};
   const BatchAttnPlan rows_widest{BatchAttnForm::kRows, widest.splits, most};
   if (rows_mode() == 2) return rows_widest;
+  // v10 streams K/V at about 4.0 TB/s against the rows form's 2.75 (8B, 16 sequences, the step's
+  // slope from 1,024 to 2,048 positions) but costs more a launch. H200 (bench/RESULTS.md, session
+  // 24, calls 8-9): at a group of 4 and head_dim 128 (8B) it wins at 16-64 sequences once the
+  // longest passes 1,024 positions (a split length of 2,048: 0.5-2% there, 2-5% past 2,048) and
+  // loses up to 1.3% below; at 128 sequences v9 stays ahead, and at a group of 2 (0.6B: the scores'
+  // 8 mma columns a quarter used) it loses 3-8% everywhere.
+  const int tc_rows = tc_rows_mode();
+  const bool tc_rows_pays = G == 4 && Dh == 128 && batch >= 16 && batch <= 64 && split_len >= 2048;
+  if (tc_rows == 2 || (tc_rows == 1 && tc_rows_pays)) return tc_rows_plan(H, KV, Dh, batch, split_len);
   // Pairs of heads while the batch's blocks fit one wave (twice the blocks of 4 heads, 4 rounds
   // of loads in flight a warp), then as many heads as a block takes up to two waves; past that
   // v6 / v9, except that v9 does not pay at a group of 2 (its MMA rows are the group's heads: 16
@@ -688,6 +748,19 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
     throw Error("hand-written attention: batched decode attention of " + std::to_string(batch) + " sequences, " +
                 std::to_string(splits) + " splits, block-table stride " + std::to_string(table_stride) +
                 " (1..65535 sequences, 1.." + std::to_string(kDecodeMaxSplits) + " splits)");
+  if (plan.form == BatchAttnForm::kTcRows) {
+    if (!attention_decode_long_supports(r.H, r.KV, r.Dh))
+      throw Error("hand-written attention: v10 takes 2 or 4 query heads a KV head and head_dim 64 or 128, not " +
+                  std::to_string(r.H / r.KV) + " and " + std::to_string(r.Dh));
+    const dev::DecodeAttnParams p =
+        batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
+    if (plan.warps != 4 && plan.warps != 8)
+      throw Error("hand-written attention: v10 takes blocks of 4 or 8 warps, not " + std::to_string(plan.warps));
+    return with_tc_rows_kernel(r.H / r.KV, r.Dh, plan.warps, [&](auto k) {
+      using K = decltype(k);
+      launch_pdl(K::kernel, dim3(r.KV, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
+    });
+  }
   if (plan.form == BatchAttnForm::kRows) {
     if (!attention_decode_long_supports(r.H, r.KV, r.Dh) || (plan.heads != 2 && plan.heads != 4))
       throw Error("hand-written attention: the rows form of the batched decode attention takes 2 or 4 query heads "

@@ -221,17 +221,25 @@ enum class BatchAttnForm {
   kTiles,        ///< v6 (kernels/attention_decode_gqa.cuh): K/V tiles through shared memory
   kTensorCores,  ///< v9 (attention_decode_gqa_tc.cuh): v6's blocks, scores and P V on the tensor cores
   kRows,         ///< v8 over the batch (attention_decode_long.cuh): K/V rows in registers, 16-byte slices
+  kTcRows,       ///< v10 (attention_decode_tc_rows.cuh): a block a KV head, K/V fragments from the cache
+                 ///< into the tensor cores, each warp streaming its own tiles
 };
 /// A batched decode attention launch: its kernel and the splits of each sequence's positions.
 struct BatchAttnPlan {
   BatchAttnForm form = BatchAttnForm::kTiles;
   int splits = 1;
-  int heads = 2;  ///< kRows: query heads a block (4 at a group of 4 and head_dim 128, else 2)
+  int heads = 2;  ///< kRows: query heads a block (4 at a group of 4 and head_dim 128, else 2); kTcRows: the group
+  int warps = 8;  ///< kTcRows: warps a block, 8 (one block an SM) or 4 (two)
   // (kernels.cu is C++17: no operator<=>) the decode graphs' map key
   bool operator<(const BatchAttnPlan& o) const {
-    return form != o.form ? form < o.form : splits != o.splits ? splits < o.splits : heads < o.heads;
+    return form != o.form     ? form < o.form
+           : splits != o.splits ? splits < o.splits
+           : heads != o.heads   ? heads < o.heads
+                                : warps < o.warps;
   }
-  bool operator==(const BatchAttnPlan& o) const { return form == o.form && splits == o.splits && heads == o.heads; }
+  bool operator==(const BatchAttnPlan& o) const {
+    return form == o.form && splits == o.splits && heads == o.heads && warps == o.warps;
+  }
 };
 /// The plan of a batched decode attention launch of `batch` sequences whose longest has max_len
 /// positions; split_len (>= max_len: a decode graph's power-of-two bucket of it, so that one
@@ -240,7 +248,10 @@ struct BatchAttnPlan {
 ///   - kRows with pairs of query heads a block while the batch's (sequence, KV head, pair) blocks
 ///     fit one wave, then with as many as a block takes (all 4 of a group of 4 at head_dim 128)
 ///     up to two waves of blocks;
-///   - past that v6 or v9 as below, but kRows where v9 would run at a group of 2.
+///   - past that v6 or v9 as below, but kRows where v9 would run at a group of 2;
+///   - kTcRows (v10) instead of kRows at a group of 4 and head_dim 128 for 16-64 sequences with
+///     split_len >= 2,048, 8 warps a block while the (sequence, KV head) items fit one an SM,
+///     else 4 (LG_QWEN_ATTN_V10=0: never; 2: wherever kRows would run).
 /// Otherwise (and with LG_QWEN_ATTN_ROWS=0; =2 takes kRows everywhere it serves):
 ///   - kTensorCores (v9) when v6's splits are one and max_len >= 512 (LG_QWEN_ATTN_TC=0: never;
 ///     2: always);
@@ -248,7 +259,9 @@ struct BatchAttnPlan {
 /// Measured on the H200 (bench/RESULTS.md, eighteenth session), decode step ms against v6/v9:
 /// 8B at 16 sequences of 512 positions 5.55 -> 5.30 (pairs), 32: 6.23 -> 5.88, 64: 7.32 ->
 /// 7.15 (all 4); at 128, four waves, v9 is 11% quicker (8.53 against 9.59). 0.6B: 2-20% quicker
-/// at 16-64 sequences, 3-5% at 128 sequences of 512-1,024 positions (where v9 ran).
+/// at 16-64 sequences, 3-5% at 128 sequences of 512-1,024 positions (where v9 ran). v10 against
+/// kRows (session 24): 8B at 16 sequences 5.79 -> 5.72 ms at 1,024 positions, 6.59 -> 6.29 at
+/// 2,048; 64 sequences 10.82 -> 10.51 at 2,048; at or below 1,024 positions up to 1.3% slower.
 BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int split_len, int max_len);
 /// Most splits decode_attention_batch_splits returns.
 constexpr int kDecodeMaxSplits = 128;
@@ -256,7 +269,7 @@ constexpr int kDecodeMaxSplits = 128;
 size_t decode_attention_batch_scratch_floats(int H, int KV, int Dh, int max_batch);
 
 /// The batched decode step's attention: launch_attention_decode_rope's math for `batch` sequences
-/// of one decode token each in one launch, by plan.form (BatchAttnForm: v6, v9 or v8's rows form;
+/// of one decode token each in one launch, by plan.form (BatchAttnForm: v6, v9, v8's rows form or v10;
 /// v5 with LG_QWEN_ATTN_GQA=0, a block per (query head, split, sequence)). Sequence b's raw
 /// projection is row b of qkv f32 [batch, (H+2KV)*Dh], its position pos[b] (device ints), its
 /// block table row b of rope.block_table (table_stride ints apart), its output row b of out bf16
