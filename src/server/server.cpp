@@ -44,6 +44,18 @@ std::optional<std::string> allowed_method(const std::string& path) {
   return std::nullopt;
 }
 
+// What a 400 that httplib answered itself (no route wrote a body) was about. httplib records the
+// peer's address only once the request line and headers have parsed: without it the bytes were not
+// an HTTP/1.x request at all (garbage, a TLS handshake on the plain port); with it, the body could
+// not be read (a malformed chunked encoding on a path without a route of ours).
+std::string unparsed_request_message(const httplib::Request& req) {
+  if (req.remote_addr.empty())
+    return "the request is not valid HTTP/1.1: its request line or headers could not be parsed (expected a line "
+           "such as 'POST /v1/completions HTTP/1.1', then 'Name: value' headers, each ending in CRLF)";
+  return fmt::format("the body of {} {} could not be read (its Content-Length or chunked encoding is malformed)",
+                     req.method, req.path);
+}
+
 json model_json(const Engine& engine) {
   return {{"id", engine.model_id()},
           {"object", "model"},
@@ -163,6 +175,12 @@ void Server::install_error_handlers() {
       send_json(res, 404, error_body(fmt::format("no route {} {}", req.method, req.path), "NotFoundError", ""));
     else if (res.status == 413)
       send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
+    else if (res.status == 400)
+      send_json(res, 400, error_body(unparsed_request_message(req), "invalid_request_error", ""));
+    else if (res.status == 414)
+      send_json(res, 414,
+                error_body(fmt::format("the request line is longer than {} bytes", CPPHTTPLIB_REQUEST_URI_MAX_LENGTH),
+                           "invalid_request_error", ""));
     else
       send_json(res, res.status, error_body(fmt::format("HTTP {}", res.status), "invalid_request_error", ""));
   });

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <sstream>
@@ -71,6 +72,51 @@ inline std::string read_until(int fd, const std::string& needle, std::chrono::mi
     if (n <= 0) break;
     got.append(buf, static_cast<size_t>(n));
   }
+  return got;
+}
+
+/// The first response in `text` (what read_until returned): its status (0 when there is none yet)
+/// and its body, `Content-Length` bytes long.
+struct RawResponse {
+  int status = 0;
+  std::string body;
+};
+inline RawResponse first_response(const std::string& text) {
+  RawResponse r;
+  const size_t head_end = text.find("\r\n\r\n");
+  if (text.rfind("HTTP/1.1 ", 0) != 0 || head_end == std::string::npos) return r;
+  r.status = std::stoi(text.substr(9, 3));
+  const std::string head = text.substr(0, head_end);
+  const size_t cl = head.find("Content-Length: ");
+  const size_t n = cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16));
+  r.body = text.substr(head_end + 4, n);
+  return r;
+}
+
+/// Sends `bytes` on a new connection and returns what comes back up to the end of the first
+/// response's body (or `timeout`). The sending side stays open: httplib writes nothing to a client
+/// that has shut down its side.
+inline std::string exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
+  const int fd = tcp_connect(port);
+  if (fd < 0) return {};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  };
+  std::string got;
+  if (send_all(fd, bytes)) {
+    got = read_until(fd, "\r\n\r\n", left());
+    const size_t head_end = got.find("\r\n\r\n");
+    const size_t cl = got.find("Content-Length: ");
+    if (head_end != std::string::npos && cl != std::string::npos && cl < head_end) {
+      const size_t want = head_end + 4 + std::stoul(got.substr(cl + 16));
+      while (got.size() < want && left().count() > 0) {
+        const std::string more = read_until(fd, std::string(1, '\0') + "never", std::min(left(), std::chrono::milliseconds(50)));
+        got += more;
+      }
+    }
+  }
+  ::close(fd);
   return got;
 }
 

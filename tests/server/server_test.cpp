@@ -549,6 +549,23 @@ TEST_F(ServerTest, WrongMethodOnAKnownPathIs405) {
   EXPECT_EQ(head->status, 200);
 }
 
+TEST_F(ServerTest, BytesThatAreNotHttpAre400WithAJsonError) {
+  // Garbage (here the start of a TLS handshake, a client speaking https to the plain port) fails
+  // httplib's request-line parse; the answer was a 400 whose body said only "HTTP 400".
+  using namespace std::chrono_literals;
+  for (const std::string& bytes : {std::string("\x16\x03\x01\x02\xfc\x01\x03\r\n\r\n"),
+                                   std::string("hello there\r\n\r\n"), std::string("POST /v1/completions HTTP/9\r\n\r\n")}) {
+    const std::string got = lg::test::exchange(port_, bytes, 10s);
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, 400) << got;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r.body)) << got;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("not valid HTTP/1.1"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(client().Get("/health")->status, 200);
+}
+
 }  // namespace
 
 namespace {
