@@ -56,6 +56,21 @@ std::string unparsed_request_message(const httplib::Request& req) {
                      req.method, req.path);
 }
 
+// The first Content-Length value that is not a byte count (1 to 19 decimal digits), if any.
+// httplib reads the header with strtoull, which takes "-5" for 2^64 - 5: past the body cap, it
+// then reads for 2^64 - 5 bytes to discard them, and answers 413 only when its 30 s read timeout
+// ends. Checked before routing, the client hears at once which header is wrong.
+std::optional<std::string> bad_content_length(const httplib::Request& req) {
+  const auto [first, last] = req.headers.equal_range("Content-Length");
+  for (auto it = first; it != last; ++it) {
+    const std::string& v = it->second;
+    const bool digits = !v.empty() && v.size() <= 19 &&
+                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) return v;
+  }
+  return std::nullopt;
+}
+
 json model_json(const Engine& engine) {
   return {{"id", engine.model_id()},
           {"object", "model"},
@@ -149,6 +164,19 @@ void Server::install_info_routes() {
 
 void Server::install_error_handlers() {
   auto& h = *http_;
+  h.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    const auto bad = bad_content_length(req);
+    if (!bad) return httplib::Server::HandlerResponse::Unhandled;
+    // The body's end is unknown: the client is told to drop the connection (httplib 0.11 keeps
+    // reading it, and would take the body for the next request).
+    res.set_header("Connection", "close");
+    send_json(res, 400,
+              error_body(fmt::format("the header 'Content-Length: {}' of {} {} is not a byte count (a non-negative "
+                                     "decimal integer)",
+                                     *bad, req.method, req.path),
+                         "invalid_request_error", ""));
+    return httplib::Server::HandlerResponse::Handled;
+  });
   h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
     try {

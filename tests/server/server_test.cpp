@@ -566,6 +566,33 @@ TEST_F(ServerTest, BytesThatAreNotHttpAre400WithAJsonError) {
   EXPECT_EQ(client().Get("/health")->status, 200);
 }
 
+TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
+  // httplib took "-5" for 2^64 - 5 (strtoull), tried to read and discard that many bytes, and
+  // answered 413 when its 30 s read timeout ended. Each value here is a 400 naming the header,
+  // well within that timeout.
+  using namespace std::chrono_literals;
+  for (const std::string& length : {"-5", "abc", "5x", "99999999999999999999999"}) {
+    const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                length + "\r\n\r\n{\"prompt\": \"x\"}";
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = lg::test::exchange(port_, request, 20s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << length;
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, 400) << length << ": " << got;
+    EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r.body)) << got;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("'Content-Length: " + length + "'"), std::string::npos)
+        << r.body;
+  }
+  // A well-formed length on the same raw path is served.
+  const std::string ok = lg::test::exchange(
+      port_, lg::test::post_text("/v1/completions", R"({"prompt": "x", "max_tokens": 1})"), 20s);
+  EXPECT_EQ(lg::test::first_response(ok).status, 200) << ok;
+}
+
 }  // namespace
 
 namespace {
