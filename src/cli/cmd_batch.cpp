@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli/batch_custom_id.h"
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
@@ -63,6 +64,16 @@ struct Line {
 
 json line_error(const std::string& code, const std::string& message) { return {{"code", code}, {"message", message}}; }
 
+/// Gives line `n`, which is not JSON, the custom_id it names when one can be read (batch_custom_id.h),
+/// so its error line still says which request failed. The id counts as used: a later line with it
+/// is a duplicate, as it would be had this line parsed.
+void recover_custom_id(const std::string& text, size_t n, Line& l, std::unordered_map<std::string, size_t>& seen) {
+  const auto id = lg::cli::recover_custom_id(text);
+  if (!id) return;
+  l.custom_id = *id;
+  seen.emplace(*id, n);
+}
+
 /// Parses line `n` (1-based) and, when it is a good request, prepares it. `seen` maps each
 /// custom_id met so far to its line: a custom_id already there makes this line an error (OpenAI's
 /// Batch API requires custom_id to be unique within a file, so that every answer names one
@@ -80,9 +91,11 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
     std::string m = lg::server::json_error_message(e);
     if (const auto at = m.find("at line 1, column "); at != std::string::npos) m.replace(at, 18, "at column ");
     l.error = line_error("invalid_json", where + ": not JSON: " + m);
+    recover_custom_id(text, n, l, seen);
     return l;
   } catch (const lg::server::RequestError& e) {
     l.error = line_error("invalid_json", where + ": " + e.what());
+    recover_custom_id(text, n, l, seen);
     return l;
   }
   if (!j.is_object()) {

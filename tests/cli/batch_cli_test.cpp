@@ -123,6 +123,7 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
   EXPECT_EQ(res[20]["response"]["status_code"], 400);
   EXPECT_EQ(res[20]["response"]["body"]["error"]["param"], "stream");
   EXPECT_EQ(res[21]["error"]["code"], "invalid_json");
+  EXPECT_EQ(res[21]["custom_id"], "deep");  // read before the nesting
   EXPECT_NE(res[21]["error"]["message"].get<std::string>().find("line 22: the JSON is nested more than 10000 levels"),
             std::string::npos)
       << res[21];
@@ -178,6 +179,42 @@ TEST(LgBatch, ALaterLineWithACustomIdAlreadyUsedIsAnError) {
     EXPECT_EQ(res[i]["error"]["message"], where + ": 'custom_id' \"a\" is already the custom_id of line 1: custom_id "
                                                   "must be unique within the batch file");
   }
+}
+
+// A line strict JSON refuses keeps its custom_id in its error line when the id can still be read
+// (a new-user pass found `1e400` in a body gave an error line with custom_id null): the number
+// before or after the id, a line cut short after it. An id only inside the body, or after the
+// point where the line breaks, cannot be told apart from the request's own data: null.
+TEST(LgBatch, LinesThatAreNotJsonKeepTheirCustomId) {
+  const fs::path in = fs::temp_directory_path() / ("lg_batch_overflow_" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(in)
+      << R"({"custom_id": "before", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "temperature": 1e400}})"
+      << "\n"
+      << R"({"method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "top_p": -1e400, "n": [2e999]}, "custom_id": "after"})"
+      << "\n"
+      << R"({"custom_id": "cut", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x")" << "\n"
+      << R"({"method": "POST", "body": {"custom_id": "inner", "prompt": "x", "temperature": 1e400}})" << "\n"
+      << R"({"custom_id": 7, "body": {"temperature": 1e400}})" << "\n"
+      << R"({"custom_id": "ok", "method": "POST", "url": "/v1/completions", "body": {"prompt": "def f(", "max_tokens": 1}})"
+      << "\n"
+      // The recovered id is taken: a later line with it is a duplicate, as had its line parsed.
+      << R"({"custom_id": "before", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": 1}})"
+      << "\n";
+  const fs::path out = fs::temp_directory_path() / ("lg_batch_overflow_out_" + std::to_string(::getpid()) + ".jsonl");
+  const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto res = read_results(out);
+  fs::remove(in);
+  fs::remove(out);
+  ASSERT_EQ(res.size(), 7u) << r.out;
+  const json want_ids[] = {"before", "after", "cut", nullptr, nullptr, "ok", "before"};
+  for (size_t i = 0; i < res.size(); ++i) EXPECT_EQ(res[i]["custom_id"], want_ids[i]) << res[i].dump();
+  for (size_t i : {0, 1, 2, 3, 4}) EXPECT_EQ(res[i]["error"]["code"], "invalid_json") << res[i].dump();
+  EXPECT_NE(res[0]["error"]["message"].get<std::string>().find("line 1: not JSON: number overflow parsing '1e400'"),
+            std::string::npos)
+      << res[0].dump();
+  EXPECT_EQ(res[5]["response"]["status_code"], 200) << res[5].dump();
+  EXPECT_EQ(res[6]["error"]["code"], "duplicate_custom_id") << res[6].dump();
 }
 
 // Files it cannot use are errors before any request runs (exit 1), never a silent exit 0: the
