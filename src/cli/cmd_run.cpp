@@ -64,8 +64,6 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
 
 int run(const RunOpts& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!o.device.empty() && o.device != "cpu" && o.device != "cuda")
-    throw lg::Error("--device must be cpu or cuda, got '" + o.device + "'");
   // --lane names a lane; otherwise the device picks one (cpu by default, handwritten on cuda).
   std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cuda" ? "handwritten" : "cpu");
   if (o.device == "cpu" && lg::is_gpu_lane(lane_name))
@@ -84,14 +82,6 @@ int run(const RunOpts& o) {
 
   const std::string prompt_text = read_prompt(o);
   if (prompt_text.empty()) throw lg::Error("the prompt is empty: give --prompt some text (or -f FILE)");
-  // Sampling flags are checked before the model loads and the prompt is echoed.
-  // inf/nan would turn every probability into NaN or a uniform draw; 1e30 overflows the same way.
-  if (o.temperature && !(*o.temperature >= 0 && std::isfinite(*o.temperature)))
-    throw lg::Error(fmt::format("--temperature must be a finite number >= 0, got {}", *o.temperature));
-  if (o.temperature && *o.temperature > 1e3)
-    throw lg::Error(fmt::format("--temperature must be at most 1000 (higher is a uniform draw), got {}", *o.temperature));
-  if (o.top_p && !(std::isfinite(*o.top_p) && *o.top_p > 0 && *o.top_p <= 1)) throw lg::Error(fmt::format("--top-p must be in (0, 1], got {}", *o.top_p));
-  if (o.top_k < -1) throw lg::Error(fmt::format("--top-k must be >= 0 (0 = off), got {}", o.top_k));
   // LG_STARTUP_TIMES=1: each start-up phase on stderr (the lanes add their own inside make_lane).
   lg::StartupClock startup("lg run");
   lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
@@ -219,14 +209,22 @@ LG_COMMAND("run", [](CLI::App& app) {
                                      "context leaves after the prompt: a warning, and the context's end stops it)")
                          ->capture_default_str()
                          ->check(lg::cli::at_least_one());
-  sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)");
+  sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string { return s == "cpu" || s == "cuda" ? "" : "must be cpu or cuda, got '" + s + "'"; },
+          "cpu|cuda"));
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
   sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::at_least_one());
   lg::cli::add_lane_options(sub, o->lane_options);
-  sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)");
-  sub->add_option("--top-k", o->top_k, "keep the k most likely tokens when sampling (0 = off)");
-  sub->add_option("--top-p", o->top_p, "nucleus sampling threshold in (0, 1] (1 = off)");
+  // Sampling values are checked while parsing, before the model loads: inf/nan would turn every
+  // probability into NaN or a uniform draw, and above 1000 the draw is uniform anyway.
+  sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)")
+      ->check(lg::cli::finite_number_in(0, 1000));
+  sub->add_option("--top-k", o->top_k,
+                  "keep the k most likely tokens when sampling (0 = off; default, or -1: generation_config.json's)")
+      ->check(lg::cli::int_in_range(-1));
+  sub->add_option("--top-p", o->top_p, "nucleus sampling threshold (1 = off)")->check(lg::cli::finite_number_in(0, 1, true));
   sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str()->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
   return [o, prompt, file, max_tokens]() -> int {

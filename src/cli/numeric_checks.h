@@ -5,7 +5,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -53,6 +55,29 @@ inline CLI::Validator non_negative_number() {
         return {};
       },
       "NUMBER >= 0");
+}
+
+/// A finite real-number option in [lo, hi], or (lo, hi] when `lo_open` (sampling knobs): "must be a
+/// number in (0, 1], got nan"; text is "got 'abc'". inf and nan are refused here, at parse time, so
+/// that every bad value is the same usage error (exit 2) whatever the option.
+inline CLI::Validator finite_number_in(double lo, double hi, bool lo_open = false) {
+  const std::string range = fmt::format("{}{}, {}]", lo_open ? "(" : "[", lo, hi);
+  return CLI::Validator(
+      [lo, hi, lo_open, range](std::string& s) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(s, &used);
+          if (used != s.size()) throw std::invalid_argument(s);
+        } catch (const std::invalid_argument&) {
+          return "must be a number in " + range + ", got '" + s + "'";
+        } catch (const std::out_of_range&) {  // 1e400: past double
+          return "must be a number in " + range + ", got " + s;
+        }
+        if (!std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo)) return "must be a number in " + range + ", got " + s;
+        return {};
+      },
+      "NUMBER in " + range);
 }
 
 /// An unsigned integer option (seeds): CLI11 would wrap "-1" to 2^64-1 without a word, so a
