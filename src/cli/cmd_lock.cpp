@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "cli/path_checks.h"
 #include "lanes/factory.h"
@@ -231,8 +232,7 @@ LG_COMMAND("lock", [](CLI::App& app) {
   auto* update = lock->add_subcommand("update", "Re-record every lock in the folder with the CPU reference lane");
   auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
   for (auto* sub : {add, update, check})
-    sub->add_option("--program", o->program,
-                     "The .lg program to run the model with (default: the one its config's model_type names)");
+    sub->add_option("--program", o->program, "The .lg program to run the model with " + lg::cli::program_default_help());
   for (auto* sub : {update, check}) {
     sub->add_option("--locks", o->locks_dir, "Folder of *.lock.json")->capture_default_str();
     sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");

@@ -8,9 +8,19 @@
 #include <string>
 
 #include "cli/numeric_checks.h"
+#include "runtime/model_source.h"
 #include "runtime/step.h"
 
 namespace lg::cli {
+
+/// The default of --program, for its help: which folders hold the <model_type>.lg files, named
+/// as this lg resolves them. A bare "models/" read as the working directory's folder; it is the
+/// source tree's the build was made from, compiled in (runtime/model_source.h).
+inline std::string program_default_help() {
+  std::string dirs;
+  for (const auto& d : lg::runtime::builtin_model_source_dirs()) dirs += ", then " + d.string();
+  return "(default: <model_type>.lg, model_type read from config.json, looked for in $LG_MODELS_DIR when set" + dirs + ")";
+}
 
 /// Adds --model,-m (an existing model directory; required unless `optional_model`, as `lg serve
 /// --shape` serves random weights without one) and --program (an existing .lg file in place of
@@ -19,9 +29,7 @@ inline void add_model_options(CLI::App* sub, std::string& model, std::string& pr
   auto* m = sub->add_option("--model,-m", model, "model directory (config.json, model.safetensors, tokenizer.json)")
                 ->check(CLI::ExistingDirectory);
   if (!optional_model) m->required();
-  sub->add_option("--program", program,
-                  "the .lg program to run the model with (default: the one its config.json model_type names, in "
-                  "$LG_MODELS_DIR or models/)")
+  sub->add_option("--program", program, "the .lg program to run the model with " + program_default_help())
       ->check(CLI::ExistingFile);
 }
 

@@ -14,13 +14,19 @@ namespace lg::runtime {
 
 namespace fs = std::filesystem;
 
-std::vector<fs::path> model_source_dirs() {
+std::vector<fs::path> builtin_model_source_dirs() {
   std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) dirs.emplace_back(env);
   if (std::string(LG_REPO_MODELS_DIR).size()) dirs.emplace_back(LG_REPO_MODELS_DIR);
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) dirs.push_back(exe.parent_path().parent_path() / "share" / "lanegraph" / "models");
+  return dirs;
+}
+
+std::vector<fs::path> model_source_dirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) dirs.emplace_back(env);
+  for (fs::path& d : builtin_model_source_dirs()) dirs.push_back(std::move(d));
   return dirs;
 }
 

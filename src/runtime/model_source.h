@@ -11,9 +11,13 @@
 
 namespace lg::runtime {
 
-/// The folders searched for <model_type>.lg, in order: $LG_MODELS_DIR (if set), the repository's
-/// models/ folder (compiled in), and <folder of the running executable>/../share/lanegraph/models.
+/// The folders searched for <model_type>.lg, in order: $LG_MODELS_DIR (if set), then
+/// builtin_model_source_dirs().
 std::vector<std::filesystem::path> model_source_dirs();
+
+/// The folders searched whatever the environment: the models/ folder of the source tree this
+/// build was made from (compiled in), and <folder of the running executable>/../share/lanegraph/models.
+std::vector<std::filesystem::path> builtin_model_source_dirs();
 
 /// The .lg file for `config`. Throws lg::Error naming model_type (and the architectures) and the
 /// folders searched when no .lg file covers it.

@@ -128,6 +128,19 @@ TEST(CliUsage, ProgramThatIsNotARegularFileIsNamedAsSuch) {
   EXPECT_NE(missing.code, 0) << missing.out;
 }
 
+// --program's help said "in $LG_MODELS_DIR or models/", which a user reads as the working
+// directory's models/; the folder is the source tree's the build was made from (found by a new-user
+// pass). The help names the folders searched, as this lg resolves them.
+TEST(CliUsage, ProgramHelpNamesTheFoldersSearched) {
+  const std::string folder = kSource + "/models, then ";
+  for (const std::string sub : {"run", "serve", "batch", "lock check"}) {
+    const CliRun r = run_lg(sub + " --help");
+    EXPECT_EQ(r.code, 0) << sub << "\n" << r.out;
+    EXPECT_NE(r.out.find("looked for in $LG_MODELS_DIR when set, then " + folder), std::string::npos) << sub << "\n" << r.out;
+    EXPECT_EQ(r.out.find("or models/)"), std::string::npos) << sub << "\n" << r.out;
+  }
+}
+
 // An option that takes one value, given twice (under one spelling or two), is a usage error
 // naming it, its spellings and what it got; CLI11 said "--prompt: At Most 1 required but received
 // 2". Flags may repeat, and list options take their values from every time they are given.
