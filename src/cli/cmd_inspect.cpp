@@ -232,7 +232,7 @@ Json to_json(const ModelDir& m, bool hash) {
   j["eos_token_ids"] = m.generation.eos_token_ids;
   j["bos_token_id"] = m.generation.bos_token_id ? Json(*m.generation.bos_token_id) : nullptr;
   j["parameters"] = m.checkpoint.parameter_count();
-  j["bytes"] = m.checkpoint.byte_size();
+  j["parameter_bytes"] = m.checkpoint.byte_size();  // the key a config-only directory gives its program's bytes
   j["weights_hash"] = hash ? Json(m.checkpoint.weights_hash()) : nullptr;
   std::vector<std::string> files;
   for (auto& f : m.checkpoint.files()) files.push_back(f.source());

@@ -147,6 +147,28 @@ TEST(CliInspect, JsonProgramConstsAreTypedValues) {
   EXPECT_TRUE(j.at("program_dims").at("D").is_number_integer()) << j.at("program_dims");
 }
 
+// The parameters' count and bytes go under the same keys for a model directory as for a
+// config-only one (below): a new-user pass found "bytes" here and "parameter_bytes" there. The
+// bytes are the tensors' own, element count times dtype size.
+TEST(CliInspect, ModelDirectoryGivesParameterBytesUnderTheConfigOnlyKey) {
+  const CliRun r = run_lg("inspect --json " + kShared + "/fixtures/tiny-qwen3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.contains("bytes")) << r.out.substr(0, 2000);
+  int64_t count = 0, bytes = 0;
+  for (const auto& t : j.at("tensors")) {
+    int64_t n = 1;
+    for (const auto& d : t.at("shape")) n *= d.get<int64_t>();
+    const std::string dtype = t.at("dtype");
+    const int64_t size = dtype == "f32" || dtype == "float32" ? 4 : dtype == "bf16" || dtype == "f16" ? 2 : 0;
+    ASSERT_NE(size, 0) << "a dtype this test does not size: " << dtype;
+    count += n;
+    bytes += n * size;
+  }
+  EXPECT_EQ(j.at("parameters"), count);
+  EXPECT_EQ(j.at("parameter_bytes"), bytes);
+}
+
 // A directory with a config.json and no weights (bench/shapes/*, lg bench --shape's input) is
 // described from its config and program, saying there are no weights, instead of being refused for
 // lacking model.safetensors. Llama 3.1 8B's count is checked against its published 8,030,261,248
