@@ -221,14 +221,16 @@ TEST(LgRun, PromptIdOutsideTheVocabularyIsAnError) {
 
 TEST(LgRun, BadSamplingFlagsAreErrorsBeforeAnyOutput) {
   // They were checked by the sampler, after the model loaded and the prompt was printed; a
-  // negative --top-k other than the unset -1 was silently taken as unset.
+  // negative --top-k other than the unset -1 was silently taken as unset. Now they are usage
+  // errors while the options are read (exit 2, as --seed -1), naming the option and the value.
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--temperature", "-1"}, {"--temperature", "nan"}, {"--top-p", "0"}, {"--top-p", "1.5"}, {"--top-k", "-5"}};
   for (const auto& [flag, value] : bad) {
     const Result r = run_lg({"run", "--model", kModel, "--prompt", "def ", "-n", "2", flag, value});
-    EXPECT_EQ(r.code, 1) << flag << " " << value;
+    EXPECT_EQ(r.code, 2) << flag << " " << value;
     EXPECT_EQ(r.out, "") << flag << " " << value;
-    EXPECT_NE(r.err.find("lg: error: " + flag + " must be"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(flag + ": must be"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("got " + value), std::string::npos) << r.err;
   }
 }
 

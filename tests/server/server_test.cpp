@@ -571,7 +571,7 @@ TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
   // answered 413 when its 30 s read timeout ended. Each value here is a 400 naming the header,
   // well within that timeout.
   using namespace std::chrono_literals;
-  for (const std::string& length : {"-5", "abc", "5x", "99999999999999999999999"}) {
+  for (const std::string length : {"-5", "abc", "5x", "99999999999999999999999"}) {
     const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                 "application/json\r\nContent-Length: " +
                                 length + "\r\n\r\n{\"prompt\": \"x\"}";
