@@ -549,14 +549,6 @@ int rows_mode() {
   return mode;
 }
 
-/// The rows form with `heads` query heads a block for `batch` sequences: its splits (chunks of
-/// v8's split length covering split_len, no more than one wave of blocks over the batch's
-/// (sequence, KV head, head pair) items: every block of a short context does the same few rounds
-/// of loads, so a second wave would double the launch's time) and its waves of blocks at one split.
-struct RowsShape {
-  int splits;
-  double waves;
-};
 /// v10's instance for head_dim DH, a group of G and NW warps a block: 8 / NW blocks an SM (its
 /// launch bounds), so that each warp may hold two tiles' K/V fragments (up to 255 registers).
 template <int DH, int G, int NW>
@@ -607,6 +599,14 @@ BatchAttnPlan tc_rows_plan(int H, int KV, int Dh, int batch, int split_len) {
   return plan;
 }
 
+/// The rows form with `heads` query heads a block for `batch` sequences: its splits (chunks of
+/// v8's split length covering split_len, no more than one wave of blocks over the batch's
+/// (sequence, KV head, head pair) items: every block of a short context does the same few rounds
+/// of loads, so a second wave would double the launch's time) and its waves of blocks at one split.
+struct RowsShape {
+  int splits;
+  double waves;
+};
 RowsShape rows_shape(int H, int KV, int Dh, int batch, int split_len, int heads) {
   RowsShape r{1, 0.0};
   with_long_kernel<true>(H / KV, Dh, heads, [&](auto k) {
@@ -752,10 +752,10 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
     if (!attention_decode_long_supports(r.H, r.KV, r.Dh))
       throw Error("hand-written attention: v10 takes 2 or 4 query heads a KV head and head_dim 64 or 128, not " +
                   std::to_string(r.H / r.KV) + " and " + std::to_string(r.Dh));
-    const dev::DecodeAttnParams p =
-        batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
     if (plan.warps != 4 && plan.warps != 8)
       throw Error("hand-written attention: v10 takes blocks of 4 or 8 warps, not " + std::to_string(plan.warps));
+    const dev::DecodeAttnParams p =
+        batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
     return with_tc_rows_kernel(r.H / r.KV, r.Dh, plan.warps, [&](auto k) {
       using K = decltype(k);
       launch_pdl(K::kernel, dim3(r.KV, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
