@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -36,7 +37,25 @@ struct ServeOpts {
   bool no_prefix_cache = false;
   std::vector<std::string> served_model_names;  // --served-model-name NAME...
   lg::LaneOptions lane_options;
+  lg::server::CorsOptions cors;  // --allowed-origins, --allowed-methods, --allowed-headers, --allow-credentials
 };
+
+/// A CORS option's value checked (exit 2 before the model loads: "--allowed-origins: 'http://a/'
+/// is not an origin: ..."). vLLM's flags take a JSON list ('["http://a.test", "http://b.test"]');
+/// CLI11 splits a bracketed value at its commas itself, and this unquotes each element.
+CLI::Validator cors_values(std::optional<std::string> (*problem)(const std::string&), const std::string& what) {
+  return CLI::Validator(
+      [problem](std::string& s) -> std::string {
+        s = CLI::detail::trim_copy(s);
+        if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
+          const auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+          if (j.is_string()) s = j.get<std::string>();
+        }
+        const auto p = problem(s);
+        return p ? *p : std::string();
+      },
+      what);
+}
 
 // Says at start which chat template /v1/chat/completions uses, and whether it can be used (it
 // compiles, python3 with jinja2 runs). A problem is a warning: completions still work, and each
@@ -143,6 +162,7 @@ int serve(const ServeOpts& o) {
   so.host = o.host;
   so.port = o.port;
   if (!o.chat_template.empty()) so.chat_template_file = o.chat_template;
+  so.cors = o.cors;
   lg::server::Server server(*engine, so);
   std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens, KV cache %lld tokens\n",
                engine->model_id().c_str(), lane_of(o).c_str(),
@@ -195,6 +215,23 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
                 "do not share the KV cache of equal prompt prefixes between requests");
+  sub->add_option("--allowed-origins", o->cors.allowed_origins,
+                  "origins whose web pages may call the server from a browser (CORS), as a browser sends them "
+                  "(http://localhost:3000), or '*' for every origin")
+      ->expected(1, -1)
+      ->capture_default_str()
+      ->transform(cors_values(lg::server::origin_problem, "ORIGIN"));
+  sub->add_option("--allowed-methods", o->cors.allowed_methods, "HTTP methods such pages may use; '*' for every method")
+      ->expected(1, -1)
+      ->capture_default_str()
+      ->transform(cors_values(lg::server::method_problem, "METHOD"));
+  sub->add_option("--allowed-headers", o->cors.allowed_headers,
+                  "request headers such pages may send (Authorization, ...); '*' for every header")
+      ->expected(1, -1)
+      ->capture_default_str()
+      ->transform(cors_values(lg::server::header_problem, "HEADER"));
+  sub->add_flag("--allow-credentials", o->cors.allow_credentials,
+                "let such pages send cookies and HTTP authentication (answers then name the page's origin, never '*')");
   lg::cli::add_lane_options(sub, o->lane_options);
   return [o]() -> int { return serve(*o); };
 });

@@ -84,6 +84,7 @@ json model_json(const Engine& engine) {
 Server::Server(Engine& engine, const ServerOptions& options)
     : engine_(engine),
       options_(options),
+      cors_(options.cors),
       // Without a tokenizer (random weights, or no tokenizer.json) there is no template: chat is
       // refused per request.
       chat_template_(!engine.has_tokenizer()
@@ -126,9 +127,15 @@ void Server::install_routes() {
   install_info_routes();
   install_generation_routes();
   install_error_handlers();
-  // While draining, every answer closes its connection (httplib has set its headers by now): a
-  // client's next request opens a new connection, which a load balancer sends elsewhere.
-  h.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+  // Runs on every answer just before its headers are written (httplib has set its own by now),
+  // error pages and event streams included.
+  h.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // A page's cross-origin request reads the answer only with these; a preflight has its own.
+    if (req.has_header("Origin") && !res.has_header("Access-Control-Allow-Origin"))
+      for (const auto& [name, value] : cors_.response_headers(req.get_header_value("Origin")))
+        res.set_header(name, value);
+    // While draining, every answer closes its connection: a client's next request opens a new
+    // connection, which a load balancer sends elsewhere.
     if (!draining_ || res.get_header_value("Connection") == "close") return;
     res.headers.erase("Keep-Alive");
     res.set_header("Connection", "close");
@@ -164,9 +171,10 @@ void Server::install_info_routes() {
 
 void Server::install_error_handlers() {
   auto& h = *http_;
-  h.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const auto bad = bad_content_length(req);
-    if (!bad) return httplib::Server::HandlerResponse::Unhandled;
+    if (!bad) return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
+                                                : httplib::Server::HandlerResponse::Unhandled;
     // The body's end is unknown: the client is told to drop the connection (httplib 0.11 keeps
     // reading it, and would take the body for the next request).
     res.set_header("Connection", "close");
@@ -212,6 +220,29 @@ void Server::install_error_handlers() {
     else
       send_json(res, res.status, error_body(fmt::format("HTTP {}", res.status), "invalid_request_error", ""));
   });
+}
+
+// A browser asks before a cross-origin request that is not "simple" (a JSON POST, an
+// Authorization header): OPTIONS with Origin and Access-Control-Request-Method, on any path, as
+// Starlette's middleware answers it ahead of the routes.
+bool Server::answer_preflight(const httplib::Request& req, httplib::Response& res) const {
+  if (!CorsPolicy::is_preflight(req.method, req.has_header("Origin"), req.has_header("Access-Control-Request-Method")))
+    return false;
+  const std::optional<std::string> asked_headers =
+      req.has_header("Access-Control-Request-Headers")
+          ? std::optional<std::string>(req.get_header_value("Access-Control-Request-Headers"))
+          : std::nullopt;
+  const PreflightAnswer a =
+      cors_.preflight(req.get_header_value("Origin"), req.get_header_value("Access-Control-Request-Method"), asked_headers);
+  res.status = a.status;
+  for (const auto& [name, value] : a.headers) res.set_header(name, value);
+  res.set_content(a.body, "text/plain; charset=utf-8");
+  // httplib does not read an OPTIONS body: the client is told to drop the connection rather than
+  // have the body taken for its next request.
+  if ((req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0") ||
+      req.has_header("Transfer-Encoding"))
+    res.set_header("Connection", "close");
+  return true;
 }
 
 namespace {

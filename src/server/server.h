@@ -18,10 +18,13 @@
 #include <thread>
 
 #include "chat/chat_template.h"
+#include "server/cors.h"
 #include "server/engine.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace lg::server {
@@ -36,6 +39,9 @@ struct ServerOptions {
   /// How long an idle keep-alive connection is kept open waiting for its next request (its
   /// thread polls meanwhile). httplib's default is 5 s.
   int keep_alive_s = 2;
+  /// Which web pages may call the server from a browser (docs/server.md, CORS): every origin by
+  /// default, as vLLM.
+  CorsOptions cors{};
 };
 
 /// Throws lg::Error, in the words Server::bind uses, when a server could not listen on host:port
@@ -47,8 +53,9 @@ void check_can_listen(const std::string& host, int port);
 class Server {
  public:
   /// Holds `engine` (which must outlive the server) and reads the model's chat template (no
-  /// renderer is started yet). Binds nothing yet. Throws lg::Error only for an unreadable
-  /// options.chat_template_file; a broken template of the model is reported per chat request.
+  /// renderer is started yet). Binds nothing yet. Throws lg::Error for an unreadable
+  /// options.chat_template_file or an invalid options.cors; a broken template of the model is
+  /// reported per chat request.
   Server(Engine& engine, const ServerOptions& options);
   ~Server();  ///< stops the server if it is running
   Server(const Server&) = delete;
@@ -82,9 +89,12 @@ class Server {
   void install_info_routes();
   void install_generation_routes();
   void install_error_handlers();
+  /// Answers a CORS preflight (true), or leaves the request to the routes (false).
+  bool answer_preflight(const httplib::Request& req, httplib::Response& res) const;
 
   Engine& engine_;
   ServerOptions options_;
+  CorsPolicy cors_;
   chat::ChatTemplate chat_template_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;

@@ -45,6 +45,22 @@ TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
   expect_usage_error("bench --prompt-len 512,0", "--prompt-len: must be between 2 and 1048576, got 0");
 }
 
+// lg serve's CORS options are checked while parsing, before the model loads: an origin a browser
+// never sends (a trailing '/', a path) would silently match nothing.
+TEST(CliUsage, ServeCorsValuesAreRefusedReadably) {
+  const std::string serve = "serve -m " + kModel + " ";
+  expect_usage_error(serve + "--allowed-origins http://localhost:3000/",
+                     "--allowed-origins: 'http://localhost:3000/' is not an origin: give scheme://host[:port] with no "
+                     "path and no trailing '/'");
+  expect_usage_error(serve + "--allowed-origins http://a.test http://b.test/app",
+                     "--allowed-origins: 'http://b.test/app' is not an origin");
+  // vLLM's JSON list: each element is checked unquoted (the first here is accepted).
+  expect_usage_error(serve + "--allowed-origins '[\"http://a.test\", \"localhost\"]'",
+                     "--allowed-origins: 'localhost' is not an origin");
+  expect_usage_error(serve + "--allowed-methods 'GET POST'", "--allowed-methods: 'GET POST' is not an HTTP method");
+  expect_usage_error(serve + "--allowed-headers 'X-Key:'", "--allowed-headers: 'X-Key:' is not a header name");
+}
+
 // inf, nan and 1e30 used to be accepted as temperatures, and --seed -1 silently became 2^64-1.
 // Every bad sampling value is the same usage error (exit 2, "--option: must be ..., got X"): a
 // new-user pass found --seed -1 exit 2 but --top-k -3 exit 1 with another wording.

@@ -217,6 +217,24 @@ TEST(ServeCli, SigintStopsAServerStartedAsABackgroundJob) {
 // A port in use is found before the model loads (a new user waited for a model to load to learn
 // it): the error names the address, and the model is never loaded (the "serving" line follows
 // the load).
+// The CORS options reach the server: origins given as vLLM's JSON list are each allowed (named
+// back, with credentials), another origin gets no CORS header.
+TEST(ServeCli, AllowedOriginsAsAJsonListReachTheServer) {
+  ServeProcess serve({"-q", "--allowed-origins", R"(["http://a.test", "http://b.test"])", "--allow-credentials"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.log();
+  const auto health = [&](const std::string& origin) {
+    return ask(serve.port, "GET /health HTTP/1.1\r\nHost: x\r\nOrigin: " + origin + "\r\n\r\n", "\"ok\"");
+  };
+  for (const std::string origin : {"http://a.test", "http://b.test"}) {
+    const std::string got = health(origin);
+    EXPECT_EQ(test::response_header(got, "Access-Control-Allow-Origin"), origin) << got;
+    EXPECT_EQ(test::response_header(got, "Access-Control-Allow-Credentials"), "true") << got;
+  }
+  const std::string other = health("http://c.test");
+  EXPECT_NE(other.find("\"ok\""), std::string::npos) << other;
+  EXPECT_EQ(test::response_header(other, "Access-Control-Allow-Origin"), std::nullopt) << other;
+}
+
 TEST(ServeCli, PortInUseIsRefusedBeforeTheModelLoads) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <optional>
 #include <sstream>
@@ -91,6 +92,24 @@ inline RawResponse first_response(const std::string& text) {
   const size_t n = cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16));
   r.body = text.substr(head_end + 4, n);
   return r;
+}
+
+/// The value of header `name` (any case) in the head of the first response in `text`, if present.
+inline std::optional<std::string> response_header(const std::string& text, const std::string& name) {
+  const auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  };
+  const std::string head = text.substr(0, text.find("\r\n\r\n"));
+  for (size_t at = head.find("\r\n"); at != std::string::npos; at = head.find("\r\n", at + 2)) {
+    const size_t end = std::min(head.find("\r\n", at + 2), head.size());
+    const std::string line = head.substr(at + 2, end - at - 2);
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || lower(line.substr(0, colon)) != lower(name)) continue;
+    const size_t value = line.find_first_not_of(' ', colon + 1);
+    return value == std::string::npos ? std::string() : line.substr(value);
+  }
+  return std::nullopt;
 }
 
 /// Sends `bytes` on a new connection and returns what comes back up to the end of the first

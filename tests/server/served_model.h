@@ -15,10 +15,10 @@ namespace lg::test {
 /// Base of a suite that serves qwen3-pycode-22m; a derived suite's SetUpTestSuite calls serve().
 class ServedModel : public ::testing::Test {
  protected:
-  /// Starts the engine with `eo` and the server on 127.0.0.1 at a free port.
-  static void serve(const lg::server::EngineOptions& eo) {
+  /// Starts the engine with `eo` and the server with `so` (127.0.0.1 at a free port by default).
+  static void serve(const lg::server::EngineOptions& eo, const lg::server::ServerOptions& so = {"127.0.0.1", 0}) {
     engine_ = new lg::server::Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
-    server_ = new lg::server::Server(*engine_, {"127.0.0.1", 0});
+    server_ = new lg::server::Server(*engine_, so);
     port_ = server_->start();
   }
   static void TearDownTestSuite() {
