@@ -68,8 +68,6 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-using lg::cli::preset_config;
-
 struct DecodeTiming {
   double median_ms, p10_ms, p90_ms;
   size_t steps;
@@ -115,14 +113,13 @@ int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
   // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
   // .lg program's params get random bf16 weights made on the device.
-  const bool shape_dir = lg::cli::config_only_dir(o.shape);
-  const bool is_dir = std::filesystem::is_directory(o.shape) && !shape_dir;
+  const bool is_dir = std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape);
   if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
     throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
                     "are made on the device for the hand-written and compiled lanes only)");
   std::optional<lg::model::ModelConfig> preset;
-  if (shape_dir) preset = lg::model::load_config(std::filesystem::path(o.shape) / "config.json");
-  else if (!is_dir) preset = preset_config(o.shape, ", or a model directory");  // an unknown shape name is an error first
+  // An unknown shape name is an error first.
+  if (!is_dir) preset = lg::cli::random_shape(o.shape, ", or a model directory").config;
   if (!lg::cuda::cuda_device_available())
     throw lg::Error(o.lane == "cpu" ? "lg bench: no CUDA device: lg bench times a lane next to the GPU's copy bandwidth "
                                       "(its floor), so it needs a GPU even for --lane cpu; time the CPU reference with "

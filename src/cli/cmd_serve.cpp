@@ -1,8 +1,9 @@
 // `lg serve --model DIR`: an OpenAI-compatible HTTP server (docs/server.md) over one lane. Loads
 // the model once, then serves until SIGINT or SIGTERM: then it stops accepting, lets the running
 // requests finish (up to --shutdown-timeout; a second signal cuts that short) and exits 0.
-// `--shape qwen3-8b` serves random weights made on the GPU instead, for load tests at a real
-// shape without a checkpoint (token-id prompts only).
+// `--shape qwen3-8b` (or a directory holding a config.json, as lg bench takes) serves random
+// weights made on the GPU instead, for load tests at a real shape without a checkpoint (token-id
+// prompts only).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -76,8 +77,9 @@ void report_chat_template(const lg::chat::ChatTemplate& t) {
 
 std::string lane_of(const ServeOpts& o) { return o.lane.empty() ? (o.shape.empty() ? "cpu" : "handwritten") : o.lane; }
 
-/// The engine of `dir` (the opened --model), or of random weights at --shape when there is none.
-std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optional<lg::model::ModelDir> dir) {
+/// The engine of `dir` (the opened --model), or of random weights at `shape` (--shape).
+std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optional<lg::model::ModelDir> dir,
+                                                const std::optional<lg::cli::RandomShape>& shape) {
   lg::server::EngineOptions eo;
   eo.lane = lane_of(o);
   eo.max_seq = o.max_seq;
@@ -90,7 +92,7 @@ std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optiona
   if (dir) return std::make_unique<lg::server::Engine>(std::move(*dir), eo);
   // Random weights: a context of 4096 by default, as for a checkpoint (40960 would size a KV
   // pool per sequence far beyond what a load test needs).
-  return std::make_unique<lg::server::Engine>(lg::server::RandomModel{o.shape, lg::cli::preset_config(o.shape)}, eo);
+  return std::make_unique<lg::server::Engine>(lg::server::RandomModel{shape->name, shape->config}, eo);
 }
 
 // SIGINT/SIGTERM reach whichever thread the kernel picks, and some threads exist before main()
@@ -148,16 +150,23 @@ void watch_signals(lg::server::Server& server, const lg::server::Engine& engine,
 }
 
 int serve(const ServeOpts& o) {
-  if (o.model.empty() == o.shape.empty()) throw lg::Error("lg serve: give either --model DIR or --shape NAME");
+  if (o.model.empty() == o.shape.empty())
+    throw lg::Error("lg serve: give either --model DIR or --shape NAME|SHAPE_DIR");
   if (!o.shape.empty() && !o.chat_template.empty())
     throw lg::Error("lg serve: --chat-template needs --model: random weights (--shape) have no tokenizer for chat");
   // What can be refused before the model loads (which may take minutes) is refused first.
+  std::optional<lg::cli::RandomShape> shape;
+  if (!o.shape.empty())
+    shape = lg::cli::random_shape(o.shape, ", or a directory holding a config.json alone (bench/shapes/*)");
+  if (shape && lane_of(o) == "cpu")
+    throw lg::Error("lg serve: --lane cpu runs on a checkpoint only (--model DIR): random weights at --shape '" +
+                    o.shape + "' are made on the GPU, for the handwritten and compiled lanes");
   std::optional<lg::model::ModelDir> dir;
   if (!o.model.empty()) dir = lg::model::ModelDir::open(o.model);
   if (!o.chat_template.empty() && !dir->tokenizer_json)
     throw lg::Error("lg serve: --chat-template needs a tokenizer, and " + o.model + " has no tokenizer.json");
   lg::server::check_can_listen(o.host, o.port);
-  const auto engine = make_engine(o, std::move(dir));
+  const auto engine = make_engine(o, std::move(dir), shape);
   lg::server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
@@ -191,7 +200,9 @@ LG_COMMAND("serve", [](CLI::App& app) {
   lg::cli::add_model_options(sub, o->model, o->program, /*optional_model=*/true);
   sub->add_option("--shape", o->shape,
                   std::string("random weights made on the GPU at a real shape instead of --model (") +
-                      lg::cli::preset_shape_names() + "): prompts as token ids, for load tests");
+                      lg::cli::preset_shape_names() +
+                      ", or a directory holding a config.json alone, as bench/shapes/*): prompts as token ids, for "
+                      "load tests");
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten; default cpu, handwritten with --shape)");
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));

@@ -1,10 +1,13 @@
 // The real model shapes `lg bench` and `lg serve --shape` run at without a checkpoint: random
-// weights made on the GPU at the shape of a published config.json.
+// weights made on the GPU at the shape of a published config.json, a preset's or a directory's
+// (bench/shapes/*).
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/path_checks.h"
 #include "model/config.h"
 #include "support/error.h"
 
@@ -32,6 +35,29 @@ inline model::ModelConfig preset_config(const std::string& name, const std::stri
     throw Error("--shape '" + name + "': known shapes are " + preset_shape_names() + alternatives);
   }
   return model::parse_config(c, "preset " + name);
+}
+
+/// A shape to make random weights at: its name (the served model id) and its config.
+struct RandomShape {
+  std::string name;
+  model::ModelConfig config;
+};
+
+/// What `--shape` names when it is not a checkpoint: a preset (preset_config), or a directory
+/// holding a config.json and no weights (bench/shapes/*), named by its last component. Throws
+/// lg::Error for an unknown name (listing the presets, then `alternatives`), a directory without
+/// a config.json, one with weights (a checkpoint, which --model serves), or a bad config.json.
+inline RandomShape random_shape(const std::string& shape, const std::string& alternatives) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(shape, ec)) return {shape, preset_config(shape, alternatives)};
+  const std::filesystem::path dir(shape);
+  if (!std::filesystem::exists(dir / "config.json", ec))
+    throw Error("--shape '" + shape + "': this directory has no config.json (a shape directory holds a model's " +
+                "config.json alone, as bench/shapes/* do)");
+  if (!config_only_dir(dir))
+    throw Error("--shape '" + shape + "' holds weights (*.safetensors): it is a checkpoint, not a shape; give it as " +
+                "--model to serve its weights");
+  return {std::filesystem::weakly_canonical(dir, ec).filename().string(), model::load_config(dir / "config.json")};
 }
 
 }  // namespace lg::cli

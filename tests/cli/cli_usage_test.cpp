@@ -337,6 +337,35 @@ TEST(CliUsage, BenchNamesItsPresetShapes) {
       << r.out;
 }
 
+// `lg serve --shape` takes what `lg bench --shape` takes for random weights: a preset or a
+// directory holding a config.json alone (bench/shapes/*). Random weights are made for the GPU
+// lanes only, so on the cpu lane a shape directory gets as far as the lane's refusal (an unknown
+// name is refused before it, by name); the directory's faults are named before any lane is.
+TEST(CliUsage, ServeShapeTakesAConfigDirectoryAsBenchDoes) {
+  const CliRun dir = run_lg("serve --lane cpu --shape " + kSource + "/bench/shapes/llama-3.1-8b");
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("lg serve: --lane cpu runs on a checkpoint only (--model DIR): random weights at --shape"),
+            std::string::npos)
+      << dir.out;
+  const CliRun name = run_lg("serve --lane cpu --shape qwen3-235b");
+  EXPECT_EQ(name.code, 1) << name.out;
+  EXPECT_NE(name.out.find("--shape 'qwen3-235b': known shapes are qwen3-0.6b, qwen3-8b, or a directory holding a "
+                          "config.json alone (bench/shapes/*)"),
+            std::string::npos)
+      << name.out;
+  const std::string empty = (std::filesystem::temp_directory_path() / "lg_serve_shape_no_config").string();
+  std::filesystem::create_directories(empty);
+  const CliRun none = run_lg("serve --shape " + empty);
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_NE(none.out.find("--shape '" + empty + "': this directory has no config.json"), std::string::npos) << none.out;
+  std::filesystem::remove_all(empty);
+  const CliRun checkpoint = run_lg("serve --shape " + kModel);
+  EXPECT_EQ(checkpoint.code, 1) << checkpoint.out;
+  EXPECT_NE(checkpoint.out.find("holds weights (*.safetensors): it is a checkpoint, not a shape; give it as --model"),
+            std::string::npos)
+      << checkpoint.out;
+}
+
 // `lg lock check` away from the repository: a missing locks folder names --locks, and a lock
 // whose model is not where its relative path points names the path it tried and --shared
 // (both were bare "no such folder" messages; new-user pass, session 22).
