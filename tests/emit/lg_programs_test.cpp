@@ -166,7 +166,9 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
 // before it writes, so it waits first. LG_COMPILED_MOE_EARLY_ROWS=0 keeps the wait at the head.
 TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
   auto emit_30b = [](const char* knob) {
-    if (knob) EXPECT_EQ(setenv("LG_COMPILED_MOE_EARLY_ROWS", knob, 1), 0);
+    if (knob) {
+      EXPECT_EQ(setenv("LG_COMPILED_MOE_EARLY_ROWS", knob, 1), 0);
+    }
     ir::Graph g = lang::lower_file(kSource + "/models/qwen3_moe.lg", config_of(kSource + "/bench/shapes/qwen3-30b-a3b"),
                                    lang::BindOptions{4096});
     CudaProgram prog = emit_batched(g, {16, 256, 64, 512});
@@ -203,7 +205,9 @@ TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
   EXPECT_GE(downs, 1);
   EXPECT_GE(ups, 1);
   for (const auto& k : emit_30b("0").kernels)
-    if (k.name.ends_with("_experts")) EXPECT_EQ(k.source.find("lg_waited"), std::string::npos) << k.name;
+    if (k.name.ends_with("_experts")) {
+      EXPECT_EQ(k.source.find("lg_waited"), std::string::npos) << k.name;
+    }
 }
 
 // The post-attention RMSNorm of Qwen3-MoE is the router GEMM's prologue

@@ -248,7 +248,9 @@ TEST(CpuOps, TopkOrdersNanFirstAndEqualValuesByIndex) {
   ASSERT_EQ(v.size(), want.size());
   for (size_t j = 0; j < v.size(); ++j) {
     EXPECT_EQ(std::isnan(v[j]), std::isnan(want[j])) << j;
-    if (!std::isnan(want[j])) EXPECT_EQ(v[j], want[j]) << j;
+    if (!std::isnan(want[j])) {
+      EXPECT_EQ(v[j], want[j]) << j;
+    }
     EXPECT_EQ(std::signbit(v[j]), std::signbit(want[j])) << j;
   }
   // The k best only: the first k of the full order.
