@@ -39,18 +39,26 @@ inline CLI::Validator int_in_range(int64_t lo, int64_t hi = INT64_MAX) {
 /// An integer option >= 1 (token counts, context lengths, steps).
 inline CLI::Validator at_least_one() { return int_in_range(1); }
 
+/// How a whole option value reads as a double (std::stod over all of it).
+enum class NumberText { kNumber, kNotANumber, kPastDouble };
+inline NumberText read_whole_double(const std::string& s, double& v) {
+  try {
+    size_t used = 0;
+    v = std::stod(s, &used);
+    return used == s.size() ? NumberText::kNumber : NumberText::kNotANumber;
+  } catch (const std::invalid_argument&) {
+    return NumberText::kNotANumber;
+  } catch (const std::out_of_range&) {  // 1e400
+    return NumberText::kPastDouble;
+  }
+}
+
 /// A real-number option >= 0 (thresholds): "must be a number >= 0, got X".
 inline CLI::Validator non_negative_number() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
         double v = 0;
-        try {
-          size_t used = 0;
-          v = std::stod(s, &used);
-          if (used != s.size()) throw std::invalid_argument(s);
-        } catch (const std::exception&) {
-          return "must be a number >= 0, got '" + s + "'";
-        }
+        if (read_whole_double(s, v) != NumberText::kNumber) return "must be a number >= 0, got '" + s + "'";
         if (!(v >= 0)) return "must be a number >= 0, got " + s;
         return {};
       },
@@ -65,15 +73,9 @@ inline CLI::Validator finite_number_in(double lo, double hi, bool lo_open = fals
   return CLI::Validator(
       [lo, hi, lo_open, range](std::string& s) -> std::string {
         double v = 0;
-        try {
-          size_t used = 0;
-          v = std::stod(s, &used);
-          if (used != s.size()) throw std::invalid_argument(s);
-        } catch (const std::invalid_argument&) {
-          return "must be a number in " + range + ", got '" + s + "'";
-        } catch (const std::out_of_range&) {  // 1e400: past double
-          return "must be a number in " + range + ", got " + s;
-        }
+        const NumberText read = read_whole_double(s, v);
+        if (read == NumberText::kNotANumber) return "must be a number in " + range + ", got '" + s + "'";
+        if (read == NumberText::kPastDouble) return "must be a number in " + range + ", got " + s;
         if (!std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo)) return "must be a number in " + range + ", got " + s;
         return {};
       },
