@@ -307,15 +307,21 @@ int decode_attn_splits(int max_seq, int min_split) {
   return std::max(1, std::min(dev::kDecodeSplits, (max_seq + min_split - 1) / min_split));
 }
 
+/// Blocks of `kernel` (`threads` a block, no dynamic shared memory) resident on the device at once.
+template <typename Kernel>
+int resident_blocks(Kernel kernel, int threads) {
+  int per_sm = 0;
+  LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  return std::max(1, per_sm) * cuda::sm_count();
+}
+
 /// `splits` per head, or fewer so that the H x splits blocks of a long context fill whole waves of
 /// the kernel's resident blocks: a partial last wave costs a whole one, since every block of a
 /// long context has the same chunk to do (at 32,768 positions, 8B, 3 blocks of 8 warps per SM:
 /// 1,024 blocks are 2.6 waves, 24 splits' 768 are 1.9).
 template <typename Kernel>
 int whole_wave_splits(Kernel kernel, int threads, int H, int splits) {
-  int per_sm = 0;
-  LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-  const int resident = std::max(1, per_sm) * cuda::sm_count();
+  const int resident = resident_blocks(kernel, threads);
   if (H * splits <= resident) return splits;
   const int waves = H * splits / resident;
   return std::max(1, std::min(splits, waves * resident / H));
@@ -454,11 +460,7 @@ struct LongKernel {
   static constexpr auto kernel = dev::attn_decode_long_kernel<DH, G, QG, kWarps, BATCH>;
   /// Blocks of it resident on the device at once.
   static int resident() {
-    static const int n = [] {
-      int per_sm = 0;
-      LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
-      return std::max(1, per_sm) * cuda::sm_count();
-    }();
+    static const int n = resident_blocks(kernel, kWarps * 32);
     return n;
   }
 };
@@ -556,11 +558,7 @@ struct TcRowsKernel {
   static constexpr int kWarps = NW;
   static constexpr auto kernel = dev::attn_decode_tc_rows_kernel<DH, G, kWarps>;
   static int resident() {
-    static const int n = [] {
-      int per_sm = 0;
-      LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
-      return std::max(1, per_sm) * cuda::sm_count();
-    }();
+    static const int n = resident_blocks(kernel, kWarps * 32);
     return n;
   }
 };
@@ -635,9 +633,9 @@ BatchAttnPlan decode_attention_batch_plan(int H, int KV, int Dh, int batch, int 
   if (rows_mode() == 2) return rows_widest;
   // v10 streams K/V at about 4.0 TB/s against the rows form's 2.75 (8B, 16 sequences, the step's
   // slope from 1,024 to 2,048 positions) but costs more a launch. H200 (bench/RESULTS.md, session
-  // 24, calls 8-9): at a group of 4 and head_dim 128 (8B) it wins at 16-64 sequences once the
-  // longest passes 1,024 positions (a split length of 2,048: 0.5-2% there, 2-5% past 2,048) and
-  // loses up to 1.3% below; at 128 sequences v9 stays ahead, and at a group of 2 (0.6B: the scores'
+  // 24, calls 9-10): at a group of 4 and head_dim 128 (8B) it wins at 16-64 sequences once the
+  // longest passes 1,024 positions (a split length of 2,048: -0.1% to 1.9% there, 1.5-5% past
+  // 2,048) and loses up to 1.3% below; at 128 sequences v9 stays ahead, and at a group of 2 (0.6B: the scores'
   // 8 mma columns a quarter used) it loses 3-8% everywhere.
   const int tc_rows = tc_rows_mode();
   const bool tc_rows_pays = G == 4 && Dh == 128 && batch >= 16 && batch <= 64 && split_len >= 2048;

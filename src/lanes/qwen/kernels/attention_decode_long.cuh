@@ -22,6 +22,12 @@
 
 namespace lg::qwen::dev {
 
+/// Elements 0 and 1 of `f` (bf16 values held as floats: s_kv) as one word of two bf16, the
+/// cache's layout: the position's K/V rows as the loads of other rows find them.
+__device__ __forceinline__ unsigned bf16_pair_bits(const float* f) {
+  return (__float_as_uint(f[0]) >> 16) | (__float_as_uint(f[1]) & 0xffff0000u);
+}
+
 /// The prologue of a block serving query heads h0 .. h0 + QG - 1 of KV head kvh (v8, v10): warp
 /// g < QG forms query head h0 + g from the raw projection (bias, q-norm, RoPE at `pos`) into s_q;
 /// in split 0 (holds_pos) warp QG % NW forms this position's K and V, which the writer block (one
@@ -173,8 +179,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     for (int c = 0; c < 2; ++c)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        w[c][i] = (__float_as_uint(s_kv[c][ln * 8 + 2 * i]) >> 16) |
-                  (__float_as_uint(s_kv[c][ln * 8 + 2 * i + 1]) & 0xffff0000u);
+        w[c][i] = bf16_pair_bits(&s_kv[c][ln * 8 + 2 * i]);
     kpos = make_uint4(w[0][0], w[0][1], w[0][2], w[0][3]);
     vpos = make_uint4(w[1][0], w[1][1], w[1][2], w[1][3]);
   }

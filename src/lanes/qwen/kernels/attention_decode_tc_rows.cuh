@@ -72,10 +72,7 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) attn_decode_tc_rows_kernel(co
   auto position_quarter = [&](int which, uint4 (&u)[CU]) {
     unsigned w[CU * 4];
 #pragma unroll
-    for (int i = 0; i < CU * 4; ++i) {
-      const int d = c * (DH / 4) + 2 * i;
-      w[i] = (__float_as_uint(s_kv[which][d]) >> 16) | (__float_as_uint(s_kv[which][d + 1]) & 0xffff0000u);
-    }
+    for (int i = 0; i < CU * 4; ++i) w[i] = bf16_pair_bits(&s_kv[which][c * (DH / 4) + 2 * i]);
 #pragma unroll
     for (int u4 = 0; u4 < CU; ++u4) u[u4] = make_uint4(w[4 * u4], w[4 * u4 + 1], w[4 * u4 + 2], w[4 * u4 + 3]);
   };
