@@ -130,3 +130,24 @@ attn_ncu_32k() {
   grep -E '"(gpu__time_duration.sum|smsp__inst_executed.sum|sm__warps_active.avg.pct_of_peak_sustained_active)"' \
     "$out/ncu_attn_32k_$label.csv" | awk -F'","' '{print $5, $(NF-2), $NF}' | tail -3
 }
+
+# ab_table FILE: the step ms of $out/FILE (lg bench lines under "== round N [SHAPE] VARIANT"
+# headers, as the session-24 call scripts append them) side by side: a line a (shape, batch,
+# context), each run's VARIANT:ms in file order.
+ab_table() {
+  python3 - "$out/$1" <<'PY'
+import sys, collections
+rows = collections.defaultdict(list)
+key, variant = (), None
+for line in open(sys.argv[1]):
+    if line.startswith("=="):
+        words = line.split()[3:]  # past "== round N"
+        key, variant = tuple(words[:-1]), words[-1]
+        continue
+    f = line.split()
+    if len(f) > 3 and f[0].isdigit():
+        rows[key + (int(f[0]), int(f[1].lstrip('+')))].append((variant, f[2]))
+for k in sorted(rows):
+    print(k, " ".join(f"{v}:{ms}" for v, ms in rows[k]))
+PY
+}

@@ -16,13 +16,5 @@ for shape in qwen3-8b qwen3-0.6b; do
     } >> "$out/bench.txt"
   done
 done
-python3 - "$out/bench.txt" <<'PY'
-import sys, collections
-rows = collections.defaultdict(list); st = None
-for line in open(sys.argv[1]):
-    if line.startswith("=="): _, _, _, shape, st = line.split(); continue
-    f = line.split()
-    if len(f) > 3 and f[0].isdigit(): rows[(shape, int(f[0]), int(f[1].lstrip('+')))].append((st, f[2]))
-for k in sorted(rows): print(k, " ".join(f"{s}:{v}" for s, v in rows[k]))
-PY
+ab_table bench.txt
 exit 0

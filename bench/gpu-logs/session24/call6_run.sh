@@ -33,13 +33,5 @@ for round in 1 2; do
     [ $v = v10 ] || lg=$bin b1_32k "$v" handwritten
   done
 done
-python3 - "$out/bench.txt" <<'PY'
-import sys, collections
-rows = collections.defaultdict(list); st = None
-for line in open(sys.argv[1]):
-    if line.startswith("=="): st = line.split()[-1]; continue
-    f = line.split()
-    if len(f) > 3 and f[0].isdigit(): rows[(int(f[0]), f[1])].append((st, f[2]))
-for k in sorted(rows): print(k, " ".join(f"{s}:{v}" for s, v in rows[k]))
-PY
+ab_table bench.txt
 exit 0
