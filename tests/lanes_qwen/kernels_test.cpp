@@ -838,6 +838,62 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
 
 }
 
+// A PDL kernel behind a cuBLASLt GEMM in a captured graph (cuda::note_untriggered_launch, under
+// LG_EARLY_AFTER_GEMM=1): its edge moves to the GEMM's launch-completion port, so its blocks start
+// while the GEMM runs, and what it computes after its griddepcontrol.wait still sees the whole
+// product. The GEMM is large enough (16 x 8192 x 4096, 64 MB of weights: ~20 us) that a read of
+// its output before it ends would find the poison; each replay takes fresh inputs. Without the
+// knob the edge stays as captured and the result must be the same.
+TEST(QwenKernels, PdlKernelBehindCublasLtGemmStartsEarlyAndSeesItsProduct) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  cuda::LtGemm gemm;
+  const int T = 16, F = 4096, K = 4096, N = 2 * F;
+  auto W = random_bf16(rng, size_t(N) * K, -1, 1);
+  auto dW = to_device(W.raw);
+  auto din = poisoned_bf16(size_t(T) * K);
+  auto gu = poisoned_f32(size_t(T) * N);
+  auto act = poisoned_bf16(size_t(T) * F);
+  auto enqueue = [&] {
+    gemm.matmul(as_bf16(din), as_bf16(dW), gu.as<float>(), T, N, K, false, s.get());
+    launch_swiglu(gu.as<float>(), size_t(T) * F, act.as<bf16>(), s.get());
+  };
+  enqueue();  // cuBLASLt's plan for this shape is made outside the capture
+  s.synchronize();
+  cuda::GraphExec graph;
+  graph.begin_capture(s.get());
+  enqueue();
+  graph.end_capture(s.get());
+  const char* knob = std::getenv("LG_EARLY_AFTER_GEMM");
+  const char* pdl = std::getenv("LG_QWEN_PDL");
+  const bool on = knob && std::atoi(knob) != 0 && !(pdl && std::atoi(pdl) == 0);
+  EXPECT_EQ(graph.early_dependent_edges(), on ? 1u : 0u);
+  for (int rep = 0; rep < 3; ++rep) {
+    auto in = random_bf16(rng, size_t(T) * K, -1, 1);
+    LG_CUDA_CHECK(cudaMemcpy(din.data(), in.raw.data(), in.raw.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    LG_CUDA_CHECK(cudaMemset(gu.data(), 0xff, size_t(T) * N * sizeof(float)));  // NaN
+    LG_CUDA_CHECK(cudaMemset(act.data(), 0xff, size_t(T) * F * sizeof(uint16_t)));
+    graph.launch(s.get());
+    s.synchronize();
+    std::vector<double> want(size_t(T) * F);
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < F; ++i) {
+        double g = 0, u = 0;  // weight rows interleave (gate_i, up_i)
+        const float* x = &in.f[size_t(t) * K];
+        const float* wg = &W.f[size_t(2 * i) * K];
+        const float* wu = wg + K;
+        for (int k = 0; k < K; ++k) {
+          g += double(x[k]) * wg[k];
+          u += double(x[k]) * wu[k];
+        }
+        want[size_t(t) * F + i] = silu_ref(g) * u;
+      }
+    // bf16 output: 2^-8 relative rounding, the same bound the eager SwiGLU test holds.
+    EXPECT_LT(rel_err(download_bf16(act, want.size()), want), 4e-3) << "replay " << rep;
+  }
+}
+
 // The batched decode's split-K slices (no GPU needed): the measured picks at the 8B and 0.6B shapes,
 // none past 128 rows, and when split, never a slice that is not a multiple of 8 values (16-byte rows).
 TEST(QwenKernels, DecodeGemmSlicesAreTheMeasuredPicksAndWholeRows) {

@@ -105,7 +105,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     auto norm = [&](const float* w, int slices) {
       if (skip("rmsnorm")) return;
       if (slices == 1)
-        launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+        launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
       else
         launch_rmsnorm_rows_add(s.x.as<float>(), s.dec_parts.as<float>(), slices, w, Bp, d.D, d.eps,
                                 s.h.as<bf16_t>(), cs);

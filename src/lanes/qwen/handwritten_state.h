@@ -142,9 +142,7 @@ void capture(cuda::GraphExec& graph, cudaStream_t s, F&& enqueue) {
   try {
     enqueue();
   } catch (...) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(s, &g);
-    if (g) cudaGraphDestroy(g);
+    graph.abandon_capture(s);
     throw;
   }
   graph.end_capture(s);

@@ -161,7 +161,7 @@ void launch_rmsnorm_rows_add(float* x, const float* parts, int nparts, const flo
   if (nparts < 1 || nparts > dev::kRmsNormMaxParts || !parts)
     throw Error("hand-written RMSNorm: the split-K add sums 1 to " + std::to_string(dev::kRmsNormMaxParts) +
                 " slices, not " + std::to_string(nparts));
-  launch_rmsnorm(x, w, nullptr, T, D, eps, h, s, false, parts, nparts);
+  launch_rmsnorm(x, w, nullptr, T, D, eps, h, s, true, parts, nparts);
 }
 
 int decode_gemm_slices(int K, int Bp, bool down) {
@@ -830,13 +830,11 @@ void launch_attention_ragged(const float* q, const KvPages& c, const int* block_
 void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_t s) {
   if (B < 0 || V <= 0) throw Error("hand-written argmax: B=" + std::to_string(B) + " V=" + std::to_string(V));
   if (B == 0) return;
-  dev::argmax_rows_kernel<<<B, dev::kArgmaxThreads, 0, s>>>(logits, V, out);
-  LG_CUDA_CHECK_LAUNCH();
+  launch_pdl(dev::argmax_rows_kernel, dim3(B), dim3(dev::kArgmaxThreads), 0, s, logits, V, out);
 }
 
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t s) {
-  dev::swiglu_kernel<<<grid_for(n, 256), 256, 0, s>>>(reinterpret_cast<const float2*>(gu), n, act);
-  LG_CUDA_CHECK_LAUNCH();
+  launch_pdl(dev::swiglu_kernel, dim3(grid_for(n, 256)), dim3(256), 0, s, reinterpret_cast<const float2*>(gu), n, act);
 }
 
 void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t s) {

@@ -140,7 +140,8 @@ bool gemv_rows_enabled();
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
 /// pdl: launched with Programmatic Dependent Launch (the kernel waits for the previous one before
-/// reading x, and lets the next one's blocks start early: the batched decode before launch_gemv_rows).
+/// reading x, and lets the next one's blocks start early: the batched decode, before launch_gemv_rows
+/// and behind a cuBLASLt GEMM, where cuda::note_untriggered_launch lets its blocks start early).
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t stream,
                          bool pdl = false);
 /// The same over chosen rows: h[b] = bf16(rms_norm(x[rows[b]], w, eps)) for b < B; rows device
@@ -149,7 +150,8 @@ void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int 
                            cudaStream_t stream);
 /// The residual add of a split-K GEMM (cuda::LtGemm::matmul_split), then launch_rmsnorm_rows:
 /// x[t] += parts[0][t] + ... + parts[nparts-1][t], written back, and h[t] = bf16(rms_norm(x[t], w, eps)).
-/// parts f32 [nparts, T, D]. Throws lg::Error unless 1 <= nparts <= 4.
+/// parts f32 [nparts, T, D]. Launched with PDL (the batched decode, behind the split-K GEMM). Throws
+/// lg::Error unless 1 <= nparts <= 4.
 void launch_rmsnorm_rows_add(float* x, const float* parts, int nparts, const float* w, int T, int D, float eps, bf16* h,
                              cudaStream_t stream);
 /// Split-K slices of the batched decode step's o_proj (`down` false, K = H * Dh) and down (K = F)
@@ -298,10 +300,12 @@ void launch_attention_ragged(const float* q, const KvPages& cache, const int* bl
                              cudaStream_t stream, const int* tokens = nullptr);
 
 /// out[b] = argmax of logits[b, 0 .. V-1] for b < B (lowest index on a tie, NaN never wins, all
-/// NaN: 0); logits f32 [B, V]; out device (or mapped host) int [B].
+/// NaN: 0); logits f32 [B, V]; out device (or mapped host) int [B]. Launched with PDL, so behind
+/// the LM head's cuBLASLt GEMM in a decode graph its blocks start early (cuda::note_untriggered_launch).
 void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_t stream);
 
-/// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n].
+/// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n]. Launched with PDL (as
+/// launch_argmax_rows, behind the gate/up GEMM).
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t stream);
 
 /// x[t] = f32(table[tokens[t]]) for t < T; table bf16 [V, D]; tokens device int [T]. PDL launch.

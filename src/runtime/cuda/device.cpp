@@ -1,6 +1,8 @@
 #include "runtime/cuda/device.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -142,14 +144,94 @@ void GraphExec::reset() {
   graph_ = nullptr;
 }
 
+namespace {
+
+/// LG_EARLY_AFTER_GEMM=1 (lab knob, default off until measured on the H200: bench/RESULTS.md,
+/// twenty-fifth session) turns note_untriggered_launch on.
+bool early_after_gemm() {
+  static const bool on = [] {
+    const char* e = std::getenv("LG_EARLY_AFTER_GEMM");
+    return e && *e && std::atoi(e) != 0;
+  }();
+  return on;
+}
+
+/// The launches note_untriggered_launch marked, by capture sequence (ids are unique in the process).
+thread_local std::map<unsigned long long, std::vector<cudaGraphNode_t>> untriggered_launches;
+
+/// The capture sequence `s` is in, or 0 when it is not capturing.
+unsigned long long capture_id(cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  LG_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, &id));
+  return status == cudaStreamCaptureStatusActive ? id : 0;
+}
+
+/// Every programmatic edge out of `node` (a kernel that never triggers its dependents early) moved
+/// from the programmatic port to the launch-completion port; returns how many.
+size_t start_dependents_at_launch(cudaGraph_t g, cudaGraphNode_t node) {
+  cudaGraphNodeType type{};
+  LG_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+  if (type != cudaGraphNodeTypeKernel) return 0;
+  size_t moved = 0;
+  size_t n = 0;
+  LG_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &n));
+  std::vector<cudaGraphNode_t> to(n);
+  std::vector<cudaGraphEdgeData> edge(n);
+  if (n) LG_CUDA_CHECK(cudaGraphNodeGetDependentNodes(node, to.data(), edge.data(), &n));
+  for (size_t i = 0; i < n; ++i) {
+    if (edge[i].type != cudaGraphDependencyTypeProgrammatic || edge[i].from_port != cudaGraphKernelNodePortProgrammatic)
+      continue;
+    LG_CUDA_CHECK(cudaGraphRemoveDependencies(g, &node, &to[i], &edge[i], 1));
+    cudaGraphEdgeData early = edge[i];
+    early.from_port = cudaGraphKernelNodePortLaunchCompletion;
+    LG_CUDA_CHECK(cudaGraphAddDependencies(g, &node, &to[i], &early, 1));
+    ++moved;
+  }
+  return moved;
+}
+
+}  // namespace
+
+void note_untriggered_launch(cudaStream_t s) {
+  if (!early_after_gemm()) return;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;
+  size_t n = 0;
+  LG_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, &id, nullptr, &deps, &edges, &n));
+  if (status != cudaStreamCaptureStatusActive) return;
+  auto& marked = untriggered_launches[id];
+  marked.insert(marked.end(), deps, deps + n);
+}
+
 void GraphExec::begin_capture(cudaStream_t s) {
   reset();
   LG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
 }
 
 void GraphExec::end_capture(cudaStream_t s) {
+  std::vector<cudaGraphNode_t> untriggered;
+  if (const unsigned long long id = capture_id(s)) {
+    if (auto it = untriggered_launches.find(id); it != untriggered_launches.end()) {
+      untriggered = std::move(it->second);
+      untriggered_launches.erase(it);
+    }
+  }
   LG_CUDA_CHECK(cudaStreamEndCapture(s, &graph_));
+  early_edges_ = 0;
+  for (cudaGraphNode_t node : untriggered) early_edges_ += start_dependents_at_launch(graph_, node);
   LG_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+}
+
+void GraphExec::abandon_capture(cudaStream_t s) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamGetCaptureInfo(s, &status, &id) == cudaSuccess) untriggered_launches.erase(id);
+  cudaGraph_t g = nullptr;
+  cudaStreamEndCapture(s, &g);
+  if (g) cudaGraphDestroy(g);
 }
 
 void GraphExec::launch(cudaStream_t s) const {

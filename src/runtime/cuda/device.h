@@ -87,6 +87,21 @@ class Event {
   cudaEvent_t e_ = nullptr;
 };
 
+/// Marks the work just issued on `s`, while `s` is being captured, as a launch that never calls
+/// griddepcontrol.launch_dependents (cuBLASLt's kernels). A kernel launched after it with
+/// Programmatic Dependent Launch is captured behind a programmatic edge, which such a launch
+/// would only fire at its end: the dependent's blocks would be scheduled after its completion,
+/// as without PDL. GraphExec::end_capture moves those edges to the launch's
+/// launch-completion port (cudaGraphKernelNodePortLaunchCompletion: all its blocks have begun),
+/// so the dependent's blocks take the SM room the GEMM leaves and run what precedes their
+/// griddepcontrol.wait, which still returns only once the GEMM has completed and its memory is
+/// visible (cudaGraphDependencyTypeProgrammatic, CUDA runtime API). What a kernel reads before
+/// its wait is then unchanged: nothing the GEMM writes, and whatever launches before the GEMM
+/// wrote, which had completed before the GEMM (launched without PDL) started.
+/// A no-op when `s` is not capturing, and unless LG_EARLY_AFTER_GEMM=1 (a lab knob, off until
+/// measured on the H200).
+void note_untriggered_launch(cudaStream_t s);
+
 /// One captured and instantiated CUDA graph. Decode steps whose kernels read their token and
 /// position from device memory are captured once and replayed with launch() every step.
 class GraphExec {
@@ -102,9 +117,15 @@ class GraphExec {
   /// recorded, not run.
   void begin_capture(cudaStream_t s);
   /// Ends capture and instantiates the graph. Throws lg::Error if anything in between was not
-  /// capturable (e.g. a synchronous copy).
+  /// capturable (e.g. a synchronous copy). Before instantiating, a programmatic edge out of a
+  /// launch note_untriggered_launch() marked starts its dependent when the launch's blocks have
+  /// all begun rather than when it ends (see there).
   void end_capture(cudaStream_t s);
+  /// Ends a capture that went wrong, discarding what was captured (never throws).
+  void abandon_capture(cudaStream_t s) noexcept;
   bool ready() const { return exec_ != nullptr; }
+  /// How many programmatic edges the last end_capture moved to a launch-completion port.
+  size_t early_dependent_edges() const { return early_edges_; }
   /// Replays the graph on `s`.
   void launch(cudaStream_t s) const;
   void reset();
@@ -112,6 +133,7 @@ class GraphExec {
  private:
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+  size_t early_edges_ = 0;
 };
 
 }  // namespace lg::cuda

@@ -99,6 +99,7 @@ void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out,
   lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, out, p.c, out, p.c, &p.algo,
                           impl_->workspace.data(), kWorkspaceBytes, stream),
            "Matmul");
+  note_untriggered_launch(stream);
 }
 
 void LtGemm::matmul_split(const __nv_bfloat16* in, const __nv_bfloat16* W, float* parts, int T, int N, int K, int S,
@@ -111,6 +112,7 @@ void LtGemm::matmul_split(const __nv_bfloat16* in, const __nv_bfloat16* W, float
   lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, parts, p.c, parts, p.c, &p.algo,
                           impl_->workspace.data(), kWorkspaceBytes, stream),
            "Matmul (split-K slices)");
+  note_untriggered_launch(stream);
 }
 
 void LtGemm::matmul_add(const __nv_bfloat16* in, const __nv_bfloat16* W, const float* residual, float* out, int T,
@@ -120,6 +122,7 @@ void LtGemm::matmul_add(const __nv_bfloat16* in, const __nv_bfloat16* W, const f
   lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, residual, p.c, out, p.c, &p.algo,
                           impl_->workspace.data(), kWorkspaceBytes, stream),
            "Matmul (C != D)");
+  note_untriggered_launch(stream);
 }
 
 double measure_bf16_tensor_rate(int n, int reps) {

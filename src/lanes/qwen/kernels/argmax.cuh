@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "lanes/qwen/kernels/common.cuh"
+#include "lanes/qwen/kernels/pdl.cuh"
 
 namespace lg::qwen::dev {
 
@@ -17,6 +18,8 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_rows_kernel(const float
                                                                      int* out) {
   __shared__ float s_v[kArgmaxThreads / 32];
   __shared__ int s_i[kArgmaxThreads / 32];
+  grid_dependency_wait();  // launched with PDL behind the LM head's GEMM (launch_argmax_rows)
+  launch_dependents();
   const float* row = logits + static_cast<size_t>(blockIdx.x) * V;
   float bv = kNegInf;
   int bi = INT_MAX;

@@ -4,10 +4,13 @@
 #pragma once
 
 #include "lanes/qwen/kernels/common.cuh"
+#include "lanes/qwen/kernels/pdl.cuh"
 
 namespace lg::qwen::dev {
 
 __global__ void swiglu_kernel(const float2* __restrict__ gu, size_t n, bf16* __restrict__ act) {
+  grid_dependency_wait();  // launched with PDL behind the gate/up GEMM (launch_swiglu)
+  launch_dependents();
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const float2 p = gu[i];
