@@ -593,6 +593,31 @@ TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
   EXPECT_EQ(lg::test::first_response(ok).status, 200) << ok;
 }
 
+TEST_F(ServerTest, BodylessRequestWithoutContentLengthIsAnsweredAtOnce) {
+  // `curl -X POST URL` sends neither Content-Length nor Transfer-Encoding: such a request has no
+  // body (RFC 9112 6.3), but httplib 0.11 read one until its 30 s read timeout ended and only then
+  // answered (a 400 "could not be read", on every path). Each is now answered at once, as it
+  // would be with 'Content-Length: 0'.
+  using namespace std::chrono_literals;
+  struct Case {
+    std::string method, path, headers;
+    int status;
+  };
+  for (const Case& c : {Case{"POST", "/v1/completions", "Content-Type: application/json\r\n", 400},
+                        Case{"POST", "/v1/chat/completions", "", 415}, Case{"POST", "/health", "", 405},
+                        Case{"PUT", "/v1/completions", "", 405}, Case{"PATCH", "/nope", "", 404}}) {
+    const std::string request = c.method + " " + c.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + c.headers + "\r\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = lg::test::exchange(port_, request, 20s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << c.method << " " << c.path;
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.path << ": " << got;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r.body)) << got;
+    EXPECT_TRUE(j.contains("error")) << r.body;
+  }
+}
+
 }  // namespace
 
 namespace {
