@@ -20,6 +20,14 @@ std::string new_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   return fmt::format("{}-{}-{}", prefix, now_unix(), counter.fetch_add(1));
 }
+
+// A request for another model is a 404 before its prompt is read (tokenized, rendered, measured
+// against the context), as vLLM checks the model first: that is the mistake to tell the client of.
+void check_model(const Engine& engine, const GenerationRequest& gen) {
+  if (gen.model && !engine.serves(*gen.model))
+    throw ModelNotFound("model", fmt::format("The model '{}' does not exist; this server serves '{}'", *gen.model,
+                                             engine.model_id()));
+}
 }  // namespace
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -62,6 +70,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
   p.model = engine.model_id();
   if (kind == Endpoint::completion) {
     CompletionRequest r = parse_completion_request(body);
+    check_model(engine, r.gen);
     p.gen = std::move(r.gen);
     if (r.has_ids()) {
       // Token ids are the model's input as given: no special tokens are added (as vLLM).
@@ -72,6 +81,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     }
   } else {
     ChatRequest r = parse_chat_request(body);
+    check_model(engine, r.gen);
     if (!engine.has_tokenizer())
       throw RequestError("messages", fmt::format("chat needs a tokenizer and a chat template; the model '{}' is served "
                                                  "without them (random weights, or no tokenizer.json): send token ids "
@@ -80,9 +90,6 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     p.gen = std::move(r.gen);
     p.prompt_ids = engine.encode_prompt(render_chat(tmpl, r), "messages");
   }
-  if (p.gen.model && !engine.serves(*p.gen.model))
-    throw ModelNotFound("model", fmt::format("The model '{}' does not exist; this server serves '{}'", *p.gen.model,
-                                             engine.model_id()));
   if (!engine.has_tokenizer() && !p.gen.stop.empty())
     throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
   engine.check_max_tokens(static_cast<int64_t>(p.prompt_ids.size()), p.gen);

@@ -431,6 +431,29 @@ TEST_F(ServerTest, UnknownPathsAndModelsAre404) {
   EXPECT_EQ(json::parse(m->body)["error"]["param"], "model");
 }
 
+TEST_F(ServerTest, UnknownModelIs404BeforeThePromptIsRead) {
+  // A client pointed at the wrong model hears that first, as vLLM checks the model before the
+  // prompt: a prompt too long for the context, or messages the template cannot render, answered
+  // a 400 about the prompt (after tokenizing it and rendering the template) instead.
+  const auto expect_404 = [](const std::string& path, const json& body) {
+    auto r = post(path, body.dump());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404) << r->body;
+    const json j = json::parse(r->body);
+    EXPECT_EQ(j["error"]["param"], "model") << r->body;
+    EXPECT_EQ(j["error"]["type"], "NotFoundError") << r->body;
+  };
+  std::string too_long;  // one token per " x": twice the context
+  for (int64_t i = 0; i < 2 * kContext; ++i) too_long += " x";
+  expect_404("/v1/completions", {{"model", "gpt-4"}, {"prompt", too_long}});
+  expect_404("/v1/completions", {{"model", "gpt-4"}, {"prompt", json::array({999999999})}});
+  expect_404("/v1/completions", {{"model", "gpt-4"}, {"prompt", "x"}, {"max_tokens", 10 * kContext}});
+  expect_404("/v1/chat/completions",
+             {{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", too_long}}}}});
+  // A body that is not a request at all is still the 400 it was: its fields cannot be read.
+  expect_400("/v1/completions", R"({"model": "gpt-4", "prompt": "x", "max_tokens": "8"})", "max_tokens");
+}
+
 TEST_F(ServerTest, SecondServerOnABusyPortIsRefused) {
   // httplib sets SO_REUSEPORT by default; with it a second server bound the same port and took
   // part of the connections. It must be refused instead.
