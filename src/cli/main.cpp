@@ -2,8 +2,10 @@
 // this file only builds the app, dispatches, and turns lg::Error into a message and exit code 1
 // (and a single-value option given twice into a usage error that says so).
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,38 @@ void refuse_repeated_options(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_repeated_options(*sub);
 }
 
+/// Edits (insertions, deletions, substitutions, swaps of neighbours) that turn `a` into `b`,
+/// case aside: how close a mistyped command is to a real one.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  const auto low = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (low(a[i - 1]) != low(b[j - 1]))});
+      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+/// The usage message for a first argument that is not a command (`lg serv`), or nullopt when it
+/// is one or is an option. lg takes no positional argument of its own, so the first word that is
+/// not an option can only be a command; CLI11 answered a mistyped one "A subcommand is required".
+std::optional<std::string> unknown_command_message(const std::string& given, const std::vector<std::string>& names) {
+  if (given.empty() || given[0] == '-' || std::find(names.begin(), names.end(), given) != names.end())
+    return std::nullopt;
+  std::string closest;
+  size_t best = 3;  // at most two edits away: a typo, not another word
+  for (const auto& n : names)
+    if (const size_t d = edit_distance(given, n); d < best && d < n.size()) best = d, closest = n;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return "lg: '" + given + "' is not a command" + (closest.empty() ? "" : "; did you mean '" + closest + "'?") +
+         " (commands: " + list + ")\nRun with --help for more information.";
+}
+
 }  // namespace
 
 }  // namespace lg::cli
@@ -69,6 +103,14 @@ int main(int argc, char** argv) {
   std::vector<std::function<int()>> runs;
   for (auto& c : commands) runs.push_back(c.setup(app));
   lg::cli::refuse_repeated_options(app);
+  if (argc > 1) {
+    std::vector<std::string> names;
+    for (const auto& c : commands) names.push_back(c.name);
+    if (const auto message = lg::cli::unknown_command_message(argv[1], names)) {
+      std::cerr << *message << "\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -173,6 +173,22 @@ TEST(CliUsage, AnOptionGivenTwiceIsRefusedNamingIt) {
   EXPECT_NE(list.out.find("lg: error: lg bench: --lane cpu needs a model directory"), std::string::npos) << list.out;
 }
 
+// A mistyped command is named as such, with the command meant when one is close, and the list
+// of commands; CLI11 said only "A subcommand is required", as if none had been given.
+TEST(CliUsage, AnUnknownCommandIsNamedWithTheCommands) {
+  expect_usage_error("serv --model " + kModel, "lg: 'serv' is not a command; did you mean 'serve'?");
+  expect_usage_error("rnu -p hi", "did you mean 'run'?");
+  expect_usage_error("Run -p hi", "did you mean 'run'?");
+  const CliRun far = run_lg("frobnicate");
+  EXPECT_EQ(far.code, 2) << far.out;
+  EXPECT_NE(far.out.find("lg: 'frobnicate' is not a command (commands: "), std::string::npos) << far.out;
+  EXPECT_EQ(far.out.find("did you mean"), std::string::npos) << far.out;
+  for (const char* name : {"batch", "run", "serve", "inspect", "lock"})
+    EXPECT_NE(far.out.find(name), std::string::npos) << name << "\n" << far.out;
+  // No command at all keeps CLI11's message.
+  expect_usage_error("", "A subcommand is required");
+}
+
 // The lane options size the batched program; the one-sequence program has none to size.
 TEST(CliUsage, OneSequenceProgramTakesNoLaneOptions) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o /tmp/x --one-sequence --kv-tokens 64",
