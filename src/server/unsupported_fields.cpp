@@ -17,6 +17,7 @@ using nlohmann::json;
 // The type a field must have, and which of its values is the default (the answer lg serve gives).
 enum class Kind {
   flag,             // boolean; false
+  flag_true,        // boolean; true
   count,            // integer >= 0; 0
   count_from_one,   // integer >= 1; 1
   number_zero,      // number; 0
@@ -71,11 +72,18 @@ constexpr Rule kRules[] = {
     {"structured_outputs", both, Kind::anything, "the output is not constrained"},
     {"truncate_prompt_tokens", both, Kind::anything, "prompts are not truncated (one longer than the context is a 400)"},
     {"continue_final_message", chat, Kind::flag, "the reply is a new assistant turn (add_generation_prompt)"},
+    // The prompt as vLLM would build it otherwise: another template, documents given to it, or
+    // special tokens added around (completions: taken away from) the text.
+    {"chat_template", chat, Kind::anything, "the model's chat template renders every request (lg serve --chat-template sets it)"},
+    {"documents", chat, Kind::anything, "the chat template gets no documents"},
+    {"add_special_tokens", completion, Kind::flag_true, "a text prompt gets the special tokens the model expects"},
+    {"add_special_tokens", chat, Kind::flag, "the rendered chat prompt is encoded as the template wrote it"},
 };
 
 const char* default_text(Kind k) {
   switch (k) {
     case Kind::flag: return "false";
+    case Kind::flag_true: return "true";
     case Kind::count: case Kind::number_zero: return "0";
     case Kind::count_from_one: case Kind::number_one: return "1";
     case Kind::object_empty: return "{}";
@@ -98,8 +106,9 @@ bool is_default(const Rule& r, const json& v) {
   const std::string name = r.name;
   switch (r.kind) {
     case Kind::flag:
+    case Kind::flag_true:
       if (!v.is_boolean()) wrong_type(name, "a boolean", v);
-      return !v.get<bool>();
+      return v.get<bool>() == (r.kind == Kind::flag_true);
     case Kind::count:
     case Kind::count_from_one: {
       const int64_t least = r.kind == Kind::count ? 0 : 1;

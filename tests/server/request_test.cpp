@@ -299,6 +299,7 @@ const FieldCase kCompletionOnly[] = {
     {"logprobs", "3", "0", "true"},
     {"suffix", R"("return x")", R"("")", "5"},
     {"best_of", "3", "1.0", "0"},
+    {"add_special_tokens", "false", "true", "1"},  // vLLM's default is true here
 };
 const FieldCase kChatOnly[] = {
     {"logprobs", "true", "false", "3"},
@@ -307,6 +308,7 @@ const FieldCase kChatOnly[] = {
     {"function_call", R"({"name":"add"})", R"("none")", "3"},
     {"functions", R"([{"name":"add"}])", "[]", "{}"},
     {"continue_final_message", "true", "false", R"("yes")"},
+    {"add_special_tokens", "true", "false", R"("yes")"},
 };
 
 std::string completion_with(const char* field, const char* value) {
@@ -355,6 +357,19 @@ TEST(UnsupportedFields, RefusalsSayWhatIsAccepted) {
   EXPECT_EQ(param_of([] { parse_completion_request(completion_with("guided_json", "{}")); }), "guided_json");
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("guided_choice", R"(["a","b"])")); }), "guided_choice");
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("tool_choice", R"("none")")); }), "<no error>");
+}
+
+// vLLM's chat request may carry its own template and documents for it; lg serve rendered the
+// model's template without the documents and answered 200 as if they had been used.
+TEST(UnsupportedFields, ChatTemplateAndDocumentsOfARequestAreRefused) {
+  const std::string tmpl = message_of([] { parse_chat_request(chat_with("chat_template", R"("{{ messages }}")")); });
+  EXPECT_NE(tmpl.find("'chat_template' is not supported by lg serve"), std::string::npos) << tmpl;
+  EXPECT_NE(tmpl.find("--chat-template"), std::string::npos) << tmpl;
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("documents", R"([{"title":"t","text":"x"}])")); }), "documents");
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("chat_template", "null")); }), "<no error>");
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("documents", "null")); }), "<no error>");
+  // Completions have no template: there they are unknown fields, ignored as any other.
+  EXPECT_EQ(param_of([] { parse_completion_request(completion_with("chat_template", R"("x")")); }), "<no error>");
 }
 
 TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
