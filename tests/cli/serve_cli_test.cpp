@@ -235,6 +235,22 @@ TEST(ServeCli, AllowedOriginsAsAJsonListReachTheServer) {
   EXPECT_EQ(test::response_header(other, "Access-Control-Allow-Origin"), std::nullopt) << other;
 }
 
+// The address it listens on is a URL to paste into a client: an IPv6 host goes in brackets
+// (http://[::1]:8000); "http://::1:8000" is not a URL any client reads.
+TEST(ServeCli, ListeningLineIsAUrlAlsoForAnIpv6Host) {
+  ServeProcess serve({"-q", "--host", "::1"});
+  const auto deadline = clock_type::now() + std::chrono::seconds(60);
+  std::string log;
+  while (clock_type::now() < deadline && serve.wait_exit(std::chrono::seconds(0)) == -1) {
+    log = serve.log();
+    if (log.find("lg: listening on") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  log = serve.log();
+  if (log.find("cannot listen on") != std::string::npos) GTEST_SKIP() << "no IPv6 loopback here: " << log;
+  EXPECT_NE(log.find("lg: listening on http://[::1]:" + std::to_string(serve.port) + " "), std::string::npos) << log;
+}
+
 TEST(ServeCli, PortInUseIsRefusedBeforeTheModelLoads) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
