@@ -74,7 +74,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     p.gen = std::move(r.gen);
     if (r.has_ids()) {
       // Token ids are the model's input as given: no special tokens are added (as vLLM).
-      engine.check_prompt(r.prompt_ids, "prompt");
+      engine.check_prompt(r.prompt_ids, r.prompt_param);
       p.prompt_ids = std::move(r.prompt_ids);
     } else {
       p.prompt_ids = engine.encode_prompt(r.prompt, "prompt", /*add_special_tokens=*/true);

@@ -144,7 +144,8 @@ GenerationRequest parse_common(const json& j, bool chat) {
     else throw RequestError("stop", fmt::format("'stop' must be a string or an array of strings, got {}", v->type_name()));
     if (items.size() > 16) throw RequestError("stop", fmt::format("'stop' has {} strings, at most 16 are allowed", items.size()));
     for (size_t i = 0; i < items.size(); ++i) {
-      const std::string name = fmt::format("stop[{}]", i);
+      // A single string is `stop` itself, not an element of an array the client never sent.
+      const std::string name = v->is_string() ? "stop" : fmt::format("stop[{}]", i);
       if (!items[i].is_string()) throw RequestError(name, fmt::format("'{}' must be a string, got {}", name, items[i].type_name()));
       if (items[i].get_ref<const std::string&>().empty()) throw RequestError(name, fmt::format("'{}' is empty", name));
       g.stop.push_back(items[i].get<std::string>());
@@ -186,8 +187,10 @@ CompletionRequest parse_completion_request(const std::string& body) {
   if (!p) throw RequestError("prompt", "'prompt' is required");
   // One prompt per request, in any of OpenAI's forms; a batch of prompts is not served.
   const auto is_prompt = [](const json& v) { return v.is_string() || (v.is_array() && !v.empty() && v[0].is_number()); };
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
-  else if (p->is_array() && p->size() > 1 && is_prompt((*p)[0]) && !(*p)[0].is_number())
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) {
+    p = &(*p)[0];
+    r.prompt_param = "prompt[0]";
+  } else if (p->is_array() && p->size() > 1 && is_prompt((*p)[0]) && !(*p)[0].is_number())
     throw RequestError("prompt", fmt::format("'prompt' is an array of {} prompts; lg serve takes one prompt per request "
                                              "(a string, an array of token ids, or an array of one of those)",
                                              p->size()));
@@ -202,7 +205,7 @@ CompletionRequest parse_completion_request(const std::string& body) {
   r.prompt_ids.reserve(p->size());
   for (size_t i = 0; i < p->size(); ++i) {
     const json& id = (*p)[i];
-    const std::string at = fmt::format("prompt[{}]", i);
+    const std::string at = fmt::format("{}[{}]", r.prompt_param, i);
     if (!id.is_number_integer() && !integral_float(id))
       throw RequestError(at, fmt::format("'{}' must be a token id (an integer), got {}", at,
                                          id.is_number() ? id.dump() : id.type_name()));

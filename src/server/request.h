@@ -46,6 +46,9 @@ struct CompletionRequest {
   GenerationRequest gen;
   std::string prompt;                ///< the prompt as text, or
   std::vector<int32_t> prompt_ids;   ///< the prompt as token ids (then `prompt` is empty)
+  /// Where the token ids are in the body, for a 400's param naming one: "prompt", or "prompt[0]"
+  /// when they were sent as an array of one array (an id is then prompt[0][i]).
+  std::string prompt_param = "prompt";
   bool has_ids() const { return !prompt_ids.empty(); }
 };
 

@@ -79,6 +79,9 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","seed":7.5})"), "seed");
   EXPECT_EQ(p(R"({"prompt":"x","stop":5})"), "stop");
   EXPECT_EQ(p(R"({"prompt":"x","stop":[""]})"), "stop[0]");
+  // A single stop string is `stop`: there is no array for an index to point into.
+  EXPECT_EQ(p(R"({"prompt":"x","stop":""})"), "stop");
+  EXPECT_EQ(message_of([] { parse_completion_request(R"({"prompt":"x","stop":""})"); }), "'stop' is empty");
   EXPECT_EQ(p(R"({"prompt":"x","stop":["a",1]})"), "stop[1]");
   EXPECT_EQ(p(R"({"prompt":"x","stream":"yes"})"), "stream");
   EXPECT_EQ(p(R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options.include_usage");
@@ -152,6 +155,13 @@ TEST(CompletionRequest, BadTokenIdPromptsNameTheId) {
   EXPECT_EQ(p(R"({"prompt":[1,-1]})"), "prompt[1]");
   EXPECT_EQ(p(R"({"prompt":[2147483648]})"), "prompt[0]");
   EXPECT_EQ(p(R"({"prompt":[1,null]})"), "prompt[1]");
+  // Ids sent as an array of one array are named where they are: prompt[0][i], not prompt[i].
+  EXPECT_EQ(p(R"({"prompt":[[1,"a"]]})"), "prompt[0][1]");
+  EXPECT_EQ(p(R"({"prompt":[[1,2,-3]]})"), "prompt[0][2]");
+  EXPECT_NE(message_of([] { parse_completion_request(R"({"prompt":[[7,true]]})"); }).find("'prompt[0][1]' must be a token id"),
+            std::string::npos);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[[1,2]]})").prompt_param, "prompt[0]");
+  EXPECT_EQ(parse_completion_request(R"({"prompt":[1,2]})").prompt_param, "prompt");
   EXPECT_EQ(p(R"({"prompt":[[1,2],[3]]})"), "prompt");
   EXPECT_EQ(p(R"({"prompt":{"ids":[1]}})"), "prompt");
   try {

@@ -381,6 +381,8 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   expect_400(c, "{}", "prompt");
   expect_400(c, R"({"prompt": 5})", "prompt");
   expect_400(c, R"({"prompt": ""})", "prompt");
+  // An id outside the vocabulary, in ids sent as an array of one array: named where it is.
+  expect_400(c, R"({"prompt": [[750, 999999999]]})", "prompt[0][1]", "outside the model's vocabulary");
   expect_400(c, R"({"prompt": "x", "max_tokens": 0})", "max_tokens");
   expect_400(c, R"({"prompt": "x", "max_tokens": "3"})", "max_tokens");
   expect_400(c, R"({"prompt": "x", "temperature": -0.5})", "temperature");
