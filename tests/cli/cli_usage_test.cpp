@@ -382,6 +382,23 @@ TEST(CliUsage, ServeShapeTakesAConfigDirectoryAsBenchDoes) {
       << checkpoint.out;
 }
 
+// A lane lg lock check cannot run is said once, before any lock's model loads, as lg run says it;
+// it was an ERROR line per lock (ten with the repository's locks), then "10 locks failed".
+TEST(CliUsage, LockCheckRefusesALaneItCannotRunOnceBeforeAnyLock) {
+  const CliRun bogus = run_lg("lock check --lane bogus");
+  EXPECT_EQ(bogus.code, 1) << bogus.out;
+  EXPECT_NE(bogus.out.find("lg: error: unknown lane 'bogus' (this build has: cpu"), std::string::npos) << bogus.out;
+  EXPECT_EQ(bogus.out.find(".lock.json"), std::string::npos) << bogus.out;
+  const CliRun gpu = run_lg("lock check --lane compiled");
+  if (gpu.out.find("no usable CUDA device") == std::string::npos)
+    GTEST_SKIP() << "a CUDA device is present, or this build has no GPU lanes:\n" << gpu.out;
+  EXPECT_EQ(gpu.code, 1) << gpu.out;
+  EXPECT_NE(gpu.out.find("lg: error: lane 'compiled' runs on an NVIDIA GPU and this machine has no usable CUDA device"),
+            std::string::npos)
+      << gpu.out;
+  EXPECT_EQ(gpu.out.find(".lock.json"), std::string::npos) << gpu.out;
+}
+
 // `lg lock check` away from the repository: a missing locks folder names --locks, and a lock
 // whose model is not where its relative path points names the path it tried and --shared
 // (both were bare "no such folder" messages; new-user pass, session 22).
