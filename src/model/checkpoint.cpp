@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -47,6 +48,42 @@ void Checkpoint::add_file(SafetensorsFile file) {
   files_.push_back(std::move(file));
 }
 
+namespace {
+
+// Why a directory without model.safetensors or its index still holds weights, in a form this
+// reader does not take: PyTorch pickles (older Hugging Face checkpoints, Meta's consolidated
+// *.pth), llama.cpp's GGUF, or safetensors shards whose index is missing. Nullopt when it holds
+// none of those. A user coming from llama.cpp or an older checkpoint otherwise read that the
+// directory held no weights at all.
+std::optional<std::string> unread_weights(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());  // the same file named on every run
+  const auto ends_with = [](const std::string& n, std::string_view tail) { return n.ends_with(tail); };
+  for (const auto& n : names)
+    if (ends_with(n, ".gguf"))
+      return fmt::format("{} is a GGUF file (llama.cpp's format); lanegraph reads Hugging Face checkpoints: "
+                         "config.json with *.safetensors (the model's original repository has them)",
+                         n);
+  for (const auto& n : names)
+    // training_args.bin, which HF's Trainer writes beside the weights, is a pickle but not weights.
+    if ((n.starts_with("pytorch_model") && ends_with(n, ".bin")) || ends_with(n, ".pth") || ends_with(n, ".pt"))
+      return fmt::format("{} holds PyTorch weights (a pickle); lanegraph reads safetensors only: convert them with "
+                         "transformers (AutoModelForCausalLM.from_pretrained(dir).save_pretrained(out, "
+                         "safe_serialization=True))",
+                         n);
+  for (const auto& n : names)
+    if (ends_with(n, ".safetensors"))
+      return fmt::format("it holds {} but no model.safetensors.index.json, the index saying which file holds each "
+                         "tensor (save_pretrained writes it beside the shards)",
+                         n);
+  return std::nullopt;
+}
+
+}  // namespace
+
 Checkpoint Checkpoint::open(const fs::path& dir) {
   Checkpoint c;
   c.source_ = dir;
@@ -61,12 +98,15 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     c.add_file(SafetensorsFile::open(single));
     return c;
   }
-  if (!fs::exists(index_path))
+  if (!fs::exists(index_path)) {
+    if (const auto why = unread_weights(dir))
+      throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json: {}", dir.string(), *why));
     // A config alone (bench/shapes/*) is a shape, not a model: lg bench runs it on random weights.
     throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json{}", dir.string(),
                             fs::exists(dir / "config.json")
                                 ? " (a config.json alone: `lg bench --shape DIR` runs that shape on random weights)"
                                 : ""));
+  }
 
   const nlohmann::json index = read_json_file(index_path);
   const std::string ip = index_path.string();

@@ -277,6 +277,33 @@ TEST(Checkpoint, TensorInTwoShardsIsAnError) {
   EXPECT_HAS(msg, "tensor 'w' is also in");
 }
 
+// Weights this reader does not take (PyTorch pickles, llama.cpp's GGUF), or shards without their
+// index, are named as such: the error said only "no model.safetensors or ...index.json (a
+// config.json alone: `lg bench --shape DIR` runs that shape on random weights)", as if the
+// directory held no weights at all.
+TEST(Checkpoint, WeightsInAnotherFormatAreNamed) {
+  const auto open_with = [](const std::vector<std::string>& files) {
+    TempDir dir;
+    std::ofstream(dir / "config.json") << "{}";
+    for (const auto& f : files) std::ofstream(dir / f) << "x";
+    return error_of([&] { Checkpoint::open(dir.path()); });
+  };
+  auto msg = open_with({"pytorch_model.bin", "training_args.bin"});
+  EXPECT_HAS(msg, "pytorch_model.bin holds PyTorch weights");
+  EXPECT_HAS(msg, "safe_serialization=True");
+  EXPECT_EQ(msg.find("lg bench --shape"), std::string::npos) << msg;
+  EXPECT_HAS(open_with({"pytorch_model-00001-of-00002.bin", "pytorch_model.bin.index.json"}),
+             "pytorch_model-00001-of-00002.bin holds PyTorch weights");
+  EXPECT_HAS(open_with({"consolidated.00.pth"}), "consolidated.00.pth holds PyTorch weights");
+  msg = open_with({"qwen3-0.6b-q8_0.gguf"});
+  EXPECT_HAS(msg, "qwen3-0.6b-q8_0.gguf is a GGUF file (llama.cpp's format)");
+  EXPECT_EQ(msg.find("lg bench --shape"), std::string::npos) << msg;
+  EXPECT_HAS(open_with({"model-00002-of-00002.safetensors", "model-00001-of-00002.safetensors"}),
+             "holds model-00001-of-00002.safetensors but no model.safetensors.index.json");
+  // A pickle that is not the model's weights (HF Trainer's training_args.bin) is no such file.
+  EXPECT_HAS(open_with({"training_args.bin"}), "a config.json alone: `lg bench --shape DIR`");
+}
+
 TEST(Checkpoint, EmptyOrMissingDirectory) {
   TempDir dir;
   EXPECT_HAS(error_of([&] { Checkpoint::open(dir.path()); }), "no model.safetensors");
