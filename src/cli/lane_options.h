@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "cli/numeric_checks.h"
+#include "model/model_dir.h"
 #include "runtime/model_source.h"
 #include "runtime/step.h"
 
@@ -26,8 +28,17 @@ inline std::string program_default_help() {
 /// --shape` serves random weights without one) and --program (an existing .lg file in place of
 /// the one the model's config names) to `sub`.
 inline void add_model_options(CLI::App* sub, std::string& model, std::string& program, bool optional_model = false) {
+  // A file (llama.cpp's model.gguf) is named as one, with what to give instead: CLI11's
+  // ExistingDirectory said "Directory is actually a file".
+  const CLI::Validator model_directory(
+      [](std::string& path) -> std::string {
+        if (std::filesystem::is_directory(path)) return "";
+        if (!std::filesystem::exists(path)) return "Directory does not exist: " + path;
+        return lg::model::not_a_model_directory(path);
+      },
+      "DIR");
   auto* m = sub->add_option("--model,-m", model, "model directory (config.json, model.safetensors, tokenizer.json)")
-                ->check(CLI::ExistingDirectory);
+                ->check(model_directory);
   if (!optional_model) m->required();
   sub->add_option("--program", program, "the .lg program to run the model with " + program_default_help())
       ->check(CLI::ExistingFile);

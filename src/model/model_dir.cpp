@@ -12,9 +12,17 @@ namespace lg::model {
 
 namespace fs = std::filesystem;
 
+std::string not_a_model_directory(const fs::path& path) {
+  // A llama.cpp user's model is one .gguf file: it cannot be pointed at the directory beside it.
+  if (path.extension() == ".gguf")
+    return fmt::format("{}: is a GGUF file (llama.cpp's format), not a model directory: lanegraph reads Hugging Face "
+                       "checkpoint directories (config.json, *.safetensors, tokenizer.json)",
+                       path.string());
+  return fmt::format("{}: is a file, not a model directory (give the directory holding config.json)", path.string());
+}
+
 ModelDir ModelDir::open(const fs::path& dir) {
-  if (fs::exists(dir) && !fs::is_directory(dir))
-    throw Error(fmt::format("{}: is a file, not a model directory (give the directory holding config.json)", dir.string()));
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw Error(not_a_model_directory(dir));
   if (!fs::is_directory(dir)) throw Error(fmt::format("{}: model directory does not exist", dir.string()));
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path))

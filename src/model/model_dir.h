@@ -4,12 +4,17 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/generation_config.h"
 
 namespace lg::model {
+
+/// What a path given as a model directory that is a file is said to be: "PATH: is a file, not a
+/// model directory (...)", or for a .gguf, that it is llama.cpp's format and what to give instead.
+std::string not_a_model_directory(const std::filesystem::path& path);
 
 /// Everything lanegraph reads from a model directory, loaded and validated.
 struct ModelDir {

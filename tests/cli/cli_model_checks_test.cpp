@@ -38,6 +38,38 @@ struct ModelCopy {
   void put_nan(const std::string& tensor, uint64_t index) const { test::put_nan(dir / "model.safetensors", tensor, index); }
 };
 
+// A file given where a model directory goes (llama.cpp's model.gguf, a model.safetensors) is named
+// as a file, with what to give instead; lg run, serve and batch said "Directory is actually a
+// file" (CLI11's words), lg inspect nothing of GGUF.
+TEST(CliModelChecks, AFileGivenAsTheModelDirectoryIsNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_cli_gguf_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const std::string gguf = (dir / "qwen3-0.6b-q8_0.gguf").string();
+  std::ofstream(gguf) << "GGUF";
+  for (const std::string cmd : {"run -p x -m ", "serve -m ", "batch -i - -o - -m "}) {
+    const CliRun r = run_lg(cmd + gguf + " < /dev/null");
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("--model: " + gguf + ": is a GGUF file (llama.cpp's format), not a model directory"),
+              std::string::npos)
+        << cmd << "\n" << r.out;
+    EXPECT_EQ(r.out.find("Directory is actually a file"), std::string::npos) << r.out;
+  }
+  const CliRun inspect = run_lg("inspect " + gguf);
+  EXPECT_EQ(inspect.code, 1) << inspect.out;
+  EXPECT_NE(inspect.out.find(gguf + ": is a GGUF file (llama.cpp's format), not a model directory"), std::string::npos)
+      << inspect.out;
+  // Another file keeps the plain words, and says what a model directory holds.
+  const std::string weights = (dir / "model.safetensors").string();
+  std::ofstream(weights) << "x";
+  const CliRun file = run_lg("run -p x -m " + weights);
+  EXPECT_EQ(file.code, 2) << file.out;
+  EXPECT_NE(file.out.find("--model: " + weights + ": is a file, not a model directory (give the directory holding "
+                          "config.json)"),
+            std::string::npos)
+      << file.out;
+  fs::remove_all(dir);
+}
+
 TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
   ModelCopy m(kShared + "/fixtures/tiny-qwen3");
   const CliRun clean = run_lg("inspect " + m.dir.string());
