@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "model/checkpoint.h"
 #include "support/error.h"
 
 namespace lg::cli {
@@ -58,32 +59,19 @@ void refuse_repeated_options(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_repeated_options(*sub);
 }
 
-/// Edits (insertions, deletions, substitutions, swaps of neighbours) that turn `a` into `b`,
-/// case aside: how close a mistyped command is to a real one.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  const auto low = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (low(a[i - 1]) != low(b[j - 1]))});
-      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
 /// The usage message for a first argument that is not a command (`lg serv`), or nullopt when it
 /// is one or is an option. lg takes no positional argument of its own, so the first word that is
 /// not an option can only be a command; CLI11 answered a mistyped one "A subcommand is required".
 std::optional<std::string> unknown_command_message(const std::string& given, const std::vector<std::string>& names) {
   if (given.empty() || given[0] == '-' || std::find(names.begin(), names.end(), given) != names.end())
     return std::nullopt;
+  std::string lower = given;  // case aside: `lg Run` means run
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::string closest;
   size_t best = 3;  // at most two edits away: a typo, not another word
   for (const auto& n : names)
-    if (const size_t d = edit_distance(given, n); d < best && d < n.size()) best = d, closest = n;
+    if (const size_t d = lg::model::edit_distance(lower, n); d < best && d < n.size()) best = d, closest = n;
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   return "lg: '" + given + "' is not a command" + (closest.empty() ? "" : "; did you mean '" + closest + "'?") +
