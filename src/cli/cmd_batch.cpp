@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cli/batch_custom_id.h"
+#include "cli/batch_line.h"
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
@@ -62,84 +62,20 @@ struct Line {
   json error = nullptr;     // set when the line is not a request at all
 };
 
-json line_error(const std::string& code, const std::string& message) { return {{"code", code}, {"message", message}}; }
-
-/// Gives line `n`, which is not JSON, the custom_id it names when one can be read (batch_custom_id.h),
-/// so its error line still says which request failed. The id counts as used: a later line with it
-/// is a duplicate, as it would be had this line parsed.
-void recover_custom_id(const std::string& text, size_t n, Line& l, std::unordered_map<std::string, size_t>& seen) {
-  const auto id = lg::cli::recover_custom_id(text);
-  if (!id) return;
-  l.custom_id = *id;
-  seen.emplace(*id, n);
-}
-
-/// Parses line `n` (1-based) and, when it is a good request, prepares it. `seen` maps each
-/// custom_id met so far to its line: a custom_id already there makes this line an error (OpenAI's
-/// Batch API requires custom_id to be unique within a file, so that every answer names one
-/// request); the first line with it runs as usual.
+/// Reads line `n` (1-based) as cli/batch_line.h does (`seen`: the custom_ids met so far) and,
+/// when it is a request, prepares it.
 Line read_line(const std::string& text, size_t n, const lg::server::Engine& engine, const lg::chat::ChatTemplate& tmpl,
                std::unordered_map<std::string, size_t>& seen) {
+  lg::cli::BatchLine b = lg::cli::parse_batch_line(text, n, seen);
   Line l;
-  const std::string where = fmt::format("line {}", n);
-  json j;
-  try {
-    j = lg::server::parse_json_limited(text);
-  } catch (const json::exception& e) {
-    // A request line is one line of JSON: its position is a column ("at line 1, column 51" beside
-    // "line 2" read as two lines).
-    std::string m = lg::server::json_error_message(e);
-    if (const auto at = m.find("at line 1, column "); at != std::string::npos) m.replace(at, 18, "at column ");
-    l.error = line_error("invalid_json", where + ": not JSON: " + m);
-    recover_custom_id(text, n, l, seen);
-    return l;
-  } catch (const lg::server::RequestError& e) {
-    l.error = line_error("invalid_json", where + ": " + e.what());
-    recover_custom_id(text, n, l, seen);
-    return l;
-  }
-  if (!j.is_object()) {
-    l.error = line_error("invalid_request", where + ": a request line must be a JSON object");
-    return l;
-  }
-  if (j.contains("custom_id")) l.custom_id = j["custom_id"];
-  if (!l.custom_id.is_string()) {
-    l.error = line_error("invalid_request", where + (l.custom_id.is_null() ? ": 'custom_id' is required (a string naming "
-                                                                              "the request in the output)"
-                                                                            : ": 'custom_id' must be a string, got " +
-                                                                                  std::string(l.custom_id.type_name())));
-    l.custom_id = nullptr;
-    return l;
-  }
-  const auto [first, fresh] = seen.emplace(l.custom_id.get<std::string>(), n);
-  if (!fresh) {
-    l.error = line_error("duplicate_custom_id", fmt::format("{}: 'custom_id' {} is already the custom_id of line {}: "
-                                                            "custom_id must be unique within the batch file",
-                                                            where, l.custom_id.dump(), first->second));
-    return l;
-  }
-  if (!j.contains("method") || j["method"] != "POST") {
-    l.error = line_error("invalid_request", where + ": 'method' must be \"POST\"");
-    return l;
-  }
-  const json url = j.contains("url") ? j["url"] : json(nullptr);
-  lg::server::Endpoint kind;
-  if (url == "/v1/completions") kind = lg::server::Endpoint::completion;
-  else if (url == "/v1/chat/completions") kind = lg::server::Endpoint::chat;
-  else {
-    l.error = line_error("invalid_url", where + ": 'url' must be \"/v1/completions\" or \"/v1/chat/completions\", got " +
-                                            url.dump());
-    return l;
-  }
-  if (!j.contains("body") || !j["body"].is_object()) {
-    l.error = line_error("invalid_request", where + ": 'body' must be a JSON object (the request body)");
-    return l;
-  }
+  l.custom_id = std::move(b.custom_id);
+  l.error = std::move(b.error);
+  if (!b.kind) return l;
   try {
     // A stream of another type than a boolean is the parser's 400 below (json::value would throw).
-    if (const auto st = j["body"].find("stream"); st != j["body"].end() && st->is_boolean() && st->get<bool>())
+    if (const auto st = b.body.find("stream"); st != b.body.end() && st->is_boolean() && st->get<bool>())
       throw lg::server::RequestError("stream", "'stream' is not supported in a batch: every answer is whole");
-    l.request = lg::server::prepare_request(engine, tmpl, kind, j["body"].dump());
+    l.request = lg::server::prepare_request(engine, tmpl, *b.kind, b.body.dump());
   } catch (const lg::server::ModelNotFound& e) {
     l.response = {{"status_code", 404}, {"request_id", nullptr},
                   {"body", lg::server::error_body(e.what(), "NotFoundError", e.param())}};

@@ -22,11 +22,14 @@ using namespace json_fields;
 nlohmann::json read_json_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open (missing or unreadable)", path.string()));
-  const std::string text = read_text_input(in, path.string());
+  return parse_json_text(read_text_input(in, path.string()), path.string());
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& source_name) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", path.string(), e.what()));
+    throw Error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
   }
 }
 

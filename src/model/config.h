@@ -109,6 +109,9 @@ int64_t num_experts(const ModelConfig& c);
 
 /// Reads a JSON file into a document; lg::Error naming the file if it is missing or malformed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+/// The text of a JSON file (read_json_file's parse; fuzz/config_fuzz's entry point) as a document;
+/// lg::Error naming `source_name` if it is malformed.
+nlohmann::json parse_json_text(const std::string& text, const std::string& source_name);
 /// The config.json `path` names: the file itself, or the one in the model directory `path`.
 std::filesystem::path config_json_path(std::filesystem::path path);
 /// The raw config.json document of a model: `path` is the file or the model directory holding it.

@@ -13,8 +13,6 @@
 
 namespace lg::server {
 
-enum class Endpoint { completion, chat };
-
 /// A request after validation: everything needed to run it, now or in a stream.
 struct PreparedRequest {
   Endpoint kind = Endpoint::completion;

@@ -13,6 +13,9 @@
 
 namespace lg::server {
 
+/// Which body parser a request takes: /v1/completions or /v1/chat/completions.
+enum class Endpoint { completion, chat };
+
 /// Bad input in a request: `param` is the field at fault ("max_tokens", "messages[1].content"),
 /// empty when the body as a whole is wrong (malformed JSON).
 class RequestError : public std::runtime_error {
