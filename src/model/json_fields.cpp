@@ -34,9 +34,9 @@ std::optional<int64_t> opt_int(const nlohmann::json& obj, const std::string& key
   if (v->is_number_integer()) return v->get<int64_t>();
   // 4096.0 is an integer written as a float by some exporters; accept it when exact.
   if (v->is_number_float()) {
-    double d = v->get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d)) && d >= -9.0e18 && d <= 9.0e18)
-      return static_cast<int64_t>(d);
+    // In range before the cast: converting 1e300 to int64 is undefined behaviour, not a refusal.
+    const double d = v->get<double>();
+    if (d >= -9.0e18 && d <= 9.0e18 && d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
   }
   wrong_type(source, name_of(key, path), "an integer", *v);
 }
