@@ -14,6 +14,11 @@ const std::string& name_of(const std::string& key, const std::string& path) { re
   throw Error(fmt::format("{}: field '{}' must be {}, got {} {}", source, field, want, got.type_name(),
                           got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
+// An integer that fits int64: 2^63 and above parse as unsigned, and get<int64_t> would wrap them
+// to negative ids.
+bool is_int64(const nlohmann::json& v) {
+  return v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+}
 }  // namespace
 
 const nlohmann::json* find(const nlohmann::json& obj, const std::string& key) {
@@ -72,12 +77,12 @@ std::vector<int64_t> int_or_list(const nlohmann::json& obj, const std::string& k
   if (v->is_array()) {
     for (size_t i = 0; i < v->size(); ++i) {
       const auto& e = (*v)[i];
-      if (!e.is_number_integer()) wrong_type(source, fmt::format("{}[{}]", key, i), "an integer token id", e);
+      if (!is_int64(e)) wrong_type(source, fmt::format("{}[{}]", key, i), "an integer token id", e);
       out.push_back(e.get<int64_t>());
     }
     return out;
   }
-  if (!v->is_number_integer()) wrong_type(source, key, "a token id or a list of token ids", *v);
+  if (!is_int64(*v)) wrong_type(source, key, "a token id or a list of token ids", *v);
   out.push_back(v->get<int64_t>());
   return out;
 }

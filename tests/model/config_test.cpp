@@ -164,6 +164,9 @@ TEST(Config, WrongTypesAndValuesAreNamed) {
   EXPECT_HAS(bad("rms_norm_eps", "1e-6"), "field 'rms_norm_eps' must be a number");
   EXPECT_HAS(bad("eos_token_id", "</s>"), "field 'eos_token_id' must be a token id");
   EXPECT_HAS(bad("eos_token_id", json::array({1, "x"})), "field 'eos_token_id[1]'");
+  // 2^64 - 1 parses as unsigned: refused, not wrapped to the id -1.
+  EXPECT_HAS(bad("eos_token_id", 18446744073709551615ull), "field 'eos_token_id' must be a token id");
+  EXPECT_HAS(bad("eos_token_id", json::array({2, 9223372036854775808ull})), "field 'eos_token_id[1]'");
   EXPECT_HAS(bad("architectures", "Qwen3ForCausalLM"), "field 'architectures'");
   // An integer written as a float is accepted when exact.
   auto j = qwen3_22m();
