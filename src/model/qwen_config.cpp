@@ -4,6 +4,10 @@
 // rather than run as something else. Sources: configuration_qwen2.py / configuration_qwen3.py and
 // modeling_qwen2.py / modeling_qwen3.py (transformers v5.17), and the configs on the Hub. Other
 // families get no such reading: their .lg program reads and `require`s what it needs.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,6 +25,22 @@ void require_field(const nlohmann::json& j, const char* field, const std::string
   if (!find(j, field)) throw Error(fmt::format("{}: missing required field '{}'", src, field));
 }
 
+// The layers a message names: all of them up to kShown, else the first kShown, "...", the last
+// and how many.
+struct SlidingLayers {
+  static constexpr int64_t kShown = 16;
+  std::vector<int64_t> first;
+  int64_t last = 0, count = 0;
+  void add(int64_t i) {
+    if (count++ < kShown) first.push_back(i);
+    last = i;
+  }
+  std::string str() const {
+    if (count <= kShown) return fmt::format("{}", fmt::join(first, ", "));
+    return fmt::format("{}, ..., {} ({} layers)", fmt::join(first, ", "), last, count);
+  }
+};
+
 // Sliding window (Qwen2 family): layer i uses a window when use_sliding_window and i >=
 // max_window_layers (transformers derives `layer_types` from that). Neither the Qwen programs nor
 // the hand-written lane implement one, so a config where a window would apply is refused, never
@@ -34,24 +54,28 @@ void refuse_sliding_window(const std::string& src, const ModelConfig& c) {
   // transformers: sliding_window = sliding_window if use_sliding_window else None; when
   // layer_types is absent, layer i is "sliding_attention" iff that window is set and i >=
   // max_window_layers (class default 28).
+  // The layers are counted, not listed: num_hidden_layers can be anything up to 2^63 here.
   const bool has_window = c.use_sliding_window && c.sliding_window.has_value();
   const int64_t window = has_window ? *c.sliding_window : 0;
-  std::vector<int64_t> sliding;
+  SlidingLayers sliding;
   if (!c.layer_types.empty()) {
     for (size_t i = 0; i < c.layer_types.size(); ++i)
-      if (c.layer_types[i] == "sliding_attention") sliding.push_back(static_cast<int64_t>(i));
+      if (c.layer_types[i] == "sliding_attention") sliding.add(static_cast<int64_t>(i));
   } else if (has_window) {
-    for (int64_t i = c.max_window_layers.value_or(28); i < c.num_hidden_layers; ++i) sliding.push_back(i);
+    // max_window_layers below 0 puts every layer past it, as transformers' `i >= max_window_layers`.
+    const int64_t first = std::max<int64_t>(c.max_window_layers.value_or(28), 0);
+    for (int64_t i = first; i < c.num_hidden_layers && i - first < SlidingLayers::kShown; ++i) sliding.add(i);
+    if (first < c.num_hidden_layers) sliding.count = c.num_hidden_layers - first, sliding.last = c.num_hidden_layers - 1;
   }
-  if (sliding.empty()) return;
+  if (sliding.count == 0) return;
   if (has_window)
     throw Error(fmt::format("{}: sliding-window attention (window {}) would apply to layers [{}] (fields "
                             "'use_sliding_window', 'max_window_layers', 'layer_types'): the Qwen programs and "
                             "the hand-written lane implement full causal attention only",
-                            src, window, fmt::join(sliding, ", ")));
+                            src, window, sliding.str()));
   throw Error(fmt::format("{}: field 'layer_types' marks layers [{}] as sliding_attention but no window is in "
                           "effect (use_sliding_window {}, sliding_window {}): refusing an ambiguous config",
-                          src, fmt::join(sliding, ", "), c.use_sliding_window,
+                          src, sliding.str(), c.use_sliding_window,
                           c.sliding_window ? fmt::format("{}", *c.sliding_window) : "null"));
 }
 

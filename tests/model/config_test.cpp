@@ -291,6 +291,22 @@ TEST(Config, SlidingWindowThatWouldApplyIsRefused) {
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "'layer_types' has 7 entries");
 }
 
+TEST(Config, SlidingWindowRefusalCountsTheLayersItNames) {
+  // A window from layer 0 of 10^15 layers: named and counted, not listed (that took 8 PB).
+  auto j = qwen25_style();
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 4096;
+  j["max_window_layers"] = 0;
+  j["num_hidden_layers"] = 1000000000000000;
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }),
+             "would apply to layers [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, ..., 999999999999999 "
+             "(1000000000000000 layers)]");
+  // max_window_layers below 0 puts every layer past it: layer numbers from 0, not -2.
+  j["num_hidden_layers"] = 3;
+  j["max_window_layers"] = -2;
+  EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "would apply to layers [0, 1, 2] (fields");
+}
+
 // Other families: only what every family has is required; their programs read the rest. GPT-2
 // names its dims otherwise, Llama 3.1 scales its RoPE, Gemma 3 has sliding layers with per-type
 // RoPE parameters: all parse, nothing of Qwen is assumed.
