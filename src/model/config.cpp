@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -187,11 +188,26 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   return c;
 }
 
+namespace {
+// Byte counts saturate at 2^64 - 1: a config of absurd dims (2^40 heads of 2^40) gives that, not a
+// product wrapped to a small number or signed overflow.
+uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+uint64_t sat_add(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+}  // namespace
+
 uint64_t decode_weight_bytes(const ModelConfig& c, int64_t batch) {
-  const auto D = static_cast<uint64_t>(c.hidden_size), F = static_cast<uint64_t>(c.intermediate_size);
-  const auto q = static_cast<uint64_t>(c.num_attention_heads * c.head_dim);
-  const auto kv = static_cast<uint64_t>(c.num_key_value_heads * c.head_dim);
-  const uint64_t attention = (q + 2 * kv) * D + D * q, dense_mlp = 2 * F * D + D * F;
+  auto u = [](int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : uint64_t{0}; };
+  const uint64_t D = u(c.hidden_size), F = u(c.intermediate_size), L = u(c.num_hidden_layers);
+  const uint64_t q = sat_mul(u(c.num_attention_heads), u(c.head_dim));
+  const uint64_t kv = sat_mul(u(c.num_key_value_heads), u(c.head_dim));
+  const uint64_t attention = sat_add(sat_mul(sat_add(q, sat_mul(2, kv)), D), sat_mul(D, q));
+  const uint64_t dense_mlp = sat_mul(3, sat_mul(F, D));
   // A mixture of experts (Qwen3-MoE's fields): a token of a sparse layer reads the router [E, D]
   // and its k experts' SwiGLU weights, not the dense MLP; the other layers (mlp_only_layers, or
   // off decoder_sparse_step) read the dense MLP.
@@ -206,15 +222,26 @@ uint64_t decode_weight_bytes(const ModelConfig& c, int64_t batch) {
   const double Ed = static_cast<double>(E), routed =
       batch <= 1 || E == 0 ? static_cast<double>(K)
                            : Ed * (1.0 - std::pow(1.0 - static_cast<double>(K) / Ed, static_cast<double>(batch)));
-  const auto expert_weights = static_cast<uint64_t>(std::llround(routed * 3.0 * static_cast<double>(Fe * D)));
-  uint64_t total = 0;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    bool sparse = E && Fe && K && (static_cast<uint64_t>(l) + 1) % step == 0;
-    if (sparse && j.is_object() && j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array())
-      for (const auto& x : j["mlp_only_layers"]) sparse = sparse && !(x.is_number_integer() && x.get<int64_t>() == l);
-    total += attention + (sparse ? E * D + expert_weights : dense_mlp);
+  const double expert_bytes = routed * 3.0 * static_cast<double>(sat_mul(Fe, D));
+  // (Negative only where num_experts_per_tok exceeds num_experts at a batch > 1.)
+  const uint64_t expert_weights = !(expert_bytes > 0)    ? 0
+                                  : expert_bytes < 9.0e18 ? static_cast<uint64_t>(std::llround(expert_bytes))
+                                                          : UINT64_MAX;
+  // Sparse layers: l with (l + 1) % step == 0, L / step of them, less those in mlp_only_layers
+  // (counted, not walked: num_hidden_layers may be anything a config writes).
+  uint64_t sparse = 0;
+  if (E && Fe && K) {
+    sparse = L / step;
+    std::set<uint64_t> dense_listed;
+    if (j.is_object() && j.contains("mlp_only_layers") && j["mlp_only_layers"].is_array())
+      for (const auto& x : j["mlp_only_layers"])
+        if (x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<uint64_t>() < L && (x.get<uint64_t>() + 1) % step == 0)
+          dense_listed.insert(x.get<uint64_t>());
+    sparse -= dense_listed.size();
   }
-  return 2 * (total + static_cast<uint64_t>(c.vocab_size) * D);
+  const uint64_t total = sat_add(sat_mul(L, attention), sat_add(sat_mul(sparse, sat_add(sat_mul(E, D), expert_weights)),
+                                                                sat_mul(L - sparse, dense_mlp)));
+  return sat_mul(2, sat_add(total, sat_mul(u(c.vocab_size), D)));
 }
 
 int64_t num_experts(const ModelConfig& c) {

@@ -100,7 +100,8 @@ ModelConfig load_config(const std::filesystem::path& path);
 /// A step of `batch` tokens reads each routed expert once: a sparse layer then counts the expected
 /// number of distinct experts among `batch` tokens routed uniformly, E (1 - (1 - k/E)^batch)
 /// (random weights route about uniformly; a trained router's skew makes the union smaller), which
-/// is k at batch 1 and nears E as the batch grows. Throws nothing; batch < 1 counts as 1.
+/// is k at batch 1 and nears E as the batch grows. Throws nothing; batch < 1 counts as 1. Takes time
+/// independent of num_hidden_layers and saturates at 2^64 - 1 (a config of absurd dimensions).
 uint64_t decode_weight_bytes(const ModelConfig& c, int64_t batch = 1);
 
 /// Experts per sparse layer of a mixture-of-experts config (num_experts, or num_local_experts, as

@@ -375,6 +375,21 @@ TEST(Config, MixtureOfExpertsDecodeBytesCountTheRoutedExperts) {
   EXPECT_EQ(decode_weight_bytes(tiny), 2 * (3 * ((64 + 2 * 32) * 64 + 64 * 64 + 8 * 64 + 2 * 3 * 32 * 64) + 512 * 64));
 }
 
+TEST(Config, DecodeWeightBytesSaturatesForAbsurdDims) {
+  // 2^20 heads of 2^20 at hidden 2^20: 2^62 bytes a layer, 2^72 for 1,024 layers, past uint64.
+  json j = {{"model_type", "llama"},        {"hidden_size", 1 << 20},      {"num_attention_heads", 1 << 20},
+            {"head_dim", 1 << 20},          {"num_hidden_layers", 1024},   {"intermediate_size", 1}};
+  EXPECT_EQ(decode_weight_bytes(parse_config(j, "config.json")), UINT64_MAX);
+  // A layer count no loop gets through: counted, not walked (with experts, sparse and dense ones).
+  j = {{"model_type", "qwen3_moe"}, {"hidden_size", 1}, {"num_attention_heads", 1}, {"head_dim", 1},
+       {"intermediate_size", 1},    {"num_experts", 2}, {"num_experts_per_tok", 1}, {"moe_intermediate_size", 1},
+       {"decoder_sparse_step", 2},  {"mlp_only_layers", {1, 1, 3, 4}}, {"num_hidden_layers", int64_t{1} << 40}};
+  // A layer: attention (1 + 2) + 1 = 4; dense MLP 3; sparse: router 2 + one expert 3 = 5. Layers 1
+  // and 3 are sparse ones listed dense (1 twice, 4 is dense anyway).
+  const uint64_t L = uint64_t{1} << 40, sparse = L / 2 - 2;
+  EXPECT_EQ(decode_weight_bytes(parse_config(j, "config.json")), 2 * (4 * L + 5 * sparse + 3 * (L - sparse)));
+}
+
 TEST(GenerationConfig, DefaultsWhenAbsentAndEosMerged) {
   TempDir dir;
   auto j = qwen3_22m();
