@@ -27,8 +27,15 @@ nlohmann::json read_json_file(const fs::path& path) {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& source_name) {
+  // Refused while parsing, before any copy: copying or printing a document recurses once per level
+  // (100,000 nested arrays in config.json overflowed lg inspect's stack).
+  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonFileDepth)
+      throw Error(fmt::format("{}: the JSON is nested more than {} levels deep", source_name, kMaxJsonFileDepth));
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, limit);
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
   }

@@ -307,6 +307,16 @@ TEST(Config, SlidingWindowRefusalCountsTheLayersItNames) {
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "would apply to layers [0, 1, 2] (fields");
 }
 
+TEST(Config, NestingPastTheLimitIsAnErrorNamingTheFile) {
+  // 100,000 nested arrays overflowed the stack copying the document.
+  TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  write_file(dir / "config.json", R"({"model_type": "llama", "x": )" + deep + "}");
+  EXPECT_EQ(error_of([&] { load_config(dir / "config.json"); }),
+            (dir / "config.json").string() + ": the JSON is nested more than 10000 levels deep");
+  EXPECT_HAS(error_of([&] { read_config_json(dir.path()); }), "nested more than 10000 levels deep");
+}
+
 // Other families: only what every family has is required; their programs read the rest. GPT-2
 // names its dims otherwise, Llama 3.1 scales its RoPE, Gemma 3 has sliding layers with per-type
 // RoPE parameters: all parse, nothing of Qwen is assumed.
