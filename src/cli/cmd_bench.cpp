@@ -56,6 +56,28 @@ struct BenchOpts {
   lg::LaneOptions lane_options;
 };
 
+/// What lg bench refuses before it looks for a device, in a build with or without CUDA: the cpu
+/// lane without a model directory, an unknown shape name. Returns the config of a random-weights
+/// shape (a preset, or a directory holding only a config.json); nullopt for a model directory.
+std::optional<lg::model::ModelConfig> check_bench_shape(const BenchOpts& o) {
+  // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
+  // .lg program's params get random bf16 weights made on the device.
+  const bool is_dir = std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape);
+  if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
+    throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
+                    "are made on the device for the hand-written and compiled lanes only)");
+  if (is_dir) return std::nullopt;
+  return lg::cli::random_shape(o.shape, ", or a model directory").config;  // an unknown name is refused by name
+}
+
+/// The error of a bench that finds no GPU to run on (`why`: no device, or a build without CUDA).
+lg::Error no_gpu_error(const BenchOpts& o, const std::string& why) {
+  return lg::Error(o.lane == "cpu" ? "lg bench: " + why + ": lg bench times a lane next to the GPU's copy bandwidth (its "
+                                         "floor), so it needs a GPU even for --lane cpu; time the CPU reference with "
+                                         "`lg run --lane cpu --model DIR` (it prints prefill and decode speeds)"
+                                   : "lg bench: " + why + ": the " + o.lane + " lane runs on a GPU");
+}
+
 #ifdef LG_BENCH_GPU
 
 double median(std::vector<double> v) {
@@ -111,20 +133,9 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
 
 int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
-  // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
-  // .lg program's params get random bf16 weights made on the device.
-  const bool is_dir = std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape);
-  if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
-    throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
-                    "are made on the device for the hand-written and compiled lanes only)");
-  std::optional<lg::model::ModelConfig> preset;
-  // An unknown shape name is an error first.
-  if (!is_dir) preset = lg::cli::random_shape(o.shape, ", or a model directory").config;
-  if (!lg::cuda::cuda_device_available())
-    throw lg::Error(o.lane == "cpu" ? "lg bench: no CUDA device: lg bench times a lane next to the GPU's copy bandwidth "
-                                      "(its floor), so it needs a GPU even for --lane cpu; time the CPU reference with "
-                                      "`lg run --lane cpu --model DIR` (it prints prefill and decode speeds)"
-                                    : "lg bench: no CUDA device: the " + o.lane + " lane runs on a GPU");
+  const std::optional<lg::model::ModelConfig> preset = check_bench_shape(o);
+  const bool is_dir = !preset;
+  if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
@@ -266,7 +277,10 @@ int run_bench(const BenchOpts& o) {
 
 #else
 
-int run_bench(const BenchOpts&) { throw lg::Error("lg bench: this lg was built without CUDA (LG_HAVE_CUDA off)"); }
+int run_bench(const BenchOpts& o) {
+  check_bench_shape(o);
+  throw no_gpu_error(o, "this lg was built without CUDA (LG_HAVE_CUDA off)");
+}
 
 #endif
 
