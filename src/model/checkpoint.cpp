@@ -101,10 +101,12 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   if (!fs::exists(index_path)) {
     if (const auto why = unread_weights(dir))
       throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json: {}", dir.string(), *why));
-    // A config alone (bench/shapes/*) is a shape, not a model: lg bench runs it on random weights.
+    // A config alone (bench/shapes/*) is a shape, not a model: lg bench and lg serve run it on
+    // random weights (this reader does not know which command asked, so both are named).
     throw Error(fmt::format("{}: no model.safetensors or model.safetensors.index.json{}", dir.string(),
                             fs::exists(dir / "config.json")
-                                ? " (a config.json alone: `lg bench --shape DIR` runs that shape on random weights)"
+                                ? " (a config.json alone: `lg bench --shape DIR` or `lg serve --shape DIR` runs that "
+                                  "shape on random weights)"
                                 : ""));
   }
 

@@ -96,6 +96,8 @@ TEST(Checkpoint, AConfigAloneNamesLgBenchShape) {
   EXPECT_NE(message().find("no model.safetensors or model.safetensors.index.json (a config.json alone: `lg bench --shape DIR`"),
             std::string::npos)
       << message();
+  // `lg serve -m` of such a directory hears the serve form too.
+  EXPECT_NE(message().find("or `lg serve --shape DIR` runs that shape"), std::string::npos) << message();
   std::filesystem::remove_all(dir);
 }
 
