@@ -357,8 +357,11 @@ int inspect_shape(const std::filesystem::path& dir, bool json) {
   const uint64_t decode_bytes = lg::model::decode_weight_bytes(config);
   const std::optional<std::filesystem::path> tokenizer =
       std::filesystem::exists(dir / "tokenizer.json") ? std::optional(dir / "tokenizer.json") : std::nullopt;
-  const std::string no_weights = "no *.safetensors in this directory, a config alone (lg bench --shape runs it on random "
-                                 "weights)";
+  // Weights in a form lanegraph does not read (a PyTorch pickle, a GGUF) are named, as lg run names them.
+  const std::optional<std::string> unread = lg::model::unread_weights(dir);
+  const std::string no_weights = unread ? "no *.safetensors in this directory: " + *unread
+                                        : "no *.safetensors in this directory, a config alone (lg bench --shape runs it "
+                                          "on random weights)";
   if (json) {
     Json j;
     j["dir"] = dir.string();

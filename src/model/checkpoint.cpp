@@ -48,13 +48,8 @@ void Checkpoint::add_file(SafetensorsFile file) {
   files_.push_back(std::move(file));
 }
 
-namespace {
-
-// Why a directory without model.safetensors or its index still holds weights, in a form this
-// reader does not take: PyTorch pickles (older Hugging Face checkpoints, Meta's consolidated
-// *.pth), llama.cpp's GGUF, or safetensors shards whose index is missing. Nullopt when it holds
-// none of those. A user coming from llama.cpp or an older checkpoint otherwise read that the
-// directory held no weights at all.
+// A user coming from llama.cpp or an older checkpoint otherwise read that the directory held no
+// weights at all.
 std::optional<std::string> unread_weights(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -81,8 +76,6 @@ std::optional<std::string> unread_weights(const fs::path& dir) {
                          n);
   return std::nullopt;
 }
-
-}  // namespace
 
 Checkpoint Checkpoint::open(const fs::path& dir) {
   Checkpoint c;

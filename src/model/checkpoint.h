@@ -27,6 +27,13 @@ struct TensorSpec {
 /// What Checkpoint::weights_hash() starts with (older locks hold a bare FNV-1a hash).
 inline constexpr std::string_view kWeightsHashPrefix = "xxh3:";
 
+/// Why a directory without model.safetensors or its index still holds weights, in a form
+/// Checkpoint does not read: PyTorch pickles (pytorch_model*.bin, *.pth, *.pt; not HF Trainer's
+/// training_args.bin), llama.cpp's GGUF, or safetensors shards whose index is missing. A sentence
+/// naming the file and what to do instead; nullopt when the directory holds none of those.
+/// Checkpoint::open's error carries it, and lg inspect of a config without safetensors says it.
+std::optional<std::string> unread_weights(const std::filesystem::path& dir);
+
 class Checkpoint {
  public:
   /// Opens `dir`/model.safetensors, else the shards of `dir`/model.safetensors.index.json (each

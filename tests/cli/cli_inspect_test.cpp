@@ -4,6 +4,7 @@
 // (q/k norm, a separate LM head) match the tensors listed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -167,6 +168,25 @@ TEST(CliInspect, ModelDirectoryGivesParameterBytesUnderTheConfigOnlyKey) {
   }
   EXPECT_EQ(j.at("parameters"), count);
   EXPECT_EQ(j.at("parameter_bytes"), bytes);
+}
+
+// A config.json beside weights lanegraph does not read (a PyTorch pickle) is still described from
+// its config, and the weights line names the file and how to convert it, as lg run's error does;
+// it said "a config alone (lg bench --shape runs it on random weights)".
+TEST(CliInspect, ConfigBesideAPickleNamesThePickle) {
+  const auto dir = std::filesystem::temp_directory_path() / "lg_inspect_pickle";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kSource + "/bench/shapes/llama-3.1-8b/config.json", dir / "config.json");
+  std::ofstream(dir / "pytorch_model.bin") << "x";
+  const CliRun r = run_lg("inspect " + dir.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("weights:      none: no *.safetensors in this directory: pytorch_model.bin holds PyTorch "
+                       "weights (a pickle); lanegraph reads safetensors only"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("a config alone"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 // A directory with a config.json and no weights (bench/shapes/*, lg bench --shape's input) is
