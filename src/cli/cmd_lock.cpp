@@ -1,6 +1,5 @@
 // `lg lock new|update|check`: golden-token locks (src/locks, docs/locks.md).
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -207,12 +206,8 @@ bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool
 int run_check(const LockOptions& o) {
   // A lane that cannot run here would fail every lock alike, each after loading its model: said
   // once instead, before any lock is read (as lg run refuses it before the model loads).
-  if (const auto names = lane_names(); std::find(names.begin(), names.end(), o.lane) == names.end())
-    throw Error(fmt::format("unknown lane '{}' (this build has: {})", o.lane, fmt::join(names, ", ")));
-  if (is_gpu_lane(o.lane) && !cuda_available())
-    throw Error(fmt::format("lane '{}' runs on an NVIDIA GPU and this machine has no usable CUDA device; "
-                            "--lane cpu checks the CPU reference",
-                            o.lane));
+  check_lane_known(o.lane);
+  check_gpu_present(o.lane, "; --lane cpu checks the CPU reference");
   const float threshold = o.threshold >= 0 ? static_cast<float>(o.threshold) : locks::default_threshold(o.lane);
   bool printed_provenance = false;
   int failures = 0;

@@ -2,7 +2,6 @@
 // lane (the CPU reference executor by default), streaming it as it is produced, then reports
 // prefill speed, time to first token and decode speed on stderr.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -72,8 +71,7 @@ int run(const RunOpts& o) {
   if (o.device == "cuda" && !lg::is_gpu_lane(lane_name))
     throw lg::Error("lane '" + lane_name + "' runs on the CPU, not on --device cuda (use --lane compiled or handwritten)");
   // An unknown name is refused before the model loads, not after a loading line naming it.
-  if (const auto names = lg::lane_names(); std::find(names.begin(), names.end(), lane_name) == names.end())
-    throw lg::Error(fmt::format("unknown lane '{}' (this build has: {})", lane_name, fmt::join(names, ", ")));
+  lg::check_lane_known(lane_name);
   if (o.fallback_cpu && lg::is_gpu_lane(lane_name) && !lg::cuda_available()) {
     std::fprintf(stderr, "lg: no CUDA device: falling back from lane %s to the CPU reference (--fallback-cpu)\n",
                  lane_name.c_str());

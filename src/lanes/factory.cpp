@@ -1,5 +1,6 @@
 #include "lanes/factory.h"
 
+#include <algorithm>
 #include <string>
 
 #include "model/model_dir.h"
@@ -22,13 +23,23 @@ namespace lg {
 
 namespace {
 
-std::string known_lanes() {
+Error unknown_lane(const std::string& name) {
   std::string known;
   for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;
-  return known.empty() ? "none" : known;
+  return Error("unknown lane '" + name + "' (this build has: " + (known.empty() ? "none" : known) + ")");
 }
 
 }  // namespace
+
+void check_lane_known(const std::string& name) {
+  const auto names = lane_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) throw unknown_lane(name);
+}
+
+void check_gpu_present(const std::string& name, const std::string& advice) {
+  if (is_gpu_lane(name) && !cuda_available())
+    throw Error("lane '" + name + "' runs on an NVIDIA GPU and this machine has no usable CUDA device" + advice);
+}
 
 std::vector<std::string> lane_names() {
   std::vector<std::string> names;
@@ -75,9 +86,7 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
   // Say it plainly before any CUDA call fails with a driver error code.
-  if (is_gpu_lane(name) && !cuda_available())
-    throw Error("lane '" + name + "' runs on an NVIDIA GPU and this machine has no usable CUDA device; use --lane cpu "
-                "(the CPU reference), or --fallback-cpu with lg run");
+  check_gpu_present(name, "; use --lane cpu (the CPU reference), or --fallback-cpu with lg run");
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
   if (name == "compiled") return make_compiled_lane(dir, options);
@@ -87,15 +96,14 @@ std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& 
 #endif
   (void)dir;
   (void)options;
-  throw Error("unknown lane '" + name + "' (this build has: " + known_lanes() + ")");
+  throw unknown_lane(name);
 }
 
 std::unique_ptr<Lane> make_random_lane(const std::string& name, const model::ModelConfig& config, uint64_t seed,
                                        const LaneOptions& options) {
   if (name == "cpu") throw Error("lane 'cpu' runs on a checkpoint only: random weights are made for the GPU lanes");
 #if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
-  if (is_gpu_lane(name) && !cuda_available())
-    throw Error("lane '" + name + "' runs on an NVIDIA GPU and this machine has no usable CUDA device");
+  check_gpu_present(name);
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED)
   if (name == "compiled") return make_compiled_lane_random(config, seed, options);
@@ -106,7 +114,7 @@ std::unique_ptr<Lane> make_random_lane(const std::string& name, const model::Mod
   (void)config;
   (void)seed;
   (void)options;
-  throw Error("unknown lane '" + name + "' (this build has: " + known_lanes() + ")");
+  throw unknown_lane(name);
 }
 
 }  // namespace lg

@@ -27,6 +27,14 @@ bool is_gpu_lane(const std::string& name);
 /// without a driver).
 bool cuda_available();
 
+/// Throws lg::Error "unknown lane 'NAME' (this build has: cpu, ...)" unless lane_names() holds
+/// `name`: what make_lane says, for a command to say before it loads any model.
+void check_lane_known(const std::string& name);
+/// Throws lg::Error "lane 'NAME' runs on an NVIDIA GPU and this machine has no usable CUDA device"
+/// followed by `advice` (e.g. "; use --lane cpu") when `name` is a GPU lane and cuda_available()
+/// is false; nothing otherwise.
+void check_gpu_present(const std::string& name, const std::string& advice = "");
+
 /// Why lane `name` cannot run the model in `dir` at all (the hand-written lane runs the Qwen2/Qwen3
 /// family only, with their own programs), or nullopt. `lg lock check` skips such locks; make_lane
 /// throws the same sentence.
