@@ -35,6 +35,11 @@ struct SlidingLayers {
     if (count++ < kShown) first.push_back(i);
     last = i;
   }
+  /// Layers [from, to): their count and ends, never a walk over all of them.
+  void add_range(int64_t from, int64_t to) {
+    for (int64_t i = from; i < to && i - from < kShown; ++i) add(i);
+    if (from < to) count = to - from, last = to - 1;
+  }
   std::string str() const {
     if (count <= kShown) return fmt::format("{}", fmt::join(first, ", "));
     return fmt::format("{}, ..., {} ({} layers)", fmt::join(first, ", "), last, count);
@@ -63,9 +68,7 @@ void refuse_sliding_window(const std::string& src, const ModelConfig& c) {
       if (c.layer_types[i] == "sliding_attention") sliding.add(static_cast<int64_t>(i));
   } else if (has_window) {
     // max_window_layers below 0 puts every layer past it, as transformers' `i >= max_window_layers`.
-    const int64_t first = std::max<int64_t>(c.max_window_layers.value_or(28), 0);
-    for (int64_t i = first; i < c.num_hidden_layers && i - first < SlidingLayers::kShown; ++i) sliding.add(i);
-    if (first < c.num_hidden_layers) sliding.count = c.num_hidden_layers - first, sliding.last = c.num_hidden_layers - 1;
+    sliding.add_range(std::max<int64_t>(c.max_window_layers.value_or(28), 0), c.num_hidden_layers);
   }
   if (sliding.count == 0) return;
   if (has_window)
