@@ -159,11 +159,12 @@ bool early_after_gemm() {
 /// The launches note_untriggered_launch marked, by capture sequence (ids are unique in the process).
 thread_local std::map<unsigned long long, std::vector<cudaGraphNode_t>> untriggered_launches;
 
-/// The capture sequence `s` is in, or 0 when it is not capturing.
-unsigned long long capture_id(cudaStream_t s) {
+/// The capture sequence `s` is in, or 0 when it is not capturing (or the query fails: the capture's
+/// own end then reports what went wrong).
+unsigned long long capture_id(cudaStream_t s) noexcept {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;
-  LG_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, &id));
+  if (cudaStreamGetCaptureInfo(s, &status, &id) != cudaSuccess) return 0;
   return status == cudaStreamCaptureStatusActive ? id : 0;
 }
 
@@ -226,9 +227,7 @@ void GraphExec::end_capture(cudaStream_t s) {
 }
 
 void GraphExec::abandon_capture(cudaStream_t s) noexcept {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long id = 0;
-  if (cudaStreamGetCaptureInfo(s, &status, &id) == cudaSuccess) untriggered_launches.erase(id);
+  untriggered_launches.erase(capture_id(s));
   cudaGraph_t g = nullptr;
   cudaStreamEndCapture(s, &g);
   if (g) cudaGraphDestroy(g);
