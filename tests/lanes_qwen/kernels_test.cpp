@@ -838,8 +838,8 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
 
 }
 
-// A PDL kernel behind a cuBLASLt GEMM in a captured graph (cuda::note_untriggered_launch, under
-// LG_EARLY_AFTER_GEMM=1): its edge moves to the GEMM's launch-completion port, so its blocks start
+// A PDL kernel behind a cuBLASLt GEMM in a captured graph (cuda::note_untriggered_launch, unless
+// LG_EARLY_AFTER_GEMM=0): its edge moves to the GEMM's launch-completion port, so its blocks start
 // while the GEMM runs, and what it computes after its griddepcontrol.wait still sees the whole
 // product. The GEMM is large enough (16 x 8192 x 4096, 64 MB of weights: ~20 us) that a read of
 // its output before it ends would find the poison; each replay takes fresh inputs. Without the
@@ -867,7 +867,7 @@ TEST(QwenKernels, PdlKernelBehindCublasLtGemmStartsEarlyAndSeesItsProduct) {
   graph.end_capture(s.get());
   const char* knob = std::getenv("LG_EARLY_AFTER_GEMM");
   const char* pdl = std::getenv("LG_QWEN_PDL");
-  const bool on = knob && std::atoi(knob) != 0 && !(pdl && std::atoi(pdl) == 0);
+  const bool on = !(knob && *knob && std::atoi(knob) == 0) && !(pdl && std::atoi(pdl) == 0);
   EXPECT_EQ(graph.early_dependent_edges(), on ? 1u : 0u);
   for (int rep = 0; rep < 3; ++rep) {
     auto in = random_bf16(rng, size_t(T) * K, -1, 1);

@@ -375,6 +375,10 @@ static dev::DecodeAttnParams decode_attention_params(const float* q, const KvPag
   p.partial = scratch;
   p.counters = counters;
   p.out = out;
+  // LG_QWEN_PREFETCH_ITERS (lab): a warp's iterations prefetch_split sends to L2 before the PDL
+  // wait (a large value: the whole split).
+  static const int prefetch_iters = std::max(0, lab_knob("LG_QWEN_PREFETCH_ITERS", dev::kDecodePrefetchIters));
+  p.prefetch_iters = prefetch_iters;
   return p;
 }
 
@@ -754,6 +758,7 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
       throw Error("hand-written attention: v10 takes blocks of 4 or 8 warps, not " + std::to_string(plan.warps));
     const dev::DecodeAttnParams p =
         batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
+    cuda::note_dependent_waits_for_completion(s);
     return with_tc_rows_kernel(r.H / r.KV, r.Dh, plan.warps, [&](auto k) {
       using K = decltype(k);
       launch_pdl(K::kernel, dim3(r.KV, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);

@@ -141,8 +141,7 @@ bool gemv_rows_enabled();
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
 /// pdl: launched with Programmatic Dependent Launch (the kernel waits for the previous one before
 /// reading x, and lets the next one's blocks start early: the batched decode, before launch_gemv_rows
-/// and behind a cuBLASLt GEMM, where under LG_EARLY_AFTER_GEMM=1 cuda::note_untriggered_launch lets
-/// its blocks start early; off by default until measured).
+/// and behind a cuBLASLt GEMM, where cuda::note_untriggered_launch lets its blocks start early).
 void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps, bf16* h, cudaStream_t stream,
                          bool pdl = false);
 /// The same over chosen rows: h[b] = bf16(rms_norm(x[rows[b]], w, eps)) for b < B; rows device
@@ -302,8 +301,8 @@ void launch_attention_ragged(const float* q, const KvPages& cache, const int* bl
 
 /// out[b] = argmax of logits[b, 0 .. V-1] for b < B (lowest index on a tie, NaN never wins, all
 /// NaN: 0); logits f32 [B, V]; out device (or mapped host) int [B]. Launched with PDL, so behind
-/// the LM head's cuBLASLt GEMM in a decode graph its blocks may start early (under
-/// LG_EARLY_AFTER_GEMM=1, cuda::note_untriggered_launch; not yet measured).
+/// the LM head's cuBLASLt GEMM in a decode graph its blocks start early
+/// (cuda::note_untriggered_launch).
 void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_t stream);
 
 /// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n]. Launched with PDL (as

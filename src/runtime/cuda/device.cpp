@@ -1,5 +1,6 @@
 #include "runtime/cuda/device.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -146,12 +147,12 @@ void GraphExec::reset() {
 
 namespace {
 
-/// LG_EARLY_AFTER_GEMM=1 (lab knob, default off until measured on the H200: bench/RESULTS.md,
-/// twenty-fifth session) turns note_untriggered_launch on.
-bool early_after_gemm() {
-  static const bool on = [] {
+/// LG_EARLY_AFTER_GEMM (lab knob): 1, the default, turns note_untriggered_launch on (measured on
+/// the H200, bench/RESULTS.md, session 26); 0 off; 2 also ignores note_dependent_waits_for_completion.
+int early_after_gemm() {
+  static const int on = [] {
     const char* e = std::getenv("LG_EARLY_AFTER_GEMM");
-    return e && *e && std::atoi(e) != 0;
+    return e && *e ? std::atoi(e) : 1;
   }();
   return on;
 }
@@ -192,19 +193,38 @@ size_t start_dependents_at_launch(cudaGraph_t g, cudaGraphNode_t node) {
   return moved;
 }
 
+/// The capture sequence `s` is in (0: not capturing) and the nodes the next work issued on it
+/// will follow.
+struct CaptureTail {
+  unsigned long long id = 0;
+  const cudaGraphNode_t* deps = nullptr;
+  size_t n = 0;
+};
+CaptureTail capture_tail(cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CaptureTail t;
+  const cudaGraphEdgeData* edges = nullptr;
+  LG_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, &t.id, nullptr, &t.deps, &edges, &t.n));
+  if (status != cudaStreamCaptureStatusActive) t = {};
+  return t;
+}
+
 }  // namespace
 
 void note_untriggered_launch(cudaStream_t s) {
   if (!early_after_gemm()) return;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long id = 0;
-  const cudaGraphNode_t* deps = nullptr;
-  const cudaGraphEdgeData* edges = nullptr;
-  size_t n = 0;
-  LG_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, &id, nullptr, &deps, &edges, &n));
-  if (status != cudaStreamCaptureStatusActive) return;
-  auto& marked = untriggered_launches[id];
-  marked.insert(marked.end(), deps, deps + n);
+  const CaptureTail t = capture_tail(s);
+  if (!t.id) return;
+  auto& marked = untriggered_launches[t.id];
+  marked.insert(marked.end(), t.deps, t.deps + t.n);
+}
+
+void note_dependent_waits_for_completion(cudaStream_t s) {
+  if (early_after_gemm() != 1) return;  // 2: the lab's "early everywhere"
+  const CaptureTail t = capture_tail(s);
+  const auto it = untriggered_launches.find(t.id);
+  if (!t.id || it == untriggered_launches.end()) return;
+  std::erase_if(it->second, [&](cudaGraphNode_t node) { return std::find(t.deps, t.deps + t.n, node) != t.deps + t.n; });
 }
 
 void GraphExec::begin_capture(cudaStream_t s) {

@@ -105,6 +105,7 @@ struct DecodeAttnParams {
   int q_stride;
   int table_stride;
   const int* row_map;  // BATCH: [B], sequence b's row of q_all and out (a step's token rows), or null (row b)
+  int prefetch_iters;  // a warp's iterations prefetch_split covers (kDecodePrefetchIters)
 };
 
 /// Sequence b's view of a BATCH launch (splits: the grid's y extent): its projection row, block
@@ -148,9 +149,10 @@ __device__ __forceinline__ void prefetch_split(const DecodeAttnParams& p, int h,
   constexpr int kPerIter = R * 2 * kLines;      // lines of a warp's iteration: K and V of R keys
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const size_t base = static_cast<size_t>(h / (p.H / p.KV)) * static_cast<size_t>(p.rows) * DH;
-#pragma unroll
-  for (int it = 0; it < kDecodePrefetchIters; ++it) {
+#pragma unroll 2
+  for (int it = 0; it < p.prefetch_iters; ++it) {
     const int j = k0 + (it * NW + warp) * R;
+    if (j >= k1) break;
     for (int i = lane; i < kPerIter; i += 32) {
       const int key = j + i / (2 * kLines);
       if (key >= k1) break;
