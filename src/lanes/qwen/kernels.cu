@@ -283,8 +283,9 @@ namespace {
 /// Measured on the H200 (bench/qwen_lane.md, v4): 8 warps and 128 keys, one block per head up to
 /// 128 positions, tie 16 warps at the bench's 33..97 positions and beat them at 2000 (13.3 against
 /// 17.6 us at 8B); v3's 4 warps and 32 keys (2-4 merged splits there) are 0.04 ms/token slower at 0.6B.
-/// early: the single-sequence ROPE form locates its keys and prefetches them before the PDL wait
-/// (v7, attention_decode.cuh's EARLY); LG_QWEN_ATTN_EARLY=0 runs v5's order for A/B.
+/// early: the single-sequence ROPE form locates its keys (and with LG_QWEN_PREFETCH_ITERS > 0
+/// prefetches them) before the PDL wait (v7, attention_decode.cuh's EARLY); LG_QWEN_ATTN_EARLY=0
+/// runs v5's order for A/B.
 /// bound: the 8-warp kernel's registers are bounded for this many blocks per SM (knob
 /// LG_QWEN_ATTN_BOUND): 3 (80 registers, no spills; v7) or 4 (64, v5's). H200, session 9 calls
 /// 2-4: 3 is 0.1-1.2% quicker a step at 8B up to 1,024 positions and 4-6% at 0.6B from 512 to

@@ -134,11 +134,16 @@ struct DecodeSplits {
         n((length + chunk - 1) / chunk) {}
 };
 
-/// Iterations of a warp's keys (kDecodeKeysPerWarp each) the EARLY form prefetches.
-constexpr int kDecodePrefetchIters = 2;
+/// Iterations of a warp's keys (kDecodeKeysPerWarp each) the EARLY form prefetches by default
+/// (DecodeAttnParams::prefetch_iters; lab knob LG_QWEN_PREFETCH_ITERS). 2 until session 26; since a
+/// batched decode's attention starts at the QKV GEMM's launch completion (cuda::note_untriggered_launch),
+/// none is quicker: H200, 8B, 32 sequences of 512 positions 5.72-5.75 -> 5.65-5.67 ms a step, 64:
+/// 6.95-6.97 -> 6.82-6.83, 16 of 2,048 6.18-6.22 -> 6.13; one sequence and the 0.6B shape within
+/// noise (bench/RESULTS.md). 8 iterations or the whole split lost more (64 x 512: 7.22-7.25).
+constexpr int kDecodePrefetchIters = 0;
 
 /// EARLY form, before the PDL wait: the K and V rows of keys [k0, k1) this warp's first
-/// kDecodePrefetchIters iterations of attn_decode_item read go to L2, and their block-table
+/// p.prefetch_iters iterations of attn_decode_item read go to L2, and their block-table
 /// entries to L1 (the table loads that address the prefetches), one 128-byte line per lane and
 /// prefetch. Prefetches change no memory, so the row of the position this launch writes is safe
 /// to fetch early too (the K/V loads are .cg, from L2, where the write lands).
