@@ -759,6 +759,8 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
       throw Error("hand-written attention: v10 takes blocks of 4 or 8 warps, not " + std::to_string(plan.warps));
     const dev::DecodeAttnParams p =
         batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
+    // Started at the QKV GEMM's launch completion, v10 ran up to 60% slower (its 4-warp blocks;
+    // H200, session 26, bench/RESULTS.md): its blocks start at the GEMM's end.
     cuda::note_dependent_waits_for_completion(s);
     return with_tc_rows_kernel(r.H / r.KV, r.Dh, plan.warps, [&](auto k) {
       using K = decltype(k);
