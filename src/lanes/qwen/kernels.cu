@@ -762,8 +762,15 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
     // Started at the QKV GEMM's launch completion, v10 ran up to 60% slower (its 4-warp blocks;
     // H200, session 26, bench/RESULTS.md): its blocks start at the GEMM's end.
     cuda::note_dependent_waits_for_completion(s);
+    // LG_QWEN_V10_CARVEOUT=PCT (lab, session 26, not yet run on a GPU): v10's preferred
+    // shared-memory carveout (percent of the unified L1/shared; unset: the driver's choice), to
+    // test whether v10 blocks that start on SMs configured for a cuBLASLt GEMM's shared memory
+    // (LG_EARLY_AFTER_GEMM=2) lose L1 (bench/gpu-logs/session26/call10_run.sh).
+    static const int carveout = lab_knob("LG_QWEN_V10_CARVEOUT", -1);
     return with_tc_rows_kernel(r.H / r.KV, r.Dh, plan.warps, [&](auto k) {
       using K = decltype(k);
+      if (carveout >= 0)
+        LG_CUDA_CHECK(cudaFuncSetAttribute(K::kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
       launch_pdl(K::kernel, dim3(r.KV, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
     });
   }
