@@ -1,5 +1,5 @@
-// Fuzz target for reading a model's config.json (model/config.h: parse_json_text, parse_config,
-// and for qwen2/qwen3 read_qwen_fields), optionally followed by a NUL byte and a
+// Fuzz target for reading a model's config.json (parse_json_text of support/json_file.h, then
+// parse_config, and for qwen2/qwen3 read_qwen_fields), optionally followed by a NUL byte and a
 // generation_config.json (parse_generation_config, merged with the config read, or with an empty
 // one when the config was refused). Reading must give a config or throw lg::Error naming the file;
 // any other exception escaping, a crash, a hang, a sanitizer report or an allocation past
@@ -123,7 +123,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t nul = input.find('\0');
   ModelConfig config;
   try {
-    config = lg::model::parse_config(lg::model::parse_json_text(std::string(input.substr(0, nul)), "config.json"),
+    config = lg::model::parse_config(lg::parse_json_text(std::string(input.substr(0, nul)), "config.json"),
                                      "config.json");
     check(config);
   } catch (const lg::Error&) {
@@ -131,7 +131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (nul == std::string_view::npos) return 0;
   try {
-    const json gen = lg::model::parse_json_text(std::string(input.substr(nul + 1)), "generation_config.json");
+    const json gen = lg::parse_json_text(std::string(input.substr(nul + 1)), "generation_config.json");
     check_generation(lg::model::parse_generation_config(gen, "generation_config.json", config), config);
   } catch (const lg::Error&) {
   }

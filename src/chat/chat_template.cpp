@@ -8,7 +8,8 @@
 #include <sstream>
 #include <vector>
 
-#include "chat/ordered_json.h"
+#include "support/error.h"
+#include "support/json_file.h"
 #include "support/text_input.h"
 
 namespace lg::chat {
@@ -42,7 +43,7 @@ bool valid_utf8(const std::string& s) {
 
 // A special token as tokenizer_config.json writes it: a string, or an AddedToken object
 // ({"__type": "AddedToken", "content": "<s>", ...}); null means unset.
-std::optional<std::string> token_text(const json& v) {
+std::optional<std::string> token_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
   return std::nullopt;
@@ -72,40 +73,41 @@ ChatTemplate ChatTemplate::load(const fs::path& model_dir, const std::optional<f
 
   // Special tokens: tokenizer_config.json, gaps filled from special_tokens_map.json (older
   // checkpoints keep them there; transformers lets tokenizer_config.json win).
+  // Read as every small JSON file is (support/json_file.h): key order does not matter here, and
+  // nesting is bounded before a value is copied or printed into a message.
   const fs::path config_path = model_dir / "tokenizer_config.json";
-  json config = json::object();
+  nlohmann::json config = nlohmann::json::object();
   if (fs::exists(config_path)) {
     const auto text = read_file(config_path);
     if (!text) {
       problems.push_back(fmt::format("{}: cannot be read", config_path.string()));
     } else {
       try {
-        config = parse_ordered_json(*text);
+        config = parse_json_text(*text, config_path.string());
         if (!config.is_object()) {
           problems.push_back(
               fmt::format("{}: must hold a JSON object, not {}", config_path.string(), config.type_name()));
-          config = json::object();
+          config = nlohmann::json::object();
         }
-      } catch (const json::exception& e) {
-        problems.push_back(fmt::format("{}: not valid JSON: {}", config_path.string(), e.what()));
-        config = json::object();
+      } catch (const Error& e) {
+        problems.push_back(e.what());
       }
     }
   }
-  json fallback = json::object();
+  nlohmann::json fallback = nlohmann::json::object();
   if (const fs::path p = model_dir / "special_tokens_map.json"; fs::exists(p)) {
     try {
       const auto text = read_file(p);
-      if (text) fallback = parse_ordered_json(*text);
-    } catch (const json::exception&) {
+      if (text) fallback = parse_json_text(*text, p.string());
+    } catch (const Error&) {
       // transformers reads it only for tokens tokenizer_config.json lacks; a broken one is
       // reported if it is needed, below.
-      fallback = json::object();
+      fallback = nlohmann::json::object();
     }
-    if (!fallback.is_object()) fallback = json::object();
+    if (!fallback.is_object()) fallback = nlohmann::json::object();
   }
   for (const char* name : kSpecialTokenNames) {
-    const json* v = nullptr;
+    const nlohmann::json* v = nullptr;
     std::string from = config_path.string();
     if (config.contains(name) && !config[name].is_null())
       v = &config[name];
@@ -155,7 +157,7 @@ ChatTemplate ChatTemplate::load(const fs::path& model_dir, const std::optional<f
       }
     }
   } else if (config.contains("chat_template") && !config["chat_template"].is_null()) {
-    const json& ct = config["chat_template"];
+    const nlohmann::json& ct = config["chat_template"];
     t.origin_ = config_path.string() + " (chat_template)";
     if (ct.is_string()) {
       t.templates_["default"] = ct.get<std::string>();
@@ -163,7 +165,7 @@ ChatTemplate ChatTemplate::load(const fs::path& model_dir, const std::optional<f
       // transformers saves several templates as [{"name": ..., "template": ...}, ...].
       t.named_ = true;
       for (size_t i = 0; i < ct.size(); ++i) {
-        const json& e = ct[i];
+        const nlohmann::json& e = ct[i];
         if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
             !e["template"].is_string()) {
           problems.push_back(fmt::format("{}: 'chat_template[{}]' must be an object with string 'name' and 'template'",

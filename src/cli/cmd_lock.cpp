@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -15,7 +14,7 @@
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
 #include "support/error.h"
-#include "support/text_input.h"
+#include "support/json_file.h"
 
 namespace fs = std::filesystem;
 
@@ -93,14 +92,7 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
 
 int run_new(const LockOptions& o) {
   auto dir = open_model(o.model, o);
-  std::ifstream in(o.golden);
-  if (!in) throw Error(o.golden + ": cannot open");
-  nlohmann::json g;
-  try {
-    g = nlohmann::json::parse(read_text_input(in, o.golden));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(o.golden + ": not valid JSON: " + e.what());
-  }
+  const nlohmann::json g = read_json_file(o.golden);
   std::vector<std::vector<int32_t>> prompts;
   if (!g.contains("cases") || !g["cases"].is_array()) throw Error(o.golden + ": missing array 'cases'");
   for (size_t i = 0; i < g["cases"].size(); ++i) {

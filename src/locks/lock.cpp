@@ -11,7 +11,7 @@
 #include "runtime/kv_blocks.h"
 #include "runtime/solo_sequence.h"
 #include "support/error.h"
-#include "support/text_input.h"
+#include "support/json_file.h"
 
 namespace lg::locks {
 
@@ -50,14 +50,7 @@ std::pair<int32_t, float> top2(const std::vector<float>& logits) {
 
 Lock read_lock(const std::filesystem::path& file) {
   const std::string where = file.string();
-  std::ifstream in(file);
-  if (!in) throw Error(where + ": cannot open lock file");
-  json j;
-  try {
-    j = json::parse(read_text_input(in, where));
-  } catch (const json::parse_error& e) {
-    throw Error(where + ": not valid JSON: " + e.what());
-  }
+  const json j = read_json_file(file);
   Lock lock;
   if (field<std::string>(j, "format", where) != "lanegraph-lock/1")
     throw Error(where + ": field 'format' must be \"lanegraph-lock/1\"");

@@ -29,7 +29,8 @@ struct Lock {
   std::vector<LockCase> cases;
 };
 
-/// Reads a lock file; lg::Error names the file and the field at fault (new_tokens < 1 included).
+/// Reads a lock file; lg::Error names the file and the field at fault (new_tokens < 1 included),
+/// or the file alone when it is not JSON or nests deeper than kMaxJsonFileDepth (support/json_file.h).
 Lock read_lock(const std::filesystem::path& file);
 /// Writes a lock file (pretty JSON, one case per block).
 void write_lock(const std::filesystem::path& file, const Lock& lock);

@@ -4,7 +4,6 @@
 #include "model/config.h"
 
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -13,33 +12,11 @@
 
 #include "model/json_fields.h"
 #include "support/error.h"
-#include "support/text_input.h"
 
 namespace lg::model {
 
 namespace fs = std::filesystem;
 using namespace json_fields;
-
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open (missing or unreadable)", path.string()));
-  return parse_json_text(read_text_input(in, path.string()), path.string());
-}
-
-nlohmann::json parse_json_text(const std::string& text, const std::string& source_name) {
-  // Refused while parsing, before any copy: copying or printing a document recurses once per level
-  // (100,000 nested arrays in config.json overflowed lg inspect's stack).
-  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxJsonFileDepth)
-      throw Error(fmt::format("{}: the JSON is nested more than {} levels deep", source_name, kMaxJsonFileDepth));
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, limit);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
-  }
-}
 
 fs::path config_json_path(fs::path path) {
   if (fs::is_directory(path)) path /= "config.json";

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/dtype.h"
+#include "support/json_file.h"  // read_json_file, parse_json_text: how config.json and its siblings are read
 
 namespace lg::model {
 
@@ -108,14 +109,6 @@ uint64_t decode_weight_bytes(const ModelConfig& c, int64_t batch = 1);
 /// Qwen3-MoE and Mixtral write it); 0 for a dense model.
 int64_t num_experts(const ModelConfig& c);
 
-/// Reads a JSON file into a document; lg::Error naming the file if it is missing, malformed or
-/// nested deeper than kMaxJsonFileDepth.
-nlohmann::json read_json_file(const std::filesystem::path& path);
-/// JSON files (config.json, ...) nested at most this many levels are read; deeper is an lg::Error.
-inline constexpr int kMaxJsonFileDepth = 10000;
-/// The text of a JSON file (read_json_file's parse; fuzz/config_fuzz's entry point) as a document;
-/// lg::Error naming `source_name` if it is malformed or nested deeper than kMaxJsonFileDepth.
-nlohmann::json parse_json_text(const std::string& text, const std::string& source_name);
 /// The config.json `path` names: the file itself, or the one in the model directory `path`.
 std::filesystem::path config_json_path(std::filesystem::path path);
 /// The raw config.json document of a model: `path` is the file or the model directory holding it.

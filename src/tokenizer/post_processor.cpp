@@ -1,9 +1,8 @@
 #include "tokenizer/post_processor.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "support/text_input.h"
+#include "support/json_file.h"
 #include "tokenizer/json_fields.h"
 
 namespace lg::tokenizer {
@@ -101,14 +100,7 @@ SpecialTokens SpecialTokens::from_post_processor(const nlohmann::json& j, const 
 
 TokenizerConfig TokenizerConfig::read(const std::filesystem::path& file) {
   const JsonFields fields(file.string());
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file.string() + ": cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text_input(in, file.string()));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(file.string() + ": not valid JSON: " + e.what());
-  }
+  const nlohmann::json j = read_json_file(file);
   if (!j.is_object()) throw Error(file.string() + ": expected a JSON object at the top");
   TokenizerConfig c;
   for (const char* key : {"add_bos_token", "add_eos_token"}) {

@@ -26,8 +26,9 @@ struct TokenizerConfig {
   std::optional<std::string> bos_token;  ///< content; absent or null in the file -> nullopt
   std::optional<std::string> eos_token;
 
-  /// Reads `file`. Throws lg::Error naming the file and the field for bad JSON or a field of the
-  /// wrong type (bos_token may be a string, null, or an AddedToken object with "content").
+  /// Reads `file`. Throws lg::Error naming the file (and the field) for bad JSON, JSON nested
+  /// deeper than kMaxJsonFileDepth (support/json_file.h) or a field of the wrong type (bos_token
+  /// may be a string, null, or an AddedToken object with "content").
   static TokenizerConfig read(const std::filesystem::path& file);
 };
 

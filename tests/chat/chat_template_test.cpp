@@ -183,13 +183,22 @@ TEST(ChatTemplate, AMalformedTemplateIsBrokenNamingFileAndField) {
     d.write("tokenizer_config.json", "{\"chat_template\": \"x\",");
     const ChatTemplate t = load(d.dir);
     EXPECT_EQ(kind_of([&] { t.render(input(json::array())); }, &msg), Kind::broken);
-    EXPECT_NE(msg.find("tokenizer_config.json: not valid JSON"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tokenizer_config.json: malformed JSON"), std::string::npos) << msg;
   }
   {  // a special token of the wrong type
     TempDir d;
     d.config({{"chat_template", "x"}, {"bos_token", 7}});
     EXPECT_EQ(kind_of([&] { load(d.dir).render(input(json::array())); }, &msg), Kind::broken);
     EXPECT_NE(msg.find("'bos_token' must be a string"), std::string::npos) << msg;
+  }
+  {  // 100,000 nested arrays as a special token: printing it into that message overflowed the stack
+    TempDir d;
+    d.write("tokenizer_config.json", R"({"chat_template": "x", "bos_token": )" + std::string(100000, '[') +
+                                         std::string(100000, ']') + "}");
+    EXPECT_EQ(kind_of([&] { load(d.dir).render(input(json::array())); }, &msg), Kind::broken);
+    EXPECT_NE(msg.find((d.dir / "tokenizer_config.json").string() + ": the JSON is nested more than 10000 levels deep"),
+              std::string::npos)
+        << msg.substr(0, 300);
   }
 }
 

@@ -150,4 +150,22 @@ TEST(LockCli, RelativeModelPathResolvesWithATrailingSlashOnTheLocksFolder) {
   fs::remove_all(dir);
 }
 
+// `lg lock new` reads its golden file with the limit of every JSON file lanegraph reads: 100,000
+// nested arrays as a prompt's ids overflowed the stack printing them into an error.
+TEST(LockCli, AGoldenFileNestedPastTheLimitIsAnErrorNamingIt) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_cli_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const fs::path golden = dir / "golden.json";
+  std::ofstream(golden) << R"({"cases": [{"prompt_ids": [)" << std::string(100000, '[') << std::string(100000, ']')
+                        << "]}]}";
+  const CliRun r = run_lg("lock new --model " + kShared + "/fixtures/tiny-qwen3 --golden " + golden.string() + " -o " +
+                          (dir / "out.lock.json").string());
+  EXPECT_EQ(r.status, 1) << r.output.substr(0, 300);
+  EXPECT_NE(r.output.find("lg: error: " + golden.string() + ": the JSON is nested more than 10000 levels deep"),
+            std::string::npos)
+      << r.output.substr(0, 300);
+  EXPECT_FALSE(fs::exists(dir / "out.lock.json"));
+  fs::remove_all(dir);
+}
+
 }  // namespace

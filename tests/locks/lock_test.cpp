@@ -161,6 +161,21 @@ TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
   fs::remove_all(dir);
 }
 
+// 100,000 nested arrays as a lock's cases overflowed the stack copying them; now the file is named.
+TEST(Lock, NestingPastTheLimitIsAnErrorNamingTheFile) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_deep_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "deep.lock.json") << R"({"format": "lanegraph-lock/1", "model": "m", "weights_hash": "h",
+    "new_tokens": 1, "cases": )" << std::string(100000, '[') << std::string(100000, ']') << "}";
+  try {
+    read_lock(dir / "deep.lock.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "deep.lock.json").string() + ": the JSON is nested more than 10000 levels deep");
+  }
+  fs::remove_all(dir);
+}
+
 // A lock of zero new tokens checks nothing and passes any lane: recording one and reading one
 // are both refused with the count in the message.
 TEST(Lock, ZeroNewTokensIsRefused) {

@@ -152,6 +152,19 @@ TEST(TokenizerJson, UnreadableFilesAreErrors) {
   }
 }
 
+// tokenizer_config.json is read with the limit of every small JSON file: 100,000 nested arrays as
+// its eos_token overflowed the stack printing the value into the error (lg run, lg serve).
+TEST(TokenizerConfig, NestingPastTheLimitIsAnErrorNamingTheFile) {
+  const auto tokenizer = write_temp(small_tokenizer().dump());
+  const auto config = write_temp(R"({"eos_token": )" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  try {
+    Tokenizer::from_files(tokenizer, config);
+    FAIL() << "accepted a tokenizer_config.json nested 100,000 levels deep";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), config.string() + ": the JSON is nested more than 10000 levels deep");
+  }
+}
+
 TEST(TokenizerJson, AddedTokenFlags) {
   json j = small_tokenizer();
   j["added_tokens"].push_back({{"id", 260}, {"content", "[W]"}, {"single_word", true}, {"lstrip", false},

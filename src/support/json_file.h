@@ -1,0 +1,29 @@
+// JSON files read whole, with a nesting limit. Copying or printing a document recurses once per
+// level, so 100,000 nested arrays in a file overflowed the stack of whatever copied it (lg inspect
+// on a config.json, lg run on a tokenizer_config.json, lg lock on a lock file); nlohmann's parser
+// itself does not recurse, so the limit is applied while parsing, before any copy is made. Every
+// small JSON file lanegraph reads goes through here: config.json, generation_config.json, the
+// safetensors index, tokenizer_config.json, special_tokens_map.json, lock and golden files.
+// (tokenizer.json has its own SAX reader with a tighter limit; request bodies have lg serve's.)
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace lg {
+
+/// JSON files nested at most this many levels are read; deeper is an lg::Error. Far above any real
+/// file (config.json nests 3 levels), and shallow enough that a copy of the document fits a stack.
+inline constexpr int kMaxJsonFileDepth = 10000;
+
+/// The text of a JSON file as a document; lg::Error "SOURCE: malformed JSON: ..." or "SOURCE: the
+/// JSON is nested more than 10000 levels deep", `source_name` standing for the file.
+nlohmann::json parse_json_text(const std::string& text, const std::string& source_name);
+
+/// Reads `path` (at most kMaxTextInputBytes) and parses it as parse_json_text does; lg::Error
+/// naming the file if it cannot be opened too.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+
+}  // namespace lg
