@@ -1,6 +1,7 @@
 // `lg inspect DIR`: what a Hugging Face model directory holds, as lanegraph reads it: the
 // architecture and the facts config.json states (only those it states, under their own names:
-// GPT-2's n_embd; MoE and sliding-window fields where present), attention details read from the
+// GPT-2's n_embd; MoE and sliding-window fields where present), the eos ids generation stops on
+// (the configs' and the tokenizer's), attention details read from the
 // tensors present, the .lg program's dims and consts for this config, the checkpoint's parameter count and bytes, and every
 // tensor with its dtype and shape, from the headers alone (an 8B checkpoint lists at once);
 // `--hash` adds the weights hash, which reads every weight. `--json` prints the same as one JSON object.
@@ -33,11 +34,25 @@
 #include "runtime/model_source.h"
 #include "support/dtype.h"
 #include "support/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
 using lg::model::ModelDir;
 using Json = nlohmann::ordered_json;
+
+/// Adds the tokenizer's eos token to the ids shown, as lg run, serve and batch stop on it. The
+/// summary does not need the tokenizer otherwise: one lanegraph cannot read is a warning here
+/// (lg run names the same error), and the ids of the two configs are shown.
+void add_tokenizer_eos(lg::model::GenerationConfig& generation, const std::optional<std::filesystem::path>& tokenizer) {
+  if (!tokenizer) return;
+  try {
+    lg::model::add_eos_token_id(generation, lg::tokenizer::Tokenizer::from_file(*tokenizer).eos_id());
+  } catch (const lg::Error& e) {
+    fmt::print(stderr, "lg: warning: {} (the eos ids shown are config.json's and generation_config.json's only)\n",
+               e.what());
+  }
+}
 
 /// One fact of the summary: `label value` in the text, `key: value` in the JSON. `key` is the
 /// config key it was read from (its own name: GPT-2's n_embd, not hidden_size) or, for what
@@ -350,13 +365,14 @@ ParamTotals program_params(const lg::ir::Graph& graph) {
 /// are there, rather than refusing the directory for lacking a checkpoint.
 int inspect_shape(const std::filesystem::path& dir, bool json) {
   const lg::model::ModelConfig config = lg::model::load_config(dir / "config.json");
-  const lg::model::GenerationConfig generation = lg::model::load_generation_config(dir / "generation_config.json", config);
+  lg::model::GenerationConfig generation = lg::model::load_generation_config(dir / "generation_config.json", config);
   const auto groups = facts(config, nullptr);
   const ProgramView program = view_program(dir, config, nullptr);
   const ParamTotals params = program.report ? program_params(program.report->graph) : ParamTotals{};
   const uint64_t decode_bytes = lg::model::decode_weight_bytes(config);
   const std::optional<std::filesystem::path> tokenizer =
       std::filesystem::exists(dir / "tokenizer.json") ? std::optional(dir / "tokenizer.json") : std::nullopt;
+  add_tokenizer_eos(generation, tokenizer);
   // Weights in a form lanegraph does not read (a PyTorch pickle, a GGUF) are named, as lg run names them.
   const std::optional<std::string> unread = lg::model::unread_weights(dir);
   const std::string no_weights = unread ? "no *.safetensors in this directory: " + *unread
@@ -426,7 +442,8 @@ LG_COMMAND("inspect", [](CLI::App& app) {
                                     *dir, *check ? "--check" : "--hash", *check ? "scan" : "hash", *dir));
       return inspect_shape(*dir, *json);
     }
-    const ModelDir m = ModelDir::open(*dir);
+    ModelDir m = ModelDir::open(*dir);
+    add_tokenizer_eos(m.generation, m.tokenizer_json);
     // The shapes config.json implies are what the model's program declares for it: lowered
     // (no weight bytes read) and its params compared with the tensors.
     // The program's report is its view of the config: its dims and consts under its own names.

@@ -89,6 +89,8 @@ int run(const RunOpts& o) {
   startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
+  // Generation stops on the tokenizer's eos token too (tokenizer_config.json's), as in lg serve.
+  lg::model::add_eos_token_id(dir.generation, tok.eos_id());
   // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
   // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
   // A prompt file's bytes that are not text (a binary file): the error names the file.

@@ -18,9 +18,7 @@ GenerationConfig parse_generation_config(const nlohmann::json& j, const std::str
   GenerationConfig g;
   g.eos_token_ids = int_or_list(j, "eos_token_id", src);
   // Union with config.json's ids: generation_config's first, as transformers checks either.
-  for (int64_t id : config.eos_token_ids)
-    if (std::find(g.eos_token_ids.begin(), g.eos_token_ids.end(), id) == g.eos_token_ids.end())
-      g.eos_token_ids.push_back(id);
+  for (int64_t id : config.eos_token_ids) add_eos_token_id(g, id);
   g.bos_token_id = opt_int(j, "bos_token_id", src);
   if (!g.bos_token_id) g.bos_token_id = config.bos_token_id;
   g.pad_token_id = opt_int(j, "pad_token_id", src);
@@ -36,6 +34,11 @@ GenerationConfig parse_generation_config(const nlohmann::json& j, const std::str
   if (g.top_k < 0) throw Error(fmt::format("{}: field 'top_k' must be >= 0", src));
   if (g.repetition_penalty <= 0) throw Error(fmt::format("{}: field 'repetition_penalty' must be > 0", src));
   return g;
+}
+
+void add_eos_token_id(GenerationConfig& generation, std::optional<int64_t> id) {
+  auto& ids = generation.eos_token_ids;
+  if (id && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
 }
 
 GenerationConfig load_generation_config(const std::filesystem::path& path, const ModelConfig& config) {

@@ -14,7 +14,8 @@
 
 namespace lg::model {
 
-/// Decoding defaults. eos_token_ids is the union of generation_config's and config.json's.
+/// Decoding defaults. eos_token_ids is the union of generation_config's and config.json's, and
+/// of the tokenizer's eos token where the caller has a tokenizer (add_eos_token_id).
 struct GenerationConfig {
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
@@ -31,5 +32,11 @@ GenerationConfig parse_generation_config(const nlohmann::json& json, const std::
                                          const ModelConfig& config);
 /// Loads `path` if it exists; otherwise the defaults with eos/bos/pad taken from `config`.
 GenerationConfig load_generation_config(const std::filesystem::path& path, const ModelConfig& config);
+
+/// Adds `id` to the ids generation stops on unless it is there already (each id once, in the order
+/// first seen). For the tokenizer's eos token (tokenizer_config.json's eos_token), which vLLM stops
+/// on as well and which neither config may list (Qwen3 chat models end a turn with <|im_end|>,
+/// their configs name <|endoftext|>); `none` adds nothing.
+void add_eos_token_id(GenerationConfig& generation, std::optional<int64_t> id);
 
 }  // namespace lg::model

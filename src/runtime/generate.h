@@ -20,7 +20,8 @@ namespace lg::runtime {
 struct GenerateOptions {
   int64_t max_new_tokens = 128;  ///< >= 1
   SamplingOptions sampling;      ///< temperature 0: greedy
-  std::vector<int64_t> eos_ids;  ///< stop after producing one of these (config + generation_config)
+  /// Stop after producing one of these (config.json's, generation_config.json's and the tokenizer's eos).
+  std::vector<int64_t> eos_ids;
   /// Called with every new token as soon as it is picked (the eos token included).
   std::function<void(int32_t)> on_token;
   /// Asked before the request starts (true: it never runs) and after each new token (after

@@ -138,6 +138,8 @@ Engine::Engine(model::ModelDir dir, const EngineOptions& options)
   config_.max_position_embeddings = dir_->context;
   config_.vocab_size = dir_->vocab;
   generation_ = dir_->generation;
+  // Generation stops on the tokenizer's eos token too, as vLLM's does (not with ignore_eos).
+  if (tokenizer_) model::add_eos_token_id(generation_, tokenizer_->eos_id());
   model_dir_ = dir_->dir;
   const auto norm = dir_->dir.lexically_normal();
   model_id_ = (norm.has_filename() ? norm.filename() : norm.parent_path().filename()).string();

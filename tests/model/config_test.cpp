@@ -307,6 +307,19 @@ TEST(Config, SlidingWindowRefusalCountsTheLayersItNames) {
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "would apply to layers [0, 1, 2] (fields");
 }
 
+// The tokenizer's eos id joins the configs' (lg run, serve, batch, inspect), once.
+TEST(GenerationConfig, AnEosIdIsAddedOnce) {
+  ModelConfig c;
+  c.eos_token_ids = {7};
+  GenerationConfig g = parse_generation_config(json{{"eos_token_id", json::array({5, 7})}}, "generation_config.json", c);
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{5, 7}));
+  add_eos_token_id(g, 7);
+  add_eos_token_id(g, std::nullopt);
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{5, 7}));
+  add_eos_token_id(g, 9);
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{5, 7, 9}));
+}
+
 TEST(Config, NestingPastTheLimitIsAnErrorNamingTheFile) {
   // 100,000 nested arrays overflowed the stack copying the document.
   TempDir dir;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/model_copy.h"
 #include "server/server.h"
 
 namespace {
@@ -210,23 +211,16 @@ TEST_F(ChatEndpointTest, LoopingOrHugeTemplatesAreBoundedAndTheServerStaysUp) {
   expect_error(s2.start(), {{"messages", user("0123456789")}}, 400, "larger than 1048576 bytes");
 }
 
-// A copy of the 22M model directory (files symlinked) with its own tokenizer_config.json.
-struct ModelCopy {
-  fs::path dir;
-  explicit ModelCopy(const std::optional<json>& tokenizer_config) {
-    dir = fs::temp_directory_path() / ("lg_chat_model_" + std::to_string(std::random_device{}()));
-    fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(kQwen)) {
-      if (e.path().filename() != "tokenizer_config.json") fs::create_symlink(e.path(), dir / e.path().filename());
-    }
-    if (tokenizer_config) std::ofstream(dir / "tokenizer_config.json") << tokenizer_config->dump();
+// A copy of the 22M model directory (files linked) with its own tokenizer_config.json.
+struct ModelWithConfig : lg::test::ModelCopy {
+  explicit ModelWithConfig(const json& tokenizer_config) : ModelCopy(kQwen) {
+    write("tokenizer_config.json", tokenizer_config.dump());
   }
-  ~ModelCopy() { fs::remove_all(dir); }
 };
 
 TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
   {
-    ModelCopy m(json{{"eos_token", "<|im_end|>"}});
+    ModelWithConfig m(json{{"eos_token", "<|im_end|>"}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const int port = s.start();
@@ -242,7 +236,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     EXPECT_EQ(comp->status, 200) << comp->body;
   }
   {
-    ModelCopy m(json{{"chat_template", {{"oops", 1}}}});
+    ModelWithConfig m(json{{"chat_template", {{"oops", 1}}}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     EXPECT_FALSE(s.chat_template().problem().empty());
@@ -252,7 +246,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     EXPECT_NE(msg.find("tokenizer_config.json: 'chat_template' must be a string"), std::string::npos) << msg;
   }
   {
-    ModelCopy m(json{{"chat_template", "{% for m in messages %}{{ m.content }"}});
+    ModelWithConfig m(json{{"chat_template", "{% for m in messages %}{{ m.content }"}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const Answer a = post(s.start(), {{"messages", user("x")}});

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "common/model_copy.h"
 #include "common/raw_http.h"
 #include "served_model.h"
 #include "server/server.h"
@@ -238,6 +239,37 @@ TEST_F(ServerTest, IgnoreEosGeneratesPastTheEndOfSequence) {
   EXPECT_EQ(goes_on["usage"]["completion_tokens"], 8);
   EXPECT_EQ(goes_on["choices"][0]["token_ids"][0], 151643);  // <|endoftext|>
   EXPECT_EQ(goes_on["choices"][0]["text"].get<std::string>().find("<|endoftext|>"), std::string::npos);
+}
+
+// Generation stops on the tokenizer's eos token (tokenizer_config.json's eos_token) as on the
+// configs' eos ids, as vLLM's does, for lg serve and lg batch alike (both run an Engine). A copy of
+// the 22M model whose eos_token is the fifth greedy token of the golden prompt, a token neither
+// config lists, stops there: "stop", the token counted, its text left out. ignore_eos goes past it.
+TEST(EngineTest, TheTokenizersEosTokenStopsGeneration) {
+  const Golden g = first_golden();
+  const std::vector<int32_t> greedy(g.greedy_ids.begin(), g.greedy_ids.begin() + 16);
+  const int32_t eos = greedy[4];
+  ASSERT_NE(eos, 151643);  // <|endoftext|>, the configs' eos
+  const auto first = static_cast<size_t>(std::find(greedy.begin(), greedy.end(), eos) - greedy.begin());
+  const lg::test::ModelCopy m(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m");
+  const auto tok = lg::tokenizer::Tokenizer::from_file(m.dir / "tokenizer.json");
+  for (const char* config : {"config.json", "generation_config.json"})
+    ASSERT_EQ(json::parse(std::ifstream(m.dir / config))["eos_token_id"], 151643) << config;  // and no other
+  m.edit_json("tokenizer_config.json", [&](json& j) { j["eos_token"] = *tok.id_to_token(eos); });
+  EngineOptions eo;
+  eo.max_seq = 64;
+  Engine engine(m.dir.string(), eo);
+  GenerationRequest req;
+  req.max_tokens = 16;
+  req.temperature = 0;
+  const EngineResult r = engine.generate(g.prompt_ids, req, 0, nullptr);
+  EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_EQ(r.token_ids, std::vector<int32_t>(greedy.begin(), greedy.begin() + first + 1));
+  EXPECT_EQ(r.text, tok.decode(std::vector<int32_t>(greedy.begin(), greedy.begin() + first)));
+  req.ignore_eos = true;
+  const EngineResult past = engine.generate(g.prompt_ids, req, 0, nullptr);
+  EXPECT_EQ(past.finish_reason, "length");
+  EXPECT_EQ(past.token_ids, greedy);
 }
 
 TEST_F(ServerTest, StreamingConcatenatesToTheNonStreamingText) {

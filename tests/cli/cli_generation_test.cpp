@@ -1,0 +1,87 @@
+// What `lg run` generates and `lg inspect` shows of it: the eos ids generation stops on (the
+// configs' and the tokenizer's), on copies of the 22M model that change one tokenizer file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "common/model_copy.h"
+
+namespace lg::cli_test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::ModelCopy;
+
+const fs::path kModel = fs::path(kSource) / "models" / "qwen3-pycode-22m";
+
+/// The first case of the 22M model's golden file: its prompt and transformers' greedy ids.
+json first_golden() {
+  return json::parse(std::ifstream(kShared + "/fixtures/qwen3-pycode-22m-golden.json")).at("cases").at(0);
+}
+
+/// `lg run` of `prompt` (written to a file: it holds a newline) on `model`, greedy, without echo.
+CliRun run_greedy(const fs::path& model, const std::string& prompt, int max_tokens) {
+  const fs::path file = fs::temp_directory_path() / ("lg_cli_prompt_" + std::to_string(::getpid()));
+  std::ofstream(file, std::ios::binary) << prompt;
+  const CliRun r = run_lg("run -q --no-echo -m " + model.string() + " -f " + file.string() + " -n " +
+                          std::to_string(max_tokens));
+  fs::remove(file);
+  return r;
+}
+
+/// The generated text of a run: its output before the stats line lg run ends with on stderr.
+std::string generated_text(const CliRun& r) { return r.out.substr(0, r.out.rfind("\nlg: prefill ")); }
+
+// tokenizer_config.json's eos_token stops `lg run` too (as vLLM), once listed in lg inspect: the
+// 22M model's own is <|im_end|> (151645), which its configs (151643) do not list; a copy whose
+// eos_token is the fifth greedy token of the golden prompt stops there.
+TEST(CliGeneration, TheTokenizersEosTokenStopsLgRunAndLgInspectListsIt) {
+  const CliRun own = run_lg("inspect --json " + kModel.string());
+  ASSERT_EQ(own.code, 0) << own.out;
+  EXPECT_EQ(json::parse(own.out)["eos_token_ids"], json::array({151643, 151645}));
+
+  const json golden = first_golden();
+  const std::vector<int32_t> greedy = golden.at("fp32_cpu_greedy_ids");
+  const int32_t eos = greedy.at(4);
+  const auto first = std::find(greedy.begin(), greedy.end(), eos) - greedy.begin();
+  ModelCopy m(kModel);
+  const json vocab = json::parse(std::ifstream(m.dir / "tokenizer.json"))["model"]["vocab"];
+  std::string token;
+  for (const auto& [text, id] : vocab.items())
+    if (id == eos) token = text;
+  ASSERT_FALSE(token.empty());
+  m.edit_json("tokenizer_config.json", [&](json& j) { j["eos_token"] = token; });
+
+  const CliRun inspect = run_lg("inspect --json " + m.dir.string());
+  ASSERT_EQ(inspect.code, 0) << inspect.out;
+  EXPECT_EQ(json::parse(inspect.out)["eos_token_ids"], json::array({151643, eos}));
+  const CliRun text = run_lg("inspect " + m.dir.string());
+  EXPECT_NE(text.out.find("tokens:       eos [151643, " + std::to_string(eos) + "], bos 151643\n"), std::string::npos)
+      << text.out;
+
+  // The text of the tokens before it, as a run asked for just those gives; then "stop: eos".
+  const std::string prompt = golden.at("prompt");
+  const CliRun stops = run_greedy(m.dir, prompt, 16);
+  ASSERT_EQ(stops.code, 0) << stops.out;
+  EXPECT_NE(stops.out.find("| stop: eos\n"), std::string::npos) << stops.out;
+  const CliRun before = run_greedy(kModel, prompt, static_cast<int>(first));
+  ASSERT_EQ(before.code, 0) << before.out;
+  EXPECT_NE(before.out.find("| stop: max_tokens\n"), std::string::npos) << before.out;
+  EXPECT_EQ(generated_text(stops), generated_text(before));
+  EXPECT_FALSE(generated_text(stops).empty());
+
+  // An eos_token the configs list already is listed once.
+  m.edit_json("tokenizer_config.json", [&](json& j) { j["eos_token"] = "<|endoftext|>"; });
+  const CliRun once = run_lg("inspect --json " + m.dir.string());
+  ASSERT_EQ(once.code, 0) << once.out;
+  EXPECT_EQ(json::parse(once.out)["eos_token_ids"], json::array({151643}));
+}
+
+}  // namespace
+}  // namespace lg::cli_test
