@@ -157,7 +157,9 @@ int run(const RunOpts& o) {
   gen.sampling.top_k = o.top_k >= 0 ? o.top_k : dir.generation.top_k;
   gen.sampling.top_p = o.top_p.value_or(dir.generation.top_p);
   gen.sampling.seed = o.seed;
-  lg::tokenizer::StreamDecoder stream(tok);
+  // Special tokens (tokenizer.json's added tokens marked "special") are not shown, as vLLM's
+  // default skip_special_tokens leaves them out of the text.
+  lg::tokenizer::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
   stream.prime(prompt);  // generated text continues the echoed prompt (keeps a SentencePiece "▁" space)
   // stdout is the prompt (unless --no-echo) and the generated text, byte for byte: a pipe or a
   // file gets exactly that, with no newline added.

@@ -44,7 +44,9 @@ int64_t resolve_context(const EngineOptions& options, int64_t model_max) {
 /// the metrics, and the job its output goes to. The runtime's callbacks hold it.
 struct JobState {
   std::shared_ptr<EngineJob> job;
-  std::optional<tokenizer::StreamDecoder> decoder;  ///< none without a tokenizer: ids only
+  /// The text; none without a tokenizer (ids only). It skips special tokens unless the request
+  /// keeps them (skip_special_tokens), so stop strings are matched in the text the client gets.
+  std::optional<tokenizer::StreamDecoder> decoder;
   StopMatcher stops;
   std::vector<int64_t> eos;  ///< the model's eos ids: never shown as text (even with ignore_eos)
   const std::atomic<bool>* stopping = nullptr;
@@ -320,7 +322,7 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
   state->prompt_tokens = n;
   state->started = Clock::now();
   if (tokenizer_) {
-    state->decoder.emplace(*tokenizer_);
+    state->decoder.emplace(*tokenizer_, request.skip_special_tokens);
     state->decoder->prime(prompt_ids);  // the completion continues the prompt's text (a SentencePiece "▁" keeps its space)
   }
   gen.on_token = [state](int32_t token) { state->on_token(token); };

@@ -76,7 +76,9 @@ class EngineBusy : public Error {
 
 /// What one request produced.
 struct EngineResult {
-  std::string text;           ///< the generated text, cut before a stop string, without the eos token
+  /// The generated text, cut before a stop string, without the eos token, and without special
+  /// tokens unless the request keeps them (GenerationRequest::skip_special_tokens).
+  std::string text;
   std::vector<int32_t> token_ids;  ///< every generated id, the eos included (as completion_tokens counts)
   /// "stop" (eos or stop string), "length" (max_tokens or context full) or "abort" (cancelled:
   /// the client went away, or a shutdown cut it), as vLLM names them.

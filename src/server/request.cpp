@@ -155,7 +155,8 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (!v->is_boolean()) throw RequestError("stream", fmt::format("'stream' must be a boolean, got {}", v->type_name()));
     g.stream = v->get<bool>();
   }
-  for (auto [name, flag] : {std::pair{"ignore_eos", &g.ignore_eos}, std::pair{"return_token_ids", &g.return_token_ids}}) {
+  for (auto [name, flag] : {std::pair{"ignore_eos", &g.ignore_eos}, std::pair{"return_token_ids", &g.return_token_ids},
+                            std::pair{"skip_special_tokens", &g.skip_special_tokens}}) {
     if (const json* v = field(j, name)) {
       if (!v->is_boolean()) throw RequestError(name, fmt::format("'{}' must be a boolean, got {}", name, v->type_name()));
       *flag = v->get<bool>();

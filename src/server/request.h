@@ -43,6 +43,9 @@ struct GenerationRequest {
   bool include_usage = false;         ///< stream_options.include_usage: a last chunk with usage
   bool ignore_eos = false;            ///< vLLM's extension: generate past the eos token (benchmarks)
   bool return_token_ids = false;      ///< vLLM's extension: the generated ids beside the text
+  /// vLLM's extension: the text leaves out special tokens (tokenizer.json's added tokens marked
+  /// "special"), as vLLM's default does; false shows them. token_ids are unaffected.
+  bool skip_special_tokens = true;
 };
 
 struct CompletionRequest {

@@ -11,8 +11,10 @@ struct StreamDecoder::State {
   Decoder::Stream stream;
 };
 
-StreamDecoder::StreamDecoder(const Tokenizer& tokenizer)
-    : tokenizer_(&tokenizer), state_(std::make_unique<State>(tokenizer.decoder())) {}
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens)
+    : tokenizer_(&tokenizer),
+      state_(std::make_unique<State>(tokenizer.decoder())),
+      skip_special_(skip_special_tokens) {}
 StreamDecoder::~StreamDecoder() = default;
 StreamDecoder::StreamDecoder(StreamDecoder&&) noexcept = default;
 StreamDecoder& StreamDecoder::operator=(StreamDecoder&&) noexcept = default;
@@ -23,6 +25,7 @@ void StreamDecoder::prime(std::span<const int32_t> context) {
 
 std::string StreamDecoder::push(int32_t id) {
   std::string out;
+  if (skip_special_ && tokenizer_->is_special(id)) return out;
   if (const auto token = tokenizer_->id_to_token(id)) state_->stream.push(*token, out);
   return out;
 }

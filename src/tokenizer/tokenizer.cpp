@@ -254,12 +254,13 @@ std::optional<int32_t> Tokenizer::eos_id() const {
   return impl_->config.eos_token ? impl_->id_of(*impl_->config.eos_token) : std::nullopt;
 }
 
-std::string Tokenizer::decode(std::span<const int32_t> ids) const {
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   const Impl& m = *impl_;
   Decoder::Stream stream(m.decoder);
   std::string out;
   for (const int32_t id : ids)
-    if (id >= 0 && static_cast<size_t>(id) < m.exists.size() && m.exists[static_cast<size_t>(id)])
+    if (id >= 0 && static_cast<size_t>(id) < m.exists.size() && m.exists[static_cast<size_t>(id)] &&
+        !(skip_special_tokens && m.special[static_cast<size_t>(id)]))
       stream.push(*m.text_of(id), out);
   stream.finish(out);
   return out;

@@ -66,12 +66,14 @@ class Tokenizer {
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;
 
-  /// Token ids -> text, like HF `decode(ids, skip_special_tokens=False)`: the tokens' strings go
+  /// Token ids -> text, like HF `decode(ids, skip_special_tokens)`: the tokens' strings go
   /// through tokenizer.json's decoder (decoder.h), e.g. byte-level bytes joined with invalid
   /// UTF-8 as U+FFFD per maximal subpart (Rust from_utf8_lossy), or "▁" -> " " with byte
   /// fallback. Ids with no token (e.g. the embedding rows past the tokenizer's vocab that
-  /// config.json's vocab_size pads to) decode to nothing, as in the reference.
-  std::string decode(std::span<const int32_t> ids) const;
+  /// config.json's vocab_size pads to) decode to nothing, as in the reference. With
+  /// `skip_special_tokens` the ids of special added tokens (is_special) are left out before the
+  /// decoder runs, as HF leaves them out: what a reader of generated text is shown (vLLM's default).
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   /// The id of a token written in its tokenizer.json form (byte-level chars, e.g. "Ġthe", or an
   /// added token's content such as "<|im_end|>"), or nullopt.
@@ -111,7 +113,9 @@ class Tokenizer {
 /// ids and never contains a partial character. Holds a reference: the Tokenizer must outlive it.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tokenizer);
+  /// `skip_special_tokens`: special added tokens give no text, in prime() too, so the pieces add up
+  /// to Tokenizer::decode(ids, true) (HF's DecodeStream(skip_special_tokens), which vLLM streams with).
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
   ~StreamDecoder();
   StreamDecoder(StreamDecoder&&) noexcept;
   StreamDecoder& operator=(StreamDecoder&&) noexcept;
@@ -131,6 +135,7 @@ class StreamDecoder {
   struct State;
   const Tokenizer* tokenizer_;
   std::unique_ptr<State> state_;
+  bool skip_special_ = false;
 };
 
 }  // namespace lg::tokenizer

@@ -1,5 +1,6 @@
 // What `lg run` generates and `lg inspect` shows of it: the eos ids generation stops on (the
-// configs' and the tokenizer's), on copies of the 22M model that change one tokenizer file.
+// configs' and the tokenizer's) and the special tokens left out of the text, on copies of the 22M
+// model that change one tokenizer file.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include "cli_run.h"
 #include "common/model_copy.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lg::cli_test {
 namespace {
@@ -81,6 +83,30 @@ TEST(CliGeneration, TheTokenizersEosTokenStopsLgRunAndLgInspectListsIt) {
   const CliRun once = run_lg("inspect --json " + m.dir.string());
   ASSERT_EQ(once.code, 0) << once.out;
   EXPECT_EQ(json::parse(once.out)["eos_token_ids"], json::array({151643}));
+}
+
+// lg run leaves special tokens out of the text, as vLLM's default skip_special_tokens: a copy of
+// the 22M model whose tokenizer.json marks a token of the golden greedy answer special prints the
+// same answer without that token's text.
+TEST(CliGeneration, LgRunLeavesSpecialTokensOutOfTheText) {
+  const json golden = first_golden();
+  const std::vector<int32_t> all = golden.at("fp32_cpu_greedy_ids");
+  const std::vector<int32_t> greedy(all.begin(), all.begin() + 16);
+  ModelCopy m(kModel);
+  const int32_t marked = m.mark_special_token(greedy);
+  ASSERT_GE(marked, 0);
+  std::vector<int32_t> shown;
+  for (const int32_t id : greedy)
+    if (id != marked) shown.push_back(id);
+  const auto tok = tokenizer::Tokenizer::from_file(kModel / "tokenizer.json");
+  const std::string prompt = golden.at("prompt");
+  const CliRun plain = run_greedy(kModel, prompt, 16);
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(generated_text(plain), tok.decode(greedy));
+  const CliRun skipped = run_greedy(m.dir, prompt, 16);
+  ASSERT_EQ(skipped.code, 0) << skipped.out;
+  EXPECT_EQ(generated_text(skipped), tok.decode(shown));
+  EXPECT_NE(tok.decode(shown), tok.decode(greedy));
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
 // without copying the weights.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace lg::test {
 
@@ -37,6 +41,29 @@ struct ModelCopy {
     nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / name));
     edit(j);
     write(name, j.dump());
+  }
+  /// Makes the first of `among` whose tokenizer.json form holds a byte-level "Ġ" (space) or "Ċ"
+  /// (newline) an added token marked "special", as Llama 2's <s> is one inside its vocabulary, and
+  /// returns its id (-1: none). No prompt text spells such a form (added tokens are matched in the
+  /// raw text), so prompts keep their ids while generated text that holds the token changes with
+  /// skip_special_tokens: a model that never generates its own special tokens can show it.
+  int32_t mark_special_token(const std::vector<int32_t>& among) const {
+    int32_t marked = -1;
+    edit_json("tokenizer.json", [&](nlohmann::json& j) {
+      std::map<int32_t, std::string> forms;
+      for (const auto& [form, id] : j["model"]["vocab"].items())
+        if (std::find(among.begin(), among.end(), id.get<int32_t>()) != among.end()) forms[id.get<int32_t>()] = form;
+      for (const int32_t id : among) {
+        const auto it = forms.find(id);
+        if (it == forms.end() || (it->second.find("Ġ") == std::string::npos && it->second.find("Ċ") == std::string::npos))
+          continue;
+        j["added_tokens"].push_back({{"id", id}, {"content", it->second}, {"single_word", false}, {"lstrip", false},
+                                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+        marked = id;
+        return;
+      }
+    });
+    return marked;
   }
 };
 

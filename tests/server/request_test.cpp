@@ -191,6 +191,26 @@ TEST(CompletionRequest, IgnoreEosAndReturnTokenIdsAreBooleans) {
   EXPECT_EQ(p(R"({"prompt":"x","return_token_ids":"yes"})"), "return_token_ids");
 }
 
+// skip_special_tokens (vLLM's, as OpenAI clients send it in extra_body): true unless sent false,
+// on both endpoints; another type is a 400 naming it.
+TEST(GenerationRequest, SkipSpecialTokensIsABooleanThatDefaultsToTrue) {
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x"})").gen.skip_special_tokens);
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","skip_special_tokens":null})").gen.skip_special_tokens);
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","skip_special_tokens":false})").gen.skip_special_tokens);
+  const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
+  EXPECT_TRUE(parse_chat_request(chat + "}").gen.skip_special_tokens);
+  EXPECT_FALSE(parse_chat_request(chat + R"(,"skip_special_tokens":false})").gen.skip_special_tokens);
+  for (const std::string bad : {R"("no")", "0", "[]"}) {
+    try {
+      parse_chat_request(chat + R"(,"skip_special_tokens":)" + bad + "}");
+      ADD_FAILURE() << bad;
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.param(), "skip_special_tokens");
+      EXPECT_NE(std::string(e.what()).find("'skip_special_tokens' must be a boolean"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ChatRequest, ParsesMessagesAndTextParts) {
   const auto r = parse_chat_request(
       R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"max_completion_tokens":3})");

@@ -28,8 +28,9 @@ class ServedModel : public ::testing::Test {
     engine_ = nullptr;
   }
   /// A client whose read timeout bounds every request: a hang fails the test instead of stalling it.
-  static httplib::Client client() {
-    httplib::Client c("127.0.0.1", port_);
+  /// `port`: another server's (a test's own) instead of the suite's.
+  static httplib::Client client(int port = port_) {
+    httplib::Client c("127.0.0.1", port);
     c.set_connection_timeout(5, 0);
     c.set_read_timeout(120, 0);
     return c;

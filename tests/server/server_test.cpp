@@ -8,9 +8,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "common/model_copy.h"
 #include "common/raw_http.h"
@@ -62,20 +64,21 @@ class ServerTest : public lg::test::ServedModel {
     serve(eo);
   }
 
-  static httplib::Result post(const std::string& path, const std::string& body) {
-    return client().Post(path.c_str(), body, "application/json");
+  static httplib::Result post(const std::string& path, const std::string& body, int port = port_) {
+    return client(port).Post(path.c_str(), body, "application/json");
   }
-  static json post_ok(const std::string& path, const json& body) {
-    auto r = post(path, body.dump());
+  static json post_ok(const std::string& path, const json& body, int port = port_) {
+    auto r = post(path, body.dump(), port);
     EXPECT_TRUE(r) << "no response";
     if (!r) return {};
     EXPECT_EQ(r->status, 200) << r->body;
     return json::parse(r->body);
   }
   // The concatenated text of a stream and its last finish_reason; checks the SSE framing.
-  static std::pair<std::string, std::string> post_stream(const std::string& path, json body, json* usage = nullptr) {
+  static std::pair<std::string, std::string> post_stream(const std::string& path, json body, json* usage = nullptr,
+                                                         int port = port_) {
     body["stream"] = true;
-    auto r = post(path, body.dump());
+    auto r = post(path, body.dump(), port);
     EXPECT_TRUE(r);
     if (!r) return {};
     EXPECT_EQ(r->status, 200) << r->body;
@@ -302,6 +305,69 @@ TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
   EXPECT_EQ(finish, "stop");
 }
 
+// skip_special_tokens (vLLM's; default true): the text leaves out the tokens tokenizer.json's
+// added_tokens mark "special", streamed or not, and stop strings look at that text; false keeps
+// them. The 22M model never generates its special tokens (it saw none in training), so a copy of it
+// marks a token of each greedy answer (completion, chat) as a special added token, as Llama 2's
+// <s> is one inside the vocabulary: the answers' ids stay the same, their text does not.
+TEST_F(ServerTest, SkipSpecialTokensLeavesThemOutOfTheText) {
+  const Golden g = first_golden();
+  const json completion = {{"prompt", g.prompt}, {"max_tokens", 16}, {"temperature", 0}, {"return_token_ids", true}};
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "def add(a, b):"}}}},
+                     {"max_tokens", 12},
+                     {"temperature", 0},
+                     {"return_token_ids", true}};
+  const json completion_ids = json(std::vector<int32_t>(g.greedy_ids.begin(), g.greedy_ids.begin() + 16));
+  const json chat_ids = post_ok("/v1/chat/completions", chat)["choices"][0]["token_ids"];
+  const lg::test::ModelCopy m(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m");
+  const std::vector<int32_t> marked_ids = {m.mark_special_token(completion_ids.get<std::vector<int32_t>>()),
+                                           m.mark_special_token(chat_ids.get<std::vector<int32_t>>())};
+  ASSERT_GE(marked_ids[0], 0) << completion_ids;
+  ASSERT_GE(marked_ids[1], 0) << chat_ids;
+  const lg::tokenizer::Tokenizer& tok = engine_->tokenizer();  // the original: special tokens as shipped
+  EngineOptions eo;
+  eo.max_seq = kContext;
+  Engine engine(m.dir.string(), eo);
+  Server server(engine, {"127.0.0.1", 0});
+  const int port = server.start();
+  for (const int32_t id : marked_ids) ASSERT_TRUE(engine.tokenizer().is_special(id)) << id;
+
+  for (const auto& [path, body, ids] : {std::tuple{"/v1/completions", completion, completion_ids},
+                                        std::tuple{"/v1/chat/completions", chat, chat_ids}}) {
+    SCOPED_TRACE(path);
+    std::map<bool, std::string> texts;
+    for (const bool skip : {true, false}) {
+      json request = body;
+      if (!skip) request["skip_special_tokens"] = false;  // true is the default
+      const json r = post_ok(path, request, port);
+      const json& choice = r["choices"][0];
+      ASSERT_EQ(choice["token_ids"], ids);  // the same model: the same answer
+      std::vector<int32_t> shown;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const bool is_eos = i + 1 == ids.size() && choice["finish_reason"] == "stop";  // never text
+        if (!is_eos && !(skip && engine.tokenizer().is_special(ids[i]))) shown.push_back(ids[i]);
+      }
+      const std::string text = path == std::string("/v1/completions") ? choice["text"] : choice["message"]["content"];
+      EXPECT_EQ(text, tok.decode(shown)) << "skip_special_tokens " << skip;
+      EXPECT_EQ(post_stream(path, request, nullptr, port).first, text) << "skip_special_tokens " << skip;
+      texts[skip] = text;
+    }
+    EXPECT_NE(texts[true], texts[false]);
+  }
+  // A stop string that is the marked token's text: in the text it is kept in, it stops the answer.
+  json stopped = completion;
+  const std::string stop = tok.decode(std::vector<int32_t>{marked_ids[0]});
+  stopped["stop"] = stop;
+  const json skipped = post_ok("/v1/completions", stopped, port);
+  ASSERT_EQ(skipped["choices"][0]["text"].get<std::string>().find(stop), std::string::npos) << skipped;
+  EXPECT_EQ(skipped["choices"][0]["finish_reason"], "length");
+  stopped["skip_special_tokens"] = false;
+  const json kept = post_ok("/v1/completions", stopped, port);
+  EXPECT_EQ(kept["choices"][0]["finish_reason"], "stop");
+  const std::string full = tok.decode(completion_ids.get<std::vector<int32_t>>());
+  EXPECT_EQ(kept["choices"][0]["text"], full.substr(0, full.find(stop)));
+}
+
 TEST_F(ServerTest, FullContextEndsWithLength) {
   // A prompt that leaves little room: a max_tokens that fills the context exactly runs to its end,
   // and usage never counts past the context (prompt + completion <= context).
@@ -423,6 +489,9 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   expect_400(c, R"({"prompt": "x", "seed": -4})", "seed");
   expect_400(c, R"({"prompt": "x", "stop": {"a": 1}})", "stop");
   expect_400(c, R"({"prompt": "x", "stream": 1})", "stream");
+  expect_400(c, R"({"prompt": "x", "skip_special_tokens": "false"})", "skip_special_tokens", "must be a boolean");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "skip_special_tokens": 0, "stream": true})",
+             "skip_special_tokens", "must be a boolean");
   // Fields the server does not implement are refused when they would change the answer (the
   // bias would forbid a token the answer has), streamed or not; a wrong type is named too.
   expect_400(c, R"({"prompt": "x", "logit_bias": {"2643": -100}})", "logit_bias", "is not supported by lg serve");

@@ -142,6 +142,24 @@ TEST(FamilyDecode, ByteFallbackRunsAreAllOrNothing) {
   EXPECT_EQ(stream.finish(), "");
 }
 
+// skip_special_tokens leaves a special token out before the decoder runs, as HF does: Llama 2's
+// "<s>" then no longer starts the text, so Strip takes the space of the "▁Hello" after it (HF:
+// decode([1, 15043]) is "<s> Hello", with skip_special_tokens=True "Hello"); a primed stream skips
+// the prompt's "<s>" too and gives the same text.
+TEST(FamilyDecode, SkippedSpecialTokensAreLeftOutBeforeTheDecoder) {
+  const Tokenizer& sp = family("sentencepiece-bpe-32k");
+  const int32_t bos = *sp.token_to_id("<s>"), hello = *sp.token_to_id("▁Hello");
+  ASSERT_TRUE(sp.is_special(bos));
+  const std::vector<int32_t> ids = {bos, hello, bos, hello};
+  EXPECT_EQ(sp.decode(ids), "<s> Hello<s> Hello");
+  EXPECT_EQ(sp.decode(ids, /*skip_special_tokens=*/true), "Hello Hello");
+  StreamDecoder stream(sp, /*skip_special_tokens=*/true);
+  stream.prime(std::vector<int32_t>{bos});
+  std::string text;
+  for (size_t i = 1; i < ids.size(); ++i) text += stream.push(ids[i]);
+  EXPECT_EQ(text + stream.finish(), "Hello Hello");
+}
+
 // Generation decodes the new ids after the prompt's: with a SentencePiece decoder the first
 // generated "▁Paris" is " Paris" there, "Paris" at the start of a text (Strip / Metaspace).
 TEST(FamilyDecode, PrimedStreamContinuesThePrompt) {

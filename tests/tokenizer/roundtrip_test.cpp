@@ -76,26 +76,41 @@ TEST(TokenizerRoundTrip, RandomUnicodeTextDecodesToItsNfc) {
   }
 }
 
+// skip_special_tokens leaves out exactly the tokens tokenizer.json marks special, whole or streamed.
 TEST(TokenizerRoundTrip, AddedTokensInRandomTextSurviveAndGetTheirIds) {
   const uint64_t s = seed();
   SCOPED_TRACE("LG_TEST_SEED=" + std::to_string(s));
   std::mt19937_64 rng(s);
   const Tokenizer& t = testing::qwen();
   const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
+  // tokenizer.json marks the first three "special" (control tokens), not <think> and </think>.
+  ASSERT_TRUE(t.is_special(*t.token_to_id("<|im_end|>")));
+  ASSERT_FALSE(t.is_special(*t.token_to_id("<think>")));
   for (int k = 0; k < 500; ++k) {
     // Plain ASCII around the tokens, so NFC of the pieces is the identity.
-    std::string text;
+    std::string text, without_special;  // the text, and what skip_special_tokens makes of it
     size_t expected_specials = 0;
     for (int part = 0; part < 6; ++part) {
       if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) {
-        text += specials[std::uniform_int_distribution<size_t>(0, 4)(rng)];
+        const char* token = specials[std::uniform_int_distribution<size_t>(0, 4)(rng)];
+        text += token;
+        if (!t.is_special(*t.token_to_id(token))) without_special += token;
         ++expected_specials;
       }
       const size_t n = std::uniform_int_distribution<size_t>(0, 8)(rng);
-      for (size_t i = 0; i < n; ++i) text += static_cast<char>(std::uniform_int_distribution<int>(0x20, 0x7E)(rng));
+      for (size_t i = 0; i < n; ++i) {
+        const auto c = static_cast<char>(std::uniform_int_distribution<int>(0x20, 0x7E)(rng));
+        text += c;
+        without_special += c;
+      }
     }
     const auto ids = t.encode(text);
     ASSERT_EQ(t.decode(ids), text);
+    ASSERT_EQ(t.decode(ids, /*skip_special_tokens=*/true), without_special) << text;
+    StreamDecoder stream(t, /*skip_special_tokens=*/true);
+    std::string streamed;
+    for (const int32_t id : ids) streamed += stream.push(id);
+    ASSERT_EQ(streamed + stream.finish(), without_special) << text;
     size_t found = 0;
     for (const int32_t id : ids) found += id >= 151643;
     // Random ASCII could spell a token itself, but never fewer than the ones inserted whole.
