@@ -222,8 +222,8 @@ LG_COMMAND("serve", [](CLI::App& app) {
       ->capture_default_str()
       ->check(lg::cli::non_negative_number());
   sub->add_option("--served-model-name", o->served_model_names,
-                  "the names requests may give as 'model' (the first is the id /v1/models reports); default: the "
-                  "model directory's name, and the directory as given")
+                  "the names requests may give as 'model', each listed by /v1/models (the first is the id answers "
+                  "carry); default: the model directory's name, and the directory as given")
       ->expected(1, -1);
   sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,

@@ -184,6 +184,10 @@ bool Engine::serves(const std::string& name) const {
   return norm(name) == norm(model_path_);
 }
 
+std::vector<std::string> Engine::served_names() const {
+  return served_names_.empty() ? std::vector<std::string>{model_id_} : served_names_;
+}
+
 void Engine::init(std::unique_ptr<Lane> lane, const EngineOptions& options) {
   if (options.max_waiting < 1) throw Error(fmt::format("max waiting requests must be >= 1, got {}", options.max_waiting));
   for (const std::string& n : options.served_model_names)

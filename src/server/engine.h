@@ -48,9 +48,10 @@ struct EngineOptions {
   bool prefix_cache = true;
   /// The .lg program to run the model with (`--program`); empty: the one its model_type names.
   std::filesystem::path program;
-  /// The names requests may give as `model` (`--served-model-name`, as vLLM's); the first is the
-  /// id /v1/models reports. Empty: the model directory's last component is the id, and the
-  /// directory as given on the command line is accepted too (vLLM's default name is that path).
+  /// The names requests may give as `model` (`--served-model-name`, as vLLM's): /v1/models lists
+  /// each, and the first is the id answers carry. Empty: the model directory's last component is
+  /// the id, and the directory as given on the command line is accepted too (vLLM's default name
+  /// is that path).
   std::vector<std::string> served_model_names;
 };
 
@@ -155,6 +156,8 @@ class Engine {
   /// Whether a request's `model` names this model: one of its served names (EngineOptions), or
   /// without them its id or the model directory as given.
   bool serves(const std::string& name) const;
+  /// The ids /v1/models lists, as vLLM lists each served name: the served names, or the id alone.
+  std::vector<std::string> served_names() const;
   /// Context length in tokens (prompt + completion).
   int64_t context() const { return context_; }
   /// Whether prompts can be text (false for random weights: token ids only).

@@ -24,11 +24,16 @@ std::string new_id(const char* prefix) {
 // A request for another model is a 404 before its prompt is read (tokenized, rendered, measured
 // against the context), as vLLM checks the model first: that is the mistake to tell the client of.
 void check_model(const Engine& engine, const GenerationRequest& gen) {
-  if (gen.model && !engine.serves(*gen.model))
-    throw ModelNotFound("model", fmt::format("The model '{}' does not exist; this server serves '{}'", *gen.model,
-                                             engine.model_id()));
+  if (gen.model && !engine.serves(*gen.model)) throw ModelNotFound("model", model_not_found(engine, *gen.model));
 }
 }  // namespace
+
+std::string model_not_found(const Engine& engine, const std::string& name) {
+  const std::vector<std::string> names = engine.served_names();
+  std::string served;
+  for (const std::string& n : names) served += (served.empty() ? "'" : ", '") + n + "'";
+  return fmt::format("The model '{}' does not exist; this server serves {}", name, served);
+}
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 

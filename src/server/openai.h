@@ -44,6 +44,9 @@ std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& reque
 PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& tmpl, Endpoint kind,
                                 const std::string& body);
 
+/// The 404 message for a `model` the engine does not serve, naming every name it does serve.
+std::string model_not_found(const Engine& engine, const std::string& name);
+
 int64_t now_unix();
 /// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
 nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param);

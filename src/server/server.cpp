@@ -71,8 +71,9 @@ std::optional<std::string> bad_content_length(const httplib::Request& req) {
   return std::nullopt;
 }
 
-json model_json(const Engine& engine) {
-  return {{"id", engine.model_id()},
+// One entry of /v1/models: the served model under the name `id`.
+json model_json(const Engine& engine, const std::string& id) {
+  return {{"id", id},
           {"object", "model"},
           {"created", now_unix()},
           {"owned_by", "lanegraph"},
@@ -151,18 +152,22 @@ void Server::install_info_routes() {
     if (draining_) send_json(res, 503, {{"status", "draining"}, {"message", "the server is shutting down"}});
     else send_json(res, 200, {{"status", "ok"}});
   });
+  // Every served name is an entry of its own, as vLLM lists them (--served-model-name a b).
   h.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json(engine_)})}});
+    json data = json::array();
+    for (const std::string& name : engine_.served_names()) data.push_back(model_json(engine_, name));
+    send_json(res, 200, {{"object", "list"}, {"data", data}});
   });
   h.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    if (engine_.serves(id)) {
-      send_json(res, 200, model_json(engine_));
+    if (!engine_.serves(id)) {
+      send_json(res, 404, error_body(model_not_found(engine_, id), "NotFoundError", "model"));
       return;
     }
-    send_json(res, 404,
-              error_body(fmt::format("The model '{}' does not exist; this server serves '{}'", id, engine_.model_id()),
-                         "NotFoundError", "model"));
+    // A served name answers as itself; the model directory as given (no served names), as the id.
+    const std::vector<std::string> names = engine_.served_names();
+    const bool listed = std::find(names.begin(), names.end(), id) != names.end();
+    send_json(res, 200, model_json(engine_, listed ? id : engine_.model_id()));
   });
   h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(engine_.metrics().render(engine_.stats()), "text/plain; version=0.0.4; charset=utf-8");

@@ -138,6 +138,7 @@ TEST_F(ServerTest, HealthAndModels) {
   ASSERT_TRUE(m);
   const json j = json::parse(m->body);
   EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
   EXPECT_EQ(j["data"][0]["id"], "qwen3-pycode-22m");
   EXPECT_EQ(j["data"][0]["max_model_len"], kContext);
 }
@@ -182,8 +183,8 @@ TEST_F(ServerTest, ModelById) {
   EXPECT_EQ(by_path->status, 200) << by_path->body;
 }
 
-// --served-model-name: requests must give one of the names (the first is the id reported), and
-// the directory's own name is then refused, as vLLM does.
+// --served-model-name: requests must give one of the names (the first is the id answers carry),
+// and the directory's own name is then refused, as vLLM does.
 TEST(EngineServedNames, TheFirstIsTheIdAndOnlyTheyAreServed) {
   EngineOptions eo;
   eo.max_seq = 64;
@@ -194,6 +195,37 @@ TEST(EngineServedNames, TheFirstIsTheIdAndOnlyTheyAreServed) {
   EXPECT_TRUE(engine.serves("coder-v2"));
   EXPECT_FALSE(engine.serves("qwen3-pycode-22m"));
   EXPECT_FALSE(engine.serves(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m"));
+  EXPECT_EQ(engine.served_names(), (std::vector<std::string>{"coder", "coder-v2"}));
+  // /v1/models lists each name with the fields of a single entry, as vLLM does, and
+  // /v1/models/{id} answers for each; another name is a 404 that names them.
+  Server server(engine, {"127.0.0.1", 0});
+  httplib::Client c("127.0.0.1", server.start());
+  const auto list = c.Get("/v1/models");
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->status, 200);
+  const json data = json::parse(list->body)["data"];
+  ASSERT_EQ(data.size(), 2u) << list->body;
+  for (size_t i = 0; i < data.size(); ++i) {
+    const std::string name = eo.served_model_names[i];
+    EXPECT_EQ(data[i]["id"], name);
+    EXPECT_EQ(data[i]["object"], "model");
+    EXPECT_EQ(data[i]["owned_by"], "lanegraph");
+    EXPECT_EQ(data[i]["max_model_len"], 64);
+    EXPECT_TRUE(data[i]["created"].is_number_integer());
+    EXPECT_EQ(data[i].size(), 5u) << data[i];
+    const auto one = c.Get(("/v1/models/" + name).c_str());
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->status, 200) << one->body;
+    json entry = json::parse(one->body);
+    entry["created"] = data[i]["created"];  // a second may have passed
+    EXPECT_EQ(entry, data[i]);
+  }
+  const auto other = c.Get("/v1/models/qwen3-pycode-22m");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  EXPECT_NE(json::parse(other->body)["error"]["message"].get<std::string>().find("this server serves 'coder', 'coder-v2'"),
+            std::string::npos)
+      << other->body;
   eo.served_model_names = {""};
   EXPECT_THROW(Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo), lg::Error);
 }
