@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -95,6 +96,11 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     p.gen = std::move(r.gen);
     p.prompt_ids = engine.encode_prompt(render_chat(tmpl, r), "messages");
   }
+  // Answers carry the name the request gave when it is one of --served-model-name's, as vLLM's
+  // do; otherwise (none given, or the model directory's path) the id.
+  if (const std::vector<std::string> names = engine.served_names();
+      p.gen.model && std::find(names.begin(), names.end(), *p.gen.model) != names.end())
+    p.model = *p.gen.model;
   if (!engine.has_tokenizer() && !p.gen.stop.empty())
     throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
   engine.check_max_tokens(static_cast<int64_t>(p.prompt_ids.size()), p.gen);

@@ -220,6 +220,15 @@ TEST(EngineServedNames, TheFirstIsTheIdAndOnlyTheyAreServed) {
     entry["created"] = data[i]["created"];  // a second may have passed
     EXPECT_EQ(entry, data[i]);
   }
+  // Answers carry the served name the request gave (vLLM's), the first when it gave none.
+  for (const json& model : {json("coder-v2"), json("coder"), json()}) {
+    json body = {{"prompt", "def"}, {"max_tokens", 1}};
+    if (!model.is_null()) body["model"] = model;
+    const auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["model"], model.is_null() ? json("coder") : model);
+  }
   const auto other = c.Get("/v1/models/qwen3-pycode-22m");
   ASSERT_TRUE(other);
   EXPECT_EQ(other->status, 404);
