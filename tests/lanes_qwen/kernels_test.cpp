@@ -42,6 +42,25 @@ const bf16* as_bf16(const cuda::DeviceBuffer& b) { return b.as<bf16>(); }
 
 double silu_ref(double g) { return g / (1.0 + std::exp(-g)); }
 
+/// silu(x W_gate^T) * (x W_up^T) in double for x f32 [T, K] and W [2F, K] whose rows interleave
+/// (gate_i, up_i), as the fused gate/up GEMM lays them out: [T, F].
+std::vector<double> gate_up_swiglu_ref(const std::vector<float>& x, const std::vector<float>& W, int T, int F, int K) {
+  std::vector<double> want(size_t(T) * F);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < F; ++i) {
+      double g = 0, u = 0;
+      const float* xt = &x[size_t(t) * K];
+      const float* wg = &W[size_t(2 * i) * K];
+      const float* wu = wg + K;
+      for (int k = 0; k < K; ++k) {
+        g += double(xt[k]) * wg[k];
+        u += double(xt[k]) * wu[k];
+      }
+      want[size_t(t) * F + i] = silu_ref(g) * u;
+    }
+  return want;
+}
+
 /// Runs a kStore GEMV with one block per SM (every warp loops over many row pairs) and with the
 /// default grid, each time into a fresh NaN-poisoned output, and checks it against `y`.
 void expect_store_on_both_grids(GemvInput in, GemvArgs a, const std::vector<double>& y, double tol,
@@ -843,7 +862,7 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
 // while the GEMM runs, and what it computes after its griddepcontrol.wait still sees the whole
 // product. The GEMM is large enough (16 x 8192 x 4096, 64 MB of weights: ~20 us) that a read of
 // its output before it ends would find the poison; each replay takes fresh inputs. Without the
-// knob the edge stays as captured and the result must be the same.
+// knob (LG_EARLY_AFTER_GEMM=0) the edge stays as captured and the result must be the same.
 TEST(QwenKernels, PdlKernelBehindCublasLtGemmStartsEarlyAndSeesItsProduct) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -876,19 +895,7 @@ TEST(QwenKernels, PdlKernelBehindCublasLtGemmStartsEarlyAndSeesItsProduct) {
     LG_CUDA_CHECK(cudaMemset(act.data(), 0xff, size_t(T) * F * sizeof(uint16_t)));
     graph.launch(s.get());
     s.synchronize();
-    std::vector<double> want(size_t(T) * F);
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < F; ++i) {
-        double g = 0, u = 0;  // weight rows interleave (gate_i, up_i)
-        const float* x = &in.f[size_t(t) * K];
-        const float* wg = &W.f[size_t(2 * i) * K];
-        const float* wu = wg + K;
-        for (int k = 0; k < K; ++k) {
-          g += double(x[k]) * wg[k];
-          u += double(x[k]) * wu[k];
-        }
-        want[size_t(t) * F + i] = silu_ref(g) * u;
-      }
+    const std::vector<double> want = gate_up_swiglu_ref(in.f, W.f, T, F, K);
     // bf16 output: 2^-8 relative rounding, the same bound the eager SwiGLU test holds.
     EXPECT_LT(rel_err(download_bf16(act, want.size()), want), 4e-3) << "replay " << rep;
   }
@@ -929,16 +936,7 @@ TEST(QwenKernels, DependentThatWaitsForCompletionKeepsItsEdgeBehindCublasLtGemm)
     LG_CUDA_CHECK(cudaMemset(act.data(), 0xff, size_t(T) * F * sizeof(uint16_t)));
     graph.launch(s.get());
     s.synchronize();
-    std::vector<double> want(size_t(T) * F);
-    for (int t = 0; t < T; ++t)
-      for (int i = 0; i < F; ++i) {
-        double g = 0, u = 0;  // weight rows interleave (gate_i, up_i)
-        for (int k = 0; k < K; ++k) {
-          g += double(in.f[size_t(t) * K + k]) * W.f[size_t(2 * i) * K + k];
-          u += double(in.f[size_t(t) * K + k]) * W.f[size_t(2 * i + 1) * K + k];
-        }
-        want[size_t(t) * F + i] = silu_ref(g) * u;
-      }
+    const std::vector<double> want = gate_up_swiglu_ref(in.f, W.f, T, F, K);
     EXPECT_LT(rel_err(download_bf16(act, want.size()), want), 4e-3) << (waits ? "noted" : "not noted");
   }
 }
