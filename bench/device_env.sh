@@ -17,6 +17,7 @@
 #   step_ms LABEL SHAPE [ENV=VALUE...]   a compiled-lane decode line (B = 1, 16) for A/B tables
 #   bench_ms LABEL FILE ROW "BENCH ARGS" [ENV=VALUE...]  the ms a step of one `lg bench` line
 #                        (ROW: its batch and context, e.g. '16 +512'), for skip and knob tables
+#   ab_rounds FILE ROUNDS "BENCH ARGS" NAME:ENV,...  variants of one `lg bench` alternated, tabled
 #   b1_32k LABEL LANE [ENV=VALUE...]     the line of one 8B sequence at 32,768 positions
 #   attn_ncu_32k LABEL LANE [ENV=VALUE...]  Nsight duration and instructions of that step's decode
 #                        attention kernel (what session 21's calls 1, 2, 4 and 6 each spelled out)
@@ -129,6 +130,24 @@ attn_ncu_32k() {
   echo "$label rc $?"
   grep -E '"(gpu__time_duration.sum|smsp__inst_executed.sum|sm__warps_active.avg.pct_of_peak_sustained_active)"' \
     "$out/ncu_attn_32k_$label.csv" | awk -F'","' '{print $5, $(NF-2), $NF}' | tail -3
+}
+
+# ab_rounds FILE ROUNDS "BENCH ARGS" NAME:[ENV=VALUE[,ENV=VALUE...]]...: `lg bench BENCH ARGS` once
+# a variant a round, the variants alternated (machine drift falls on all of them alike), each
+# run's lines under "== round N NAME" in $out/FILE; then prints ab_table FILE.
+ab_rounds() {
+  local file=$1 rounds=$2 args=$3 round v envs
+  shift 3
+  for round in $(seq "$rounds"); do
+    for v in "$@"; do
+      envs=${v#*:}
+      # shellcheck disable=SC2086  # the bench arguments and the variant's settings split
+      { echo "== round $round ${v%%:*}"
+        env ${envs//,/ } timeout 120 $lg bench $args 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |skipped"
+      } >> "$out/$file"
+    done
+  done
+  ab_table "$file"
 }
 
 # ab_table FILE: the step ms of $out/FILE (lg bench lines under "== round N [SHAPE] VARIANT"

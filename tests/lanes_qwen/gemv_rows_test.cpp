@@ -1,6 +1,6 @@
-// The tensor-core GEMV of a few rows (launch_gemv_rows, kernels/gemv_rows.cuh) against a CPU
-// loop in double on fresh random inputs (GPU; skipped without one, except the refusals, which
-// throw before touching the device). A file of its own: kernels_test.cpp is past the size where
+// The tensor-core GEMV of a few rows (launch_gemv_rows: kernels/gemv_rows.cuh and its bulk-copy
+// form, kernels/gemv_rows_bulk.cuh) against a CPU loop in double on fresh random inputs (GPU;
+// skipped without one, except the refusals, which throw before touching the device). A file of its own: kernels_test.cpp is past the size where
 // the guide splits. Inputs are rounded to bf16 on the host, so the reference sees exactly what
 // the device sees, and the bounds only cover the device's fp32 accumulation:
 //   fp32 outputs: norm-wise relative error < 5e-5. Each output is K/16 mma accumulations of 16
@@ -14,8 +14,9 @@
 //     doubled for values next to a rounding boundary).
 // Every launch writes into outputs poisoned with NaN (store, SwiGLU) or holding a known residual,
 // with one more row after the T rows holding a sentinel that must survive: a write to a row
-// t >= T (the padded MMA columns) fails. Each case runs on the default grid and on one block
-// per SM (every warp then loops over many items), and kResidual also with forced split counts.
+// t >= T (the padded MMA columns) fails. Each case runs in both forms, each on its default grid
+// and on one where every warp loops over many items (kGrids), and kResidual also with forced
+// split counts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,9 +66,28 @@ Problem make_problem(std::mt19937_64& rng, int N, int K, int T) {
   return p;
 }
 
-std::string label(const Problem& p, const char* what, int bps, int splits) {
-  return std::string(what) + " N=" + std::to_string(p.N) + " K=" + std::to_string(p.K) + " T=" + std::to_string(p.T) +
-         " bps=" + std::to_string(bps) + " splits=" + std::to_string(splits);
+/// A form and grid to launch with: each form on its default grid and on a grid small enough that
+/// every block loops over many items (the register form at one block an SM, the bulk form at 7
+/// blocks: its producer's ring then runs across items).
+struct Grid {
+  GemvRowsForm form;
+  int blocks_per_sm, max_blocks;
+};
+const Grid kGrids[] = {{GemvRowsForm::kRegisters, 0, 0},
+                       {GemvRowsForm::kRegisters, 1, 0},
+                       {GemvRowsForm::kBulk, 0, 0},
+                       {GemvRowsForm::kBulk, 0, 7}};
+
+void set_grid(GemvRowsArgs& a, const Grid& g) {
+  a.form = g.form;
+  a.blocks_per_sm = g.blocks_per_sm;
+  a.max_blocks = g.max_blocks;
+}
+
+std::string label(const Problem& p, const char* what, const Grid& g, int splits) {
+  return std::string(what) + (g.form == GemvRowsForm::kBulk ? " bulk" : " registers") + " N=" + std::to_string(p.N) +
+         " K=" + std::to_string(p.K) + " T=" + std::to_string(p.T) + " bps=" + std::to_string(g.blocks_per_sm) +
+         " max_blocks=" + std::to_string(g.max_blocks) + " splits=" + std::to_string(splits);
 }
 
 /// T rows of `rows` floats, NaN (or `init` if given), then one sentinel row.
@@ -102,28 +122,28 @@ GemvRowsArgs args_of(const Problem& p, const cuda::DeviceBuffer& dW, const cuda:
 void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda::Stream& s) {
   auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
   GemvRowsArgs a = args_of(p, dW, dx);
-  for (int bps : {0, 1}) {
+  for (const Grid& g : kGrids) {
     auto out = f32_out(p.T, p.N, nullptr);
-    a.blocks_per_sm = bps;
+    set_grid(a, g);
     a.splits = 0;
     a.out_f32 = out.as<float>();
     launch_gemv_rows(GemvRowsOutput::kStore, a, s.get());
     s.synchronize();
-    const std::string what = label(p, "store", bps, 1);
+    const std::string what = label(p, "store", g, 1);
     EXPECT_LT(rel_err(f32_rows(out, p.T, p.N, what), p.y), kF32Tol) << what;
   }
   const std::vector<float> resid = random_f32(rng, size_t(p.T) * p.N, -4, 4);
   std::vector<double> want(resid.size());
   for (size_t i = 0; i < want.size(); ++i) want[i] = resid[i] + p.y[i];
-  for (int bps : {0, 1})
+  for (const Grid& g : kGrids)
     for (int splits : {0, 1, 3}) {
       auto out = f32_out(p.T, p.N, &resid);
-      a.blocks_per_sm = bps;
+      set_grid(a, g);
       a.splits = splits;
       a.out_f32 = out.as<float>();
       launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
       s.synchronize();
-      const std::string what = label(p, "residual", bps, splits);
+      const std::string what = label(p, "residual", g, splits);
       EXPECT_LT(rel_err(f32_rows(out, p.T, p.N, what), want), kF32Tol) << what;
     }
 }
@@ -136,17 +156,17 @@ void check_swiglu(const Problem& p, const cuda::Stream& s) {
     for (int i = 0; i < half; ++i)
       want[size_t(t) * half + i] = silu_ref(p.y[size_t(t) * p.N + 2 * i]) * p.y[size_t(t) * p.N + 2 * i + 1];
   GemvRowsArgs a = args_of(p, dW, dx);
-  for (int bps : {0, 1}) {
+  for (const Grid& g : kGrids) {
     // T rows of NaN, then a sentinel row (bf16 0x4248 = 50.0).
     std::vector<uint16_t> init(size_t(p.T + 1) * half, 0x7fc0);
     std::fill(init.begin() + size_t(p.T) * half, init.end(), uint16_t{0x4248});
     auto out = to_device(init);
-    a.blocks_per_sm = bps;
+    set_grid(a, g);
     a.out_bf16 = out.as<bf16>();
     launch_gemv_rows(GemvRowsOutput::kSwiGLU, a, s.get());
     s.synchronize();
     std::vector<float> got = download_bf16(out, init.size());
-    const std::string what = label(p, "swiglu", bps, 1);
+    const std::string what = label(p, "swiglu", g, 1);
     int bad = 0;
     for (size_t i = size_t(p.T) * half; i < got.size(); ++i) bad += got[i] != 50.f;
     EXPECT_EQ(bad, 0) << what << ": wrote past row T";
@@ -183,7 +203,7 @@ TEST(QwenGemvRows, SwiGLUAgainstDouble) {
 }
 
 // `clear`: a launch zero-fills a buffer after its wait, and a kResidual launch into it is a store
-// (the batched decode's QKV projection, cleared by the layer before). Launched twice, so the
+// (the batched decode's QKV projection, cleared by the layer before). Launched twice a form, so the
 // second clear runs over the first's results.
 TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
   LG_REQUIRE_GPU();
@@ -194,15 +214,18 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
   auto dW = to_device(p.W.raw), dx = to_device(p.x.raw), oW = to_device(other.W.raw), ox = to_device(other.x.raw);
   const std::vector<float> junk = random_f32(rng, size_t(p.T) * p.N, -4, 4);
   auto target = f32_out(p.T, p.N, &junk);
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 4; ++round) {
+    const GemvRowsForm form = round < 2 ? GemvRowsForm::kRegisters : GemvRowsForm::kBulk;
     auto side = f32_out(other.T, other.N, nullptr);
     GemvRowsArgs c = args_of(other, oW, ox);  // another projection, clearing the target as it goes
     c.out_f32 = side.as<float>();
     c.clear = target.as<float>();
     c.clear_n = size_t(p.T) * p.N;
+    c.form = form;
     launch_gemv_rows(GemvRowsOutput::kStore, c, s.get());
     GemvRowsArgs a = args_of(p, dW, dx);
     a.out_f32 = target.as<float>();
+    a.form = form;
     launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
     s.synchronize();
     const std::string what = "round " + std::to_string(round);
@@ -254,6 +277,11 @@ TEST(QwenGemvRows, RefusesBadArguments) {
   refused(b);
   b = a;
   b.blocks_per_sm = 5;
+  refused(b);
+  b = a;
+  b.max_blocks = -1;
+  refused(b);
+  b.form = GemvRowsForm::kBulk;  // the bulk form checks the same arguments
   refused(b);
   EXPECT_FALSE(gemv_rows_supports(8, 64));
   EXPECT_TRUE(gemv_rows_supports(4096, 12288));

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/launch_policy.h"
+#include "lanes/qwen/launch_pdl.h"
 #include "lanes/qwen/kernels/argmax.cuh"
 #include "lanes/qwen/kernels/attention.cuh"
 #include "lanes/qwen/kernels/attention_decode.cuh"
@@ -18,7 +19,6 @@
 #include "lanes/qwen/kernels/attention_decode_tc_rows.cuh"
 #include "lanes/qwen/kernels/embed.cuh"
 #include "lanes/qwen/kernels/gemv.cuh"
-#include "lanes/qwen/kernels/gemv_rows.cuh"
 #include "lanes/qwen/kernels/init.cuh"
 #include "lanes/qwen/kernels/rmsnorm.cuh"
 #include "lanes/qwen/kernels/rope_kv.cuh"
@@ -30,33 +30,6 @@
 namespace lg::qwen {
 
 namespace {
-
-/// A kernel-lab knob (bench/qwen_lane.md): the integer in environment variable `name`, else
-/// `fallback`. Callers keep it in a static (read once); only tuning defaults and the PDL
-/// attribute go through it, never what is computed.
-int lab_knob(const char* name, int fallback) {
-  const char* e = std::getenv(name);
-  return e && *e ? std::atoi(e) : fallback;
-}
-
-/// Launches `kernel` with Programmatic Dependent Launch allowed (kernels/pdl.cuh): only for
-/// kernels that call grid_dependency_wait() before touching anything an earlier kernel writes.
-/// Captured into a graph, the attribute becomes a programmatic edge (CUDA 12.3+, sm_90).
-template <class... Params, class... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cfg.attrs = attr;
-  static const bool pdl = lab_knob("LG_QWEN_PDL", 1) != 0;
-  cfg.numAttrs = pdl ? 1 : 0;
-  LG_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
-}
 
 template <GemvInput IN, GemvOutput OUT>
 void gemv_as(const GemvArgs& a, cudaStream_t s) {
@@ -170,88 +143,6 @@ int decode_gemm_slices(int K, int Bp, bool down) {
   int S = Bp <= 64 ? (down ? 3 : kMaxDecodeSlices) : 2;
   while (S > 1 && !cuda::split_k_fits(K, S)) --S;
   return S;
-}
-
-bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
-
-bool gemv_rows_enabled() {
-  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 0) != 0;
-  return on;
-}
-
-namespace {
-
-/// K splits of a kResidual launch: about one item (16-row tile x K split) per warp of the grid
-/// when the tiles alone are fewer than its warps (N = 4096: 256 tiles for 2112 warps at 4 blocks
-/// per SM -> 8 splits of 512 k), and no split shorter than one pipeline's depth of steps
-/// (kRowsDepth x 32 k), so a warp's loads in flight stay full. Knob LG_QWEN_GEMV_ROWS_SPLITS
-/// fixes the count (bench/qwen_lane.md style A/B).
-int gemv_rows_splits(int tiles, int nc, int warps) {
-  static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
-  const int want = forced > 0 ? forced : std::max(1, warps / tiles);
-  const int min_chunks = 4 * dev::kRowsDepth;
-  return std::clamp(want, 1, std::max(1, nc / min_chunks));
-}
-
-template <int NT, GemvRowsOutput OUT>
-void gemv_rows_as(const dev::GemvRowsParams& p, int blocks, cudaStream_t s) {
-  launch_pdl(dev::gemv_rows_kernel<NT, OUT>, dim3(blocks), dim3(dev::kRowsThreads), 0, s, p);
-}
-
-template <GemvRowsOutput OUT>
-void gemv_rows_nt(const dev::GemvRowsParams& p, int blocks, cudaStream_t s) {
-  if (p.T <= 8) return gemv_rows_as<1, OUT>(p, blocks, s);
-  return gemv_rows_as<2, OUT>(p, blocks, s);
-}
-
-}  // namespace
-
-void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
-  const std::string what = "hand-written row GEMV (N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
-                           " T=" + std::to_string(a.T) + ")";
-  if (!gemv_rows_supports(a.N, a.K))
-    throw Error(what + ": unsupported shape (N a positive multiple of 16, K a positive multiple of 8)");
-  if (a.T < 1 || a.T > kGemvRowsMaxT) throw Error(what + ": T must be 1.." + std::to_string(kGemvRowsMaxT));
-  if (!a.W || !a.x) throw Error(what + ": missing W or x");
-  if (out == GemvRowsOutput::kSwiGLU ? !a.out_bf16 : !a.out_f32) throw Error(what + ": missing output");
-  auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
-  if (misaligned(a.W) || misaligned(a.x) || misaligned(a.out_f32) || misaligned(a.out_bf16))
-    throw Error(what + ": W, x and the output must be 16-byte aligned");
-  if (a.clear && (a.clear_n % 4 != 0 || misaligned(a.clear)))
-    throw Error(what + ": the buffer to clear must be 16-byte aligned and a multiple of 4 floats");
-  if (a.clear && (a.clear == a.out_f32 || static_cast<const void*>(a.clear) == a.x))
-    throw Error(what + ": the buffer to clear is this launch's input or output");
-  if (a.blocks_per_sm < 0 || a.blocks_per_sm > dev::kRowsMaxBlocksPerSm || a.splits < 0)
-    throw Error(what + ": blocks_per_sm must be 0.." + std::to_string(dev::kRowsMaxBlocksPerSm) + ", splits >= 0");
-  static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
-                                            dev::kRowsMaxBlocksPerSm);
-  const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;
-  dev::GemvRowsParams p;
-  p.W = reinterpret_cast<const uint4*>(a.W);
-  p.x = reinterpret_cast<const uint4*>(a.x);
-  p.out_f32 = a.out_f32;
-  p.out_bf16 = a.out_bf16;
-  p.clear = reinterpret_cast<float4*>(a.clear);
-  p.clear_n4 = a.clear ? static_cast<long long>(a.clear_n / 4) : 0;
-  p.N = a.N;
-  p.nc = a.K / 8;
-  p.T = a.T;
-  p.tiles = a.N / 16;
-  const int max_blocks = std::min(cuda::sm_count() * bps, kGemvMaxBlocks);
-  p.splits = 1;
-  if (out == GemvRowsOutput::kResidual)
-    p.splits = a.splits > 0 ? std::min(a.splits, p.nc) : gemv_rows_splits(p.tiles, p.nc, max_blocks * dev::kRowsWarps);
-  // Chunks per split: a multiple of 4 (a step's 32 k), every split non-empty.
-  p.split_chunks = (p.nc + p.splits - 1) / p.splits;
-  p.split_chunks = (p.split_chunks + 3) / 4 * 4;
-  p.splits = (p.nc + p.split_chunks - 1) / p.split_chunks;
-  const int items = p.tiles * p.splits;
-  const int blocks = std::max(1, std::min((items + dev::kRowsWarps - 1) / dev::kRowsWarps, max_blocks));
-  switch (out) {
-    case GemvRowsOutput::kStore: return gemv_rows_nt<GemvRowsOutput::kStore>(p, blocks, s);
-    case GemvRowsOutput::kResidual: return gemv_rows_nt<GemvRowsOutput::kResidual>(p, blocks, s);
-    case GemvRowsOutput::kSwiGLU: return gemv_rows_nt<GemvRowsOutput::kSwiGLU>(p, blocks, s);
-  }
 }
 
 void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int B, int D, float eps, bf16* h,

@@ -107,6 +107,13 @@ enum class GemvRowsOutput {
 /// Most rows launch_gemv_rows takes (two mma n-tiles of 8).
 constexpr int kGemvRowsMaxT = 16;
 
+/// How launch_gemv_rows feeds the tensor cores.
+enum class GemvRowsForm {
+  kDefault,    ///< the knob's form (gemv_rows_form())
+  kRegisters,  ///< kernels/gemv_rows.cuh: each lane's 16-byte W loads in registers
+  kBulk,       ///< kernels/gemv_rows_bulk.cuh: a producer warp's cp.async.bulk copies into a ring of stages
+};
+
 /// Inputs of one launch_gemv_rows. W bf16 [N, K] row-major, N a multiple of 16, K a multiple of 8;
 /// x bf16 [T, K] row-major, 1 <= T <= kGemvRowsMaxT; out_f32 [T, N] or out_bf16 [T, N/2]. x and
 /// the outputs are 16-byte aligned (cudaMalloc'd buffers and row offsets of them are).
@@ -121,8 +128,10 @@ struct GemvRowsArgs {
   /// launch, and no kernel before this one may still need it (they have all finished by then).
   float* clear = nullptr;
   size_t clear_n = 0;
-  int blocks_per_sm = 0;  ///< persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
+  int blocks_per_sm = 0;  ///< kRegisters: persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
   int splits = 0;         ///< kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS)
+  GemvRowsForm form = GemvRowsForm::kDefault;
+  int max_blocks = 0;  ///< kBulk: at most this many blocks (0: one an SM); tests make blocks loop over items
 };
 
 /// y = x W^T for T <= 16 rows on tensor cores (kernels/gemv_rows.cuh: W streamed once with
@@ -132,11 +141,14 @@ struct GemvRowsArgs {
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
-/// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on): the hand-written lane's batched decode graphs
-/// of up to kGemvRowsMaxT sequences run their projections on launch_gemv_rows instead of cuBLASLt.
-/// Off by default: on the H200 it streams W at 1.8-2.2 TB/s (bench/qwen_lane.md), so B = 2..16
-/// steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.
+/// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on, register form; 2 = on, bulk form): the
+/// hand-written lane's batched decode graphs of up to kGemvRowsMaxT sequences run their
+/// projections on launch_gemv_rows instead of cuBLASLt. The register form streams W at 1.8-2.2
+/// TB/s on the H200 (bench/RESULTS.md, sixth session): B = 2..16 steps took 8.6-9.0 ms against
+/// cuBLASLt's 5.6-5.7.
 bool gemv_rows_enabled();
+/// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kBulk when LG_QWEN_GEMV_ROWS=2.
+GemvRowsForm gemv_rows_form();
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
 /// pdl: launched with Programmatic Dependent Launch (the kernel waits for the previous one before

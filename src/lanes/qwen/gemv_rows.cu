@@ -1,0 +1,168 @@
+// Launchers of the tensor-core GEMV of a few rows (launch_gemv_rows): the register-fed form
+// (kernels/gemv_rows.cuh) and the bulk-copy form (kernels/gemv_rows_bulk.cuh).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "lanes/qwen/kernels.h"
+#include "lanes/qwen/kernels/gemv_rows.cuh"
+#include "lanes/qwen/kernels/gemv_rows_bulk.cuh"
+#include "lanes/qwen/launch_pdl.h"
+#include "runtime/cuda/device.h"
+#include "support/error.h"
+
+namespace lg::qwen {
+
+bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
+
+bool gemv_rows_enabled() {
+  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 0) != 0;
+  return on;
+}
+
+GemvRowsForm gemv_rows_form() {
+  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 0) == 2 ? GemvRowsForm::kBulk : GemvRowsForm::kRegisters;
+  return f;
+}
+
+namespace {
+
+/// K splits of a kResidual launch: about one item (16-row tile x K split) per warp of the grid
+/// when the tiles alone are fewer than its warps (N = 4096: 256 tiles for 2112 warps at 4 blocks
+/// per SM -> 8 splits of 512 k), and no split shorter than one pipeline's depth of steps
+/// (kRowsDepth x 32 k), so a warp's loads in flight stay full. Knob LG_QWEN_GEMV_ROWS_SPLITS
+/// fixes the count (bench/qwen_lane.md style A/B).
+int gemv_rows_splits(int tiles, int nc, int warps) {
+  static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
+  const int want = forced > 0 ? forced : std::max(1, warps / tiles);
+  const int min_chunks = 4 * dev::kRowsDepth;
+  return std::clamp(want, 1, std::max(1, nc / min_chunks));
+}
+
+template <int NT, GemvRowsOutput OUT>
+void gemv_rows_as(const dev::GemvRowsParams& p, int blocks, cudaStream_t s) {
+  launch_pdl(dev::gemv_rows_kernel<NT, OUT>, dim3(blocks), dim3(dev::kRowsThreads), 0, s, p);
+}
+
+template <GemvRowsOutput OUT>
+void gemv_rows_nt(const dev::GemvRowsParams& p, int blocks, cudaStream_t s) {
+  if (p.T <= 8) return gemv_rows_as<1, OUT>(p, blocks, s);
+  return gemv_rows_as<2, OUT>(p, blocks, s);
+}
+
+/// K splits of a kBulk launch: the fewest that give the grid's blocks items within 10% of an
+/// even share each (items round-robin over `blocks`), at least one chunk (kBulkK) a split.
+int gemv_bulk_splits(int tiles, int chunks, int blocks) {
+  int best = 1;
+  double best_eff = 0;
+  for (int s = 1; s <= chunks; ++s) {
+    const int items = tiles * s;
+    const int rounds = (items + blocks - 1) / blocks;
+    const double eff = static_cast<double>(items) / (static_cast<double>(rounds) * blocks);  // busy share
+    if (eff > best_eff + 1e-9) best = s, best_eff = eff;
+    if (eff >= 0.9) return s;
+  }
+  return best;
+}
+
+template <int NT, GemvRowsOutput OUT>
+void gemv_bulk_as(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
+  constexpr int smem = dev::bulk_smem_bytes(NT);
+  static const bool attr_set = [] {
+    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::gemv_rows_bulk_kernel<NT, OUT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       smem));
+    return true;
+  }();
+  (void)attr_set;
+  launch_pdl(dev::gemv_rows_bulk_kernel<NT, OUT>, dim3(blocks), dim3(dev::kBulkThreads), smem, s, p);
+}
+
+template <GemvRowsOutput OUT>
+void gemv_bulk_nt(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
+  if (p.T <= 8) return gemv_bulk_as<1, OUT>(p, blocks, s);
+  return gemv_bulk_as<2, OUT>(p, blocks, s);
+}
+
+/// The kBulk form of launch_gemv_rows (arguments already checked).
+void launch_gemv_rows_bulk(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
+  dev::GemvBulkParams p;
+  p.W = a.W;
+  p.x = a.x;
+  p.out_f32 = a.out_f32;
+  p.out_bf16 = a.out_bf16;
+  p.clear = reinterpret_cast<float4*>(a.clear);
+  p.clear_n4 = a.clear ? static_cast<long long>(a.clear_n / 4) : 0;
+  p.N = a.N;
+  p.K = a.K;
+  p.T = a.T;
+  p.tiles = (a.N + dev::kBulkRows - 1) / dev::kBulkRows;
+  const int chunks = (a.K + dev::kBulkK - 1) / dev::kBulkK;
+  const int most = a.max_blocks > 0 ? std::min(a.max_blocks, cuda::sm_count()) : cuda::sm_count();
+  int splits = 1;
+  if (out == GemvRowsOutput::kResidual) splits = a.splits > 0 ? std::min(a.splits, chunks) : gemv_bulk_splits(p.tiles, chunks, most);
+  // k of a split: whole chunks, every split non-empty.
+  const int split_chunks = (chunks + splits - 1) / splits;
+  p.split_k = split_chunks * dev::kBulkK;
+  p.splits = (chunks + split_chunks - 1) / split_chunks;
+  const int blocks = std::max(1, std::min(p.tiles * p.splits, most));
+  switch (out) {
+    case GemvRowsOutput::kStore: return gemv_bulk_nt<GemvRowsOutput::kStore>(p, blocks, s);
+    case GemvRowsOutput::kResidual: return gemv_bulk_nt<GemvRowsOutput::kResidual>(p, blocks, s);
+    case GemvRowsOutput::kSwiGLU: return gemv_bulk_nt<GemvRowsOutput::kSwiGLU>(p, blocks, s);
+  }
+}
+
+}  // namespace
+
+void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
+  const std::string what = "hand-written row GEMV (N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
+                           " T=" + std::to_string(a.T) + ")";
+  if (!gemv_rows_supports(a.N, a.K))
+    throw Error(what + ": unsupported shape (N a positive multiple of 16, K a positive multiple of 8)");
+  if (a.T < 1 || a.T > kGemvRowsMaxT) throw Error(what + ": T must be 1.." + std::to_string(kGemvRowsMaxT));
+  if (!a.W || !a.x) throw Error(what + ": missing W or x");
+  if (out == GemvRowsOutput::kSwiGLU ? !a.out_bf16 : !a.out_f32) throw Error(what + ": missing output");
+  auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+  if (misaligned(a.W) || misaligned(a.x) || misaligned(a.out_f32) || misaligned(a.out_bf16))
+    throw Error(what + ": W, x and the output must be 16-byte aligned");
+  if (a.clear && (a.clear_n % 4 != 0 || misaligned(a.clear)))
+    throw Error(what + ": the buffer to clear must be 16-byte aligned and a multiple of 4 floats");
+  if (a.clear && (a.clear == a.out_f32 || static_cast<const void*>(a.clear) == a.x))
+    throw Error(what + ": the buffer to clear is this launch's input or output");
+  if (a.blocks_per_sm < 0 || a.blocks_per_sm > dev::kRowsMaxBlocksPerSm || a.splits < 0 || a.max_blocks < 0)
+    throw Error(what + ": blocks_per_sm must be 0.." + std::to_string(dev::kRowsMaxBlocksPerSm) +
+                ", splits and max_blocks >= 0");
+  const GemvRowsForm form = a.form == GemvRowsForm::kDefault ? gemv_rows_form() : a.form;
+  if (form == GemvRowsForm::kBulk) return launch_gemv_rows_bulk(out, a, s);
+  static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
+                                            dev::kRowsMaxBlocksPerSm);
+  const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;
+  dev::GemvRowsParams p;
+  p.W = reinterpret_cast<const uint4*>(a.W);
+  p.x = reinterpret_cast<const uint4*>(a.x);
+  p.out_f32 = a.out_f32;
+  p.out_bf16 = a.out_bf16;
+  p.clear = reinterpret_cast<float4*>(a.clear);
+  p.clear_n4 = a.clear ? static_cast<long long>(a.clear_n / 4) : 0;
+  p.N = a.N;
+  p.nc = a.K / 8;
+  p.T = a.T;
+  p.tiles = a.N / 16;
+  const int max_blocks = std::min(cuda::sm_count() * bps, kGemvMaxBlocks);
+  p.splits = 1;
+  if (out == GemvRowsOutput::kResidual)
+    p.splits = a.splits > 0 ? std::min(a.splits, p.nc) : gemv_rows_splits(p.tiles, p.nc, max_blocks * dev::kRowsWarps);
+  // Chunks per split: a multiple of 4 (a step's 32 k), every split non-empty.
+  p.split_chunks = (p.nc + p.splits - 1) / p.splits;
+  p.split_chunks = (p.split_chunks + 3) / 4 * 4;
+  p.splits = (p.nc + p.split_chunks - 1) / p.split_chunks;
+  const int items = p.tiles * p.splits;
+  const int blocks = std::max(1, std::min((items + dev::kRowsWarps - 1) / dev::kRowsWarps, max_blocks));
+  switch (out) {
+    case GemvRowsOutput::kStore: return gemv_rows_nt<GemvRowsOutput::kStore>(p, blocks, s);
+    case GemvRowsOutput::kResidual: return gemv_rows_nt<GemvRowsOutput::kResidual>(p, blocks, s);
+    case GemvRowsOutput::kSwiGLU: return gemv_rows_nt<GemvRowsOutput::kSwiGLU>(p, blocks, s);
+  }
+}
+
+}  // namespace lg::qwen

@@ -1,0 +1,90 @@
+// Bulk asynchronous copies into shared memory and the mbarriers that count their bytes (sm_90;
+// PTX ISA, "cp.async.bulk" and "mbarrier"), the producer/consumer ring CUTLASS's
+// PipelineTmaAsync builds from the same instructions, reduced to what a one-CTA kernel needs:
+//   full[s]:  the producer arrives once with expect_tx(bytes); the copies' complete_tx brings the
+//             count of bytes to zero; consumers wait on its phase parity.
+//   empty[s]: each consumer warp arrives once when it has read the stage; the producer waits on
+//             it before copying into the stage again.
+// The copies are one-dimensional (cp.async.bulk, no tensor map): 16-byte aligned source and
+// destination, a multiple of 16 bytes each.
+#pragma once
+
+#include <cstdint>
+
+namespace lg::qwen::dev {
+
+/// The shared-state-space address of a pointer into shared memory.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// Initialises an mbarrier that completes a phase after `count` arrivals (and its byte count at 0).
+/// Every thread must see it after mbar_init_fence() and a barrier.
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+/// Makes mbar_init visible to the asynchronous proxy (the bulk copies' complete_tx).
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/// One arrival that also expects `bytes` more to be completed by bulk copies in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+
+/// One arrival (release: this thread's reads of the stage happen before the producer's next copy).
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+/// Returns once the phase with this parity has completed (acquire: the copies' bytes are visible).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  const unsigned a = smem_addr(bar);
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+/// Copies `bytes` from global `src` to shared `dst`, completing them on `bar`'s byte count. Both
+/// 16-byte aligned, bytes a multiple of 16. For data read once (weights): evict-first in L2.
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar,
+                                              uint64_t l2_policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(l2_policy)
+      : "memory");
+}
+
+/// The L2 policies bulk_copy_g2s takes (createpolicy, fraction 1.0).
+__device__ __forceinline__ uint64_t l2_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t l2_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+/// ldmatrix: four (x4) or two (x2) 8 x 8 bf16 matrices from shared memory, lane l giving the
+/// address of row l % 8 of matrix l / 8 (16 bytes each); register i holds matrix i's fragment.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_addr(p)));
+}
+
+}  // namespace lg::qwen::dev
