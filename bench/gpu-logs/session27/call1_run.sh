@@ -2,7 +2,8 @@
 # Session 27, call 1: the row GEMV's bulk-copy form (kernels/gemv_rows_bulk.cuh, LG_QWEN_GEMV_ROWS=2).
 # Its kernel tests (both forms) and session 26's unrun graph test; the lane's batched tests on it;
 # then the 8B step of 2 / 8 / 16 sequences at 512 positions against the default (cuBLASLt), two
-# rounds alternated, the 0.6B shape once, and the launch profile of the 16-sequence step.
+# rounds alternated (bulk4: a ring of 4 stages, two blocks an SM), the 0.6B shape once, and the
+# launch profile of the 16-sequence step.
 set -uo pipefail
 source bench/device_env.sh
 t=/tmp/lgb/bin/qwen_lane_tests
@@ -18,12 +19,13 @@ tests() {  # FILTER [ENV=VALUE...]: qwen_lane_tests, the log in $out/tests_N.txt
   return $rc
 }
 tests 'QwenGemvRows.*:QwenKernels.*CublasLtGemm*' || { [ $? = 124 ] && exit 0; }
+tests 'QwenGemvRows.*' LG_QWEN_BULK_STAGES=4
 tests 'QwenKernels.*CublasLtGemm*' LG_EARLY_AFTER_GEMM=0
 tests 'HandwrittenBatch.*:*TinyBatch*:*TinyFixture*' LG_QWEN_GEMV_ROWS=2 || { [ $? = 124 ] && exit 0; }
 ab_rounds bench.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16 --context 512 --kv-tokens 20000" \
-  base: bulk:LG_QWEN_GEMV_ROWS=2
+  base: bulk:LG_QWEN_GEMV_ROWS=2 bulk4:LG_QWEN_GEMV_ROWS=2,LG_QWEN_BULK_STAGES=4
 ab_rounds bench06.txt 1 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 16 --context 512 --kv-tokens 20000" \
-  base: bulk:LG_QWEN_GEMV_ROWS=2
+  base: bulk:LG_QWEN_GEMV_ROWS=2 bulk4:LG_QWEN_GEMV_ROWS=2,LG_QWEN_BULK_STAGES=4
 LG_PROFILE_LAUNCHES=1 LG_QWEN_GEMV_ROWS=2 timeout 100 $lg bench --shape qwen3-8b --lane handwritten --prompt-len 8 \
   --decode-tokens 4 --batch 16 --context 512 --kv-tokens 20000 > "$out/profile_bulk_b16.txt" 2>&1
 grep -A60 "bucket 16" "$out/profile_bulk_b16.txt" | head -40

@@ -65,22 +65,29 @@ int gemv_bulk_splits(int tiles, int chunks, int blocks) {
   return best;
 }
 
-template <int NT, GemvRowsOutput OUT>
+/// Stages of the bulk form's ring (knob LG_QWEN_BULK_STAGES: 8, one block an SM; 4, two).
+int bulk_stages() {
+  static const int s = lab_knob("LG_QWEN_BULK_STAGES", dev::kBulkStages) == 4 ? 4 : dev::kBulkStages;
+  return s;
+}
+
+template <int NT, GemvRowsOutput OUT, int S>
 void gemv_bulk_as(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
-  constexpr int smem = dev::bulk_smem_bytes(NT);
+  constexpr int smem = dev::bulk_smem_bytes(NT, S);
   static const bool attr_set = [] {
-    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::gemv_rows_bulk_kernel<NT, OUT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       smem));
+    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::gemv_rows_bulk_kernel<NT, OUT, S>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)attr_set;
-  launch_pdl(dev::gemv_rows_bulk_kernel<NT, OUT>, dim3(blocks), dim3(dev::kBulkThreads), smem, s, p);
+  launch_pdl(dev::gemv_rows_bulk_kernel<NT, OUT, S>, dim3(blocks), dim3(dev::kBulkThreads), smem, s, p);
 }
 
 template <GemvRowsOutput OUT>
 void gemv_bulk_nt(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
-  if (p.T <= 8) return gemv_bulk_as<1, OUT>(p, blocks, s);
-  return gemv_bulk_as<2, OUT>(p, blocks, s);
+  const bool four = bulk_stages() == 4;
+  if (p.T <= 8) return four ? gemv_bulk_as<1, OUT, 4>(p, blocks, s) : gemv_bulk_as<1, OUT, dev::kBulkStages>(p, blocks, s);
+  return four ? gemv_bulk_as<2, OUT, 4>(p, blocks, s) : gemv_bulk_as<2, OUT, dev::kBulkStages>(p, blocks, s);
 }
 
 /// The kBulk form of launch_gemv_rows (arguments already checked).
@@ -97,9 +104,14 @@ void launch_gemv_rows_bulk(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream
   p.T = a.T;
   p.tiles = (a.N + dev::kBulkRows - 1) / dev::kBulkRows;
   const int chunks = (a.K + dev::kBulkK - 1) / dev::kBulkK;
-  const int most = a.max_blocks > 0 ? std::min(a.max_blocks, cuda::sm_count()) : cuda::sm_count();
+  const int per_sm = dev::kBulkStages / bulk_stages();  // blocks an SM's shared memory holds
+  const int most = a.max_blocks > 0 ? std::min(a.max_blocks, cuda::sm_count() * per_sm) : cuda::sm_count() * per_sm;
   int splits = 1;
-  if (out == GemvRowsOutput::kResidual) splits = a.splits > 0 ? std::min(a.splits, chunks) : gemv_bulk_splits(p.tiles, chunks, most);
+  static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
+  if (out == GemvRowsOutput::kResidual) {
+    const int want = a.splits > 0 ? a.splits : forced;
+    splits = want > 0 ? std::min(want, chunks) : gemv_bulk_splits(p.tiles, chunks, most);
+  }
   // k of a split: whole chunks, every split non-empty.
   const int split_chunks = (chunks + splits - 1) / splits;
   p.split_k = split_chunks * dev::kBulkK;

@@ -39,12 +39,13 @@ constexpr int kBulkK = 128;                       ///< k of a stage
 constexpr int kBulkPitch = kBulkK * 2 + 16;       ///< bytes of a stage row (padded)
 constexpr int kBulkConsumers = kBulkRows / 16;    ///< warps doing MMAs, one 16-row tile each
 constexpr int kBulkThreads = (kBulkConsumers + 1) * 32;  ///< and one producer warp
-constexpr int kBulkStages = 8;                    ///< 8 x 16 KB of W in flight a block
+/// Stages of the ring: 8 (16 KB of W each, one block an SM by its shared memory) or 4 (two).
+constexpr int kBulkStages = 8;
 
 /// Bytes of one stage: 64 W rows and 8 NT x rows.
 __host__ __device__ constexpr int bulk_stage_bytes(int NT) { return (kBulkRows + 8 * NT) * kBulkPitch; }
-/// Dynamic shared memory of a launch: the stages, then 2 kBulkStages mbarriers.
-__host__ __device__ constexpr int bulk_smem_bytes(int NT) { return kBulkStages * bulk_stage_bytes(NT) + 2 * kBulkStages * 8; }
+/// Dynamic shared memory of a launch: the stages, then 2 S mbarriers.
+__host__ __device__ constexpr int bulk_smem_bytes(int NT, int S) { return S * bulk_stage_bytes(NT) + 2 * S * 8; }
 
 /// What one kBulk launch computes (built by launch_gemv_rows).
 struct GemvBulkParams {
@@ -91,18 +92,18 @@ __device__ __forceinline__ void bulk_issue_x(const GemvBulkParams& p, const Bulk
                   kc * 2, full, policy);
 }
 
-/// NT n-tiles of 8 x rows: 1 for T <= 8, 2 for T <= 16. Block kBulkThreads, dynamic shared memory
-/// bulk_smem_bytes(NT).
-template <int NT, GemvRowsOutput OUT>
+/// NT n-tiles of 8 x rows: 1 for T <= 8, 2 for T <= 16; S stages. Block kBulkThreads, dynamic
+/// shared memory bulk_smem_bytes(NT, S).
+template <int NT, GemvRowsOutput OUT, int S = kBulkStages>
 __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const GemvBulkParams p) {
   extern __shared__ __align__(128) char bulk_smem[];
   constexpr int kStage = bulk_stage_bytes(NT);
-  uint64_t* full = reinterpret_cast<uint64_t*>(bulk_smem + kBulkStages * kStage);
-  uint64_t* empty = full + kBulkStages;
+  uint64_t* full = reinterpret_cast<uint64_t*>(bulk_smem + S * kStage);
+  uint64_t* empty = full + S;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int items = p.tiles * p.splits;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kBulkStages; ++s) {
+    for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);
       mbar_init(&empty[s], kBulkConsumers);
     }
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const G
     // barriers expect the x rows too, copied after the wait).
     const uint64_t w_policy = l2_evict_first(), x_policy = l2_evict_last();
     int issued = 0, item = static_cast<int>(blockIdx.x), c = 0;
-    for (; issued < kBulkStages && item < items; ++issued) {
+    for (; issued < S && item < items; ++issued) {
       const BulkItem it(p, item);
       if (lane == 0) mbar_arrive_expect_tx(&full[issued], (it.rows + p.T) * it.chunk_k(c) * 2);
       __syncwarp();
@@ -134,8 +135,8 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const G
     }
     for (; item < items; ++issued) {
       const BulkItem it(p, item);
-      const int s = issued % kBulkStages;
-      mbar_wait(&empty[s], ((issued / kBulkStages) - 1) & 1);
+      const int s = issued % S;
+      mbar_wait(&empty[s], ((issued / S) - 1) & 1);
       if (lane == 0) mbar_arrive_expect_tx(&full[s], (it.rows + p.T) * it.chunk_k(c) * 2);
       __syncwarp();
       bulk_issue_w(p, it, c, bulk_smem + s * kStage, &full[s], w_policy);
@@ -170,8 +171,8 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const G
     const bool active = 16 * warp < it.rows;  // warp-uniform: N is a multiple of 16
     const int nch = it.chunks();
     for (int c = 0; c < nch; ++c, ++used) {
-      const int s = used % kBulkStages;
-      mbar_wait(&full[s], (used / kBulkStages) & 1);
+      const int s = used % S;
+      mbar_wait(&full[s], (used / S) & 1);
       if (active) {
         const char* st = bulk_smem + s * kStage;
         const int kc = it.chunk_k(c);
