@@ -12,6 +12,7 @@
 // blockIdx.x, + gridDim.x, ...; the producer's ring of stages runs on across items. A stage holds
 // kBulkK = 128 k of the tile's 64 W rows and of the T x rows, each row padded to 272 bytes so an
 // ldmatrix's eight row addresses fall in distinct banks.
+// (NT n-tiles of 8 x rows; the lane takes NT = 1 and 2, T <= 16.)
 // Consumer warp w owns MMA tile w (W rows 16 w .. 16 w + 15 of the item's tile) for every k:
 //   A (16 x 16) = W rows, MMA row i < 8 being weight row 2 i and row 8 + i weight row 2 i + 1, so
 //     a thread's C fragment holds both rows of a SwiGLU pair (gate/up rows are interleaved at
@@ -160,7 +161,7 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const G
   // ((lane / 8) & 1) * 32 + 8 warp + lane % 8 at k offset (lane / 16) * 8; B from x row
   // (lane / 16) * 8 + lane % 8 (NT = 2; lane % 8 for NT = 1) at k offset ((lane / 8) & 1) * 8.
   const int a_off = (((lane >> 3) & 1) * 32 + 8 * warp + (lane & 7)) * kBulkPitch + (lane >> 4) * 16;
-  const int b_row = NT == 2 ? (lane >> 4) * 8 + (lane & 7) : (lane & 7);
+  const int b_row = NT >= 2 ? (lane >> 4) * 8 + (lane & 7) : (lane & 7);
   const int b_off = (kBulkRows + b_row) * kBulkPitch + ((lane >> 3) & 1) * 16;
   float acc[NT][4];
 #pragma unroll
@@ -184,10 +185,13 @@ __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const G
             unsigned a[4];
             ldmatrix_x4(a, st + a_off + j * 32);
             unsigned b[NT][2];
-            if constexpr (NT == 2) {
-              unsigned r[4];
-              ldmatrix_x4(r, st + b_off + j * 32);
-              b[0][0] = r[0], b[0][1] = r[1], b[1][0] = r[2], b[1][1] = r[3];
+            if constexpr (NT >= 2) {
+#pragma unroll
+              for (int pr = 0; pr < NT / 2; ++pr) {  // n-tiles 2 pr and 2 pr + 1: x rows 16 pr ..
+                unsigned r[4];
+                ldmatrix_x4(r, st + b_off + pr * 16 * kBulkPitch + j * 32);
+                b[2 * pr][0] = r[0], b[2 * pr][1] = r[1], b[2 * pr + 1][0] = r[2], b[2 * pr + 1][1] = r[3];
+              }
             } else {
               ldmatrix_x2(b[0], st + b_off + j * 32);
             }
