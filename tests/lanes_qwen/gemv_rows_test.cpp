@@ -123,6 +123,7 @@ void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda
   auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
   GemvRowsArgs a = args_of(p, dW, dx);
   for (const Grid& g : kGrids) {
+    if (p.T > gemv_rows_max_t(g.form)) continue;
     auto out = f32_out(p.T, p.N, nullptr);
     set_grid(a, g);
     a.splits = 0;
@@ -137,6 +138,7 @@ void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda
   for (size_t i = 0; i < want.size(); ++i) want[i] = resid[i] + p.y[i];
   for (const Grid& g : kGrids)
     for (int splits : {0, 1, 3}) {
+      if (p.T > gemv_rows_max_t(g.form)) continue;
       auto out = f32_out(p.T, p.N, &resid);
       set_grid(a, g);
       a.splits = splits;
@@ -157,6 +159,7 @@ void check_swiglu(const Problem& p, const cuda::Stream& s) {
       want[size_t(t) * half + i] = silu_ref(p.y[size_t(t) * p.N + 2 * i]) * p.y[size_t(t) * p.N + 2 * i + 1];
   GemvRowsArgs a = args_of(p, dW, dx);
   for (const Grid& g : kGrids) {
+    if (p.T > gemv_rows_max_t(g.form)) continue;
     // T rows of NaN, then a sentinel row (bf16 0x4248 = 50.0).
     std::vector<uint16_t> init(size_t(p.T + 1) * half, 0x7fc0);
     std::fill(init.begin() + size_t(p.T) * half, init.end(), uint16_t{0x4248});
@@ -178,15 +181,15 @@ void check_swiglu(const Problem& p, const cuda::Stream& s) {
 }  // namespace
 
 // Small shapes (one tile; K not a multiple of 32: a step's last chunks are past K; many splits of
-// few chunks) and the Qwen3-8B decode shapes: QKV 6144 x 4096, o_proj 4096 x 4096, down 4096 x 12288.
+// few chunks; T past 16 in the bulk form only) and the Qwen3-8B decode shapes: QKV 6144 x 4096, o_proj 4096 x 4096, down 4096 x 12288.
 TEST(QwenGemvRows, StoreAndResidualAgainstDouble) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
   const std::vector<Case> cases = {
-      {16, 8, {1, 2, 16}},       {48, 72, {3, 8, 9}},         {256, 64, {2, 5, 13}},
-      {384, 1000, {7, 16}},      {1024, 3072, {4, 11}},       {4096, 4096, {2, 16}},
-      {6144, 4096, {9}},         {4096, 12288, {16, 3}},
+      {16, 8, {1, 2, 16}},       {48, 72, {3, 8, 9, 32}},     {256, 64, {2, 5, 13}},
+      {384, 1000, {7, 16, 20}},  {1024, 3072, {4, 11}},       {4096, 4096, {2, 16, 32}},
+      {6144, 4096, {9}},         {4096, 12288, {16, 3, 25}},
   };
   for (const Case& c : cases)
     for (int T : c.Ts) check_store_and_residual(rng, make_problem(rng, c.N, c.K, T), s);
@@ -197,7 +200,7 @@ TEST(QwenGemvRows, SwiGLUAgainstDouble) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
   cuda::Stream s;
-  const std::vector<Case> cases = {{16, 8, {1, 2}}, {384, 64, {3, 9, 16}}, {6144, 1024, {5, 12}}, {24576, 4096, {16, 7}}};
+  const std::vector<Case> cases = {{16, 8, {1, 2}}, {384, 64, {3, 9, 16, 31}}, {6144, 1024, {5, 12}}, {24576, 4096, {16, 7, 32}}};
   for (const Case& c : cases)
     for (int T : c.Ts) check_swiglu(make_problem(rng, c.N, c.K, T), s);
 }
@@ -260,6 +263,10 @@ TEST(QwenGemvRows, RefusesBadArguments) {
   refused(b);
   b.T = kGemvRowsMaxT + 1;
   refused(b);
+  b.T = 17;  // past the register form's 16
+  b.form = GemvRowsForm::kRegisters;
+  refused(b);
+  b.form = GemvRowsForm::kDefault;
   b = a;
   b.x = nullptr;
   refused(b);

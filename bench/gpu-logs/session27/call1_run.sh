@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 27, call 1: the row GEMV's bulk-copy form (kernels/gemv_rows_bulk.cuh, LG_QWEN_GEMV_ROWS=2).
 # Its kernel tests (both forms) and session 26's unrun graph test; the lane's batched tests on it;
-# then the 8B step of 2 / 8 / 16 sequences at 512 positions against the default (cuBLASLt), two
+# then the 8B step of 2 / 8 / 16 / 32 sequences at 512 positions against the default (cuBLASLt), two
 # rounds alternated (bulk4: a ring of 4 stages, two blocks an SM), the 0.6B shape once, and the
 # launch profile of the 16-sequence step.
 set -uo pipefail
@@ -22,7 +22,7 @@ tests 'QwenGemvRows.*:QwenKernels.*CublasLtGemm*' || { [ $? = 124 ] && exit 0; }
 tests 'QwenGemvRows.*' LG_QWEN_BULK_STAGES=4
 tests 'QwenKernels.*CublasLtGemm*' LG_EARLY_AFTER_GEMM=0
 tests 'HandwrittenBatch.*:*TinyBatch*:*TinyFixture*' LG_QWEN_GEMV_ROWS=2 || { [ $? = 124 ] && exit 0; }
-ab_rounds bench.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16 --context 512 --kv-tokens 20000" \
+ab_rounds bench.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 30000" \
   base: bulk:LG_QWEN_GEMV_ROWS=2 bulk4:LG_QWEN_GEMV_ROWS=2,LG_QWEN_BULK_STAGES=4
 ab_rounds bench06.txt 1 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 16 --context 512 --kv-tokens 20000" \
   base: bulk:LG_QWEN_GEMV_ROWS=2 bulk4:LG_QWEN_GEMV_ROWS=2,LG_QWEN_BULK_STAGES=4

@@ -20,6 +20,11 @@ bool gemv_rows_enabled() {
   return on;
 }
 
+int gemv_rows_max_t(GemvRowsForm form) {
+  if (form == GemvRowsForm::kDefault) form = gemv_rows_form();
+  return form == GemvRowsForm::kBulk ? kGemvRowsMaxT : 16;
+}
+
 GemvRowsForm gemv_rows_form() {
   static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 0) == 2 ? GemvRowsForm::kBulk : GemvRowsForm::kRegisters;
   return f;
@@ -87,7 +92,8 @@ template <GemvRowsOutput OUT>
 void gemv_bulk_nt(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
   const bool four = bulk_stages() == 4;
   if (p.T <= 8) return four ? gemv_bulk_as<1, OUT, 4>(p, blocks, s) : gemv_bulk_as<1, OUT, dev::kBulkStages>(p, blocks, s);
-  return four ? gemv_bulk_as<2, OUT, 4>(p, blocks, s) : gemv_bulk_as<2, OUT, dev::kBulkStages>(p, blocks, s);
+  if (p.T <= 16) return four ? gemv_bulk_as<2, OUT, 4>(p, blocks, s) : gemv_bulk_as<2, OUT, dev::kBulkStages>(p, blocks, s);
+  return four ? gemv_bulk_as<4, OUT, 4>(p, blocks, s) : gemv_bulk_as<4, OUT, dev::kBulkStages>(p, blocks, s);
 }
 
 /// The kBulk form of launch_gemv_rows (arguments already checked).
@@ -131,7 +137,9 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
                            " T=" + std::to_string(a.T) + ")";
   if (!gemv_rows_supports(a.N, a.K))
     throw Error(what + ": unsupported shape (N a positive multiple of 16, K a positive multiple of 8)");
-  if (a.T < 1 || a.T > kGemvRowsMaxT) throw Error(what + ": T must be 1.." + std::to_string(kGemvRowsMaxT));
+  const GemvRowsForm form = a.form == GemvRowsForm::kDefault ? gemv_rows_form() : a.form;
+  if (a.T < 1 || a.T > gemv_rows_max_t(form))
+    throw Error(what + ": T must be 1.." + std::to_string(gemv_rows_max_t(form)) + " in this form");
   if (!a.W || !a.x) throw Error(what + ": missing W or x");
   if (out == GemvRowsOutput::kSwiGLU ? !a.out_bf16 : !a.out_f32) throw Error(what + ": missing output");
   auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
@@ -144,7 +152,6 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   if (a.blocks_per_sm < 0 || a.blocks_per_sm > dev::kRowsMaxBlocksPerSm || a.splits < 0 || a.max_blocks < 0)
     throw Error(what + ": blocks_per_sm must be 0.." + std::to_string(dev::kRowsMaxBlocksPerSm) +
                 ", splits and max_blocks >= 0");
-  const GemvRowsForm form = a.form == GemvRowsForm::kDefault ? gemv_rows_form() : a.form;
   if (form == GemvRowsForm::kBulk) return launch_gemv_rows_bulk(out, a, s);
   static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
                                             dev::kRowsMaxBlocksPerSm);

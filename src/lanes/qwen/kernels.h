@@ -104,8 +104,9 @@ enum class GemvRowsOutput {
   kSwiGLU,    ///< out_bf16[t, i] = bf16(silu(y[t, 2i]) * y[t, 2i+1]) (one K split)
 };
 
-/// Most rows launch_gemv_rows takes (two mma n-tiles of 8).
-constexpr int kGemvRowsMaxT = 16;
+/// Most rows launch_gemv_rows takes: 32 in the bulk form (four mma n-tiles of 8), 16 in the
+/// register form (gemv_rows_max_t).
+constexpr int kGemvRowsMaxT = 32;
 
 /// How launch_gemv_rows feeds the tensor cores.
 enum class GemvRowsForm {
@@ -115,7 +116,7 @@ enum class GemvRowsForm {
 };
 
 /// Inputs of one launch_gemv_rows. W bf16 [N, K] row-major, N a multiple of 16, K a multiple of 8;
-/// x bf16 [T, K] row-major, 1 <= T <= kGemvRowsMaxT; out_f32 [T, N] or out_bf16 [T, N/2]. x and
+/// x bf16 [T, K] row-major, 1 <= T <= gemv_rows_max_t(form); out_f32 [T, N] or out_bf16 [T, N/2]. x and
 /// the outputs are 16-byte aligned (cudaMalloc'd buffers and row offsets of them are).
 struct GemvRowsArgs {
   const bf16* W = nullptr;
@@ -142,13 +143,15 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t st
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
 /// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on, register form; 2 = on, bulk form): the
-/// hand-written lane's batched decode graphs of up to kGemvRowsMaxT sequences run their
+/// hand-written lane's batched decode graphs of up to gemv_rows_max_t sequences run their
 /// projections on launch_gemv_rows instead of cuBLASLt. The register form streams W at 1.8-2.2
 /// TB/s on the H200 (bench/RESULTS.md, sixth session): B = 2..16 steps took 8.6-9.0 ms against
 /// cuBLASLt's 5.6-5.7.
 bool gemv_rows_enabled();
 /// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kBulk when LG_QWEN_GEMV_ROWS=2.
 GemvRowsForm gemv_rows_form();
+/// Most rows a launch of this form takes (kDefault: the knob's form): 16 registers, 32 bulk.
+int gemv_rows_max_t(GemvRowsForm form);
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].
 /// pdl: launched with Programmatic Dependent Launch (the kernel waits for the previous one before

@@ -12,7 +12,6 @@
 // blockIdx.x, + gridDim.x, ...; the producer's ring of stages runs on across items. A stage holds
 // kBulkK = 128 k of the tile's 64 W rows and of the T x rows, each row padded to 272 bytes so an
 // ldmatrix's eight row addresses fall in distinct banks.
-// (NT n-tiles of 8 x rows; the lane takes NT = 1 and 2, T <= 16.)
 // Consumer warp w owns MMA tile w (W rows 16 w .. 16 w + 15 of the item's tile) for every k:
 //   A (16 x 16) = W rows, MMA row i < 8 being weight row 2 i and row 8 + i weight row 2 i + 1, so
 //     a thread's C fragment holds both rows of a SwiGLU pair (gate/up rows are interleaved at
@@ -93,7 +92,7 @@ __device__ __forceinline__ void bulk_issue_x(const GemvBulkParams& p, const Bulk
                   kc * 2, full, policy);
 }
 
-/// NT n-tiles of 8 x rows: 1 for T <= 8, 2 for T <= 16; S stages. Block kBulkThreads, dynamic
+/// NT n-tiles of 8 x rows: 1 for T <= 8, 2 for T <= 16, 4 for T <= 32; S stages. Block kBulkThreads, dynamic
 /// shared memory bulk_smem_bytes(NT, S).
 template <int NT, GemvRowsOutput OUT, int S = kBulkStages>
 __global__ void __launch_bounds__(kBulkThreads, 1) gemv_rows_bulk_kernel(const GemvBulkParams p) {
