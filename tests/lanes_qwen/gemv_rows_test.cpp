@@ -1,5 +1,5 @@
-// The tensor-core GEMV of a few rows (launch_gemv_rows: kernels/gemv_rows.cuh and its bulk-copy
-// form, kernels/gemv_rows_bulk.cuh) against a CPU loop in double on fresh random inputs (GPU;
+// The tensor-core GEMV of a few rows (launch_gemv_rows: kernels/gemv_rows.cuh and its TMA form,
+// kernels/gemv_rows_tma.cuh) against a CPU loop in double on fresh random inputs (GPU;
 // skipped without one, except the refusals, which throw before touching the device). A file of its own: kernels_test.cpp is past the size where
 // the guide splits. Inputs are rounded to bf16 on the host, so the reference sees exactly what
 // the device sees, and the bounds only cover the device's fp32 accumulation:
@@ -67,7 +67,7 @@ Problem make_problem(std::mt19937_64& rng, int N, int K, int T) {
 }
 
 /// A form and grid to launch with: each form on its default grid and on a grid small enough that
-/// every block loops over many items (the register form at one block an SM, the bulk form at 7
+/// every block loops over many items (the register form at one block an SM, the TMA form at 7
 /// blocks: its producer's ring then runs across items).
 struct Grid {
   GemvRowsForm form;
@@ -75,8 +75,8 @@ struct Grid {
 };
 const Grid kGrids[] = {{GemvRowsForm::kRegisters, 0, 0},
                        {GemvRowsForm::kRegisters, 1, 0},
-                       {GemvRowsForm::kBulk, 0, 0},
-                       {GemvRowsForm::kBulk, 0, 7}};
+                       {GemvRowsForm::kTma, 0, 0},
+                       {GemvRowsForm::kTma, 0, 7}};
 
 void set_grid(GemvRowsArgs& a, const Grid& g) {
   a.form = g.form;
@@ -85,7 +85,7 @@ void set_grid(GemvRowsArgs& a, const Grid& g) {
 }
 
 std::string label(const Problem& p, const char* what, const Grid& g, int splits) {
-  return std::string(what) + (g.form == GemvRowsForm::kBulk ? " bulk" : " registers") + " N=" + std::to_string(p.N) +
+  return std::string(what) + (g.form == GemvRowsForm::kTma ? " tma" : " registers") + " N=" + std::to_string(p.N) +
          " K=" + std::to_string(p.K) + " T=" + std::to_string(p.T) + " bps=" + std::to_string(g.blocks_per_sm) +
          " max_blocks=" + std::to_string(g.max_blocks) + " splits=" + std::to_string(splits);
 }
@@ -181,7 +181,7 @@ void check_swiglu(const Problem& p, const cuda::Stream& s) {
 }  // namespace
 
 // Small shapes (one tile; K not a multiple of 32: a step's last chunks are past K; many splits of
-// few chunks; T past 16 in the bulk form only) and the Qwen3-8B decode shapes: QKV 6144 x 4096, o_proj 4096 x 4096, down 4096 x 12288.
+// few chunks; T past 16 in the TMA form only) and the Qwen3-8B decode shapes: QKV 6144 x 4096, o_proj 4096 x 4096, down 4096 x 12288.
 TEST(QwenGemvRows, StoreAndResidualAgainstDouble) {
   LG_REQUIRE_GPU();
   auto rng = fresh_rng();
@@ -218,7 +218,7 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
   const std::vector<float> junk = random_f32(rng, size_t(p.T) * p.N, -4, 4);
   auto target = f32_out(p.T, p.N, &junk);
   for (int round = 0; round < 4; ++round) {
-    const GemvRowsForm form = round < 2 ? GemvRowsForm::kRegisters : GemvRowsForm::kBulk;
+    const GemvRowsForm form = round < 2 ? GemvRowsForm::kRegisters : GemvRowsForm::kTma;
     auto side = f32_out(other.T, other.N, nullptr);
     GemvRowsArgs c = args_of(other, oW, ox);  // another projection, clearing the target as it goes
     c.out_f32 = side.as<float>();
@@ -288,7 +288,7 @@ TEST(QwenGemvRows, RefusesBadArguments) {
   b = a;
   b.max_blocks = -1;
   refused(b);
-  b.form = GemvRowsForm::kBulk;  // the bulk form checks the same arguments
+  b.form = GemvRowsForm::kTma;  // the TMA form checks the same arguments
   refused(b);
   EXPECT_FALSE(gemv_rows_supports(8, 64));
   EXPECT_TRUE(gemv_rows_supports(4096, 12288));

@@ -1,14 +1,15 @@
 // Launchers of the tensor-core GEMV of a few rows (launch_gemv_rows): the register-fed form
-// (kernels/gemv_rows.cuh) and the bulk-copy form (kernels/gemv_rows_bulk.cuh).
+// (kernels/gemv_rows.cuh) and the TMA form (kernels/gemv_rows_tma.cuh).
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "lanes/qwen/kernels.h"
 #include "lanes/qwen/kernels/gemv_rows.cuh"
-#include "lanes/qwen/kernels/gemv_rows_bulk.cuh"
+#include "lanes/qwen/kernels/gemv_rows_tma.cuh"
 #include "lanes/qwen/launch_pdl.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/tensor_map.h"
 #include "support/error.h"
 
 namespace lg::qwen {
@@ -22,11 +23,11 @@ bool gemv_rows_enabled() {
 
 int gemv_rows_max_t(GemvRowsForm form) {
   if (form == GemvRowsForm::kDefault) form = gemv_rows_form();
-  return form == GemvRowsForm::kBulk ? kGemvRowsMaxT : 16;
+  return form == GemvRowsForm::kTma ? kGemvRowsMaxT : 16;
 }
 
 GemvRowsForm gemv_rows_form() {
-  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 0) == 2 ? GemvRowsForm::kBulk : GemvRowsForm::kRegisters;
+  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 0) == 2 ? GemvRowsForm::kTma : GemvRowsForm::kRegisters;
   return f;
 }
 
@@ -55,9 +56,9 @@ void gemv_rows_nt(const dev::GemvRowsParams& p, int blocks, cudaStream_t s) {
   return gemv_rows_as<2, OUT>(p, blocks, s);
 }
 
-/// K splits of a kBulk launch: the fewest that give the grid's blocks items within 10% of an
-/// even share each (items round-robin over `blocks`), at least one chunk (kBulkK) a split.
-int gemv_bulk_splits(int tiles, int chunks, int blocks) {
+/// K splits of a kTma launch: the fewest that give the grid's blocks items within 10% of an
+/// even share each (items round-robin over `blocks`), at least one chunk (kTmaK) a split.
+int gemv_tma_splits(int tiles, int chunks, int blocks) {
   int best = 1;
   double best_eff = 0;
   for (int s = 1; s <= chunks; ++s) {
@@ -70,37 +71,46 @@ int gemv_bulk_splits(int tiles, int chunks, int blocks) {
   return best;
 }
 
-/// Stages of the bulk form's ring (knob LG_QWEN_BULK_STAGES: 8, one block an SM; 4, two).
-int bulk_stages() {
-  static const int s = lab_knob("LG_QWEN_BULK_STAGES", dev::kBulkStages) == 4 ? 4 : dev::kBulkStages;
+/// Stages of the TMA form's ring (knob LG_QWEN_TMA_STAGES: 8, one block an SM; 4, two).
+int tma_stages() {
+  static const int s = lab_knob("LG_QWEN_TMA_STAGES", dev::kTmaStages) == 4 ? 4 : dev::kTmaStages;
   return s;
 }
 
 template <int NT, GemvRowsOutput OUT, int S>
-void gemv_bulk_as(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
-  constexpr int smem = dev::bulk_smem_bytes(NT, S);
+void gemv_tma_as(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
+                 cudaStream_t s) {
+  constexpr int smem = dev::tma_smem_bytes(NT, S);
   static const bool attr_set = [] {
-    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::gemv_rows_bulk_kernel<NT, OUT, S>,
+    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::gemv_rows_tma_kernel<NT, OUT, S>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)attr_set;
-  launch_pdl(dev::gemv_rows_bulk_kernel<NT, OUT, S>, dim3(blocks), dim3(dev::kBulkThreads), smem, s, p);
+  launch_pdl(dev::gemv_rows_tma_kernel<NT, OUT, S>, dim3(blocks), dim3(dev::kTmaThreads), smem, s, p, wmap, xmap);
+}
+
+template <int NT, GemvRowsOutput OUT>
+void gemv_tma_stages(const dev::GemvTmaParams& p, const GemvRowsArgs& a, int blocks, cudaStream_t s) {
+  const std::string what = "hand-written row GEMV (N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) + ")";
+  const CUtensorMap wmap = cuda::tensor_map_bf16_2d(a.W, static_cast<uint64_t>(a.N), static_cast<uint64_t>(a.K),
+                                                    dev::kTmaRows, dev::kTmaBoxK, what.c_str());
+  const CUtensorMap xmap = cuda::tensor_map_bf16_2d(a.x, static_cast<uint64_t>(a.T), static_cast<uint64_t>(a.K), 8 * NT,
+                                                    dev::kTmaBoxK, what.c_str());
+  if (tma_stages() == 4) return gemv_tma_as<NT, OUT, 4>(p, wmap, xmap, blocks, s);
+  return gemv_tma_as<NT, OUT, dev::kTmaStages>(p, wmap, xmap, blocks, s);
 }
 
 template <GemvRowsOutput OUT>
-void gemv_bulk_nt(const dev::GemvBulkParams& p, int blocks, cudaStream_t s) {
-  const bool four = bulk_stages() == 4;
-  if (p.T <= 8) return four ? gemv_bulk_as<1, OUT, 4>(p, blocks, s) : gemv_bulk_as<1, OUT, dev::kBulkStages>(p, blocks, s);
-  if (p.T <= 16) return four ? gemv_bulk_as<2, OUT, 4>(p, blocks, s) : gemv_bulk_as<2, OUT, dev::kBulkStages>(p, blocks, s);
-  return four ? gemv_bulk_as<4, OUT, 4>(p, blocks, s) : gemv_bulk_as<4, OUT, dev::kBulkStages>(p, blocks, s);
+void gemv_tma_nt(const dev::GemvTmaParams& p, const GemvRowsArgs& a, int blocks, cudaStream_t s) {
+  if (p.T <= 8) return gemv_tma_stages<1, OUT>(p, a, blocks, s);
+  if (p.T <= 16) return gemv_tma_stages<2, OUT>(p, a, blocks, s);
+  return gemv_tma_stages<4, OUT>(p, a, blocks, s);
 }
 
-/// The kBulk form of launch_gemv_rows (arguments already checked).
-void launch_gemv_rows_bulk(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
-  dev::GemvBulkParams p;
-  p.W = a.W;
-  p.x = a.x;
+/// The kTma form of launch_gemv_rows (arguments already checked).
+void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
+  dev::GemvTmaParams p;
   p.out_f32 = a.out_f32;
   p.out_bf16 = a.out_bf16;
   p.clear = reinterpret_cast<float4*>(a.clear);
@@ -108,25 +118,25 @@ void launch_gemv_rows_bulk(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream
   p.N = a.N;
   p.K = a.K;
   p.T = a.T;
-  p.tiles = (a.N + dev::kBulkRows - 1) / dev::kBulkRows;
-  const int chunks = (a.K + dev::kBulkK - 1) / dev::kBulkK;
-  const int per_sm = dev::kBulkStages / bulk_stages();  // blocks an SM's shared memory holds
+  p.tiles = (a.N + dev::kTmaRows - 1) / dev::kTmaRows;
+  const int chunks = (a.K + dev::kTmaK - 1) / dev::kTmaK;
+  const int per_sm = dev::kTmaStages / tma_stages();  // blocks an SM's shared memory holds
   const int most = a.max_blocks > 0 ? std::min(a.max_blocks, cuda::sm_count() * per_sm) : cuda::sm_count() * per_sm;
   int splits = 1;
   static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
   if (out == GemvRowsOutput::kResidual) {
     const int want = a.splits > 0 ? a.splits : forced;
-    splits = want > 0 ? std::min(want, chunks) : gemv_bulk_splits(p.tiles, chunks, most);
+    splits = want > 0 ? std::min(want, chunks) : gemv_tma_splits(p.tiles, chunks, most);
   }
   // k of a split: whole chunks, every split non-empty.
   const int split_chunks = (chunks + splits - 1) / splits;
-  p.split_k = split_chunks * dev::kBulkK;
+  p.split_k = split_chunks * dev::kTmaK;
   p.splits = (chunks + split_chunks - 1) / split_chunks;
   const int blocks = std::max(1, std::min(p.tiles * p.splits, most));
   switch (out) {
-    case GemvRowsOutput::kStore: return gemv_bulk_nt<GemvRowsOutput::kStore>(p, blocks, s);
-    case GemvRowsOutput::kResidual: return gemv_bulk_nt<GemvRowsOutput::kResidual>(p, blocks, s);
-    case GemvRowsOutput::kSwiGLU: return gemv_bulk_nt<GemvRowsOutput::kSwiGLU>(p, blocks, s);
+    case GemvRowsOutput::kStore: return gemv_tma_nt<GemvRowsOutput::kStore>(p, a, blocks, s);
+    case GemvRowsOutput::kResidual: return gemv_tma_nt<GemvRowsOutput::kResidual>(p, a, blocks, s);
+    case GemvRowsOutput::kSwiGLU: return gemv_tma_nt<GemvRowsOutput::kSwiGLU>(p, a, blocks, s);
   }
 }
 
@@ -152,7 +162,7 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   if (a.blocks_per_sm < 0 || a.blocks_per_sm > dev::kRowsMaxBlocksPerSm || a.splits < 0 || a.max_blocks < 0)
     throw Error(what + ": blocks_per_sm must be 0.." + std::to_string(dev::kRowsMaxBlocksPerSm) +
                 ", splits and max_blocks >= 0");
-  if (form == GemvRowsForm::kBulk) return launch_gemv_rows_bulk(out, a, s);
+  if (form == GemvRowsForm::kTma) return launch_gemv_rows_tma(out, a, s);
   static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
                                             dev::kRowsMaxBlocksPerSm);
   const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;

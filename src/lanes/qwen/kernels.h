@@ -104,7 +104,7 @@ enum class GemvRowsOutput {
   kSwiGLU,    ///< out_bf16[t, i] = bf16(silu(y[t, 2i]) * y[t, 2i+1]) (one K split)
 };
 
-/// Most rows launch_gemv_rows takes: 32 in the bulk form (four mma n-tiles of 8), 16 in the
+/// Most rows launch_gemv_rows takes: 32 in the TMA form (four mma n-tiles of 8), 16 in the
 /// register form (gemv_rows_max_t).
 constexpr int kGemvRowsMaxT = 32;
 
@@ -112,7 +112,7 @@ constexpr int kGemvRowsMaxT = 32;
 enum class GemvRowsForm {
   kDefault,    ///< the knob's form (gemv_rows_form())
   kRegisters,  ///< kernels/gemv_rows.cuh: each lane's 16-byte W loads in registers
-  kBulk,       ///< kernels/gemv_rows_bulk.cuh: a producer warp's cp.async.bulk copies into a ring of stages
+  kTma,        ///< kernels/gemv_rows_tma.cuh: a producer thread's TMA boxes into a ring of stages
 };
 
 /// Inputs of one launch_gemv_rows. W bf16 [N, K] row-major, N a multiple of 16, K a multiple of 8;
@@ -132,7 +132,7 @@ struct GemvRowsArgs {
   int blocks_per_sm = 0;  ///< kRegisters: persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
   int splits = 0;         ///< kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS)
   GemvRowsForm form = GemvRowsForm::kDefault;
-  int max_blocks = 0;  ///< kBulk: at most this many blocks (0: one an SM); tests make blocks loop over items
+  int max_blocks = 0;  ///< kTma: at most this many blocks (0: one an SM); tests make blocks loop over items
 };
 
 /// y = x W^T for T <= 16 rows on tensor cores (kernels/gemv_rows.cuh: W streamed once with
@@ -142,15 +142,15 @@ struct GemvRowsArgs {
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
-/// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on, register form; 2 = on, bulk form): the
+/// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on, register form; 2 = on, TMA form): the
 /// hand-written lane's batched decode graphs of up to gemv_rows_max_t sequences run their
 /// projections on launch_gemv_rows instead of cuBLASLt. The register form streams W at 1.8-2.2
 /// TB/s on the H200 (bench/RESULTS.md, sixth session): B = 2..16 steps took 8.6-9.0 ms against
 /// cuBLASLt's 5.6-5.7.
 bool gemv_rows_enabled();
-/// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kBulk when LG_QWEN_GEMV_ROWS=2.
+/// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kTma when LG_QWEN_GEMV_ROWS=2.
 GemvRowsForm gemv_rows_form();
-/// Most rows a launch of this form takes (kDefault: the knob's form): 16 registers, 32 bulk.
+/// Most rows a launch of this form takes (kDefault: the knob's form): 16 registers, 32 TMA.
 int gemv_rows_max_t(GemvRowsForm form);
 
 /// h[t] = bf16(rms_norm(x[t], w, eps)) for t < T; x f32 [T, D], w f32 [D], h bf16 [T, D].

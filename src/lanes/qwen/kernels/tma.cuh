@@ -1,13 +1,17 @@
-// Bulk asynchronous copies into shared memory and the mbarriers that count their bytes (sm_90;
-// PTX ISA, "cp.async.bulk" and "mbarrier"), the producer/consumer ring CUTLASS's
+// Tensor Memory Accelerator loads into shared memory and the mbarriers that count their bytes
+// (sm_90; PTX ISA, "cp.async.bulk.tensor" and "mbarrier"), the producer/consumer ring CUTLASS's
 // PipelineTmaAsync builds from the same instructions, reduced to what a one-CTA kernel needs:
 //   full[s]:  the producer arrives once with expect_tx(bytes); the copies' complete_tx brings the
 //             count of bytes to zero; consumers wait on its phase parity.
 //   empty[s]: each consumer warp arrives once when it has read the stage; the producer waits on
 //             it before copying into the stage again.
-// The copies are one-dimensional (cp.async.bulk, no tensor map): 16-byte aligned source and
-// destination, a multiple of 16 bytes each.
+// The loads are boxes of a tensor map (runtime/cuda/tensor_map.h). One-dimensional cp.async.bulk
+// copies of 256 bytes a weight row were tried first: the step of 16 sequences took 19.9 ms
+// against cuBLASLt's 5.25 (bench/RESULTS.md, twenty-seventh session), the copy engine's cost a
+// request dominating.
 #pragma once
+
+#include <cuda.h>
 
 #include <cstdint>
 
@@ -53,18 +57,19 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
   } while (!done);
 }
 
-/// Copies `bytes` from global `src` to shared `dst`, completing them on `bar`'s byte count. Both
-/// 16-byte aligned, bytes a multiple of 16. For data read once (weights): evict-first in L2.
-__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar,
-                                              uint64_t l2_policy) {
+/// Loads the box at (c0 inner, c1 row) of the 2-D tensor map `map` (a __grid_constant__ kernel
+/// parameter) into shared `dst` (1,024-byte aligned for the 128-byte swizzle), completing its
+/// bytes (the whole box, zero-filled outside the tensor) on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar,
+                                            uint64_t l2_policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-          smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(l2_policy)
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)), "l"(l2_policy)
       : "memory");
 }
 
-/// The L2 policies bulk_copy_g2s takes (createpolicy, fraction 1.0).
+/// The L2 policies tma_load_2d takes (createpolicy, fraction 1.0).
 __device__ __forceinline__ uint64_t l2_evict_first() {
   uint64_t p;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
