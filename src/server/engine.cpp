@@ -48,7 +48,10 @@ struct JobState {
   /// keeps them (skip_special_tokens), so stop strings are matched in the text the client gets.
   std::optional<tokenizer::StreamDecoder> decoder;
   StopMatcher stops;
-  std::vector<int64_t> eos;  ///< the model's eos ids: never shown as text (even with ignore_eos)
+  /// The eos ids that end the request: never shown as text. None with ignore_eos: generation goes
+  /// on past them and they are text like any token (a special one's shown with skip_special_tokens
+  /// false), as vLLM detokenizes them.
+  std::vector<int64_t> eos;
   const std::atomic<bool>* stopping = nullptr;
   std::atomic<int64_t>* in_flight = nullptr;
   ServeMetrics* metrics = nullptr;
@@ -317,7 +320,7 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
   // The request's state lives with its callbacks, which run on the worker only.
   auto state = std::make_shared<JobState>(request.stop);
   state->job = job;
-  state->eos = gc.eos_token_ids;
+  if (!request.ignore_eos) state->eos = gc.eos_token_ids;
   state->stopping = &stopping_;
   state->in_flight = &in_flight_;
   state->metrics = &metrics_;

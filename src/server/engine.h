@@ -77,8 +77,9 @@ class EngineBusy : public Error {
 
 /// What one request produced.
 struct EngineResult {
-  /// The generated text, cut before a stop string, without the eos token, and without special
-  /// tokens unless the request keeps them (GenerationRequest::skip_special_tokens).
+  /// The generated text, cut before a stop string, without the eos token that ended it, and
+  /// without special tokens unless the request keeps them (GenerationRequest::skip_special_tokens).
+  /// With ignore_eos an eos token is text like any other (shown with skip_special_tokens false).
   std::string text;
   std::vector<int32_t> token_ids;  ///< every generated id, the eos included (as completion_tokens counts)
   /// "stop" (eos or stop string), "length" (max_tokens or context full) or "abort" (cancelled:

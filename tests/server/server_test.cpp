@@ -270,7 +270,8 @@ TEST_F(ServerTest, TokenIdPromptsGiveTransformersTokens) {
 }
 
 // This prompt ends a file: greedy decoding gives the eos token at once. ignore_eos goes on past
-// it (the eos counted and in token_ids, never in the text).
+// it (the eos counted and in token_ids); its text is a special token's, left out by default
+// (skip_special_tokens) and shown with skip_special_tokens false, streamed or not, as vLLM does.
 TEST_F(ServerTest, IgnoreEosGeneratesPastTheEndOfSequence) {
   const std::string prompt = "    return x\n\n\nif __name__ == \"__main__\":\n    main()\n";
   const json stops = post_ok("/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}});
@@ -283,6 +284,15 @@ TEST_F(ServerTest, IgnoreEosGeneratesPastTheEndOfSequence) {
   EXPECT_EQ(goes_on["usage"]["completion_tokens"], 8);
   EXPECT_EQ(goes_on["choices"][0]["token_ids"][0], 151643);  // <|endoftext|>
   EXPECT_EQ(goes_on["choices"][0]["text"].get<std::string>().find("<|endoftext|>"), std::string::npos);
+  const json keep = {{"prompt", prompt},   {"max_tokens", 8},         {"temperature", 0},
+                     {"ignore_eos", true}, {"return_token_ids", true}, {"skip_special_tokens", false}};
+  const json shown = post_ok("/v1/completions", keep);
+  const json& choice = shown["choices"][0];
+  ASSERT_EQ(choice["token_ids"], goes_on["choices"][0]["token_ids"]);  // the same tokens, only the text differs
+  const std::string text = choice["text"];
+  EXPECT_EQ(text.rfind("<|endoftext|>", 0), 0u) << text;
+  EXPECT_EQ(text, engine_->tokenizer().decode(choice["token_ids"].get<std::vector<int32_t>>())) << text;
+  EXPECT_EQ(post_stream("/v1/completions", keep).first, text);
 }
 
 // Generation stops on the tokenizer's eos token (tokenizer_config.json's eos_token) as on the
