@@ -1,6 +1,7 @@
-// `lg tokenize --model DIR [--ids] [--special] TEXT` and `lg detokenize --model DIR IDS...`: the
-// model directory's tokenizer.json (and tokenizer_config.json) from the command line: byte-level
-// BPE (Qwen, Llama 3) or SentencePiece-style BPE (Llama 2, Mistral, Gemma). TEXT "-" reads stdin.
+// `lg tokenize --model DIR [--ids] [--special] TEXT` and `lg detokenize --model DIR
+// [--skip-special-tokens] IDS...`: the model directory's tokenizer.json (and tokenizer_config.json)
+// from the command line: byte-level BPE (Qwen, Llama 3) or SentencePiece-style BPE (Llama 2,
+// Mistral, Gemma). TEXT "-" reads stdin.
 #include <charconv>
 #include <cstdint>
 #include <iostream>
@@ -72,12 +73,16 @@ LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
 struct DetokenizeArgs {
   std::string model;
   std::vector<std::string> ids;
+  bool skip_special_tokens = false;  // off, as HF's decode(ids) defaults to skip_special_tokens=False
 };
 
 LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids with a model directory's tokenizer.json");
   sub->add_option("--model,-m", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
+  sub->add_flag("--skip-special-tokens", args->skip_special_tokens,
+                "Leave out the special tokens (tokenizer.json's added tokens marked special: <|endoftext|>, "
+                "<|im_start|>, ...), as lg run and lg serve show generated text; default: shown, as HF's decode");
   sub->add_option("ids", args->ids, "Token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
   return [args] {
     const auto tok = load(args->model);
@@ -112,7 +117,7 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
         ids.push_back(static_cast<int32_t>(v));
       }
     }
-    std::cout << tok.decode(ids) << "\n";
+    std::cout << tok.decode(ids, args->skip_special_tokens) << "\n";
     return 0;
   };
 });

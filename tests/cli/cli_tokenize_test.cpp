@@ -50,6 +50,20 @@ TEST(CliDetokenize, IdsArePlainDecimalIntegers) {
   }
 }
 
+// --skip-special-tokens leaves out the tokens tokenizer.json marks special, as lg run and lg serve
+// show generated text; without it they are shown, as HF's decode(ids) (skip_special_tokens=False).
+TEST(CliDetokenize, SkipSpecialTokensLeavesThemOut) {
+  const std::string ids = " 151643 750 151644 1155";  // <|endoftext|> def <|im_start|> (t
+  const CliRun shown = run_lg("detokenize --model " + kModel + ids);
+  EXPECT_EQ(shown.code, 0) << shown.out;
+  EXPECT_EQ(shown.out, "<|endoftext|>def<|im_start|>(t\n");
+  const CliRun skipped = run_lg("detokenize --skip-special-tokens --model " + kModel + ids);
+  EXPECT_EQ(skipped.code, 0) << skipped.out;
+  EXPECT_EQ(skipped.out, "def(t\n");
+  const CliRun help = run_lg("detokenize --help");
+  EXPECT_NE(help.out.find("--skip-special-tokens"), std::string::npos) << help.out;
+}
+
 // `lg tokenize` prints a row per token: id, token, and its text with newlines, tabs and
 // backslashes escaped (a newline token printed raw split its row in two; new-user pass, session 22).
 TEST(CliTokenize, EachTokenIsOneRowWithItsTextEscaped) {
