@@ -223,7 +223,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
       ->check(lg::cli::non_negative_number());
   sub->add_option("--served-model-name", o->served_model_names,
                   "the names requests may give as 'model', each listed by /v1/models (the first is the id answers "
-                  "carry); default: the model directory's name, and the directory as given")
+                  "carry; each name once); default: the model directory's name, and the directory as given")
       ->expected(1, -1);
   sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
@@ -246,5 +246,11 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_flag("--allow-credentials", o->cors.allow_credentials,
                 "let such pages send cookies and HTTP authentication (answers then name the page's origin, never '*')");
   lg::cli::add_lane_options(sub, o->lane_options);
+  // A usage error (exit 2) while parsing, before the model loads: `--served-model-name a a` listed
+  // `a` twice in GET /v1/models.
+  sub->callback([o] {
+    if (const auto problem = lg::server::served_names_problem(o->served_model_names))
+      throw CLI::ValidationError("--served-model-name: " + *problem);
+  });
   return [o]() -> int { return serve(*o); };
 });

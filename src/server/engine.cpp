@@ -130,6 +130,15 @@ struct JobState {
   }
 };
 
+std::optional<std::string> served_names_problem(const std::vector<std::string>& names) {
+  for (auto it = names.begin(); it != names.end(); ++it) {
+    if (it->empty()) return "a served model name is empty";
+    if (std::find(names.begin(), it, *it) != it)
+      return fmt::format("'{}' is given twice (each served model name is listed once by /v1/models)", *it);
+  }
+  return std::nullopt;
+}
+
 Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& options)
     : Engine(model::ModelDir::open(model_dir), options) {}
 
@@ -193,8 +202,8 @@ std::vector<std::string> Engine::served_names() const {
 
 void Engine::init(std::unique_ptr<Lane> lane, const EngineOptions& options) {
   if (options.max_waiting < 1) throw Error(fmt::format("max waiting requests must be >= 1, got {}", options.max_waiting));
-  for (const std::string& n : options.served_model_names)
-    if (n.empty()) throw Error("a served model name must not be empty");
+  if (auto problem = served_names_problem(options.served_model_names))
+    throw Error("served model names: " + *problem);
   served_names_ = options.served_model_names;
   if (!served_names_.empty()) model_id_ = served_names_.front();
   max_waiting_ = options.max_waiting;

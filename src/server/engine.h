@@ -55,6 +55,10 @@ struct EngineOptions {
   std::vector<std::string> served_model_names;
 };
 
+/// What is wrong with `names` as EngineOptions::served_model_names, or none: a name that is empty,
+/// or one given twice (GET /v1/models would list it twice), named ("'a' is given twice ...").
+std::optional<std::string> served_names_problem(const std::vector<std::string>& names);
+
 /// A model with deterministic random weights at a preset shape, made on the GPU (`lg serve
 /// --shape`): no directory, no tokenizer, so prompts come as token ids and answers as token ids.
 struct RandomModel {

@@ -18,8 +18,9 @@ const std::string kModel = kSource + "/models/qwen3-pycode-22m";
 const std::string kTiny = kShared + "/fixtures/tiny-qwen3";
 const std::string kQwen3 = kSource + "/models/qwen3.lg";
 
-void expect_usage_error(const std::string& args, const std::string& message) {
-  const CliRun r = run_lg(args);
+/// `prefix` goes before lg (run_lg's): "timeout 60 " bounds a command that would otherwise run on.
+void expect_usage_error(const std::string& args, const std::string& message, const std::string& prefix = "") {
+  const CliRun r = run_lg(args, prefix);
   EXPECT_EQ(r.code, 2) << "lg " << args << "\n" << r.out;
   EXPECT_NE(r.out.find(message), std::string::npos) << "lg " << args << "\n" << r.out;
   EXPECT_EQ(r.out.find("lg: error:"), std::string::npos) << "refused while parsing, before the command ran\n" << r.out;
@@ -59,6 +60,17 @@ TEST(CliUsage, ServeCorsValuesAreRefusedReadably) {
                      "--allowed-origins: 'localhost' is not an origin");
   expect_usage_error(serve + "--allowed-methods 'GET POST'", "--allowed-methods: 'GET POST' is not an HTTP method");
   expect_usage_error(serve + "--allowed-headers 'X-Key:'", "--allowed-headers: 'X-Key:' is not a header name");
+}
+
+// --served-model-name with a name twice listed it twice in GET /v1/models; it and an empty name are
+// refused while parsing, before the model loads, naming the name. The timeout ends a server that
+// accepted them (it would serve until killed).
+TEST(CliUsage, ServeServedModelNamesAreDistinctAndNonEmpty) {
+  const std::string serve = "serve -m " + kModel + " --served-model-name ";
+  const std::string bounded = "timeout 30 ";
+  expect_usage_error(serve + "a a", "--served-model-name: 'a' is given twice", bounded);
+  expect_usage_error(serve + "a b c b", "--served-model-name: 'b' is given twice", bounded);
+  expect_usage_error(serve + "a ''", "--served-model-name: a served model name is empty", bounded);
 }
 
 // inf, nan and 1e30 used to be accepted as temperatures, and --seed -1 silently became 2^64-1.

@@ -237,6 +237,14 @@ TEST(EngineServedNames, TheFirstIsTheIdAndOnlyTheyAreServed) {
       << other->body;
   eo.served_model_names = {""};
   EXPECT_THROW(Engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo), lg::Error);
+  // A name given twice would be listed twice by /v1/models: refused, naming it.
+  eo.served_model_names = {"coder", "coder-v2", "coder"};
+  try {
+    Engine dup(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+    ADD_FAILURE() << "a served name given twice was accepted";
+  } catch (const lg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'coder' is given twice"), std::string::npos) << e.what();
+  }
 }
 
 // A prompt given as token ids (OpenAI's form) is the model's input as is: the golden prompt's
