@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <random>
 
 #include "support/error.h"
 
@@ -17,9 +18,22 @@ int64_t now_unix() {
 }
 
 namespace {
+// "cmpl-" / "chatcmpl-" and 32 random hex digits, as vLLM's and OpenAI's ids: unique across
+// requests and restarts, and saying nothing of the server's load (a clock and a counter did).
 std::string new_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}-{}-{}", prefix, now_unix(), counter.fetch_add(1));
+  static std::mutex mu;
+  static std::mt19937_64 rng = [] {
+    std::random_device device;
+    std::seed_seq seed{device(), device(), device(), device(), device(), device(), device(), device()};
+    return std::mt19937_64(seed);
+  }();
+  uint64_t hi = 0, lo = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    hi = rng();
+    lo = rng();
+  }
+  return fmt::format("{}-{:016x}{:016x}", prefix, hi, lo);
 }
 
 // A request for another model is a 404 before its prompt is read (tokenized, rendered, measured

@@ -11,6 +11,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -504,6 +506,35 @@ TEST_F(ServerTest, SeededSamplingIsReproducible) {
   const json a = post_ok("/v1/completions", body);
   const json b = post_ok("/v1/completions", body);
   EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+}
+
+// Answers' ids are "cmpl-" / "chatcmpl-" and 32 random hex digits, as vLLM's and OpenAI's (they were
+// cmpl-<unix seconds>-<counter>, which says how busy the server is and repeats across restarts):
+// two requests never share one, and every chunk of a stream carries its request's.
+TEST_F(ServerTest, ResponseIdsAreRandomHexPerRequest) {
+  std::set<std::string> seen;
+  for (const auto& [path, prefix, body] :
+       {std::tuple{"/v1/completions", "cmpl", json{{"prompt", "def"}, {"max_tokens", 2}}},
+        std::tuple{"/v1/chat/completions", "chatcmpl", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                                            {"max_tokens", 2}}}}) {
+    SCOPED_TRACE(path);
+    const std::regex shape(std::string(prefix) + "-[0-9a-f]{32}");
+    for (int i = 0; i < 2; ++i) {
+      const std::string id = post_ok(path, body)["id"];
+      EXPECT_TRUE(std::regex_match(id, shape)) << id;
+      EXPECT_TRUE(seen.insert(id).second) << "id given twice: " << id;
+    }
+    json stream = body;
+    stream["stream"] = true;
+    const auto r = post(path, stream.dump());
+    ASSERT_TRUE(r);
+    std::set<std::string> chunk_ids;
+    for (const std::string& ev : sse_events(r->body))
+      if (ev != "[DONE]") chunk_ids.insert(json::parse(ev)["id"].get<std::string>());
+    ASSERT_EQ(chunk_ids.size(), 1u) << r->body;
+    EXPECT_TRUE(std::regex_match(*chunk_ids.begin(), shape)) << *chunk_ids.begin();
+    EXPECT_TRUE(seen.insert(*chunk_ids.begin()).second) << "id given twice: " << *chunk_ids.begin();
+  }
 }
 
 TEST_F(ServerTest, ChatCompletionRendersTheModelsTemplate) {
