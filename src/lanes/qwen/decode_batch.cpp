@@ -23,7 +23,8 @@ int decode_bucket(int B, int max_batch) {
 }
 
 /// Whether a batched decode graph of Bp sequences takes the row GEMVs (enqueue_layer_rows): knob
-/// on, at most 16 rows, and every projection's shape one launch_gemv_rows takes.
+/// on, at most gemv_rows_max_t rows (16, or 32 in the TMA form), and every projection's shape one
+/// launch_gemv_rows takes.
 bool use_gemv_rows(const Dims& d, int Bp) {
   return gemv_rows_enabled() && Bp <= gemv_rows_max_t(GemvRowsForm::kDefault) && gemv_rows_supports(d.nqkv, d.D) &&
          gemv_rows_supports(d.D, d.nq) && gemv_rows_supports(2 * d.F, d.D) && gemv_rows_supports(d.D, d.F);

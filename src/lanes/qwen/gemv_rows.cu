@@ -91,25 +91,27 @@ void gemv_tma_as(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUt
 }
 
 template <int NT, GemvRowsOutput OUT>
-void gemv_tma_stages(const dev::GemvTmaParams& p, const GemvRowsArgs& a, int blocks, cudaStream_t s) {
-  const std::string what = "hand-written row GEMV (N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) + ")";
-  const CUtensorMap wmap = cuda::tensor_map_bf16_2d(a.W, static_cast<uint64_t>(a.N), static_cast<uint64_t>(a.K),
-                                                    dev::kTmaRows, dev::kTmaBoxK, what.c_str());
-  const CUtensorMap xmap = cuda::tensor_map_bf16_2d(a.x, static_cast<uint64_t>(a.T), static_cast<uint64_t>(a.K), 8 * NT,
-                                                    dev::kTmaBoxK, what.c_str());
+void gemv_tma_stages(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
+                     cudaStream_t s) {
   if (tma_stages() == 4) return gemv_tma_as<NT, OUT, 4>(p, wmap, xmap, blocks, s);
   return gemv_tma_as<NT, OUT, dev::kTmaStages>(p, wmap, xmap, blocks, s);
 }
 
+/// n-tiles of 8 rows the TMA form runs for T rows.
+int tma_n_tiles(int T) { return T <= 8 ? 1 : T <= 16 ? 2 : 4; }
+
 template <GemvRowsOutput OUT>
-void gemv_tma_nt(const dev::GemvTmaParams& p, const GemvRowsArgs& a, int blocks, cudaStream_t s) {
-  if (p.T <= 8) return gemv_tma_stages<1, OUT>(p, a, blocks, s);
-  if (p.T <= 16) return gemv_tma_stages<2, OUT>(p, a, blocks, s);
-  return gemv_tma_stages<4, OUT>(p, a, blocks, s);
+void gemv_tma_nt(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
+                 cudaStream_t s) {
+  switch (tma_n_tiles(p.T)) {
+    case 1: return gemv_tma_stages<1, OUT>(p, wmap, xmap, blocks, s);
+    case 2: return gemv_tma_stages<2, OUT>(p, wmap, xmap, blocks, s);
+    default: return gemv_tma_stages<4, OUT>(p, wmap, xmap, blocks, s);
+  }
 }
 
-/// The kTma form of launch_gemv_rows (arguments already checked).
-void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
+/// The kTma form of launch_gemv_rows (arguments already checked; `what` names the launch in errors).
+void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::string& what, cudaStream_t s) {
   dev::GemvTmaParams p;
   p.out_f32 = a.out_f32;
   p.out_bf16 = a.out_bf16;
@@ -133,10 +135,14 @@ void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_
   p.split_k = split_chunks * dev::kTmaK;
   p.splits = (chunks + split_chunks - 1) / split_chunks;
   const int blocks = std::max(1, std::min(p.tiles * p.splits, most));
+  const CUtensorMap wmap = cuda::tensor_map_bf16_2d(a.W, static_cast<uint64_t>(a.N), static_cast<uint64_t>(a.K),
+                                                    dev::kTmaRows, dev::kTmaBoxK, what.c_str());
+  const CUtensorMap xmap = cuda::tensor_map_bf16_2d(a.x, static_cast<uint64_t>(a.T), static_cast<uint64_t>(a.K),
+                                                    8 * tma_n_tiles(a.T), dev::kTmaBoxK, what.c_str());
   switch (out) {
-    case GemvRowsOutput::kStore: return gemv_tma_nt<GemvRowsOutput::kStore>(p, a, blocks, s);
-    case GemvRowsOutput::kResidual: return gemv_tma_nt<GemvRowsOutput::kResidual>(p, a, blocks, s);
-    case GemvRowsOutput::kSwiGLU: return gemv_tma_nt<GemvRowsOutput::kSwiGLU>(p, a, blocks, s);
+    case GemvRowsOutput::kStore: return gemv_tma_nt<GemvRowsOutput::kStore>(p, wmap, xmap, blocks, s);
+    case GemvRowsOutput::kResidual: return gemv_tma_nt<GemvRowsOutput::kResidual>(p, wmap, xmap, blocks, s);
+    case GemvRowsOutput::kSwiGLU: return gemv_tma_nt<GemvRowsOutput::kSwiGLU>(p, wmap, xmap, blocks, s);
   }
 }
 
@@ -162,7 +168,7 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   if (a.blocks_per_sm < 0 || a.blocks_per_sm > dev::kRowsMaxBlocksPerSm || a.splits < 0 || a.max_blocks < 0)
     throw Error(what + ": blocks_per_sm must be 0.." + std::to_string(dev::kRowsMaxBlocksPerSm) +
                 ", splits and max_blocks >= 0");
-  if (form == GemvRowsForm::kTma) return launch_gemv_rows_tma(out, a, s);
+  if (form == GemvRowsForm::kTma) return launch_gemv_rows_tma(out, a, what, s);
   static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
                                             dev::kRowsMaxBlocksPerSm);
   const int bps = a.blocks_per_sm > 0 ? a.blocks_per_sm : default_bps;

@@ -132,13 +132,14 @@ struct GemvRowsArgs {
   int blocks_per_sm = 0;  ///< kRegisters: persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
   int splits = 0;         ///< kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS)
   GemvRowsForm form = GemvRowsForm::kDefault;
-  int max_blocks = 0;  ///< kTma: at most this many blocks (0: one an SM); tests make blocks loop over items
+  int max_blocks = 0;  ///< kTma: at most this many blocks (0: as many as fit); tests make blocks loop over items
 };
 
-/// y = x W^T for T <= 16 rows on tensor cores (kernels/gemv_rows.cuh: W streamed once with
-/// 16-byte loads, mma.sync m16n8k16 bf16 with fp32 accumulation, split-K for small N), launched
-/// with Programmatic Dependent Launch. Throws lg::Error on an unsupported shape (see
-/// gemv_rows_supports), a missing pointer or a bad `clear`.
+/// y = x W^T for a few rows on tensor cores (W streamed once, mma.sync m16n8k16 bf16 with fp32
+/// accumulation, split-K for small N), launched with Programmatic Dependent Launch; a.form picks
+/// how W arrives: 16-byte loads into registers (kernels/gemv_rows.cuh, T <= 16) or TMA boxes
+/// into shared memory (kernels/gemv_rows_tma.cuh, T <= 32). Throws lg::Error on an unsupported
+/// shape (see gemv_rows_supports), T past the form's rows, a missing pointer or a bad `clear`.
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);

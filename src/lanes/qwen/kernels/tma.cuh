@@ -28,33 +28,38 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
 
-/// Makes mbar_init visible to the asynchronous proxy (the bulk copies' complete_tx).
+/// Makes mbar_init visible to the asynchronous proxy (the TMA loads' complete_tx).
 __device__ __forceinline__ void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
-/// One arrival that also expects `bytes` more to be completed by bulk copies in this phase.
+/// One arrival that also expects `bytes` more to be completed by TMA loads in this phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
                : "memory");
 }
 
-/// One arrival (release: this thread's reads of the stage happen before the producer's next copy).
+/// One arrival (release: this thread's reads of the stage happen before the producer's next load).
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
 /// Returns once the phase with this parity has completed (acquire: the copies' bytes are visible).
+/// A phase that never completes (a byte count that cannot be met: a bug) traps after ~2^35 cycles
+/// (15-20 s), so the launch fails with an error instead of hanging the process.
 __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
   const unsigned a = smem_addr(bar);
+  const long long t0 = clock64();
   unsigned done = 0;
-  do {
+  for (;;) {
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
         : "r"(a), "r"(parity)
         : "memory");
-  } while (!done);
+    if (done) return;
+    if (clock64() - t0 > (1ll << 35)) __trap();
+  }
 }
 
 /// Loads the box at (c0 inner, c1 row) of the 2-D tensor map `map` (a __grid_constant__ kernel
