@@ -9,6 +9,7 @@
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/fill.h"
 #include "runtime/cuda/pinned_upload.h"
+#include "runtime/cuda/tensor_map.h"
 
 using namespace lg::cuda;
 
@@ -27,6 +28,26 @@ TEST(CudaRuntime, CheckThrowsLgErrorWithFileAndLine) {
     EXPECT_NE(msg.find("cuda_runtime_test.cpp:"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cudaErrorInvalidValue"), std::string::npos) << msg;
   }
+}
+
+// A map the driver must refuse (a base 8 bytes off the required 16-byte alignment; a box past 256
+// rows) is an lg::Error naming the caller, never a crash: on a machine without a driver the same
+// call says the driver has no cuTensorMapEncodeTiled. With a driver, a valid map encodes.
+TEST(CudaRuntime, TensorMapRefusalsAreErrorsNamingTheCaller) {
+  alignas(16) static uint16_t m[64 * 64];
+  auto refused = [&](const void* base, uint32_t box_rows, const char* why) {
+    try {
+      (void)tensor_map_bf16_2d(base, 64, 64, box_rows, 64, "the test's map");
+      ADD_FAILURE() << "no throw: " << why;
+    } catch (const lg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the test's map"), std::string::npos) << e.what();
+    }
+  };
+  refused(reinterpret_cast<const char*>(m) + 8, 64, "misaligned base");
+  refused(m, 512, "box of 512 rows");
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: only the refusals ran";
+  const CUtensorMap ok = tensor_map_bf16_2d(m, 64, 64, 64, 64, "the test's map");
+  (void)ok;
 }
 
 TEST(CudaRuntime, BufferRoundTripAndGraphReplay) {

@@ -1,8 +1,9 @@
 // The tensor-core GEMV of a few rows (launch_gemv_rows: kernels/gemv_rows.cuh and its TMA form,
-// kernels/gemv_rows_tma.cuh) against a CPU loop in double on fresh random inputs (GPU;
-// skipped without one, except the refusals, which throw before touching the device). A file of its own: kernels_test.cpp is past the size where
-// the guide splits. Inputs are rounded to bf16 on the host, so the reference sees exactly what
-// the device sees, and the bounds only cover the device's fp32 accumulation:
+// kernels/gemv_rows_tma.cuh) against a CPU loop in double on fresh random inputs (GPU; skipped
+// without one, except the refusals, which throw before touching the device). A file of its own:
+// kernels_test.cpp is past the size where the guide splits. Inputs are rounded to bf16 on the
+// host, so the reference sees exactly what the device sees, and the bounds only cover the
+// device's fp32 accumulation:
 //   fp32 outputs: norm-wise relative error < 5e-5. Each output is K/16 mma accumulations of 16
 //     exact bf16 x bf16 products plus, split-K, up to a few dozen atomic fp32 additions. Tensor
 //     cores align the addends to the largest exponent and truncate (Fasi et al., "Numerical
