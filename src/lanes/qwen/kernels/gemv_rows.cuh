@@ -94,6 +94,38 @@ __device__ __forceinline__ void atomic_add2(float* out, float v0, float v1) {
 #endif
 }
 
+/// Writes a thread's C fragments of a 16-row tile and zeroes them: acc[nt][h] is y[t = 8 nt + 2 q
+/// + h, row n0] and acc[nt][2 + h] the same t, row n0 + 1 (the MMA rows of both forms map weight
+/// rows 2 i and 2 i + 1 to one thread). kStore / kResidual write out_f32 [T, N] (residual: += with
+/// one K split, atomically with more); kSwiGLU writes out_bf16 [T, N / 2] from the (gate, up) pair.
+template <int NT, GemvRowsOutput OUT>
+__device__ __forceinline__ void rows_epilogue(float (&acc)[NT][4], int n0, int q, int T, int N, int splits,
+                                              float* out_f32, bf16* out_bf16) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int t = 8 * nt + 2 * q + h;
+      if (t >= T) continue;
+      const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
+      if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
+        out_bf16[static_cast<size_t>(t) * (N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
+      } else {
+        float* o = out_f32 + static_cast<size_t>(t) * N + n0;
+        if constexpr (OUT == GemvRowsOutput::kStore) {
+          *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
+        } else if (splits == 1) {
+          const float2 r = *reinterpret_cast<const float2*>(o);
+          *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
+        } else {
+          atomic_add2(o, y0, y1);
+        }
+      }
+    }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+}
+
 /// NT n-tiles of 8 batch rows: 1 for T <= 8, 2 for T <= 16.
 template <int NT, GemvRowsOutput OUT>
 __global__ void __launch_bounds__(kRowsThreads, kRowsMaxBlocksPerSm) gemv_rows_kernel(const GemvRowsParams p) {
@@ -172,31 +204,7 @@ __global__ void __launch_bounds__(kRowsThreads, kRowsMaxBlocksPerSm) gemv_rows_k
       }
     }
     if (next != item) {
-      // C fragment: acc[nt][h] is y[t = 8 nt + 2q + h, row 2g], acc[nt][2 + h] the same t, row 2g + 1.
-      const int n0 = (item % p.tiles) * 16 + 2 * g;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int t = 8 * nt + 2 * q + h;
-          if (t >= p.T) continue;
-          const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
-          if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
-            p.out_bf16[static_cast<size_t>(t) * (p.N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
-          } else {
-            float* o = p.out_f32 + static_cast<size_t>(t) * p.N + n0;
-            if constexpr (OUT == GemvRowsOutput::kStore) {
-              *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
-            } else if (p.splits == 1) {
-              const float2 r = *reinterpret_cast<const float2*>(o);
-              *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
-            } else {
-              atomic_add2(o, y0, y1);
-            }
-          }
-        }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+      rows_epilogue<NT, OUT>(acc, (item % p.tiles) * 16 + 2 * g, q, p.T, p.N, p.splits, p.out_f32, p.out_bf16);
     }
     item = next;
     c0 = nc0;

@@ -201,32 +201,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[s]);
     }
-    if (!active) continue;
-    // C fragment: acc[nt][h] is y[t = 8 nt + 2q + h, row 2g], acc[nt][2 + h] the same t, row 2g + 1.
-    const int n0 = it.n0 + 16 * warp + 2 * g;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int t = 8 * nt + 2 * q + h;
-        if (t >= p.T) continue;
-        const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
-        if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
-          p.out_bf16[static_cast<size_t>(t) * (p.N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
-        } else {
-          float* o = p.out_f32 + static_cast<size_t>(t) * p.N + n0;
-          if constexpr (OUT == GemvRowsOutput::kStore) {
-            *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
-          } else if (p.splits == 1) {
-            const float2 r = *reinterpret_cast<const float2*>(o);
-            *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
-          } else {
-            atomic_add2(o, y0, y1);
-          }
-        }
-      }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+    if (active)
+      rows_epilogue<NT, OUT>(acc, it.n0 + 16 * warp + 2 * g, q, p.T, p.N, p.splits, p.out_f32, p.out_bf16);
   }
 }
 
