@@ -17,6 +17,7 @@
 #   step_ms LABEL SHAPE [ENV=VALUE...]   a compiled-lane decode line (B = 1, 16) for A/B tables
 #   bench_ms LABEL FILE ROW "BENCH ARGS" [ENV=VALUE...]  the ms a step of one `lg bench` line
 #                        (ROW: its batch and context, e.g. '16 +512'), for skip and knob tables
+#   qwen_tests FILTER [ENV=VALUE...]     qwen_lane_tests under a filter and settings, verdicts printed
 #   ab_rounds FILE ROUNDS "BENCH ARGS" NAME:ENV,...  variants of one `lg bench` alternated, tabled
 #   b1_32k LABEL LANE [ENV=VALUE...]     the line of one 8B sequence at 32,768 positions
 #   attn_ncu_32k LABEL LANE [ENV=VALUE...]  Nsight duration and instructions of that step's decode
@@ -130,6 +131,22 @@ attn_ncu_32k() {
   echo "$label rc $?"
   grep -E '"(gpu__time_duration.sum|smsp__inst_executed.sum|sm__warps_active.avg.pct_of_peak_sustained_active)"' \
     "$out/ncu_attn_32k_$label.csv" | awk -F'","' '{print $5, $(NF-2), $NF}' | tail -3
+}
+
+# qwen_tests FILTER [ENV=VALUE...]: the bundled qwen_lane_tests under a gtest filter and the given
+# environment, the log in $out/qwen_tests_N.txt (N counts the calls), its verdict lines printed;
+# returns the binary's status (124: it ran past its 120 s).
+qwen_tests_n=0
+qwen_tests() {
+  local f=$1 rc
+  shift
+  qwen_tests_n=$((qwen_tests_n + 1))
+  env "$@" LG_SHARED_DIR=/tmp/lgshared LG_SOURCE_DIR=$PWD timeout 120 /tmp/lgb/bin/qwen_lane_tests --gtest_filter="$f" \
+    > "$out/qwen_tests_$qwen_tests_n.txt" 2>&1
+  rc=$?
+  echo "qwen_tests $qwen_tests_n [$f] [$*] rc $rc"
+  grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) |Failure|Expected|Which is" "$out/qwen_tests_$qwen_tests_n.txt" | head -30
+  return $rc
 }
 
 # ab_rounds FILE ROUNDS "BENCH ARGS" NAME:[ENV=VALUE[,ENV=VALUE...]]...: `lg bench BENCH ARGS` once

@@ -7,21 +7,9 @@
 # 16-sequence step.
 set -uo pipefail
 source bench/device_env.sh
-t=/tmp/lgb/bin/qwen_lane_tests
-n=0
-tests() {  # FILTER [ENV=VALUE...]: qwen_lane_tests, the log in $out/tests_N.txt
-  local f=$1
-  shift
-  n=$((n + 1))
-  env "$@" LG_SHARED_DIR=/tmp/lgshared LG_SOURCE_DIR=$PWD timeout 120 $t --gtest_filter="$f" > "$out/tests_$n.txt" 2>&1
-  local rc=$?
-  echo "tests $n [$f] [$*] rc $rc"
-  grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) |Failure|Expected|Which is" "$out/tests_$n.txt" | head -30
-  return $rc
-}
-tests 'QwenGemvRows.*' || { [ $? = 124 ] && exit 0; }
-tests 'QwenGemvRows.*' LG_QWEN_TMA_STAGES=4
-tests 'HandwrittenBatch.*:*TinyBatch*:*TinyFixture*' LG_QWEN_GEMV_ROWS=2 || { [ $? = 124 ] && exit 0; }
+qwen_tests 'QwenGemvRows.*' || { [ $? = 124 ] && exit 0; }
+qwen_tests 'QwenGemvRows.*' LG_QWEN_TMA_STAGES=4
+qwen_tests 'HandwrittenBatch.*:*TinyBatch*:*TinyFixture*' LG_QWEN_GEMV_ROWS=2 || { [ $? = 124 ] && exit 0; }
 ab_rounds bench.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 30000" \
   base: tma:LG_QWEN_GEMV_ROWS=2 tma4:LG_QWEN_GEMV_ROWS=2,LG_QWEN_TMA_STAGES=4
 ab_rounds bench06.txt 1 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 16 --context 512 --kv-tokens 20000" \
