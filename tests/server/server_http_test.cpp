@@ -1,0 +1,354 @@
+// lg serve end to end, what it refuses and survives: the server runs in-process on an ephemeral
+// 127.0.0.1 port with the cpu lane on the repo's 22M model; httplib's client (or raw bytes on a
+// socket) calls it. Bad input is a 400 naming the field, unknown paths and models 404s, a wrong
+// method a 405, a body not declared JSON a 415, bytes that are not HTTP and Content-Length values
+// that are not byte counts 400s at once; a bodyless request is answered at once, a second server
+// on a busy port is refused, random bodies never crash it, and a client that hangs up frees the lane.
+// What the server generates is server_test.cpp's.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "common/raw_http.h"
+#include "server/server.h"
+#include "server_test_fixture.h"
+#include "support/error.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace lg::server;
+using lg::test::kContext;
+using lg::test::ServerTest;
+
+TEST_F(ServerTest, BadInputIs400NamingTheField) {
+  const std::string c = "/v1/completions", chat = "/v1/chat/completions";
+  expect_400(c, "{\"prompt\": ", "", "not valid JSON");
+  expect_400(c, "{\"prompt\": \"\xff\"}", "", "not valid JSON");
+  expect_400(c, "[]", "");
+  expect_400(c, "{}", "prompt");
+  expect_400(c, R"({"prompt": 5})", "prompt");
+  expect_400(c, R"({"prompt": ""})", "prompt");
+  // An id outside the vocabulary, in ids sent as an array of one array: named where it is.
+  expect_400(c, R"({"prompt": [[750, 999999999]]})", "prompt[0][1]", "outside the model's vocabulary");
+  expect_400(c, R"({"prompt": "x", "max_tokens": 0})", "max_tokens");
+  expect_400(c, R"({"prompt": "x", "max_tokens": "3"})", "max_tokens");
+  expect_400(c, R"({"prompt": "x", "temperature": -0.5})", "temperature");
+  expect_400(c, R"({"prompt": "x", "top_p": 2})", "top_p");
+  expect_400(c, R"({"prompt": "x", "top_k": "a"})", "top_k");
+  expect_400(c, R"({"prompt": "x", "seed": -4})", "seed");
+  expect_400(c, R"({"prompt": "x", "stop": {"a": 1}})", "stop");
+  expect_400(c, R"({"prompt": "x", "stream": 1})", "stream");
+  expect_400(c, R"({"prompt": "x", "skip_special_tokens": "false"})", "skip_special_tokens", "must be a boolean");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "skip_special_tokens": 0, "stream": true})",
+             "skip_special_tokens", "must be a boolean");
+  // Fields the server does not implement are refused when they would change the answer (the
+  // bias would forbid a token the answer has), streamed or not; a wrong type is named too.
+  expect_400(c, R"({"prompt": "x", "logit_bias": {"2643": -100}})", "logit_bias", "is not supported by lg serve");
+  expect_400(c, R"({"prompt": "x", "logprobs": 3, "stream": true})", "logprobs", "is not supported by lg serve");
+  expect_400(c, R"({"prompt": "x", "presence_penalty": "abc"})", "presence_penalty", "must be a number");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 2})", "logprobs",
+             "is not supported by lg serve");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice",
+             "is not supported by lg serve");
+  // A prompt longer than the context: the message gives both lengths. The stream flag must not
+  // turn it into a 200 with an error event.
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += " x";
+  const size_t n = engine_->tokenizer().encode(long_prompt).size();
+  ASSERT_GT(n, static_cast<size_t>(kContext));
+  expect_400(c, json{{"prompt", long_prompt}, {"stream", true}}.dump(), "prompt",
+             std::to_string(n) + " tokens, more than the context of " + std::to_string(kContext) + " tokens");
+  expect_400(chat, "{", "");
+  expect_400(chat, R"({"prompt": "x"})", "messages");
+  expect_400(chat, R"({"messages": {}})", "messages");
+  expect_400(chat, R"({"messages": []})", "messages");
+  expect_400(chat, R"({"messages": [{"role": "user"}]})", "messages[0].content");
+  expect_400(chat, R"({"messages": [{"content": "x"}]})", "messages[0].role");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": -1})", "max_tokens");
+  expect_400(chat, json{{"messages", {{{"role", "user"}, {"content", long_prompt}}}}}.dump(), "messages",
+             "more than the context of " + std::to_string(kContext));
+}
+
+TEST_F(ServerTest, UnknownPathsAndModelsAre404) {
+  auto r = client().Get("/v1/nothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_TRUE(json::parse(r->body).contains("error"));
+  auto p = post("/v2/completions", R"({"prompt": "x"})");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->status, 404);
+  auto m = post("/v1/completions", R"({"prompt": "x", "model": "gpt-4"})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 404);
+  EXPECT_EQ(json::parse(m->body)["error"]["param"], "model");
+}
+
+TEST_F(ServerTest, UnknownModelIs404BeforeThePromptIsRead) {
+  // A client pointed at the wrong model hears that first, as vLLM checks the model before the
+  // prompt: a prompt too long for the context, or messages the template cannot render, answered
+  // a 400 about the prompt (after tokenizing it and rendering the template) instead.
+  const auto expect_404 = [](const std::string& path, const json& body) {
+    auto r = post(path, body.dump());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404) << r->body;
+    const json j = json::parse(r->body);
+    EXPECT_EQ(j["error"]["param"], "model") << r->body;
+    EXPECT_EQ(j["error"]["type"], "NotFoundError") << r->body;
+  };
+  std::string too_long;  // one token per " x": twice the context
+  for (int64_t i = 0; i < 2 * kContext; ++i) too_long += " x";
+  expect_404("/v1/completions", {{"model", "gpt-4"}, {"prompt", too_long}});
+  expect_404("/v1/completions", {{"model", "gpt-4"}, {"prompt", json::array({999999999})}});
+  expect_404("/v1/completions", {{"model", "gpt-4"}, {"prompt", "x"}, {"max_tokens", 10 * kContext}});
+  expect_404("/v1/chat/completions",
+             {{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", too_long}}}}});
+  // A body that is not a request at all is still the 400 it was: its fields cannot be read.
+  expect_400("/v1/completions", R"({"model": "gpt-4", "prompt": "x", "max_tokens": "8"})", "max_tokens");
+}
+
+TEST_F(ServerTest, SecondServerOnABusyPortIsRefused) {
+  // httplib sets SO_REUSEPORT by default; with it a second server bound the same port and took
+  // part of the connections. It must be refused instead.
+  Server second(*engine_, {"127.0.0.1", port_});
+  EXPECT_THROW(second.bind(), lg::Error);
+  auto r = client().Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(ServerTest, RandomBodiesNeverCrashTheServer) {
+  // Mutations of a valid body (bytes flipped, dropped, cut): each answer is a 200 or a 400 with
+  // an error body, and the server stays up.
+  std::mt19937 rng(std::random_device{}());
+  const std::string valid_completion =
+      R"({"prompt": "def f(x):", "max_tokens": 2, "temperature": 0.5, "stop": ["\n"], "seed": 3})";
+  const std::string valid_chat =
+      R"({"messages": [{"role": "user", "content": "def f(x):"}], "max_tokens": 2, "top_k": 5, "stream": false})";
+  for (int i = 0; i < 150; ++i) {
+    std::string body = i % 2 ? valid_completion : valid_chat;
+    const int edits = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const size_t at = std::uniform_int_distribution<size_t>(0, body.size() - 1)(rng);
+      switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+        case 0: body[at] = static_cast<char>(std::uniform_int_distribution<int>(0, 255)(rng)); break;
+        case 1: body.erase(at, 1); break;
+        default: body.resize(at); break;
+      }
+    }
+    auto r = post(i % 2 ? "/v1/completions" : "/v1/chat/completions", body);
+    ASSERT_TRUE(r) << "no response to: " << body;
+    EXPECT_TRUE(r->status == 200 || r->status == 400 || r->status == 404) << r->status << " for " << body;
+    if (r->status != 200) {
+      EXPECT_TRUE(json::parse(r->body).contains("error")) << body;
+    }
+  }
+  EXPECT_EQ(client().Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, NonJsonContentTypeIs415AtAnySize) {
+  // Plain `curl -d` sends application/x-www-form-urlencoded; httplib capped such bodies at 8 KB
+  // with a 413 "too large" that hid the real cause. Every body not declared application/json is
+  // a 415 saying which header to send (vLLM's answer), below and above 8 KB; a JSON body of the
+  // same 9.8 KB (a valid request padded with whitespace) is served.
+  const std::string small = R"({"prompt": "def f():", "max_tokens": 1, "temperature": 0})";
+  const std::string big = small + std::string(9800, ' ');
+  for (const std::string& type : {std::string("application/x-www-form-urlencoded"), std::string("text/plain")}) {
+    for (const std::string* body : {&small, &big}) {
+      auto r = client().Post("/v1/completions", *body, type.c_str());
+      ASSERT_TRUE(r) << type;
+      EXPECT_EQ(r->status, 415) << type << " " << body->size() << " bytes: " << r->body;
+      json j;
+      ASSERT_NO_THROW(j = json::parse(r->body)) << r->body;
+      EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+      EXPECT_NE(j["error"]["message"].get<std::string>().find("Content-Type: application/json"), std::string::npos)
+          << r->body;
+    }
+  }
+  auto chat = client().Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})", "text/plain");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 415);
+  // No Content-Type at all (httplib's client sends none for an empty type) is refused the same way.
+  httplib::Headers none;
+  auto untyped = client().Post("/v1/completions", none, small, "");
+  ASSERT_TRUE(untyped);
+  EXPECT_EQ(untyped->status, 415) << untyped->body;
+
+  auto ok = client().Post("/v1/completions", big, "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  auto charset = client().Post("/v1/completions", small, "Application/JSON; charset=utf-8");
+  ASSERT_TRUE(charset);
+  EXPECT_EQ(charset->status, 200) << charset->body;
+  // The server's own cap (ServerOptions::max_body_bytes, 4 MiB) still holds for JSON.
+  auto huge = client().Post("/v1/completions", small + std::string(5 * 1024 * 1024, ' '), "application/json");
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 413);
+  EXPECT_TRUE(json::parse(huge->body).contains("error"));
+}
+
+TEST_F(ServerTest, WrongMethodOnAKnownPathIs405) {
+  // `GET /v1/completions` is a method error, not a missing route: 405 with Allow, an OpenAI error body.
+  auto expect_405 = [](const httplib::Result& r, const std::string& allow) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405) << r->body;
+    EXPECT_EQ(r->get_header_value("Allow"), allow);
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r->body)) << r->body;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("Method Not Allowed"), std::string::npos) << r->body;
+  };
+  expect_405(client().Get("/v1/completions"), "POST");
+  expect_405(client().Get("/v1/chat/completions"), "POST");
+  expect_405(client().Delete("/v1/completions"), "POST");
+  expect_405(client().Put("/v1/chat/completions", "{}", "application/json"), "POST");
+  expect_405(client().Post("/health", "{}", "application/json"), "GET");
+  expect_405(client().Post("/v1/models", "{}", "application/json"), "GET");
+  auto head = client().Head("/health");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+}
+
+TEST_F(ServerTest, BytesThatAreNotHttpAre400WithAJsonError) {
+  // Garbage (here the start of a TLS handshake, a client speaking https to the plain port) fails
+  // httplib's request-line parse; the answer was a 400 whose body said only "HTTP 400".
+  using namespace std::chrono_literals;
+  for (const std::string& bytes : {std::string("\x16\x03\x01\x02\xfc\x01\x03\r\n\r\n"),
+                                   std::string("hello there\r\n\r\n"), std::string("POST /v1/completions HTTP/9\r\n\r\n")}) {
+    const std::string got = lg::test::exchange(port_, bytes, 10s);
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, 400) << got;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r.body)) << got;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("not valid HTTP/1.1"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(client().Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
+  // httplib took "-5" for 2^64 - 5 (strtoull), tried to read and discard that many bytes, and
+  // answered 413 when its 30 s read timeout ended. Each value here is a 400 naming the header,
+  // well within that timeout.
+  using namespace std::chrono_literals;
+  for (const std::string length : {"-5", "abc", "5x", "99999999999999999999999"}) {
+    const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                length + "\r\n\r\n{\"prompt\": \"x\"}";
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = lg::test::exchange(port_, request, 20s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << length;
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, 400) << length << ": " << got;
+    EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r.body)) << got;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("'Content-Length: " + length + "'"), std::string::npos)
+        << r.body;
+  }
+  // A well-formed length on the same raw path is served.
+  const std::string ok = lg::test::exchange(
+      port_, lg::test::post_text("/v1/completions", R"({"prompt": "x", "max_tokens": 1})"), 20s);
+  EXPECT_EQ(lg::test::first_response(ok).status, 200) << ok;
+}
+
+TEST_F(ServerTest, BodylessRequestWithoutContentLengthIsAnsweredAtOnce) {
+  // `curl -X POST URL` sends neither Content-Length nor Transfer-Encoding: such a request has no
+  // body (RFC 9112 6.3), but httplib 0.11 read one until its 30 s read timeout ended and only then
+  // answered (a 400 "could not be read", on every path). Each is now answered at once, as it
+  // would be with 'Content-Length: 0'.
+  using namespace std::chrono_literals;
+  struct Case {
+    std::string method, path, headers;
+    int status;
+  };
+  for (const Case& c : {Case{"POST", "/v1/completions", "Content-Type: application/json\r\n", 400},
+                        Case{"POST", "/v1/chat/completions", "", 415}, Case{"POST", "/health", "", 405},
+                        Case{"PUT", "/v1/completions", "", 405}, Case{"PATCH", "/nope", "", 404}}) {
+    const std::string request = c.method + " " + c.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + c.headers + "\r\n";
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = lg::test::exchange(port_, request, 20s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << c.method << " " << c.path;
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.path << ": " << got;
+    json j;
+    ASSERT_NO_THROW(j = json::parse(r.body)) << got;
+    EXPECT_TRUE(j.contains("error")) << r.body;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Sends a raw HTTP/1.1 POST to 127.0.0.1:port and returns the open socket (-1 on failure).
+int send_raw_post(int port, const std::string& path, const std::string& body) {
+  const int fd = lg::test::tcp_connect(port);
+  if (fd < 0) return -1;
+  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (!lg::test::send_all(fd, req)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A non-streaming client that hangs up must not keep the lane: its generation stops at the next
+// token and the next request is served at once. Before the fix the abandoned request ran to
+// max_tokens (a 3-token request then waited 26-35 s behind a 3000-token one).
+TEST(ServerHangUpTest, ClientThatHangsUpFreesTheLane) {
+  using clock = std::chrono::steady_clock;
+  const auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  constexpr int64_t kLongContext = 2048;
+  EngineOptions eo;
+  eo.max_seq = kLongContext;
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+  Server server(engine, {"127.0.0.1", 0});
+  const int port = server.start();
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(300, 0);
+  auto post = [&](const json& body) { return c.Post("/v1/completions", body.dump(), "application/json"); };
+
+  // The machine's decode speed, and proof that greedy "def f():" does not end early: 64 tokens,
+  // finish "length" (the prompt runs to the end of the context without eos, checked when this
+  // test was written: a full run gives finish_reason "length").
+  const json calib = {{"prompt", "def f():"}, {"max_tokens", 64}, {"temperature", 0}};
+  const auto t0 = clock::now();
+  auto r64 = post(calib);
+  const double t64 = secs(clock::now() - t0);
+  ASSERT_TRUE(r64);
+  ASSERT_EQ(r64->status, 200) << r64->body;
+  ASSERT_EQ(json::parse(r64->body)["usage"]["completion_tokens"], 64);
+
+  // The abandoned request: the rest of the 2048-token context, >= 2000 tokens, so at least
+  // 2000/64 = 31x the calibration time (attention grows with length, so more in fact).
+  const json long_body = {{"prompt", "def f():"}, {"max_tokens", kLongContext - 8}, {"temperature", 0}};
+  const int fd = send_raw_post(port, "/v1/completions", long_body.dump());
+  ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it is generating now
+  ::close(fd);
+
+  const auto t1 = clock::now();
+  auto short_r = post({{"prompt", "def f():"}, {"max_tokens", 3}, {"temperature", 0}});
+  const double t_short = secs(clock::now() - t1);
+  ASSERT_TRUE(short_r);
+  EXPECT_EQ(short_r->status, 200) << short_r->body;
+  // Had the abandoned request run on, the short one would wait >= ~31 * t64 minus the 0.3 s
+  // already spent. A quarter of that (about 8 x t64) leaves wide room for a loaded machine and
+  // the short request itself (3 tokens, far less than t64), and still fails without the fix.
+  const double bound = 0.25 * (static_cast<double>(kLongContext - 8) / 64.0) * t64;
+  EXPECT_LT(t_short, bound) << "t64 " << t64 << " s, short request " << t_short << " s";
+  RecordProperty("t64_s", std::to_string(t64));
+  RecordProperty("short_after_hang_up_s", std::to_string(t_short));
+  server.stop();
+}
+
+}  // namespace
