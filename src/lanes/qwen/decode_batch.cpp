@@ -30,6 +30,17 @@ bool use_gemv_rows(const Dims& d, int Bp) {
          gemv_rows_supports(d.D, d.nq) && gemv_rows_supports(2 * d.F, d.D) && gemv_rows_supports(d.D, d.F);
 }
 
+/// Knob LG_QWEN_ROWS_HEAD=1 (lab, default 0): on the row GEMVs' path the LM head is one too (a
+/// vocabulary a multiple of 16), not a cuBLASLt GEMM; it then starts by PDL, its weights before
+/// the final norm ends.
+bool rows_head(int V, int D) {
+  static const bool on = [] {
+    const char* e = std::getenv("LG_QWEN_ROWS_HEAD");
+    return e && std::atoi(e) == 1;
+  }();
+  return on && gemv_rows_supports(V, D);
+}
+
 }  // namespace
 
 // Two or more sequences with one decode token each: a CUDA graph per (bucket, attention plan), the batch
@@ -141,8 +152,20 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
         project(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), d.F, down_slices, "gemm down");
       }
       norm(s.final_norm.as<float>(), rows ? 1 : down_slices);
-      s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
-      mark("gemm lm head");
+      if (rows && rows_head(d.V, d.D)) {
+        GemvRowsArgs head;
+        head.W = s.head_w();
+        head.N = d.V;
+        head.K = d.D;
+        head.T = Bp;
+        head.x = s.h.as<bf16_t>();
+        head.out_f32 = s.logits.as<float>();
+        launch_gemv_rows(GemvRowsOutput::kStore, head, cs);
+        mark("row gemv lm head");
+      } else {
+        s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
+        mark("gemm lm head");
+      }
       launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);
       mark("argmax");
     };
