@@ -93,13 +93,15 @@ int run(const RunOpts& o) {
   lg::model::add_eos_token_id(dir.generation, tok.eos_id());
   // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
   // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
-  // A prompt file's bytes that are not text (a binary file): the error names the file.
+  // A prompt's bytes that are not text (a binary file): the error names where they came from,
+  // the file, standard input or --prompt.
   const std::vector<int32_t> prompt = [&] {
     try {
       return tok.encode_with_special_tokens(prompt_text);
     } catch (const lg::Error& e) {
-      if (o.prompt_file.empty() || o.prompt_file == "-") throw;
-      throw lg::Error(o.prompt_file + ": " + e.what());
+      const bool stdin_ = o.prompt == "-" || o.prompt_file == "-";
+      const std::string source = stdin_ ? "the prompt on standard input" : !o.prompt_file.empty() ? o.prompt_file : "--prompt";
+      throw lg::Error(source + ": " + e.what());
     }
   }();
   startup.mark("tokenizer");

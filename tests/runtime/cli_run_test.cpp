@@ -112,6 +112,21 @@ TEST(LgRun, PromptFileThatIsADirectoryOrNotTextIsRefusedNamingIt) {
   EXPECT_EQ(b.code, 1) << b.err;
   EXPECT_NE(b.err.find("lg: error: " + bin.string() + ": "), std::string::npos) << b.err;
   EXPECT_NE(b.err.find("UTF-8"), std::string::npos) << b.err;
+  // The same bytes from standard input or as --prompt's text name their source too (they named
+  // nothing: "lg: error: tokenizer: the text is not valid UTF-8 at byte 0").
+  const std::string cmd = quote(LG_BINARY) + " run --model " + quote(kModel) + " -p - --max-tokens 4 <" +
+                          quote(bin.string()) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string in_err;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) in_err.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), 1) << in_err;
+  EXPECT_NE(in_err.find("lg: error: the prompt on standard input: "), std::string::npos) << in_err;
+  const Result arg = run_lg({"run", "--model", kModel, "--prompt", std::string("ok \xff"), "--max-tokens", "4"});
+  EXPECT_EQ(arg.code, 1) << arg.err;
+  EXPECT_NE(arg.err.find("lg: error: --prompt: "), std::string::npos) << arg.err;
+  EXPECT_NE(arg.err.find("UTF-8"), std::string::npos) << arg.err;
   std::filesystem::remove(bin);
   std::filesystem::remove(dir);
 }
