@@ -178,6 +178,8 @@ int run(const RunOpts& o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
+  // A write to stdout that failed (a full disk, a closed stdout) ends generation: the text is lost.
+  gen.should_stop = [] { return std::ferror(stdout) != 0; };
   lg::runtime::Generation g;
   try {
     g = lg::runtime::generate(*lane, prompt, gen);
@@ -188,7 +190,10 @@ int run(const RunOpts& o) {
   }
   const std::string rest = stream.finish();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fflush(stdout);
+  // Exit status 0 with the text not written (`lg run ... > out.txt` on a full disk) is a silent
+  // loss: refused, as lg batch refuses a failed write of its results.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    throw lg::Error("standard output: write failed: the generated text was not all written");
   const auto& s = g.stats;
   auto tokens = [](int64_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); };
   std::fprintf(stderr,

@@ -131,6 +131,22 @@ TEST(LgRun, PromptFileThatIsADirectoryOrNotTextIsRefusedNamingIt) {
   std::filesystem::remove(dir);
 }
 
+// stdout that cannot be written (a full disk, a closed stdout) is an error, exit 1, as lg batch's
+// failed write of its results is: lg run exited 0 with the text lost.
+TEST(LgRun, AFailedWriteOfTheTextIsAnError) {
+  for (const std::string redirect : {">/dev/full", ">&-"}) {
+    const std::string cmd = quote(LG_BINARY) + " run --model " + quote(kModel) + " -p 'def f(' --max-tokens 8 2>&1 " +
+                            redirect;
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string err;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) err.append(buf, n);
+    EXPECT_EQ(WEXITSTATUS(pclose(p)), 1) << redirect << ": " << err;
+    EXPECT_NE(err.find("lg: error: standard output: write failed"), std::string::npos) << redirect << ": " << err;
+  }
+}
+
 TEST(LgRun, VersionFlag) {
   const Result r = run_lg({"--version"});
   EXPECT_EQ(r.code, 0);
