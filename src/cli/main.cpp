@@ -3,6 +3,7 @@
 // (and a single-value option given twice into a usage error that says so).
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <iostream>
 #include <new>
 #include <optional>
@@ -82,6 +83,23 @@ std::optional<std::string> unknown_command_message(const std::string& given, con
 
 }  // namespace lg::cli
 
+namespace {
+
+/// stdout could not be written (a full disk, a closed stdout): the command's output is lost, which
+/// exit status 0 would hide. std::cout and fmt both write through stdio's stdout.
+bool stdout_failed() {
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  return !flushed || std::ferror(stdout) != 0 || !std::cout.good();
+}
+
+int stdout_write_failed() {
+  std::cerr << "lg: error: standard output: write failed: the output was not all written\n";
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"lanegraph: compile and run language-model forward passes written in .lg", "lg"};
   app.set_version_flag("--version", std::string("lg ") + LG_VERSION);
@@ -108,7 +126,10 @@ int main(int argc, char** argv) {
   }
   try {
     for (size_t i = 0; i < commands.size(); ++i)
-      if (app.got_subcommand(commands[i].name)) return runs[i]();
+      if (app.got_subcommand(commands[i].name)) {
+        const int code = runs[i]();
+        return stdout_failed() ? stdout_write_failed() : code;
+      }
   } catch (const lg::Error& e) {
     std::cerr << "lg: error: " << e.what() << "\n";
     return 1;
@@ -118,6 +139,8 @@ int main(int argc, char** argv) {
     std::cerr << "lg: error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
+    // fmt::print's "cannot write to file" when stdout is full or closed: not a bug.
+    if (stdout_failed()) return stdout_write_failed();
     // Every bad input is meant to be an lg::Error naming what is wrong; anything else reaching
     // here is a bug (a JSON type error a reader did not turn into one, say): said as such, with
     // what it was, rather than std::terminate's abort.

@@ -172,6 +172,34 @@ TEST(CliUsage, ProgramHelpNamesTheFoldersSearched) {
 // An option that takes one value, given twice (under one spelling or two), is a usage error
 // naming it, its spellings and what it got; CLI11 said "--prompt: At Most 1 required but received
 // 2". Flags may repeat, and list options take their values from every time they are given.
+// Output that cannot be written (stdout on a full disk, or closed) is an error, exit 1, in every
+// command: tokenize, detokenize, template and ir exited 0 with their output lost, inspect and check
+// called it an internal error (fmt's "cannot write to file").
+TEST(CliUsage, AFailedWriteToStdoutIsAnErrorInEveryCommand) {
+  const std::string messages = (std::filesystem::temp_directory_path() / "lg_stdout_messages.json").string();
+  std::ofstream(messages) << R"([{"role":"user","content":"hi"}])";
+  const std::string config = kModel + "/config.json";
+  for (const std::string& args : {"tokenize --model " + kModel + " 'hello world'", "detokenize --model " + kModel + " 15 16",
+                                  "template --model " + kModel + " --messages " + messages, "inspect " + kModel,
+                                  "check " + kQwen3 + " --config " + config, "ir " + kQwen3 + " --config " + config}) {
+    for (const std::string redirect : {">/dev/full", ">&-"}) {
+      // template's Jinja renderer is a child process whose pipes take the closed descriptor 1.
+      if (redirect == ">&-" && args.rfind("template", 0) == 0) continue;
+      // stderr to the pipe first, then stdout away (run_lg adds 2>&1 last, which would follow it).
+      FILE* p = popen((std::string(LG_BINARY) + " " + args + " 2>&1 " + redirect).c_str(), "r");
+      ASSERT_NE(p, nullptr);
+      std::string out;
+      char buf[4096];
+      while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+      const int st = pclose(p);
+      EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 1) << "lg " << args << " " << redirect << "\n" << out;
+      EXPECT_NE(out.find("lg: error: standard output: write failed"), std::string::npos)
+          << "lg " << args << " " << redirect << "\n" << out;
+    }
+  }
+  std::filesystem::remove(messages);
+}
+
 TEST(CliUsage, AnOptionGivenTwiceIsRefusedNamingIt) {
   expect_usage_error("run -m " + kModel + " --prompt a --prompt b",
                      "--prompt: given 2 times, as -p or --prompt ('a', 'b'); it takes one value: give it once");
