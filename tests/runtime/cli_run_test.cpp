@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 namespace {
 
@@ -34,6 +36,18 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+/// Runs a shell command line (redirections and all) and returns its exit code and what it wrote to
+/// the pipe (its stdout, with whatever the line sends there).
+std::pair<int, std::string> shell(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 Result run_lg(const std::vector<std::string>& args) {
@@ -75,12 +89,8 @@ TEST(LgRun, PromptFromAFileOrStdinAndWithoutEcho) {
   // stdin through the shell (run_lg quotes every argument).
   const std::string cmd = quote(LG_BINARY) + " run --model " + quote(kModel) + " -p - --max-tokens 48 <" +
                           quote(file.string()) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(pclose(p)), 0);
+  const auto [code, out] = shell(cmd);
+  EXPECT_EQ(code, 0);
   EXPECT_EQ(out, prompt + text);
   const Result both = run_lg({"run", "--model", kModel, "-f", file.string(), "--prompt", "x"});
   EXPECT_EQ(both.code, 2) << both.err;
@@ -116,12 +126,8 @@ TEST(LgRun, PromptFileThatIsADirectoryOrNotTextIsRefusedNamingIt) {
   // nothing: "lg: error: tokenizer: the text is not valid UTF-8 at byte 0").
   const std::string cmd = quote(LG_BINARY) + " run --model " + quote(kModel) + " -p - --max-tokens 4 <" +
                           quote(bin.string()) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string in_err;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) in_err.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(pclose(p)), 1) << in_err;
+  const auto [in_code, in_err] = shell(cmd);
+  EXPECT_EQ(in_code, 1) << in_err;
   EXPECT_NE(in_err.find("lg: error: the prompt on standard input: "), std::string::npos) << in_err;
   const Result arg = run_lg({"run", "--model", kModel, "--prompt", std::string("ok \xff"), "--max-tokens", "4"});
   EXPECT_EQ(arg.code, 1) << arg.err;
@@ -137,12 +143,8 @@ TEST(LgRun, AFailedWriteOfTheTextIsAnError) {
   for (const std::string redirect : {">/dev/full", ">&-"}) {
     const std::string cmd = quote(LG_BINARY) + " run --model " + quote(kModel) + " -p 'def f(' --max-tokens 8 2>&1 " +
                             redirect;
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string err;
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof buf, p)) err.append(buf, n);
-    EXPECT_EQ(WEXITSTATUS(pclose(p)), 1) << redirect << ": " << err;
+    const auto [code, err] = shell(cmd);
+    EXPECT_EQ(code, 1) << redirect << ": " << err;
     EXPECT_NE(err.find("lg: error: standard output: write failed"), std::string::npos) << redirect << ": " << err;
   }
 }
