@@ -264,7 +264,7 @@ TEST(QwenGemvRows, RefusesBadArguments) {
   refused(b);
   b.T = kGemvRowsMaxT + 1;
   refused(b);
-  b.T = 17;  // past the register form's 16
+  b.T = kGemvRowsRegistersMaxT + 1;  // past the register form's rows
   b.form = GemvRowsForm::kRegisters;
   refused(b);
   b.form = GemvRowsForm::kDefault;

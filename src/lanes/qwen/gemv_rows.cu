@@ -23,7 +23,7 @@ bool gemv_rows_enabled() {
 
 int gemv_rows_max_t(GemvRowsForm form) {
   if (form == GemvRowsForm::kDefault) form = gemv_rows_form();
-  return form == GemvRowsForm::kTma ? kGemvRowsMaxT : 16;
+  return form == GemvRowsForm::kTma ? kGemvRowsMaxT : kGemvRowsRegistersMaxT;
 }
 
 GemvRowsForm gemv_rows_form() {

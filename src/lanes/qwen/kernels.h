@@ -107,6 +107,8 @@ enum class GemvRowsOutput {
 /// Most rows launch_gemv_rows takes: 32 in the TMA form (four mma n-tiles of 8), 16 in the
 /// register form (gemv_rows_max_t).
 constexpr int kGemvRowsMaxT = 32;
+/// Most rows the register form takes (two mma n-tiles of 8: its registers hold both).
+constexpr int kGemvRowsRegistersMaxT = 16;
 
 /// How launch_gemv_rows feeds the tensor cores.
 enum class GemvRowsForm {

@@ -17,8 +17,9 @@
 //   A (16 x 16) = W rows, MMA row i < 8 being weight row 2 i and row 8 + i weight row 2 i + 1, so
 //     a thread's C fragment holds both rows of a SwiGLU pair (gate/up rows are interleaved at
 //     upload) and two adjacent outputs for the residual forms, as in gemv_rows.cuh. (Rows 2 i sit
-//     in 4 of the 8 swizzle phases: the ldmatrix of A takes two bank passes, which the 70% idle
-//     consumers absorb);
+//     in 4 of the 8 swizzle phases: the ldmatrix of A takes two bank passes. Counted, not
+//     measured: a warp's 16 ldmatrix and 16 MMAs a stage take a few hundred cycles, where a
+//     stage's 16 KB take ~1,000 cycles to arrive at an SM's share of the copy rate);
 //   B (16 x 8 per n-tile) = x rows as the .col operand: ldmatrix of x[t][k..k+7] is exactly b0/b1.
 // Epilogues as gemv_rows.cuh: store, residual (+=, atomic across K splits), SwiGLU (one split).
 #pragma once
