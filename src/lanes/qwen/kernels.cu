@@ -1,6 +1,6 @@
-// Launchers of the hand-written Qwen kernels but the attention's (attention_launch.cu) and the
-// row GEMV's (gemv_rows.cu): grid/block choices and the dispatch. The kernels themselves are in
-// kernels/*.cuh, one per op.
+// Launchers of the hand-written Qwen kernels but the attention's (attention_launch.cu,
+// attention_batch_launch.cu) and the row GEMV's (gemv_rows.cu): grid/block choices and the dispatch.
+// The kernels themselves are in kernels/*.cuh, one per op.
 #include "lanes/qwen/kernels.h"
 
 #include <algorithm>
