@@ -61,9 +61,10 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run(const RunOpts& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  // --lane names a lane; otherwise the device picks one (cpu by default, handwritten on cuda).
+/// The lane `lg run` runs on: --lane, else the device's (cpu by default, handwritten on cuda);
+/// the CPU reference with --fallback-cpu where a GPU lane has no device. Throws lg::Error for a
+/// lane that does not run on --device or is unknown (before the model loads).
+std::string choose_lane(const RunOpts& o) {
   std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cuda" ? "handwritten" : "cpu");
   if (o.device == "cpu" && lg::is_gpu_lane(lane_name))
     throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
@@ -77,46 +78,42 @@ int run(const RunOpts& o) {
                  lane_name.c_str());
     lane_name = "cpu";
   }
+  return lane_name;
+}
 
-  const std::string prompt_text = read_prompt(o);
-  if (prompt_text.empty()) throw lg::Error("the prompt is empty: give --prompt some text (or -f FILE)");
-  // LG_STARTUP_TIMES=1: each start-up phase on stderr (the lanes add their own inside make_lane).
-  lg::StartupClock startup("lg run");
-  lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
-  // The program's context and vocabulary; a checkpoint that does not fit its params (a config
-  // from another size) is refused here rather than as a bad prompt id or a gather error.
-  lg::runtime::resolve_program(dir, o.program);
-  startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
-  if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
-  const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
-  // Generation stops on the tokenizer's eos token too (tokenizer_config.json's), as in lg serve.
-  lg::model::add_eos_token_id(dir.generation, tok.eos_id());
+/// The prompt's token ids. Throws lg::Error naming the prompt's source for bytes that are not
+/// text, and for a prompt of no tokens or with an id outside the checkpoint's vocabulary.
+std::vector<int32_t> encode_prompt(const RunOpts& o, const lg::tokenizer::Tokenizer& tok, const std::string& prompt_text,
+                                   const lg::model::ModelDir& dir) {
   // A raw prompt gets the special tokens the model expects (Llama 3's <|begin_of_text|>, Gemma's
   // <bos>; none for Qwen), as transformers' tokenizer(prompt) and vLLM do.
   // A prompt's bytes that are not text (a binary file): the error names where they came from,
   // the file, standard input or --prompt.
-  const std::vector<int32_t> prompt = [&] {
-    try {
-      return tok.encode_with_special_tokens(prompt_text);
-    } catch (const lg::Error& e) {
-      const bool stdin_ = o.prompt == "-" || o.prompt_file == "-";
-      const std::string source = stdin_ ? "the prompt on standard input" : !o.prompt_file.empty() ? o.prompt_file : "--prompt";
-      throw lg::Error(source + ": " + e.what());
-    }
-  }();
-  startup.mark("tokenizer");
+  std::vector<int32_t> prompt;
+  try {
+    prompt = tok.encode_with_special_tokens(prompt_text);
+  } catch (const lg::Error& e) {
+    const bool stdin_ = o.prompt == "-" || o.prompt_file == "-";
+    const std::string source = stdin_ ? "the prompt on standard input" : !o.prompt_file.empty() ? o.prompt_file : "--prompt";
+    throw lg::Error(source + ": " + e.what());
+  }
   if (prompt.empty()) throw lg::Error("the prompt encodes to no tokens");
   if (const auto id = lg::runtime::first_out_of_vocab(prompt, dir.vocab))
     throw lg::Error(fmt::format("the prompt has token id {}, outside the model's vocabulary of {} ids (vocab_size in "
                                 "config.json): does tokenizer.json belong to this checkpoint?",
                                 *id, dir.vocab));
+  return prompt;
+}
 
+/// The KV positions this run needs for an n-token prompt: the context is the model's (or
+/// --max-seq), and prompt plus generated tokens stay within it. Throws lg::Error for a --max-seq
+/// past the model's context or a prompt that fills it; warns of a --max-tokens it cannot hold.
+int64_t run_positions(const RunOpts& o, const lg::model::ModelDir& dir, int64_t n) {
   // The context is the model's (or --max-seq); the KV cache only needs room for this run.
   const int64_t context = o.max_seq > 0 ? o.max_seq : dir.context;
   if (context > dir.context)
     throw lg::Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
                                 dir.context));
-  const auto n = static_cast<int64_t>(prompt.size());
   // As lg serve and lg batch: a prompt that fills the context leaves no room to generate.
   if (auto e = lg::runtime::prompt_context_error(n, context, "the prompt")) throw lg::Error(*e);
   // An -n the context cannot hold is said, in lg serve's words, and generation stops at the end of
@@ -131,7 +128,29 @@ int run(const RunOpts& o) {
   // (a 511-token prompt at context 512 gives 1 token). The last generated token is never fed
   // back, so the KV cache holds one position less than the tokens: the scheduler stops with
   // "context" once it is full, i.e. at prompt + generated == context (it used to be one more).
-  const int64_t max_seq = std::min(context, n + o.max_tokens) - 1;
+  return std::min(context, n + o.max_tokens) - 1;
+}
+
+int run(const RunOpts& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string lane_name = choose_lane(o);
+  const std::string prompt_text = read_prompt(o);
+  if (prompt_text.empty()) throw lg::Error("the prompt is empty: give --prompt some text (or -f FILE)");
+  // LG_STARTUP_TIMES=1: each start-up phase on stderr (the lanes add their own inside make_lane).
+  lg::StartupClock startup("lg run");
+  lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
+  // The program's context and vocabulary; a checkpoint that does not fit its params (a config
+  // from another size) is refused here rather than as a bad prompt id or a gather error.
+  lg::runtime::resolve_program(dir, o.program);
+  startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
+  if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
+  const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
+  // Generation stops on the tokenizer's eos token too (tokenizer_config.json's), as in lg serve.
+  lg::model::add_eos_token_id(dir.generation, tok.eos_id());
+  const std::vector<int32_t> prompt = encode_prompt(o, tok, prompt_text, dir);
+  startup.mark("tokenizer");
+  const auto n = static_cast<int64_t>(prompt.size());
+  const int64_t max_seq = run_positions(o, dir, n);
 
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt token%s\n", o.model.c_str(),
