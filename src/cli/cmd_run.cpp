@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <optional>
+#include <random>
 
 #include "cli/command.h"
 #include "cli/lane_options.h"
@@ -35,7 +36,7 @@ struct RunOpts {
   int64_t max_tokens = 128, max_seq = 0, top_k = -1;
   bool max_tokens_given = false;  // --max-tokens on the command line, not its default
   std::optional<double> temperature, top_p;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // --seed; none: a random one
   bool quiet = false;
   lg::LaneOptions lane_options;
 };
@@ -177,7 +178,10 @@ int run(const RunOpts& o) {
   gen.sampling.temperature = o.temperature.value_or(dir.generation.do_sample ? dir.generation.temperature : 0.0);
   gen.sampling.top_k = o.top_k >= 0 ? o.top_k : dir.generation.top_k;
   gen.sampling.top_p = o.top_p.value_or(dir.generation.top_p);
-  gen.sampling.seed = o.seed;
+  // Without --seed a sampled run draws its seed, as llama.cpp's and lg serve's requests do (vLLM's
+  // too): the same command samples other text each time; the speed line names the seed, so that
+  // --seed repeats a run. (A fixed default made every sampled run of a prompt the same.)
+  gen.sampling.seed = o.seed ? *o.seed : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   // Special tokens (tokenizer.json's added tokens marked "special") are not shown, as vLLM's
   // default skip_special_tokens leaves them out of the text.
   lg::tokenizer::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
@@ -214,12 +218,14 @@ int run(const RunOpts& o) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     throw lg::Error("standard output: write failed: the generated text was not all written");
   const auto& s = g.stats;
+  const std::string seed_note = gen.sampling.temperature > 0 ? fmt::format(" | seed {}", gen.sampling.seed) : "";
   auto tokens = [](int64_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); };
   std::fprintf(stderr,
                "\nlg: prefill %s in %.1f ms (%.1f tok/s) | time to first token %.1f ms | decode %s in "
-               "%.1f ms (%.1f tok/s) | stop: %s\n",
+               "%.1f ms (%.1f tok/s) | stop: %s%s\n",
                tokens(s.prompt_tokens).c_str(), s.prefill_s * 1e3, s.prefill_tokens_per_s(), s.first_token_s * 1e3,
-               tokens(s.decode_steps).c_str(), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str());
+               tokens(s.decode_steps).c_str(), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str(),
+               seed_note.c_str());
   return 0;
 }
 
@@ -253,7 +259,8 @@ LG_COMMAND("run", [](CLI::App& app) {
                   "keep the k most likely tokens when sampling (0 = off; default, or -1: generation_config.json's)")
       ->check(lg::cli::int_in_range(-1));
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold (1 = off)")->check(lg::cli::finite_number_in(0, 1, true));
-  sub->add_option("--seed", o->seed, "seed of the sampler")->capture_default_str()->check(lg::cli::unsigned_integer());
+  sub->add_option("--seed", o->seed, "seed of the sampler (default: a random one; a sampled run's speed line names it)")
+      ->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
   return [o, prompt, file, max_tokens]() -> int {
     if (prompt->count() == 0 && file->count() == 0) throw lg::Error("lg run needs a prompt: --prompt TEXT, --prompt - (stdin) or -f FILE");

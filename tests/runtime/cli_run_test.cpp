@@ -267,6 +267,35 @@ TEST(LgRun, BadSamplingFlagsAreErrorsBeforeAnyOutput) {
   }
 }
 
+// A sampled run without --seed drew the same seed (0) every time, so every run of a prompt gave
+// the same "random" text, where llama.cpp, vLLM and lg serve draw one. The speed line names the
+// seed a sampled run used, and --seed with it repeats the run's text; a greedy run names none.
+TEST(LgRun, SampledRunsDrawTheirSeedAndNameIt) {
+  auto seed_of = [](const std::string& err) -> std::string {
+    const size_t at = err.find("| seed ");
+    if (at == std::string::npos) return "";
+    const size_t from = at + 7;
+    return err.substr(from, err.find_first_not_of("0123456789", from) - from);
+  };
+  const std::vector<std::string> sampled = {"run", "--model", kModel, "--prompt", "def f(x):", "-n", "16",
+                                            "--temperature", "1.0"};
+  const Result a = run_lg(sampled), b = run_lg(sampled);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  const std::string seed = seed_of(a.err);
+  ASSERT_FALSE(seed.empty()) << a.err;
+  EXPECT_NE(seed, seed_of(b.err)) << "two runs drew the same 64-bit seed";
+  std::vector<std::string> again = sampled;
+  again.insert(again.end(), {"--seed", seed});
+  const Result c = run_lg(again);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.out, a.out) << "--seed " << seed << " did not repeat the run";
+  EXPECT_EQ(seed_of(c.err), seed);
+  const Result greedy = run_lg({"run", "--model", kModel, "--prompt", "def f(x):", "-n", "4"});
+  ASSERT_EQ(greedy.code, 0) << greedy.err;
+  EXPECT_EQ(seed_of(greedy.err), "") << greedy.err;
+}
+
 TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
   const fs::path dir = fs::temp_directory_path() / ("lg_falcon_" + std::to_string(::getpid()));
   fs::create_directories(dir);
