@@ -60,6 +60,12 @@ class Decoder {
     void push(std::string_view token, std::string& out);
     /// Ends the text: appends what was held back and resets the stream for a new text.
     void finish(std::string& out);
+    /// Appends what is held back only because a later token could extend it although it is
+    /// already whole text: ByteFallback's runs of bytes that are valid UTF-8 (HF decodes a run as
+    /// a whole, so streaming holds it until a non-byte token). For the end of a primed prompt,
+    /// whose text the caller has: a run left held would come out as the completion's first text.
+    /// An incomplete run stays held (the next tokens may complete its character).
+    void settle(std::string& out);
 
    private:
     struct State;

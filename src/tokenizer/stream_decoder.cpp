@@ -21,6 +21,10 @@ StreamDecoder& StreamDecoder::operator=(StreamDecoder&&) noexcept = default;
 
 void StreamDecoder::prime(std::span<const int32_t> context) {
   for (const int32_t id : context) push(id);
+  // The prompt's text is the caller's: what the decoder still holds of it that is already whole
+  // (a run of byte tokens at its end) must not come out as the completion's first text.
+  std::string prompt_tail;
+  state_->stream.settle(prompt_tail);
 }
 
 std::string StreamDecoder::push(int32_t id) {

@@ -142,6 +142,34 @@ TEST(FamilyDecode, ByteFallbackRunsAreAllOrNothing) {
   EXPECT_EQ(stream.finish(), "");
 }
 
+// A prompt that ends in a run of byte tokens (a character outside the vocabulary, "你"): the
+// primed stream held the run, as it holds every run until a non-byte token, so the prompt's "你"
+// came out as the completion's first text (lg serve answered "你 Hello" for a generated "▁Hello").
+// A run that is not yet a whole character stays held: the next byte tokens may complete it.
+TEST(FamilyDecode, PrimedStreamKeepsThePromptsTrailingBytesOutOfTheCompletion) {
+  const Tokenizer& sp = family("sentencepiece-bpe-32k");
+  auto byte = [&](int b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    return *sp.token_to_id(name);
+  };
+  const int32_t hello = *sp.token_to_id("▁Hello");
+  StreamDecoder stream(sp);
+  stream.prime(std::vector<int32_t>{hello, byte(0xE4), byte(0xBD), byte(0xA0)});
+  EXPECT_EQ(stream.push(hello), " Hello");
+  EXPECT_EQ(stream.finish(), "");
+  StreamDecoder bytes_after(sp);
+  bytes_after.prime(std::vector<int32_t>{hello, byte(0xE4), byte(0xBD), byte(0xA0)});
+  EXPECT_EQ(bytes_after.push(byte(0xE5)), "");  // "好" in bytes
+  EXPECT_EQ(bytes_after.push(byte(0xA5)), "");
+  EXPECT_EQ(bytes_after.push(byte(0xBD)), "");
+  EXPECT_EQ(bytes_after.finish(), "\xE5\xA5\xBD");
+  StreamDecoder split(sp);
+  split.prime(std::vector<int32_t>{hello, byte(0xE4), byte(0xBD)});
+  EXPECT_EQ(split.push(byte(0xA0)), "");
+  EXPECT_EQ(split.push(hello), "\xE4\xBD\xA0 Hello");
+}
+
 // skip_special_tokens leaves a special token out before the decoder runs, as HF does: Llama 2's
 // "<s>" then no longer starts the text, so Strip takes the space of the "▁Hello" after it (HF:
 // decode([1, 15043]) is "<s> Hello", with skip_special_tokens=True "Hello"); a primed stream skips
