@@ -164,12 +164,6 @@ bool Scheduler::plan_running(std::vector<Planned>& plan, int64_t& budget) {
 void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(plan.size()) < options_.max_batch) {
     Seq& s = *waiting_.front();
-    if (s.computed == 0 && s.gen.tokens.empty() && s.req.options.should_stop && s.req.options.should_stop()) {
-      std::unique_ptr<Seq> gone = std::move(waiting_.front());
-      waiting_.pop_front();
-      finish(std::move(gone));
-      continue;
-    }
     const int64_t cached = take_cached_prefix(s);
     const int64_t n = fits(s, std::min(s.remaining(), budget));
     if (n < 1) {  // it waits, holding nothing
@@ -218,15 +212,31 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   return stop.empty();
 }
 
+void Scheduler::drop_stopped() {
+  auto stopped = [](const Seq& s) { return s.req.options.should_stop && s.req.options.should_stop(); };
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (!stopped(**it)) {
+      ++it;
+      continue;
+    }
+    std::unique_ptr<Seq> gone = std::move(*it);
+    it = waiting_.erase(it);
+    finish(std::move(gone));
+  }
+  for (size_t i = 0; i < running_.size();) {
+    if (stopped(*running_[i])) finish(take_running(running_[i].get()));
+    else ++i;
+  }
+}
+
 bool Scheduler::step() {
+  drop_stopped();
   if (waiting_.empty() && running_.empty()) return false;
   std::vector<Planned> plan;
   int64_t budget = options_.max_tokens;
   plan_step(plan, budget);
-  if (plan.empty()) {
-    if (running_.empty() && waiting_.empty()) return false;  // every waiting request was cancelled
+  if (plan.empty())
     throw Error("scheduler: no sequence could be scheduled (" + std::to_string(blocks_.free_blocks()) + " free blocks)");
-  }
   std::vector<SeqStep> steps;
   steps.reserve(plan.size());
   const auto now = Clock::now();
@@ -246,9 +256,11 @@ bool Scheduler::step() {
   std::vector<SeqResult> results;
   try {
     results = lane_.step(steps);
-  } catch (const Error& e) {
-    // The step failed as a whole (the lane refused it or broke): every request in it ends with
-    // the error; the others go on.
+  } catch (const std::exception& e) {
+    // The step failed as a whole (the lane refused it or broke, lg::Error or not: a std::bad_alloc,
+    // an out_of_range): every request in it ends with the error; the others go on. (Only
+    // lg::Error was caught: any other left the step's requests running, and lg serve's worker
+    // retried the same failing step forever.)
     for (const Planned& p : plan) finish(take_running(p.seq), e.what());
     return true;
   }

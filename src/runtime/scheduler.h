@@ -107,6 +107,11 @@ class Scheduler {
   /// With the prefix cache: `s` (not running, no blocks) takes the cached blocks its tokens start
   /// with, all but its last token at most. Returns the tokens they hold.
   int64_t take_cached_prefix(Seq& s);
+  /// Requests whose caller stopped them (should_stop: a client that went away, a shutdown's cut)
+  /// leave before a step is planned, wherever they are: a waiting one never runs (anywhere in
+  /// the queue, not only at its front), a running one frees its blocks now, not after its next
+  /// token or the rest of a long prompt's chunks.
+  void drop_stopped();
   void preempt(Seq& s);
   /// Removes `s` from the running requests and hands it over.
   std::unique_ptr<Seq> take_running(Seq* s);

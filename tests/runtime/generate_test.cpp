@@ -65,14 +65,22 @@ TEST(Generate, StopsWhenTheCallerAsks) {
   CountingLane lane(100);
   GenerateOptions o;
   o.max_new_tokens = 40;
-  int asked = 0;
-  // Asked once before the request starts (a cancelled queued request never runs), then after
-  // every token: the fourth answer stops it after its third token.
-  o.should_stop = [&] { return ++asked == 4; };
+  // Asked after every token (and before every step): once the caller has seen three tokens it
+  // says stop, and the third is the last.
+  int seen = 0;
+  o.on_token = [&](int32_t) { ++seen; };
+  o.should_stop = [&] { return seen >= 3; };
   const std::vector<int32_t> prompt = {1};
   const Generation g = generate(lane, prompt, o);
   EXPECT_EQ(g.tokens, (std::vector<int32_t>{2, 3, 4}));
   EXPECT_EQ(g.stats.stop, "caller");
+  // Stopped before it starts: it never runs.
+  CountingLane unused(100);
+  o.should_stop = [] { return true; };
+  const Generation none = generate(unused, prompt, o);
+  EXPECT_TRUE(none.tokens.empty());
+  EXPECT_EQ(none.stats.stop, "caller");
+  EXPECT_TRUE(unused.steps.empty());
 }
 
 TEST(Generate, StopsWhenTheCacheIsFull) {

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <random>
+#include <stdexcept>
 
 #include "common/pool_lane.h"
 #include "runtime/generate.h"
@@ -275,6 +276,110 @@ TEST(Scheduler, LongPromptsArePrefilledInChunksBesideRunningDecodes) {
   // 200 tokens at 31 a step (one of the 32 goes to a's decode): 7 steps, and a decoded in each.
   EXPECT_EQ(steps, 7);
   EXPECT_EQ(short_tokens, 1 + 7);
+}
+
+// A request whose client went away while it waited behind others used to stay queued until it
+// reached the front (and then, if it had been preempted, was recomputed to make one more token):
+// it kept lg serve's waiting count up (503 queue_full for the live ones) and, unstreamed, its HTTP
+// thread. Now it leaves at the next step wherever it waits; the others keep their order.
+TEST(Scheduler, AStoppedRequestLeavesTheQueueAtTheNextStepWhereverItWaits) {
+  PoolLane lane(/*max_seq=*/64, /*pool_tokens=*/64, /*block_size=*/4, /*max_batch=*/1, /*max_tokens=*/64);
+  Scheduler sched(lane);
+  std::vector<int> done(4, 0);
+  std::vector<std::string> stop(4);
+  bool cancel_c = false;
+  for (int i = 0; i < 4; ++i) {
+    Request r;
+    r.prompt = {1, 2, 3};
+    r.options.max_new_tokens = i == 0 ? 30 : 2;
+    if (i == 2) r.options.should_stop = [&cancel_c] { return cancel_c; };
+    r.on_done = [&done, &stop, i](Generation&& g, const std::string&) {
+      ++done[static_cast<size_t>(i)];
+      stop[static_cast<size_t>(i)] = g.stats.stop;
+      EXPECT_TRUE(i != 2 || g.tokens.empty()) << "the cancelled request ran";
+    };
+    sched.submit(std::move(r));
+  }
+  sched.step();  // the first request runs; three wait (one sequence a step)
+  ASSERT_EQ(sched.waiting(), 3);
+  cancel_c = true;
+  const int64_t fed = lane.tokens_fed;
+  sched.step();
+  EXPECT_EQ(done[2], 1);
+  EXPECT_EQ(stop[2], "caller");
+  EXPECT_EQ(sched.waiting(), 2);
+  EXPECT_EQ(lane.tokens_fed, fed + 1);  // the running request's decode, nothing of the cancelled one
+  sched.run();
+  EXPECT_EQ(done, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_EQ(stop[1], "max_tokens");
+  EXPECT_EQ(stop[3], "max_tokens");
+}
+
+// A long prompt whose client went away while it was prefilled in chunks ran all its chunks before
+// should_stop was asked (after its first token). Now it stops at the next step and frees its
+// blocks.
+TEST(Scheduler, AStoppedRequestStopsBetweenItsPrefillChunks) {
+  PoolLane lane(/*max_seq=*/128, /*pool_tokens=*/128, /*block_size=*/4, /*max_batch=*/4, /*max_tokens=*/8);
+  Scheduler sched(lane);
+  bool cancel = false, finished = false;
+  Request r;
+  r.prompt.assign(60, 7);
+  r.options.max_new_tokens = 4;
+  r.options.should_stop = [&cancel] { return cancel; };
+  r.on_done = [&](Generation&& g, const std::string& error) {
+    finished = true;
+    EXPECT_EQ(error, "");
+    EXPECT_TRUE(g.tokens.empty());
+    EXPECT_EQ(g.stats.stop, "caller");
+  };
+  sched.submit(std::move(r));
+  sched.step();
+  EXPECT_EQ(lane.tokens_fed, 8);  // the first chunk
+  EXPECT_GT(sched.blocks().used_blocks(), 0);
+  cancel = true;
+  EXPECT_FALSE(sched.step());  // nothing left to run
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(lane.tokens_fed, 8);
+  EXPECT_EQ(sched.blocks().used_blocks(), 0);
+}
+
+// A lane step that throws something other than lg::Error (std::bad_alloc, an out_of_range from a
+// lookup) left the step's requests running, so lg serve's worker planned the same failing step
+// again forever and their clients never got an answer. It ends them with the error, as an
+// lg::Error does; the requests after it run.
+TEST(Scheduler, ALaneFaultOfAnyKindEndsTheStepsRequestsAndTheRestGoOn) {
+  class FaultyLane : public PoolLane {
+   public:
+    using PoolLane::PoolLane;
+    std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
+      if (fail_next) {
+        fail_next = false;
+        throw std::out_of_range("map::at");
+      }
+      return PoolLane::step(batch);
+    }
+    bool fail_next = true;
+  };
+  FaultyLane lane(/*max_seq=*/64, /*pool_tokens=*/64, /*block_size=*/4, /*max_batch=*/1, /*max_tokens=*/64);
+  Scheduler sched(lane);
+  std::vector<std::string> errors(2, "none");
+  std::vector<size_t> tokens(2, 0);
+  for (size_t i = 0; i < 2; ++i) {
+    Request r;
+    r.prompt = {1, 2, 3};
+    r.options.max_new_tokens = 3;
+    r.on_done = [&errors, &tokens, i](Generation&& g, const std::string& error) {
+      errors[i] = error;
+      tokens[i] = g.tokens.size();
+    };
+    sched.submit(std::move(r));
+  }
+  sched.run();
+  EXPECT_EQ(errors[0], "map::at");
+  EXPECT_EQ(tokens[0], 0u);
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(tokens[1], 3u);
+  EXPECT_EQ(sched.blocks().used_blocks(), 0);
 }
 
 }  // namespace
