@@ -50,8 +50,9 @@ std::string media_type(const std::string& content_type) {
   return t;
 }
 
-// Writes a running request's events to `sink` until it ends (or the client goes).
-void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& sink) {
+// Writes a running request's events to `sink` until it ends (or the client goes: a failed write,
+// or `watch` seeing the socket closed while nothing is written, as while the request waits).
+void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& sink, const ConnectionWatch& watch) {
   auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
   try {
     bool ok = true;
@@ -65,7 +66,8 @@ void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& 
       return;
     }
     const EngineResult r =
-        job.follow([&](const EnginePiece& piece) { return write(sse(chunk_json(p, piece_choice(p, piece, nullptr)))); });
+        job.follow([&](const EnginePiece& piece) { return write(sse(chunk_json(p, piece_choice(p, piece, nullptr)))); },
+                   [&watch] { return watch.gone(); });
     ok = write(sse(chunk_json(p, piece_choice(p, EnginePiece{}, r.finish_reason))));
     if (ok && p.gen.include_usage) {
       json last = chunk_json(p, nullptr);
@@ -119,10 +121,15 @@ void Server::install_generation_routes() {
       return;
     }
     res.set_header("Cache-Control", "no-cache");
+    // A stream writes nothing while its request waits or its prompt is prefilled, and a write to
+    // a peer that has closed usually succeeds (the kernel buffers it): the socket itself tells
+    // that the client left, so that a queued stream leaves the queue. Found here, where the
+    // connection is the handler's; the provider runs later on the same connection.
+    auto watch = std::make_shared<const ConnectionWatch>(req);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [p, job](size_t, httplib::DataSink& sink) {
-          stream_events(*p, *job, sink);
+        [p, job, watch](size_t, httplib::DataSink& sink) {
+          stream_events(*p, *job, sink, *watch);
           return true;
         },
         // Called when the response is done with, also when httplib never got to stream (the

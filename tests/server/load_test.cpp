@@ -354,6 +354,59 @@ TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
 }
 
+// Clients that give up while their requests wait (a timeout, a closed tab) free their places in
+// the queue at once, streamed or not: the queue held them until the running request ended (only
+// its front was checked, and only when a slot was free; a stream's hang-up was seen only by a
+// failed write, and a waiting stream writes nothing), so live requests got 503 queue_full.
+TEST(ServerQueueTest, RequestsWhoseClientsLeaveWhileQueuedFreeTheirPlaces) {
+  EngineOptions eo;
+  eo.max_seq = 2048;
+  eo.lane_options.max_batch = 1;
+  eo.max_waiting = 2;
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+  Server server(engine, {"127.0.0.1", 0});
+  const int port = server.start();
+  const json body = {{"prompt", "def f():"}, {"max_tokens", 2000}, {"temperature", 0}, {"ignore_eos", true}};
+  auto wait_for = [&](auto pred, std::chrono::seconds limit) {
+    const auto deadline = clock_type::now() + limit;
+    while (!pred() && clock_type::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return pred();
+  };
+  const int running = lg::test::send_post(port, "/v1/completions", body.dump());
+  ASSERT_TRUE(wait_for([&] { return engine.stats().running == 1; }, std::chrono::seconds(30)));
+  json streamed = body;
+  streamed["stream"] = true;
+  const int queued_plain = lg::test::send_post(port, "/v1/completions", body.dump());
+  const int queued_stream = lg::test::send_post(port, "/v1/completions", streamed.dump());
+  ASSERT_TRUE(wait_for([&] { return engine.stats().waiting == 2; }, std::chrono::seconds(30)));
+  ::close(queued_plain);
+  ::close(queued_stream);
+  // 2,000 tokens of the running request take the cpu lane many seconds; the two leave long before.
+  EXPECT_TRUE(wait_for([&] { return engine.stats().waiting == 0; }, std::chrono::seconds(3)))
+      << engine.stats().waiting << " still waiting";
+  EXPECT_EQ(engine.stats().running, 1);
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  json quick = body;
+  quick["max_tokens"] = 1;
+  quick["stream"] = true;
+  std::thread after([&] {
+    auto r = c.Post("/v1/completions", quick.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;  // admitted to the queue, answered once the slot frees
+  });
+  ASSERT_TRUE(wait_for([&] { return engine.stats().waiting == 1; }, std::chrono::seconds(10)));
+  ::close(running);
+  after.join();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const EngineStats st = engine.stats();
+        return engine.in_flight() == 0 && st.running == 0 && st.waiting == 0;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
+
 // The prefix cache behind the server: the same ~1,500-token prompt sent again reaches its first
 // token in under half the time (it prefills only its last block) with the same answer, and
 // /metrics counts the hits. Wall time: the first run computes ~100x the positions of the second
