@@ -302,7 +302,7 @@ int Server::bind() {
 
 int Server::start() {
   const int p = bind();
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  thread_ = std::thread([this] { listen(); });
   // listen_after_bind() flips is_running() once it accepts; bounded so a failure cannot hang.
   for (int i = 0; i < 500 && !http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return p;
@@ -310,11 +310,39 @@ int Server::start() {
 
 void Server::run() {
   bind();
+  listen();
+}
+
+void Server::listen() {
+  {
+    std::lock_guard<std::mutex> lock(listen_mu_);
+    if (stop_asked_) return;
+    listening_ = true;
+  }
   http_->listen_after_bind();
+  std::lock_guard<std::mutex> lock(listen_mu_);
+  listen_done_ = true;
+}
+
+void Server::stop_listening() {
+  {
+    std::lock_guard<std::mutex> lock(listen_mu_);
+    stop_asked_ = true;  // a listen() that has not passed its check now returns at once
+  }
+  // One that has: stop its loop once it runs (or once listen() has returned: nothing to stop).
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(listen_mu_);
+      if (!listening_ || listen_done_) return;
+    }
+    if (http_->is_running()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  http_->stop();
 }
 
 void Server::stop() {
-  if (http_) http_->stop();
+  if (http_) stop_listening();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -331,7 +359,7 @@ void Server::shutdown(std::chrono::milliseconds timeout, const std::function<boo
   // is refused (503).
   engine_.cancel_all();
   while (engine_.in_flight() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next step
-  http_->stop();  // no new connections; run() returns once the open ones have ended
+  stop_listening();  // no new connections; run() returns once the open ones have ended
   if (thread_.joinable()) thread_.join();
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -66,7 +67,8 @@ class Server {
   /// Binds host:port and serves on a background thread; returns the bound port. Throws
   /// lg::Error if the address cannot be bound.
   int start();
-  /// Binds and serves on the calling thread until stop() (from a signal or another thread).
+  /// Binds and serves on the calling thread until stop() or shutdown() (from a signal or another
+  /// thread); returns at once if shutdown() came first.
   void run();
   /// Stops serving and joins the background thread. Safe to call more than once.
   void stop();
@@ -91,6 +93,12 @@ class Server {
   void install_error_handlers();
   /// Answers a CORS preflight (true), or leaves the request to the routes (false).
   bool answer_preflight(const httplib::Request& req, httplib::Response& res) const;
+  /// httplib's listen loop on this thread, unless shutdown() came first (see listen_state_).
+  void listen();
+  /// Stops httplib's listen loop whenever it runs: httplib's stop() does nothing before the loop
+  /// has started (is_running() false), so a SIGTERM between bind() and the loop's start would
+  /// leave run() listening forever.
+  void stop_listening();
 
   Engine& engine_;
   ServerOptions options_;
@@ -101,6 +109,10 @@ class Server {
   int port_ = 0;
   int listen_fd_ = -1;
   std::atomic<bool> draining_{false};
+  /// listen()'s progress against shutdown(), under listen_mu_: whether a stop was asked for,
+  /// whether listen() passed its check (and will run httplib's loop), and whether it returned.
+  std::mutex listen_mu_;
+  bool stop_asked_ = false, listening_ = false, listen_done_ = false;
 };
 
 }  // namespace lg::server

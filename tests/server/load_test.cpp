@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <latch>
@@ -405,6 +406,34 @@ TEST(ServerQueueTest, RequestsWhoseClientsLeaveWhileQueuedFreeTheirPlaces) {
       },
       std::chrono::seconds(30)));
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
+
+// A SIGTERM right after the port is bound (lg serve prints "listening on" before httplib's loop
+// starts) ran the whole shutdown while httplib's stop() could do nothing (its loop was not running
+// yet); run() then listened forever, answering 503, and only SIGKILL ended it. A shutdown before
+// run() now makes run() return at once.
+TEST(ServerShutdownTest, AShutdownBeforeTheListenLoopStartsEndsRun) {
+  EngineOptions eo;
+  eo.max_seq = 256;
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+  Server server(engine, {"127.0.0.1", 0});
+  server.bind();
+  server.shutdown(std::chrono::milliseconds(0));
+  std::atomic<bool> returned{false};
+  std::thread runner([&] {
+    server.run();
+    returned = true;
+  });
+  const auto deadline = clock_type::now() + std::chrono::seconds(5);
+  while (!returned && clock_type::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(returned) << "run() listens after a shutdown";
+  if (!returned) {  // let the test end: httplib's stop() works once its loop runs
+    while (!returned) {
+      server.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  runner.join();
 }
 
 // The prefix cache behind the server: the same ~1,500-token prompt sent again reaches its first
