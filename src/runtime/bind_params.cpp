@@ -42,6 +42,47 @@ std::string name_form(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// The module a tensor's form sits beside: its form less the tensor's own name and its module's
+// ("model.layers.#.self_attn.q_norm.weight" -> "model.layers.#.self_attn"); "" at the top.
+std::string parent_module(const std::string& form) {
+  size_t cut = form.rfind('.');
+  if (cut == std::string::npos) return "";
+  cut = form.rfind('.', cut - 1);
+  return cut == std::string::npos ? "" : form.substr(0, cut);
+}
+
+// Buffers that older transformers saved beside the weights and that no forward reads as a weight:
+// RoPE's inverse frequencies, GPT-2's causal-mask buffers (vLLM skips the same names).
+bool saved_buffer(const std::string& name) {
+  return name.ends_with("rotary_emb.inv_freq") || name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+}
+
+// Checkpoint tensors that no param binds although the program binds a present tensor beside them
+// (same parent module): a q_norm beside a bound q_proj, a q_proj.bias beside a bound
+// q_proj.weight. The forward would run without them, a silently wrong answer (a Qwen3 checkpoint
+// whose config.json says model_type "llama" ran as Llama without its q/k norms). Tensors under
+// modules the program reads nothing of (an lm_head.weight kept beside a tied head, as transformers
+// ties it) are left alone. One sentence per form.
+std::vector<std::string> unread_siblings(const ir::Graph& graph, const model::Checkpoint& checkpoint,
+                                         const std::set<std::string>& bound, const std::set<std::string>& bound_forms) {
+  std::set<std::string> read_parents, reported;
+  for (const std::string& name : bound)
+    if (checkpoint.contains(name)) read_parents.insert(parent_module(name_form(name)));
+  std::vector<std::string> out;
+  for (const std::string& name : checkpoint.names()) {
+    const std::string form = name_form(name);
+    if (bound.count(name) || bound_forms.count(form) || saved_buffer(name)) continue;
+    const std::string parent = parent_module(form);
+    if (!read_parents.count(parent) || !reported.insert(form).second) continue;
+    out.push_back("tensor \"" + name + "\" (form \"" + form + "\") is bound by no param, though the " + graph.model +
+                  " program reads tensors beside it in \"" + parent +
+                  "\": its forward would run without it (is config.json's model_type this checkpoint's architecture?)");
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   std::vector<std::string> problems;
   for (const ir::ParamInfo& p : graph.params) {
@@ -106,6 +147,7 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
     problems.push_back("tensor \"" + name + "\" is bound by no param, though the program binds others of its form \"" +
                        form + "\" (a config.json from a shallower model: num_hidden_layers?)");
   }
+  for (std::string& p : unread_siblings(graph, checkpoint, bound, forms)) problems.push_back(std::move(p));
   return problems;
 }
 

@@ -14,8 +14,9 @@ namespace lg::runtime {
 /// Where `checkpoint` does not fit `graph`'s params, one sentence each: a missing tensor (with the
 /// nearest names present), a shape other than the param declares, a dtype that cannot be computed
 /// with, and tensors of a bound name form ("model.layers.#.mlp.up_proj.weight") that no param
-/// binds (a config with fewer layers than the checkpoint). Empty when it fits. Shapes only: no
-/// weight bytes are read.
+/// binds (a config with fewer layers than the checkpoint), and tensors no param binds beside tensors
+/// the program does read (a q_norm or a bias the forward would run without: a config.json whose
+/// model_type names another architecture). Empty when it fits. Shapes only: no weight bytes are read.
 std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint);
 
 /// Throws one lg::Error listing all param_problems (naming the params, their tensors and the

@@ -11,6 +11,7 @@
 #include "runtime/forward_graph.h"
 #include "runtime/model_source.h"
 #include "support/error.h"
+#include "common/model_copy.h"
 
 namespace lg::runtime {
 namespace {
@@ -146,6 +147,57 @@ TEST(ParamProblems, ConfigFromAnotherSizeIsReportedByTensorAndParam) {
   }
 }
 
+// A checkpoint whose config.json names another family that reads a subset of its tensors is
+// refused, naming the tensors the forward would run without: a Qwen3 checkpoint labelled
+// model_type "llama" ran as Llama, its q/k norms silently unread, and answered with other tokens.
+// Tensors of modules the program reads nothing of (a tied head's lm_head.weight) and saved
+// buffers (rotary_emb.inv_freq) stay accepted, as transformers and vLLM accept them.
+TEST(ParamProblems, TensorsBesideReadOnesThatNoParamBindsAreReported) {
+  lg::test::ModelCopy copy(kShared + "/fixtures/tiny-qwen3");
+  copy.edit_json("config.json", [](nlohmann::json& j) { j["model_type"] = "llama"; });
+  auto m = model::ModelDir::open(copy.dir);
+  const std::string e = error_of([&] { resolve_program(m); });
+  EXPECT_NE(e.find("does not fit the llama program (2 problems)"), std::string::npos) << e;
+  EXPECT_NE(e.find("tensor \"model.layers.0.self_attn.q_norm.weight\" (form \"model.layers.#.self_attn.q_norm.weight\") "
+                   "is bound by no param, though the llama program reads tensors beside it in \"model.layers.#.self_attn\""),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("k_norm"), std::string::npos) << e;
+  EXPECT_NE(e.find("is config.json's model_type this checkpoint's architecture?"), std::string::npos) << e;
+
+  // A checkpoint of 2x2 tensors: lm_head.weight beside a head tied to the embedding (its module
+  // is read by nothing) and a saved inverse-frequency buffer beside a read q_proj are no problem.
+  const auto dir = std::filesystem::temp_directory_path() / ("lg_siblings_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    const std::vector<std::pair<std::string, int>> tensors = {{"model.embed_tokens.weight", 4},
+                                                              {"lm_head.weight", 4},
+                                                              {"model.layers.0.self_attn.q_proj.weight", 4},
+                                                              {"model.layers.0.self_attn.rotary_emb.inv_freq", 2}};
+    nlohmann::json header = nlohmann::json::object();
+    size_t offset = 0;
+    for (const auto& [name, n] : tensors) {
+      header[name] = {{"dtype", "F32"},
+                      {"shape", n == 4 ? std::vector<int>{2, 2} : std::vector<int>{2}},
+                      {"data_offsets", {offset, offset + 4 * n}}};
+      offset += 4 * n;
+    }
+    const std::string h = header.dump();
+    const uint64_t len = h.size();
+    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << h << std::string(offset, '\0');
+  }
+  const model::Checkpoint ck = model::Checkpoint::open(dir);
+  using ir::Dim;
+  const ir::Graph g = graph_with_params({
+      {"embed", "model.embed_tokens.weight", DType::F32, {Dim::constant(2), Dim::constant(2)}},
+      {"head", "model.embed_tokens.weight", DType::F32, {Dim::constant(2), Dim::constant(2)}},
+      {"l0.wq", "model.layers.0.self_attn.q_proj.weight", DType::F32, {Dim::constant(2), Dim::constant(2)}},
+  });
+  EXPECT_EQ(param_problems(g, ck), std::vector<std::string>{});
+  std::filesystem::remove_all(dir);
+}
 
 // A --program whose forward does not return the logits [T, vocab_size] is refused by name before
 // a lane is built: it used to run, sampling ids from a [T, D] output as if D were the vocabulary
@@ -156,7 +208,10 @@ TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
   auto program = [&](const std::string& name, const std::string& signature, const std::string& result) {
     const auto path = tmp / (name + ".lg");
     std::ofstream(path) << "model x {\n  dims {\n    V = config.vocab_size\n    D = config.hidden_size\n  }\n"
-                           "  param embed: bf16[V, D] = \"model.embed_tokens.weight\"\n  forward("
+                           "  param embed: bf16[V, D] = \"model.embed_tokens.weight\"\n"
+                           // Declared, unread: a program that binds the embedding but not the final
+                           // norm beside it is refused for that (ParamProblems above).
+                           "  param norm: bf16[D] = \"model.norm.weight\"\n  forward("
                         << signature << " {\n    x = embed[tokens].to(f32)\n    return " << result << "\n  }\n}\n";
     return path;
   };
