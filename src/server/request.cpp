@@ -178,6 +178,31 @@ GenerationRequest parse_common(const json& j, bool chat) {
 // Checked per field, so the 400 names the one at fault.
 bool chat_nesting_too_deep(const ordered_json& value) { return chat::nested_deeper_than(value, kMaxChatNesting); }
 
+// One entry of `tools`, checked as OpenAI's API and vLLM (its ChatCompletionToolsParam) check it:
+// `type` "function" (the default), a `function` object with a string `name`, and, when given, a
+// string `description` and an object `parameters`. A tool without them was handed to the template
+// as sent (Qwen3's wrote the nameless tool into the prompt, a 200), where those servers answer 400
+// naming the field.
+void check_tool(const ordered_json& tool, const std::string& at) {
+  if (const ordered_json* type = field(tool, "type"); type && *type != "function")
+    throw RequestError(at + ".type", fmt::format("'{}.type' must be \"function\", got {}", at, type->dump()));
+  const ordered_json* fn = field(tool, "function");
+  if (!fn || !fn->is_object())
+    throw RequestError(at + ".function", fmt::format("'{}.function' must be an object naming the function ({{\"name\": "
+                                                     "string, \"parameters\": JSON schema}}), got {}",
+                                                     at, fn ? fn->type_name() : "nothing"));
+  const ordered_json* name = field(*fn, "name");
+  if (!name || !name->is_string())
+    throw RequestError(at + ".function.name", fmt::format("'{}.function.name' must be a string, got {}", at,
+                                                          name ? name->type_name() : "nothing"));
+  if (const ordered_json* d = field(*fn, "description"); d && !d->is_string())
+    throw RequestError(at + ".function.description",
+                       fmt::format("'{}.function.description' must be a string, got {}", at, d->type_name()));
+  if (const ordered_json* ps = field(*fn, "parameters"); ps && !ps->is_object())
+    throw RequestError(at + ".function.parameters",
+                       fmt::format("'{}.function.parameters' must be an object (a JSON schema), got {}", at, ps->type_name()));
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body) {
@@ -282,6 +307,7 @@ ChatRequest parse_chat_request(const std::string& body) {
       if (!(*t)[i].is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, (*t)[i].type_name()));
       if (chat_nesting_too_deep((*t)[i]))
         throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
+      check_tool((*t)[i], at);
     }
     r.tools = *t;
   }

@@ -280,6 +280,18 @@ TEST(ChatRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"messages":[{"role":"tool"}]})"), "messages[0].content");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":{}})"), "tools");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":[1]})"), "tools[0]");
+  // A tool is {"type": "function", "function": {"name": string, ...}}, as OpenAI and vLLM require
+  // (it reached the template without a function, a nameless tool in the prompt, or a 500).
+  auto tool = [&](const std::string& t) { return p(R"({"messages":[{"role":"user","content":"a"}],"tools":[)" + t + "]}"); };
+  EXPECT_EQ(tool(R"({"type":"function"})"), "tools[0].function");
+  EXPECT_EQ(tool(R"({"type":"function","function":"add"})"), "tools[0].function");
+  EXPECT_EQ(tool(R"({"type":"function","function":{}})"), "tools[0].function.name");
+  EXPECT_EQ(tool(R"({"type":"function","function":{"name":5}})"), "tools[0].function.name");
+  EXPECT_EQ(tool(R"({"type":"function","function":{"name":"f","description":[]}})"), "tools[0].function.description");
+  EXPECT_EQ(tool(R"({"type":"function","function":{"name":"f","parameters":"{}"}})"), "tools[0].function.parameters");
+  EXPECT_EQ(tool(R"({"type":"retrieval","function":{"name":"f"}})"), "tools[0].type");
+  EXPECT_EQ(tool(R"({"function":{"name":"f"}},{"type":"function"})"), "tools[1].function");
+  EXPECT_EQ(tool(R"({"function":{"name":"f","description":null,"parameters":null}})"), "<no error>");  // type: function
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"add_generation_prompt":1})"), "add_generation_prompt");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":[]})"), "chat_template_kwargs");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"messages":[]}})"),
