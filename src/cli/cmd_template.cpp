@@ -16,6 +16,7 @@
 #include "chat/ordered_json.h"
 #include "cli/command.h"
 #include "support/error.h"
+#include "support/json_file.h"
 #include "support/text_input.h"
 
 namespace {
@@ -43,7 +44,7 @@ json read_json(const std::string& path) {
   try {
     return lg::chat::parse_ordered_json(text);
   } catch (const json::exception& e) {
-    throw lg::Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+    throw lg::Error(fmt::format("{}: not valid JSON: {}", path, lg::json_error_text(e)));
   }
 }
 

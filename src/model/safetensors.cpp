@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
+#include "support/json_file.h"
 
 namespace lg::model {
 
@@ -165,7 +166,7 @@ void SafetensorsFile::parse_header() {
   try {
     header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: malformed JSON header: {}", source_, e.what()));
+    throw Error(fmt::format("{}: malformed JSON header: {}", source_, json_error_text(e)));
   }
   if (!header.is_object())
     throw Error(fmt::format("{}: JSON header is a JSON {}, expected an object of tensors", source_,

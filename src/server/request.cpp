@@ -9,6 +9,7 @@
 #include "chat/chat_template.h"
 #include "chat/ordered_json.h"
 #include "server/unsupported_fields.h"
+#include "support/json_file.h"
 
 namespace lg::server {
 
@@ -21,12 +22,7 @@ nlohmann::json parse_json_limited(const std::string& text) {
   return nlohmann::json::parse(text, limit);
 }
 
-std::string json_error_message(const nlohmann::json::exception& e) {
-  std::string m = e.what();
-  if (m.rfind("[json.exception.", 0) == 0)
-    if (const auto close = m.find("] "); close != std::string::npos) m.erase(0, close + 2);
-  return m;
-}
+std::string json_error_message(const nlohmann::json::exception& e) { return json_error_text(e); }
 
 namespace {
 

@@ -22,6 +22,12 @@ inline constexpr int kMaxJsonFileDepth = 10000;
 /// JSON is nested more than 10000 levels deep", `source_name` standing for the file.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source_name);
 
+/// What nlohmann's exception says, without its "[json.exception.parse_error.101] " prefix (a class
+/// and number that mean nothing to a user): "parse error at line 2, column 1: syntax error while
+/// parsing object key - unexpected end of input; expected string literal". Every message that
+/// reports a malformed JSON file, header or body is built from it.
+std::string json_error_text(const nlohmann::json::exception& e);
+
 /// Reads `path` (at most kMaxTextInputBytes) and parses it as parse_json_text does; lg::Error
 /// naming the file if it cannot be opened too.
 nlohmann::json read_json_file(const std::filesystem::path& path);

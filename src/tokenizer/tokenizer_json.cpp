@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer_json.h"
 
 #include "support/error.h"
+#include "support/json_file.h"
 
 namespace lg::tokenizer {
 namespace {
@@ -92,7 +93,7 @@ class Sax : public nlohmann::json_sax<json> {
   }
 
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    throw Error(file_ + ": not valid JSON (byte " + std::to_string(position) + "): " + e.what());
+    throw Error(file_ + ": not valid JSON (byte " + std::to_string(position) + "): " + json_error_text(e));
   }
 
  private:

@@ -77,7 +77,9 @@ TEST(CliTemplate, ExplainsWhatIsWrong) {
       << r.out;
   r = run_template(kTokenizers / "gemma3", "[{\"role\": ");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not valid JSON: parse error at line 1, column 11: "), std::string::npos) << r.out;
+  // The position, without nlohmann's internal "[json.exception.parse_error.101]" id.
+  EXPECT_EQ(r.out.find("json.exception"), std::string::npos) << r.out;
   r = run_template(kTokenizers / "gemma3", R"({"messages": [1]})");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("messages[0] must be an object"), std::string::npos) << r.out;

@@ -142,7 +142,8 @@ TEST(Config, MissingFieldInAFileNamesTheFile) {
   EXPECT_EQ(error_of([&] { load_config(dir / "config.json"); }),
             (dir / "config.json").string() + ": missing required field 'hidden_size'");
   write_file(dir / "config.json", "{\"hidden_size\": 12,");
-  EXPECT_HAS(error_of([&] { load_config(dir / "config.json"); }), "config.json: malformed JSON");
+  EXPECT_HAS(error_of([&] { load_config(dir / "config.json"); }), "config.json: malformed JSON: parse error at line 1, column");
+  EXPECT_EQ(error_of([&] { load_config(dir / "config.json"); }).find("json.exception"), std::string::npos);  // nlohmann's id
   EXPECT_HAS(error_of([&] { load_config(dir / "absent.json"); }), "absent.json: cannot open");
   // The raw document `lg check/ir/compile -c` read: not an object names the file (the binder
   // could only name "config.json" at the .lg program's line).
