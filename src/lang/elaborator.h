@@ -113,7 +113,8 @@ class Elaborator {
   // ---- primitives (primitives.cpp)
   Value call_primitive(const std::string& name, const std::vector<Arg>& args, const Expr& call);
   Value call_method(const Value& self, const std::string& name, const std::vector<Arg>& args, const Expr& call);
-  Value tensor_binary(Tok op, const Value& a, const Value& b, const Expr& e);
+  /// `what` names the operation in its errors when it is a function typed as `op` (where, maximum).
+  Value tensor_binary(Tok op, const Value& a, const Value& b, const Expr& e, const std::string& what = "");
   Value matmul(const Value& a, const Value& b, const Expr& e);
   Value unary_math(ir::Op op, const std::string& name, const Value& x, const Expr& e);
   Value reduce(ir::Op op, const std::string& name, const Value& x, int64_t axis, bool keepdim, const Expr& e);

@@ -147,7 +147,7 @@ std::optional<int64_t> Elaborator::norm_axis(int64_t axis, size_t rank, const Sp
 
 // ---- elementwise
 
-Value Elaborator::tensor_binary(Tok op, const Value& a, const Value& b, const Expr& e) {
+Value Elaborator::tensor_binary(Tok op, const Value& a, const Value& b, const Expr& e, const std::string& what) {
   if (op == Tok::At) return matmul(a, b, e);
   ir::Op iop;
   switch (op) {
@@ -168,7 +168,7 @@ Value Elaborator::tensor_binary(Tok op, const Value& a, const Value& b, const Ex
   {
     bool cmp = iop == ir::Op::Eq || iop == ir::Op::Ne || iop == ir::Op::Lt || iop == ir::Op::Le || iop == ir::Op::Gt ||
                iop == ir::Op::Ge;
-    std::string opname = tok_name(op);
+    std::string opname = what.empty() ? tok_name(op) : what;
     // Operand dtypes: a tensor's own; a compile-time number adopts the tensor's dtype (a weak
     // scalar, as in torch), if it fits (an int constant fits any number dtype, a float constant
     // only a float one).
@@ -488,7 +488,7 @@ Value Elaborator::call_primitive(const std::string& name, const std::vector<Arg>
       return amax ? a : b;
     }
     // Reuse the binary-op typing (dtypes, weak scalars, broadcasting) through a comparison-free op.
-    Value r = tensor_binary(Tok::Plus, a, b, e);
+    Value r = tensor_binary(Tok::Plus, a, b, e, name);  // errors name the function, not '+'
     if (r.is_error()) return r;
     ir::Node& n = g_.nodes[static_cast<size_t>(r.id)];
     n.op = name == "maximum" ? ir::Op::Maximum : ir::Op::Minimum;
@@ -499,7 +499,7 @@ Value Elaborator::call_primitive(const std::string& name, const std::vector<Arg>
     const Value &c = args[0].value, &a = args[1].value, &b = args[2].value;
     if (!c.is_tensor() || c.dtype != DType::Bool) return err(args[0].span, "where's condition must be a bool tensor, found " + show(c));
     if (!a.is_tensor() && !b.is_tensor()) return err(e.span, "where needs at least one tensor value");
-    Value ab = tensor_binary(Tok::Plus, a, b, e);  // types and broadcasts a and b
+    Value ab = tensor_binary(Tok::Plus, a, b, e, name);  // types and broadcasts a and b
     if (ab.is_error()) return ab;
     ir::Node sum = g_.nodes[static_cast<size_t>(ab.id)];
     g_.nodes.pop_back();  // only its operands are needed

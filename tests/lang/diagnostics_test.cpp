@@ -103,6 +103,13 @@ const Case kCases[] = {
    7, 9, "dtype mismatch in '+': tensor f32[T, 64] and tensor i32[T] (cast one with .to(dtype))"},
   {"BoolInArithmetic", program("", "    y = (x > 0.0) + x\n"),
    7, 9, "dtype mismatch in '+': tensor bool[T, 64] and tensor f32[T, 64] (cast one with .to(dtype))"},
+  // where and maximum/minimum are typed as '+' is; their errors name them, not '+'.
+  {"WhereDtypeMismatch", program("", "    y = where(x > 0.0, x, t)\n"),
+   7, 9, "dtype mismatch in where: tensor f32[T, 64] and tensor i32[T] (cast one with .to(dtype))"},
+  {"WhereBroadcastMismatch", program("", "    y = where(x > 0.0, x, e)\n"),
+   7, 9, "shape mismatch in where: [T, 64] and [512, 64] do not broadcast (T vs 512)"},
+  {"MaximumBoolOperands", program("", "    y = maximum(x > 0.0, x)\n"),
+   7, 9, "dtype mismatch in maximum: tensor bool[T, 64] and tensor f32[T, 64] (cast one with .to(dtype))"},
   {"FloatConstantWithIntTensor", program("", "    y = t * 0.5\n"),
    7, 9, "dtype mismatch in '*': tensor i32[T] and float 0.5 (cast the tensor with .to(f32))"},
   {"WriteToLocal", program("", "    x[0, pos, :] = x\n"),
