@@ -20,6 +20,8 @@ enum class Kind {
   flag_true,        // boolean; true
   count,            // integer >= 0; 0
   count_from_one,   // integer >= 1; 1
+  count_asks,       // integer >= 0; only null (absent) is the default: 0 asks too (logprobs: 0 is the
+                    // sampled token's logprob in OpenAI's API and vLLM, prompt_logprobs: 0 the prompt's)
   number_zero,      // number; 0
   number_one,       // number; 1
   object_empty,     // object; {}
@@ -42,7 +44,7 @@ struct Rule {
 // OpenAI's fields first (API reference, completions and chat completions), then vLLM's extensions
 // that change the answer (vLLM's protocol.py). Types and defaults are OpenAI's / vLLM's.
 constexpr Rule kRules[] = {
-    {"logprobs", completion, Kind::count, "log probabilities are not computed"},
+    {"logprobs", completion, Kind::count_asks, "log probabilities are not computed"},
     {"logprobs", chat, Kind::flag, "log probabilities are not computed"},
     {"top_logprobs", chat, Kind::count, "log probabilities are not computed"},
     {"echo", both, Kind::flag, "the answer does not repeat the prompt"},
@@ -62,7 +64,7 @@ constexpr Rule kRules[] = {
     {"stop_token_ids", both, Kind::array_empty, "'stop' strings are supported, stop token ids are not"},
     {"include_stop_str_in_output", both, Kind::flag, "the text is always cut before the stop string"},
     {"use_beam_search", both, Kind::flag, "there is no beam search"},
-    {"prompt_logprobs", both, Kind::count, "log probabilities are not computed"},
+    {"prompt_logprobs", both, Kind::count_asks, "log probabilities are not computed"},
     {"allowed_token_ids", both, Kind::array_empty, "the vocabulary is not restricted"},
     {"bad_words", both, Kind::array_empty, "the vocabulary is not restricted"},
     {"guided_json", both, Kind::anything, "the output is not constrained"},
@@ -91,7 +93,7 @@ const char* default_text(Kind k) {
     case Kind::array_empty: return "[]";
     case Kind::response_format: return "{\"type\": \"text\"}";
     case Kind::tool_choice: return "\"auto\" or \"none\"";
-    case Kind::anything: return "null";
+    case Kind::count_asks: case Kind::anything: return "null";
   }
   return "null";
 }
@@ -110,9 +112,17 @@ bool is_default(const Rule& r, const json& v) {
       if (!v.is_boolean()) wrong_type(name, "a boolean", v);
       return v.get<bool>() == (r.kind == Kind::flag_true);
     case Kind::count:
+    case Kind::count_asks:
     case Kind::count_from_one: {
-      const int64_t least = r.kind == Kind::count ? 0 : 1;
-      const char* expected = r.kind == Kind::count ? "an integer >= 0" : "an integer >= 1";
+      const int64_t least = r.kind == Kind::count_from_one ? 1 : 0;
+      const char* expected = r.kind == Kind::count_from_one ? "an integer >= 1" : "an integer >= 0";
+      if (r.kind == Kind::count_asks) {  // typed as a count; every value asks for the feature
+        const bool count = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0) ||
+                           (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                            v.get<double>() == std::trunc(v.get<double>()) && v.get<double>() >= 0);
+        if (!count) wrong_type(name, expected, v);
+        return false;
+      }
       // An integral float (0.0) is that integer, as in every integer field (request.cpp).
       if (v.is_number_float()) {
         const double d = v.get<double>();

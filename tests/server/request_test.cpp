@@ -333,12 +333,12 @@ const FieldCase kBothEndpoints[] = {
     {"stop_token_ids", "[2643]", "[]", "2643"},
     {"include_stop_str_in_output", "true", "false", R"("no")"},
     {"use_beam_search", "true", "false", "0"},
-    {"prompt_logprobs", "1", "0", "1.5"},
+    {"prompt_logprobs", "1", "null", "1.5"},  // 0 asks too (TEST below)
     {"allowed_token_ids", "[1,2]", "[]", "{}"},
     {"bad_words", R"(["x"])", "[]", R"("x")"},
 };
 const FieldCase kCompletionOnly[] = {
-    {"logprobs", "3", "0", "true"},
+    {"logprobs", "3", "null", "true"},  // 0 asks too (TEST below)
     {"suffix", R"("return x")", R"("")", "5"},
     {"best_of", "3", "1.0", "0"},
     {"add_special_tokens", "false", "true", "1"},  // vLLM's default is true here
@@ -412,6 +412,26 @@ TEST(UnsupportedFields, ChatTemplateAndDocumentsOfARequestAreRefused) {
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("documents", "null")); }), "<no error>");
   // Completions have no template: there they are unknown fields, ignored as any other.
   EXPECT_EQ(param_of([] { parse_completion_request(completion_with("chat_template", R"("x")")); }), "<no error>");
+}
+
+// Completions' logprobs: 0 is the sampled token's logprob (OpenAI's API: "the API will always
+// return the logprob of the sampled token"; vLLM answers a logprobs object for any non-null
+// value), and prompt_logprobs: 0 the prompt tokens' (vLLM): both were taken for the default and
+// answered with "logprobs": null. Only null (or absence) is the default.
+TEST(UnsupportedFields, ZeroLogprobsAskForTheSampledTokensLogprob) {
+  for (const char* field : {"logprobs", "prompt_logprobs"}) {
+    for (const char* zero : {"0", "0.0"}) {
+      const std::string m = message_of([&] { parse_completion_request(completion_with(field, zero)); });
+      EXPECT_NE(m.find("'" + std::string(field) + "' is not supported by lg serve"), std::string::npos) << m;
+      EXPECT_NE(m.find("leave it out or send null"), std::string::npos) << m;
+    }
+    EXPECT_EQ(param_of([&] { parse_completion_request(completion_with(field, "-1")); }), field);
+    EXPECT_EQ(message_of([&] { parse_completion_request(completion_with(field, "-1")); }).find("not supported"),
+              std::string::npos);
+  }
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("prompt_logprobs", "0")); }), "prompt_logprobs");
+  // Chat's top_logprobs: 0 without logprobs asks for nothing, and stays accepted.
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("top_logprobs", "0")); }), "<no error>");
 }
 
 TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
