@@ -2,6 +2,8 @@
 // activation, one launch), and elementwise epilogues (bias, residual add, silu(gate)*up, casts)
 // and gather epilogues computed where the GEMM or gather produces its element.
 #include <algorithm>
+#include <unordered_map>
+#include <vector>
 
 #include "lift/passes.h"
 #include "lift/passes/helpers.h"
@@ -84,18 +86,26 @@ void epilogues(StagedProgram& prog, StageKind kind) {
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
 void pass_merge_gemm_siblings(StagedProgram& prog) {
   detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
-    // Each Gemm stage's first MatMul, found once per scan (the scan looks at pairs).
+    // The Gemm stages whose first MatMul multiplies a weight, by the A value it reads, in stage
+    // order: only stages of one bucket can merge. (Every pair of stages was compared, once per
+    // merge: O(stages^2) a scan, 10-15% of lg compile at 256 layers.) The merge found is the
+    // same: the lowest stage a with a partner, its lowest b > a (emitted programs unchanged).
+    std::unordered_map<ir::ValueId, std::vector<int32_t>> by_a;
     std::vector<ir::ValueId> mm(p.stages.size(), -1);
-    for (int32_t s = 0; s < static_cast<int32_t>(p.stages.size()); ++s)
-      if (p.stages[static_cast<size_t>(s)].kind == StageKind::Gemm) mm[static_cast<size_t>(s)] = first_matmul(p, s);
+    for (int32_t s = 0; s < static_cast<int32_t>(p.stages.size()); ++s) {
+      if (p.stages[static_cast<size_t>(s)].kind != StageKind::Gemm) continue;
+      const ir::ValueId v = first_matmul(p, s);
+      if (!is_weight(p, p.graph.at(v).operands[1])) continue;
+      mm[static_cast<size_t>(s)] = v;
+      by_a[p.graph.at(v).operands[0]].push_back(s);
+    }
     for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
-      if (p.stages[static_cast<size_t>(a)].kind != StageKind::Gemm) continue;
+      if (mm[static_cast<size_t>(a)] < 0) continue;
       const ir::Node& na = p.graph.at(mm[static_cast<size_t>(a)]);
-      if (!is_weight(p, na.operands[1])) continue;
-      for (int32_t b = a + 1; b < static_cast<int32_t>(p.stages.size()); ++b) {
-        if (p.stages[static_cast<size_t>(b)].kind != StageKind::Gemm) continue;
+      const std::vector<int32_t>& bucket = by_a.at(na.operands[0]);
+      for (auto it = std::upper_bound(bucket.begin(), bucket.end(), a); it != bucket.end(); ++it) {
+        const int32_t b = *it;
         const ir::Node& nb = p.graph.at(mm[static_cast<size_t>(b)]);
-        if (nb.operands[0] != na.operands[0] || !is_weight(p, nb.operands[1])) continue;
         const ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
         if (sa == sb && g.merge_is_safe(a, b)) return {{a, b}};
       }
