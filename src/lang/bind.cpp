@@ -115,7 +115,7 @@ bool Elaborator::eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, 
     }
     if (v.kind == Value::Kind::Int) {
       if (v.i <= 0 || v.i > kMaxDim) {
-        err(d->span, "dim must be a positive integer below 2^40, found " + std::to_string(v.i));
+        err(d->span, "dim must be a positive integer of at most 2^40, found " + std::to_string(v.i));
         ok = false;
         continue;
       }
@@ -353,7 +353,7 @@ void Elaborator::bind() {
       case DeclKind::Dim: {
         Value v = eval(*d.value);
         if (!v.is_error() && (v.kind != Value::Kind::Int || v.i <= 0 || v.i > kMaxDim)) {
-          err(d.value->span, "dim '" + d.name + "' must be a positive integer below 2^40, found " + show(v));
+          err(d.value->span, "dim '" + d.name + "' must be a positive integer of at most 2^40, found " + show(v));
           v = Value::error();
         }
         if (d.name == "S" && s_given_) break;  // the max sequence length given wins over the program's S

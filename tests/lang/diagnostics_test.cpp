@@ -159,9 +159,9 @@ const Case kCases[] = {
   {"RequireFails", program("  require D == 65, \"hidden size must be 65\"\n", ""),
    5, 3, "requirement failed: hidden size must be 65"},
   {"DimNotInteger", program("  dims { Z = config.rms_norm_eps }\n", ""),
-   5, 14, "dim 'Z' must be a positive integer below 2^40, found float 1e-06"},
+   5, 14, "dim 'Z' must be a positive integer of at most 2^40, found float 1e-06"},
   {"DimAboveTheLimit", program("  dims { Z = 2000000000000 }\n", ""),
-   5, 14, "dim 'Z' must be a positive integer below 2^40, found int 2000000000000"},
+   5, 14, "dim 'Z' must be a positive integer of at most 2^40, found int 2000000000000"},
   // A number literal out of range is reported by the lexer alone: the dim or view check that
   // uses it does not report the clamped value (INT64_MAX, inf) a second time.
   {"IntegerLiteralOutOfRangeAsADim", program("  dims { Z = 99999999999999999999 }\n", ""),
