@@ -325,7 +325,14 @@ void Elaborator::bind() {
     int64_t S = opts_.max_seq;
     if (S <= 0) {
       auto it = config_.find("max_position_embeddings");
-      if (it == config_.end() || !it->is_number_integer()) {
+      // 4096.0, an integer some exporters write as a float, counts as the config reader
+      // (model/json_fields.h's opt_int) counts it; it was refused here alone.
+      const bool integral_float = it != config_.end() && it->is_number_float() && it->get<double>() >= 1.0 &&
+                                  it->get<double>() <= static_cast<double>(kMaxDim) &&
+                                  it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()));
+      if (integral_float) {
+        S = static_cast<int64_t>(it->get<double>());
+      } else if (it == config_.end() || !it->is_number_integer()) {
         err(m.span,
             "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given "
             "(give one with --max-seq, or declare `S = ...` in the dims block)");

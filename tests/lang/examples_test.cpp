@@ -40,6 +40,24 @@ TEST(Examples, Gpt2TakesItsContextFromNPositions) {
   }
 }
 
+// The config reader takes an integer written as a float (4096.0, as some exporters write it); the
+// binder refused it as max_position_embeddings "missing or not an integer" (found by a new-user
+// pass). A float that is not an integer still is refused.
+TEST(Examples, ContextWrittenAsAnIntegralFloatIsTheContext) {
+  auto config = nlohmann::json::parse(R"({"vocab_size": 300, "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": true,
+    "max_position_embeddings": 4096.0})");
+  const std::string file = std::string(LG_SOURCE_DIR) + "/models/qwen3.lg";
+  const auto report = lg::lang::check_file(file, config, {});
+  std::string s;
+  for (const auto& d : report.dims)
+    if (d.name == "S") s = d.value;
+  EXPECT_EQ(s, "4096");
+  config["max_position_embeddings"] = 4096.5;
+  EXPECT_THROW(lg::lang::check_file(file, config, {}), lg::Error);
+}
+
 TEST(Examples, Gpt2ChecksAndLowers) {
   // A small GPT-2 config in the Hugging Face layout (field names as GPT2Config spells them).
   auto config = nlohmann::json::parse(R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 48, "n_head": 3,
