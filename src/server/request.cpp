@@ -285,6 +285,11 @@ ChatRequest parse_chat_request(const std::string& body) {
       throw RequestError(at + ".content", fmt::format("'{}.content' must be a string or an array of text parts, got {}", at,
                                                       content->type_name()));
     }
+    // A participant's name and a tool result's call id are strings in OpenAI's API (vLLM refuses
+    // others); a template would print `name: 5` into the prompt.
+    for (const char* key : {"name", "tool_call_id"})
+      if (const ordered_json* v = field(msg, key); v && !v->is_string() && !v->is_null())
+        throw RequestError(at + "." + key, fmt::format("'{}.{}' must be a string, got {}", at, key, v->type_name()));
     // The other fields (tool_calls, tool_call_id, name, reasoning_content, ...) go to the
     // template as sent: it decides what they mean.
     for (const auto& [key, value] : msg.items()) {

@@ -278,6 +278,11 @@ TEST(ChatRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":-3})"), "max_completion_tokens");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":null}]})"), "messages[0].content");
   EXPECT_EQ(p(R"({"messages":[{"role":"tool"}]})"), "messages[0].content");
+  // name and tool_call_id are strings (a number reached the template, which printed it).
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a","name":5}]})"), "messages[0].name");
+  EXPECT_EQ(p(R"({"messages":[{"role":"tool","content":"4","tool_call_id":{}}]})"), "messages[0].tool_call_id");
+  EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a","name":"ann"},{"role":"tool","content":"4","tool_call_id":"c1"}]})"),
+            "<no error>");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":{}})"), "tools");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"tools":[1]})"), "tools[0]");
   // A tool is {"type": "function", "function": {"name": string, ...}}, as OpenAI and vLLM require
