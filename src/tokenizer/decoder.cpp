@@ -210,9 +210,10 @@ void Decoder::Stream::feed_token(size_t k, std::string_view token, std::string& 
 }
 
 void Decoder::Stream::settle(std::string& out) {
-  for (size_t k = 0; k < decoder_->token_steps_.size(); ++k)
-    if (decoder_->token_steps_[k].kind == Kind::byte_fallback && utf8::first_invalid(state_->pending[k]) == std::string_view::npos)
-      flush_bytes(k, out);
+  for (size_t k = 0; k < decoder_->token_steps_.size(); ++k) {
+    const bool whole = utf8::first_invalid(state_->pending[k]) == std::string_view::npos;
+    if (decoder_->token_steps_[k].kind == Kind::byte_fallback && whole) flush_bytes(k, out);
+  }
 }
 
 void Decoder::Stream::flush_bytes(size_t k, std::string& out) {
