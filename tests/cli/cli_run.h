@@ -1,6 +1,7 @@
 // Runs the built `lg` binary through the shell and captures its exit code and output.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -24,6 +25,16 @@ inline CliRun run_lg(const std::string& args, const std::string& prefix = "") {
   while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
   const int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+/// Expects `lg ARGS` to be a usage error: exit 2, `message` in its output, and no "lg: error:"
+/// (refused while the options are read, before the command ran). `prefix` goes before lg, as
+/// run_lg's: "timeout 60 " bounds a command that would otherwise run on.
+inline void expect_usage_error(const std::string& args, const std::string& message, const std::string& prefix = "") {
+  const CliRun r = run_lg(args, prefix);
+  EXPECT_EQ(r.code, 2) << "lg " << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(message), std::string::npos) << "lg " << args << "\n" << r.out;
+  EXPECT_EQ(r.out.find("lg: error:"), std::string::npos) << "refused while parsing, before the command ran\n" << r.out;
 }
 
 inline const std::string kSource = LG_SOURCE_DIR;

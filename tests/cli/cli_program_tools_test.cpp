@@ -1,0 +1,238 @@
+// The program tools as a user meets them: lg compile's sizing, summary and usage errors, lg
+// check's notes on what the compiler would refuse, program errors naming the config they read,
+// lg bench and lg serve --shape where there is no GPU, lg lock check's lane refusal.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+
+namespace lg::cli_test {
+namespace {
+
+const std::string kModel = kSource + "/models/qwen3-pycode-22m";
+const std::string kTiny = kShared + "/fixtures/tiny-qwen3";
+const std::string kQwen3 = kSource + "/models/qwen3.lg";
+
+TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
+  EXPECT_NE(run_lg("compile " + kQwen3 + " -c " + kTiny).out.find("--help"), std::string::npos);
+  // An empty -o (an unset shell variable) is refused, not a success that wrote nothing.
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " -o ''", "-o,--out: needs a directory, got an empty path");
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain -o ''", "needs a directory");
+  // lg lock new used to run every case and then fail the write.
+  expect_usage_error("lock new --model " + kTiny + " --golden " + kTiny + "/golden.json -o ''",
+                     "-o,--out: needs a lock file, got an empty path");
+}
+
+// Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
+// S), at most 4096; a step holds at most min(S, 2048) tokens, at least the 256 sequences of the
+// default --max-batch (--one-sequence: T = S); a program without layers says its launch count is
+// not per layer.
+TEST(CliUsage, CompileSizesForTheModelsContext) {
+  const CliRun r = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain");  // max_position_embeddings 1024
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("at T = 1024, B = 256 (context 1024, KV pool 4096 tokens in blocks of 16)\n"), std::string::npos) << r.out;
+  const CliRun one = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --one-sequence");
+  EXPECT_NE(one.out.find("at T = 1024\n"), std::string::npos) << one.out;
+  // A Qwen3-sized context (40960) is capped at 4096.
+  std::ifstream in(kTiny + "/config.json");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string field = "\"max_position_embeddings\": 1024";
+  ASSERT_NE(config.find(field), std::string::npos);
+  config.replace(config.find(field), field.size(), "\"max_position_embeddings\": 40960");
+  const std::string big_config = ::testing::TempDir() + "/lg_compile_big_context.json";
+  std::ofstream(big_config) << config;
+  const CliRun big = run_lg("compile " + kQwen3 + " -c " + big_config + " --explain");
+  EXPECT_NE(big.out.find("at T = 2048, B = 256 (context 4096, KV pool 16384 tokens in blocks of 16)\n"), std::string::npos) << big.out;
+  const CliRun given = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 64");
+  EXPECT_NE(given.out.find("at T = 256, B = 256 (context 64, KV pool 256 tokens in blocks of 16)\n"), std::string::npos) << given.out;
+  EXPECT_EQ(given.out.find("warning"), std::string::npos) << given.out;
+  // Past the model's context it still compiles (a compiler emits what it is asked), and says so.
+  const CliRun past = run_lg("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 2048");
+  EXPECT_EQ(past.code, 0) << past.out;
+  EXPECT_NE(past.out.find("warning: --max-seq 2048 is above the model's context of 1024 tokens"), std::string::npos)
+      << past.out;
+  const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
+  EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
+  const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";
+  std::ofstream(flat) << "model flat {\n  dims { D = config.hidden_size }\n  param w: f32[D] = \"w\"\n"
+                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[T, D] {\n"
+                         "    return exp(pos.to(f32).unsqueeze(-1) * w)\n  }\n}\n";
+  const CliRun none = run_lg("compile " + flat + " -c " + kTiny + " --explain");
+  EXPECT_NE(none.out.find("(no launch repeats: one layer or none, every launch counted)"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("prefill forms"), std::string::npos) << none.out;  // no GEMM, no attention
+}
+
+// The summary names the launches that run another form at steps of many tokens: at the
+// Qwen3-30B-A3B shape (bf16 weights) every layer's QKV, o_proj and router GEMMs on cuBLASLt (plus
+// the LM head), its attention on the flash template, and its two experts launches as grouped
+// tensor-core GEMMs from 64 tokens on.
+TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
+  const CliRun moe = run_lg("compile " + kSource + "/models/qwen3_moe.lg -c " + kSource + "/bench/shapes/qwen3-30b-a3b "
+                            "--explain --max-seq 256");
+  EXPECT_EQ(moe.code, 0) << moe.out;
+  EXPECT_NE(moe.out.find("prefill forms (T > 1): 145 GEMM launches on cuBLASLt, 48 attention launches on the flash "
+                         "template, 96 experts launches as grouped tensor-core GEMMs (at T >= 64); 48 split-KV "
+                         "attention launches take 8 query heads a block on the tensor cores at 64+ decode rows\n"),
+            std::string::npos)
+      << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
+  // Its GQA group of 8 gives the split-KV attention a wide form on the tensor cores (all 8 query
+  // heads of a KV head a block, not 2), and a one-row form for one sequence's decode.
+  EXPECT_NE(moe.out.find("one-row forms (one sequence's decode): 48 split-KV attention launches run 3 blocks an SM\n"),
+            std::string::npos);
+  // Gemma 3's head_dim 256 has no flash form: the summary says its attention stays split-KV, and why.
+  const CliRun gemma = run_lg("compile " + kSource + "/models/gemma3_text.lg -c " + kSource +
+                              "/bench/shapes/gemma-3-12b-text --explain --max-seq 256");
+  EXPECT_EQ(gemma.code, 0) << gemma.out;
+  EXPECT_NE(gemma.out.find("0 attention launches on the flash template; 48 attention launches stay on the split-KV "
+                           "kernel at every T (the flash template takes head_dim 16, 32, 64 or 128)\n"),
+            std::string::npos)
+      << gemma.out.substr(gemma.out.size() > 600 ? gemma.out.size() - 600 : 0);
+  // Its group of 2 fits one block: no one-row form.
+  EXPECT_EQ(gemma.out.find("one-row forms"), std::string::npos);
+  // No step of more than one row, no prefill form to name.
+  const CliRun one = run_lg("compile " + kQwen3 + " -c " + kModel + " --explain --max-batch 1 --max-step-tokens 1");
+  EXPECT_EQ(one.code, 0) << one.out;
+  EXPECT_NE(one.out.find("at T = 1, B = 1"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("prefill forms"), std::string::npos) << one.out;
+}
+
+// `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
+// refuse it, naming the statement.
+TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
+  const std::string file = ::testing::TempDir() + "/lg_check_token_matmul.lg";
+  std::ofstream(file) << "model tok {\n  dims { D = config.hidden_size }\n  param w: f32[D, D] = \"w\"\n"
+                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[D, D] {\n"
+                         "    x = pos.to(f32).unsqueeze(-1) * w[0]\n    return x.T @ x\n  }\n}\n";
+  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: the compiled lane would refuse this program"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lg_check_token_matmul.lg:6:5: cannot lift"), std::string::npos) << r.out;
+  const CliRun q = run_lg("check " + kQwen3 + " -c " + kTiny);
+  EXPECT_EQ(q.code, 0) << q.out;
+  EXPECT_EQ(q.out.find("note:"), std::string::npos) << q.out;
+  // The toy program's param "w" is in no checkpoint: with the config beside tiny-qwen3's
+  // weights, a note says `lg run` would refuse it (new-user pass, session 22: a misspelt tensor
+  // name checked clean).
+  EXPECT_NE(r.out.find("note: the params do not fit the checkpoint in " + kTiny), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing tensor \"w\" (param w [64,64])"), std::string::npos) << r.out;
+  // A config alone (no checkpoint beside it) gets no such note.
+  const CliRun shape = run_lg("check " + kSource + "/models/qwen3_moe.lg -c " + kSource + "/bench/shapes/qwen3-30b-a3b");
+  EXPECT_EQ(shape.code, 0) << shape.out;
+  EXPECT_EQ(shape.out.find("do not fit the checkpoint"), std::string::npos) << shape.out;
+}
+
+// A program's errors point at its own lines; check, ir and compile then name the config they read
+// (a new user could not tell which config a failed `require` was about).
+TEST(CliUsage, ProgramErrorsNameTheConfigTheyRead) {
+  const std::string dir = ::testing::TempDir() + "/lg_bad_moe_config";
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(kShared + "/fixtures/tiny-qwen3-moe/config.json"));
+  config["decoder_sparse_step"] = 0;
+  std::ofstream(dir + "/config.json") << config.dump();
+  for (const std::string cmd : {"check", "ir", "compile"}) {
+    const CliRun r =
+        run_lg(cmd + " " + kSource + "/models/qwen3_moe.lg -c " + dir + (cmd == "compile" ? " -o " + dir + "/out" : ""));
+    EXPECT_NE(r.code, 0) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("decoder_sparse_step must be at least 1"), std::string::npos) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("note: the config read is " + dir + "/config.json"), std::string::npos) << cmd << "\n" << r.out;
+  }
+}
+
+// On a machine without a GPU, `lg bench --lane cpu` says what is missing and what to use instead.
+TEST(CliUsage, BenchOfTheCpuLaneSaysWhatIsWrong) {
+  const CliRun preset = run_lg("bench --lane cpu");
+  EXPECT_EQ(preset.code, 1) << preset.out;
+  EXPECT_NE(preset.out.find("--lane cpu needs a model directory as --shape"), std::string::npos) << preset.out;
+  const CliRun dir = run_lg("bench --lane cpu --shape " + kTiny);
+  if (dir.code == 0) GTEST_SKIP() << "a CUDA device is present: bench ran";
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("lg run --lane cpu"), std::string::npos) << dir.out;
+}
+
+// An unknown preset is refused by name before a device is looked for (the presets are bench's own
+// config.json values, not the hand-written lane's).
+TEST(CliUsage, BenchNamesItsPresetShapes) {
+  const CliRun r = run_lg("bench --shape qwen3-235b");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--shape 'qwen3-235b': known shapes are qwen3-0.6b, qwen3-8b, or a model directory"),
+            std::string::npos)
+      << r.out;
+}
+
+// `lg serve --shape` takes what `lg bench --shape` takes for random weights: a preset or a
+// directory holding a config.json alone (bench/shapes/*). Random weights are made for the GPU
+// lanes only, so on the cpu lane a shape directory gets as far as the lane's refusal (an unknown
+// name is refused before it, by name); the directory's faults are named before any lane is.
+TEST(CliUsage, ServeShapeTakesAConfigDirectoryAsBenchDoes) {
+  const CliRun dir = run_lg("serve --lane cpu --shape " + kSource + "/bench/shapes/llama-3.1-8b");
+  EXPECT_EQ(dir.code, 1) << dir.out;
+  EXPECT_NE(dir.out.find("lg serve: --lane cpu runs on a checkpoint only (--model DIR): random weights at --shape"),
+            std::string::npos)
+      << dir.out;
+  const CliRun name = run_lg("serve --lane cpu --shape qwen3-235b");
+  EXPECT_EQ(name.code, 1) << name.out;
+  EXPECT_NE(name.out.find("--shape 'qwen3-235b': known shapes are qwen3-0.6b, qwen3-8b, or a directory holding a "
+                          "config.json alone (bench/shapes/*)"),
+            std::string::npos)
+      << name.out;
+  const std::string empty = (std::filesystem::temp_directory_path() / "lg_serve_shape_no_config").string();
+  std::filesystem::create_directories(empty);
+  const CliRun none = run_lg("serve --shape " + empty);
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_NE(none.out.find("--shape '" + empty + "': this directory has no config.json"), std::string::npos) << none.out;
+  std::filesystem::remove_all(empty);
+  const CliRun checkpoint = run_lg("serve --shape " + kModel);
+  EXPECT_EQ(checkpoint.code, 1) << checkpoint.out;
+  EXPECT_NE(checkpoint.out.find("holds weights (*.safetensors): it is a checkpoint, not a shape; give it as --model"),
+            std::string::npos)
+      << checkpoint.out;
+}
+
+// A lane lg lock check cannot run is said once, before any lock's model loads, as lg run says it;
+// it was an ERROR line per lock (ten with the repository's locks), then "10 locks failed".
+TEST(CliUsage, LockCheckRefusesALaneItCannotRunOnceBeforeAnyLock) {
+  const CliRun bogus = run_lg("lock check --lane bogus");
+  EXPECT_EQ(bogus.code, 1) << bogus.out;
+  EXPECT_NE(bogus.out.find("lg: error: unknown lane 'bogus' (this build has: cpu"), std::string::npos) << bogus.out;
+  EXPECT_EQ(bogus.out.find(".lock.json"), std::string::npos) << bogus.out;
+  const CliRun gpu = run_lg("lock check --lane compiled");
+  if (gpu.out.find("no usable CUDA device") == std::string::npos)
+    GTEST_SKIP() << "a CUDA device is present, or this build has no GPU lanes:\n" << gpu.out;
+  EXPECT_EQ(gpu.code, 1) << gpu.out;
+  EXPECT_NE(gpu.out.find("lg: error: lane 'compiled' runs on an NVIDIA GPU and this machine has no usable CUDA device"),
+            std::string::npos)
+      << gpu.out;
+  EXPECT_EQ(gpu.out.find(".lock.json"), std::string::npos) << gpu.out;
+}
+
+// `lg lock check` away from the repository: a missing locks folder names --locks, and a lock
+// whose model is not where its relative path points names the path it tried and --shared
+// (both were bare "no such folder" messages; new-user pass, session 22).
+TEST(CliUsage, LockCheckAwayFromTheRepoNamesLocksAndShared) {
+  const CliRun none = run_lg("lock check --lane cpu --locks /nonexistent/locks");
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_NE(none.out.find("/nonexistent/locks: no such locks folder (--locks DIR"), std::string::npos) << none.out;
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "lg_moved_locks" / "locks";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kSource + "/locks/tiny-qwen3.lock.json", dir / "tiny-qwen3.lock.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const CliRun moved = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_NE(moved.code, 0) << moved.out;
+  EXPECT_NE(moved.out.find("tiny-qwen3.lock.json: its model ../shared/fixtures/tiny-qwen3 is not at "), std::string::npos)
+      << moved.out;
+  EXPECT_NE(moved.out.find("--shared DIR replaces a leading ../shared/"), std::string::npos) << moved.out;
+  // With --shared it runs.
+  const CliRun shared = run_lg("lock check --lane cpu --locks " + dir.string() + " --shared " + kShared);
+  EXPECT_EQ(shared.code, 0) << shared.out;
+  EXPECT_NE(shared.out.find("ok   tiny-qwen3.lock.json"), std::string::npos) << shared.out;
+  std::filesystem::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace lg::cli_test
