@@ -29,6 +29,24 @@ using clock_type = std::chrono::steady_clock;
 
 double secs(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
 
+/// Polls `pred` every 5 ms until it holds or `limit` passes; returns its last answer.
+template <class Pred>
+bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto deadline = clock_type::now() + limit;
+  while (!pred() && clock_type::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return pred();
+}
+
+/// An engine of the 22M model on the cpu lane that runs one sequence a step and queues at most
+/// two: what the waiting-queue tests need.
+EngineOptions one_at_a_time(int64_t max_seq) {
+  EngineOptions eo;
+  eo.max_seq = max_seq;
+  eo.lane_options.max_batch = 1;
+  eo.max_waiting = 2;
+  return eo;
+}
+
 /// CPU seconds (user + system) of this process, all threads: the server's and the clients'.
 double cpu_seconds() {
   rusage r{};
@@ -304,19 +322,10 @@ TEST_F(LoadTest, QuickAnswersWithin50msWhile32RequestsGenerate) {
 // A bounded waiting queue: with one sequence per step and room for two waiting requests, the
 // fourth request (streamed or not) is a 503 with Retry-After, at once; the server stays up.
 TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
-  EngineOptions eo;
-  eo.max_seq = 256;
-  eo.lane_options.max_batch = 1;
-  eo.max_waiting = 2;
-  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
   Server server(engine, {"127.0.0.1", 0});
   const int port = server.start();
   const json body = {{"prompt", "def f():"}, {"max_tokens", 200}, {"temperature", 0}, {"ignore_eos", true}};
-  auto wait_for = [&](auto pred) {
-    const auto deadline = clock_type::now() + std::chrono::seconds(30);
-    while (!pred() && clock_type::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return pred();
-  };
   std::vector<int> held;
   held.push_back(lg::test::send_post(port, "/v1/completions", body.dump()));
   ASSERT_TRUE(wait_for([&] { return engine.stats().running == 1; }));
@@ -360,19 +369,10 @@ TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
 // its front was checked, and only when a slot was free; a stream's hang-up was seen only by a
 // failed write, and a waiting stream writes nothing), so live requests got 503 queue_full.
 TEST(ServerQueueTest, RequestsWhoseClientsLeaveWhileQueuedFreeTheirPlaces) {
-  EngineOptions eo;
-  eo.max_seq = 2048;
-  eo.lane_options.max_batch = 1;
-  eo.max_waiting = 2;
-  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", eo);
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(2048));
   Server server(engine, {"127.0.0.1", 0});
   const int port = server.start();
   const json body = {{"prompt", "def f():"}, {"max_tokens", 2000}, {"temperature", 0}, {"ignore_eos", true}};
-  auto wait_for = [&](auto pred, std::chrono::seconds limit) {
-    const auto deadline = clock_type::now() + limit;
-    while (!pred() && clock_type::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return pred();
-  };
   const int running = lg::test::send_post(port, "/v1/completions", body.dump());
   ASSERT_TRUE(wait_for([&] { return engine.stats().running == 1; }, std::chrono::seconds(30)));
   json streamed = body;
@@ -424,9 +424,7 @@ TEST(ServerShutdownTest, AShutdownBeforeTheListenLoopStartsEndsRun) {
     server.run();
     returned = true;
   });
-  const auto deadline = clock_type::now() + std::chrono::seconds(5);
-  while (!returned && clock_type::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_TRUE(returned) << "run() listens after a shutdown";
+  EXPECT_TRUE(wait_for([&] { return returned.load(); }, std::chrono::seconds(5))) << "run() listens after a shutdown";
   if (!returned) {  // let the test end: httplib's stop() works once its loop runs
     while (!returned) {
       server.stop();
