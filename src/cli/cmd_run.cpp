@@ -181,7 +181,8 @@ int run(const RunOpts& o) {
   // Without --seed a sampled run draws its seed, as llama.cpp's and lg serve's requests do (vLLM's
   // too): the same command samples other text each time; the speed line names the seed, so that
   // --seed repeats a run. (A fixed default made every sampled run of a prompt the same.)
-  gen.sampling.seed = o.seed ? *o.seed : (uint64_t{std::random_device{}()} << 32 | std::random_device{}());
+  std::random_device entropy;
+  gen.sampling.seed = o.seed ? *o.seed : (uint64_t{entropy()} << 32 | entropy());
   // Special tokens (tokenizer.json's added tokens marked "special") are not shown, as vLLM's
   // default skip_special_tokens leaves them out of the text.
   lg::tokenizer::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
