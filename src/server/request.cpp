@@ -164,6 +164,10 @@ GenerationRequest parse_common(const json& j, bool chat) {
       if (!u->is_boolean()) throw RequestError("stream_options.include_usage", "'stream_options.include_usage' must be a boolean");
       g.include_usage = u->get<bool>();
     }
+    // Options of a stream that is not asked for: OpenAI's API and vLLM answer 400 rather than
+    // drop them, so a client that set them and forgot `stream` hears of it.
+    if (!g.stream)
+      throw RequestError("stream_options", "'stream_options' is only allowed when 'stream' is true");
   }
   // logprobs, penalties, logit_bias, echo, ...: a value that would change the answer is refused,
   // never ignored (a 200 that silently answers another question).

@@ -89,6 +89,25 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","model":3})"), "model");
 }
 
+// stream_options without "stream": true was taken and ignored; OpenAI's API and vLLM answer 400
+// naming the field, so a client that meant to stream hears that it did not ask to.
+TEST(CompletionRequest, StreamOptionsWithoutStreamIsRefused) {
+  const std::string refused = "'stream_options' is only allowed when 'stream' is true";
+  for (const char* stream : {"", R"("stream":false,)", R"("stream":null,)"}) {
+    const std::string completion =
+        std::string(R"({"prompt":"x",)") + stream + R"("stream_options":{"include_usage":true}})";
+    EXPECT_EQ(param_of([&] { parse_completion_request(completion); }), "stream_options") << completion;
+    EXPECT_EQ(message_of([&] { parse_completion_request(completion); }), refused) << completion;
+    const std::string chat =
+        std::string(R"({"messages":[{"role":"user","content":"a"}],)") + stream + R"("stream_options":{}})";
+    EXPECT_EQ(param_of([&] { parse_chat_request(chat); }), "stream_options") << chat;
+  }
+  // With the stream asked for they are taken; a null stream_options is absent, as any null field.
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","stream":true,"stream_options":{"include_usage":true}})")
+                  .gen.include_usage);
+  EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"x","stream_options":null})"));
+}
+
 // An integer past uint64 arrives as a double (JSON has one number type): too large, not "not an
 // integer"; the temperature bound is lg run's.
 TEST(CompletionRequest, HugeNumbersSayTooLarge) {
@@ -442,7 +461,7 @@ TEST(UnsupportedFields, ZeroLogprobsAskForTheSampledTokensLogprob) {
 TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
   // OpenAI clients send these; the answer is the same with or without them.
   EXPECT_NO_THROW(parse_completion_request(
-      R"({"prompt":"x","user":"u1","metadata":{"k":"v"},"seed":3,"stream_options":{"include_usage":false},"store":false,)"
+      R"({"prompt":"x","user":"u1","metadata":{"k":"v"},"seed":3,"store":false,)"
       R"("logprobs":null,"echo":false,"best_of":1,"suffix":null,"frequency_penalty":0,"presence_penalty":0,)"
       R"("logit_bias":null})"));
   EXPECT_NO_THROW(parse_chat_request(
