@@ -69,6 +69,17 @@ void Scheduler::run() {
   }
 }
 
+void Scheduler::fail_all(const std::string& error) {
+  // The queues are emptied before any on_done runs: none of them sees a request moved out of
+  // its place but still counted there.
+  std::vector<std::unique_ptr<Seq>> all;
+  for (auto& s : running_) all.push_back(std::move(s));
+  for (auto& s : waiting_) all.push_back(std::move(s));
+  running_.clear();
+  waiting_.clear();
+  for (auto& s : all) finish(std::move(s), error);
+}
+
 SchedulerStats Scheduler::stats() const {
   SchedulerStats st = stats_;
   st.running = running();

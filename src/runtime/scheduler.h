@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/generate.h"
@@ -80,6 +81,11 @@ class Scheduler {
   bool step();
   /// Steps until every submitted request has finished.
   void run();
+  /// Ends every request, waiting or running, with `error` (its on_done gets it, with the tokens
+  /// so far) and frees their blocks. For a caller whose step() threw (an invariant of the
+  /// scheduler broken, a std::bad_alloc): left queued, the requests would meet the same fault at
+  /// every step and never end.
+  void fail_all(const std::string& error);
 
   int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t running() const { return static_cast<int64_t>(running_.size()); }

@@ -444,9 +444,12 @@ void Engine::work() {
     try {
       scheduler_->step();
     } catch (const std::exception& e) {
-      // A scheduler fault (not a lane error: those end their requests inside step()). Say it
-      // and go on: the requests stay queued rather than the server going down.
+      // A fault of the scheduler itself (a lane error ends its step's requests inside step()).
+      // The requests in flight end with it, as a lane error ends them, and their clients get the
+      // error; left queued, they met the same fault at every step, and the worker retried
+      // forever while their clients waited. Requests that come later are still served.
       std::fprintf(stderr, "lg: engine step failed: %s\n", e.what());
+      scheduler_->fail_all(e.what());
     }
     publish_stats();
   }
