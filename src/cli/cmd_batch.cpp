@@ -37,6 +37,7 @@
 #include "server/engine.h"
 #include "server/request.h"
 #include "server/openai.h"
+#include "support/count_noun.h"
 #include "support/error.h"
 #include "support/text_input.h"
 
@@ -197,9 +198,10 @@ int run_batch(const BatchOpts& o) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (bar) std::fputs("\r\033[K", stderr);
   if (!o.quiet)
-    std::fprintf(stderr, "lg batch: %zu requests, %lld answered, %lld failed; %lld tokens generated in %.2f s (%.1f tokens/s)%s\n",
-                 lines.size(), static_cast<long long>(ok), static_cast<long long>(failed),
-                 static_cast<long long>(completion_tokens), s, s > 0 ? static_cast<double>(completion_tokens) / s : 0.0,
+    std::fprintf(stderr, "lg batch: %s, %lld answered, %lld failed; %s generated in %.2f s (%.1f tokens/s)%s\n",
+                 lg::count_noun(static_cast<int64_t>(lines.size()), "request").c_str(), static_cast<long long>(ok),
+                 static_cast<long long>(failed), lg::count_noun(completion_tokens, "token").c_str(), s,
+                 s > 0 ? static_cast<double>(completion_tokens) / s : 0.0,
                  cut ? "; interrupted: the requests still running then were cut (finish_reason \"abort\")" : "");
   return cut ? 130 : 0;
 }

@@ -19,6 +19,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "runtime/bind_params.h"
+#include "support/count_noun.h"
 #include "support/error.h"
 #include "support/text_input.h"
 
@@ -98,8 +99,9 @@ LG_COMMAND("check", [](CLI::App& app) {
     for (const auto& s : r.statements) sw = std::max(sw, s.target.size());
     for (const auto& s : r.statements)
       fmt::print("  {:>4}:{:<3} {:<{}}  {}\n", s.span.line, s.span.col, s.target, sw, s.type);
-    fmt::print("\nIR: {} nodes, {} params, {} states, {} outputs\n", r.graph.nodes.size(), r.graph.params.size(),
-               r.graph.states.size(), r.graph.outputs.size());
+    const auto count = [](size_t n, const char* noun) { return lg::count_noun(static_cast<int64_t>(n), noun); };
+    fmt::print("\nIR: {}, {}, {}, {}\n", count(r.graph.nodes.size(), "node"), count(r.graph.params.size(), "param"),
+               count(r.graph.states.size(), "state"), count(r.graph.outputs.size(), "output"));
     // A program can be well typed and still have a statement no stage kind expresses (a matmul
     // over the tokens of a step): say so here rather than only at `lg compile`. The CPU lane
     // runs it either way, so the check itself passes.

@@ -19,6 +19,7 @@
 #include "lang/lower.h"
 #include "lift/explain.h"
 #include "model/config.h"
+#include "support/count_noun.h"
 #include "support/error.h"
 #include "support/startup_clock.h"
 
@@ -90,7 +91,7 @@ std::string one_row_forms(const lg::emit::cuda::CudaProgram& cuda) {
     }
   if (n == 0) return "";
   return "one-row forms (one sequence's decode): " + std::to_string(n) + " split-KV attention launches run " +
-         std::to_string(blocks) + " blocks an SM\n";
+         lg::count_noun(blocks, "block") + " an SM\n";
 }
 
 }  // namespace

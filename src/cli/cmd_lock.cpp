@@ -13,6 +13,7 @@
 #include "locks/lock.h"
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
+#include "support/count_noun.h"
 #include "support/error.h"
 #include "support/json_file.h"
 
@@ -185,8 +186,9 @@ bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool
       return true;
     }
   }
-  fmt::print("ok   {}: {} cases, {} steps, {} near-tie steps excused\n", file.filename().string(),
-             lock.cases.size(), steps, excused);
+  fmt::print("ok   {}: {}, {}, {} excused\n", file.filename().string(),
+             count_noun(static_cast<int64_t>(lock.cases.size()), "case"), count_noun(steps, "step"),
+             count_noun(excused, "near-tie step"));
   if (reference)
     fmt::print("     logits vs the cpu reference: max |diff| {:.4g}, max relative error {:.3g}\n", max_abs, max_rel);
   return false;

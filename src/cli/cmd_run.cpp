@@ -21,6 +21,7 @@
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
 #include "runtime/generate.h"
+#include "support/count_noun.h"
 #include "support/error.h"
 #include "support/startup_clock.h"
 #include "support/text_input.h"
@@ -161,10 +162,10 @@ int run(const RunOpts& o) {
   lane_options.max_seq = max_seq;
   // The lane would say "one context ... (--max-seq)", but here the context is the run's own.
   if (lane_options.kv_tokens > 0 && lane_options.kv_tokens < max_seq)
-    throw lg::Error(fmt::format("a KV cache of {} tokens (--kv-tokens) holds less than this run needs: {} positions for a "
-                                "{}-token prompt and up to {} new tokens (--max-tokens); give at least {}, or a smaller "
-                                "--max-tokens",
-                                lane_options.kv_tokens, max_seq, n, o.max_tokens, max_seq));
+    throw lg::Error(fmt::format("a KV cache of {} (--kv-tokens) holds less than this run needs: {} positions for a "
+                                "{}-token prompt and up to {} (--max-tokens); give at least {}, or a smaller --max-tokens",
+                                lg::count_noun(lane_options.kv_tokens, "token"), max_seq, n,
+                                lg::count_noun(o.max_tokens, "new token"), max_seq));
   auto lane = lg::make_lane(lane_name, dir, lane_options);
   startup.mark("make lane", lane->name());
   if (!o.quiet)

@@ -12,6 +12,7 @@
 #include "runtime/generate.h"
 #include "runtime/scheduler.h"
 #include "server/stop_strings.h"
+#include "support/count_noun.h"
 
 namespace lg::server {
 
@@ -279,9 +280,9 @@ void Engine::check_max_tokens(int64_t prompt_tokens, const GenerationRequest& re
     throw RequestError(field, std::move(*e));
   // The pool holds at least one context (resolve_limits), except for a lane a caller built.
   if (max > limits().pool_tokens() - prompt_tokens)
-    throw RequestError(field, fmt::format("'{}' is {} and the prompt has {} tokens: together more than the KV cache "
+    throw RequestError(field, fmt::format("'{}' is {} and the prompt has {}: together more than the KV cache "
                                           "holds ({} tokens)",
-                                          field, max, prompt_tokens, limits().pool_tokens()));
+                                          field, max, count_noun(prompt_tokens, "token"), limits().pool_tokens()));
 }
 
 bool EngineJob::wait(EnginePiece& piece, std::chrono::milliseconds timeout) {

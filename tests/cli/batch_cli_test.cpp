@@ -311,6 +311,14 @@ TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
             std::string::npos)
       << run.out;
   EXPECT_EQ(run.out.find("--max-seq"), std::string::npos) << run.out;
+  // A count of one is singular: "a KV cache of 1 tokens", "up to 1 new tokens" before.
+  const CliRun one = run_lg("run -m " + kSource + "/models/qwen3-pycode-22m --lane cpu -q -n 1 -p 'def f(x):' "
+                            "--kv-tokens 1");
+  EXPECT_EQ(one.code, 1) << one.out;
+  EXPECT_NE(one.out.find("a KV cache of 1 token (--kv-tokens) holds less than this run needs: 4 positions for a "
+                         "4-token prompt and up to 1 new token (--max-tokens)"),
+            std::string::npos)
+      << one.out;
 }
 
 // The 22M model's step is mostly its LM head (151,936 x 128): batched, the weights are read once

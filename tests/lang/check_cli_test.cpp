@@ -44,6 +44,8 @@ TEST(CheckCli, Qwen3Pycode22m) {
   EXPECT_NE(r.out.find("T <= 4096 (runtime)"), std::string::npos);
   EXPECT_NE(r.out.find("head       bf16[151936, 128]  model.embed_tokens.weight"), std::string::npos);
   EXPECT_NE(r.out.find("return     f32[T, 151936]"), std::string::npos);
+  // The IR's one output (the logits) is "1 output": every lg check said "1 outputs".
+  EXPECT_NE(r.out.find(" params, 2 states, 1 output\n"), std::string::npos) << r.out;
 }
 
 TEST(CheckCli, EveryFixtureWithItsProgram) {
