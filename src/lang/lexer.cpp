@@ -1,5 +1,6 @@
 #include "lang/lexer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -131,12 +132,26 @@ class Lexer {
     ++pos_;
   }
   char peek(size_t ahead = 0) const { return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0'; }
+  /// Consumes one character of a comment or a string: a UTF-8 sequence whole, or one byte that is
+  /// not UTF-8, reported. Outside comments and strings every byte past ASCII is an unexpected
+  /// character already; inside them bytes used to be taken as they came, so a comment in Latin-1
+  /// passed unnoticed in a file the language says is UTF-8.
+  void advance_text() {
+    const auto c = static_cast<unsigned char>(src_[pos_]);
+    const size_t n = c < 0x80 ? 1 : utf8_len(src_, pos_);
+    if (n == 0) {
+      static const char* hex = "0123456789abcdef";
+      diags_.error({file_, line_, col_, line_, col_ + 1},
+                   std::string("invalid UTF-8 byte 0x") + hex[c >> 4] + hex[c & 15] + " (a .lg file is UTF-8 text)");
+    }
+    for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) advance();
+  }
 
   void skip_space_and_comments(std::vector<Token>& out) {
     while (pos_ < src_.size()) {
       char c = src_[pos_];
       if (c == '#') {
-        while (pos_ < src_.size() && src_[pos_] != '\n') advance();
+        while (pos_ < src_.size() && src_[pos_] != '\n') advance_text();
       } else if (c == '\n') {
         // Inside () and [] a newline is just space; elsewhere it ends a statement (once).
         if (depth_ == 0 && !out.empty() && out.back().kind != Tok::Newline && out.back().kind != Tok::LBrace) {
@@ -260,8 +275,9 @@ class Lexer {
         else diags_.error({file_, line_, col_ - 2, line_, col_}, std::string("unknown escape '\\") + e + "' in string");
         continue;
       }
-      value += c;
-      advance();
+      const size_t begin = pos_;
+      advance_text();
+      value.append(src_, begin, pos_ - begin);
     }
     Token t = make(Tok::String, line, col);
     if (peek() != '"') {

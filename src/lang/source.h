@@ -2,6 +2,7 @@
 // back into a file held here, so that errors can quote the line and the IR can name its origin.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -18,6 +19,11 @@ struct Span {
 
 /// The smallest span covering both `a` and `b` (same file assumed).
 Span join(const Span& a, const Span& b);
+
+/// Length of the valid UTF-8 sequence starting at text[i] (2..4), or 0 if there is none
+/// (an ASCII byte, a stray continuation byte, an overlong or surrogate form, a cut sequence).
+/// The lexer refuses a source that is not UTF-8 by it; diagnostics quote such bytes escaped.
+size_t utf8_len(std::string_view text, size_t i);
 
 /// One source file: its name as shown in diagnostics and its text.
 struct SourceFile {

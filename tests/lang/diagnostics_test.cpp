@@ -83,6 +83,14 @@ const Case kCases[] = {
    7, 11, "unexpected character '$'"},
   {"UnterminatedString", program("  param q: f32[D] = \"q\n", ""),
    5, 21, "unterminated string: expected '\"' before the end of the line"},
+  // A byte that is not UTF-8 (Latin-1's é, a binary file's 0xff) in a comment or a string was
+  // taken as it came; outside them it is an unexpected character.
+  {"InvalidUtf8InComment", program("", "    y = x  # caf\xe9 au lait\n"),
+   7, 17, "invalid UTF-8 byte 0xe9 (a .lg file is UTF-8 text)"},
+  {"InvalidUtf8InString", program("  param q: f32[D] = \"q\xff\"\n", ""),
+   5, 23, "invalid UTF-8 byte 0xff (a .lg file is UTF-8 text)"},
+  {"CutUtf8SequenceAtTheEndOfAComment", program("", "    y = x  # caf\xc3\n"),
+   7, 17, "invalid UTF-8 byte 0xc3 (a .lg file is UTF-8 text)"},
   {"ForWithoutIn", program("", "    for l layers {\n    }\n"),
    7, 11, "expected 'in', found 'layers'"},
   {"UnknownName", program("", "    y = z + x\n"),
@@ -347,6 +355,14 @@ TEST(Diagnostics, NonPrintableBytesInTheQuotedLineAreEscaped) {
   EXPECT_NE(src.find("z = \\x01 $"), std::string::npos) << utf8.rendered;
   ASSERT_NE(caret.find('^'), std::string::npos) << utf8.rendered;
   EXPECT_EQ(src.substr(caret.find('^'), 4), "\\x01") << src << "\n" << caret;
+}
+
+// UTF-8 characters of two, three and four bytes stay accepted in comments and strings.
+TEST(Diagnostics, ValidUtf8InCommentsAndStringsIsAccepted) {
+  const std::string comment = "    # caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9d\x84\x9e\n";
+  auto ok = lg::lang::check_source("good.lg", program("  param q: f32[D] = \"model.norm.w\xc3\xa9\"\n", comment),
+                                   config(), {});
+  EXPECT_TRUE(ok.ok) << ok.rendered;
 }
 
 // num_hidden_layers 100000 is refused at the layers block; the `for l in layers` of the forward
