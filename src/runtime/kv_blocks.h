@@ -4,11 +4,11 @@
 // follows the tokens a sequence holds rather than the longest it could get.
 //
 // With prefix caching (prefix_cache.h; used by the scheduler, not by every owner) a block is
-// shared, copy-free, by the sequences whose tokens start alike: full blocks are named by the
-// hash chain of their tokens once written, a sequence takes the cached blocks its tokens start
-// with (a reference each), and a cached block no sequence holds stays in the pool, counted free,
-// until a block is needed and no never-cached one is left: then the least recently freed is
-// evicted and reused. A block a sequence holds is never evicted.
+// shared, copy-free, by the sequences whose tokens start alike: full blocks are named by their
+// content (all the tokens up to their end) once written, a sequence takes the cached blocks its
+// tokens start with (a reference each), and a cached block no sequence holds stays in the pool,
+// counted free, until a block is needed and no never-cached one is left: then the least recently
+// freed is evicted and reused. A block a sequence holds is never evicted.
 #pragma once
 
 #include <cstdint>

@@ -20,8 +20,8 @@ uint64_t fnv_bytes(uint64_t h, uint64_t v, int bytes) {
 }
 }  // namespace
 
-uint64_t chain_key(uint64_t parent, std::span<const int32_t> tokens) {
-  uint64_t h = fnv_bytes(kFnvOffset, parent, 8);
+uint64_t block_key(uint64_t parent_uid, std::span<const int32_t> tokens) {
+  uint64_t h = fnv_bytes(kFnvOffset, parent_uid, 8);
   for (const int32_t t : tokens) h = fnv_bytes(h, static_cast<uint32_t>(t), 4);
   return h;
 }
@@ -37,7 +37,7 @@ bool PrefixCache::same_content(int32_t b, const BlockIdentity& parent, std::span
 }
 
 int32_t PrefixCache::find(const BlockIdentity& parent, std::span<const int32_t> tokens) const {
-  const auto it = index_.find(chain_key(parent.key, tokens));
+  const auto it = index_.find(block_key(parent.uid, tokens));
   if (it == index_.end() || !same_content(it->second, parent, tokens)) return -1;
   return it->second;
 }
@@ -56,9 +56,11 @@ const BlockIdentity& PrefixCache::name(int32_t b, const BlockIdentity& parent, s
     s.id = slots_[static_cast<size_t>(same)].id;  // a private copy: same content, same identity
     return s.id;
   }
-  s.id = {chain_key(parent.key, tokens), next_uid_++};
-  // A key taken by other content (a 64-bit collision) leaves this block unindexed: a miss.
-  s.indexed = index_.emplace(s.id.key, b).second;
+  s.id = {next_uid_++};
+  s.key = block_key(parent.uid, tokens);
+  // A key taken by other content (a 64-bit collision: an entry of the same parent uid and tokens
+  // would have been found above) leaves this block unindexed: a miss.
+  s.indexed = index_.emplace(s.key, b).second;
   return s.id;
 }
 
@@ -70,7 +72,7 @@ const BlockIdentity* PrefixCache::identity(int32_t b) const {
 void PrefixCache::forget(int32_t b) {
   Slot& s = slots_[static_cast<size_t>(b)];
   if (s.parked) unpark(b);
-  if (s.indexed) index_.erase(s.id.key);
+  if (s.indexed) index_.erase(s.key);
   s = Slot{};
 }
 

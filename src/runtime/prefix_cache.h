@@ -1,9 +1,23 @@
 // Automatic prefix caching (vLLM's): which KV blocks hold which token prefix, so that a request
 // whose prompt starts with tokens another request already computed reads their blocks instead
-// of computing them again. A full block is known by the hash chain of its tokens: its key is
-// chain_key(key of the block before it, its token ids). The key only finds a candidate; a match
-// is then confirmed exactly (the candidate's tokens, and the identity of the block before it),
-// so a 64-bit collision costs a cache miss, never a wrong answer.
+// of computing them again. A full block's content is every token up to its end; a uid names it
+// (BlockIdentity). A block is indexed under block_key(uid of the block before it, its token
+// ids); a match is then confirmed exactly (the candidate's tokens, and the uid before it), so a
+// 64-bit collision costs a cache miss, never a wrong answer.
+//
+// Why the parent's uid rather than, as vLLM does, a chain of content hashes (a block's hash =
+// hash(the previous block's hash, its tokens))? vLLM takes its hash for the content and keeps
+// every block of one hash, so equal content under one key is no conflict there. Here a match
+// confirms the parent's uid, so the key hashes exactly what a match confirms: keyed by content
+// hash, two entries could share a key without matching each other, and the one indexed first
+// kept the other out. That happened: the same content gets a second uid when it is computed
+// again after its block was evicted, while a block indexed after a private copy (see name) of
+// the evicted block lives on; the tokens after it, computed again, found their key taken and
+// were never cached (tests/runtime/prefix_cache_test.cpp,
+// AnEntryWhoseParentWasEvictedDoesNotHideTheSameTokensComputedAgain). With the uid, never
+// reused, in the key, an entry whose parent content is gone shares its key with no other
+// content (but for a collision) and waits, unreachable and harmless, to be evicted. Every match
+// is confirmed, so a fast 64-bit hash is enough (vLLM, which confirms none, offers SHA-256).
 //
 // This class is the index and the eviction order; the BlockManager (kv_blocks.h) owns the
 // reference counts and decides when a block is named, parked (no holder, kept for reuse) or
@@ -17,15 +31,15 @@
 
 namespace lg::runtime {
 
-/// One step of the hash chain: 64-bit FNV-1a over the 8 bytes of `parent` then the 4 bytes of
-/// each token id, each little-endian. The first block of a sequence has parent 0.
-uint64_t chain_key(uint64_t parent, std::span<const int32_t> tokens);
+/// The index key of a block holding `tokens` right after the content named `parent_uid`: 64-bit
+/// FNV-1a over the 8 bytes of `parent_uid` then the 4 bytes of each token id, each
+/// little-endian. The first block of a sequence has parent uid 0.
+uint64_t block_key(uint64_t parent_uid, std::span<const int32_t> tokens);
 
-/// What a full block holds: `key` is its hash chain; `uid` names its exact content (the tokens of
-/// every position up to its end) and is never reused for other content, unlike a block id or a
-/// key. The root, before any block, is {0, 0}.
+/// What a full block holds: `uid` names its exact content (the tokens of every position up to
+/// its end) and is never reused for other content, unlike a block id or a key. The root, before
+/// any block, is uid 0.
 struct BlockIdentity {
-  uint64_t key = 0;
   uint64_t uid = 0;
 };
 
@@ -67,6 +81,7 @@ class PrefixCache {
   struct Slot {
     BlockIdentity id;
     uint64_t parent_uid = 0;
+    uint64_t key = 0;  ///< block_key(parent_uid, its tokens): its index entry's key when indexed
     bool named = false, indexed = false, parked = false;
     int32_t prev = -1, next = -1;  ///< LRU neighbours while parked
   };

@@ -1,5 +1,5 @@
-// The KV block manager's prefix cache (runtime/prefix_cache.h, runtime/kv_blocks.h): the hash
-// chain, exact matching, reference counts, LRU eviction of blocks no sequence holds, and that a
+// The KV block manager's prefix cache (runtime/prefix_cache.h, runtime/kv_blocks.h): the index
+// key, exact matching, reference counts, LRU eviction of blocks no sequence holds, and that a
 // block a sequence holds is never evicted.
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 namespace lg::runtime {
 namespace {
 
-// FNV-1a written out over an explicit little-endian byte string, to hold chain_key to the
+// FNV-1a written out over an explicit little-endian byte string, to hold block_key to the
 // published algorithm rather than to itself.
 uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
   uint64_t h = 14695981039346656037ull;
@@ -23,17 +23,21 @@ uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
   return h;
 }
 
-TEST(PrefixCache, ChainKeyIsFnv1aOfTheParentKeyThenTheTokens) {
+// The parent in the key was the parent block's key (a hash chain, as vLLM's) and is now the
+// parent's uid: keyed by content hash, an entry whose parent was evicted could keep the same
+// tokens after the same content computed again out of the index (see prefix_cache.h and
+// AnEntryWhoseParentWasEvictedDoesNotHideTheSameTokensComputedAgain below). The hash is the same.
+TEST(PrefixCache, BlockKeyIsFnv1aOfTheParentUidThenTheTokens) {
   const std::vector<int32_t> toks{1, 258, -1};
-  const uint64_t parent = 0x0102030405060708ull;
-  const std::vector<uint8_t> bytes{8, 7, 6, 5, 4, 3, 2, 1,  // parent, little-endian
+  const uint64_t parent_uid = 0x0102030405060708ull;
+  const std::vector<uint8_t> bytes{8, 7, 6, 5, 4, 3, 2, 1,  // parent uid, little-endian
                                    1, 0, 0, 0, 2, 1, 0, 0, 0xff, 0xff, 0xff, 0xff};
-  EXPECT_EQ(chain_key(parent, toks), fnv1a(bytes));
+  EXPECT_EQ(block_key(parent_uid, toks), fnv1a(bytes));
   EXPECT_EQ(fnv1a({}), 14695981039346656037ull);
   EXPECT_EQ(fnv1a({'a'}), 0xaf63dc4c8601ec8cull);  // the FNV-1a 64 test vector for "a"
-  // The chain: the same tokens after another parent, or in another order, are another key.
-  EXPECT_NE(chain_key(parent, toks), chain_key(parent + 1, toks));
-  EXPECT_NE(chain_key(0, std::vector<int32_t>{1, 2}), chain_key(0, std::vector<int32_t>{2, 1}));
+  // The same tokens after another parent, or in another order, are another key.
+  EXPECT_NE(block_key(parent_uid, toks), block_key(parent_uid + 1, toks));
+  EXPECT_NE(block_key(0, std::vector<int32_t>{1, 2}), block_key(0, std::vector<int32_t>{2, 1}));
 }
 
 TEST(PrefixCache, AMatchIsTheSameTokensAfterTheSameContent) {
@@ -41,14 +45,13 @@ TEST(PrefixCache, AMatchIsTheSameTokensAfterTheSameContent) {
   const std::vector<int32_t> x{1, 2}, y{3, 4};
   const BlockIdentity a0 = c.name(0, {}, x);
   const BlockIdentity a1 = c.name(1, a0, y);
-  EXPECT_EQ(a1.key, chain_key(a0.key, y));
+  EXPECT_NE(a1.uid, a0.uid);
   EXPECT_EQ(c.find({}, x), 0);
   EXPECT_EQ(c.find(a0, y), 1);
   EXPECT_EQ(c.find({}, y), -1);  // y, but at the start
   EXPECT_EQ(c.find(a0, x), -1);
-  // Another block with y after content of the same key but another identity is not a match:
-  // a parent is confirmed by its uid, not by its key.
-  EXPECT_EQ(c.find(BlockIdentity{a0.key, a0.uid + 100}, y), -1);
+  // y after other content (another uid) is not a match.
+  EXPECT_EQ(c.find(BlockIdentity{a0.uid + 100}, y), -1);
   // Block 2 holds x too (computed by another sequence at the same time): a private copy.
   const BlockIdentity b0 = c.name(2, {}, x);
   EXPECT_EQ(b0.uid, a0.uid);
@@ -59,6 +62,31 @@ TEST(PrefixCache, AMatchIsTheSameTokensAfterTheSameContent) {
   c.forget(0);  // block 0 reused for other tokens: x is no longer found, nor y after it
   EXPECT_EQ(c.find({}, x), -1);
   EXPECT_EQ(c.identity(0), nullptr);
+}
+
+// The same tokens after the same content computed twice (two uids) are two entries, each found
+// after its own parent only, though the first one's parent is no longer indexed.
+TEST(PrefixCache, TheSameTokensAfterEachUidOfTheSameContentAreIndexedApart) {
+  PrefixCache c(6, 2);
+  const std::vector<int32_t> x{1, 2}, y{3, 4}, z{5, 6};
+  const BlockIdentity a0 = c.name(0, {}, x);
+  const BlockIdentity b0 = c.name(1, {}, x);  // a private copy of block 0
+  const BlockIdentity b1 = c.name(2, b0, y);
+  c.forget(0);  // evicted: x is no longer found; block 2 stays indexed after uid a0
+  EXPECT_EQ(c.find({}, x), -1);
+  const BlockIdentity e0 = c.name(3, {}, x);  // x computed again: a new uid
+  EXPECT_NE(e0.uid, a0.uid);
+  EXPECT_TRUE(c.indexed(3));
+  const BlockIdentity e1 = c.name(4, e0, y);
+  EXPECT_TRUE(c.indexed(4));
+  EXPECT_NE(e1.uid, b1.uid);
+  c.name(5, e1, z);
+  EXPECT_TRUE(c.indexed(5));
+  EXPECT_EQ(c.find({}, x), 3);
+  EXPECT_EQ(c.find(e0, y), 4);
+  EXPECT_EQ(c.find(e1, z), 5);
+  EXPECT_EQ(c.find(b0, y), 2);  // still the right block after its own content
+  EXPECT_EQ(c.find(b1, z), -1);
 }
 
 // Tokens 0 .. n-1 of a sequence's own: `base` makes them differ between sequences.
@@ -206,6 +234,36 @@ TEST(PrefixCache, APrivateCopyChainsOnButIsNotKept) {
   m.release(tc);
   m.release(ta);
   EXPECT_EQ(m.cached_free_blocks(), 2);
+  EXPECT_EQ(m.used_blocks(), 0);
+}
+
+// A block indexed after a private copy outlives the block it copied: once that one is evicted its
+// entry can no longer be reached (nothing indexed holds its parent content), and it must not
+// keep the same tokens, computed again after the content computed again, out of the index.
+TEST(PrefixCache, AnEntryWhoseParentWasEvictedDoesNotHideTheSameTokensComputedAgain) {
+  BlockManager m(4, 2);
+  const std::vector<int32_t> x{1, 2}, xy{1, 2, 3, 4};
+  std::vector<int32_t> ta, tc, td, te, tf;
+  ASSERT_TRUE(m.grow(ta, 2));
+  ASSERT_TRUE(m.grow(tc, 4));
+  m.cache_full_blocks(ta, x, 0, 1);
+  m.cache_full_blocks(tc, xy, 0, 2);  // c's first block: a private copy of a's; its second indexed
+  ASSERT_FALSE(m.cached(tc[0]));
+  ASSERT_TRUE(m.cached(tc[1]));
+  m.release(ta);  // a's block parked ...
+  ASSERT_TRUE(m.grow(td, 4));  // ... then evicted, while c still runs
+  EXPECT_EQ(m.evictions(), 1);
+  m.release(td);
+  EXPECT_EQ(m.take_cached_prefix(tf, xy, 2), 0);  // x is no longer found, nor c's block after it
+  ASSERT_TRUE(m.grow(te, 4));  // e has c's prompt and computes both blocks again
+  m.cache_full_blocks(te, xy, 0, 2);
+  EXPECT_TRUE(m.cached(te[0]));
+  EXPECT_TRUE(m.cached(te[1]));
+  EXPECT_EQ(m.take_cached_prefix(tf, xy, 2), 2);
+  EXPECT_EQ(tf, te);
+  m.release(tf);
+  m.release(te);
+  m.release(tc);
   EXPECT_EQ(m.used_blocks(), 0);
 }
 
