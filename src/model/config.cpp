@@ -168,6 +168,9 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   c.eos_token_ids = int_or_list(j, "eos_token_id", src);
 
   parse_sliding_window(j, src, c);
+  // Not qwen3_moe: that reading is the hand-written lane's, which does not run it, and its defaults
+  // are Qwen2/Qwen3Config's (num_key_value_heads 32, where Qwen3MoeConfig's is 4). qwen3_moe.lg
+  // `require`s what it implements (default RoPE, no sliding window), and every lane runs it.
   if (c.model_type == "qwen2" || c.model_type == "qwen3") read_qwen_fields(j, src, c);
   return c;
 }

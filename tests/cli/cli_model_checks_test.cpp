@@ -205,6 +205,43 @@ TEST(CliModelChecks, NonPositiveRopeScalingIsRefusedByTheProgram) {
       << g.out;
 }
 
+// The Qwen programs read only rope_parameters.rope_type, so a config with the older top-level
+// rope_scaling (the long-context recipe of Qwen's model cards: {"rope_type": "yarn", "factor": 4.0,
+// "original_max_position_embeddings": 32768}; Qwen2.5's cards write "type") checked, compiled and
+// ran as plain RoPE: silently wrong past the first positions. Now `lg check` and `lg compile`
+// refuse it at the program's require, naming the field; a rope_scaling of the default kind (or
+// null) is still accepted.
+TEST(CliModelChecks, RopeScalingIsRefusedByTheQwenPrograms) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"qwen3", "tiny-qwen3"}, {"qwen2", "tiny-qwen2"}, {"qwen3_moe", "tiny-qwen3-moe"}};
+  for (const auto& [name, fixture] : cases) {
+    SCOPED_TRACE(name);
+    ModelCopy m(kShared + "/fixtures/" + fixture);
+    const std::string config = (m.dir / "config.json").string();
+    const std::string check = "check " + kSource + "/models/" + name + ".lg --config " + config;
+    const std::string compile =
+        "compile " + kSource + "/models/" + name + ".lg --config " + config + " -o " + (m.dir / "compiled").string();
+    for (const char* key : {"rope_type", "type"}) {
+      m.edit_config([&](nlohmann::json& j) {
+        j["rope_scaling"] = {{key, "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+      });
+      for (const std::string& cmd : {check, compile}) {
+        const CliRun r = run_lg(cmd);
+        EXPECT_EQ(r.code, 1) << key << ": lg " << cmd << "\n" << r.out;
+        EXPECT_NE(r.out.find("error: requirement failed: " + name + ".lg implements the default RoPE only: config.json's "
+                             "rope_scaling or rope_parameters.rope_type asks for a scaled one"),
+                  std::string::npos)
+            << key << ": lg " << cmd << "\n" << r.out;
+      }
+    }
+    for (const nlohmann::json& plain : {nlohmann::json{{"rope_type", "default"}}, nlohmann::json()}) {
+      m.edit_config([&](nlohmann::json& j) { j["rope_scaling"] = plain; });
+      const CliRun r = run_lg(check);
+      EXPECT_EQ(r.code, 0) << plain.dump() << "\n" << r.out;
+    }
+  }
+}
+
 // A config.json eos_token_id outside [0, vocab_size) was accepted silently, though generation
 // never stops on it; loading the model warns, naming the file, the field, the id and vocab_size.
 // Not an error: some checkpoints list added tokens' ids that are handled elsewhere.

@@ -238,5 +238,25 @@ TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
   std::filesystem::remove_all(tmp);
 }
 
+// Opening a Qwen model directory whose config.json enables RoPE scaling the older way, with a
+// top-level rope_scaling (Qwen's model cards' YaRN recipe), is refused with the field named.
+// qwen2/qwen3 configs were refused by parse_config's Qwen reading already; a qwen3_moe one, which
+// gets no such reading (no hand-written lane runs it), opened and ran as plain RoPE, since
+// qwen3_moe.lg read only rope_parameters.rope_type.
+TEST(ResolveProgram, AQwenConfigWithRopeScalingIsRefused) {
+  for (const char* fixture : {"tiny-qwen3", "tiny-qwen2", "tiny-qwen3-moe"}) {
+    test::ModelCopy copy(kShared + "/fixtures/" + fixture);
+    copy.edit_json("config.json", [](nlohmann::json& j) {
+      j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+    });
+    const std::string e = error_of([&] {
+      auto m = model::ModelDir::open(copy.dir);
+      resolve_program(m);
+    });
+    EXPECT_NE(e.find("rope_scaling"), std::string::npos) << fixture << ": " << e;
+    EXPECT_NE(e.find("default RoPE only"), std::string::npos) << fixture << ": " << e;
+  }
+}
+
 }  // namespace
 }  // namespace lg::runtime
