@@ -311,7 +311,11 @@ ProgramView view_program(const std::filesystem::path& dir, const lg::model::Mode
     source = lg::runtime::find_model_source(config);
     v.report = lg::lang::check_file(*source, config.raw, {});
     lg::ir::verify(v.report->graph);
-    if (weights) v.mismatches = lg::runtime::param_problems(v.report->graph, *weights);
+    if (weights) {  // as lg run binds it: without a base prefix the checkpoint lacks
+      lg::ir::Graph bound = v.report->graph;
+      lg::runtime::drop_absent_base_prefix(bound, *weights);
+      v.mismatches = lg::runtime::param_problems(bound, *weights);
+    }
     v.note = source->string();
   } catch (const lg::Error& e) {
     v.report.reset();

@@ -11,6 +11,20 @@
 
 namespace lg::runtime {
 
+/// A checkpoint saved without its model's base prefix: transformers' `base_model_prefix`
+/// ("transformer" for GPT-2, "model" for Llama-style families) is the module that wraps the base
+/// model in the *ForCausalLM class, and a checkpoint of the base model alone, or one written
+/// before the wrapper existed (openai-community/gpt2's model.safetensors: "wte.weight",
+/// "h.0.attn.c_attn.weight"), names its tensors without it; transformers strips or adds the prefix
+/// at load, as vLLM does. A .lg program names the wrapper's tensors. For each leading component
+/// `P.` of the program's tensor names: when the checkpoint holds no tensor under `P.` at all and
+/// does hold at least one of those names with `P.` dropped, every program name under `P.` is
+/// rewritten without it, so binding, the lanes' uploads and param_problems all see the
+/// checkpoint's names (a tensor still missing then is reported under its checkpoint name, with
+/// the nearest names present). Returns the prefixes dropped, in order ("transformer."); none when
+/// the checkpoint already names the program's tensors. Reads no weight bytes.
+std::vector<std::string> drop_absent_base_prefix(ir::Graph& graph, const model::Checkpoint& checkpoint);
+
 /// Where `checkpoint` does not fit `graph`'s params, one sentence each: a missing tensor (with the
 /// nearest names present), a shape other than the param declares, a dtype that cannot be computed
 /// with, and tensors of a bound name form ("model.layers.#.mlp.up_proj.weight") that no param

@@ -60,8 +60,9 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program)
     dir.program = program;
   }
   const std::filesystem::path source = program_source(dir);
-  const ir::Graph g = lower(source, dir.config, 0);
+  ir::Graph g = lower(source, dir.config, 0);
   check_logits_output(g, source, dir.config);
+  drop_absent_base_prefix(g, dir.checkpoint);
   check_params(g, dir.checkpoint);
   dir.context = context_of(g);
   dir.vocab = g.at(g.outputs.at(0)).shape.back().coeff;
@@ -69,6 +70,7 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program)
 
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq) {
   ForwardGraph fg = forward_graph(dir.config, max_seq, program_source(dir));
+  drop_absent_base_prefix(fg.graph, dir.checkpoint);  // the names every lane then reads
   check_params(fg.graph, dir.checkpoint);
   return fg;
 }

@@ -29,7 +29,9 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program 
 
 /// Lowers the model's .lg program (program_source) with `max_seq` as the KV-cache capacity (0: the
 /// program's S, as resolve_program), verifies the graph, and checks every param against the checkpoint
-/// (one lg::Error listing all missing/mismatched tensors). Throws lg::Error when no .lg file
+/// (one lg::Error listing all missing/mismatched tensors), after renaming its params to a checkpoint
+/// saved without the model's base prefix (drop_absent_base_prefix: GPT-2's "wte.weight" for the
+/// program's "transformer.wte.weight"), as resolve_program checks them. Throws lg::Error when no .lg file
 /// covers the model_type, for a max_seq above the program's S, and for a program that
 /// does not check against the config (the message carries the rendered diagnostics).
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq);

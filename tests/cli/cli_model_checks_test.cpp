@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cli_run.h"
+#include "common/model_copy.h"
 #include "common/safetensors_patch.h"
 
 namespace lg::cli_test {
@@ -240,6 +241,30 @@ TEST(CliModelChecks, RopeScalingIsRefusedByTheQwenPrograms) {
       EXPECT_EQ(r.code, 0) << plain.dump() << "\n" << r.out;
     }
   }
+}
+
+// `lg inspect` and `lg check` fit the params to a checkpoint saved without the model's base prefix
+// as `lg run` binds them (openai-community/gpt2's "wte.weight" for gpt2.lg's
+// "transformer.wte.weight"): both listed every tensor as missing; a tensor such a checkpoint lacks
+// is still named, under its checkpoint name.
+TEST(CliModelChecks, InspectAndCheckFitACheckpointWithoutTheBasePrefix) {
+  lg::test::ModelCopy bare(kShared + "/fixtures/tiny-gpt2");
+  bare.rename_tensors([](const std::string& name) { return name.starts_with("transformer.") ? name.substr(12) : name; });
+  const std::string check = "check " + kSource + "/models/gpt2.lg --config " + (bare.dir / "config.json").string();
+  const CliRun inspect = run_lg("inspect " + bare.dir.string());
+  EXPECT_EQ(inspect.code, 0) << inspect.out;
+  EXPECT_NE(inspect.out.find("h.0.attn.c_attn.weight"), std::string::npos) << inspect.out;
+  EXPECT_EQ(inspect.out.find("missing tensor"), std::string::npos) << inspect.out;
+  const CliRun checked = run_lg(check);
+  EXPECT_EQ(checked.code, 0) << checked.out;
+  EXPECT_EQ(checked.out.find("do not fit the checkpoint"), std::string::npos) << checked.out;
+  bare.rename_tensors([](const std::string& name) { return name == "h.2.ln_2.bias" ? "" : name; });
+  const CliRun holed = run_lg("inspect " + bare.dir.string());
+  EXPECT_EQ(holed.code, 1) << holed.out;
+  EXPECT_NE(holed.out.find("missing tensor \"h.2.ln_2.bias\" (param l2.ln2_b [64])"), std::string::npos) << holed.out;
+  const CliRun noted = run_lg(check);
+  EXPECT_NE(noted.out.find("do not fit the checkpoint"), std::string::npos) << noted.out;
+  EXPECT_NE(noted.out.find("missing tensor \"h.2.ln_2.bias\""), std::string::npos) << noted.out;
 }
 
 // A config.json eos_token_id outside [0, vocab_size) was accepted silently, though generation

@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lg::test {
@@ -41,6 +43,40 @@ struct ModelCopy {
     nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / name));
     edit(j);
     write(name, j.dump());
+  }
+  /// Rewrites model.safetensors (read through its link) with each tensor renamed by `rename`, as a
+  /// checkpoint saved under other names would hold it; a tensor renamed to "" is left out. The
+  /// header is written anew and the data repacked in the order of the original offsets.
+  void rename_tensors(const std::function<std::string(const std::string&)>& rename) const {
+    std::ifstream in(dir / "model.safetensors", std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    in.read(header.data(), static_cast<std::streamsize>(n));
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const nlohmann::json old = nlohmann::json::parse(header);
+    std::vector<std::pair<uint64_t, std::string>> order;  // original offset, name
+    for (const auto& [name, t] : old.items())
+      if (name != "__metadata__") order.emplace_back(t.at("data_offsets")[0].get<uint64_t>(), name);
+    std::sort(order.begin(), order.end());
+    nlohmann::json out = nlohmann::json::object();
+    if (old.contains("__metadata__")) out["__metadata__"] = old["__metadata__"];
+    std::string packed;
+    for (const auto& [begin, name] : order) {
+      const std::string to = rename(name);
+      if (to.empty()) continue;
+      nlohmann::json t = old.at(name);
+      const uint64_t end = t["data_offsets"][1].get<uint64_t>();
+      t["data_offsets"] = {packed.size(), packed.size() + (end - begin)};
+      packed.append(data, begin, end - begin);
+      out[to] = t;
+    }
+    const std::string text = out.dump();
+    std::filesystem::remove(dir / "model.safetensors");
+    std::ofstream f(dir / "model.safetensors", std::ios::binary);
+    const uint64_t len = text.size();
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f << text << packed;
   }
   /// Makes the first of `among` whose tokenizer.json form holds a byte-level "Ġ" (space) or "Ċ"
   /// (newline) an added token marked "special", as Llama 2's <s> is one inside its vocabulary, and

@@ -23,6 +23,7 @@
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
+#include "common/model_copy.h"
 #include "common/step_alone.h"
 
 namespace lg {
@@ -111,6 +112,33 @@ TEST(Pycode22m, GreedyTokensOfAllGoldenPromptsMatchFp32Transformers) {
     const auto want = cs["fp32_cpu_greedy_ids"].get<std::vector<int32_t>>();
     ASSERT_EQ(want.size(), 48u);
     EXPECT_EQ(greedy(*lane, prompt, want.size(), dir), want);
+  }
+}
+
+// openai-community/gpt2's model.safetensors names its tensors without the "transformer." that
+// gpt2.lg (and transformers' GPT2LMHeadModel, which adds it at load) names: "wte.weight",
+// "h.0.attn.c_attn.weight". Such a checkpoint was refused, every tensor "missing"; it now binds
+// the same tensors and computes exactly the logits of the prefixed checkpoint (tiny-gpt2, written
+// by save_pretrained, with the prefix stripped from every name).
+TEST(BasePrefix, AGpt2CheckpointWithoutTheTransformerPrefixGivesTheSameLogits) {
+  const std::string fixture = kShared + "/fixtures/tiny-gpt2";
+  lg::test::ModelCopy bare(fixture);
+  size_t renamed = 0;
+  bare.rename_tensors([&](const std::string& name) {
+    renamed += name.starts_with("transformer.");
+    return name.starts_with("transformer.") ? name.substr(std::string("transformer.").size()) : name;
+  });
+  ASSERT_GT(renamed, 0u);
+  const model::ModelDir prefixed_dir = model::ModelDir::open(fixture);
+  const model::ModelDir bare_dir = model::ModelDir::open(bare.dir);
+  ASSERT_TRUE(bare_dir.checkpoint.contains("h.0.attn.c_attn.weight"));
+  ASSERT_FALSE(bare_dir.checkpoint.contains("transformer.h.0.attn.c_attn.weight"));
+  auto prefixed = make_cpu_lane_concrete(prefixed_dir, {.max_seq = 0});
+  auto stripped = make_cpu_lane_concrete(bare_dir, {.max_seq = 0});
+  const nlohmann::json golden = read_json(fixture + "/golden.json");
+  for (const auto& cs : golden["cases"]) {
+    const auto prompt = cs["prompt_ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(stripped->forward(prompt).to_f32(), prefixed->forward(prompt).to_f32());
   }
 }
 

@@ -258,5 +258,34 @@ TEST(ResolveProgram, AQwenConfigWithRopeScalingIsRefused) {
   }
 }
 
+// A checkpoint without the program's base prefix binds (drop_absent_base_prefix), and a tensor it
+// genuinely lacks is still named, under the checkpoint's name, with the nearest names present:
+// one problem, not every tensor of the program "missing".
+TEST(ResolveProgram, ACheckpointWithoutTheBasePrefixStillNamesATensorItLacks) {
+  test::ModelCopy bare(kShared + "/fixtures/tiny-gpt2");
+  bare.rename_tensors([](const std::string& name) {
+    if (name == "transformer.h.1.mlp.c_fc.weight") return std::string();
+    return name.starts_with("transformer.") ? name.substr(12) : name;
+  });
+  auto m = model::ModelDir::open(bare.dir);
+  const std::string e = error_of([&] { resolve_program(m); });
+  EXPECT_NE(e.find("the checkpoint does not fit the gpt2 program (1 problem):"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing tensor \"h.1.mlp.c_fc.weight\" (param l1.w_fc [64,256]); nearest present: "
+                   "h.0.mlp.c_fc.weight, h.2.mlp.c_fc.weight"),
+            std::string::npos)
+      << e;
+  // The graph the lanes run names the checkpoint's tensors.
+  test::ModelCopy whole(kShared + "/fixtures/tiny-gpt2");
+  whole.rename_tensors([](const std::string& name) { return name.starts_with("transformer.") ? name.substr(12) : name; });
+  const auto fg = forward_graph(model::ModelDir::open(whole.dir), 0);
+  EXPECT_EQ(fg.graph.params.at(0).tensor, "wte.weight");
+  // A checkpoint that holds the prefix keeps the program's names, and its missing tensor too.
+  test::ModelCopy holed(kShared + "/fixtures/tiny-gpt2");
+  holed.rename_tensors([](const std::string& name) { return name == "transformer.h.1.mlp.c_fc.weight" ? "" : name; });
+  auto h = model::ModelDir::open(holed.dir);
+  const std::string he = error_of([&] { resolve_program(h); });
+  EXPECT_NE(he.find("(1 problem):\n  missing tensor \"transformer.h.1.mlp.c_fc.weight\""), std::string::npos) << he;
+}
+
 }  // namespace
 }  // namespace lg::runtime
