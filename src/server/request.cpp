@@ -276,6 +276,10 @@ ChatRequest parse_chat_request(const std::string& body) {
     } else if (content->is_string()) {
       text = content->get<std::string>();
     } else if (content->is_array()) {
+      // The parts' texts joined with "\n", as vLLM's "string" content format joins them
+      // (chat_utils.py, _parse_chat_message_content_parts), empty texts left out as it leaves them
+      // out (a falsy part is not kept): ["a", "", "b"] is "a\nb". Concatenated, two paragraphs
+      // sent as two parts ran together ("...end.Next..."), a prompt vLLM never renders.
       for (size_t k = 0; k < content->size(); ++k) {
         const ordered_json& part = (*content)[k];
         const std::string pat = fmt::format("{}.content[{}]", at, k);
@@ -283,7 +287,10 @@ ChatRequest parse_chat_request(const std::string& body) {
         const ordered_json* t = part.is_object() ? field(part, "text") : nullptr;
         if (!type || *type != "text" || !t || !t->is_string())
           throw RequestError(pat, fmt::format("'{}' must be a {{\"type\": \"text\", \"text\": string}} part", pat));
-        text += t->get<std::string>();
+        const std::string& part_text = t->get_ref<const std::string&>();
+        if (part_text.empty()) continue;
+        if (!text.empty()) text += '\n';  // every part kept so far is non-empty
+        text += part_text;
       }
     } else {
       throw RequestError(at + ".content", fmt::format("'{}.content' must be a string or an array of text parts, got {}", at,

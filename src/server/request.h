@@ -63,7 +63,8 @@ struct ChatRequest {
   GenerationRequest gen;
   /// The messages as the template gets them: each message's fields as sent, except that `role`
   /// `developer` becomes `system` (OpenAI's newer name for it; templates know only `system`),
-  /// `content` given as text parts becomes their concatenated text, and an assistant's absent or
+  /// `content` given as text parts becomes their non-empty texts joined with "\n" (vLLM's "string"
+  /// content format; it does not pass the parts on, docs/server.md), and an assistant's absent or
   /// null `content` (a message that carries `tool_calls`) becomes "" (as vLLM passes it).
   /// Objects keep the order of their keys as sent (a template's tojson writes them in order).
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();

@@ -230,14 +230,22 @@ TEST(GenerationRequest, SkipSpecialTokensIsABooleanThatDefaultsToTrue) {
   }
 }
 
+// Text parts become one string, their texts joined with "\n" and empty ones left out, as vLLM's
+// "string" content format renders them ("\n".join of the non-empty texts). This test pinned plain
+// concatenation ("hi " + "there" = "hi there") before: a prompt vLLM never builds for this request.
 TEST(ChatRequest, ParsesMessagesAndTextParts) {
   const auto r = parse_chat_request(
-      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],"max_completion_tokens":3})");
-  EXPECT_EQ(r.messages, nlohmann::ordered_json::parse(R"([{"role":"system","content":"be brief"},{"role":"user","content":"hi there"}])"));
+      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":""},{"type":"text","text":"there"}]}],"max_completion_tokens":3})");
+  EXPECT_EQ(r.messages, nlohmann::ordered_json::parse(R"([{"role":"system","content":"be brief"},{"role":"user","content":"hi \nthere"}])"));
   EXPECT_EQ(r.gen.max_tokens, 3);
   EXPECT_TRUE(r.tools.is_null());
   EXPECT_TRUE(r.add_generation_prompt);
   EXPECT_EQ(r.template_kwargs, nlohmann::ordered_json::object());
+  // No part, or only empty ones: "" (vLLM's join of nothing).
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":[]}]})").messages[0]["content"], "");
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":[{"type":"text","text":""}]}]})")
+                .messages[0]["content"],
+            "");
 }
 
 // OpenAI's chat API deprecates max_tokens for max_completion_tokens, and vLLM's chat endpoint takes
