@@ -16,6 +16,8 @@ using json = nlohmann::ordered_json;
 // parent gains no sibling of an open child (which could move it) until the child is closed.
 class OrderedBuilder : public nlohmann::json_sax<json> {
  public:
+  explicit OrderedBuilder(size_t max_depth) : max_depth_(max_depth) {}
+
   json root;
 
   bool null() override { return place(json(nullptr)); }
@@ -26,6 +28,7 @@ class OrderedBuilder : public nlohmann::json_sax<json> {
   bool string(string_t& v) override { return place(json(std::move(v))); }
   bool binary(binary_t& v) override { return place(json::binary(std::move(v))); }
   bool start_object(std::size_t) override {
+    check_depth();
     json* node = slot(json::object());
     stack_.push_back({node, {}, {}});
     return true;
@@ -39,6 +42,7 @@ class OrderedBuilder : public nlohmann::json_sax<json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    check_depth();
     json* node = slot(json::array());
     stack_.push_back({node, {}, {}});
     return true;
@@ -60,6 +64,12 @@ class OrderedBuilder : public nlohmann::json_sax<json> {
     std::unordered_map<std::string, size_t> index;  // key -> position, objects only
     std::string key;                                // the key whose value comes next
   };
+
+  // Called as an array or object opens: it is the (stack size + 1)th level.
+  void check_depth() const {
+    if (stack_.size() >= max_depth_)
+      throw JsonTooDeep("the JSON nests more than " + std::to_string(max_depth_) + " levels deep");
+  }
 
   bool place(json&& v) {
     slot(std::move(v));
@@ -90,12 +100,13 @@ class OrderedBuilder : public nlohmann::json_sax<json> {
   }
 
   std::vector<Open> stack_;
+  size_t max_depth_;
 };
 
 }  // namespace
 
-nlohmann::ordered_json parse_ordered_json(std::string_view text) {
-  OrderedBuilder b;
+nlohmann::ordered_json parse_ordered_json(std::string_view text, size_t max_depth) {
+  OrderedBuilder b(max_depth);
   json::sax_parse(text, &b);
   return std::move(b.root);
 }

@@ -1,6 +1,7 @@
 #include "server/request.h"
 
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -203,6 +204,58 @@ void check_tool(const ordered_json& tool, const std::string& at) {
                        fmt::format("'{}.function.parameters' must be an object (a JSON schema), got {}", at, ps->type_name()));
 }
 
+// An assistant turn's `tool_calls` as vLLM hands them to the template (chat_utils.py,
+// _postprocess_messages): each call's `function.arguments`, which OpenAI's API sends as a string
+// of JSON, is parsed into the value it encodes, since templates (following transformers) expect
+// the arguments as an object: Qwen2.5's and Llama 3.1's write `arguments | tojson`, which of a
+// string is that string quoted again ("{\"a\": 1}"), and Qwen3's writes a string as it is, so
+// the client's spacing ({"a":1}) reached the prompt where vLLM's has tojson's ({"a": 1}). Absent,
+// null or "" arguments are {} (vLLM: a call without arguments). An argument string that is not
+// JSON is a 400 naming it, as vLLM's releases answer (json.loads raises; vllm#43995, #47761);
+// vLLM's current main (chat_utils.py) renders such a string as {} instead, a prompt about a call
+// other than the one the client sent. An object or array sent in place of the string stays as it
+// is (vLLM keeps them); another type is a 400. An empty list gives nullopt: vLLM drops
+// `tool_calls: []` to keep templates on the plain assistant path (Qwen3's `{% if
+// message.tool_calls %}` is false for [] anyway; a template testing `is defined` is not).
+std::optional<ordered_json> template_tool_calls(const ordered_json& calls, const std::string& at) {
+  if (!calls.is_array())
+    throw RequestError(at, fmt::format("'{}' must be an array of tool calls, got {}", at, calls.type_name()));
+  if (calls.empty()) return std::nullopt;
+  ordered_json out = calls;
+  for (size_t j = 0; j < out.size(); ++j) {
+    const std::string cat = fmt::format("{}[{}]", at, j);
+    ordered_json& call = out[j];
+    if (!call.is_object())
+      throw RequestError(cat, fmt::format("'{}' must be an object ({{\"id\", \"type\": \"function\", \"function\": "
+                                          "{{\"name\", \"arguments\"}}}}), got {}",
+                                          cat, call.type_name()));
+    const auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object())
+      throw RequestError(cat + ".function",
+                         fmt::format("'{}.function' must be an object ({{\"name\": string, \"arguments\": JSON text}}), "
+                                     "got {}",
+                                     cat, fn == call.end() ? "nothing" : fn->type_name()));
+    const std::string aat = cat + ".function.arguments";
+    const auto args = fn->find("arguments");
+    if (args == fn->end() || args->is_null() || (args->is_string() && args->get_ref<const std::string&>().empty())) {
+      (*fn)["arguments"] = ordered_json::object();
+    } else if (args->is_string()) {
+      try {
+        *args = chat::parse_ordered_json(args->get_ref<const std::string&>(), kMaxChatNesting);
+      } catch (const chat::JsonTooDeep&) {
+        throw RequestError(aat, fmt::format("'{}' nests more than {} levels deep", aat, kMaxChatNesting));
+      } catch (const ordered_json::exception& e) {
+        throw RequestError(aat, fmt::format("'{}' is not valid JSON (the call's arguments, as a JSON string): {}", aat,
+                                            json_error_message(e)));
+      }
+    } else if (!args->is_structured()) {
+      throw RequestError(aat, fmt::format("'{}' must be a string of JSON (or an object), got {}", aat,
+                                          args->type_name()));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body) {
@@ -310,6 +363,20 @@ ChatRequest parse_chat_request(const std::string& body) {
     ordered_json out = msg;
     out["role"] = role_s;
     out["content"] = std::move(text);
+    // vLLM passes an assistant's tool_calls only when not null, and with parsed arguments.
+    if (const auto calls = out.find("tool_calls"); role_s == "assistant" && calls != out.end()) {
+      std::optional<ordered_json> parsed;
+      if (!calls->is_null()) parsed = template_tool_calls(*calls, at + ".tool_calls");
+      if (parsed) {
+        // Arguments parsed from a string nest below the call's own levels: the field's bound again.
+        if (chat_nesting_too_deep(*parsed))
+          throw RequestError(at + ".tool_calls",
+                             fmt::format("'{}.tool_calls' nests more than {} levels deep", at, kMaxChatNesting));
+        *calls = std::move(*parsed);
+      } else {
+        out.erase(calls);
+      }
+    }
     r.messages.push_back(std::move(out));
   }
   if (const ordered_json* t = field(j, "tools")) {

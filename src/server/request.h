@@ -64,8 +64,11 @@ struct ChatRequest {
   /// The messages as the template gets them: each message's fields as sent, except that `role`
   /// `developer` becomes `system` (OpenAI's newer name for it; templates know only `system`),
   /// `content` given as text parts becomes their non-empty texts joined with "\n" (vLLM's "string"
-  /// content format; it does not pass the parts on, docs/server.md), and an assistant's absent or
-  /// null `content` (a message that carries `tool_calls`) becomes "" (as vLLM passes it).
+  /// content format; it does not pass the parts on, docs/server.md), an assistant's absent or
+  /// null `content` (a message that carries `tool_calls`) becomes "" (as vLLM passes it), and an
+  /// assistant's `tool_calls` reach the template as vLLM's _postprocess_messages leaves them: each
+  /// `function.arguments` string parsed into the JSON value it encodes (absent, null or "": {}),
+  /// and an empty or null `tool_calls` left out.
   /// Objects keep the order of their keys as sent (a template's tojson writes them in order).
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;  ///< null, or the `tools` array as sent (the template renders it)
@@ -100,10 +103,13 @@ std::string json_error_message(const nlohmann::json::exception& e);
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty
 /// `messages`, a message without a string `role` (system, developer, user, assistant, tool) or
 /// `content` (a string, or an array of {"type": "text", "text": ...} parts; assistants may omit
-/// it or send null), `tools` that is not an array of objects, `chat_template_kwargs` that is not
-/// an object or names a variable the server sets, a message, tool or kwarg nested deeper than
-/// kMaxChatNesting levels, any field of the wrong type or range, or an unimplemented field
-/// (logprobs, penalties, response_format, a forced tool_choice, ...) with a non-default value.
+/// it or send null), an assistant's `tool_calls` that is not an array of calls each with a
+/// `function` object, or whose `function.arguments` is a string that is not JSON (named
+/// `messages[i].tool_calls[j].function.arguments`), `tools` that is not an array of objects,
+/// `chat_template_kwargs` that is not an object or names a variable the server sets, a message,
+/// tool or kwarg nested deeper than kMaxChatNesting levels, any field of the wrong type or range,
+/// or an unimplemented field (logprobs, penalties, response_format, a forced tool_choice, ...)
+/// with a non-default value.
 ChatRequest parse_chat_request(const std::string& body);
 
 /// How deeply a message, tool or template kwarg may nest arrays/objects. Real tool schemas and

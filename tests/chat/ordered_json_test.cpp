@@ -48,5 +48,14 @@ TEST(OrderedJson, ManyKeysAndDeepNestingInLinearTime) {
   EXPECT_TRUE(parse_ordered_json(deep).is_array());
 }
 
+TEST(OrderedJson, AMaxDepthIsCheckedWhileParsing) {
+  EXPECT_EQ(parse_ordered_json(R"({"a": [1]})", 2).dump(), R"({"a":[1]})");
+  EXPECT_EQ(parse_ordered_json("7", 0).get<int>(), 7);
+  EXPECT_THROW(parse_ordered_json(R"({"a": [[1]]})", 2), JsonTooDeep);
+  EXPECT_THROW(parse_ordered_json("[]", 0), JsonTooDeep);
+  // Found at the first level past the bound, before the rest is read (or built).
+  EXPECT_THROW(parse_ordered_json(std::string(200000, '[') + "1", 64), JsonTooDeep);
+}
+
 }  // namespace
 }  // namespace lg::chat

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "common/model_copy.h"
+#include "server/openai.h"
 #include "server/server.h"
 
 namespace {
@@ -210,6 +211,55 @@ TEST_F(ChatEndpointTest, LoopingOrHugeTemplatesAreBoundedAndTheServerStaysUp) {
   o.chat_renderer.max_output_bytes = 1 << 20;
   Server s2(*engine_, o);
   expect_error(s2.start(), {{"messages", user("0123456789")}}, 400, "larger than 1048576 bytes");
+}
+
+TEST_F(ChatEndpointTest, ToolCallArgumentsThatAreNotJsonAre400NamingThem) {
+  const json messages = json::parse(R"([{"role": "user", "content": "add"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "add", "arguments": "{\"a\": 1,"}}]}])");
+  expect_error(port_, {{"messages", messages}}, 400, "is not valid JSON",
+               "messages[1].tool_calls[0].function.arguments");
+}
+
+std::shared_ptr<lg::chat::JinjaRenderer> renderer() {
+  static auto r = std::make_shared<lg::chat::JinjaRenderer>();
+  return r;
+}
+
+// The prompt a chat request renders to (render_chat, what lg serve tokenizes) holds a call's
+// arguments as the template writes the object they encode, as vLLM renders them (it json-parses
+// the string first): Qwen3's template wrote the string itself, with the client's spacing, and a
+// template writing `arguments | tojson` (Qwen2.5's, Llama 3.1's) wrote it quoted a second time.
+TEST(ChatPrompt, ToolCallArgumentsRenderAsTheObjectTheyEncode) {
+  const std::string body = R"({"messages": [{"role": "user", "content": "add 1 and 2"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "add", "arguments": "{\"b\":2,\"a\":1}"}}]},
+      {"role": "assistant", "content": "ok", "tool_calls": []},
+      {"role": "tool", "tool_call_id": "c1", "content": "3"}]})";
+  // The conversation vLLM gives the template: parsed arguments, no empty tool_calls.
+  lg::chat::ChatInput parsed;
+  parsed.messages = json::parse(R"([{"role": "user", "content": "add 1 and 2"},
+      {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "add", "arguments": {"b": 2, "a": 1}}}]},
+      {"role": "assistant", "content": "ok"},
+      {"role": "tool", "tool_call_id": "c1", "content": "3"}])");
+  const ChatRequest r = parse_chat_request(body);
+
+  const auto qwen3 = lg::chat::ChatTemplate::load(kQwen, std::nullopt, renderer());
+  const std::string want = qwen3.render(parsed);
+  EXPECT_EQ(render_chat(qwen3, r), want);
+  EXPECT_NE(want.find("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"b\": 2, \"a\": 1}}\n</tool_call>"),
+            std::string::npos)
+      << want;
+
+  // The arguments as Llama 3.1's and Qwen2.5's templates write them, and whether a message has
+  // tool_calls at all.
+  const TempFile tojson(
+      "{% for m in messages %}{{ m.role }}:{{ 'calls ' if m.tool_calls is defined }}"
+      "{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}{% endfor %}|{% endfor %}");
+  const auto t = lg::chat::ChatTemplate::load(kQwen, tojson.path, renderer());
+  EXPECT_EQ(render_chat(t, r), t.render(parsed));
+  EXPECT_EQ(render_chat(t, r), "user:|assistant:calls {\"b\": 2, \"a\": 1}|assistant:|tool:|");
 }
 
 // A copy of the 22M model directory (files linked) with its own tokenizer_config.json.

@@ -269,7 +269,9 @@ TEST(ChatRequest, AcceptsWhatOpenAIClientsSend) {
   // The developer role (a system message under OpenAI's newer name), an assistant turn that only
   // calls tools ("content": null, or no content), the tool's answer, tools, and vLLM's
   // add_generation_prompt / chat_template_kwargs. Fields the server does not know are kept for
-  // the template.
+  // the template. A call's arguments string reaches it parsed, and an empty tool_calls not at
+  // all, as vLLM passes them (this test pinned the string and the [] as sent before; the next
+  // test says why that differed from vLLM).
   const auto r = parse_chat_request(R"({"messages":[
       {"role":"developer","content":"be brief"},
       {"role":"user","content":"add 1 and 2"},
@@ -281,12 +283,70 @@ TEST(ChatRequest, AcceptsWhatOpenAIClientsSend) {
   ASSERT_EQ(r.messages.size(), 5u);
   EXPECT_EQ(r.messages[0], nlohmann::ordered_json::parse(R"({"role":"system","content":"be brief"})"));
   EXPECT_EQ(r.messages[2]["content"], "");
-  EXPECT_EQ(r.messages[2]["tool_calls"][0]["function"]["arguments"], "{\"a\":1}");
-  EXPECT_EQ(r.messages[3], nlohmann::ordered_json::parse(R"({"role":"assistant","tool_calls":[],"content":""})"));
+  EXPECT_EQ(r.messages[2]["tool_calls"][0]["function"]["arguments"], nlohmann::ordered_json::parse(R"({"a":1})"));
+  EXPECT_EQ(r.messages[3], nlohmann::ordered_json::parse(R"({"role":"assistant","content":""})"));
   EXPECT_EQ(r.messages[4]["tool_call_id"], "c1");
   EXPECT_EQ(r.tools.size(), 1u);
   EXPECT_FALSE(r.add_generation_prompt);
   EXPECT_EQ(r.template_kwargs, nlohmann::ordered_json::parse(R"({"enable_thinking":false})"));
+}
+
+// vLLM json-parses each assistant tool call's arguments string before the template sees it
+// (chat_utils.py, _postprocess_messages), so that `arguments | tojson` (Qwen2.5, Llama 3.1)
+// writes the object rather than the string quoted again; absent, null or "" arguments are {};
+// `tool_calls` that is [] or null is not passed. Other roles' fields are left as sent.
+TEST(ChatRequest, ToolCallArgumentsReachTheTemplateParsedAsVllmPassesThem) {
+  using oj = nlohmann::ordered_json;
+  const auto calls_of = [](const std::string& tool_calls) {
+    return parse_chat_request(R"({"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":)" +
+                              tool_calls + "}]}")
+        .messages[1];
+  };
+  const auto args_of = [&](const std::string& function) {
+    return calls_of(R"([{"id":"c1","type":"function","function":)" + function + "}]")["tool_calls"][0]["function"]["arguments"];
+  };
+  // Parsed with the client's key order (Python's json.loads keeps it); the rest of the call stays.
+  const oj m = calls_of(R"([{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"b\": [1, 2.5], \"a\": {\"x\": null}}"}}])");
+  EXPECT_EQ(m["tool_calls"].dump(), R"([{"id":"c1","type":"function","function":{"name":"f","arguments":{"b":[1,2.5],"a":{"x":null}}}}])");
+  EXPECT_EQ(args_of(R"({"name":"f","arguments":""})"), oj::object());
+  EXPECT_EQ(args_of(R"({"name":"f","arguments":null})"), oj::object());
+  EXPECT_EQ(args_of(R"({"name":"f"})"), oj::object());
+  EXPECT_EQ(args_of(R"({"name":"f","arguments":"[1]"})"), oj::parse("[1]"));  // json.loads' value, whatever it is
+  EXPECT_EQ(args_of(R"({"name":"f","arguments":{"a":1}})"), oj::parse(R"({"a":1})"));  // an object sent as one stays
+  EXPECT_FALSE(calls_of("[]").contains("tool_calls"));
+  EXPECT_FALSE(calls_of("null").contains("tool_calls"));
+  // A user message's fields are not an assistant's tool calls: as sent.
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"q","tool_calls":[]}]})").messages[0]["tool_calls"],
+            oj::array());
+}
+
+TEST(ChatRequest, BadToolCallsNameTheField) {
+  auto p = [](const std::string& tool_calls) {
+    return param_of([&] {
+      parse_chat_request(R"({"messages":[{"role":"assistant","content":"x","tool_calls":)" + tool_calls + "}]}");
+    });
+  };
+  // Arguments that are not JSON: json.loads raises in vLLM's releases, a 400 here naming the field.
+  EXPECT_EQ(p(R"([{"type":"function","function":{"name":"f","arguments":"{\"a\": 1"}}])"),
+            "messages[0].tool_calls[0].function.arguments");
+  EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":"{}"}},{"function":{"name":"g","arguments":"a=1"}}])"),
+            "messages[0].tool_calls[1].function.arguments");
+  EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":"   "}}])"), "messages[0].tool_calls[0].function.arguments");
+  EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":5}}])"), "messages[0].tool_calls[0].function.arguments");
+  EXPECT_EQ(p(R"({"function":{"name":"f"}})"), "messages[0].tool_calls");
+  EXPECT_EQ(p(R"(["f"])"), "messages[0].tool_calls[0]");
+  EXPECT_EQ(p(R"([{"id":"c1"}])"), "messages[0].tool_calls[0].function");
+  EXPECT_EQ(p(R"([{"function":"f"}])"), "messages[0].tool_calls[0].function");
+  const std::string msg = message_of([] {
+    parse_chat_request(R"({"messages":[{"role":"assistant","content":"x","tool_calls":[{"function":{"name":"f","arguments":"{\"a\": 1"}}]}]})");
+  });
+  EXPECT_NE(msg.find("'messages[0].tool_calls[0].function.arguments' is not valid JSON"), std::string::npos) << msg;
+  // JSON text nested past the bound, in the string or with the call's own levels around it.
+  const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":")" + nested(5000) + "\"}}]"),
+            "messages[0].tool_calls[0].function.arguments");
+  EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":")" + nested(63) + "\"}}]"), "messages[0].tool_calls");
+  EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":")" + nested(61) + "\"}}]"), "<no error>");
 }
 
 TEST(ChatRequest, BadBodiesNameTheField) {
