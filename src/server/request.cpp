@@ -202,6 +202,31 @@ void check_tool(const ordered_json& tool, const std::string& at) {
   if (const ordered_json* ps = field(*fn, "parameters"); ps && !ps->is_object())
     throw RequestError(at + ".function.parameters",
                        fmt::format("'{}.function.parameters' must be an object (a JSON schema), got {}", at, ps->type_name()));
+  if (const ordered_json* st = field(*fn, "strict"); st && !st->is_boolean())
+    throw RequestError(at + ".function.strict",
+                       fmt::format("'{}.function.strict' must be a boolean, got {}", at, st->type_name()));
+}
+
+// One checked tool as vLLM hands it to the template: each is parsed into its pydantic model
+// (ChatCompletionToolsParam, FunctionDefinition) and passed on as tool.model_dump(), so the
+// template gets {"type", "function": {"name", "description", "parameters"}} in that order, with
+// null for a description or parameters not sent, and `strict` after them when sent (a declared
+// field of vLLM's current FunctionDefinition, dropped there when None; older vLLM kept it as an
+// extra field, in the same place). Qwen3's template writes each tool with tojson: a tool sent
+// without a description has "description": null in vLLM's prompt, and keys sent in another order
+// come out in this one. Other fields are left out, as vLLM's current models drop them (older ones
+// passed extras on after these). The parameters schema is kept as sent, its key order included
+// (a dict in pydantic keeps it).
+ordered_json template_tool(const ordered_json& tool) {
+  const ordered_json& fn = tool.at("function");
+  const auto or_null = [&](const char* key) {
+    const ordered_json* v = field(fn, key);
+    return v ? *v : ordered_json(nullptr);
+  };
+  ordered_json function = {{"name", fn.at("name")}, {"description", or_null("description")},
+                           {"parameters", or_null("parameters")}};
+  if (const ordered_json* st = field(fn, "strict")) function["strict"] = *st;
+  return {{"type", "function"}, {"function", std::move(function)}};
 }
 
 // An assistant turn's `tool_calls` as vLLM hands them to the template (chat_utils.py,
@@ -388,7 +413,8 @@ ChatRequest parse_chat_request(const std::string& body) {
         throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
       check_tool((*t)[i], at);
     }
-    r.tools = *t;
+    r.tools = ordered_json::array();
+    for (const ordered_json& tool : *t) r.tools.push_back(template_tool(tool));
   }
   if (const ordered_json* a = field(j, "add_generation_prompt")) {
     if (!a->is_boolean())

@@ -71,7 +71,10 @@ struct ChatRequest {
   /// and an empty or null `tool_calls` left out.
   /// Objects keep the order of their keys as sent (a template's tojson writes them in order).
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools;  ///< null, or the `tools` array as sent (the template renders it)
+  /// null, or the `tools` array as vLLM passes it to the template (each tool's model_dump()):
+  /// every tool {"type": "function", "function": {"name", "description", "parameters"}} in that
+  /// order, null for a field not sent, `strict` after them when sent, other fields left out.
+  nlohmann::ordered_json tools;
   bool add_generation_prompt = true;                                          ///< vLLM's extension field
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  ///< `chat_template_kwargs` (vLLM's)
 };

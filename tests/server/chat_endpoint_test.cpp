@@ -262,6 +262,27 @@ TEST(ChatPrompt, ToolCallArgumentsRenderAsTheObjectTheyEncode) {
   EXPECT_EQ(render_chat(t, r), "user:|assistant:calls {\"b\": 2, \"a\": 1}|assistant:|tool:|");
 }
 
+// Qwen3's template writes each tool with tojson, so the prompt holds the tool as the template
+// gets it: vLLM gives it tool.model_dump(), {"type", "function": {"name", "description",
+// "parameters"}} in that order with null for what was not sent. A tool sent without a
+// description, its keys in another order, renders as vLLM renders it.
+TEST(ChatPrompt, ToolsRenderAsVllmDumpsThem) {
+  const ChatRequest r = parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}],
+      "tools": [{"function": {"parameters": {"type": "object", "properties": {"b": {"type": "integer"},
+        "a": {"type": "integer"}}}, "name": "add"}, "type": "function"}]})");
+  const auto qwen3 = lg::chat::ChatTemplate::load(kQwen, std::nullopt, renderer());
+  const std::string got = render_chat(qwen3, r);
+  EXPECT_EQ(got,
+            "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+            "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+            "{\"type\": \"function\", \"function\": {\"name\": \"add\", \"description\": null, \"parameters\": "
+            "{\"type\": \"object\", \"properties\": {\"b\": {\"type\": \"integer\"}, \"a\": {\"type\": "
+            "\"integer\"}}}}}\n</tools>\n\n"
+            "For each function call, return a json object with function name and arguments within "
+            "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+            "<args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+}
+
 // A copy of the 22M model directory (files linked) with its own tokenizer_config.json.
 struct ModelWithConfig : lg::test::ModelCopy {
   explicit ModelWithConfig(const json& tokenizer_config) : ModelCopy(kQwen) {

@@ -349,6 +349,26 @@ TEST(ChatRequest, BadToolCallsNameTheField) {
   EXPECT_EQ(p(R"([{"function":{"name":"f","arguments":")" + nested(61) + "\"}}]"), "<no error>");
 }
 
+// vLLM validates each tool into its pydantic model and gives the template tool.model_dump(): the
+// fields in the model's order, null for the ones not sent, other fields dropped; the parameters
+// schema as sent.
+TEST(ChatRequest, ToolsReachTheTemplateAsVllmDumpsThem) {
+  const auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"tools":[
+      {"function":{"parameters":{"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string"}}},"name":"f","x-extra":1}},
+      {"function":{"name":"g","strict":true,"description":"Gets."},"type":"function","cache_control":{}},
+      {"type":"function","function":{"name":"h","description":null,"parameters":null,"strict":null}}]})");
+  EXPECT_EQ(r.tools.dump(),
+            R"([{"type":"function","function":{"name":"f","description":null,"parameters":{"type":"object","properties":)"
+            R"({"b":{"type":"integer"},"a":{"type":"string"}}}}},)"
+            R"({"type":"function","function":{"name":"g","description":"Gets.","parameters":null,"strict":true}},)"
+            R"({"type":"function","function":{"name":"h","description":null,"parameters":null}}])");
+  EXPECT_EQ(param_of([] {
+              parse_chat_request(
+                  R"({"messages":[{"role":"user","content":"a"}],"tools":[{"function":{"name":"f","strict":"yes"}}]})");
+            }),
+            "tools[0].function.strict");
+}
+
 TEST(ChatRequest, BadBodiesNameTheField) {
   auto p = [](const std::string& body) { return param_of([&] { parse_chat_request(body); }); };
   EXPECT_EQ(p("{\"messages\":"), "");
