@@ -18,15 +18,21 @@ bool is_whitespace(char32_t c) {
          c == 0x3000;
 }
 
-// A word character for single_word: a letter, a number or '_' (the reference uses Rust's
-// is_alphanumeric, i.e. Alphabetic or Numeric; letters and numbers by general category are the
-// same up to rare marks).
+// A word character for single_word: the reference tests its matches against the Rust regex `\w`
+// (tokenizers' added_vocabulary.rs, ^\w / \w$), which in Unicode mode is Alphabetic, every mark
+// (M*), decimal digits (Nd), connector punctuation (Pc, '_' among them) and the joiners U+200C /
+// U+200D. Alphabetic is the letters, Nl and Other_Alphabetic, whose code points are marks (here
+// already) but for the circled and squared Latin letters. So a mark before a single_word token
+// keeps it inside a word ("e" + U+0301 + token) and a superscript digit (No) does not.
 bool is_word_char(char32_t c) {
-  if (c == '_') return true;
+  if (c == 0x200C || c == 0x200D || (c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
+      (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189))
+    return true;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
     case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_PC:
       return true;
     default:
       return false;

@@ -179,6 +179,14 @@ TEST(TokenizerJson, AddedTokenFlags) {
   EXPECT_EQ(t.encode("a [W] b").at(2), 260);
   const auto inside = t.encode("a[W]b");
   EXPECT_EQ(std::count(inside.begin(), inside.end(), 260), 0);
+  // Word characters are the Rust regex \w's (the reference's test): a combining mark is one
+  // (U+0301 after "e"), a superscript digit (U+00B2, category No) and U+2019 are not.
+  const auto after_mark = t.encode("e\u0301[W]");
+  EXPECT_EQ(std::count(after_mark.begin(), after_mark.end(), 260), 0);
+  EXPECT_EQ(t.encode("x\u00b2[W]").back(), 260);
+  EXPECT_EQ(t.encode("[W]\u2019s").front(), 260);
+  const auto before_joiner = t.encode("[W]\u200d");
+  EXPECT_EQ(std::count(before_joiner.begin(), before_joiner.end(), 260), 0);
   // lstrip/rstrip: the whitespace around goes into the token.
   EXPECT_EQ(t.encode("lo  [S]  lo"), (std::vector<int32_t>{258, 261, 258}));
   EXPECT_TRUE(t.is_special(261));
