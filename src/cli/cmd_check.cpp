@@ -115,10 +115,7 @@ LG_COMMAND("check", [](CLI::App& app) {
     // A note, not a failure: the check is of the program against the config.
     const fs::path cfg(opts->config), dir = fs::is_directory(cfg) ? cfg : cfg.parent_path();
     if (fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json")) {
-      const auto checkpoint = lg::model::Checkpoint::open(dir);
-      lg::ir::Graph bound = r.graph;  // as lg run binds it: without a base prefix the checkpoint lacks
-      lg::runtime::drop_absent_base_prefix(bound, checkpoint);
-      const auto problems = lg::runtime::param_problems(bound, checkpoint);
+      const auto problems = lg::runtime::param_problems_as_loaded(r.graph, lg::model::Checkpoint::open(dir));
       if (!problems.empty()) {
         fmt::print("\nnote: the params do not fit the checkpoint in {} (`lg run` would refuse it):\n", dir.string());
         for (const auto& p : problems) fmt::print("  {}\n", p);

@@ -311,11 +311,7 @@ ProgramView view_program(const std::filesystem::path& dir, const lg::model::Mode
     source = lg::runtime::find_model_source(config);
     v.report = lg::lang::check_file(*source, config.raw, {});
     lg::ir::verify(v.report->graph);
-    if (weights) {  // as lg run binds it: without a base prefix the checkpoint lacks
-      lg::ir::Graph bound = v.report->graph;
-      lg::runtime::drop_absent_base_prefix(bound, *weights);
-      v.mismatches = lg::runtime::param_problems(bound, *weights);
-    }
+    if (weights) v.mismatches = lg::runtime::param_problems_as_loaded(v.report->graph, *weights);
     v.note = source->string();
   } catch (const lg::Error& e) {
     v.report.reset();

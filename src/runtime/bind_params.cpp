@@ -121,6 +121,11 @@ std::vector<std::string> drop_absent_base_prefix(ir::Graph& graph, const model::
   return dropped;
 }
 
+std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::Checkpoint& checkpoint) {
+  drop_absent_base_prefix(graph, checkpoint);
+  return param_problems(graph, checkpoint);
+}
+
 std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   std::vector<std::string> problems;
   for (const ir::ParamInfo& p : graph.params) {

@@ -33,6 +33,10 @@ std::vector<std::string> drop_absent_base_prefix(ir::Graph& graph, const model::
 /// model_type names another architecture). Empty when it fits. Shapes only: no weight bytes are read.
 std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint);
 
+/// param_problems of a copy of `graph` renamed as loading renames it (drop_absent_base_prefix):
+/// what `lg run` would refuse, for the commands that only report it (lg check's note, lg inspect).
+std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::Checkpoint& checkpoint);
+
 /// Throws one lg::Error listing all param_problems (naming the params, their tensors and the
 /// checkpoint). The params' dtypes in the .lg are storage hints for the GPU lanes: any float dtype
 /// in the checkpoint is accepted, widened exactly to fp32.
