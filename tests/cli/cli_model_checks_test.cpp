@@ -249,7 +249,7 @@ TEST(CliModelChecks, RopeScalingIsRefusedByTheQwenPrograms) {
 // is still named, under its checkpoint name.
 TEST(CliModelChecks, InspectAndCheckFitACheckpointWithoutTheBasePrefix) {
   lg::test::ModelCopy bare(kShared + "/fixtures/tiny-gpt2");
-  bare.rename_tensors([](const std::string& name) { return name.starts_with("transformer.") ? name.substr(12) : name; });
+  bare.drop_tensor_prefix("transformer.");
   const std::string check = "check " + kSource + "/models/gpt2.lg --config " + (bare.dir / "config.json").string();
   const CliRun inspect = run_lg("inspect " + bare.dir.string());
   EXPECT_EQ(inspect.code, 0) << inspect.out;

@@ -78,6 +78,19 @@ struct ModelCopy {
     f.write(reinterpret_cast<const char*>(&len), 8);
     f << text << packed;
   }
+  /// rename_tensors dropping `prefix` from every tensor name that has it ("transformer." for a
+  /// checkpoint saved without its base prefix, as openai-community/gpt2's is), leaving out the
+  /// tensor `leave_out` names (original name; "" keeps all). Returns how many names it shortened.
+  size_t drop_tensor_prefix(const std::string& prefix, const std::string& leave_out = "") const {
+    size_t dropped = 0;
+    rename_tensors([&](const std::string& name) {
+      if (!leave_out.empty() && name == leave_out) return std::string();
+      if (!name.starts_with(prefix)) return name;
+      ++dropped;
+      return name.substr(prefix.size());
+    });
+    return dropped;
+  }
   /// Makes the first of `among` whose tokenizer.json form holds a byte-level "Ġ" (space) or "Ċ"
   /// (newline) an added token marked "special", as Llama 2's <s> is one inside its vocabulary, and
   /// returns its id (-1: none). No prompt text spells such a form (added tokens are matched in the

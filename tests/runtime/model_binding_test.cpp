@@ -263,10 +263,7 @@ TEST(ResolveProgram, AQwenConfigWithRopeScalingIsRefused) {
 // one problem, not every tensor of the program "missing".
 TEST(ResolveProgram, ACheckpointWithoutTheBasePrefixStillNamesATensorItLacks) {
   test::ModelCopy bare(kShared + "/fixtures/tiny-gpt2");
-  bare.rename_tensors([](const std::string& name) {
-    if (name == "transformer.h.1.mlp.c_fc.weight") return std::string();
-    return name.starts_with("transformer.") ? name.substr(12) : name;
-  });
+  bare.drop_tensor_prefix("transformer.", "transformer.h.1.mlp.c_fc.weight");
   auto m = model::ModelDir::open(bare.dir);
   const std::string e = error_of([&] { resolve_program(m); });
   EXPECT_NE(e.find("the checkpoint does not fit the gpt2 program (1 problem):"), std::string::npos) << e;
@@ -276,7 +273,7 @@ TEST(ResolveProgram, ACheckpointWithoutTheBasePrefixStillNamesATensorItLacks) {
       << e;
   // The graph the lanes run names the checkpoint's tensors.
   test::ModelCopy whole(kShared + "/fixtures/tiny-gpt2");
-  whole.rename_tensors([](const std::string& name) { return name.starts_with("transformer.") ? name.substr(12) : name; });
+  whole.drop_tensor_prefix("transformer.");
   const auto fg = forward_graph(model::ModelDir::open(whole.dir), 0);
   EXPECT_EQ(fg.graph.params.at(0).tensor, "wte.weight");
   // A checkpoint that holds the prefix keeps the program's names, and its missing tensor too.
