@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 namespace lg::lang {
 
 const char* tok_name(Tok t) {
@@ -139,11 +141,8 @@ class Lexer {
   void advance_text() {
     const auto c = static_cast<unsigned char>(src_[pos_]);
     const size_t n = c < 0x80 ? 1 : utf8_len(src_, pos_);
-    if (n == 0) {
-      static const char* hex = "0123456789abcdef";
-      diags_.error({file_, line_, col_, line_, col_ + 1},
-                   std::string("invalid UTF-8 byte 0x") + hex[c >> 4] + hex[c & 15] + " (a .lg file is UTF-8 text)");
-    }
+    if (n == 0)
+      diags_.error({file_, line_, col_, line_, col_ + 1}, fmt::format("invalid UTF-8 byte 0x{:02x} (a .lg file is UTF-8 text)", c));
     for (size_t k = 0; k < std::max<size_t>(n, 1); ++k) advance();
   }
 
