@@ -284,9 +284,10 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
       throw Error("hand-written attention: v10 takes blocks of 4 or 8 warps, not " + std::to_string(plan.warps));
     const dev::DecodeAttnParams p =
         batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
-    // Started at the QKV GEMM's launch completion, v10 ran up to 60% slower (its 4-warp blocks;
-    // H200, session 26, bench/RESULTS.md): its blocks start at the GEMM's end.
-    cuda::note_dependent_waits_for_completion(s);
+    // Launched without PDL: its blocks start when the QKV projection has ended. Started early,
+    // behind a cuBLASLt GEMM's launch completion (H200, session 26) or the TMA row GEMV's early
+    // trigger (H100, session 30: 32 sequences of 2,048 positions 9.92 -> 11.55 ms a step), its
+    // 4-warp blocks ran up to 60% slower (bench/RESULTS.md).
     // LG_QWEN_V10_CARVEOUT=PCT (lab, session 26, not yet run on a GPU): v10's preferred
     // shared-memory carveout (percent of the unified L1/shared; unset: the driver's choice), to
     // test whether v10 blocks that start on SMs configured for a cuBLASLt GEMM's shared memory
@@ -296,7 +297,7 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
       using K = decltype(k);
       if (carveout >= 0)
         LG_CUDA_CHECK(cudaFuncSetAttribute(K::kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
-      launch_pdl(K::kernel, dim3(r.KV, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
+      launch_maybe_pdl(false, K::kernel, dim3(r.KV, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
     });
   }
   if (plan.form == BatchAttnForm::kRows) {

@@ -17,7 +17,7 @@ namespace lg::qwen {
 bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
 
 bool gemv_rows_enabled() {
-  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 0) != 0;
+  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 2) != 0;
   return on;
 }
 
@@ -27,7 +27,7 @@ int gemv_rows_max_t(GemvRowsForm form) {
 }
 
 GemvRowsForm gemv_rows_form() {
-  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 0) == 2 ? GemvRowsForm::kTma : GemvRowsForm::kRegisters;
+  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 2) == 1 ? GemvRowsForm::kRegisters : GemvRowsForm::kTma;
   return f;
 }
 
@@ -71,10 +71,14 @@ int gemv_tma_splits(int tiles, int chunks, int blocks) {
   return best;
 }
 
-/// Stages of the TMA form's ring (knob LG_QWEN_TMA_STAGES: 8, one block an SM; 4, two).
-int tma_stages() {
-  static const int s = lab_knob("LG_QWEN_TMA_STAGES", dev::kTmaStages) == 4 ? 4 : dev::kTmaStages;
-  return s;
+/// Stages of the TMA form's ring for NT n-tiles: 8 (one block an SM) at one n-tile (T <= 8), 4
+/// (two blocks an SM) above. H100, 8B step (bench/RESULTS.md, thirtieth session): 8 stages 6.24 /
+/// 6.37 ms at 2 / 8 sequences against 4 stages' 6.37 / 6.54; 4 stages 6.56 / 7.22 at 16 / 32
+/// against 8 stages' 6.99 / 7.93. Knob LG_QWEN_TMA_STAGES (4 or 8) fixes it.
+int tma_stages(int NT) {
+  static const int forced = lab_knob("LG_QWEN_TMA_STAGES", 0);
+  if (forced == 4 || forced == dev::kTmaStages) return forced;
+  return NT == 1 ? dev::kTmaStages : 4;
 }
 
 template <int NT, GemvRowsOutput OUT, int S>
@@ -93,7 +97,7 @@ void gemv_tma_as(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUt
 template <int NT, GemvRowsOutput OUT>
 void gemv_tma_stages(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
                      cudaStream_t s) {
-  if (tma_stages() == 4) return gemv_tma_as<NT, OUT, 4>(p, wmap, xmap, blocks, s);
+  if (tma_stages(NT) == 4) return gemv_tma_as<NT, OUT, 4>(p, wmap, xmap, blocks, s);
   return gemv_tma_as<NT, OUT, dev::kTmaStages>(p, wmap, xmap, blocks, s);
 }
 
@@ -122,7 +126,7 @@ void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::
   p.T = a.T;
   p.tiles = (a.N + dev::kTmaRows - 1) / dev::kTmaRows;
   const int chunks = (a.K + dev::kTmaK - 1) / dev::kTmaK;
-  const int per_sm = dev::kTmaStages / tma_stages();  // blocks an SM's shared memory holds
+  const int per_sm = dev::kTmaStages / tma_stages(tma_n_tiles(a.T));  // blocks an SM's shared memory holds
   const int most = a.max_blocks > 0 ? std::min(a.max_blocks, cuda::sm_count() * per_sm) : cuda::sm_count() * per_sm;
   int splits = 1;
   static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);

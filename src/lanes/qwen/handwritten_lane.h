@@ -74,7 +74,7 @@ class HandwrittenQwenLane : public Lane {
   void run_decode(const SeqStep& s);
   void enqueue_head_gemv(const float* x_row);
   void run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch);
-  /// Layer l of a batched decode graph of Bp <= 16 sequences on the row GEMVs (LG_QWEN_GEMV_ROWS);
+  /// Layer l of a batched decode graph of Bp <= gemv_rows_max_t sequences on the row GEMVs (use_gemv_rows);
   /// mark(name) after each launch (LG_PROFILE_LAUNCHES).
   void enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn, const int* d_pos,
                           const std::function<void(const char*)>& mark);

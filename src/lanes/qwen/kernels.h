@@ -10,8 +10,9 @@
 // LG_QWEN_ATTN_SOLO_GQA=1 or 2 (the single-sequence decode graph on v6 or v9 too: slower on the
 // H200, v9 at 32,768 positions included); LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4
 // query heads a block); LG_QWEN_SPLITK=0 (the batched decode's o_proj and down without split-K
-// slices); for the row GEMV LG_QWEN_GEMV_ROWS=1 (the batched decode's projections on it; off:
-// slower), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS.
+// slices); for the row GEMV LG_QWEN_GEMV_ROWS (0: the batched decode's projections on cuBLASLt;
+// 1: the register form; 2, the default: the TMA form), LG_QWEN_TMA_STAGES, LG_QWEN_GEMV_ROWS_BPS
+// and LG_QWEN_GEMV_ROWS_SPLITS.
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
@@ -145,13 +146,15 @@ struct GemvRowsArgs {
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
-/// Knob LG_QWEN_GEMV_ROWS (default 0 = off; 1 = on, register form; 2 = on, TMA form): the
+/// Knob LG_QWEN_GEMV_ROWS (0 = off; 1 = on, register form; 2, the default = on, TMA form): the
 /// hand-written lane's batched decode graphs of up to gemv_rows_max_t sequences run their
-/// projections on launch_gemv_rows instead of cuBLASLt. The register form streams W at 1.8-2.2
-/// TB/s on the H200 (bench/RESULTS.md, sixth session): B = 2..16 steps took 8.6-9.0 ms against
-/// cuBLASLt's 5.6-5.7.
+/// projections on launch_gemv_rows instead of cuBLASLt. H100, 8B step (bench/RESULTS.md,
+/// thirtieth session): the TMA form 6.24 / 6.56 / 7.22 ms at 2 / 16 / 32 sequences of 512
+/// positions against cuBLASLt's 6.39 / 6.93 / 7.56. (The register form streams W at 1.8-2.2 TB/s
+/// on the H200, sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
 bool gemv_rows_enabled();
-/// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kTma when LG_QWEN_GEMV_ROWS=2.
+/// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kRegisters when
+/// LG_QWEN_GEMV_ROWS=1, else kTma.
 GemvRowsForm gemv_rows_form();
 /// Most rows a launch of this form takes (kDefault: the knob's form): 16 registers, 32 TMA.
 int gemv_rows_max_t(GemvRowsForm form);

@@ -148,7 +148,7 @@ void GraphExec::reset() {
 namespace {
 
 /// LG_EARLY_AFTER_GEMM (lab knob): 1, the default, turns note_untriggered_launch on (measured on
-/// the H200, bench/RESULTS.md, session 26); 0 off; 2 also ignores note_dependent_waits_for_completion.
+/// the H200, bench/RESULTS.md, session 26); 0 off.
 int early_after_gemm() {
   static const int on = [] {
     const char* e = std::getenv("LG_EARLY_AFTER_GEMM");
@@ -217,14 +217,6 @@ void note_untriggered_launch(cudaStream_t s) {
   if (!t.id) return;
   auto& marked = untriggered_launches[t.id];
   marked.insert(marked.end(), t.deps, t.deps + t.n);
-}
-
-void note_dependent_waits_for_completion(cudaStream_t s) {
-  if (early_after_gemm() != 1) return;  // 2: the lab's "early everywhere"
-  const CaptureTail t = capture_tail(s);
-  const auto it = untriggered_launches.find(t.id);
-  if (!t.id || it == untriggered_launches.end()) return;
-  std::erase_if(it->second, [&](cudaGraphNode_t node) { return std::find(t.deps, t.deps + t.n, node) != t.deps + t.n; });
 }
 
 void GraphExec::begin_capture(cudaStream_t s) {

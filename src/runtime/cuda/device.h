@@ -102,12 +102,6 @@ class Event {
 /// since session 26: hand-written 8B step of 16 sequences of 512 positions 5.41 -> 5.28 ms, H200,
 /// bench/RESULTS.md).
 void note_untriggered_launch(cudaStream_t s);
-/// Undoes note_untriggered_launch for the launches the next work issued on `s` will follow: a
-/// PDL kernel launched next keeps the programmatic port, its blocks scheduled once they end. For a
-/// dependent whose early blocks cost more than their head start buys (v10's attention of 64
-/// sequences of 2,048 positions behind the QKV GEMM: 10.6 -> 14.9 ms a step, H200, session 26).
-/// A no-op when `s` is not capturing.
-void note_dependent_waits_for_completion(cudaStream_t s);
 
 /// One captured and instantiated CUDA graph. Decode steps whose kernels read their token and
 /// position from device memory are captured once and replayed with launch() every step.
