@@ -52,23 +52,37 @@ std::string media_type(const std::string& content_type) {
 
 // Writes a running request's events to `sink` until it ends (or the client goes: a failed write,
 // or `watch` seeing the socket closed while nothing is written, as while the request waits).
+// With stream_options.continuous_usage_stats every chunk that carries a choice also carries the
+// usage so far, as vLLM's do: the prompt's tokens and the tokens generated up to that chunk (0 in
+// chat's first, the total in the one with the finish_reason).
 void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& sink, const ConnectionWatch& watch) {
   auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+  const auto prompt_tokens = static_cast<int64_t>(p.prompt_ids.size());
+  int64_t generated = 0;
+  auto chunk = [&](const json& choice) {
+    json c = chunk_json(p, choice);
+    if (p.gen.continuous_usage_stats) c["usage"] = usage_json(prompt_tokens, generated);
+    return sse(c);
+  };
   try {
     bool ok = true;
     if (p.kind == Endpoint::chat) {
       json first = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                     {"finish_reason", nullptr}};
-      ok = write(sse(chunk_json(p, first)));
+      ok = write(chunk(first));
     }
     if (!ok) {
       job.cancel();
       return;
     }
-    const EngineResult r =
-        job.follow([&](const EnginePiece& piece) { return write(sse(chunk_json(p, piece_choice(p, piece, nullptr)))); },
-                   [&watch] { return watch.gone(); });
-    ok = write(sse(chunk_json(p, piece_choice(p, EnginePiece{}, r.finish_reason))));
+    const EngineResult r = job.follow(
+        [&](const EnginePiece& piece) {
+          generated += static_cast<int64_t>(piece.token_ids.size());
+          return write(chunk(piece_choice(p, piece, nullptr)));
+        },
+        [&watch] { return watch.gone(); });
+    generated = r.completion_tokens;
+    ok = write(chunk(piece_choice(p, EnginePiece{}, r.finish_reason)));
     if (ok && p.gen.include_usage) {
       json last = chunk_json(p, nullptr);
       last["choices"] = json::array();

@@ -57,11 +57,13 @@ json error_body(const std::string& message, const std::string& type, const std::
            {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
 }
 
-json usage_json(const EngineResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
 }
+
+json usage_json(const EngineResult& r) { return usage_json(r.prompt_tokens, r.completion_tokens); }
 
 std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& r) {
   chat::ChatInput in;

@@ -51,6 +51,8 @@ int64_t now_unix();
 /// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
 nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param);
 nlohmann::json usage_json(const EngineResult& r);
+/// {"prompt_tokens", "completion_tokens", "total_tokens"}: a request's usage so far.
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 /// The whole answer of a request that did not stream ("text_completion" / "chat.completion"),
 /// with `choices[0].token_ids` when p.token_ids.
 nlohmann::json response_body(const PreparedRequest& p, const EngineResult& r);

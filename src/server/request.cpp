@@ -165,6 +165,20 @@ GenerationRequest parse_common(const json& j, bool chat) {
       if (!u->is_boolean()) throw RequestError("stream_options.include_usage", "'stream_options.include_usage' must be a boolean");
       g.include_usage = u->get<bool>();
     }
+    if (const json* c = field(*v, "continuous_usage_stats")) {
+      if (!c->is_boolean())
+        throw RequestError("stream_options.continuous_usage_stats",
+                           fmt::format("'stream_options.continuous_usage_stats' must be a boolean, got {}", c->type_name()));
+      g.continuous_usage_stats = c->get<bool>();
+      // vLLM sends per-chunk usage only with include_usage, which defaults to true inside its
+      // stream_options: absent here it is implied, so the request gets what vLLM gives it. Sent
+      // false, vLLM sends no usage at all: refused rather than ignored.
+      if (g.continuous_usage_stats && !field(*v, "include_usage")) g.include_usage = true;
+      if (g.continuous_usage_stats && !g.include_usage)
+        throw RequestError("stream_options.continuous_usage_stats",
+                           "'stream_options.continuous_usage_stats' needs 'stream_options.include_usage' true (as in "
+                           "vLLM, per-chunk usage comes with the final usage chunk)");
+    }
     // Options of a stream that is not asked for: OpenAI's API and vLLM answer 400 rather than
     // drop them, so a client that set them and forgot `stream` hears of it.
     if (!g.stream)

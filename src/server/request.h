@@ -41,6 +41,9 @@ struct GenerationRequest {
   std::vector<std::string> stop;      ///< stop strings (non-empty, at most 16)
   bool stream = false;
   bool include_usage = false;         ///< stream_options.include_usage: a last chunk with usage
+  /// vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far (with
+  /// include_usage, which it implies when absent).
+  bool continuous_usage_stats = false;
   bool ignore_eos = false;            ///< vLLM's extension: generate past the eos token (benchmarks)
   bool return_token_ids = false;      ///< vLLM's extension: the generated ids beside the text
   /// vLLM's extension: the text leaves out special tokens (tokenizer.json's added tokens marked

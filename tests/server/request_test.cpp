@@ -108,6 +108,36 @@ TEST(CompletionRequest, StreamOptionsWithoutStreamIsRefused) {
   EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"x","stream_options":null})"));
 }
 
+// stream_options.continuous_usage_stats (vLLM's) was accepted and ignored. It is read, on both
+// endpoints; as in vLLM it comes with include_usage (absent: implied, as vLLM's default is true
+// inside stream_options), and include_usage false with it, which vLLM answers with no usage at
+// all, is refused rather than ignored.
+TEST(CompletionRequest, ContinuousUsageStatsIsRead) {
+  auto gen = [](const std::string& options, bool chat = false) {
+    const std::string body = std::string(chat ? R"({"messages":[{"role":"user","content":"a"}],)" : R"({"prompt":"x",)") +
+                             R"("stream":true,"stream_options":)" + options + "}";
+    return chat ? parse_chat_request(body).gen : parse_completion_request(body).gen;
+  };
+  for (const bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completion");
+    const GenerationRequest both = gen(R"({"include_usage":true,"continuous_usage_stats":true})", chat);
+    EXPECT_TRUE(both.continuous_usage_stats);
+    EXPECT_TRUE(both.include_usage);
+    const GenerationRequest implied = gen(R"({"continuous_usage_stats":true})", chat);
+    EXPECT_TRUE(implied.continuous_usage_stats);
+    EXPECT_TRUE(implied.include_usage);
+    const GenerationRequest off = gen(R"({"continuous_usage_stats":false})", chat);
+    EXPECT_FALSE(off.continuous_usage_stats);
+    EXPECT_FALSE(off.include_usage);  // as today without it
+    EXPECT_FALSE(gen(R"({"include_usage":true,"continuous_usage_stats":null})", chat).continuous_usage_stats);
+  }
+  EXPECT_EQ(param_of([&] { gen(R"({"continuous_usage_stats":"yes"})"); }), "stream_options.continuous_usage_stats");
+  EXPECT_EQ(message_of([&] { gen(R"({"continuous_usage_stats":1})"); }),
+            "'stream_options.continuous_usage_stats' must be a boolean, got number");
+  EXPECT_EQ(param_of([&] { gen(R"({"include_usage":false,"continuous_usage_stats":true})", true); }),
+            "stream_options.continuous_usage_stats");
+}
+
 // An integer past uint64 arrives as a double (JSON has one number type): too large, not "not an
 // integer"; the temperature bound is lg run's.
 TEST(CompletionRequest, HugeNumbersSayTooLarge) {

@@ -251,6 +251,60 @@ TEST_F(ServerTest, StreamingConcatenatesToTheNonStreamingText) {
   EXPECT_EQ(usage, whole["usage"]);
 }
 
+// stream_options.continuous_usage_stats (vLLM's extension) was silently ignored. Every chunk then
+// carries the usage so far, as vLLM's do: the prompt's tokens, the ids generated up to that chunk
+// (0 in chat's role chunk), the total in the finish_reason chunk, which equals the final usage
+// chunk's and the non-streamed answer's.
+TEST_F(ServerTest, ContinuousUsageStatsPutsUsageInEveryChunk) {
+  const Golden g = first_golden();
+  const json completion = {{"prompt", g.prompt}, {"max_tokens", 12}, {"temperature", 0}, {"return_token_ids", true}};
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "def add(a, b):"}}}},
+                     {"max_tokens", 12},
+                     {"temperature", 0},
+                     {"return_token_ids", true}};
+  for (const auto& [path, body] : {std::pair{"/v1/completions", completion}, std::pair{"/v1/chat/completions", chat}}) {
+    SCOPED_TRACE(path);
+    const json whole = post_ok(path, body);
+    json streamed = body;
+    streamed["stream"] = true;
+    streamed["stream_options"] = {{"continuous_usage_stats", true}};  // include_usage implied
+    auto r = post(path, streamed.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto events = sse_events(r->body);
+    ASSERT_GE(events.size(), 4u) << r->body;
+    ASSERT_EQ(events.back(), "[DONE]");
+    const json last = json::parse(events[events.size() - 2]);
+    EXPECT_TRUE(last["choices"].empty()) << last;
+    EXPECT_EQ(last["usage"], whole["usage"]);
+    const int64_t prompt_tokens = whole["usage"]["prompt_tokens"];
+    int64_t ids = 0;
+    for (size_t i = 0; i + 2 < events.size(); ++i) {
+      const json ev = json::parse(events[i]);
+      ASSERT_TRUE(ev.contains("usage")) << events[i];
+      const json& u = ev["usage"];
+      const json& choice = ev["choices"].at(0);
+      if (choice.contains("token_ids")) ids += static_cast<int64_t>(choice["token_ids"].size());
+      EXPECT_EQ(u["prompt_tokens"], prompt_tokens) << events[i];
+      EXPECT_EQ(u["completion_tokens"], ids) << events[i];
+      EXPECT_EQ(u["total_tokens"], prompt_tokens + ids) << events[i];
+      if (i == 0 && path == std::string("/v1/chat/completions")) {
+        EXPECT_EQ(u["completion_tokens"], 0) << events[i];
+      }
+      if (!choice["finish_reason"].is_null()) {
+        EXPECT_EQ(u, whole["usage"]) << events[i];
+      }
+    }
+    EXPECT_EQ(ids, whole["usage"]["completion_tokens"]);
+    // Without it, as before: only the last chunk has usage.
+    streamed["stream_options"] = {{"include_usage", true}};
+    r = post(path, streamed.dump());
+    ASSERT_TRUE(r);
+    const auto plain = sse_events(r->body);
+    for (size_t i = 0; i + 2 < plain.size(); ++i) EXPECT_FALSE(json::parse(plain[i]).contains("usage")) << plain[i];
+  }
+}
+
 TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
   const Golden g = first_golden();
   const std::vector<int32_t> first16(g.greedy_ids.begin(), g.greedy_ids.begin() + 16);
