@@ -113,6 +113,12 @@ int run_new(const LockOptions& o) {
                                 where, k, v, dir.vocab));
       p.push_back(static_cast<int32_t>(v));
     }
+    // Said here, naming the case: the lane made for the longest prompt would refuse the whole run.
+    if (static_cast<int64_t>(p.size()) + o.new_tokens > dir.context)
+      throw Error(fmt::format("{} holds {} ids; with --new-tokens {} the case needs {} positions, more than the "
+                              "model's context of {}",
+                              where, p.size(), o.new_tokens, static_cast<int64_t>(p.size()) + o.new_tokens,
+                              dir.context));
     prompts.push_back(std::move(p));
   }
   auto lock = record(dir, o.model, prompts, o.new_tokens);
@@ -126,6 +132,8 @@ int run_update(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     auto old = locks::read_lock(file);
     auto dir = open_model(resolve_model(old, o), o);
+    // The prompts are run again; the old tokens are replaced, whatever they were.
+    locks::check_lock_fits(old, file.string(), dir.vocab, dir.context, /*tokens=*/false);
     std::vector<std::vector<int32_t>> prompts;
     for (auto& c : old.cases) prompts.push_back(c.prompt_ids);
     auto lock = record(dir, old.model, prompts, old.new_tokens);
@@ -146,6 +154,8 @@ bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool
                 " (a relative model path is taken from the locks folder's parent; --shared DIR replaces a leading "
                 "../shared/)");
   auto dir = open_model(model_path, o);
+  // A malformed lock is reported as such, naming the case, not as a lane's failure at a step.
+  locks::check_lock_fits(lock, file.string(), dir.vocab, dir.context);
   if (const auto why = lane_refuses(o.lane, dir)) {
     fmt::print("skip {}: {}\n", file.filename().string(), *why);
     return false;

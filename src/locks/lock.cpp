@@ -29,6 +29,23 @@ T field(const json& j, const char* key, const std::string& where) {
   }
 }
 
+/// A case's id array, each id checked as read: an integer in [0, 2^31) (a negative one reached the
+/// lane's embedding gather and failed there, naming no case; a float or a number past int32 would
+/// be cut to another id). `at` names the array: "FILE: cases[i].prompt_ids".
+std::vector<int32_t> id_array(const json& v, const std::string& at) {
+  if (!v.is_array()) throw Error(at + " must be an array of token ids, got " + v.type_name());
+  std::vector<int32_t> ids;
+  for (size_t k = 0; k < v.size(); ++k) {
+    const json& e = v[k];
+    const bool in_range = e.is_number_unsigned() ? e.get<uint64_t>() <= INT32_MAX
+                                                 : e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() <= INT32_MAX;
+    if (!in_range)
+      throw Error(at + "[" + std::to_string(k) + "] is " + e.dump() + ", not a token id (an integer >= 0)");
+    ids.push_back(e.get<int32_t>());
+  }
+  return ids;
+}
+
 /// Top-1 index (lowest id wins a tie, as torch.argmax) and top-1 minus top-2 value.
 std::pair<int32_t, float> top2(const std::vector<float>& logits) {
   int32_t best = 0;
@@ -65,17 +82,43 @@ Lock read_lock(const std::filesystem::path& file) {
   if (!cases.is_array() || cases.empty()) throw Error(where + ": field 'cases' must be a non-empty array");
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string cw = where + ": cases[" + std::to_string(i) + "]";
+    const std::string at = where + ": cases[" + std::to_string(i) + "].";
     LockCase c;
-    c.prompt_ids = field<std::vector<int32_t>>(cases[i], "prompt_ids", cw);
-    c.tokens = field<std::vector<int32_t>>(cases[i], "tokens", cw);
+    c.prompt_ids = id_array(field<json>(cases[i], "prompt_ids", cw), at + "prompt_ids");
+    c.tokens = id_array(field<json>(cases[i], "tokens", cw), at + "tokens");
     c.margins = field<std::vector<float>>(cases[i], "margins", cw);
     if (c.prompt_ids.empty()) throw Error(cw + ": 'prompt_ids' is empty");
     if (static_cast<int64_t>(c.tokens.size()) != lock.new_tokens || c.margins.size() != c.tokens.size())
       throw Error(cw + ": 'tokens' and 'margins' must each hold new_tokens (" +
                   std::to_string(lock.new_tokens) + ") entries");
+    // A negative margin is below every threshold: it would excuse any token at that step.
+    for (size_t k = 0; k < c.margins.size(); ++k)
+      if (!(c.margins[k] >= 0))
+        throw Error(at + "margins[" + std::to_string(k) + "] is " + json(c.margins[k]).dump() +
+                    ", not a top-1 minus top-2 logit margin (>= 0)");
     lock.cases.push_back(std::move(c));
   }
   return lock;
+}
+
+void check_lock_fits(const Lock& lock, const std::string& file, int64_t vocab, int64_t context, bool tokens) {
+  for (size_t i = 0; i < lock.cases.size(); ++i) {
+    const LockCase& c = lock.cases[i];
+    const std::string at = file + ": cases[" + std::to_string(i) + "].";
+    auto ids_in_vocab = [&](const std::vector<int32_t>& ids, const char* key) {
+      for (size_t k = 0; k < ids.size(); ++k)
+        if (ids[k] >= vocab)
+          throw Error(at + key + "[" + std::to_string(k) + "] is " + std::to_string(ids[k]) +
+                      ", outside the model's vocabulary of " + std::to_string(vocab) + " ids (the width of its logits)");
+    };
+    ids_in_vocab(c.prompt_ids, "prompt_ids");
+    if (tokens) ids_in_vocab(c.tokens, "tokens");
+    const int64_t needs = static_cast<int64_t>(c.prompt_ids.size()) + lock.new_tokens;
+    if (needs > context)
+      throw Error(at + "prompt_ids holds " + std::to_string(c.prompt_ids.size()) + " ids; with new_tokens " +
+                  std::to_string(lock.new_tokens) + " the case needs " + std::to_string(needs) +
+                  " positions, more than the model's context of " + std::to_string(context));
+  }
 }
 
 void write_lock(const std::filesystem::path& file, const Lock& lock) {

@@ -29,9 +29,14 @@ struct Lock {
   std::vector<LockCase> cases;
 };
 
-/// Reads a lock file; lg::Error names the file and the field at fault (new_tokens < 1 included),
-/// or the file alone when it is not JSON or nests deeper than kMaxJsonFileDepth (support/json_file.h).
+/// Reads a lock file; lg::Error names the file and the field at fault ("FILE: cases[0].prompt_ids[2]
+/// is -3, ..."): new_tokens < 1, an id that is not an integer in [0, 2^31), a negative margin, or
+/// the file alone when it is not JSON or nests deeper than kMaxJsonFileDepth (support/json_file.h).
 Lock read_lock(const std::filesystem::path& file);
+/// Checks a lock against the model it is run on, before any lane runs it: every prompt id (and,
+/// with `tokens`, every lock token: the ones fed back) below `vocab`, and every case's prompt plus
+/// new_tokens within `context` positions. lg::Error names `file` and the case's field.
+void check_lock_fits(const Lock& lock, const std::string& file, int64_t vocab, int64_t context, bool tokens = true);
 /// Writes a lock file (pretty JSON, one case per block).
 void write_lock(const std::filesystem::path& file, const Lock& lock);
 

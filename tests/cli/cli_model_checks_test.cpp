@@ -326,6 +326,22 @@ TEST(CliModelChecks, LockNewNamesTheGoldenPromptIdOutsideTheVocabulary) {
   fs::remove(golden);
 }
 
+// A golden prompt longer than the model's context failed making the lane for the longest prompt,
+// naming no case; the case is named, as a lock file's is (lg lock check).
+TEST(CliModelChecks, LockNewNamesTheGoldenPromptLongerThanTheContext) {
+  const fs::path golden = fs::temp_directory_path() / ("lg_cli_golden_" + std::to_string(std::random_device{}()) + ".json");
+  const nlohmann::json cases = {{"cases", {{{"prompt_ids", {1, 2}}}, {{"prompt_ids", std::vector<int>(1010, 7)}}}}};
+  std::ofstream(golden) << cases.dump();
+  const CliRun r = run_lg("lock new --model " + kShared + "/fixtures/tiny-qwen3 --golden " + golden.string() +
+                          " -o /dev/null --new-tokens 24");  // its context: 1024
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(golden.string() + ": cases[1].prompt_ids holds 1010 ids; with --new-tokens 24 the case needs "
+                                         "1034 positions, more than the model's context of 1024"),
+            std::string::npos)
+      << r.out;
+  fs::remove(golden);
+}
+
 // config.json's vocab_size 1000 against a 151936-row embedding: `lg run` used to blame the
 // tokenizer for "import os" (id 2643 >= 1000); the shape mismatch is now reported first, from the
 // header alone, by `lg run` and `lg lock`.

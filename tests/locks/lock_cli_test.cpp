@@ -108,6 +108,36 @@ TEST(LockCli, AnOlderLocksFnvHashSaysHowToUpdateIt) {
   fs::remove_all(dir);
 }
 
+// A malformed lock is an ERROR naming the case and field, never a lane's FAIL or an error from
+// inside the lane: a negative prompt id (was an IR gather message), a token past the vocabulary
+// (was "FAIL ... step 3"), a prompt longer than the model's context (named no case).
+TEST(LockCli, AMalformedLockNamesTheCaseAndField) {
+  nlohmann::json lock;
+  const fs::path dir = copy_lock("tiny-qwen3.lock.json", lock);  // vocabulary 512, context 1024
+  nlohmann::json negative = lock, outside = lock, long_prompt = lock;
+  negative["cases"][0]["prompt_ids"] = {-3};
+  outside["cases"][0]["tokens"][3] = 99999;
+  long_prompt["cases"][2]["prompt_ids"] = std::vector<int>(1010, 7);
+  for (const auto& [name, j, message] :
+       {std::tuple{"negative", negative, "cases[0].prompt_ids[0] is -3, not a token id"},
+        std::tuple{"outside", outside, "cases[0].tokens[3] is 99999, outside the model's vocabulary of 512 ids"},
+        std::tuple{"long", long_prompt,
+                   "cases[2].prompt_ids holds 1010 ids; with new_tokens 24 the case needs 1034 positions, more than "
+                   "the model's context of 1024"}}) {
+    SCOPED_TRACE(name);
+    const fs::path file = dir / (std::string(name) + ".lock.json");
+    std::ofstream(file) << j.dump();
+    const CliRun r = run_lg("lock check --lane cpu --locks " + dir.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("ERROR " + file.filename().string() + ": " + file.string() + ": " + message),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
+    fs::remove(file);
+  }
+  fs::remove_all(dir);
+}
+
 // One lock that cannot be checked (its model directory is gone) or fails does not stop the
 // others: each is reported under its name, and the exit status says some failed.
 TEST(LockCli, AMissingModelDirectoryIsReportedAndTheOtherLocksStillRun) {

@@ -161,6 +161,59 @@ TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
   fs::remove_all(dir);
 }
 
+// A malformed lock named no case: a negative prompt id failed in the lane's embedding gather, an
+// id past the vocabulary was a lane FAIL at its step, a prompt longer than the context failed
+// making the lane. Ids are checked as the file is read, and against the model before a lane runs.
+TEST(Lock, MalformedIdsAndLengthsNameTheCaseAndField) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_ids_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  auto read_error = [&](const std::string& c) {
+    const fs::path f = dir / "m.lock.json";
+    std::ofstream(f) << R"({"format": "lanegraph-lock/1", "model": "m", "weights_hash": "h", "new_tokens": 2, "cases": [)"
+                     << R"({"prompt_ids": [1], "tokens": [1, 2], "margins": [0, 0]}, )" << c << "]}";
+    try {
+      read_lock(f);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  const std::string f = (dir / "m.lock.json").string();
+  EXPECT_EQ(read_error(R"({"prompt_ids": [-3], "tokens": [1, 2], "margins": [0, 0]})"),
+            f + ": cases[1].prompt_ids[0] is -3, not a token id (an integer >= 0)");
+  EXPECT_EQ(read_error(R"({"prompt_ids": [4, 1.5], "tokens": [1, 2], "margins": [0, 0]})"),
+            f + ": cases[1].prompt_ids[1] is 1.5, not a token id (an integer >= 0)");
+  // 2^32 + 5 would have been cut to the id 5.
+  EXPECT_EQ(read_error(R"({"prompt_ids": [1], "tokens": [1, 4294967301], "margins": [0, 0]})"),
+            f + ": cases[1].tokens[1] is 4294967301, not a token id (an integer >= 0)");
+  EXPECT_EQ(read_error(R"({"prompt_ids": [1], "tokens": 7, "margins": [0, 0]})"),
+            f + ": cases[1].tokens must be an array of token ids, got number");
+  EXPECT_EQ(read_error(R"({"prompt_ids": [1], "tokens": [1, 2], "margins": [0, -0.5]})"),
+            f + ": cases[1].margins[1] is -0.5, not a top-1 minus top-2 logit margin (>= 0)");
+  EXPECT_EQ(read_error(R"({"tokens": [1, 2], "margins": [0, 0]})"), f + ": cases[1]: missing field 'prompt_ids'");
+
+  // Against the model: ids below its vocabulary, prompt + new_tokens within its context.
+  const Lock lock{"m", "h", 2, "", {{{1, 2, 3}, {4, 5}, {0, 0}}, {{6, 7}, {8, 9}, {0, 0}}}};
+  auto fits_error = [&](int64_t vocab, int64_t context, bool tokens = true) {
+    try {
+      check_lock_fits(lock, "L.lock.json", vocab, context, tokens);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(fits_error(10, 5), "<no error>");
+  EXPECT_EQ(fits_error(9, 5),
+            "L.lock.json: cases[1].tokens[1] is 9, outside the model's vocabulary of 9 ids (the width of its logits)");
+  EXPECT_EQ(fits_error(9, 5, /*tokens=*/false), "<no error>");  // lg lock update replaces the tokens
+  EXPECT_EQ(fits_error(7, 5, false),
+            "L.lock.json: cases[1].prompt_ids[1] is 7, outside the model's vocabulary of 7 ids (the width of its logits)");
+  EXPECT_EQ(fits_error(10, 4),
+            "L.lock.json: cases[0].prompt_ids holds 3 ids; with new_tokens 2 the case needs 5 positions, more than "
+            "the model's context of 4");
+  fs::remove_all(dir);
+}
+
 // 100,000 nested arrays as a lock's cases overflowed the stack copying them; now the file is named.
 TEST(Lock, NestingPastTheLimitIsAnErrorNamingTheFile) {
   const fs::path dir = fs::temp_directory_path() / ("lg_lock_deep_" + std::to_string(std::random_device{}()));
