@@ -107,13 +107,11 @@ int run_batch(const BatchOpts& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::ifstream file;
   if (o.input != "-") {
-    std::error_code ec;
-    if (std::filesystem::is_directory(o.input, ec)) throw lg::Error(o.input + ": is a directory, not a requests file");
+    file = lg::open_text_input(o.input, "requests file");
     // Opening the output truncates it: the same file as the input would be lost before it is read.
+    std::error_code ec;
     if (o.output != "-" && std::filesystem::equivalent(o.input, o.output, ec))
       throw lg::Error(o.output + ": is the input file; write the results to another file");
-    file.open(o.input, std::ios::binary);
-    if (!file) throw lg::Error(o.input + ": cannot read");
   }
   std::istream& in = o.input == "-" ? std::cin : file;
   lg::server::EngineOptions eo;

@@ -47,13 +47,7 @@ std::string read_prompt(const RunOpts& o) {
   if (!o.prompt_file.empty() || o.prompt == "-") {
     const bool stdin_ = o.prompt == "-" || o.prompt_file == "-";
     std::ifstream file;
-    if (!stdin_) {
-      // A directory opens as a stream that reads nothing: it would pass for an empty prompt.
-      if (std::filesystem::is_directory(o.prompt_file))
-        throw lg::Error(o.prompt_file + ": is a directory, not a prompt file");
-      file.open(o.prompt_file, std::ios::binary);
-      if (!file) throw lg::Error(o.prompt_file + ": cannot read the prompt file");
-    }
+    if (!stdin_) file = lg::open_text_input(o.prompt_file, "prompt file");
     return lg::read_text_input(stdin_ ? std::cin : file, stdin_ ? "standard input" : o.prompt_file);
   }
   return o.prompt;

@@ -36,9 +36,7 @@ json read_json(const std::string& path) {
   if (path == "-") {
     text = lg::read_text_input(std::cin, "standard input");
   } else {
-    if (std::filesystem::is_directory(path)) throw lg::Error(fmt::format("{}: is a directory, not a messages file", path));
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw lg::Error(fmt::format("{}: cannot be read", path));
+    std::ifstream f = lg::open_text_input(path, "messages file");
     text = lg::read_text_input(f, path);
   }
   try {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 
 #include "support/error.h"
 
@@ -15,6 +17,25 @@ std::string cap_text(size_t cap) {
 }
 
 }  // namespace
+
+std::ifstream open_text_input(const std::filesystem::path& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  const std::string p = path.string();
+  std::error_code ec;
+  const fs::file_type type = fs::status(path, ec).type();
+  if (type == fs::file_type::not_found) {
+    if (fs::is_symlink(fs::symlink_status(path, ec))) throw Error(p + ": is a symbolic link to a missing file");
+    throw Error(p + ": no such " + what + " (it does not exist)");
+  }
+  if (type == fs::file_type::directory) throw Error(p + ": is a directory, not a " + what);
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw Error(p + ": cannot read the " + what + (err ? std::string(": ") + std::strerror(err) : std::string()));
+  }
+  return in;
+}
 
 std::string read_text_input(std::istream& in, const std::string& name, size_t cap) {
   std::string text;

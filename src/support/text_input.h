@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
 #include <istream>
 #include <string>
 
@@ -15,6 +17,13 @@ namespace lg {
 /// fixtures, Gemma 3's tokenizer_config.json, is 1.1 MB), and reached in well under a second
 /// from /dev/zero.
 inline constexpr size_t kMaxTextInputBytes = size_t{64} << 20;
+
+/// Opens `path` to read, binary. lg::Error says which way it failed, each differently: "PATH: no
+/// such WHAT (it does not exist)", "PATH: is a directory, not a WHAT" (a directory opens as a
+/// stream that reads nothing, which would pass for an empty file), "PATH: is a symbolic link to
+/// a missing file", or "PATH: cannot read the WHAT: REASON" (the system's: permission denied, ...).
+/// `what` names the file's role: "requests file", "prompt file".
+std::ifstream open_text_input(const std::filesystem::path& path, const std::string& what);
 
 /// The rest of `in`, at most `cap` bytes; one byte more is lg::Error "NAME: larger than 64 MiB
 /// ...". Reading stops at the cap, so an endless stream ends there. A read error is left in `in`'s

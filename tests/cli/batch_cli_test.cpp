@@ -244,6 +244,30 @@ TEST(LgBatch, FilesItCannotUseAreErrors) {
   fs::remove(in);
 }
 
+// A requests file that does not exist said "X: cannot read", as an unreadable one did (found by a
+// new-user pass). Each way of failing is said differently, before the model loads: missing, a
+// directory, a dangling symbolic link, and a file the system refuses to open (a name too long:
+// root reads a file without permission, so the test cannot use that).
+TEST(LgBatch, AnInputFileThatCannotBeReadSaysWhy) {
+  const std::string model = kSource + "/models/qwen3-pycode-22m";
+  const fs::path tmp = fs::temp_directory_path() / ("lg_batch_in_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  const fs::path link = tmp / "dangling.jsonl";
+  fs::create_symlink(tmp / "gone.jsonl", link);
+  const fs::path too_long = tmp / (std::string(300, 'x') + ".jsonl");
+  for (const auto& [input, message] : {
+           std::pair{(tmp / "nonexist.jsonl").string(), ": no such requests file (it does not exist)"},
+           std::pair{tmp.string(), ": is a directory, not a requests file"},
+           std::pair{link.string(), ": is a symbolic link to a missing file"},
+           std::pair{too_long.string(), ": cannot read the requests file: File name too long"}}) {
+    const CliRun r = run_lg("batch --model " + model + " -i " + input + " -o " + (tmp / "x.jsonl").string());
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find(input + message), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(tmp / "x.jsonl")) << "the output is not opened";
+  }
+  fs::remove_all(tmp);
+}
+
 // An empty -o or -i (an unset shell variable) said ": cannot write" / ": cannot read", naming no
 // path (found by a new-user pass); it is a usage error naming the option, as lg compile's -o ''.
 TEST(LgBatch, EmptyPathIsAUsageErrorNamingTheOption) {

@@ -99,7 +99,7 @@ TEST(LgRun, PromptFromAFileOrStdinAndWithoutEcho) {
   EXPECT_NE(none.err.find("needs a prompt"), std::string::npos) << none.err;
   const Result missing = run_lg({"run", "--model", kModel, "-f", "/nonexistent/prompt.txt"});
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.err.find("/nonexistent/prompt.txt: cannot read the prompt file"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent/prompt.txt: no such prompt file (it does not exist)"), std::string::npos) << missing.err;
   fs::remove(file);
 }
 
