@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config.h"
+#include "model/json_fields.h"
 #include "support/error.h"
 
 namespace lg::model {
@@ -105,11 +106,12 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
 
   const nlohmann::json index = read_json_file(index_path);
   const std::string ip = index_path.string();
-  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-    throw Error(fmt::format("{}: missing required field 'weight_map' (an object tensor -> shard file)", ip));
+  if (!index.is_object()) throw Error(fmt::format("{}: expected a JSON object, got {}", ip, index.type_name()));
+  const nlohmann::json& weight_map =
+      json_fields::req_object(index, "weight_map", ip, "an object of tensor name -> shard file");
   // shard file -> the tensors the index says it holds, in a stable order.
   std::map<std::string, std::vector<std::string>> shards;
-  for (auto& [name, shard] : index["weight_map"].items()) {
+  for (auto& [name, shard] : weight_map.items()) {
     if (!shard.is_string())
       throw Error(fmt::format("{}: field 'weight_map.{}' must be a shard file name", ip, name));
     const std::string file = shard.get<std::string>();

@@ -110,9 +110,7 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   ModelConfig c;
   c.source = src;
   c.raw = j;
-  auto mt = opt_string(j, "model_type", src);
-  if (!mt) throw Error(fmt::format("{}: missing required field 'model_type'", src));
-  c.model_type = *mt;
+  c.model_type = req_string(j, "model_type", src);
   if (const auto* a = find(j, "architectures")) {
     if (!a->is_array()) throw Error(fmt::format("{}: field 'architectures' must be a list of strings", src));
     for (auto& e : *a) {

@@ -6,13 +6,16 @@
 
 namespace lg::model::json_fields {
 
+void wrong_type(const std::string& source, const std::string& field, std::string_view want, const nlohmann::json& got) {
+  throw Error(fmt::format("{}: field '{}' must be {}, got {} {}", source, field, want, got.type_name(),
+                          got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+}
+
 namespace {
 const std::string& name_of(const std::string& key, const std::string& path) { return path.empty() ? key : path; }
 
-[[noreturn]] void wrong_type(const std::string& source, const std::string& field, std::string_view want,
-                             const nlohmann::json& got) {
-  throw Error(fmt::format("{}: field '{}' must be {}, got {} {}", source, field, want, got.type_name(),
-                          got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+[[noreturn]] void missing(const std::string& source, const std::string& key) {
+  throw Error(fmt::format("{}: missing required field '{}'", source, key));
 }
 // An integer that fits int64: 2^63 and above parse as unsigned, and get<int64_t> would wrap them
 // to negative ids.
@@ -87,15 +90,30 @@ std::vector<int64_t> int_or_list(const nlohmann::json& obj, const std::string& k
   return out;
 }
 
+// Each required read is its optional read (which refuses a wrong type) plus "missing" for absent.
 int64_t req_int(const nlohmann::json& obj, const std::string& key, const std::string& source) {
   auto v = opt_int(obj, key, source);
-  if (!v) throw Error(fmt::format("{}: missing required field '{}'", source, key));
+  if (!v) missing(source, key);
   return *v;
 }
 
 double req_number(const nlohmann::json& obj, const std::string& key, const std::string& source) {
   auto v = opt_number(obj, key, source);
-  if (!v) throw Error(fmt::format("{}: missing required field '{}'", source, key));
+  if (!v) missing(source, key);
+  return *v;
+}
+
+std::string req_string(const nlohmann::json& obj, const std::string& key, const std::string& source) {
+  auto v = opt_string(obj, key, source);
+  if (!v) missing(source, key);
+  return *v;
+}
+
+const nlohmann::json& req_object(const nlohmann::json& obj, const std::string& key, const std::string& source,
+                                 std::string_view want) {
+  const auto* v = find(obj, key);
+  if (!v) missing(source, key);
+  if (!v->is_object()) wrong_type(source, key, want, *v);
   return *v;
 }
 

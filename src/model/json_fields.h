@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,8 +29,19 @@ std::optional<std::string> opt_string(const nlohmann::json& obj, const std::stri
 /// A token id field that may be a number or a list of numbers (eos_token_id); empty when absent.
 std::vector<int64_t> int_or_list(const nlohmann::json& obj, const std::string& key, const std::string& source);
 
-/// Required reads: lg::Error "<source>: missing required field '<key>'" when absent.
+/// lg::Error "<source>: field '<field>' must be <want>, got <type> <value>": a field present with
+/// another type than the one read.
+[[noreturn]] void wrong_type(const std::string& source, const std::string& field, std::string_view want,
+                             const nlohmann::json& got);
+
+/// Required reads: lg::Error "<source>: missing required field '<key>'" only when absent (or null),
+/// and wrong_type's message when present with another type: a field that is there is never
+/// reported missing.
 int64_t req_int(const nlohmann::json& obj, const std::string& key, const std::string& source);
 double req_number(const nlohmann::json& obj, const std::string& key, const std::string& source);
+std::string req_string(const nlohmann::json& obj, const std::string& key, const std::string& source);
+/// An object field; `want` says what it maps ("an object of tensor name -> shard file").
+const nlohmann::json& req_object(const nlohmann::json& obj, const std::string& key, const std::string& source,
+                                 std::string_view want = "an object");
 
 }  // namespace lg::model::json_fields

@@ -193,7 +193,8 @@ void SafetensorsFile::parse_header() {
     t.name = key;
 
     auto dt = entry.find("dtype");
-    if (dt == entry.end() || !dt->is_string()) throw Error(where("field 'dtype' missing or not a string"));
+    if (dt == entry.end()) throw Error(where("missing field 'dtype'"));
+    if (!dt->is_string()) throw Error(where(fmt::format("field 'dtype' must be a string, got {}", dt->dump())));
     auto parsed = parse_safetensors_dtype(dt->get<std::string>());
     if (!parsed)
       throw Error(where(fmt::format("unsupported dtype '{}' (supported: F32, BF16, F16, I32, I64, U8, BOOL)",
@@ -201,7 +202,8 @@ void SafetensorsFile::parse_header() {
     t.dtype = *parsed;
 
     auto sh = entry.find("shape");
-    if (sh == entry.end() || !sh->is_array()) throw Error(where("field 'shape' missing or not an array"));
+    if (sh == entry.end()) throw Error(where("missing field 'shape'"));
+    if (!sh->is_array()) throw Error(where(fmt::format("field 'shape' must be an array, got {}", sh->dump())));
     for (auto& d : *sh) {
       if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() && d.get<int64_t>() < 0))
         throw Error(where(fmt::format("field 'shape' must hold non-negative integers, got {}", sh->dump())));

@@ -258,7 +258,15 @@ TEST(Checkpoint, IndexProblemsNameTheFieldOrTensor) {
   EXPECT_HAS(error_of([&] { Checkpoint::open(dir.path()); }), "weight_map.lm_head.weight");
   // No weight_map at all; malformed JSON.
   write_file(dir / "model.safetensors.index.json", R"({"metadata": {}})");
-  EXPECT_HAS(error_of([&] { Checkpoint::open(dir.path()); }), "'weight_map'");
+  EXPECT_HAS(error_of([&] { Checkpoint::open(dir.path()); }), "missing required field 'weight_map'");
+  // A weight_map of the wrong type was reported missing too: it is there, with the wrong type.
+  write_file(dir / "model.safetensors.index.json", R"({"weight_map": [1,2]})");
+  msg = error_of([&] { Checkpoint::open(dir.path()); });
+  EXPECT_HAS(msg, "model.safetensors.index.json: field 'weight_map' must be an object of tensor name -> shard file, "
+                  "got array [1,2]");
+  EXPECT_EQ(msg.find("missing"), std::string::npos) << msg;
+  write_file(dir / "model.safetensors.index.json", R"([1])");
+  EXPECT_HAS(error_of([&] { Checkpoint::open(dir.path()); }), "model.safetensors.index.json: expected a JSON object, got array");
   write_file(dir / "model.safetensors.index.json", R"({"weight_map": {)");
   EXPECT_HAS(error_of([&] { Checkpoint::open(dir.path()); }), "model.safetensors.index.json: malformed JSON");
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "model/generation_config.h"
+#include "model/json_fields.h"
 #include "model/model_dir.h"
 #include "test_util.h"
 
@@ -150,6 +151,27 @@ TEST(Config, MissingFieldInAFileNamesTheFile) {
   write_file(dir / "config.json", "[]");
   EXPECT_EQ(error_of([&] { read_config_json(dir / "config.json"); }),
             (dir / "config.json").string() + ": a model config must be a JSON object, found array");
+}
+
+// A required field that is present with the wrong type says so, never "missing" (an index's
+// `"weight_map": [1,2]` was reported as a missing weight_map): every required read of json_fields.
+TEST(Config, RequiredFieldsOfTheWrongTypeSaySoNotMissing) {
+  const json j = json::parse(R"({"n": "8", "x": 1.5, "s": 5, "o": [1,2], "null": null})");
+  EXPECT_EQ(error_of([&] { json_fields::req_int(j, "n", "f.json"); }), "f.json: field 'n' must be an integer, got string \"8\"");
+  EXPECT_EQ(json_fields::req_number(j, "s", "f.json"), 5);
+  EXPECT_EQ(error_of([&] { json_fields::req_number(j, "o", "f.json"); }), "f.json: field 'o' must be a number, got array [1,2]");
+  EXPECT_EQ(error_of([&] { json_fields::req_string(j, "s", "f.json"); }), "f.json: field 's' must be a string, got number 5");
+  EXPECT_EQ(error_of([&] { json_fields::req_object(j, "o", "f.json", "an object of a -> b"); }),
+            "f.json: field 'o' must be an object of a -> b, got array [1,2]");
+  for (const char* absent : {"absent", "null"}) {  // null counts as absent, as transformers writes it
+    const std::string missing = std::string("f.json: missing required field '") + absent + "'";
+    EXPECT_EQ(error_of([&] { json_fields::req_int(j, absent, "f.json"); }), missing);
+    EXPECT_EQ(error_of([&] { json_fields::req_string(j, absent, "f.json"); }), missing);
+    EXPECT_EQ(error_of([&] { json_fields::req_object(j, absent, "f.json"); }), missing);
+  }
+  auto config = qwen3_22m();
+  config["model_type"] = 5;
+  EXPECT_EQ(error_of([&] { parse_config(config, "config.json"); }), "config.json: field 'model_type' must be a string, got number 5");
 }
 
 TEST(Config, WrongTypesAndValuesAreNamed) {

@@ -229,7 +229,12 @@ TEST_F(Corrupt, UnknownDtype) {
   EXPECT_HAS(msg, "tensor 'w.q'");
   EXPECT_HAS(msg, "unsupported dtype 'F64'");
   msg = open_error(st_blob(R"({"w.q":{"dtype":7,"shape":[1],"data_offsets":[0,8]}})", std::string(8, 0)));
-  EXPECT_HAS(msg, "field 'dtype'");
+  EXPECT_HAS(msg, "field 'dtype' must be a string, got 7");
+  // Missing and wrong-typed are told apart (both said "missing or not a string").
+  msg = open_error(st_blob(R"({"w.q":{"shape":[1],"data_offsets":[0,8]}})", std::string(8, 0)));
+  EXPECT_HAS(msg, "tensor 'w.q': missing field 'dtype'");
+  msg = open_error(st_blob(R"({"w.q":{"dtype":"F32","shape":{},"data_offsets":[0,4]}})", std::string(4, 0)));
+  EXPECT_HAS(msg, "tensor 'w.q': field 'shape' must be an array, got {}");
 }
 
 TEST_F(Corrupt, ShapeTimesDtypeDiffersFromByteRange) {
