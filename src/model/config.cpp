@@ -23,11 +23,41 @@ fs::path config_json_path(fs::path path) {
   return path;
 }
 
+namespace {
+
+// The sizes transformers builds a model's modules from: range(num_hidden_layers), nn.Linear(
+// hidden_size, intermediate_size), nn.Embedding(vocab_size, ...) (GPT-2's n_*: its names for
+// them). PretrainedConfig keeps 8.0 as the float it is, and those refuse it (a TypeError), so no
+// transformers checkpoint has one. Refused here naming the file and field: the .lg binder refuses
+// it at the program's line ("dim 'L' must be a positive integer ... found float 8"), which names
+// no config field. max_position_embeddings is not among them: transformers sizes nothing by it,
+// and 4096.0 stays the context it is.
+constexpr const char* kModuleSizes[] = {
+    "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "moe_intermediate_size", "num_experts", "num_local_experts",
+    "num_experts_per_tok", "n_embd", "n_layer", "n_head", "n_inner", "n_positions"};
+
+void refuse_float_sizes(const nlohmann::json& j, const std::string& src) {
+  for (const char* field : kModuleSizes) {
+    const nlohmann::json* v = find(j, field);
+    if (!v || !v->is_number_float()) continue;
+    const double d = v->get<double>();
+    const std::string hint =
+        d >= 1 && d <= 9.0e18 && d == std::floor(d) ? fmt::format(" (write {})", static_cast<int64_t>(d)) : "";
+    throw Error(fmt::format("{}: field '{}' must be an integer, got float {}: transformers sizes the model's modules "
+                            "by it (range(), nn.Linear), which refuse a float{}",
+                            src, field, v->dump(), hint));
+  }
+}
+
+}  // namespace
+
 nlohmann::json read_config_json(fs::path path) {
   path = config_json_path(std::move(path));
   nlohmann::json j = read_json_file(path);
   // Named here, where the file is known (the binder could only say "config.json" at the .lg line).
   if (!j.is_object()) throw Error(fmt::format("{}: a model config must be a JSON object, found {}", path.string(), j.type_name()));
+  refuse_float_sizes(j, path.string());
   return j;
 }
 
@@ -111,6 +141,7 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   c.source = src;
   c.raw = j;
   c.model_type = req_string(j, "model_type", src);
+  refuse_float_sizes(j, src);
   if (const auto* a = find(j, "architectures")) {
     if (!a->is_array()) throw Error(fmt::format("{}: field 'architectures' must be a list of strings", src));
     for (auto& e : *a) {

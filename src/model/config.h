@@ -77,7 +77,8 @@ struct ModelConfig {
 };
 
 /// Parses a config.json document. `source_name` names the file in messages. Throws lg::Error
-/// naming the file and field for a missing model_type, a field of the wrong type, a non-positive
+/// naming the file and field for a missing model_type, a field of the wrong type, a module size
+/// written as a float (`"num_hidden_layers": 8.0`: transformers refuses it too), a non-positive
 /// dimension, head counts that do not divide, rope thetas that disagree, and a layer_types list
 /// whose length is not num_hidden_layers. For model_type qwen2/qwen3 also what read_qwen_fields
 /// throws (missing required fields, ambiguous defaults, RoPE scaling, sliding windows).
@@ -112,8 +113,8 @@ int64_t num_experts(const ModelConfig& c);
 /// The config.json `path` names: the file itself, or the one in the model directory `path`.
 std::filesystem::path config_json_path(std::filesystem::path path);
 /// The raw config.json document of a model: `path` is the file or the model directory holding it.
-/// What `lg check/ir/compile --config` take; lg::Error naming the file as read_json_file, and
-/// when the document is not an object.
+/// What `lg check/ir/compile --config` take; lg::Error naming the file as read_json_file, when
+/// the document is not an object, and for a module size written as a float (as parse_config).
 nlohmann::json read_config_json(std::filesystem::path path);
 
 }  // namespace lg::model

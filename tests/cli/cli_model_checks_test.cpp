@@ -342,6 +342,29 @@ TEST(CliModelChecks, LockNewNamesTheGoldenPromptLongerThanTheContext) {
   fs::remove(golden);
 }
 
+// `"num_hidden_layers": 8.0` was refused by the .lg binder at the program's line ("dim 'L' must be
+// a positive integer ... found float 8"), naming no config field. transformers keeps the float and
+// its range() refuses it: refused too, naming config.json's field, by every command that reads it.
+TEST(CliModelChecks, AModuleSizeWrittenAsAFloatNamesTheConfigField) {
+  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  int layers = 0;
+  m.edit_config([&](nlohmann::json& j) {
+    layers = j["num_hidden_layers"];
+    j["num_hidden_layers"] = static_cast<double>(layers);
+  });
+  const std::string config = (m.dir / "config.json").string();
+  const std::string message = config + ": field 'num_hidden_layers' must be an integer, got float " +
+                              std::to_string(layers) + ".0: transformers sizes the model's modules by it (range(), "
+                              "nn.Linear), which refuse a float (write " + std::to_string(layers) + ")";
+  for (const std::string& args : {"check " + kSource + "/models/qwen3.lg --config " + config,
+                                  "inspect " + m.dir.string(), "run --model " + m.dir.string() + " --prompt x"}) {
+    const CliRun r = run_lg(args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("dim 'L'"), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
 // config.json's vocab_size 1000 against a 151936-row embedding: `lg run` used to blame the
 // tokenizer for "import os" (id 2643 >= 1000); the shape mismatch is now reported first, from the
 // header alone, by `lg run` and `lg lock`.

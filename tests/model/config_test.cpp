@@ -191,7 +191,21 @@ TEST(Config, WrongTypesAndValuesAreNamed) {
   EXPECT_HAS(bad("eos_token_id", 18446744073709551615ull), "field 'eos_token_id' must be a token id");
   EXPECT_HAS(bad("eos_token_id", json::array({2, 9223372036854775808ull})), "field 'eos_token_id[1]'");
   EXPECT_HAS(bad("architectures", "Qwen3ForCausalLM"), "field 'architectures'");
-  // An integer written as a float is accepted when exact.
+  // A size transformers builds modules by is refused as a float (its range() and nn.Linear refuse
+  // one), naming the field; the .lg binder's refusal named only the program's dim.
+  EXPECT_EQ(bad("num_hidden_layers", 8.0),
+            "config.json: field 'num_hidden_layers' must be an integer, got float 8.0: transformers sizes the model's "
+            "modules by it (range(), nn.Linear), which refuse a float (write 8)");
+  EXPECT_HAS(bad("hidden_size", 128.5), "field 'hidden_size' must be an integer, got float 128.5: transformers");
+  {
+    TempDir dir;
+    auto j = qwen3_22m();
+    j["n_embd"] = 64.0;  // GPT-2's name: lg check --config reads the raw document
+    write_file(dir / "config.json", j.dump());
+    EXPECT_HAS(error_of([&] { read_config_json(dir.path()); }),
+               (dir / "config.json").string() + ": field 'n_embd' must be an integer, got float 64.0");
+  }
+  // An integer written as a float is accepted when exact where transformers sizes nothing by it.
   auto j = qwen3_22m();
   j["max_position_embeddings"] = 4096.0;
   EXPECT_EQ(parse_config(j, "config.json").max_position_embeddings, 4096);
