@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/json_fields.h"
 #include "support/error.h"
@@ -28,12 +29,27 @@ GenerationConfig parse_generation_config(const nlohmann::json& j, const std::str
   g.top_p = opt_number(j, "top_p", src).value_or(1.0);
   g.top_k = opt_int(j, "top_k", src).value_or(0);
   g.repetition_penalty = opt_number(j, "repetition_penalty", src).value_or(1.0);
+  g.min_p = opt_number(j, "min_p", src).value_or(0.0);
   g.max_new_tokens = opt_int(j, "max_new_tokens", src);
   if (g.temperature < 0) throw Error(fmt::format("{}: field 'temperature' must be >= 0", src));
   if (g.top_p <= 0 || g.top_p > 1) throw Error(fmt::format("{}: field 'top_p' must be in (0, 1]", src));
   if (g.top_k < 0) throw Error(fmt::format("{}: field 'top_k' must be >= 0", src));
-  if (g.repetition_penalty <= 0) throw Error(fmt::format("{}: field 'repetition_penalty' must be > 0", src));
+  if (!(g.repetition_penalty > 0)) throw Error(fmt::format("{}: field 'repetition_penalty' must be > 0", src));
+  if (!(g.min_p >= 0 && g.min_p <= 1)) throw Error(fmt::format("{}: field 'min_p' must be in [0, 1]", src));
+  if (g.max_new_tokens && *g.max_new_tokens < 1)
+    throw Error(fmt::format("{}: field 'max_new_tokens' must be >= 1", src));
   return g;
+}
+
+std::string sampling_defaults(const GenerationConfig& g) {
+  std::vector<std::string> parts;
+  if (g.do_sample) parts.push_back(fmt::format("temperature {}", g.temperature));
+  if (g.top_k != 0) parts.push_back(fmt::format("top_k {}", g.top_k));
+  if (g.top_p != 1) parts.push_back(fmt::format("top_p {}", g.top_p));
+  if (g.min_p != 0) parts.push_back(fmt::format("min_p {}", g.min_p));
+  if (g.repetition_penalty != 1) parts.push_back(fmt::format("repetition_penalty {}", g.repetition_penalty));
+  if (g.max_new_tokens) parts.push_back(fmt::format("max_new_tokens {}", *g.max_new_tokens));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 void add_eos_token_id(GenerationConfig& generation, std::optional<int64_t> id) {

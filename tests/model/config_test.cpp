@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <gtest/gtest.h>
+#include <tuple>
 
 #include "model/generation_config.h"
 #include "model/json_fields.h"
@@ -355,6 +356,36 @@ TEST(GenerationConfig, AnEosIdIsAddedOnce) {
   EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{5, 7}));
   add_eos_token_id(g, 9);
   EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{5, 7, 9}));
+}
+
+// The sampling defaults vLLM takes from generation_config.json (Qwen2.5-7B-Instruct's published
+// values here), the note that lists them, and the values it refuses, named.
+TEST(GenerationConfig, SamplingDefaultsAreReadListedAndChecked) {
+  const ModelConfig c;
+  const json qwen25 = json::parse(R"({"bos_token_id": 151643, "pad_token_id": 151643, "do_sample": true,
+    "eos_token_id": [151645, 151643], "repetition_penalty": 1.05, "temperature": 0.7, "top_p": 0.8, "top_k": 20,
+    "transformers_version": "4.37.0"})");
+  const GenerationConfig g = parse_generation_config(qwen25, "generation_config.json", c);
+  EXPECT_EQ(g.repetition_penalty, 1.05);
+  EXPECT_EQ(g.min_p, 0);
+  EXPECT_FALSE(g.max_new_tokens);
+  EXPECT_EQ(sampling_defaults(g), "temperature 0.7, top_k 20, top_p 0.8, repetition_penalty 1.05");
+  const GenerationConfig more = parse_generation_config(
+      json{{"min_p", 0.05}, {"max_new_tokens", 2048}, {"temperature", 0.6}}, "generation_config.json", c);
+  EXPECT_EQ(more.min_p, 0.05);
+  EXPECT_EQ(more.max_new_tokens, 2048);
+  EXPECT_EQ(sampling_defaults(more), "min_p 0.05, max_new_tokens 2048");  // temperature only with do_sample
+  EXPECT_EQ(sampling_defaults(parse_generation_config(json::object(), "generation_config.json", c)), "");
+  const std::tuple<const char*, json, const char*> bad[] = {
+      {"min_p", 1.5, "field 'min_p' must be in [0, 1]"},
+      {"min_p", "x", "field 'min_p' must be a number"},
+      {"repetition_penalty", 0, "field 'repetition_penalty' must be > 0"},
+      {"max_new_tokens", 0, "field 'max_new_tokens' must be >= 1"}};
+  for (const auto& b : bad) {
+    const json doc = {{std::get<0>(b), std::get<1>(b)}};
+    EXPECT_HAS(error_of([&] { parse_generation_config(doc, "generation_config.json", c); }),
+               std::string("generation_config.json: ") + std::get<2>(b));
+  }
 }
 
 TEST(Config, NestingPastTheLimitIsAnErrorNamingTheFile) {
