@@ -67,8 +67,8 @@ std::optional<std::string> completion_context_error(int64_t n, int64_t max_token
                                                     std::string_view what);
 
 /// Generates after `prompt` on `lane`, alone. Throws lg::Error for an empty prompt, a prompt
-/// longer than the lane's context (max_seq) or KV pool, max_new_tokens < 1, or (when sampling)
-/// non-finite logits (check_finite_logits).
+/// longer than the lane's context (max_seq) or KV pool, max_new_tokens < 1, sampling options the
+/// Sampler refuses, or (when sampling or penalising) non-finite logits (check_finite_logits).
 Generation generate(Lane& lane, std::span<const int32_t> prompt, const GenerateOptions& options);
 
 }  // namespace lg::runtime

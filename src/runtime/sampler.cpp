@@ -22,10 +22,21 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(optio
   if (!(options.temperature >= 0)) throw Error("--temperature must be >= 0, got " + std::to_string(options.temperature));
   if (options.top_k < 0) throw Error("--top-k must be >= 0, got " + std::to_string(options.top_k));
   if (!(options.top_p > 0 && options.top_p <= 1)) throw Error("--top-p must be in (0, 1], got " + std::to_string(options.top_p));
+  if (!(options.min_p >= 0 && options.min_p <= 1)) throw Error("min_p must be in [0, 1], got " + std::to_string(options.min_p));
+  check_penalties(options.penalties);
 }
 
-int32_t Sampler::pick(std::span<const float> logits) {
+int32_t Sampler::pick(std::span<const float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  if (options_.penalties.active()) {
+    penalised_.assign(logits.begin(), logits.end());
+    apply_penalties(penalised_, prompt, output, options_.penalties);
+    logits = penalised_;
+  }
   if (greedy()) return argmax(logits);
+  return draw(logits);
+}
+
+int32_t Sampler::draw(std::span<const float> logits) {
   const size_t V = logits.size();
   const double inv_t = 1.0 / options_.temperature;
   // Candidates ordered by logit (ties: lower id first, so the result does not depend on sort
@@ -37,7 +48,7 @@ int32_t Sampler::pick(std::span<const float> logits) {
     const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
     return la != lb ? la > lb : a < b;
   };
-  const size_t keep = options_.top_k > 0 ? std::min(V, static_cast<size_t>(options_.top_k)) : V;
+  size_t keep = options_.top_k > 0 ? std::min(V, static_cast<size_t>(options_.top_k)) : V;
   // Softmax weights relative to the largest logit, in double: exp((l - max) / T). Subtracting
   // before scaling keeps a tiny temperature finite (1 / 2.3e-308 times a logit of 10 overflows,
   // and inf - inf gave NaN weights: every draw was id 0); the largest logit weighs 1 even where
@@ -47,6 +58,15 @@ int32_t Sampler::pick(std::span<const float> logits) {
     const double l = logits[static_cast<size_t>(id)];
     return l == top ? 1.0 : std::exp((l - top) * inv_t);
   };
+  if (options_.min_p > 0) {
+    // min_p before top-k and top-p, as vLLM applies it: a token's probability over the largest
+    // one's is its weight, so the survivors (weight >= min_p) are a head of the order by logit
+    // (equal logits stay or go together), and top-k keeps at most that many. The largest logit
+    // weighs 1 >= min_p: at least one token survives.
+    size_t survivors = 0;
+    for (size_t id = 0; id < V; ++id) survivors += weight(static_cast<int32_t>(id)) >= options_.min_p;
+    keep = std::min(keep, survivors);
+  }
   size_t sorted = std::min(keep, V < 1024 ? V : size_t{1024});
   if (keep < V) {  // top-k: the k best, sorted
     std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(keep), ids.end(), by_logit);

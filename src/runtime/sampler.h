@@ -1,11 +1,16 @@
-// Picking the next token from logits, as users of llama.cpp / vLLM / transformers expect:
+// Picking the next token from logits, as users of llama.cpp / vLLM / transformers expect, in the
+// order of vLLM's sampler (vllm/v1/sample/sampler.py): first the penalties (penalties.h), then
 // temperature 0 is greedy (argmax, lowest id on a tie); otherwise logits / temperature, then
-// top-k, then top-p (nucleus), then a draw from a seeded generator, so a run is reproducible.
+// min_p, then top-k, then top-p (nucleus), then a draw from a seeded generator, so a run is
+// reproducible.
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
+
+#include "runtime/penalties.h"
 
 namespace lg::runtime {
 
@@ -14,6 +19,10 @@ struct SamplingOptions {
   int64_t top_k = 0;       ///< keep the k most likely tokens; 0: off
   double top_p = 1;        ///< keep the smallest set whose probability reaches top_p; 1: off; in (0, 1]
   uint64_t seed = 0;       ///< seeds the draw
+  /// vLLM's min_p (Nguyen et al. 2024): after temperature, drop the tokens whose probability is
+  /// below min_p times the largest one's; 0: off; in [0, 1]. No effect on a greedy pick.
+  double min_p = 0;
+  Penalties penalties{};   ///< applied first, to greedy picks too
 };
 
 /// Index of the largest logit; the lowest index wins a tie (as torch.argmax on CPU).
@@ -21,15 +30,27 @@ int32_t argmax(std::span<const float> logits);
 
 class Sampler {
  public:
-  /// Throws lg::Error for a negative temperature, a negative top_k or top_p outside (0, 1].
+  /// Throws lg::Error for a negative temperature, a negative top_k, top_p outside (0, 1], min_p
+  /// outside [0, 1], or a penalty outside its range (check_penalties); each message names the value.
   explicit Sampler(const SamplingOptions& options);
   bool greedy() const { return options_.temperature == 0; }
-  /// The next token from f32[V] logits.
-  int32_t pick(std::span<const float> logits);
+  /// Whether pick() reads the logits row: when sampling, or greedy with a penalty (the argmax of
+  /// the penalised logits). Otherwise the lane's own argmax is the token, and a lane step need not
+  /// return the f32[V] row at all (SeqStep::want_logits): the fast path of plain greedy requests.
+  bool needs_logits() const { return !greedy() || options_.penalties.active(); }
+  /// The next token from f32[V] logits of a sequence whose prompt is `prompt` and whose tokens
+  /// generated so far are `output` (read by the penalties only). Throws lg::Error for an id of
+  /// either outside [0, V) when a penalty is active.
+  int32_t pick(std::span<const float> logits, std::span<const int32_t> prompt = {},
+               std::span<const int32_t> output = {});
 
  private:
+  /// The draw of a sampled pick: temperature, min_p, top-k, top-p, then the seeded generator.
+  int32_t draw(std::span<const float> logits);
+
   SamplingOptions options_;
   std::mt19937_64 rng_;
+  std::vector<float> penalised_;  ///< the penalised copy of the logits, kept to reuse its memory
 };
 
 }  // namespace lg::runtime

@@ -198,10 +198,12 @@ void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
 bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   const GenerateOptions& o = s.req.options;
   int32_t tok = r.argmax;
-  if (!s.sampler.greedy()) {
+  if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits
     const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
     check_finite_logits(r.logits, position, prefill, lane_.name());
-    tok = s.sampler.pick(r.logits);
+    const std::span<const int32_t> all(s.tokens);
+    const auto prompt_len = static_cast<size_t>(s.prompt_len);
+    tok = s.sampler.pick(r.logits, all.first(prompt_len), all.subspan(prompt_len));
   }
   ++stats_.generated_tokens;
   const auto now = Clock::now();
@@ -261,7 +263,8 @@ bool Scheduler::step() {
     st.tokens = std::span<const int32_t>(s.tokens.data() + s.computed, static_cast<size_t>(p.n));
     st.start_pos = s.computed;
     st.blocks = s.table;
-    st.want_logits = s.computed + p.n == static_cast<int64_t>(s.tokens.size()) && !s.sampler.greedy();
+    // Plain greedy requests take the lane's argmax: no f32[V] row comes back for them.
+    st.want_logits = s.computed + p.n == static_cast<int64_t>(s.tokens.size()) && s.sampler.needs_logits();
     steps.push_back(st);
   }
   std::vector<SeqResult> results;

@@ -61,7 +61,8 @@ struct Request {
   std::vector<int32_t> prompt;
   GenerateOptions options;
   /// Called once when the request stops (eos, max_tokens, context, caller) with its tokens and
-  /// statistics; an error confined to this request (non-finite logits when sampling) arrives as
+  /// statistics; an error confined to this request (non-finite logits when sampling or
+  /// penalising) arrives as
   /// `error` with the tokens so far.
   std::function<void(Generation&&, const std::string& error)> on_done;
 };
@@ -74,7 +75,8 @@ class Scheduler {
 
   /// Queues a request (first come, first served) and returns its id. Throws lg::Error, queuing
   /// nothing, for an empty prompt, max_new_tokens < 1, a prompt longer than the lane's context,
-  /// or one the whole KV pool could not hold (the message names both sizes).
+  /// or one the whole KV pool could not hold (the message names both sizes), and for sampling
+  /// options the Sampler refuses.
   int64_t submit(Request request);
 
   /// Runs one step. Returns false, doing nothing, when no request is waiting or running.

@@ -1,5 +1,6 @@
 // The sampler: greedy is argmax with the lowest id winning a tie; sampling follows the
-// tempered softmax; top-k / top-p cut the candidates; a seed makes a run reproducible.
+// tempered softmax; min_p / top-k / top-p cut the candidates; a seed makes a run reproducible.
+// The penalties are in penalties_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,6 +64,45 @@ TEST(Sampler, TopKAndTopPCutTheTail) {
   }
 }
 
+// min_p (vLLM's): after temperature, tokens less likely than min_p times the likeliest are
+// dropped, and the draw follows the renormalised softmax of the rest.
+TEST(Sampler, MinPDropsTheTailAfterTemperature) {
+  const std::vector<float> l = {1.0f, 0.0f, -0.5f, 2.0f, -3.0f, 1.8f};
+  const double temp = 1.3, min_p = 0.3;
+  std::vector<double> p(l.size());
+  const double top = 2.0;
+  double z = 0;
+  for (size_t k = 0; k < l.size(); ++k) {
+    const double ratio = std::exp((l[k] - top) / temp);  // probability over the largest one's
+    p[k] = ratio < min_p ? 0 : ratio;
+    z += p[k];
+  }
+  for (double& x : p) x /= z;
+  ASSERT_GT(p[0], 0);  // the cut falls inside the distribution: some kept, some dropped
+  ASSERT_EQ(p[2], 0);
+  SamplingOptions o{temp, 0, 1, std::random_device{}()};
+  o.min_p = min_p;
+  Sampler s(o);
+  const int n = 40000;
+  std::vector<int> count(l.size(), 0);
+  for (int k = 0; k < n; ++k) ++count[static_cast<size_t>(s.pick(l))];
+  for (size_t k = 0; k < l.size(); ++k) {
+    if (p[k] == 0) EXPECT_EQ(count[k], 0) << "token " << k;
+    else EXPECT_NEAR(count[k] / double(n), p[k], 0.015) << "token " << k;
+  }
+  // min_p 1 keeps the likeliest alone, whatever the temperature; top-k then cannot widen it.
+  SamplingOptions one{50.0, 3, 1, 5};
+  one.min_p = 1;
+  Sampler argmax_only(one);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(argmax_only.pick(l), 3);
+  // Greedy ignores min_p (the argmax is never dropped).
+  SamplingOptions greedy;
+  greedy.min_p = 0.9;
+  Sampler g(greedy);
+  EXPECT_FALSE(g.needs_logits());
+  EXPECT_EQ(g.pick(l), 3);
+}
+
 TEST(Sampler, NucleusWiderThanTheSortedHeadIsExact) {
   // 5000 equal logits: the order is by id and top_p 0.9001 keeps ids 0..4500 (4501/5000 is the
   // first prefix reaching it, clear of rounding), far past the head the sampler sorts first.
@@ -98,6 +138,8 @@ TEST(Sampler, RejectsBadOptions) {
   EXPECT_THROW(Sampler({1.0, -2, 1, 0}), Error);
   EXPECT_THROW(Sampler({1.0, 0, 0.0, 0}), Error);
   EXPECT_THROW(Sampler({1.0, 0, 1.5, 0}), Error);
+  EXPECT_THROW(Sampler({1.0, 0, 1, 0, -0.1}), Error);
+  EXPECT_THROW(Sampler({1.0, 0, 1, 0, 0, {0.0, 0, 0}}), Error);
 }
 
 }  // namespace

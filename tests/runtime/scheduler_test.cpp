@@ -33,6 +33,7 @@ struct Spec {
 struct RandomTotals {
   int64_t preemptions = 0, cancelled = 0, finished = 0, max_running = 0;
   int64_t queries = 0, hits = 0, evictions = 0, cached_left = 0;
+  int64_t penalised = 0;  ///< requests with a penalty
 };
 
 /// Prompts for one seed: random ones, or (with `shared`) mostly beginnings of a few stems,
@@ -92,6 +93,17 @@ RandomTotals run_random_schedules(uint64_t seeds, bool shared, bool prefix_cache
       }
       s.arrive = uni(0, 30);
       if (uni(0, 5) == 0) s.cancel_after = uni(0, 10);
+    }
+    // Penalties on some requests, greedy or sampled, drawn from a stream of their own so that the
+    // schedules above stay those of every earlier run. A penalised greedy request needs its logits
+    // row where its plain neighbours take the lane's argmax; each must still get its solo tokens.
+    std::mt19937_64 prng(seed ^ 0x9e3779b97f4a7c15ull);
+    for (Spec& s : specs) {
+      const uint64_t kind = prng() % 4;
+      if (kind == 0) s.options.sampling.penalties.repetition = 2.0;  // 10 / 2 falls below the other logits
+      if (kind == 1) s.options.sampling.penalties = {1.0, 1.5, 1.0};
+      if (kind == 2) s.options.sampling.min_p = 0.5;
+      tot.penalised += kind <= 1;
     }
     // Alone: a fresh lane and scheduler per request.
     std::vector<std::vector<int32_t>> solo;
@@ -178,6 +190,7 @@ RandomTotals run_random_schedules(uint64_t seeds, bool shared, bool prefix_cache
 
 TEST(Scheduler, RandomArrivalsCancellationsAndPreemptionsGiveEachRequestItsSoloTokens) {
   const RandomTotals t = run_random_schedules(300, false, true);
+  EXPECT_GT(t.penalised, 300);
   EXPECT_GT(t.preemptions, 0);
   EXPECT_GT(t.cancelled, 0);
   EXPECT_GE(t.max_running, 6);

@@ -1,0 +1,155 @@
+// The penalties (runtime/penalties.h) against a direct computation of vLLM's definition on fresh
+// random logits and histories: vLLM's tensors written out per vocabulary entry (a prompt mask, the
+// output's counts and mask over all V ids, then the three f32 updates of every logit in vLLM's
+// order). The math is the same f32 operations, so the logits must be equal exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/penalties.h"
+#include "runtime/sampler.h"
+#include "support/error.h"
+
+namespace lg::runtime {
+namespace {
+
+/// vLLM's apply_penalties on one row, as its torch ops compute it over the whole vocabulary.
+std::vector<float> reference(std::vector<float> logits, const std::vector<int32_t>& prompt,
+                             const std::vector<int32_t>& output, double rep, double presence, double frequency) {
+  const size_t V = logits.size();
+  std::vector<bool> prompt_mask(V, false);
+  std::vector<int64_t> counts(V, 0);
+  for (int32_t t : prompt) prompt_mask[static_cast<size_t>(t)] = true;
+  for (int32_t t : output) ++counts[static_cast<size_t>(t)];
+  const auto r = static_cast<float>(rep), f = static_cast<float>(frequency), p = static_cast<float>(presence);
+  for (size_t v = 0; v < V; ++v) {
+    const bool output_mask = counts[v] > 0;
+    // torch.where(prompt_mask | output_mask, penalty, 1.0), then logit > 0 ? / : *
+    const float penalty = prompt_mask[v] || output_mask ? r : 1.0f;
+    logits[v] = logits[v] > 0 ? logits[v] / penalty : logits[v] * penalty;
+    logits[v] -= f * static_cast<float>(counts[v]);
+    logits[v] -= p * static_cast<float>(output_mask ? 1 : 0);
+  }
+  return logits;
+}
+
+TEST(Penalties, EqualVllmsDefinitionExactlyOnRandomLogitsAndHistories) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  std::normal_distribution<float> logit(0.0f, 4.0f);
+  std::uniform_real_distribution<double> penalty(-2.0, 2.0), rep(0.05, 3.0);
+  int64_t changed = 0, total = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto V = static_cast<size_t>(uni(1, 3000));
+    std::vector<float> logits(V);
+    for (float& l : logits) l = uni(0, 20) == 0 ? 0.0f : logit(rng);  // zeros too: neither > 0 nor < 0
+    // Histories drawn from a few ids, so ids repeat within and across prompt and output.
+    const int32_t pool = static_cast<int32_t>(uni(1, static_cast<int64_t>(V)));
+    std::vector<int32_t> prompt(static_cast<size_t>(uni(0, 200))), output(static_cast<size_t>(uni(0, 200)));
+    for (int32_t& t : prompt) t = static_cast<int32_t>(uni(0, pool - 1));
+    for (int32_t& t : output) t = static_cast<int32_t>(uni(0, pool - 1));
+    Penalties p;
+    if (uni(0, 3) > 0) p.repetition = uni(0, 1) ? rep(rng) : 1.0 / rep(rng);
+    if (uni(0, 3) > 0) p.presence = penalty(rng);
+    if (uni(0, 3) > 0) p.frequency = penalty(rng);
+    const std::vector<float> want = reference(logits, prompt, output, p.repetition, p.presence, p.frequency);
+    std::vector<float> got = logits;
+    apply_penalties(got, prompt, output, p);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t v = 0; v < V; ++v) {
+      ASSERT_EQ(got[v], want[v]) << "trial " << trial << ", id " << v << " of " << V << ", logit " << logits[v];
+      changed += got[v] != logits[v];
+    }
+    total += static_cast<int64_t>(V);
+  }
+  EXPECT_GT(changed, total / 100);  // the penalties really moved logits
+}
+
+TEST(Penalties, WorkedExample) {
+  // Ids 1 and 2 in the prompt, 2 twice and 3 once in the output; 0 never seen.
+  std::vector<float> l = {1.0f, 2.0f, -2.0f, 3.0f};
+  const std::vector<int32_t> prompt = {1, 2, 1}, output = {2, 3, 2};
+  apply_penalties(l, prompt, output, {2.0, 0.5, 0.25});
+  EXPECT_EQ(l[0], 1.0f);                     // unseen
+  EXPECT_EQ(l[1], 1.0f);                     // 2 / 2, prompt only: no presence or frequency
+  EXPECT_EQ(l[2], -4.0f - 0.5f - 0.5f);      // -2 * 2, then 0.25 * 2, then 0.5
+  EXPECT_EQ(l[3], 1.5f - 0.25f - 0.5f);      // 3 / 2, then 0.25 * 1, then 0.5
+  std::vector<float> off = {1.0f, -1.0f};
+  apply_penalties(off, std::vector<int32_t>{0, 1}, std::vector<int32_t>{1}, {});
+  EXPECT_EQ(off, (std::vector<float>{1.0f, -1.0f}));
+}
+
+TEST(Penalties, RangesAreVllmsAndTheErrorNamesTheField) {
+  auto message = [](const Penalties& p) {
+    try {
+      check_penalties(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message({1e-9, -2, 2}), "");
+  EXPECT_EQ(message({100, 2, -2}), "");
+  EXPECT_NE(message({0, 0, 0}).find("repetition_penalty must be > 0"), std::string::npos);
+  EXPECT_NE(message({-1, 0, 0}).find("repetition_penalty"), std::string::npos);
+  EXPECT_NE(message({std::nan(""), 0, 0}).find("repetition_penalty"), std::string::npos);
+  EXPECT_NE(message({1, 2.5, 0}).find("presence_penalty must be in [-2, 2]"), std::string::npos);
+  EXPECT_NE(message({1, 0, -2.01}).find("frequency_penalty must be in [-2, 2]"), std::string::npos);
+  // The Sampler checks them (and min_p) when it is made.
+  SamplingOptions o;
+  o.penalties.presence = 3;
+  EXPECT_THROW(Sampler{o}, Error);
+  o.penalties.presence = 0;
+  o.min_p = 1.5;
+  try {
+    Sampler s(o);
+    ADD_FAILURE() << "min_p 1.5 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("min_p must be in [0, 1]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Penalties, AnIdOutsideTheLogitsIsAnError) {
+  std::vector<float> l(10, 0.5f);
+  EXPECT_THROW(apply_penalties(l, std::vector<int32_t>{10}, {}, {1.5, 0, 0}), Error);
+  EXPECT_THROW(apply_penalties(l, {}, std::vector<int32_t>{-1}, {1, 0.5, 0}), Error);
+}
+
+// Greedy with a penalty picks the argmax of the penalised logits, and so needs the logits row;
+// greedy without one does not (the lane's argmax is the token: the fast path).
+TEST(Penalties, GreedyPicksTheArgmaxOfThePenalisedLogits) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  EXPECT_FALSE(Sampler(SamplingOptions{}).needs_logits());
+  EXPECT_TRUE(Sampler(SamplingOptions{0.7}).needs_logits());
+  int64_t moved = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> l(500);
+    for (float& x : l) x = logit(rng);
+    std::vector<int32_t> prompt(30), output(20);
+    for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % 40);
+    for (int32_t& t : output) t = static_cast<int32_t>(rng() % 40);
+    // The history holds the unpenalised argmax: it is the token a penalty pushes away.
+    output.back() = argmax(l);
+    SamplingOptions o;
+    o.penalties = {1.0 + static_cast<double>(rng() % 100) / 50, static_cast<double>(rng() % 5) / 4, 0.1};
+    Sampler s(o);
+    ASSERT_TRUE(s.needs_logits());
+    const int32_t got = s.pick(l, prompt, output);
+    EXPECT_EQ(got, argmax(reference(l, prompt, output, o.penalties.repetition, o.penalties.presence,
+                                    o.penalties.frequency)));
+    moved += got != argmax(l);
+  }
+  EXPECT_GT(moved, 20);
+}
+
+}  // namespace
+}  // namespace lg::runtime
