@@ -122,6 +122,9 @@ int run_batch(const BatchOpts& o) {
   eo.prefix_cache = !o.no_prefix_cache;
   eo.program = o.program;
   lg::server::Engine engine(o.model, eo);
+  if (const std::string d = lg::model::sampling_defaults(engine.generation()); !d.empty() && !o.quiet)
+    std::fprintf(stderr, "lg batch: defaults from generation_config.json for requests that leave them out: %s\n",
+                 d.c_str());
   // The chat requests render the model's own chat template, as lg serve's chat endpoint does.
   const auto tmpl = lg::chat::ChatTemplate::load(engine.model_dir(), std::nullopt,
                                                  std::make_shared<lg::chat::JinjaRenderer>());

@@ -176,6 +176,10 @@ int serve(const ServeOpts& o) {
   std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens, KV cache %lld tokens\n",
                engine->model_id().c_str(), lane_of(o).c_str(),
                static_cast<long long>(engine->context()), static_cast<long long>(engine->limits().pool_tokens()));
+  // As vLLM warns: the model's own generation config, not the API's neutral defaults, decides
+  // what a request that leaves these fields out gets.
+  if (const std::string d = lg::model::sampling_defaults(engine->generation()); !d.empty())
+    std::fprintf(stderr, "lg: defaults from generation_config.json for requests that leave them out: %s\n", d.c_str());
   if (engine->has_tokenizer()) report_chat_template(server.chat_template());
   else std::fprintf(stderr, "lg: no tokenizer (random weights, or no tokenizer.json): prompts are token ids; chat "
                             "answers 400\n");

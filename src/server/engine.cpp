@@ -318,12 +318,21 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
   // usage then never counts past the context (check_prompt leaves at least one token).
   const auto n = static_cast<int64_t>(prompt_ids.size());
   const int64_t room = std::max<int64_t>(std::min(context_, limits().pool_tokens()) - n, 1);
-  gen.max_new_tokens = std::min(request.max_tokens.value_or(default_max_tokens > 0 ? default_max_tokens : room), room);
+  // Without a default of the endpoint's own (chat), generation_config.json's max_new_tokens is
+  // the default, as vLLM's `--generation-config auto` makes it; else the rest of the context.
+  const int64_t fallback_max = default_max_tokens > 0 ? default_max_tokens : gc.max_new_tokens.value_or(room);
+  gen.max_new_tokens = std::min(request.max_tokens.value_or(fallback_max), room);
   if (!request.ignore_eos) gen.eos_ids = gc.eos_token_ids;
   // Absent fields take generation_config.json's defaults, as vLLM does and as `lg run` does.
   gen.sampling.temperature = request.temperature.value_or(gc.do_sample ? gc.temperature : 0.0);
   gen.sampling.top_k = request.top_k.value_or(gc.top_k);
   gen.sampling.top_p = request.top_p.value_or(gc.top_p);
+  // The model's repetition_penalty and min_p apply to greedy requests too (a penalty changes the
+  // argmax), as vLLM applies them; presence and frequency penalties have no config default there.
+  gen.sampling.min_p = request.min_p.value_or(gc.min_p);
+  gen.sampling.penalties.repetition = request.repetition_penalty.value_or(gc.repetition_penalty);
+  gen.sampling.penalties.presence = request.presence_penalty.value_or(0.0);
+  gen.sampling.penalties.frequency = request.frequency_penalty.value_or(0.0);
   gen.sampling.seed = request.seed ? *request.seed : std::random_device{}();
   job->result_.prompt_tokens = n;
 

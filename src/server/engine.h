@@ -172,6 +172,9 @@ class Engine {
   /// The model directory (the chat template is read from it); empty for random weights.
   const std::filesystem::path& model_dir() const { return model_dir_; }
   const LaneLimits& limits() const { return lane_->limits(); }
+  /// The decoding defaults requests take where they leave a field out (generation_config.json's,
+  /// its eos ids with the tokenizer's; the neutral ones for random weights).
+  const model::GenerationConfig& generation() const { return generation_; }
 
   /// Tokenizes `prompt`: with the special tokens the model expects around it (BOS; none for Qwen)
   /// when `add_special_tokens`, as for a completion prompt, else as written (a rendered chat
@@ -191,7 +194,9 @@ class Engine {
   void check_max_tokens(int64_t prompt_tokens, const GenerationRequest& request) const;
 
   /// Hands a request to the worker; it joins the running batch at the next step.
-  /// `default_max_tokens` applies when the request has none (the rest of the context when 0);
+  /// `default_max_tokens` applies when the request has none (when 0: generation_config.json's
+  /// max_new_tokens, else the rest of the context); absent sampling fields take
+  /// generation_config.json's values (temperature, top_k, top_p, min_p, repetition_penalty);
   /// either is cut to the room the context and the KV pool leave after the prompt, so usage never
   /// counts past the context (an explicit max_tokens that does not fit is refused before, by
   /// check_max_tokens, which prepare_request calls). `id` names the request in metrics and logs. Throws EngineBusy when

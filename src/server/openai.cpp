@@ -121,7 +121,8 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
   engine.check_max_tokens(static_cast<int64_t>(p.prompt_ids.size()), p.gen);
   p.token_ids = p.gen.return_token_ids || !engine.has_tokenizer();
-  // OpenAI's completions default is 16 tokens; chat runs to eos or the end of the context.
+  // OpenAI's completions default is 16 tokens (vLLM's too, whatever the generation config says);
+  // chat runs to generation_config.json's max_new_tokens, else to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;
   p.id = new_id(kind == Endpoint::chat ? "chatcmpl" : "cmpl");
   return p;

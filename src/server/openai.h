@@ -21,7 +21,9 @@ struct PreparedRequest {
   std::string id;             ///< "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;        ///< unix seconds
   std::string model;          ///< the served model's id
-  int64_t default_max = 0;    ///< max_tokens when the body has none (16 for completions, 0: the context)
+  /// max_tokens when the body has none: 16 for completions (OpenAI's and vLLM's default); 0 for
+  /// chat: generation_config.json's max_new_tokens, else the rest of the context (Engine::start)
+  int64_t default_max = 0;
   bool token_ids = false;     ///< answers carry `token_ids` (asked for, or no tokenizer to make text)
 };
 

@@ -80,6 +80,29 @@ int64_t integer(const json& v, const char* name) {
   return v.get<int64_t>();
 }
 
+// The penalties and min_p, in the ranges vLLM's SamplingParams checks (a 400 naming the field,
+// as vLLM answers its ValueError). Absent ones take generation_config.json's defaults (Engine::start).
+void parse_penalties(const json& j, GenerationRequest& g) {
+  if (const json* v = field(j, "repetition_penalty")) {
+    const double p = number(*v, "repetition_penalty");
+    if (!(p > 0)) throw RequestError("repetition_penalty", fmt::format("'repetition_penalty' must be > 0, got {}", p));
+    g.repetition_penalty = p;
+  }
+  for (auto [name, out] : {std::pair{"presence_penalty", &g.presence_penalty},
+                           std::pair{"frequency_penalty", &g.frequency_penalty}}) {
+    if (const json* v = field(j, name)) {
+      const double p = number(*v, name);
+      if (!(p >= -2 && p <= 2)) throw RequestError(name, fmt::format("'{}' must be in [-2, 2], got {}", name, p));
+      *out = p;
+    }
+  }
+  if (const json* v = field(j, "min_p")) {
+    const double p = number(*v, "min_p");
+    if (!(p >= 0 && p <= 1)) throw RequestError("min_p", fmt::format("'min_p' must be in [0, 1], got {}", p));
+    g.min_p = p;
+  }
+}
+
 GenerationRequest parse_common(const json& j, bool chat) {
   GenerationRequest g;
   if (const json* v = field(j, "model")) {
@@ -119,6 +142,7 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (k < -1) throw RequestError("top_k", fmt::format("'top_k' must be >= 0 (or -1 for off), got {}", k));
     g.top_k = k < 0 ? 0 : k;
   }
+  parse_penalties(j, g);
   if (const json* v = field(j, "seed")) {
     // Any 64-bit unsigned seed, as `lg run --seed` takes (a seed past 2^63 was refused here only).
     if (v->is_number_unsigned()) {
@@ -184,7 +208,7 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (!g.stream)
       throw RequestError("stream_options", "'stream_options' is only allowed when 'stream' is true");
   }
-  // logprobs, penalties, logit_bias, echo, ...: a value that would change the answer is refused,
+  // logprobs, logit_bias, echo, ...: a value that would change the answer is refused,
   // never ignored (a 200 that silently answers another question).
   refuse_unsupported_fields(j, chat);
   return g;

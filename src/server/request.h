@@ -27,16 +27,23 @@ class RequestError : public std::runtime_error {
   std::string param_;
 };
 
-/// What both endpoints share. Absent sampling fields fall back to generation_config.json.
+/// What both endpoints share. Absent sampling fields fall back to generation_config.json (its
+/// temperature, top_k, top_p, min_p and repetition_penalty), as vLLM's defaults do.
 struct GenerationRequest {
   std::optional<std::string> model;  ///< must name the served model when given
-  std::optional<int64_t> max_tokens;  ///< >= 1; absent: 16 for completions, the rest of the context for chat
+  /// >= 1; absent: 16 for completions, for chat generation_config.json's max_new_tokens, else the
+  /// rest of the context
+  std::optional<int64_t> max_tokens;
   /// The field max_tokens was read from ("max_tokens", or chat's "max_completion_tokens"), so that
   /// a value the context cannot hold is refused naming what the client sent.
   std::string max_tokens_field = "max_tokens";
   std::optional<double> temperature;  ///< >= 0; 0 = greedy
   std::optional<double> top_p;        ///< in (0, 1]
   std::optional<int64_t> top_k;       ///< >= 0, or -1 (vLLM's "off"); 0 = off
+  std::optional<double> min_p;        ///< vLLM's; in [0, 1]; 0 = off
+  std::optional<double> repetition_penalty;  ///< vLLM's; > 0; 1 = off
+  std::optional<double> presence_penalty;    ///< OpenAI's; in [-2, 2]; absent: 0 (off)
+  std::optional<double> frequency_penalty;   ///< OpenAI's; in [-2, 2]; absent: 0 (off)
   std::optional<uint64_t> seed;       ///< seeds sampling; absent: a fresh random seed
   std::vector<std::string> stop;      ///< stop strings (non-empty, at most 16)
   bool stream = false;
@@ -86,10 +93,11 @@ struct ChatRequest {
 /// of one string, an array of token ids, or an array of one array of token ids. Throws
 /// RequestError for malformed JSON, a missing or empty `prompt`, a batch of prompts (an array of
 /// several strings or id arrays), a token id that is not an integer in [0, 2^31) (naming
-/// `prompt[i]`), or any field of the wrong type or range. Ids are checked against the vocabulary
-/// by the engine (Engine::check_prompt). Fields the server does not implement (logprobs,
-/// penalties, logit_bias, echo, suffix, best_of, ...) are a RequestError unless absent, null or
-/// their default (refuse_unsupported_fields, server/unsupported_fields.h).
+/// `prompt[i]`), or any field of the wrong type or range (the penalties and min_p in vLLM's
+/// ranges). Ids are checked against the vocabulary by the engine (Engine::check_prompt). Fields
+/// the server does not implement (logprobs, logit_bias, echo, suffix, best_of, ...) are a
+/// RequestError unless absent, null or their default (refuse_unsupported_fields,
+/// server/unsupported_fields.h).
 CompletionRequest parse_completion_request(const std::string& body);
 
 /// JSON text nested at most this many levels is parsed; deeper is refused before any copy of it
@@ -114,7 +122,7 @@ std::string json_error_message(const nlohmann::json::exception& e);
 /// `messages[i].tool_calls[j].function.arguments`), `tools` that is not an array of objects,
 /// `chat_template_kwargs` that is not an object or names a variable the server sets, a message,
 /// tool or kwarg nested deeper than kMaxChatNesting levels, any field of the wrong type or range,
-/// or an unimplemented field (logprobs, penalties, response_format, a forced tool_choice, ...)
+/// or an unimplemented field (logprobs, logit_bias, response_format, a forced tool_choice, ...)
 /// with a non-default value.
 ChatRequest parse_chat_request(const std::string& body);
 

@@ -22,8 +22,6 @@ enum class Kind {
   count_from_one,   // integer >= 1; 1
   count_asks,       // integer >= 0; only null (absent) is the default: 0 asks too (logprobs: 0 is the
                     // sampled token's logprob in OpenAI's API and vLLM, prompt_logprobs: 0 the prompt's)
-  number_zero,      // number; 0
-  number_one,       // number; 1
   object_empty,     // object; {}
   string_empty,     // string; ""
   array_empty,      // array; []
@@ -50,16 +48,12 @@ constexpr Rule kRules[] = {
     {"echo", both, Kind::flag, "the answer does not repeat the prompt"},
     {"suffix", completion, Kind::string_empty, "there is no fill-in-the-middle insertion"},
     {"best_of", completion, Kind::count_from_one, "one sequence is generated per request"},
-    {"frequency_penalty", both, Kind::number_zero, "sampling has no penalties"},
-    {"presence_penalty", both, Kind::number_zero, "sampling has no penalties"},
     {"logit_bias", both, Kind::object_empty, "logits are not biased"},
     {"response_format", both, Kind::response_format, "the output is not constrained to a format"},
     {"tool_choice", chat, Kind::tool_choice, "tool calls are neither forced nor parsed; the reply is text"},
     {"function_call", chat, Kind::tool_choice, "tool calls are neither forced nor parsed; the reply is text"},
     {"functions", chat, Kind::array_empty, "the deprecated 'functions' are not given to the model; send 'tools'"},
     // vLLM's extensions
-    {"min_p", both, Kind::number_zero, "sampling has temperature, top_p and top_k, no min_p"},
-    {"repetition_penalty", both, Kind::number_one, "sampling has no penalties"},
     {"min_tokens", both, Kind::count, "the end-of-sequence token is never held back"},
     {"stop_token_ids", both, Kind::array_empty, "'stop' strings are supported, stop token ids are not"},
     {"include_stop_str_in_output", both, Kind::flag, "the text is always cut before the stop string"},
@@ -86,8 +80,8 @@ const char* default_text(Kind k) {
   switch (k) {
     case Kind::flag: return "false";
     case Kind::flag_true: return "true";
-    case Kind::count: case Kind::number_zero: return "0";
-    case Kind::count_from_one: case Kind::number_one: return "1";
+    case Kind::count: return "0";
+    case Kind::count_from_one: return "1";
     case Kind::object_empty: return "{}";
     case Kind::string_empty: return "\"\"";
     case Kind::array_empty: return "[]";
@@ -138,10 +132,6 @@ bool is_default(const Rule& r, const json& v) {
       if (v.get<int64_t>() < least) wrong_type(name, expected, v);
       return v.get<int64_t>() == least;
     }
-    case Kind::number_zero:
-    case Kind::number_one:
-      if (!v.is_number()) wrong_type(name, "a number", v);
-      return v.get<double>() == (r.kind == Kind::number_zero ? 0.0 : 1.0);
     case Kind::object_empty:
       if (!v.is_object()) wrong_type(name, "an object", v);
       return v.empty();

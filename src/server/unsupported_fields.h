@@ -1,6 +1,6 @@
 // OpenAI (and vLLM extension) request fields that lg serve and lg batch do not implement but that
-// would change the answer: logprobs, penalties, logit_bias, echo, suffix, best_of, min_p,
-// response_format, a forced tool_choice, ... Ignoring one would answer 200 with something else
+// would change the answer: logprobs, logit_bias, echo, suffix, best_of, response_format, a
+// forced tool_choice, ... Ignoring one would answer 200 with something else
 // than what was asked for, so a value that asks for the feature is a 400 naming the field; the
 // field's default (what the answer already is) is accepted, so clients that send every field
 // with its default keep working. Fields that do not change the answer (user, metadata,

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli_run.h"
 
@@ -141,6 +143,64 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
 // OpenAI's Batch API requires custom_id to be unique within a file: the first line with one runs,
 // each later line with the same one gets an error line of its own (response null), naming its
 // line and the first; the other lines still run.
+// Penalised, min_p and plain requests in one batch, greedy and sampled, completions and chat: each
+// line's answer is the one it gets in a batch of its own; a penalty out of range is that line's
+// 400 naming it.
+TEST(LgBatch, MixedPenaltiesGiveEachLineItsSoloAnswer) {
+  const json g = golden();
+  const auto prompt = [&](size_t k) { return g["cases"][k]["prompt"]; };
+  const json chat = {{"role", "user"}, {"content", "def add(a, b):"}};
+  const std::vector<std::pair<std::string, json>> lines = {
+      {"/v1/completions", {{"prompt", prompt(0)}, {"max_tokens", 24}, {"temperature", 0}}},
+      {"/v1/completions", {{"prompt", prompt(0)}, {"max_tokens", 24}, {"temperature", 0}, {"repetition_penalty", 1.3}}},
+      {"/v1/completions",
+       {{"prompt", prompt(1)}, {"max_tokens", 20}, {"temperature", 0}, {"presence_penalty", 0.8}, {"frequency_penalty", 0.6}}},
+      {"/v1/completions", {{"prompt", prompt(1)}, {"max_tokens", 20}, {"temperature", 0}}},
+      {"/v1/completions",
+       {{"prompt", prompt(2)}, {"max_tokens", 20}, {"temperature", 0.9}, {"seed", 5}, {"min_p", 0.1}, {"repetition_penalty", 1.1}}},
+      {"/v1/chat/completions", {{"messages", {chat}}, {"max_tokens", 12}, {"temperature", 0}, {"repetition_penalty", 1.2}}},
+      {"/v1/completions", {{"prompt", prompt(3)}, {"max_tokens", 20}, {"repetition_penalty", 0}}},
+  };
+  const std::string model = kSource + "/models/qwen3-pycode-22m";
+  const auto run = [&](const std::vector<size_t>& which) {
+    const fs::path in = fs::temp_directory_path() / ("lg_batch_mixed_in_" + std::to_string(::getpid()));
+    const fs::path out = fs::temp_directory_path() / ("lg_batch_mixed_out_" + std::to_string(::getpid()));
+    {
+      std::ofstream f(in);
+      for (size_t i : which)
+        f << json{{"custom_id", "r" + std::to_string(i)}, {"method", "POST"}, {"url", lines[i].first}, {"body", lines[i].second}}
+                 .dump()
+          << "\n";
+    }
+    const CliRun r = run_lg("batch -q --model " + model + " -i " + in.string() + " -o " + out.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::vector<json> res = read_results(out);
+    fs::remove(in);
+    fs::remove(out);
+    return res;
+  };
+  std::vector<size_t> all(lines.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const std::vector<json> together = run(all);
+  ASSERT_EQ(together.size(), lines.size());
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    SCOPED_TRACE("line " + std::to_string(i) + ": " + lines[i].second.dump());
+    const std::vector<json> alone = run({i});
+    ASSERT_EQ(alone.size(), 1u);
+    ASSERT_EQ(together[i]["response"]["status_code"], 200) << together[i];
+    const json& a = alone[0]["response"]["body"];
+    const json& t = together[i]["response"]["body"];
+    EXPECT_EQ(t["choices"], a["choices"]);
+    EXPECT_EQ(t["usage"], a["usage"]);
+  }
+  EXPECT_NE(together[0]["response"]["body"]["choices"], together[1]["response"]["body"]["choices"]);
+  EXPECT_NE(together[2]["response"]["body"]["choices"], together[3]["response"]["body"]["choices"]);
+  const json& bad = together.back()["response"];
+  EXPECT_EQ(bad["status_code"], 400);
+  EXPECT_EQ(bad["body"]["error"]["param"], "repetition_penalty");
+  EXPECT_EQ(bad["body"]["error"]["message"], "'repetition_penalty' must be > 0, got 0");
+}
+
 TEST(LgBatch, ALaterLineWithACustomIdAlreadyUsedIsAnError) {
   const auto request = [](const std::string& id, const std::string& prompt) {
     return json{{"custom_id", id},

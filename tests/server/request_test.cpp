@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <tuple>
 
 #include "server/request.h"
 
@@ -464,13 +465,9 @@ struct FieldCase {
 
 // OpenAI's fields of both endpoints and vLLM's extensions the server refuses.
 const FieldCase kBothEndpoints[] = {
-    {"frequency_penalty", "5", "0", R"("abc")"},
-    {"presence_penalty", "5", "0.0", R"("abc")"},
     {"logit_bias", R"({"2643":-100})", "{}", "[1]"},
     {"echo", "true", "false", "1"},
     {"response_format", R"({"type":"json_object"})", R"({"type":"text"})", R"("json")"},
-    {"min_p", "0.5", "0", "true"},
-    {"repetition_penalty", "1.2", "1", R"("1")"},
     {"min_tokens", "4", "0.0", "-1"},  // an integral float is its integer, here the default
     {"stop_token_ids", "[2643]", "[]", "2643"},
     {"include_stop_str_in_output", "true", "false", R"("no")"},
@@ -517,6 +514,43 @@ void expect_refused_accepted_typed(const FieldCase& c, bool chat) {
   const std::string typed = message_of([&] { parse(body(c.wrong)); });
   EXPECT_NE(typed.find("'" + std::string(c.field) + "'"), std::string::npos) << typed;
   EXPECT_EQ(typed.find("not supported"), std::string::npos) << "a wrong type is named as such: " << typed;
+}
+
+// The penalties and min_p (vLLM's SamplingParams ranges) on both endpoints: values in range are
+// taken, absent or null is "the model's default" (left for generation_config.json), and a value
+// out of range or of the wrong type is a 400 naming the field.
+TEST(SamplingFields, PenaltiesAndMinPAreTakenInVllmsRanges) {
+  for (const bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completions");
+    const auto parse = [&](const char* field, const char* value) {
+      return chat ? parse_chat_request(chat_with(field, value)).gen : parse_completion_request(completion_with(field, value)).gen;
+    };
+    EXPECT_EQ(parse("repetition_penalty", "1.05").repetition_penalty, 1.05);
+    EXPECT_EQ(parse("repetition_penalty", "0.5").repetition_penalty, 0.5);
+    EXPECT_EQ(parse("presence_penalty", "-2").presence_penalty, -2.0);
+    EXPECT_EQ(parse("frequency_penalty", "2").frequency_penalty, 2.0);
+    EXPECT_EQ(parse("min_p", "0.05").min_p, 0.05);
+    EXPECT_EQ(parse("min_p", "1").min_p, 1.0);
+    const GenerationRequest none = parse("user", R"("u")");
+    EXPECT_FALSE(none.repetition_penalty || none.presence_penalty || none.frequency_penalty || none.min_p);
+    EXPECT_FALSE(parse("repetition_penalty", "null").repetition_penalty);
+    const auto refused = [&](const char* field, const char* value) {
+      return error_of([&] { parse(field, value); });
+    };
+    for (const auto& [field, value, says] : {
+             std::tuple{"repetition_penalty", "0", "'repetition_penalty' must be > 0, got 0"},
+             std::tuple{"repetition_penalty", "-1.5", "'repetition_penalty' must be > 0, got -1.5"},
+             std::tuple{"presence_penalty", "2.5", "'presence_penalty' must be in [-2, 2], got 2.5"},
+             std::tuple{"frequency_penalty", "-3", "'frequency_penalty' must be in [-2, 2], got -3"},
+             std::tuple{"min_p", "1.01", "'min_p' must be in [0, 1], got 1.01"},
+             std::tuple{"min_p", "-0.1", "'min_p' must be in [0, 1], got -0.1"},
+             std::tuple{"frequency_penalty", R"("0.5")", "'frequency_penalty' must be a number, got string"},
+             std::tuple{"repetition_penalty", "true", "'repetition_penalty' must be a number, got boolean"}}) {
+      const RequestError e = refused(field, value);
+      EXPECT_EQ(e.param(), field) << value;
+      EXPECT_EQ(std::string(e.what()), says);
+    }
+  }
 }
 
 TEST(UnsupportedFields, CompletionsRefuseWhatWouldChangeTheAnswer) {
