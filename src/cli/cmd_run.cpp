@@ -37,6 +37,8 @@ struct RunOpts {
   int64_t max_tokens = 128, max_seq = 0, top_k = -1;
   bool max_tokens_given = false;  // --max-tokens on the command line, not its default
   std::optional<double> temperature, top_p;
+  // vLLM's and llama.cpp's names; absent: generation_config.json's (repetition, min_p) or off.
+  std::optional<double> repetition_penalty, presence_penalty, frequency_penalty, min_p;
   std::optional<uint64_t> seed;  // --seed; none: a random one
   bool quiet = false;
   lg::LaneOptions lane_options;
@@ -127,7 +129,27 @@ int64_t run_positions(const RunOpts& o, const lg::model::ModelDir& dir, int64_t 
   return std::min(context, n + o.max_tokens) - 1;
 }
 
-int run(const RunOpts& o) {
+/// The sampling of this run: the flags, else generation_config.json's defaults (temperature only
+/// with do_sample, as transformers; top_k, top_p, min_p and repetition_penalty as vLLM takes them),
+/// with a seed drawn when none is given.
+lg::runtime::SamplingOptions run_sampling(const RunOpts& o, const lg::model::GenerationConfig& gc) {
+  lg::runtime::SamplingOptions s;
+  s.temperature = o.temperature.value_or(gc.do_sample ? gc.temperature : 0.0);
+  s.top_k = o.top_k >= 0 ? o.top_k : gc.top_k;
+  s.top_p = o.top_p.value_or(gc.top_p);
+  s.min_p = o.min_p.value_or(gc.min_p);
+  s.penalties.repetition = o.repetition_penalty.value_or(gc.repetition_penalty);
+  s.penalties.presence = o.presence_penalty.value_or(0.0);
+  s.penalties.frequency = o.frequency_penalty.value_or(0.0);
+  // Without --seed a sampled run draws its seed, as llama.cpp's and lg serve's requests do (vLLM's
+  // too): the same command samples other text each time; the speed line names the seed, so that
+  // --seed repeats a run. (A fixed default made every sampled run of a prompt the same.)
+  std::random_device entropy;
+  s.seed = o.seed ? *o.seed : (uint64_t{entropy()} << 32 | entropy());
+  return s;
+}
+
+int run(RunOpts o) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string lane_name = choose_lane(o);
   const std::string prompt_text = read_prompt(o);
@@ -145,6 +167,8 @@ int run(const RunOpts& o) {
   lg::model::add_eos_token_id(dir.generation, tok.eos_id());
   const std::vector<int32_t> prompt = encode_prompt(o, tok, prompt_text, dir);
   startup.mark("tokenizer");
+  // generation_config.json's max_new_tokens is the default -n, as vLLM's default max_tokens.
+  if (!o.max_tokens_given && dir.generation.max_new_tokens) o.max_tokens = *dir.generation.max_new_tokens;
   const auto n = static_cast<int64_t>(prompt.size());
   const int64_t max_seq = run_positions(o, dir, n);
 
@@ -165,19 +189,14 @@ int run(const RunOpts& o) {
   if (!o.quiet)
     std::fprintf(stderr, "lg: %s lane ready (%s) in %.2f s\n", lane->name().c_str(),
                  lg::to_string(lane->provenance()).c_str(), secs_since(t0));
+  if (const std::string d = lg::model::sampling_defaults(dir.generation); !d.empty() && !o.quiet)
+    std::fprintf(stderr, "lg: defaults from generation_config.json where no option sets them: %s\n", d.c_str());
 
   lg::runtime::GenerateOptions gen;
   gen.max_new_tokens = o.max_tokens;
   gen.eos_ids = dir.generation.eos_token_ids;
-  // Sampling defaults come from generation_config.json, as in transformers; flags override.
-  gen.sampling.temperature = o.temperature.value_or(dir.generation.do_sample ? dir.generation.temperature : 0.0);
-  gen.sampling.top_k = o.top_k >= 0 ? o.top_k : dir.generation.top_k;
-  gen.sampling.top_p = o.top_p.value_or(dir.generation.top_p);
-  // Without --seed a sampled run draws its seed, as llama.cpp's and lg serve's requests do (vLLM's
-  // too): the same command samples other text each time; the speed line names the seed, so that
-  // --seed repeats a run. (A fixed default made every sampled run of a prompt the same.)
-  std::random_device entropy;
-  gen.sampling.seed = o.seed ? *o.seed : (uint64_t{entropy()} << 32 | entropy());
+  // Sampling defaults come from generation_config.json; flags override.
+  gen.sampling = run_sampling(o, dir.generation);
   // Special tokens (tokenizer.json's added tokens marked "special") are not shown, as vLLM's
   // default skip_special_tokens leaves them out of the text.
   lg::tokenizer::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
@@ -235,8 +254,9 @@ LG_COMMAND("run", [](CLI::App& app) {
   auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
   prompt->excludes(file);
   sub->add_flag("--no-echo", o->no_echo, "print only the generated text, not the prompt before it");
-  auto* max_tokens = sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most (more than the "
-                                     "context leaves after the prompt: a warning, and the context's end stops it)")
+  auto* max_tokens = sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most (default: "
+                                     "generation_config.json's max_new_tokens, else 128; more than the context "
+                                     "leaves after the prompt: a warning, and the context's end stops it)")
                          ->capture_default_str()
                          ->check(lg::cli::at_least_one());
   sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)")
@@ -255,6 +275,20 @@ LG_COMMAND("run", [](CLI::App& app) {
                   "keep the k most likely tokens when sampling (0 = off; default, or -1: generation_config.json's)")
       ->check(lg::cli::int_in_range(-1));
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold (1 = off)")->check(lg::cli::finite_number_in(0, 1, true));
+  sub->add_option("--min-p", o->min_p,
+                  "when sampling, drop tokens less likely than min-p times the likeliest (0 = off; default: "
+                  "generation_config.json's, else 0)")
+      ->check(lg::cli::finite_number_in(0, 1));
+  sub->add_option("--repetition-penalty", o->repetition_penalty,
+                  "divide the positive logits of tokens in the prompt or the output by this, multiply the negative "
+                  "ones (1 = off; greedy runs too; default: generation_config.json's, else 1)")
+      ->check(lg::cli::positive_finite_number());
+  sub->add_option("--presence-penalty", o->presence_penalty,
+                  "subtract this from the logits of tokens already generated (0 = off)")
+      ->check(lg::cli::finite_number_in(-2, 2));
+  sub->add_option("--frequency-penalty", o->frequency_penalty,
+                  "subtract this times its count so far from each generated token's logit (0 = off)")
+      ->check(lg::cli::finite_number_in(-2, 2));
   sub->add_option("--seed", o->seed, "seed of the sampler (default: a random one; a sampled run's speed line names it)")
       ->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");

@@ -82,6 +82,20 @@ inline CLI::Validator finite_number_in(double lo, double hi, bool lo_open = fals
       "NUMBER in " + range);
 }
 
+/// A finite real-number option > 0 with no upper bound (repetition penalties): "must be a finite
+/// number > 0, got X".
+inline CLI::Validator positive_finite_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = 0;
+        const NumberText read = read_whole_double(s, v);
+        if (read == NumberText::kNotANumber) return "must be a finite number > 0, got '" + s + "'";
+        if (read == NumberText::kPastDouble || !std::isfinite(v) || !(v > 0)) return "must be a finite number > 0, got " + s;
+        return {};
+      },
+      "NUMBER > 0");
+}
+
 /// An unsigned integer option (seeds): CLI11 would wrap "-1" to 2^64-1 without a word, so a
 /// sign is refused: "must be an integer >= 0, got -1".
 inline CLI::Validator unsigned_integer() {

@@ -1,6 +1,6 @@
 // What `lg run` generates and `lg inspect` shows of it: the eos ids generation stops on (the
 // configs' and the tokenizer's) and the special tokens left out of the text, on copies of the 22M
-// model that change one tokenizer file.
+// model that change one tokenizer file; the penalties and generation_config.json's defaults.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -107,6 +107,50 @@ TEST(CliGeneration, LgRunLeavesSpecialTokensOutOfTheText) {
   ASSERT_EQ(skipped.code, 0) << skipped.out;
   EXPECT_EQ(generated_text(skipped), tok.decode(shown));
   EXPECT_NE(tok.decode(shown), tok.decode(greedy));
+}
+
+/// `lg run` of `prompt` (written to a file) on `model` with `flags`, without echo.
+CliRun run_with(const fs::path& model, const std::string& prompt, const std::string& flags) {
+  const fs::path file = fs::temp_directory_path() / ("lg_cli_prompt_" + std::to_string(::getpid()));
+  std::ofstream(file, std::ios::binary) << prompt;
+  const CliRun r = run_lg("run --no-echo -m " + model.string() + " -f " + file.string() + " " + flags);
+  fs::remove(file);
+  return r;
+}
+
+// lg run's penalty options change a greedy run, and generation_config.json's repetition_penalty
+// and max_new_tokens are the defaults of a run that sets none (as vLLM's generation config
+// supplies them); an option given wins. A run says which defaults the model's config set.
+TEST(CliGeneration, LgRunTakesPenaltiesAndTheGenerationConfigsDefaults) {
+  const json golden = first_golden();
+  const std::string prompt = golden.at("prompt");
+  const CliRun plain = run_with(kModel, prompt, "-q -n 16");
+  const CliRun penalised = run_with(kModel, prompt, "-q -n 16 --repetition-penalty 1.3");
+  const CliRun penalised5 = run_with(kModel, prompt, "-q -n 5 --repetition-penalty 1.3");
+  const CliRun others = run_with(kModel, prompt, "-q -n 16 --presence-penalty 0.8 --frequency-penalty 0.6");
+  for (const CliRun* r : {&plain, &penalised, &penalised5, &others}) ASSERT_EQ(r->code, 0) << r->out;
+  EXPECT_NE(generated_text(penalised), generated_text(plain));
+  EXPECT_NE(generated_text(others), generated_text(plain));
+  EXPECT_NE(generated_text(others), generated_text(penalised));
+
+  ModelCopy m(kModel);
+  m.edit_json("generation_config.json", [](json& j) {
+    j["repetition_penalty"] = 1.3;
+    j["max_new_tokens"] = 5;
+  });
+  const CliRun by_default = run_with(m.dir, prompt, "");
+  ASSERT_EQ(by_default.code, 0) << by_default.out;
+  EXPECT_NE(by_default.out.find("lg: defaults from generation_config.json where no option sets them: "
+                                "repetition_penalty 1.3, max_new_tokens 5\n"),
+            std::string::npos)
+      << by_default.out;
+  EXPECT_NE(by_default.out.find("decode 4 tokens"), std::string::npos) << by_default.out;  // 5 tokens
+  EXPECT_NE(by_default.out.find("| stop: max_tokens\n"), std::string::npos) << by_default.out;
+  const std::string text = by_default.out.substr(0, by_default.out.rfind("\nlg: prefill "));
+  EXPECT_TRUE(text.ends_with(generated_text(penalised5))) << by_default.out;
+  const CliRun off = run_with(m.dir, prompt, "-q -n 16 --repetition-penalty 1");
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_EQ(generated_text(off), generated_text(plain));
 }
 
 }  // namespace

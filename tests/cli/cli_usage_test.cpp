@@ -80,6 +80,16 @@ TEST(CliUsage, SamplingOptionsMustBeFiniteAndSeedsUnsigned) {
   expect_usage_error(run + "--top-k -3", "--top-k: must be at least -1, got -3");
   expect_usage_error(run + "--top-k many", "--top-k: must be an integer at least -1, got 'many'");
   expect_usage_error(run + "--device gpu", "--device: must be cpu or cuda, got 'gpu'");
+  // The penalties and min_p in vLLM's ranges.
+  for (const std::string r : {"0", "-1", "inf", "nan", "1e400"})
+    expect_usage_error(run + "--repetition-penalty " + r, "--repetition-penalty: must be a finite number > 0, got " + r);
+  expect_usage_error(run + "--repetition-penalty strong", "--repetition-penalty: must be a finite number > 0, got 'strong'");
+  for (const std::string p : {"2.5", "-3", "nan"}) {
+    expect_usage_error(run + "--presence-penalty " + p, "--presence-penalty: must be a number in [-2, 2], got " + p);
+    expect_usage_error(run + "--frequency-penalty " + p, "--frequency-penalty: must be a number in [-2, 2], got " + p);
+  }
+  for (const std::string p : {"1.5", "-0.1"})
+    expect_usage_error(run + "--min-p " + p, "--min-p: must be a number in [0, 1], got " + p);
   expect_usage_error("run -m " + kModel + " -p hi --seed -1", "--seed: must be an integer >= 0, got -1");
   expect_usage_error("run -m " + kModel + " -p hi --seed 99999999999999999999999",
                      "--seed: must be an integer below 2^64, got 99999999999999999999999");
