@@ -62,8 +62,7 @@ struct Request {
   GenerateOptions options;
   /// Called once when the request stops (eos, max_tokens, context, caller) with its tokens and
   /// statistics; an error confined to this request (non-finite logits when sampling or
-  /// penalising) arrives as
-  /// `error` with the tokens so far.
+  /// penalising) arrives as `error` with the tokens so far.
   std::function<void(Generation&&, const std::string& error)> on_done;
 };
 
