@@ -316,11 +316,15 @@ Value Elaborator::fold(Tok op, const Value& a, const Value& b, const Expr& e) {
       }
       case Tok::StarStar:
         if (y >= 0) {
+          // Python's int ** int >= 0. The powers of 0, 1 and -1 never grow, so they are closed
+          // forms (a loop over y up to 2^63 would not end; (-1) ** y alternates in sign); any
+          // other base overflows within 63 multiplications.
+          if (x == 0) return Value::of_int(y == 0 ? 1 : 0);
+          if (x == 1) return Value::of_int(1);
+          if (x == -1) return Value::of_int(y % 2 == 0 ? 1 : -1);
           int64_t acc = 1;
-          for (int64_t k = 0; k < y; ++k) {
+          for (int64_t k = 0; k < y; ++k)
             if (__builtin_mul_overflow(acc, x, &acc)) return err(e.span, "integer overflow");
-            if (acc == 0 || acc == 1) break;
-          }
           return Value::of_int(acc);
         }
         break;
