@@ -346,8 +346,10 @@ Tensor slice(const Tensor& x, int32_t axis, int64_t start, int64_t stop, int64_t
                 " out of range for a dim of " + std::to_string(x.shape[ax]));
   Tensor out = x;
   out.offset += start * x.strides[ax];
-  out.shape[ax] = (stop - start + step - 1) / step;
-  out.strides[ax] = x.strides[ax] * step;
+  out.shape[ax] = ir::slice_length(start, stop, step);
+  // A step past the dim leaves one element, whose stride is never used: x's keeps the product
+  // from overflowing.
+  out.strides[ax] = out.shape[ax] > 1 ? x.strides[ax] * step : x.strides[ax];
   return out;
 }
 

@@ -134,4 +134,11 @@ struct Graph {
 /// check: for axes the verifier (verify.h) has accepted.
 inline int32_t positive_axis(int32_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int32_t>(rank) : axis; }
 
+/// The length of the slice start:stop:step (0 <= start, step >= 1), as Python's len(range(start,
+/// stop, step)): ceil((stop - start) / step), written so that no step, however large, overflows
+/// (`(stop - start + step - 1) / step` did for a step near 2^63).
+inline int64_t slice_length(int64_t start, int64_t stop, int64_t step) {
+  return stop > start ? (stop - start - 1) / step + 1 : 0;
+}
+
 }  // namespace lg::ir

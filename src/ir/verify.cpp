@@ -281,7 +281,7 @@ class Verifier {
     if (a.step < 1 || a.start < 0 || a.start > a.stop) fail("bad slice bounds");
     if (x.shape[ax].is_const() && a.stop > x.shape[ax].coeff) fail("slice stop beyond the dim");
     Shape s = x.shape;
-    s[ax] = Dim::constant((a.stop - a.start + a.step - 1) / a.step);
+    s[ax] = Dim::constant(slice_length(a.start, a.stop, a.step));
     expect_shape(n, s);
     if (n.dtype != x.dtype) fail("a view keeps its operand's dtype");
   }

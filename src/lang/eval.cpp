@@ -531,7 +531,7 @@ Value Elaborator::index(const Expr& e) {
       step = it.step;
       if (stop <= start) return err(it.span, fmt::format("empty slice {}:{} of a dim of size {}", start, stop, n));
     }
-    int64_t len = (stop - start + step - 1) / step;
+    int64_t len = ir::slice_length(start, stop, step);
     ir::Attrs a;
     a.axis = static_cast<int32_t>(ax);
     a.start = start;

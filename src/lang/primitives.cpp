@@ -378,10 +378,11 @@ Value Elaborator::arange(const std::vector<Arg>& args, const Expr& e) {
   if (step <= 0) return err(e.span, "arange step must be positive");
   if (stop <= start || stop - start > (int64_t{1} << 31) || start < INT32_MIN || stop > INT32_MAX)
     return err(e.span, fmt::format("arange({}, {}, {}) is empty or out of the i32 range", start, stop, step));
-  int64_t n = (stop - start + step - 1) / step;
+  int64_t n = ir::slice_length(start, stop, step);
   ir::Shape s{ir::Dim::constant(n)};
   ir::ValueId v = emit(ir::Op::Arange, DType::I32, s, {});
-  if (step != 1) v = emit(ir::Op::Mul, DType::I32, s, {v, scalar_const(static_cast<double>(step), DType::I32, 1)});
+  // One element is `start` whatever the step (which may then be past the i32 range).
+  if (step != 1 && n > 1) v = emit(ir::Op::Mul, DType::I32, s, {v, scalar_const(static_cast<double>(step), DType::I32, 1)});
   if (start != 0) v = emit(ir::Op::Add, DType::I32, s, {v, scalar_const(static_cast<double>(start), DType::I32, 1)});
   return Value::tensor(v, DType::I32, s);
 }

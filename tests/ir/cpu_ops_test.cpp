@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <tuple>
 
 #include "ir/cpu_moe.h"
@@ -65,6 +66,15 @@ TEST(CpuOps, CastTruncatesTowardZeroAndBoolIsNonZero) {
   EXPECT_EQ(b.to_i32(), (std::vector<int32_t>{1, 1, 0, 1}));
   const Tensor i = Tensor::from_i32({2}, {7, -3});
   EXPECT_EQ(cpu::unary(Op::Cast, i, DType::BF16).to_f32(), (std::vector<float>{7.0f, -3.0f}));
+}
+
+// A step past the dim leaves one element (the stride times such a step overflowed int64).
+TEST(CpuOps, SliceWithAStepPastTheDimIsOneElement) {
+  const Tensor x = Tensor::from_f32({2, 8}, {0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17});
+  const Tensor s = cpu::slice(x, 1, 3, 8, INT64_MAX);
+  ASSERT_EQ(s.shape, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(s.to_f32(), (std::vector<float>{3, 13}));
+  EXPECT_EQ(cpu::slice(x, 1, 0, 8, 3).shape, (std::vector<int64_t>{2, 3}));
 }
 
 float naive_binary(Op op, float a, float b) {

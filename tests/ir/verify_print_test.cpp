@@ -88,6 +88,17 @@ TEST(Verify, RejectsEachBrokenRule) {
     expect_reject(b.g, "gqa_group");
   }
   {
+    Builder b;  // a slice's length is computed without overflow: a step past the dim gives one row
+    const ValueId x = b.input("x", DType::F32, {C(8)});
+    Attrs a;
+    a.axis = 0;
+    a.start = 0;
+    a.stop = 8;
+    a.step = INT64_MAX;
+    b.node(Op::Slice, DType::F32, {C(2)}, {x}, a);
+    expect_reject(b.g, "f32[1]");
+  }
+  {
     Graph g = test::tiny_attention_graph();  // final state not a version of its state
     std::swap(g.final_states[0], g.final_states[1]);
     expect_reject(g, "not a version of that state");

@@ -1,10 +1,13 @@
-// Compile-time arithmetic at its edges: integer powers as Python computes them.
+// Compile-time arithmetic at its edges: integer powers as Python computes them, and slices and
+// aranges whose step is past the dim (their length computed without overflow).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "ir/cpu_executor.h"
+#include "ir/verify.h"
 #include "lang/lower.h"
 #include "lang_test_paths.h"
 
@@ -12,6 +15,7 @@ namespace {
 
 using lg::lang_test::kShared;
 using lg::lang_test::load_json;
+using lg::ir::cpu::Tensor;
 
 const nlohmann::json& config() {
   static const nlohmann::json c = load_json(kShared + "/fixtures/tiny-qwen3/config.json");
@@ -44,6 +48,35 @@ TEST(Fold, IntegerPowersAreAsPython) {
   const auto dim = lg::lang::check_source("m.lg", program("  dims { Z = (-1) ** 3 }\n", "i32[T]", "t"), config(), {});
   ASSERT_FALSE(dim.ok);
   EXPECT_EQ(dim.diagnostics.at(0).message, "dim 'Z' must be a positive integer of at most 2^40, found int -1");
+}
+
+/// Checks `text`, verifies its graph and runs it on the CPU reference with x = 0, 1, ..., 23 as
+/// [3, 8] and t = [5, 6, 7]; returns the result.
+Tensor run(const std::string& text) {
+  const auto out = lg::lang::check_source("m.lg", text, config(), {});
+  EXPECT_TRUE(out.ok) << out.rendered;
+  if (!out.ok) return {};
+  lg::ir::verify(out.report.graph);
+  lg::ir::CpuExecutor ex(out.report.graph, {});
+  std::vector<float> xs(24);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k);
+  const std::vector<Tensor> inputs = {Tensor::from_f32({3, 8}, xs), Tensor::from_i32({3}, {5, 6, 7})};
+  return ex.run(inputs).at(0);
+}
+
+// The slice length (stop - start + step - 1) / step overflowed for a step near 2^63 (in the
+// checker, the verifier and the CPU slice); such a slice has one element, as in Python.
+TEST(Fold, ASliceWithAStepPastTheDimHasOneElement) {
+  Tensor y = run(program("", "f32[T, 1]", "x[:, 0:8:9223372036854775807]"));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(y.to_f32(), (std::vector<float>{0, 8, 16}));
+  y = run(program("", "f32[T, 1]", "x[:, 5::9223372036854775807]"));
+  EXPECT_EQ(y.to_f32(), (std::vector<float>{5, 13, 21}));
+  y = run(program("", "f32[T, 3]", "x[:, 1:8:3]"));
+  EXPECT_EQ(y.to_f32(), (std::vector<float>{1, 4, 7, 9, 12, 15, 17, 20, 23}));
+  // arange's length the same way; its one element is `start` (the step, past i32, is not used).
+  y = run(program("", "i32[T, 1]", "t.view(T, 1) + arange(2, 9, 9223372036854775807)"));
+  EXPECT_EQ(y.to_i32(), (std::vector<int32_t>{7, 8, 9}));
 }
 
 }  // namespace
