@@ -34,7 +34,14 @@ Tensor as_float(const Tensor& t) {
   return unary(Op::Cast, t, DType::F32);
 }
 
-int32_t to_int(float v) { return static_cast<int32_t>(v); }  // truncation toward zero, as torch
+/// A float stored into i32: truncation toward zero, as torch. NaN gives 0 and values past the i32
+/// range saturate, as CUDA's float-to-int conversion does (the plain C++ cast is undefined there).
+int32_t to_int(float v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 2147483648.0f) return std::numeric_limits<int32_t>::max();
+  if (v <= -2147483648.0f) return std::numeric_limits<int32_t>::min();
+  return static_cast<int32_t>(v);
+}
 
 /// Stores a computed value into the result buffer of class `out` (F32, I32 or Bool).
 struct Store {

@@ -160,6 +160,12 @@ class Verifier {
       case Op::State: return check_source(n, g_.states, "state");
       case Op::Const:
         if (!n.shape.empty()) fail("a constant must be rank 0");
+        // An executor converts the scalar to the dtype; for an integer one that is only defined
+        // within its range (the front end refuses a larger integer constant, as torch does).
+        if (n.dtype == DType::I32 && !(n.attrs.scalar == std::trunc(n.attrs.scalar) && n.attrs.scalar >= -2147483648.0 &&
+                                       n.attrs.scalar <= 2147483647.0))
+          fail("an i32 constant must be an integer in the i32 range");
+        if (n.dtype == DType::Bool && n.attrs.scalar != 0.0 && n.attrs.scalar != 1.0) fail("a bool constant must be 0 or 1");
         return;
       case Op::Arange:
         if (n.shape.size() != 1 || n.dtype != DType::I32) fail("arange must be i32[n]");

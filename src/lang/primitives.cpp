@@ -192,6 +192,10 @@ Value Elaborator::tensor_binary(Tok op, const Value& a, const Value& b, const Ex
       if (!scalar_fits(s, t.dtype))
         return err(e.span, "dtype mismatch in " + opname + ": " + show(a) + " and " + show(b) +
                                " (cast the tensor with .to(f32))");
+      // The constant becomes an i32 Const: torch refuses a Python int it cannot convert ("value
+      // cannot be converted to type int32_t without overflow") rather than wrap it.
+      if (t.dtype == DType::I32 && (s.i < std::numeric_limits<int32_t>::min() || s.i > std::numeric_limits<int32_t>::max()))
+        return err(e.span, fmt::format("integer constant {} is outside the i32 range of {} in {}", s.i, show(t), opname));
       dt = t.dtype;
     }
     if (dt == DType::Bool && !(iop == ir::Op::Eq || iop == ir::Op::Ne))

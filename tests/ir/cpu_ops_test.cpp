@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 
 #include "ir/cpu_moe.h"
@@ -66,6 +67,20 @@ TEST(CpuOps, CastTruncatesTowardZeroAndBoolIsNonZero) {
   EXPECT_EQ(b.to_i32(), (std::vector<int32_t>{1, 1, 0, 1}));
   const Tensor i = Tensor::from_i32({2}, {7, -3});
   EXPECT_EQ(cpu::unary(Op::Cast, i, DType::BF16).to_f32(), (std::vector<float>{7.0f, -3.0f}));
+}
+
+// A float past the i32 range, or NaN, stored into i32 was a plain C++ cast: undefined behaviour.
+// It is defined as CUDA's conversion is: saturate at the range's ends, NaN gives 0.
+TEST(CpuOps, CastToI32SaturatesAndNanIsZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::from_f32({7}, {3e9f, -3e9f, 2147483648.0f, -2147483648.0f, inf, -inf,
+                                          std::numeric_limits<float>::quiet_NaN()});
+  EXPECT_EQ(cpu::unary(Op::Cast, x, DType::I32).to_i32(),
+            (std::vector<int32_t>{INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0}));
+  // Arithmetic whose float result is stored as i32 converts the same way.
+  const Tensor big = Tensor::from_f32({1}, {1e10f});
+  EXPECT_EQ(cpu::unary(Op::Cast, cpu::binary(Op::Mul, big, big, DType::F32), DType::I32).to_i32(),
+            (std::vector<int32_t>{INT32_MAX}));
 }
 
 // A step past the dim leaves one element (the stride times such a step overflowed int64).

@@ -88,6 +88,20 @@ TEST(Verify, RejectsEachBrokenRule) {
     expect_reject(b.g, "gqa_group");
   }
   {
+    Builder b;  // an i32 constant no i32 holds: an executor's conversion would be undefined
+    Attrs a;
+    a.scalar = 4294967296.0;
+    b.node(Op::Const, DType::I32, {}, {}, a);
+    expect_reject(b.g, "an i32 constant must be an integer in the i32 range");
+  }
+  {
+    Builder b;  // nor one that is not an integer
+    Attrs a;
+    a.scalar = 0.5;
+    b.node(Op::Const, DType::I32, {}, {}, a);
+    expect_reject(b.g, "an i32 constant must be an integer in the i32 range");
+  }
+  {
     Builder b;  // a slice's length is computed without overflow: a step past the dim gives one row
     const ValueId x = b.input("x", DType::F32, {C(8)});
     Attrs a;

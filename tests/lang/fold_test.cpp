@@ -1,5 +1,6 @@
-// Compile-time arithmetic at its edges: integer powers as Python computes them, and slices and
-// aranges whose step is past the dim (their length computed without overflow).
+// Compile-time arithmetic at its edges: integer powers as Python computes them, slices and aranges
+// whose step is past the dim (their length computed without overflow), integer constants next to
+// i32 tensors (refused outside the i32 range, as torch refuses them).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -77,6 +78,28 @@ TEST(Fold, ASliceWithAStepPastTheDimHasOneElement) {
   // arange's length the same way; its one element is `start` (the step, past i32, is not used).
   y = run(program("", "i32[T, 1]", "t.view(T, 1) + arange(2, 9, 9223372036854775807)"));
   EXPECT_EQ(y.to_i32(), (std::vector<int32_t>{7, 8, 9}));
+}
+
+// An integer constant outside the i32 range next to an i32 tensor was accepted and became an i32
+// Const whose conversion is undefined (torch: "value cannot be converted to type int32_t without
+// overflow"). Refused at its line; the range's ends are fine.
+TEST(Fold, AnIntegerConstantPastI32NextToAnI32TensorIsRefused) {
+  const Tensor y = run(program("", "i32[T]", "t + 2147483647 - 2147483647 + (-2147483648) - (-2147483648)"));
+  EXPECT_EQ(y.to_i32(), (std::vector<int32_t>{5, 6, 7}));
+  for (const char* ret : {"t + 2147483648", "t * -2147483649", "maximum(t, 4294967296)", "where(t > 0, t, 9223372036854775807)"}) {
+    SCOPED_TRACE(ret);
+    const auto out = lg::lang::check_source("m.lg", program("", "i32[T]", ret), config(), {});
+    ASSERT_FALSE(out.ok);
+    ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+    EXPECT_EQ(out.diagnostics[0].span.line, 3) << out.rendered;
+    EXPECT_NE(out.diagnostics[0].message.find("is outside the i32 range of tensor i32[T]"), std::string::npos)
+        << out.rendered;
+  }
+  const auto cmp = lg::lang::check_source("m.lg", program("", "bool[T]", "t == 4294967296"), config(), {});
+  ASSERT_FALSE(cmp.ok);
+  EXPECT_EQ(cmp.diagnostics.at(0).message, "integer constant 4294967296 is outside the i32 range of tensor i32[T] in '=='");
+  // A float tensor takes any integer constant (torch converts it to the float dtype).
+  EXPECT_TRUE(lg::lang::check_source("m.lg", program("", "f32[T, 8]", "x + 4294967296"), config(), {}).ok);
 }
 
 }  // namespace
