@@ -305,7 +305,9 @@ class Verifier {
         if (d != ax && x.shape[d] != x0.shape[d]) fail("concat operands differ off the concat axis");
       const Dim& d = x.shape[ax];
       if (total.coeff == 0) total = d;
-      else if (d.sym == total.sym) total.coeff += d.coeff;
+      else if (d.sym == total.sym) {
+        if (__builtin_add_overflow(total.coeff, d.coeff, &total.coeff)) fail("concat dims overflow");
+      }
       else return;  // mixed symbols: the sum is not a Dim; checked at run time
     }
     Shape s = x0.shape;

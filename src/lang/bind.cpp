@@ -9,8 +9,6 @@
 namespace lg::lang {
 
 namespace {
-/// Dims above this are rejected: no model has them, and element counts must not overflow.
-constexpr int64_t kMaxDim = int64_t{1} << 40;
 constexpr int64_t kMaxLayers = 4096;
 // Experts a layer: each is a checkpoint tensor name per weight, made before anything else could
 // refuse the count (num_local_experts = 10^7 took 8 GB and minutes); the compiled lane's experts

@@ -19,6 +19,10 @@
 
 namespace lg::lang {
 
+/// Dims above this are rejected (declared, viewed, scaled or joined): no model has them, and
+/// element counts must not overflow.
+inline constexpr int64_t kMaxDim = int64_t{1} << 40;
+
 class Elaborator {
  public:
   Elaborator(Program& program, const nlohmann::json& config, const BindOptions& opts, CheckReport& report);

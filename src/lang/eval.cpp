@@ -289,7 +289,7 @@ Value Elaborator::fold(Tok op, const Value& a, const Value& b, const Expr& e) {
       const Value& d = a.kind == K::Dim ? a : b;
       int64_t c = a.kind == K::Int ? a.i : b.i;
       int64_t out;
-      if (c <= 0 || __builtin_mul_overflow(d.dim.coeff, c, &out) || out > (int64_t{1} << 40))
+      if (c <= 0 || __builtin_mul_overflow(d.dim.coeff, c, &out) || out > kMaxDim)
         return err(e.span, "runtime dim " + format_dim(d.dim, sym_names_) + " scaled by " + std::to_string(c) + " is out of range");
       return Value::of_dim(ir::Dim::symbol(d.dim.sym, out));
     }

@@ -287,7 +287,7 @@ Value Elaborator::view(const Value& x, const std::vector<Arg>& dims, const Expr&
     if (d.kind == K::Int && d.i == -1 && infer < 0) {
       infer = static_cast<int>(k);
       out.push_back(ir::Dim::constant(1));
-    } else if (d.kind == K::Int && d.i > 0 && d.i <= (int64_t{1} << 40)) {
+    } else if (d.kind == K::Int && d.i > 0 && d.i <= kMaxDim) {
       out.push_back(ir::Dim::constant(d.i));
     } else if (d.kind == K::Dim) {
       out.push_back(d.dim);
@@ -355,7 +355,12 @@ Value Elaborator::concat(const std::vector<Arg>& args, const Expr& e) {
       if (d == a_) {
         if (out[d].sym != v.shape[d].sym)
           return err(parts[k]->span, "concat along axis " + std::to_string(a_) + " of " + show(first.shape) + " and " + show(v.shape) + ": mixed runtime dims");
-        out[d].coeff += v.shape[d].coeff;
+        // Checked: dims are at most kMaxDim each, but a chain of concats can double them past it.
+        int64_t joined = 0;
+        if (__builtin_add_overflow(out[d].coeff, v.shape[d].coeff, &joined) || joined > kMaxDim)
+          return err(parts[k]->span, fmt::format("concat along axis {} of {} and {}: the joined dim is more than 2^40",
+                                                 a_, show(first.shape), show(v.shape)));
+        out[d].coeff = joined;
       } else if (!(out[d] == v.shape[d])) {
         return err(parts[k]->span, "shape mismatch in concat: " + show(first.shape) + " and " + show(v.shape) + " differ outside axis " + std::to_string(a_));
       }

@@ -113,6 +113,14 @@ TEST(Verify, RejectsEachBrokenRule) {
     expect_reject(b.g, "f32[1]");
   }
   {
+    Builder b;  // concat dims that overflow int64
+    const ValueId x = b.input("x", DType::F32, {C(INT64_MAX / 2 + 1)});
+    Attrs a;
+    a.axis = 0;
+    b.node(Op::Concat, DType::F32, {C(1)}, {x, x}, a);
+    expect_reject(b.g, "concat dims overflow");
+  }
+  {
     Graph g = test::tiny_attention_graph();  // final state not a version of its state
     std::swap(g.final_states[0], g.final_states[1]);
     expect_reject(g, "not a version of that state");

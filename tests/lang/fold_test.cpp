@@ -1,6 +1,6 @@
 // Compile-time arithmetic at its edges: integer powers as Python computes them, slices and aranges
 // whose step is past the dim (their length computed without overflow), integer constants next to
-// i32 tensors (refused outside the i32 range, as torch refuses them).
+// i32 tensors (refused outside the i32 range, as torch refuses them), and concat dims past the limit.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +100,30 @@ TEST(Fold, AnIntegerConstantPastI32NextToAnI32TensorIsRefused) {
   EXPECT_EQ(cmp.diagnostics.at(0).message, "integer constant 4294967296 is outside the i32 range of tensor i32[T] in '=='");
   // A float tensor takes any integer constant (torch converts it to the float dtype).
   EXPECT_TRUE(lg::lang::check_source("m.lg", program("", "f32[T, 8]", "x + 4294967296"), config(), {}).ok);
+}
+
+// concat added its operands' dims unchecked: past the 2^40 limit every other dim has (and, doubled
+// often enough, past int64). Refused at its line.
+TEST(Fold, AConcatPastTheDimLimitIsRefused) {
+  const auto out = lg::lang::check_source(
+      "m.lg",
+      program("  param big: f32[1099511627776] = \"big\"\n", "f32[T, 8]",
+              "x + concat(big, big, axis=0)[0]"),
+      config(), {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 4);
+  EXPECT_EQ(out.diagnostics[0].message,
+            "concat along axis 0 of [1099511627776] and [1099511627776]: the joined dim is more than 2^40");
+  // The runtime dim's multiple too.
+  std::string body;
+  for (int k = 0; k < 41; ++k) body += "    x = concat(x, x, axis=0)\n";
+  const auto runtime = lg::lang::check_source(
+      "m.lg", "model m {\n  forward(x: f32[T, 8]) -> f32[T, 8] {\n" + body + "    return x\n  }\n}\n", config(), {});
+  ASSERT_FALSE(runtime.ok);
+  EXPECT_EQ(runtime.diagnostics.at(0).span.line, 43);
+  EXPECT_EQ(runtime.diagnostics.at(0).message,
+            "concat along axis 0 of [1099511627776*T, 8] and [1099511627776*T, 8]: the joined dim is more than 2^40");
 }
 
 }  // namespace
