@@ -97,7 +97,20 @@ class Elaborator {
   Value eval(const Expr& e);
   Value eval_maybe_missing(const Expr& e);
   Value lookup(const std::string& name, const Span& span);
+  /// Where a config path (config.a.b) leads in config.json.
+  struct ConfigLookup {
+    const nlohmann::json* value = nullptr;  ///< the value, if every step is present and not null
+    std::string key;                         ///< the path up to the step that ended the walk
+    bool null = false;                       ///< a step (`key`) is null
+    bool null_leaf = false;                  ///< ... and it is the last one (the key is present)
+    bool failed = false;                     ///< a step is not an object: reported
+  };
+  /// Walks config.a.b. A step that exists but is not an object (`"rope_parameters": "x"`) is an
+  /// error naming the key and its type (reported once per key); absent and null steps are not.
+  ConfigLookup config_lookup(const Expr& e);
   Value config_value(const Expr& e, bool allow_missing);
+  /// has(config.key): whether config.json holds the key (null included).
+  Value has(const Expr& e);
   /// A config.json value as a compile-time value (`key` names it in messages); an array is a
   /// Kind::Object value pointing at it, to be indexed (config.layer_types[l]).
   Value config_json_value(const nlohmann::json& j, const std::string& key, const Span& span);
@@ -174,6 +187,8 @@ class Elaborator {
   bool config_refused_ = false;
   /// The `require`s check_config_requires evaluated already; bind() skips them.
   std::unordered_set<const Decl*> early_requires_;
+  /// Config keys reported as not being objects (config_lookup), each reported once.
+  std::unordered_set<std::string> bad_config_steps_;
   std::unordered_map<std::string, StateSlot> states_;
   std::vector<std::string> state_order_;
   std::unordered_map<std::string, int32_t> tensor_to_param_;

@@ -127,20 +127,56 @@ Value Elaborator::binary_chain(const Expr& top, bool allow_missing) {
 
 Value Elaborator::coalesce(const Expr& e, bool allow_missing) { return binary_chain(e, allow_missing); }
 
-Value Elaborator::config_value(const Expr& e, bool allow_missing) {
+Elaborator::ConfigLookup Elaborator::config_lookup(const Expr& e) {
+  ConfigLookup r;
   const nlohmann::json* j = &config_;
-  std::string key;
-  for (const auto& part : e.path) {
-    key += (key.empty() ? "" : ".") + part;
-    if (!j->is_object() || !j->contains(part) || (*j)[part].is_null()) {
-      if (allow_missing) return Value::null();
-      bool is_null = j->is_object() && j->contains(part);
-      return err(e.span, "config key '" + key + "' is " + (is_null ? "null" : "missing") +
-                             " in config.json and has no default (write `config." + key + " ?? <default>`)");
+  for (size_t k = 0; k < e.path.size(); ++k) {
+    const std::string& part = e.path[k];
+    if (!j->is_object()) {
+      // `"rope_parameters": "x"`: a malformed config, not an absent key (which `??` would default
+      // silently). Reported once per key: a program reads such an object at several places.
+      r.failed = true;
+      if (bad_config_steps_.insert(r.key).second)
+        err(e.span, fmt::format("config key '{}' is {} {}, not an object: config.{}.{} cannot be read", r.key,
+                                j->is_array() || j->is_object() ? "an" : "a", j->type_name(), r.key,
+                                fmt::join(e.path.begin() + static_cast<std::ptrdiff_t>(k), e.path.end(), ".")));
+      return r;
     }
-    j = &(*j)[part];
+    r.key += (r.key.empty() ? "" : ".") + part;
+    const auto it = j->find(part);
+    if (it == j->end()) return r;
+    if (it->is_null()) {
+      r.null = true;
+      r.null_leaf = k + 1 == e.path.size();
+      return r;
+    }
+    j = &*it;
   }
-  return config_json_value(*j, key, e.span);
+  r.value = j;
+  return r;
+}
+
+Value Elaborator::config_value(const Expr& e, bool allow_missing) {
+  const ConfigLookup r = config_lookup(e);
+  if (r.failed) return Value::error();
+  if (r.value) return config_json_value(*r.value, r.key, e.span);
+  if (allow_missing) return Value::null();
+  return err(e.span, "config key '" + r.key + "' is " + (r.null ? "null" : "missing") +
+                         " in config.json and has no default (write `config." + r.key + " ?? <default>`)");
+}
+
+// has(config.a.b): whether config.json holds the key, whatever its value (null included). `??`
+// cannot tell an absent key from a null one, and some config classes give them different meanings
+// (MistralConfig: an absent sliding_window is 4096, a null one no window).
+Value Elaborator::has(const Expr& e) {
+  if (e.args.size() != 2 || !e.arg_names[0].empty())
+    return err(e.span, "has takes one config key: has(config.key)");
+  const Expr& key = *e.args[1];
+  if (key.kind != ExprKind::Config) return err(key.span, "has' argument must be a config key (config.key)");
+  const ConfigLookup r = config_lookup(key);
+  if (r.failed) return Value::error();
+  // A key under a null object is absent: `"rope_scaling": null` holds no factor.
+  return Value::of_bool(r.value != nullptr || r.null_leaf);
 }
 
 Value Elaborator::config_json_value(const nlohmann::json& j, const std::string& key, const Span& span) {
@@ -548,9 +584,10 @@ Value Elaborator::index(const Expr& e) {
 Value Elaborator::call(const Expr& e) {
   const Expr& callee = *e.args[0];
   // contains(config.list, v) reads the list itself: a config list is no value of the language.
-  if (callee.kind == ExprKind::Name && callee.text == "contains" && !p_.fns.count("contains") &&
-      (frames_.empty() || !frames_.back().vars.count("contains")))
-    return contains(e);
+  // has(config.key) asks about the key itself, not its value.
+  if (callee.kind == ExprKind::Name && (callee.text == "contains" || callee.text == "has") &&
+      !p_.fns.count(callee.text) && (frames_.empty() || !frames_.back().vars.count(callee.text)))
+    return callee.text == "has" ? has(e) : contains(e);
   std::vector<Arg> args;
   bool failed = false;
   bool seen_kw = false;

@@ -92,11 +92,10 @@ Value Elaborator::contains(const Expr& e) {
   if (v.is_error()) return v;
   if (v.kind != K::Int && v.kind != K::Layer && v.kind != K::Str)
     return err(e.args[2]->span, "contains compares integers or strings, found " + show(v));
-  const nlohmann::json* j = &config_;
-  for (const auto& part : list.path) {
-    if (!j->is_object() || !j->contains(part) || (*j)[part].is_null()) return Value::of_bool(false);
-    j = &(*j)[part];
-  }
+  const ConfigLookup r = config_lookup(list);
+  if (r.failed) return Value::error();
+  if (!r.value) return Value::of_bool(false);
+  const nlohmann::json* j = r.value;
   if (!j->is_array()) return err(list.span, "config key '" + fmt::format("{}", fmt::join(list.path, ".")) + "' is not a list");
   for (const auto& item : *j) {
     if (v.kind == K::Str ? item.is_string() && item.get<std::string>() == v.s

@@ -59,7 +59,7 @@ Count count_of(const ir::Shape& s) {
 bool is_primitive(std::string_view name) {
   static const std::set<std::string_view> names = [] {
     std::set<std::string_view> r = {"where", "sum", "mean", "max", "softmax", "concat", "arange", "attention",
-                                      "topk", "moe", "contains"};
+                                      "topk", "moe", "contains", "has"};
     r.insert("int");  // compile-time numbers only
     for (const ir::OpInfo& op : ir::all_ops())
       if (op.flags & ir::kLangFn) r.insert(op.name);  // exp, ..., maximum, minimum
