@@ -168,4 +168,47 @@ TEST(PerLayer, MistralSlidingWindowIsTheAttentionWindow) {
   EXPECT_THROW(lower(), lg::Error);
 }
 
+// MistralConfig gives an absent key and a null one different meanings: sliding_window absent is
+// 4096 (Mistral 7B v0.1), null no window; num_key_value_heads absent is 8, null the query heads.
+// `config.sliding_window ?? none` ran full attention for an absent key; has() tells them apart.
+TEST(PerLayer, MistralTellsAnAbsentConfigKeyFromANullOne) {
+  auto config = load_json(kShared + "/fixtures/tiny-mistral/config.json");
+  auto lower = [&] { return lg::lang::lower_file(kSource + "/models/mistral.lg", config, {.max_seq = 64}); };
+  config.erase("sliding_window");
+  EXPECT_EQ(windows(lower()), (std::vector<int64_t>{4096, 4096, 4096}));
+  config["sliding_window"] = nullptr;
+  EXPECT_EQ(windows(lower()), (std::vector<int64_t>{0, 0, 0}));
+  config["sliding_window"] = 16;
+  EXPECT_EQ(windows(lower()), (std::vector<int64_t>{16, 16, 16}));
+  // KV heads: the state kcache is [L, KV, S, Dh]. 16 query heads, so that 8 divides them.
+  config["num_attention_heads"] = 16;
+  auto kv_heads = [&] { return lower().states.at(0).shape.at(1).coeff; };
+  EXPECT_EQ(kv_heads(), 2);
+  config.erase("num_key_value_heads");
+  EXPECT_EQ(kv_heads(), 8);
+  config["num_key_value_heads"] = nullptr;
+  EXPECT_EQ(kv_heads(), 16);
+}
+
+// Gemma3TextConfig: sliding_window absent is 4096; null leaves the local layers no window, which
+// transformers' create_sliding_window_causal_mask refuses. gemma3_text.lg took null for 4096.
+TEST(PerLayer, Gemma3SlidingWindowAbsentIsTheDefaultAndNullIsRefused) {
+  auto config = load_json(kShared + "/fixtures/tiny-gemma3/config.json");
+  EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{8, 0, 8, 0}));
+  config.erase("sliding_window");
+  EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{4096, 0, 4096, 0}));
+  config["sliding_window"] = nullptr;
+  try {
+    gemma3(config);
+    ADD_FAILURE() << "a null sliding_window was accepted";
+  } catch (const lg::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("requirement failed in layer 0: gemma3_text.lg: config.sliding_window is null"),
+              std::string::npos)
+        << e.what();
+  }
+  // Without local layers a null window is never read.
+  config["layer_types"] = {"full_attention", "full_attention", "full_attention", "full_attention"};
+  EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{0, 0, 0, 0}));
+}
+
 }  // namespace
