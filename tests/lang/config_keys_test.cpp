@@ -1,5 +1,6 @@
-// Reading config.json: has(config.key) (present, null included, vs absent), and a path step that
-// is not an object (an error, not an absent key).
+// Reading config.json: has(config.key) (present, null included, vs absent), a path step that is
+// not an object (an error, not an absent key), and the programs' refusals of configs that lack what
+// transformers reads without a default (llama.lg's scaled RoPEs).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -112,6 +113,42 @@ TEST(ConfigKeys, LlamaRefusesAConfigItCannotReadTheRopeOf) {
   EXPECT_NO_THROW(lower_llama(config));
   config["rope_parameters"] = "x";
   expect_llama_refuses(config, "config key 'rope_parameters' is a string, not an object");
+}
+
+// transformers' _compute_llama3_parameters reads factor, low_freq_factor, high_freq_factor and
+// original_max_position_embeddings without defaults, and the linear scaling its factor; llama.lg
+// made up 1.0, 1.0, 4.0 and 8192 for them.
+TEST(ConfigKeys, LlamaScaledRopeNeedsTheParametersTransformersReadsWithoutDefaults) {
+  const auto base = load_json(kShared + "/fixtures/tiny-llama3/config.json");
+  ASSERT_EQ(base["rope_parameters"]["rope_type"], "llama3");
+  for (const char* key : {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
+    SCOPED_TRACE(key);
+    auto config = base;
+    config["rope_parameters"].erase(key);
+    expect_llama_refuses(config, "requirement failed: llama.lg: llama3 RoPE needs low_freq_factor, high_freq_factor and "
+                                 "original_max_position_embeddings in rope_parameters");
+    config["rope_parameters"][key] = nullptr;
+    expect_llama_refuses(config, "llama3 RoPE needs low_freq_factor");
+  }
+  auto config = base;
+  config["rope_parameters"].erase("factor");
+  expect_llama_refuses(config, "requirement failed: llama.lg: RoPE scaling (rope_type \"linear\" or \"llama3\") needs "
+                               "rope_parameters.factor in config.json");
+  config["rope_parameters"] = {{"rope_type", "linear"}, {"rope_theta", 10000.0}};
+  expect_llama_refuses(config, "needs rope_parameters.factor in config.json");
+  config["rope_parameters"]["factor"] = 2.0;
+  EXPECT_NO_THROW(lower_llama(config));
+  // The default RoPE reads none of them.
+  config["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  EXPECT_NO_THROW(lower_llama(config));
+  // Older configs: the same keys in a top-level rope_scaling.
+  config.erase("rope_parameters");
+  config["rope_theta"] = 500000.0;
+  config["rope_scaling"] = base["rope_parameters"];
+  config["rope_scaling"].erase("rope_theta");
+  EXPECT_NO_THROW(lower_llama(config));
+  config["rope_scaling"].erase("high_freq_factor");
+  expect_llama_refuses(config, "llama3 RoPE needs low_freq_factor");
 }
 
 }  // namespace

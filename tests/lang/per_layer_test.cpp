@@ -155,6 +155,11 @@ TEST(PerLayer, Gemma3RefusesWhatItDoesNotImplement) {
   refused("rope_parameters", {{"rope_theta", 10000.0}, {"rope_type", "default"}}, "not one per layer type");
   refused("layer_types", {"sliding_attention", "global", "sliding_attention", "full_attention"},
           "requirement failed in layer 1: config.layer_types entries must be");
+  // Linear RoPE reads its factor without a default (modeling_rope_utils); 1.0 was made up for it.
+  refused("rope_parameters",
+          {{"full_attention", {{"rope_type", "linear"}, {"rope_theta", 1000000.0}}},
+           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}},
+          "requirement failed: gemma3_text.lg: linear RoPE needs its factor");
 }
 
 TEST(PerLayer, MistralSlidingWindowIsTheAttentionWindow) {
