@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -12,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +79,34 @@ struct ModelCopy {
     const uint64_t len = text.size();
     f.write(reinterpret_cast<const char*>(&len), 8);
     f << text << packed;
+  }
+  /// Adds to model.safetensors the tensor `to`: the F32 tensor `from` with every element times
+  /// `scale` (an untied LM head made from the embedding, whose logits are then `scale` times the
+  /// tied ones). The data is appended, so the other tensors' offsets stay as they are.
+  void add_scaled_copy(const std::string& from, const std::string& to, float scale) const {
+    std::ifstream in(dir / "model.safetensors", std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    in.read(header.data(), static_cast<std::streamsize>(n));
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    nlohmann::json h = nlohmann::json::parse(header);
+    nlohmann::json t = h.at(from);
+    if (t.at("dtype") != "F32") throw std::runtime_error("add_scaled_copy: " + from + " is not F32");
+    const uint64_t begin = t["data_offsets"][0].get<uint64_t>(), end = t["data_offsets"][1].get<uint64_t>();
+    std::vector<float> values((end - begin) / sizeof(float));
+    std::memcpy(values.data(), data.data() + begin, end - begin);
+    for (float& v : values) v *= scale;
+    t["data_offsets"] = {data.size(), data.size() + (end - begin)};
+    data.append(reinterpret_cast<const char*>(values.data()), end - begin);
+    h[to] = t;
+    const std::string text = h.dump();
+    in.close();
+    std::filesystem::remove(dir / "model.safetensors");
+    std::ofstream f(dir / "model.safetensors", std::ios::binary);
+    const uint64_t len = text.size();
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f << text << data;
   }
   /// rename_tensors dropping `prefix` from every tensor name that has it ("transformer." for a
   /// checkpoint saved without its base prefix, as openai-community/gpt2's is), leaving out the

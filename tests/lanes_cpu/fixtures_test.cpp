@@ -137,6 +137,29 @@ TEST(BasePrefix, AGpt2CheckpointWithoutTheTransformerPrefixGivesTheSameLogits) {
   }
 }
 
+// GPT2LMHeadModel ties lm_head to wte only when config.tie_word_embeddings says so (GPT2Config's
+// default is true). gpt2.lg multiplied by wte always, so an untied checkpoint silently ran the
+// wrong head. A copy of tiny-gpt2 untied, its lm_head.weight 2 * wte: every logit is exactly twice
+// the tied one (doubling is exact in fp32, and the rest of the forward is the same).
+TEST(Gpt2Head, AnUntiedCheckpointRunsItsOwnLmHead) {
+  const std::string fixture = kShared + "/fixtures/tiny-gpt2";
+  lg::test::ModelCopy untied(fixture);
+  untied.edit_json("config.json", [](nlohmann::json& j) { j["tie_word_embeddings"] = false; });
+  untied.add_scaled_copy("transformer.wte.weight", "lm_head.weight", 2.0f);
+  const model::ModelDir tied_dir = model::ModelDir::open(fixture);
+  const model::ModelDir untied_dir = model::ModelDir::open(untied.dir);
+  ASSERT_FALSE(tied_dir.checkpoint.contains("lm_head.weight"));
+  auto tied = make_cpu_lane_concrete(tied_dir, {.max_seq = 0});
+  auto own = make_cpu_lane_concrete(untied_dir, {.max_seq = 0});
+  const nlohmann::json golden = read_json(fixture + "/golden.json");
+  for (const auto& cs : golden["cases"]) {
+    const auto prompt = cs["prompt_ids"].get<std::vector<int32_t>>();
+    std::vector<float> want = tied->forward(prompt).to_f32();
+    for (float& v : want) v *= 2.0f;
+    EXPECT_EQ(own->forward(prompt).to_f32(), want);
+  }
+}
+
 /// Prefill seq[0, n) then decode seq[n] vs one prefill of seq[0, n]: same last logits.
 void expect_decode_equals_prefill(const model::ModelDir& dir, const std::vector<int32_t>& seq,
                                   std::initializer_list<size_t> lengths) {
