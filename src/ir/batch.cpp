@@ -51,6 +51,7 @@ class StatePaging {
 
   void run() {
     axis_.assign(g_.states.size(), -1);
+    std::map<size_t, ValueId> first_write;  // per state
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
       const Node& n = g_.nodes[k];
       if (n.op != Op::StateWrite) continue;
@@ -59,6 +60,7 @@ class StatePaging {
       const int32_t axis = static_cast<int32_t>(nf) + positive_axis(n.attrs.axis, rank - nf);
       if (axis_[s] >= 0 && axis_[s] != axis)
         refuse(g_, static_cast<ValueId>(k), "state " + g_.states[s].name + " is written along two different axes");
+      if (axis_[s] < 0) first_write.emplace(s, static_cast<ValueId>(k));
       axis_[s] = axis;
       writes_.push_back(static_cast<ValueId>(k));
     }
@@ -67,6 +69,12 @@ class StatePaging {
         throw Error("cannot make batched steps: state " + g_.states[s].name +
                     " is never written (a state holds each sequence's positions, written by a state write)");
       const int64_t rows = g_.states[s].shape[static_cast<size_t>(axis_[s])].coeff;
+      // The pages hold positions 0 .. S-1 of each sequence (S: T's bound); an axis of another size
+      // would be paged with a block table sized for it, not for the sequences the runtime serves.
+      if (rows != g_.symbols.at(0).max)
+        refuse(g_, first_write.at(s),
+               "state " + g_.states[s].name + " is written along an axis of " + std::to_string(rows) +
+                   " positions, not S = " + std::to_string(g_.symbols.at(0).max));
       if (max_seq_ && rows != max_seq_)
         throw Error("cannot make batched steps: states " + g_.states[0].name + " and " + g_.states[s].name +
                     " hold different numbers of positions (" + std::to_string(max_seq_) + " and " + std::to_string(rows) + ")");

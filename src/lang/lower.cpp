@@ -296,6 +296,7 @@ void Elaborator::exec_write(const Stmt& s) {
   }
   int32_t axis = -1;
   Value idx;
+  Span idx_span;
   for (size_t j = k; j < t.args.size(); ++j) {
     const Expr& x = *t.args[j];
     if (x.kind == ExprKind::Slice && !x.args[0] && !x.args[1] && !x.args[2]) continue;
@@ -310,9 +311,22 @@ void Elaborator::exec_write(const Stmt& s) {
       return;
     }
     axis = static_cast<int32_t>(j - k);
+    idx_span = x.span;
   }
   if (axis < 0) {
     err(t.span, form);
+    return;
+  }
+  // Batched steps page a state along the axis its writes scatter on, one row per position of the
+  // sequence (docs/language.md, "Batched steps"), so that axis holds S positions. One of another
+  // size checked and then failed at run time, once a sequence outgrew it.
+  const ir::Dim positions = st.shape[fixed.size() + static_cast<size_t>(axis)];
+  if (const Value& S = globals_["S"]; S.kind == K::Int && !(positions == ir::Dim::constant(S.i))) {
+    diags_.error(idx_span,
+                 fmt::format("state {} is written along an axis of {} positions; a state holds each sequence's "
+                             "positions along an axis of size S = {} (the KV-cache capacity)",
+                             st.name, format_dim(positions, sym_names_), S.i),
+                 {{st.span, "state " + st.name + " " + show(st.dtype, st.shape) + " is declared here"}});
     return;
   }
   ir::Shape expect(st.shape.begin() + static_cast<std::ptrdiff_t>(fixed.size()), st.shape.end());

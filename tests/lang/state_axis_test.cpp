@@ -1,0 +1,82 @@
+// A state is paged along the axis its writes scatter on, one row per position of a sequence
+// (docs/language.md, "Batched steps"): that axis must have size S, which `lg check` (and so every
+// load) and the batching rewrite both enforce.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ir/batch.h"
+#include "lang/lower.h"
+#include "lang_test_paths.h"
+#include "support/error.h"
+
+namespace {
+
+using lg::lang_test::kShared;
+using lg::lang_test::kSource;
+using lg::lang_test::load_json;
+
+nlohmann::json tiny_qwen3_config() { return load_json(kShared + "/fixtures/tiny-qwen3/config.json"); }
+
+std::string qwen3_text() {
+  std::ifstream in(kSource + "/models/qwen3.lg");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A state's position axis (the one its writes scatter on) is paged by batched steps, one row per
+// position: it must have size S. A copy of qwen3.lg with `kcache: f32[L, KV, 16, Dh]` passed
+// `lg check` and failed at run time once a sequence passed 16 tokens ("input block_table (declared
+// i32[B,1]) got [1,3]"); it is refused at the write, naming the state.
+TEST(StateAxis, AStateWrittenAlongAnAxisOtherThanSIsRefusedAtTheWrite) {
+  std::string text = qwen3_text();
+  const auto config = tiny_qwen3_config();
+  ASSERT_TRUE(lg::lang::check_source("qwen3.lg", text, config, {}).ok);
+  for (const std::string state : {"kcache", "vcache"}) {
+    const std::string decl = "state " + state + ": f32[L, KV, S, Dh]";
+    const size_t at = text.find(decl);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, decl.size(), "state " + state + ": f32[L, KV, 16, Dh]");
+  }
+  const auto out = lg::lang::check_source("qwen3.lg", text, config, {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 2u) << out.rendered;  // one per state
+  for (size_t k = 0; k < 2; ++k) {
+    const std::string state = k == 0 ? "kcache" : "vcache";
+    const auto& d = out.diagnostics[k];
+    int write_line = 1;
+    for (size_t c = 0; c < text.find(state + "[l, :, pos, :]"); ++c) write_line += text[c] == '\n';
+    EXPECT_EQ(d.span.line, write_line) << out.rendered;
+    EXPECT_EQ(d.message, "state " + state +
+                             " is written along an axis of 16 positions; a state holds each sequence's positions along an "
+                             "axis of size S = 1024 (the KV-cache capacity)")
+        << out.rendered;
+    ASSERT_EQ(d.notes.size(), 1u);
+    EXPECT_EQ(d.notes[0].message, "state " + state + " f32[3, 2, 16, 32] is declared here");
+    EXPECT_NE(out.rendered.find("qwen3.lg:" + std::to_string(write_line) + ":"), std::string::npos) << out.rendered;
+  }
+  // --max-seq 16 makes S 16: the same program then checks.
+  EXPECT_TRUE(lg::lang::check_source("qwen3.lg", text, config, {.max_seq = 16}).ok);
+}
+
+// The rewrite refuses such a graph too (one not from the checker), naming the state and the write.
+TEST(StateAxis, TheBatchingRewriteRefusesAStateAxisOtherThanS) {
+  const auto out = lg::lang::check_source("qwen3.lg", qwen3_text(), tiny_qwen3_config(), {.max_seq = 64});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  lg::ir::Graph g = out.report.graph;
+  g.symbols.at(0).max = 32;  // T's bound, S, no longer the states' 64 rows
+  try {
+    lg::ir::make_batched(g, {.block_size = 16, .num_blocks = 8});
+    ADD_FAILURE() << "batched";
+  } catch (const lg::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("qwen3.lg:"), std::string::npos) << m;
+    EXPECT_NE(m.find("state kcache is written along an axis of 64 positions, not S = 32"), std::string::npos) << m;
+  }
+  g.symbols.at(0).max = 64;
+  EXPECT_NO_THROW(lg::ir::make_batched(g, {.block_size = 16, .num_blocks = 8}));
+}
+
+}  // namespace
