@@ -180,15 +180,20 @@ Value Elaborator::has(const Expr& e) {
 }
 
 Value Elaborator::config_json_value(const nlohmann::json& j, const std::string& key, const Span& span) {
+  // A value keeps its key: a type error far from here (in a prelude fn) then names it.
+  auto keyed = [&](Value v) {
+    v.config_key = key;
+    return v;
+  };
   if (j.is_null()) return Value::null();
-  if (j.is_boolean()) return Value::of_bool(j.get<bool>());
+  if (j.is_boolean()) return keyed(Value::of_bool(j.get<bool>()));
   if (j.is_number_integer()) {
     if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
       return err(span, "config key '" + key + "' is out of range");
-    return Value::of_int(j.get<int64_t>());
+    return keyed(Value::of_int(j.get<int64_t>()));
   }
-  if (j.is_number()) return Value::of_float(j.get<double>());
-  if (j.is_string()) return Value::of_str(j.get<std::string>());
+  if (j.is_number()) return keyed(Value::of_float(j.get<double>()));
+  if (j.is_string()) return keyed(Value::of_str(j.get<std::string>()));
   if (j.is_object()) return err(span, "config key '" + key + "' is an object, not a value (name one of its keys)");
   // An array (Gemma 3's layer_types): a value only to be indexed, config.layer_types[l].
   Value v;

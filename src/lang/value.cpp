@@ -20,7 +20,8 @@ std::string format_type(DType t, const ir::Shape& s, const std::vector<std::stri
   return std::string(dtype_name(t)) + format_shape(s, names);
 }
 
-std::string describe(const Value& v, const std::vector<std::string>& names) {
+namespace {
+std::string describe_kind(const Value& v, const std::vector<std::string>& names) {
   switch (v.kind) {
     case Value::Kind::Error: return "an erroneous value";
     case Value::Kind::Int: return "int " + std::to_string(v.i);
@@ -41,6 +42,13 @@ std::string describe(const Value& v, const std::vector<std::string>& names) {
     }
   }
   return "a value";
+}
+}  // namespace
+
+std::string describe(const Value& v, const std::vector<std::string>& names) {
+  std::string out = describe_kind(v, names);
+  if (!v.config_key.empty()) out += " (config." + v.config_key + ")";
+  return out;
 }
 
 }  // namespace lg::lang

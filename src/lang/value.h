@@ -40,6 +40,9 @@ struct Value {
   ir::Shape shape;
   const nlohmann::json* obj = nullptr;
   std::vector<Value> items;  ///< Tuple
+  /// The config.json key a compile-time value was read from ("rms_norm_eps"), kept as the value is
+  /// bound to a const and passed on, so that an error about the value names where it came from.
+  std::string config_key;
 
   static Value error() { return {}; }
   static Value of_int(int64_t v) { Value x; x.kind = Kind::Int; x.i = v; return x; }
@@ -61,7 +64,8 @@ struct Value {
   double as_double() const { return kind == Kind::Int ? static_cast<double>(i) : f; }
 };
 
-/// "int", "float", "bool", "string", "none", "dtype", "runtime dim", "f32[T, 64]", ...
+/// "int", "float", "bool", "string", "none", "dtype", "runtime dim", "f32[T, 64]", ...; a value read
+/// from config.json adds its key: `string "1e-5" (config.rms_norm_eps)`.
 std::string describe(const Value& v, const std::vector<std::string>& symbol_names);
 /// "T", "64", "4*T".
 std::string format_dim(const ir::Dim& d, const std::vector<std::string>& symbol_names);

@@ -1,6 +1,7 @@
 // Reading config.json: has(config.key) (present, null included, vs absent), a path step that is
-// not an object (an error, not an absent key), and the programs' refusals of configs that lack what
-// transformers reads without a default (llama.lg's scaled RoPEs).
+// not an object (an error, not an absent key), the programs' refusals of configs that lack what
+// transformers reads without a default (llama.lg's scaled RoPEs), and errors naming the config key
+// of the value they are about.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -149,6 +150,35 @@ TEST(ConfigKeys, LlamaScaledRopeNeedsTheParametersTransformersReadsWithoutDefaul
   EXPECT_NO_THROW(lower_llama(config));
   config["rope_scaling"].erase("high_freq_factor");
   expect_llama_refuses(config, "llama3 RoPE needs low_freq_factor");
+}
+
+// `"rms_norm_eps": "1e-5"` failed inside the prelude's rms_norm as `<prelude>:6:36: operator '+'
+// cannot combine tensor f32[T, 1] and string "1e-5"`, which named no config key. A value read from
+// config.json keeps its key through consts and fn arguments, and the messages about it name it.
+TEST(ConfigKeys, AnErrorAboutAConfigValueNamesItsKey) {
+  std::string text;
+  {
+    std::ifstream in(kSource + "/models/qwen3.lg");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto config = tiny_qwen3_config();
+  config["rms_norm_eps"] = "1e-5";
+  const auto out = lg::lang::check_source("qwen3.lg", text, config, {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message,
+            "operator '+' cannot combine tensor f32[T, 1] and string \"1e-5\" (config.rms_norm_eps)")
+      << out.rendered;
+  EXPECT_NE(out.rendered.find("<prelude>:"), std::string::npos) << out.rendered;
+  EXPECT_NE(out.rendered.find("note: in fn 'rms_norm', inlined here"), std::string::npos) << out.rendered;
+  // Through `??` and a layer's config array entry too; a literal default names nothing.
+  const auto cfg = tiny_qwen3_config();
+  expect_one_error(program("  dims { Z = config.rms_norm_eps ?? 1 }\n"), cfg, 2, 14,
+                   "dim 'Z' must be a positive integer of at most 2^40, found float 1e-06 (config.rms_norm_eps)");
+  expect_one_error(program("  dims { Z = config.nope ?? 0.5 }\n"), cfg, 2, 14,
+                   "dim 'Z' must be a positive integer of at most 2^40, found float 0.5");
+  expect_one_error(program("  const k = config.layer_types[1] * 2\n"), cfg, 2, 13,
+                   "operator '*' cannot combine string \"full_attention\" (config.layer_types[1]) and int 2");
 }
 
 }  // namespace

@@ -167,7 +167,7 @@ const Case kCases[] = {
   {"RequireFails", program("  require D == 65, \"hidden size must be 65\"\n", ""),
    5, 3, "requirement failed: hidden size must be 65"},
   {"DimNotInteger", program("  dims { Z = config.rms_norm_eps }\n", ""),
-   5, 14, "dim 'Z' must be a positive integer of at most 2^40, found float 1e-06"},
+   5, 14, "dim 'Z' must be a positive integer of at most 2^40, found float 1e-06 (config.rms_norm_eps)"},
   {"DimAboveTheLimit", program("  dims { Z = 2000000000000 }\n", ""),
    5, 14, "dim 'Z' must be a positive integer of at most 2^40, found int 2000000000000"},
   // A number literal out of range is reported by the lexer alone: the dim or view check that
@@ -181,7 +181,7 @@ const Case kCases[] = {
   {"UnknownDtype", program("  param q: f64[D] = \"q\"\n", ""),
    5, 12, "unknown dtype 'f64': expected bf16, f16, f32, i32, bool or a `dtype` declaration"},
   {"TernaryConditionNotBool", program("  const k = config.hidden_size ? 1 : 2\n", ""),
-   5, 13, "the condition of '? :' must be a compile-time bool, found int 64 (for tensors use where(cond, a, b))"},
+   5, 13, "the condition of '? :' must be a compile-time bool, found int 64 (config.hidden_size) (for tensors use where(cond, a, b))"},
   {"GatherWithFloatIndex", program("", "    y = e[x]\n"),
    7, 11, "a gather index must be i32, found tensor f32[T, 64]"},
   {"ForOverNonLayers", program("", "    for l in blocks {\n    }\n"),

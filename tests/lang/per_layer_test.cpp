@@ -106,7 +106,7 @@ TEST(PerLayer, BadArgumentsAndValuesAreErrorsAtTheirLine) {
   bad["rms_norm_eps"] = "small";
   bad["layer_types"] = config["layer_types"];
   expect_error(bad, ", window=int(config.rms_norm_eps * 4.0e6)", 15,
-               "operator '*' cannot combine string \"small\" and float 4000000");
+               "operator '*' cannot combine string \"small\" (config.rms_norm_eps) and float 4000000");
 }
 
 TEST(PerLayer, ConfigArraysAreIndexedNotBound) {
