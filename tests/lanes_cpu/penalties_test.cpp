@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/counting_lane.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
@@ -112,22 +113,7 @@ TEST_F(PenaltiesOnTheCpuLane, AGreedyAnswerChangesWithAPenaltyAndEqualsTheRefere
   EXPECT_GE(changed, 6) << "the penalties should change most of these code completions";
 }
 
-/// A lane that counts the sequences of its steps asking for a logits row, and those not.
-class CountingLane : public Lane {
- public:
-  explicit CountingLane(Lane& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  Provenance provenance() const override { return inner_.provenance(); }
-  const LaneLimits& limits() const override { return inner_.limits(); }
-  std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
-    for (const SeqStep& s : batch) ++(s.want_logits ? with_logits : argmax_only);
-    return inner_.step(batch);
-  }
-  int64_t with_logits = 0, argmax_only = 0;
-
- private:
-  Lane& inner_;
-};
+using testing::CountingLane;
 
 TEST_F(PenaltiesOnTheCpuLane, PlainGreedyKeepsTheArgmaxFastPathAndAPenaltyAsksForLogits) {
   const auto prompt = golden_prompts()[0];

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/batch_schedules.h"
+#include "common/counting_lane.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/kv_blocks.h"
@@ -121,22 +122,7 @@ TEST(PrefixCacheCpu, Pycode22mReadsAnotherSequencesBlocksAsItsOwn) {
   shared_blocks_read_as_own(kSource + "/models/qwen3-pycode-22m", 16, 3, 151000);
 }
 
-/// A lane that counts the tokens it is fed, around another.
-class CountingLane : public Lane {
- public:
-  explicit CountingLane(Lane& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  Provenance provenance() const override { return inner_.provenance(); }
-  const LaneLimits& limits() const override { return inner_.limits(); }
-  std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
-    for (const SeqStep& s : batch) fed += static_cast<int64_t>(s.tokens.size());
-    return inner_.step(batch);
-  }
-  int64_t fed = 0;
-
- private:
-  Lane& inner_;
-};
+using testing::CountingLane;
 
 // ~1,500 tokens of Python: the golden fixture's prompts and the greedy tokens transformers
 // generated after them, one case after another, repeated.
