@@ -285,9 +285,9 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
     const dev::DecodeAttnParams p =
         batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
     // Launched without PDL: its blocks start when the QKV projection has ended. Started early,
-    // behind a cuBLASLt GEMM's launch completion (H200, session 26) or the TMA row GEMV's early
-    // trigger (H100, session 30: 32 sequences of 2,048 positions 9.92 -> 11.55 ms a step), its
-    // 4-warp blocks ran up to 60% slower (bench/RESULTS.md).
+    // its 4-warp blocks made the step slower (bench/RESULTS.md): behind a cuBLASLt GEMM's launch
+    // completion 64 sequences of 2,048 positions 10.6 -> 14.9 ms (H200, session 26), behind the
+    // TMA row GEMV's early trigger 32 of 2,048 9.92 -> 11.55 ms (H100, session 30).
     // LG_QWEN_V10_CARVEOUT=PCT (lab, session 26, not yet run on a GPU): v10's preferred
     // shared-memory carveout (percent of the unified L1/shared; unset: the driver's choice), to
     // test whether v10 blocks that start on SMs configured for a cuBLASLt GEMM's shared memory
