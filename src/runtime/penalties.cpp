@@ -20,45 +20,73 @@ void check_penalties(const Penalties& p) {
 
 namespace {
 
-// The ids of `tokens`, sorted (with repeats), each checked to index the logits.
-std::vector<int32_t> sorted_ids(std::span<const int32_t> tokens, size_t vocab) {
-  std::vector<int32_t> ids(tokens.begin(), tokens.end());
-  for (const int32_t id : ids)
-    if (id < 0 || static_cast<size_t>(id) >= vocab)
-      throw Error(fmt::format("penalties: token id {} is outside the logits' vocabulary of {} ids", id, vocab));
-  std::sort(ids.begin(), ids.end());
-  return ids;
+void check_id(int32_t id, size_t vocab) {
+  if (id < 0 || static_cast<size_t>(id) >= vocab)
+    throw Error(fmt::format("penalties: token id {} is outside the logits' vocabulary of {} ids", id, vocab));
 }
 
 }  // namespace
 
 void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                      const Penalties& p) {
+  PenaltyHistory().apply(logits, prompt, output, p);
+}
+
+void PenaltyHistory::sync(std::span<const int32_t> prompt, std::span<const int32_t> output, size_t vocab) {
+  const bool same_prompt = built_ && vocab == vocab_ && prompt.size() == prompt_n_ &&
+                           (prompt.empty() || prompt.back() == prompt_last_);
+  const bool extends = same_prompt && output.size() >= output_n_ &&
+                       (output_n_ == 0 || output[output_n_ - 1] == output_last_);
+  if (!extends) {
+    prompt_ids_.assign(prompt.begin(), prompt.end());
+    for (const int32_t id : prompt_ids_) check_id(id, vocab);
+    std::sort(prompt_ids_.begin(), prompt_ids_.end());
+    prompt_ids_.erase(std::unique(prompt_ids_.begin(), prompt_ids_.end()), prompt_ids_.end());
+    prompt_n_ = prompt.size();
+    prompt_last_ = prompt.empty() ? -1 : prompt.back();
+    vocab_ = vocab;
+    output_ids_.clear();
+    output_count_.clear();
+    slot_.clear();
+    output_n_ = 0;
+    built_ = true;
+  }
+  for (; output_n_ < output.size(); ++output_n_) {
+    const int32_t id = output[output_n_];
+    check_id(id, vocab);
+    auto [it, fresh] = slot_.try_emplace(id, output_ids_.size());
+    if (fresh) {
+      output_ids_.push_back(id);
+      output_count_.push_back(0);
+    }
+    ++output_count_[it->second];
+    output_last_ = id;
+  }
+}
+
+void PenaltyHistory::apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+                           const Penalties& p) {
   if (!p.active()) return;
-  const std::vector<int32_t> out = sorted_ids(output, logits.size());
+  sync(prompt, output, logits.size());
   if (p.repetition != 1) {
     // Every id seen once, prompt or output (vLLM: prompt_mask | output_mask). f32 division and
     // multiplication, as vLLM's kernel does them on f32 logits with an f32 penalty.
-    std::vector<int32_t> seen = sorted_ids(prompt, logits.size());
-    seen.insert(seen.end(), out.begin(), out.end());
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
     const auto r = static_cast<float>(p.repetition);
-    for (const int32_t id : seen) {
+    auto penalise = [&](int32_t id) {
       float& l = logits[static_cast<size_t>(id)];
       l = l > 0 ? l / r : l * r;
-    }
+    };
+    for (const int32_t id : prompt_ids_) penalise(id);
+    for (const int32_t id : output_ids_)
+      if (!std::binary_search(prompt_ids_.begin(), prompt_ids_.end(), id)) penalise(id);
   }
   // vLLM: logits -= frequency * output_bin_counts; logits -= presence * output_mask (f32 tensors;
   // the count is exact in f32 below 2^24). An id never generated is left as it is (x - 0 == x).
   const auto f = static_cast<float>(p.frequency), pr = static_cast<float>(p.presence);
-  for (size_t k = 0; k < out.size();) {
-    size_t end = k;
-    while (end < out.size() && out[end] == out[k]) ++end;
-    float& l = logits[static_cast<size_t>(out[k])];
-    l -= f * static_cast<float>(end - k);
+  for (size_t k = 0; k < output_ids_.size(); ++k) {
+    float& l = logits[static_cast<size_t>(output_ids_[k])];
+    l -= f * static_cast<float>(output_count_[k]);
     l -= pr;
-    k = end;
   }
 }
 

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
 namespace lg::runtime {
 
@@ -29,10 +31,35 @@ struct Penalties {
 void check_penalties(const Penalties& p);
 
 /// Applies `p` in place to one position's f32[V] logits. `prompt`: the sequence's prompt ids;
-/// `output`: the ids it generated so far (both in [0, V), else lg::Error naming the id). Costs
-/// O(n log n) in the n = prompt + output ids and touches only their logits (no V-sized table per
-/// step). Does nothing when !p.active().
+/// `output`: the ids it generated so far (both in [0, V), else lg::Error naming the id). Touches
+/// only their logits (no V-sized table). Does nothing when !p.active(). One call sorts the whole
+/// history; a sequence's steps use a PenaltyHistory instead.
 void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                      const Penalties& p);
+
+/// apply_penalties for the steps of one sequence: the prompt's distinct ids are found once and
+/// the output's counts kept as its tokens are appended, so a step costs O(distinct ids seen) and
+/// the new tokens, not a sort of the whole history (per-token host work on the decode path). A
+/// history that is not the last one extended (another prompt, a shorter or changed output) is
+/// read afresh. The logits are the same floats apply_penalties computes.
+class PenaltyHistory {
+ public:
+  void apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
+             const Penalties& p);
+
+ private:
+  void sync(std::span<const int32_t> prompt, std::span<const int32_t> output, size_t vocab);
+
+  bool built_ = false;
+  size_t vocab_ = 0;                   ///< the logits' size the ids were checked against
+  size_t prompt_n_ = 0;                ///< prompt length the ids below were read from
+  int32_t prompt_last_ = -1;           ///< its last id (a cheap check that it is the same prompt)
+  std::vector<int32_t> prompt_ids_;    ///< the prompt's distinct ids, sorted
+  size_t output_n_ = 0;                ///< output tokens counted
+  int32_t output_last_ = -1;           ///< the last of them
+  std::vector<int32_t> output_ids_;    ///< the output's distinct ids, in first-seen order
+  std::vector<int32_t> output_count_;  ///< how often each of output_ids_ was generated
+  std::unordered_map<int32_t, size_t> slot_;  ///< id -> its index in output_ids_
+};
 
 }  // namespace lg::runtime

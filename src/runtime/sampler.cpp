@@ -29,7 +29,7 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(optio
 int32_t Sampler::pick(std::span<const float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output) {
   if (options_.penalties.active()) {
     penalised_.assign(logits.begin(), logits.end());
-    apply_penalties(penalised_, prompt, output, options_.penalties);
+    history_.apply(penalised_, prompt, output, options_.penalties);
     logits = penalised_;
   }
   if (greedy()) return argmax(logits);

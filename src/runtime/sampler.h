@@ -51,6 +51,7 @@ class Sampler {
   SamplingOptions options_;
   std::mt19937_64 rng_;
   std::vector<float> penalised_;  ///< the penalised copy of the logits, kept to reuse its memory
+  PenaltyHistory history_;        ///< the ids this sequence has seen, kept across its picks
 };
 
 }  // namespace lg::runtime

@@ -71,6 +71,35 @@ TEST(Penalties, EqualVllmsDefinitionExactlyOnRandomLogitsAndHistories) {
   EXPECT_GT(changed, total / 100);  // the penalties really moved logits
 }
 
+// One PenaltyHistory over a sequence's steps (its output growing a token at a time, as the
+// scheduler calls it) gives at every step exactly the logits of the reference over the whole
+// history; then another sequence's history through the same object (read afresh) too.
+TEST(Penalties, AHistoryKeptAcrossStepsEqualsTheDefinitionAtEveryStep) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  std::normal_distribution<float> logit(0.0f, 4.0f);
+  PenaltyHistory history;
+  for (int seq = 0; seq < 20; ++seq) {
+    const auto V = static_cast<size_t>(uni(2, 500));
+    const auto pool = static_cast<int32_t>(uni(1, static_cast<int64_t>(V)));
+    std::vector<int32_t> prompt(static_cast<size_t>(uni(0, 50))), output;
+    for (int32_t& t : prompt) t = static_cast<int32_t>(uni(0, pool - 1));
+    const Penalties p{1.0 + 0.5 * static_cast<double>(uni(0, 2)), 0.25 * static_cast<double>(uni(-4, 4)),
+                      0.25 * static_cast<double>(uni(-4, 4))};
+    for (int step = 0; step < 60; ++step) {
+      std::vector<float> logits(V);
+      for (float& l : logits) l = logit(rng);
+      std::vector<float> got = logits;
+      history.apply(got, prompt, output, p);
+      ASSERT_EQ(got, reference(logits, prompt, output, p.repetition, p.presence, p.frequency))
+          << "sequence " << seq << ", step " << step;
+      output.push_back(static_cast<int32_t>(uni(0, pool - 1)));
+    }
+  }
+}
+
 TEST(Penalties, WorkedExample) {
   // Ids 1 and 2 in the prompt, 2 twice and 3 once in the output; 0 never seen.
   std::vector<float> l = {1.0f, 2.0f, -2.0f, 3.0f};
