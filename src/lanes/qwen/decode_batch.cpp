@@ -101,7 +101,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     // what fusing those launches away could save (the compiled lane's LG_COMPILED_SKIP).
     static const std::optional<std::regex> skip_re = launch_skip_from_env("LG_QWEN_SKIP", "batched decode graphs");
     auto skip = [&](const char* what) { return skip_re && std::regex_search(what, *skip_re); };
-    // Up to 32 sequences, the projections are the tensor-core row GEMV (knob LG_QWEN_GEMV_ROWS).
+    // With LG_QWEN_GEMV_ROWS=1|2, up to 32 sequences take the tensor-core row GEMV (kernels.h).
     const bool rows = use_gemv_rows(d, Bp);
     // o_proj and down add into the residual x: as a plain GEMM (beta = 1), or as split-K slices
     // into dec_parts that the RMSNorm after each sums into x (decode_gemm_slices).

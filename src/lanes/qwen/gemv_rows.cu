@@ -17,7 +17,7 @@ namespace lg::qwen {
 bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
 
 bool gemv_rows_enabled() {
-  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 2) != 0;
+  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 0) != 0;
   return on;
 }
 
@@ -27,7 +27,7 @@ int gemv_rows_max_t(GemvRowsForm form) {
 }
 
 GemvRowsForm gemv_rows_form() {
-  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 2) == 1 ? GemvRowsForm::kRegisters : GemvRowsForm::kTma;
+  static const GemvRowsForm f = lab_knob("LG_QWEN_GEMV_ROWS", 0) == 1 ? GemvRowsForm::kRegisters : GemvRowsForm::kTma;
   return f;
 }
 

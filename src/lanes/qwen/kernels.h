@@ -10,8 +10,8 @@
 // LG_QWEN_ATTN_SOLO_GQA=1 or 2 (the single-sequence decode graph on v6 or v9 too: slower on the
 // H200, v9 at 32,768 positions included); LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4
 // query heads a block); LG_QWEN_SPLITK=0 (the batched decode's o_proj and down without split-K
-// slices); for the row GEMV LG_QWEN_GEMV_ROWS (0: the batched decode's projections on cuBLASLt;
-// 1: the register form; 2, the default: the TMA form), LG_QWEN_TMA_STAGES, LG_QWEN_GEMV_ROWS_BPS
+// slices); for the row GEMV LG_QWEN_GEMV_ROWS (0, the default: the batched decode's projections
+// on cuBLASLt; 1: the register form; 2: the TMA form), LG_QWEN_TMA_STAGES, LG_QWEN_GEMV_ROWS_BPS
 // and LG_QWEN_GEMV_ROWS_SPLITS.
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
@@ -146,15 +146,17 @@ struct GemvRowsArgs {
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
-/// Knob LG_QWEN_GEMV_ROWS (0 = off; 1 = on, register form; 2, the default = on, TMA form): the
+/// Knob LG_QWEN_GEMV_ROWS (0, the default = off; 1 = on, register form; 2 = on, TMA form): the
 /// hand-written lane's batched decode graphs of up to gemv_rows_max_t sequences run their
-/// projections on launch_gemv_rows instead of cuBLASLt. H100, 8B step (bench/RESULTS.md,
-/// thirtieth session): the TMA form 6.24 / 6.56 / 7.22 ms at 2 / 16 / 32 sequences of 512
-/// positions against cuBLASLt's 6.39 / 6.93 / 7.56. (The register form streams W at 1.8-2.2 TB/s
-/// on the H200, sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
+/// projections on launch_gemv_rows instead of cuBLASLt. Off by default because the two cards
+/// disagree (bench/RESULTS.md, thirtieth and thirty-first sessions, 8B step of 2 / 8 / 16 / 32
+/// sequences at 512 positions): on the H100 the TMA form took 6.24 / 6.38 / 6.56 / 7.22 ms against
+/// cuBLASLt's 6.39 / 6.67 / 6.93 / 7.56, on the H200 5.96 / 6.14 / 5.37 / 5.97 against 4.77 /
+/// 5.19 / 5.26 / 5.69. (The register form streams W at 1.8-2.2 TB/s on the H200, sixth session:
+/// B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
 bool gemv_rows_enabled();
 /// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kRegisters when
-/// LG_QWEN_GEMV_ROWS=1, else kTma.
+/// LG_QWEN_GEMV_ROWS=1, else kTma (the kernel tests' and LG_QWEN_GEMV_ROWS=2's form).
 GemvRowsForm gemv_rows_form();
 /// Most rows a launch of this form takes (kDefault: the knob's form): 16 registers, 32 TMA.
 int gemv_rows_max_t(GemvRowsForm form);
