@@ -10,6 +10,10 @@
 // the lane's step call, its copies and the token round trip), generated tokens/s, and the step's
 // floor: max(weight bytes + the B sequences' K/V bytes over the copy bandwidth, FLOPs over the
 // tensor-core rate).
+// --sample lane|host times sampled decode (Qwen3's generation_config: temperature 0.6, top-k 20,
+// top-p 0.95): `lane` has every sequence draw its token on the lane (SeqStep::draw, what the
+// scheduler asks of a GPU lane), `host` brings every logits row back and draws there (what a lane
+// without its own draws costs); the step's time includes the draws.
 // The decode sequences' earlier positions are not prefilled: each holds blocks of its own in the
 // pool (as B prefilled sequences would), taken as they are. A step's kernels read every key
 // whatever its value, so this times the same memory traffic without B x context tokens of prefill.
@@ -40,6 +44,7 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm_lt.h"
+#include "runtime/draw.h"
 #include "runtime/solo_sequence.h"
 #endif
 
@@ -53,6 +58,7 @@ struct BenchOpts {
   std::vector<int64_t> batches{1};
   std::vector<int64_t> contexts{32};
   bool json = false;
+  std::string sample = "none";  ///< none (greedy argmax), lane or host: see the top of the file
   lg::LaneOptions lane_options;
 };
 
@@ -90,6 +96,16 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
+/// A draw at Qwen3's generation_config (temperature 0.6, top-k 20, top-p 0.95) with a fresh uniform.
+lg::DrawParams sampled(std::mt19937& rng) {
+  lg::DrawParams d;
+  d.inv_temperature = static_cast<float>(1.0 / 0.6);
+  d.top_k = 20;
+  d.top_p = 0.95;
+  d.u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  return d;
+}
+
 struct DecodeTiming {
   double median_ms, p10_ms, p90_ms;
   size_t steps;
@@ -99,7 +115,7 @@ struct DecodeTiming {
 /// its own (see the top of the file); nullopt when the pool cannot hold them. Two untimed steps
 /// first (graph capture, cuBLASLt's algorithm choice).
 std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t steps, int32_t vocab,
-                                        std::mt19937& rng) {
+                                        const std::string& sample, std::mt19937& rng) {
   using clock = std::chrono::steady_clock;
   const lg::LaneLimits& lim = lane.limits();
   const int64_t warm = 2, last = context + warm + steps;  // positions context .. last - 1 are decoded
@@ -122,10 +138,19 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       q.tokens = std::span<const int32_t>(&tokens[static_cast<size_t>(b)], 1);
       q.start_pos = context + i;
       q.blocks = tables[static_cast<size_t>(b)];
+      q.want_logits = sample == "host";
+      if (sample == "lane") q.draw = sampled(rng);
     }
     const auto t0 = clock::now();
     const auto res = lane.step(batch);
-    for (int64_t b = 0; b < B; ++b) tokens[static_cast<size_t>(b)] = res[static_cast<size_t>(b)].argmax;
+    for (int64_t b = 0; b < B; ++b) {
+      const lg::SeqResult& r = res[static_cast<size_t>(b)];
+      int32_t next = r.argmax;
+      if (sample == "lane") next = r.drawn;
+      if (sample == "host") next = lg::runtime::draw_token(r.logits, sampled(rng));
+      if (next < 0) throw lg::Error("lg bench: a sampled step's logits were not finite");
+      tokens[static_cast<size_t>(b)] = next;
+    }
     if (i >= warm) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   }
   return DecodeTiming{median(ms), percentile(ms, 0.1), percentile(ms, 0.9), ms.size()};
@@ -167,6 +192,7 @@ int run_bench(const BenchOpts& o) {
   r["shape"] = o.shape;
   r["lane"] = lane->name();
   r["provenance"] = lg::to_string(lane->provenance());
+  r["sample"] = o.sample;
   r["device"] = lg::cuda::device_description();
   r["load_s"] = load_s;
   r["kv_pool_tokens"] = lane->limits().pool_tokens();
@@ -212,7 +238,7 @@ int run_bench(const BenchOpts& o) {
   std::vector<std::string> skipped;
   for (int64_t C : o.contexts) {
     for (int64_t B : o.batches) {
-      auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), rng);
+      auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample, rng);
       if (!m) {
         skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
                                       B * (C + o.decode_tokens + 2), lane->limits().pool_tokens()));
@@ -264,6 +290,9 @@ int run_bench(const BenchOpts& o) {
                              r[fmt::format("prefill_{}_tok_per_s", T)].get<double>());
   std::cout << fmt::format("  floors: weights {:.2f} GB over {:.2f} TB/s = {:.3f} ms; tensor cores {:.0f} TFLOP/s\n",
                            weight_bytes / 1e9, bw / 1e12, r["decode_floor_ms"].get<double>(), tc_rate / 1e12);
+  if (o.sample != "none")
+    std::cout << "  decode steps sample every token (temperature 0.6, top-k 20, top-p 0.95), drawn "
+              << (o.sample == "lane" ? "on the lane\n" : "on the host from the logits rows\n");
   std::cout << "  decode   batch  context   step ms  (p10 .. p90)      tokens/s   floor ms  step/floor\n";
   for (const auto& e : decode)
     std::cout << fmt::format("         {:6} {:8} {:9.3f}  ({:.3f} .. {:.3f}) {:10.0f} {:10.3f} {:10.2f}\n",
@@ -307,6 +336,11 @@ LG_COMMAND("bench", [](CLI::App& app) {
   sub->add_option("--context", o->contexts, "positions each decoding sequence already holds")
       ->delimiter(',')
       ->check(lg::cli::int_in_range(1, int64_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--sample", o->sample,
+                  "decode steps greedy (none), or sampling every token (temperature 0.6, top-k 20, top-p 0.95) "
+                  "drawn on the lane (lane) or on the host from each logits row (host)")
+      ->check(CLI::IsMember({"none", "lane", "host"}))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   lg::cli::add_lane_options(sub, o->lane_options);

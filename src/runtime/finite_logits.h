@@ -14,4 +14,8 @@ namespace lg::runtime {
 /// `lg inspect --check MODEL_DIR`. One pass over V floats: cheap next to the forward that made them.
 void check_finite_logits(std::span<const float> logits, int64_t position, bool prefill, const std::string& lane);
 
+/// The same error where the row stayed on the lane (a lane's own draw found it not finite), so
+/// without the counts.
+[[noreturn]] void throw_non_finite_logits(int64_t position, bool prefill, const std::string& lane);
+
 }  // namespace lg::runtime

@@ -36,6 +36,9 @@ class Lane {
   virtual Provenance provenance() const = 0;
   /// See LaneFacts. Default: nothing known.
   virtual LaneFacts facts() const { return {}; }
+  /// Whether step() honours SeqStep::draw (draws sampled tokens itself, as runtime/draw.h
+  /// defines the draw). A lane that does not is asked for logits rows, and the host draws.
+  virtual bool draws() const { return false; }
   /// Context, KV pool and step sizes, fixed when the lane was made.
   virtual const LaneLimits& limits() const = 0;
   /// Runs the forward over one step's sequences: writes the K/V of their new tokens into the

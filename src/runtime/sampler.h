@@ -1,8 +1,8 @@
 // Picking the next token from logits, as users of llama.cpp / vLLM / transformers expect, in the
 // order of vLLM's sampler (vllm/v1/sample/sampler.py): first the penalties (penalties.h), then
-// temperature 0 is greedy (argmax, lowest id on a tie); otherwise logits / temperature, then
-// min_p, then top-k, then top-p (nucleus), then a draw from a seeded generator, so a run is
-// reproducible.
+// temperature 0 is greedy (argmax, lowest id on a tie); otherwise a draw as runtime/draw.h
+// defines it (temperature, min_p, top-k, top-p), with one uniform a pick from a seeded generator,
+// so a run is reproducible, and a lane can make the same draw on its device (SeqStep::draw).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/draw_math.h"
 #include "runtime/penalties.h"
 
 namespace lg::runtime {
@@ -38,6 +39,13 @@ class Sampler {
   /// the penalised logits). Otherwise the lane's own argmax is the token, and a lane step need not
   /// return the f32[V] row at all (SeqStep::want_logits): the fast path of plain greedy requests.
   bool needs_logits() const { return !greedy() || options_.penalties.active(); }
+  /// Whether a lane may draw this sequence's tokens itself (SeqStep::draw, next_draw()): sampled
+  /// without a penalty (the penalties read the sequence's history, which only the host keeps).
+  /// The f32[V] row then never leaves the lane.
+  bool lane_draws() const { return !greedy() && !options_.penalties.active(); }
+  /// The next pick's draw, with a fresh uniform: each call is one pick (pick() calls it when it
+  /// samples), so a sequence draws the same tokens whether the lane or the host makes its draws.
+  DrawParams next_draw();
   /// The next token from f32[V] logits of a sequence whose prompt is `prompt` and whose tokens
   /// generated so far are `output` (read by the penalties only). Throws lg::Error for an id of
   /// either outside [0, V) when a penalty is active.
@@ -45,9 +53,6 @@ class Sampler {
                std::span<const int32_t> output = {});
 
  private:
-  /// The draw of a sampled pick: temperature, min_p, top-k, top-p, then the seeded generator.
-  int32_t draw(std::span<const float> logits);
-
   SamplingOptions options_;
   std::mt19937_64 rng_;
   std::vector<float> penalised_;  ///< the penalised copy of the logits, kept to reuse its memory

@@ -198,8 +198,11 @@ void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
 bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   const GenerateOptions& o = s.req.options;
   int32_t tok = r.argmax;
-  if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits
-    const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
+  const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
+  if (lane_.draws() && s.sampler.lane_draws()) {  // the lane drew it (step() set SeqStep::draw)
+    if (r.drawn < 0) throw_non_finite_logits(position, prefill, lane_.name());
+    tok = r.drawn;
+  } else if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits
     check_finite_logits(r.logits, position, prefill, lane_.name());
     const std::span<const int32_t> all(s.tokens);
     const auto prompt_len = static_cast<size_t>(s.prompt_len);
@@ -263,8 +266,12 @@ bool Scheduler::step() {
     st.tokens = std::span<const int32_t>(s.tokens.data() + s.computed, static_cast<size_t>(p.n));
     st.start_pos = s.computed;
     st.blocks = s.table;
-    // Plain greedy requests take the lane's argmax: no f32[V] row comes back for them.
-    st.want_logits = s.computed + p.n == static_cast<int64_t>(s.tokens.size()) && s.sampler.needs_logits();
+    // Plain greedy requests take the lane's argmax, and sampled ones without a penalty the lane's
+    // own draw where it makes one: no f32[V] row comes back for them.
+    if (s.computed + p.n == static_cast<int64_t>(s.tokens.size())) {
+      if (lane_.draws() && s.sampler.lane_draws()) st.draw = s.sampler.next_draw();
+      else st.want_logits = s.sampler.needs_logits();
+    }
     steps.push_back(st);
   }
   std::vector<SeqResult> results;

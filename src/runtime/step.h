@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "runtime/draw_math.h"
 
 namespace lg {
 
@@ -19,12 +22,18 @@ struct SeqStep {
   /// start_pos may be shared with other sequences that only read them (the prefix cache).
   std::span<const int32_t> blocks;
   bool want_logits = false;         ///< return the last token's logits (else only its argmax)
+  /// Draw the next token from the last token's logits as runtime/draw.h defines it, into
+  /// SeqResult::drawn (only asked of a lane whose draws() is true): the logits stay on the lane.
+  std::optional<DrawParams> draw;
 };
 
 /// What a step gives back for one sequence: about its last new token.
 struct SeqResult {
   int32_t argmax = -1;        ///< greedy next token (lowest id wins a tie)
   std::vector<float> logits;  ///< f32[V] when asked for, else empty
+  /// The token SeqStep::draw drew; -1 when none was asked for, or when the logits row was not
+  /// finite (a NaN or Inf: no draw is defined over it).
+  int32_t drawn = -1;
 };
 
 /// A lane's capacities, fixed when it is made.

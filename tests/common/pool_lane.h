@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/kv_blocks.h"
+#include "runtime/draw.h"
 #include "runtime/lane.h"
 #include "runtime/step.h"
 #include "support/error.h"
@@ -37,6 +38,7 @@ class PoolLane : public Lane {
   std::string name() const override { return "pool"; }
   Provenance provenance() const override { return Reference{}; }
   const LaneLimits& limits() const override { return limits_; }
+  bool draws() const override { return draws_tokens; }
   std::vector<SeqResult> step(std::span<const SeqStep> batch) override {
     const FlatBatch f = flatten(batch, limits_);
     const int64_t bs = limits_.block_size, MB = limits_.blocks_per_seq();
@@ -63,10 +65,13 @@ class PoolLane : public Lane {
       }
       SeqResult r;
       r.argmax = static_cast<int32_t>(h % kPoolLaneVocab);
-      if (batch[static_cast<size_t>(b)].want_logits) {
+      const SeqStep& s = batch[static_cast<size_t>(b)];
+      if (s.want_logits || s.draw) {
         r.logits.assign(kPoolLaneVocab, 0.0f);
         for (int32_t v = 0; v < kPoolLaneVocab; ++v) r.logits[v] = static_cast<float>((h >> (v % 40)) % 7);
         r.logits[r.argmax] = 10.0f;
+        if (s.draw) r.drawn = runtime::draw_token(r.logits, *s.draw);
+        if (!s.want_logits) r.logits.clear();
       }
       out.push_back(std::move(r));
     }
@@ -76,6 +81,9 @@ class PoolLane : public Lane {
   int64_t steps = 0;
   int64_t tokens_fed = 0;
   const runtime::BlockManager* watch = nullptr;  ///< the scheduler's blocks, checked at each write
+  /// Whether the lane draws sampled tokens itself (SeqStep::draw), as the GPU lanes do; else the
+  /// scheduler asks for logits rows and draws on the host.
+  bool draws_tokens = false;
 
  private:
   LaneLimits limits_;

@@ -358,15 +358,15 @@ TEST(HandwrittenBatch, LimitsAreWhatTheStepAccepts) {
   const std::vector<int32_t> a{1, 2, 3, 4}, b{5, 6, 7, 8, 9}, c{10};
   const std::vector<int32_t> ta{0}, tb{1}, tc{12, 7, 3, 11, 2};  // tc: block 12 is the pool's last
   std::vector<SeqStep> batch(3);
-  batch[0] = SeqStep{a, 0, ta, true};
-  batch[1] = SeqStep{b, 0, tb, true};
-  batch[2] = SeqStep{c, 39, tc, true};
+  batch[0] = SeqStep{a, 0, ta, true, {}};
+  batch[1] = SeqStep{b, 0, tb, true, {}};
+  batch[2] = SeqStep{c, 39, tc, true, {}};
   // Sequence 2 attends to positions 0..38 too: write them first, alone, through its table.
   std::vector<int32_t> prefix(39);
   for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = static_cast<int32_t>(i % 50);
   for (size_t at = 0; at < prefix.size(); at += 10) {
     const size_t n = std::min<size_t>(10, prefix.size() - at);
-    SeqStep p{std::span<const int32_t>(prefix.data() + at, n), static_cast<int64_t>(at), tc, false};
+    SeqStep p{std::span<const int32_t>(prefix.data() + at, n), static_cast<int64_t>(at), tc, false, {}};
     lane->step(std::span<const SeqStep>(&p, 1));
   }
   const std::vector<SeqResult> together = lane->step(batch);
@@ -377,17 +377,17 @@ TEST(HandwrittenBatch, LimitsAreWhatTheStepAccepts) {
   }
 
   std::vector<SeqStep> four(batch);
-  four.push_back(SeqStep{c, 0, std::span<const int32_t>(ta), false});
+  four.push_back(SeqStep{c, 0, std::span<const int32_t>(ta), false, {}});
   EXPECT_THROW(lane->step(four), Error);  // 4 sequences
   const std::vector<int32_t> eleven(11, 1);
   const std::vector<int32_t> two_blocks{0, 1};
-  SeqStep big{eleven, 0, two_blocks, false};
+  SeqStep big{eleven, 0, two_blocks, false, {}};
   EXPECT_THROW(lane->step(std::span<const SeqStep>(&big, 1)), Error);  // 11 tokens
   const std::vector<int32_t> outside{13};
-  SeqStep off{a, 0, outside, false};
+  SeqStep off{a, 0, outside, false, {}};
   EXPECT_THROW(lane->step(std::span<const SeqStep>(&off, 1)), Error);  // block 13 is past the pool
   const std::vector<int32_t> bad{1, static_cast<int32_t>(md.config.vocab_size)};
-  std::vector<SeqStep> with_bad{batch[0], SeqStep{bad, 0, tb, false}};
+  std::vector<SeqStep> with_bad{batch[0], SeqStep{bad, 0, tb, false, {}}};
   try {
     lane->step(with_bad);
     ADD_FAILURE() << "a token outside the vocabulary was accepted";
@@ -395,7 +395,7 @@ TEST(HandwrittenBatch, LimitsAreWhatTheStepAccepts) {
     EXPECT_NE(std::string(e.what()).find("sequence 1"), std::string::npos) << e.what();
   }
   // Two sequences writing one block in one step would race.
-  std::vector<SeqStep> shared{SeqStep{a, 0, ta, false}, SeqStep{b, 0, ta, false}};
+  std::vector<SeqStep> shared{SeqStep{a, 0, ta, false, {}}, SeqStep{b, 0, ta, false, {}}};
   EXPECT_THROW(lane->step(shared), Error);
 }
 

@@ -79,6 +79,9 @@ RandomTotals run_random_schedules(uint64_t seeds, bool shared, bool prefix_cache
     // Small pools: some seeds cannot hold all their requests at once, so they preempt.
     const int64_t pool = uni(max_seq, 5 * max_seq);
     PoolLane lane(max_seq, pool, bs, uni(1, 12), uni(8, 64));
+    // Sampled tokens drawn by the lane on even seeds, by the host on odd ones; the solo runs draw
+    // the other way: the two paths must draw the same tokens.
+    lane.draws_tokens = seed % 2 == 0;
     const int64_t n = uni(1, 14);
     const auto prompts = make_prompts(rng, n, bs, shared);
     std::vector<Spec> specs(static_cast<size_t>(n));
@@ -109,6 +112,7 @@ RandomTotals run_random_schedules(uint64_t seeds, bool shared, bool prefix_cache
     std::vector<std::vector<int32_t>> solo;
     for (const auto& s : specs) {
       PoolLane alone(max_seq, max_seq, bs, 1, 64);
+      alone.draws_tokens = !lane.draws_tokens;
       solo.push_back(generate(alone, s.prompt, s.options).tokens);
     }
     SchedulerOptions so;

@@ -25,6 +25,7 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/row_draws.h"
 #include "runtime/cuda/step_times.h"
 #include "runtime/cuda/pinned_upload.h"
 #include "runtime/forward_graph.h"
@@ -109,6 +110,7 @@ class CompiledLane : public Lane {
     }
     vocab_ = g.at(g.outputs.at(0)).shape.back().coeff;
     argmax_ = cuda::DeviceBuffer(static_cast<size_t>(limits_.max_batch) * sizeof(int32_t));
+    draws_ = std::make_unique<cuda::RowDraws>(limits_.max_batch);
     // Pinned staging of one step's inputs (what StepInputMirror plans to copy) and of the
     // argmaxes that come back.
     mirror_ = std::make_unique<compiled::StepInputMirror>(limits_.max_tokens, limits_.max_batch, limits_.blocks_per_seq());
@@ -138,6 +140,8 @@ class CompiledLane : public Lane {
   std::string name() const override { return "compiled"; }
   Provenance provenance() const override { return Compiled{}; }
   const LaneLimits& limits() const override { return limits_; }
+  /// Sampled draws run on the device (runtime/cuda/row_draws.h): the logits rows stay there.
+  bool draws() const override { return true; }
   LaneFacts facts() const override {
     LaneFacts f;
     f.launches_per_decode_layer = launches_per_layer_;
@@ -186,6 +190,7 @@ class CompiledLane : public Lane {
       launcher_->launch_all(f.T, f.B);
       compiled::argmax(logits, static_cast<long>(vocab_), argmax_.as<int>(), s, static_cast<int>(f.B), pdl);
     }
+    draws_->launch(logits, vocab_, batch, s);
     times_.end_launches(s);
     int32_t* hargmax = pinned_ + mirror_->staging_elems();
     LG_CUDA_CHECK(cudaMemcpyAsync(hargmax, argmax_.data(), static_cast<size_t>(f.B) * sizeof(int32_t),
@@ -200,6 +205,7 @@ class CompiledLane : public Lane {
     stream_.synchronize();
     times_.done(f.T, f.B);
     for (size_t b = 0; b < batch.size(); ++b) out[b].argmax = hargmax[b];
+    draws_->collect(batch, out);
     return out;
   }
 
@@ -375,6 +381,7 @@ class CompiledLane : public Lane {
   /// so it is destroyed first.
   std::unique_ptr<compiled::Launcher> launcher_;
   cuda::DeviceBuffer argmax_;      ///< int: the greedy token of the last step
+  std::unique_ptr<cuda::RowDraws> draws_;  ///< sampled sequences' draws from their logits rows
   int32_t* pinned_ = nullptr;      ///< host staging: a step's inputs, then its argmaxes
   size_t staging_size_ = 0;        ///< int32s in pinned_
 };

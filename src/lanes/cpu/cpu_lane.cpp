@@ -10,6 +10,7 @@
 #include "ir/batch.h"
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
+#include "runtime/draw.h"
 #include "runtime/finite_logits.h"
 #include "runtime/forward_graph.h"
 #include "runtime/sampler.h"
@@ -79,6 +80,7 @@ std::vector<SeqResult> CpuLane::step(std::span<const SeqStep> batch) {
     runtime::check_finite_logits(row, last, batch[b].tokens.size() > 1 || batch[b].start_pos == 0, "cpu");
     out[b].argmax = runtime::argmax(row);
     if (batch[b].want_logits) out[b].logits.assign(row.begin(), row.end());
+    if (batch[b].draw) out[b].drawn = runtime::draw_token(row, *batch[b].draw);
   }
   return out;
 }

@@ -31,6 +31,8 @@ class CpuLane : public Lane {
   std::string name() const override { return "cpu"; }
   Provenance provenance() const override { return Reference{}; }
   const LaneLimits& limits() const override { return limits_; }
+  /// Sampled draws on the host's draw_token, so the scheduler's lane-draw path runs without a GPU.
+  bool draws() const override { return true; }
   /// Throws lg::Error for a malformed batch and when a returned row of logits is not finite
   /// (runtime::check_finite_logits).
   std::vector<SeqResult> step(std::span<const SeqStep> batch) override;

@@ -283,6 +283,7 @@ void HandwrittenQwenLane::State::allocate_step_buffers(const QwenShape& sh, cons
   d_pos = cuda::DeviceBuffer(sizeof(int));
   d_table = cuda::DeviceBuffer(static_cast<size_t>(MB) * sizeof(int));
   h_argmax.allocate(static_cast<size_t>(Bmax), true);
+  draws.emplace(Bmax);
   d_dec = cuda::DeviceBuffer(static_cast<size_t>(2 * Bmax) * sizeof(int));
   h_dec.allocate(static_cast<size_t>(2 * Bmax), false);
   d_dec_table = cuda::DeviceBuffer(static_cast<size_t>(Bmax * MB) * sizeof(int));
@@ -329,11 +330,13 @@ std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch)
     run_decode_batch(f, batch);
   else
     run_rows(f, batch);
+  s.draws->launch(s.logits.as<float>(), shape_.vocab, batch, s.stream.get());
   s.times.end_launches(s.stream.get());
   // The LM head wrote the argmaxes straight into mapped host memory, visible once the stream is done.
   s.stream.synchronize();
   s.times.done(f.T, f.B);
   std::vector<SeqResult> out(batch.size());
+  s.draws->collect(batch, out);
   const auto V = static_cast<size_t>(shape_.vocab);
   for (size_t b = 0; b < batch.size(); ++b) {
     out[b].argmax = static_cast<volatile int*>(s.h_argmax.p)[b];

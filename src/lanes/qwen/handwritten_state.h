@@ -18,6 +18,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm_lt.h"
+#include "runtime/cuda/row_draws.h"
 #include "runtime/cuda/step_times.h"
 
 namespace lg::qwen {
@@ -97,6 +98,7 @@ struct HandwrittenQwenLane::State {
   int trash_block = 0;  ///< the pool's extra block, past the runtime's num_blocks: pad rows' K/V
   // Each sequence's argmax, written by the LM head straight into mapped host memory.
   PinnedInts h_argmax;
+  std::optional<cuda::RowDraws> draws;  ///< sampled sequences' draws from their logits rows
   cuda::GraphExec decode_graph;       // one sequence's decode step, below long_decode_from(H / KV)
   cuda::GraphExec decode_graph_long;  // the same from there on, with the by-KV-head attention (v8)
   /// Counted in the decode graph while it is captured (LaneFacts).

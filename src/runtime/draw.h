@@ -1,0 +1,22 @@
+// A sampled pick defined exactly, so that the host and a lane's device kernel draw the same token
+// from the same logits (runtime/draw_math.h holds the shared arithmetic, runtime/cuda/row_draws.h
+// the kernel). In vLLM's order (vllm/v1/sample/sampler.py): weights w = e^((l - max) / T); min_p
+// keeps the tokens with w >= min_p; top-k the k first of those in the order by logit (ties: lower
+// id first); top-p the shortest head of that order whose mass reaches top_p of the kept mass;
+// then the draw: the first token, in id order, whose running mass passes u times the nucleus'
+// mass (any fixed order gives the same distribution; id order needs no sort on a GPU).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "runtime/draw_math.h"
+
+namespace lg::runtime {
+
+/// The token `p` draws from f32[V] logits (finite: the caller checks). Costs O(V) plus a sort of
+/// the kept head when top-k or top-p cut. Throws lg::Error for empty logits or a temperature
+/// inverse that is not positive.
+int32_t draw_token(std::span<const float> logits, const DrawParams& p);
+
+}  // namespace lg::runtime

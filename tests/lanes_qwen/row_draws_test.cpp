@@ -1,0 +1,149 @@
+// The device draw (runtime/cuda/row_draws.h) against the host's draw_token (runtime/draw.h): the
+// same token from the same row and parameters, bit for bit, since both make every weight, key
+// and sum with the same operations (draw_math.h). Fresh random rows and parameters each run
+// (the seed is printed), across the cuts' corners: ties, flat rows, T -> 0 and very hot T, top-k
+// of 1 and past the candidates, top-p far into the tail; a row holding a NaN or Inf gets -1; the
+// tokens are poisoned before the kernel writes them. Then sampled generation on the hand-written
+// lane, drawn on the device, against the same lane drawing on the host.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "lanes/qwen/handwritten_lane.h"
+#include "model/model_dir.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device.h"
+#include "runtime/cuda/row_draws.h"
+#include "runtime/draw.h"
+#include "runtime/generate.h"
+#include "test_util.h"
+
+using namespace lg;
+using namespace lg::qwen::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Rows of `V` logits of assorted shapes (row r's kind is r % 6).
+std::vector<float> random_rows(std::mt19937_64& g, int R, int64_t V) {
+  std::vector<float> l(static_cast<size_t>(R * V));
+  std::normal_distribution<float> n(0.f, 1.f);
+  for (int r = 0; r < R; ++r) {
+    float* row = l.data() + r * V;
+    const int kind = r % 6;
+    const float scale = std::array<float, 6>{1.f, 3.f, 10.f, 1.f, 0.5f, 30.f}[kind];
+    for (int64_t i = 0; i < V; ++i) {
+      float x = scale * n(g);
+      if (kind == 3) x = std::round(x * 2.f) / 2.f;  // many ties
+      if (kind == 4) x = 0.25f;                      // flat: top-p reaches far into the ids
+      row[i] = x;
+    }
+    if (kind == 5) row[g() % V] = 400.f;  // one token holds all the mass
+  }
+  return l;
+}
+
+DrawParams random_params(std::mt19937_64& g, int64_t V) {
+  DrawParams p;
+  const float t = std::array<float, 7>{1e-4f, 0.3f, 0.7f, 1.f, 1.5f, 100.f, 1e-38f}[g() % 7];
+  p.inv_temperature = static_cast<float>(1.0 / t);
+  if (g() % 9 == 0) p.inv_temperature = INFINITY;
+  p.top_k = static_cast<int32_t>(std::array<int64_t, 7>{0, 0, 1, 5, 50, V - 1, V + 5}[g() % 7]);
+  p.top_p = std::array<double, 6>{1, 1, 0.95, 0.5, 0.1, 0.9999}[g() % 6];
+  p.min_p = std::array<float, 5>{0, 0, 0.05f, 0.5f, 1.f}[g() % 5];
+  p.u = static_cast<double>(g() >> 11) * 0x1.0p-53;
+  return p;
+}
+
+}  // namespace
+
+TEST(RowDraws, DeviceDrawsEqualTheHostReference) {
+  LG_REQUIRE_GPU();
+  const uint64_t seed = std::random_device{}();
+  std::printf("[ row draws ] seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 g(seed);
+  for (const int64_t V : {int64_t{1}, int64_t{37}, int64_t{1000}, int64_t{151936}}) {
+    const int R = V == 1 ? 4 : 96;
+    std::vector<float> logits = random_rows(g, R, V);
+    // Two rows that are not finite: no draw is defined over them.
+    if (V > 1) {
+      logits[static_cast<size_t>(7 * V + 3)] = NAN;
+      logits[static_cast<size_t>(8 * V + V - 1)] = INFINITY;
+    }
+    std::vector<DrawParams> params(static_cast<size_t>(R));
+    std::vector<int32_t> rows(static_cast<size_t>(R));
+    for (int r = 0; r < R; ++r) {
+      params[r] = random_params(g, V);
+      rows[r] = (r * 7) % R;  // not in order: row r of the draw list reads logits row rows[r]
+    }
+    cuda::DeviceBuffer d_logits(logits.size() * 4), d_params(params.size() * sizeof(DrawParams)),
+        d_rows(rows.size() * 4), d_tokens(rows.size() * 4);
+    d_logits.upload(logits.data(), logits.size() * 4);
+    d_params.upload(params.data(), params.size() * sizeof(DrawParams));
+    d_rows.upload(rows.data(), rows.size() * 4);
+    LG_CUDA_CHECK(cudaMemset(d_tokens.data(), 0x5A, d_tokens.bytes()));  // poison
+    cuda::Stream s;
+    cuda::launch_row_draws(d_logits.as<float>(), V, d_params.as<DrawParams>(), d_rows.as<int32_t>(),
+                           d_tokens.as<int32_t>(), R, s.get());
+    s.synchronize();
+    std::vector<int32_t> got(static_cast<size_t>(R));
+    d_tokens.download(got.data(), got.size() * 4);
+    int cut = 0;
+    for (int r = 0; r < R; ++r) {
+      const std::span<const float> row(logits.data() + rows[r] * V, static_cast<size_t>(V));
+      const bool finite = std::all_of(row.begin(), row.end(), [](float x) { return std::isfinite(x); });
+      const int32_t want = finite ? runtime::draw_token(row, params[r]) : -1;
+      cut += params[r].top_k > 0 || params[r].top_p < 1 || params[r].min_p > 0;
+      EXPECT_EQ(got[r], want) << "V " << V << ", draw " << r << " (row " << rows[r] << "): 1/T "
+                              << params[r].inv_temperature << ", top_k " << params[r].top_k << ", top_p "
+                              << params[r].top_p << ", min_p " << params[r].min_p << ", u " << params[r].u;
+    }
+    std::printf("[ row draws ] V %lld: %d draws, %d with a cut, equal to the host's\n", static_cast<long long>(V), R, cut);
+  }
+}
+
+namespace {
+
+/// The lane, drawing on the host: it asks for logits rows (Lane::draws false).
+class HostDraws : public Lane {
+ public:
+  explicit HostDraws(Lane& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  Provenance provenance() const override { return inner_.provenance(); }
+  const LaneLimits& limits() const override { return inner_.limits(); }
+  std::vector<SeqResult> step(std::span<const SeqStep> batch) override { return inner_.step(batch); }
+
+ private:
+  Lane& inner_;
+};
+
+}  // namespace
+
+TEST(RowDraws, SampledGenerationOnTheDeviceEqualsTheHostsDraws) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
+  auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256});
+  ASSERT_TRUE(lane->draws());
+  HostDraws host(*lane);
+  const std::vector<int32_t> prompt = {750, 282, 2075, 11, 25, 198};
+  for (const auto& [t, k, top_p] : std::vector<std::tuple<double, int64_t, double>>{{0.8, 0, 1}, {1.0, 50, 0.9}, {0.6, 20, 0.95}}) {
+    runtime::GenerateOptions o;
+    o.max_new_tokens = 48;
+    o.sampling.temperature = t;
+    o.sampling.top_k = k;
+    o.sampling.top_p = top_p;
+    o.sampling.seed = std::random_device{}();
+    const auto on_device = runtime::generate(*lane, prompt, o).tokens;
+    const auto on_host = runtime::generate(host, prompt, o).tokens;
+    EXPECT_EQ(on_device, on_host) << "temperature " << t << ", top_k " << k << ", top_p " << top_p << ", seed "
+                                  << o.sampling.seed;
+  }
+}
