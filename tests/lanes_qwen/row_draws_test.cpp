@@ -2,7 +2,8 @@
 // same token from the same row and parameters, bit for bit, since both make every weight, key
 // and sum with the same operations (draw_math.h). Fresh random rows and parameters each run
 // (the seed is printed), across the cuts' corners: ties, flat rows, T -> 0 and very hot T, top-k
-// of 1 and past the candidates, top-p far into the tail; a row holding a NaN or Inf gets -1; the
+// of 1 and past the candidates (the kernel's gathered path for top-k up to 1,024 and its radix
+// selects), top-p far into the tail; a row holding a NaN or Inf gets -1; the
 // tokens are poisoned before the kernel writes them. Then sampled generation on the hand-written
 // lane, drawn on the device, against the same lane drawing on the host.
 #include <gtest/gtest.h>
@@ -56,7 +57,9 @@ DrawParams random_params(std::mt19937_64& g, int64_t V) {
   const float t = std::array<float, 7>{1e-4f, 0.3f, 0.7f, 1.f, 1.5f, 100.f, 1e-38f}[g() % 7];
   p.inv_temperature = static_cast<float>(1.0 / t);
   if (g() % 9 == 0) p.inv_temperature = INFINITY;
-  p.top_k = static_cast<int32_t>(std::array<int64_t, 7>{0, 0, 1, 5, 50, V - 1, V + 5}[g() % 7]);
+  // 1,024 at V = 151,936: gathering the tokens above the threads' 1,024th largest key overflows the
+  // kernel's 4,096 places on most rows, so the radix path takes over there.
+  p.top_k = static_cast<int32_t>(std::array<int64_t, 8>{0, 0, 1, 5, 50, 1024, V - 1, V + 5}[g() % 8]);
   p.top_p = std::array<double, 6>{1, 1, 0.95, 0.5, 0.1, 0.9999}[g() % 6];
   p.min_p = std::array<float, 5>{0, 0, 0.05f, 0.5f, 1.f}[g() % 5];
   p.u = static_cast<double>(g() >> 11) * 0x1.0p-53;

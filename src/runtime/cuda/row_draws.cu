@@ -1,5 +1,7 @@
 // The device draw (row_draws_kernel.h): one block of 1,024 threads a row. Passes over the row, each a
-// read of V floats from L2: the max (and a NaN/Inf check); with min_p and top-k, the count of
+// read of V floats from L2: the max (and a NaN/Inf check). A top-k of at most 1,024 without
+// min_p then gathers a bound's few tokens into shared memory and finishes there (draw_top_k);
+// otherwise: with min_p and top-k, the count of
 // min_p's candidates; top-k's threshold key by a radix select over the 64-bit keys (8 bits a
 // pass, from the top, until the k-th key is pinned); top-p's the same over fixed-point masses;
 // then the draw: each thread sums the nucleus' masses of a contiguous run of ids, a block scan
@@ -22,6 +24,7 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kAll = 0xffffffffu;
 constexpr int kNoDigit = 256;  ///< the digit of an element outside the group a pass counts
+constexpr int kCompact = 4096;  ///< most tokens the top-k path gathers into shared memory
 
 struct Shared {
   unsigned count[256];
@@ -32,6 +35,8 @@ struct Shared {
   unsigned long long pick_need;  ///< what the chosen bin must still supply
   int pick_digit;
   unsigned pick_count;
+  unsigned gathered;                ///< the top-k path: tokens at or above its bound
+  unsigned long long list[kCompact];  ///< the top-k path: their keys
 };
 
 __device__ float block_max(float v, bool& any_bad, Shared& sh) {
@@ -63,6 +68,105 @@ __device__ unsigned long long block_sum(unsigned long long v, Shared& sh) {
   for (int w = 0; w < kWarps; ++w) s += sh.warp_u64[w];
   __syncthreads();
   return s;
+}
+
+/// The exclusive prefix sum of one value a thread, in thread order, and the block's total.
+__device__ void block_scan(unsigned long long v, unsigned long long& excl, unsigned long long& total, Shared& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned long long incl = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long t = __shfl_up_sync(kAll, incl, o);
+    if (lane >= o) incl += t;
+  }
+  if (lane == 31) sh.warp_u64[warp] = incl;
+  __syncthreads();
+  unsigned long long before = 0, all = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += sh.warp_u64[w];
+    all += sh.warp_u64[w];
+  }
+  __syncthreads();
+  excl = before + incl - v;
+  total = all;
+}
+
+/// Sorts keys a[0 .. P) (P a power of two) largest first: by the whole key (the order by logit),
+/// or by_id by its low word (0xFFFFFFFF - id: ascending ids). Bitonic: the block's threads share
+/// each step's compare-exchanges.
+__device__ void sort_descending(unsigned long long* a, int P, bool by_id) {
+  const unsigned long long m = by_id ? 0xFFFFFFFFull : ~0ull;
+  for (int k = 2; k <= P; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < P; i += kThreads) {
+        const int ixj = i ^ j;
+        if (ixj <= i) continue;
+        const unsigned long long x = a[i], y = a[ixj];
+        if ((i & k) == 0 ? (x & m) < (y & m) : (x & m) > (y & m)) {
+          a[i] = y;
+          a[ixj] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+/// The logit and the id a key (draw::key) was made of.
+__device__ __forceinline__ float key_logit(uint64_t key) {
+  uint32_t b = static_cast<uint32_t>(key >> 32);
+  b = (b & 0x80000000u) ? (b & 0x7FFFFFFFu) : ~b;
+  return __uint_as_float(b);
+}
+__device__ __forceinline__ int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
+
+/// Top-k of at most kThreads tokens without min_p, in two reads of the row: the k-th largest of
+/// the threads' largest keys bounds the top k from below (those k maxima are at or above it), so
+/// the tokens at or above it are gathered into shared memory and sorted there, and top-p and the
+/// draw run on the first k. Returns false (nothing drawn) when more than kCompact tokens pass the
+/// bound; the radix selects then run.
+__device__ bool draw_top_k(const float* row, int V, float top, const DrawParams& p, uint64_t thread_max, Shared& sh,
+                           int32_t* token) {
+  const int k = p.top_k;
+  sh.list[threadIdx.x] = thread_max;
+  if (threadIdx.x == 0) sh.gathered = 0;
+  __syncthreads();
+  sort_descending(sh.list, kThreads, false);
+  const uint64_t bound = sh.list[k - 1];
+  __syncthreads();
+  for (int i = threadIdx.x; i < V; i += kThreads) {
+    const uint64_t key = draw::key(row[i], i);
+    if (key < bound) continue;
+    const unsigned slot = atomicAdd(&sh.gathered, 1u);
+    if (slot < kCompact) sh.list[slot] = key;
+  }
+  __syncthreads();
+  const int n = static_cast<int>(sh.gathered);
+  if (n > kCompact) return false;
+  int P = 1;
+  while (P < n) P <<= 1;
+  for (int i = n + static_cast<int>(threadIdx.x); i < P; i += kThreads) sh.list[i] = 0;
+  __syncthreads();
+  sort_descending(sh.list, P, false);
+  // Thread j holds the j-th key of the order; the first k are top-k's.
+  const int j = threadIdx.x;
+  const uint64_t key = j < k ? sh.list[j] : 0;
+  const unsigned long long fixed = j < k ? draw::fixed(draw::weight(key_logit(key), top, p.inv_temperature)) : 0;
+  unsigned long long excl, mass;
+  block_scan(fixed, excl, mass, sh);
+  // Top-p: the head of the order up to the token whose running mass reaches the need.
+  const bool in = j < k && (p.top_p >= 1 || excl < draw::nucleus_need(p.top_p, mass));
+  // The draw runs in id order: the nucleus' keys sorted by id.
+  const int nucleus = static_cast<int>(__syncthreads_count(in));
+  int Q = 1;
+  while (Q < nucleus) Q <<= 1;
+  if (j < Q) sh.list[j] = in ? key : 0;
+  __syncthreads();
+  sort_descending(sh.list, Q, true);
+  const uint64_t mine = j < nucleus ? sh.list[j] : 0;
+  const unsigned long long w = j < nucleus ? draw::fixed(draw::weight(key_logit(mine), top, p.inv_temperature)) : 0;
+  block_scan(w, excl, mass, sh);
+  const unsigned long long target = draw::draw_target(p.u, mass);
+  if (excl <= target && target < excl + w) *token = key_id(mine);
+  return true;
 }
 
 /// Whether token i is a candidate at or above the selection's lower bound, and its fixed-point
@@ -160,16 +264,21 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
   const float* row = logits + static_cast<int64_t>(rows[blockIdx.x]) * V;
   float top = -INFINITY;
   bool bad = false;
+  uint64_t thread_max = 0;  // every key is above 0 (its low word is at least 2^31)
   for (int i = threadIdx.x; i < V; i += kThreads) {
     const float l = row[i];
     bad |= !isfinite(l);
     top = fmaxf(top, l);
+    thread_max = max(thread_max, draw::key(l, i));
   }
   top = block_max(top, bad, sh);
   if (bad) {
     if (threadIdx.x == 0) tokens[blockIdx.x] = -1;
     return;
   }
+  if (p.top_k > 0 && p.top_k <= kThreads && p.top_k < V && p.min_p == 0 &&
+      draw_top_k(row, V, top, p, thread_max, sh, &tokens[blockIdx.x]))
+    return;
   uint64_t lower = 0;
   if (p.top_k > 0) {
     unsigned long long candidates = static_cast<unsigned long long>(V);
@@ -201,20 +310,8 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
     uint64_t key, fixed;
     if (candidate(row, i, top, p, lower, 0, 0, key, fixed)) own += fixed;
   }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  unsigned long long incl = own;
-  for (int o = 1; o < 32; o <<= 1) {
-    const unsigned long long v = __shfl_up_sync(kAll, incl, o);
-    if (lane >= o) incl += v;
-  }
-  if (lane == 31) sh.warp_u64[warp] = incl;
-  __syncthreads();
-  unsigned long long warp_before = 0, mass = 0;
-  for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) warp_before += sh.warp_u64[w];
-    mass += sh.warp_u64[w];
-  }
-  const unsigned long long excl = warp_before + incl - own;
+  unsigned long long excl, mass;
+  block_scan(own, excl, mass, sh);
   const unsigned long long target = draw::draw_target(p.u, mass);
   if (excl <= target && target < excl + own) {
     unsigned long long running = excl;
