@@ -10,8 +10,8 @@
 // the lane's step call, its copies and the token round trip), generated tokens/s, and the step's
 // floor: max(weight bytes + the B sequences' K/V bytes over the copy bandwidth, FLOPs over the
 // tensor-core rate).
-// --sample lane|host times sampled decode (Qwen3's generation_config: temperature 0.6, top-k 20,
-// top-p 0.95): `lane` has every sequence draw its token on the lane (SeqStep::draw, what the
+// --sample lane|host times sampled decode (--sample-params T,K,P; Qwen3's generation_config by
+// default: temperature 0.6, top-k 20, top-p 0.95): `lane` has every sequence draw its token on the lane (SeqStep::draw, what the
 // scheduler asks of a GPU lane), `host` brings every logits row back and draws there (what a lane
 // without its own draws costs); the step's time includes the draws.
 // The decode sequences' earlier positions are not prefilled: each holds blocks of its own in the
@@ -59,6 +59,7 @@ struct BenchOpts {
   std::vector<int64_t> contexts{32};
   bool json = false;
   std::string sample = "none";  ///< none (greedy argmax), lane or host: see the top of the file
+  std::vector<double> sample_params{0.6, 20, 0.95};  ///< temperature, top-k, top-p of --sample
   lg::LaneOptions lane_options;
 };
 
@@ -96,12 +97,12 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-/// A draw at Qwen3's generation_config (temperature 0.6, top-k 20, top-p 0.95) with a fresh uniform.
-lg::DrawParams sampled(std::mt19937& rng) {
+/// A draw at --sample-params (temperature, top-k, top-p) with a fresh uniform.
+lg::DrawParams sampled(const std::vector<double>& tkp, std::mt19937& rng) {
   lg::DrawParams d;
-  d.inv_temperature = static_cast<float>(1.0 / 0.6);
-  d.top_k = 20;
-  d.top_p = 0.95;
+  d.inv_temperature = static_cast<float>(1.0 / tkp[0]);
+  d.top_k = static_cast<int32_t>(tkp[1]);
+  d.top_p = tkp[2];
   d.u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   return d;
 }
@@ -115,7 +116,8 @@ struct DecodeTiming {
 /// its own (see the top of the file); nullopt when the pool cannot hold them. Two untimed steps
 /// first (graph capture, cuBLASLt's algorithm choice).
 std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t steps, int32_t vocab,
-                                        const std::string& sample, std::mt19937& rng) {
+                                        const std::string& sample, const std::vector<double>& tkp,
+                                        std::mt19937& rng) {
   using clock = std::chrono::steady_clock;
   const lg::LaneLimits& lim = lane.limits();
   const int64_t warm = 2, last = context + warm + steps;  // positions context .. last - 1 are decoded
@@ -139,7 +141,7 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       q.start_pos = context + i;
       q.blocks = tables[static_cast<size_t>(b)];
       q.want_logits = sample == "host";
-      if (sample == "lane") q.draw = sampled(rng);
+      if (sample == "lane") q.draw = sampled(tkp, rng);
     }
     const auto t0 = clock::now();
     const auto res = lane.step(batch);
@@ -147,7 +149,7 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       const lg::SeqResult& r = res[static_cast<size_t>(b)];
       int32_t next = r.argmax;
       if (sample == "lane") next = r.drawn;
-      if (sample == "host") next = lg::runtime::draw_token(r.logits, sampled(rng));
+      if (sample == "host") next = lg::runtime::draw_token(r.logits, sampled(tkp, rng));
       if (next < 0) throw lg::Error("lg bench: a sampled step's logits were not finite");
       tokens[static_cast<size_t>(b)] = next;
     }
@@ -162,6 +164,11 @@ int run_bench(const BenchOpts& o) {
   const bool is_dir = !preset;
   if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
+  const auto& tkp = o.sample_params;
+  if (!(tkp[0] > 0) || !(tkp[1] >= 0 && tkp[1] <= INT32_MAX && tkp[1] == static_cast<int64_t>(tkp[1])) ||
+      !(tkp[2] > 0 && tkp[2] <= 1))
+    throw lg::Error(fmt::format("lg bench: --sample-params {},{},{}: a temperature > 0, a whole top-k >= 0 and a top-p in "
+                                "(0, 1] are needed", tkp[0], tkp[1], tkp[2]));
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
@@ -193,6 +200,7 @@ int run_bench(const BenchOpts& o) {
   r["lane"] = lane->name();
   r["provenance"] = lg::to_string(lane->provenance());
   r["sample"] = o.sample;
+  r["sample_params"] = o.sample_params;
   r["device"] = lg::cuda::device_description();
   r["load_s"] = load_s;
   r["kv_pool_tokens"] = lane->limits().pool_tokens();
@@ -238,7 +246,8 @@ int run_bench(const BenchOpts& o) {
   std::vector<std::string> skipped;
   for (int64_t C : o.contexts) {
     for (int64_t B : o.batches) {
-      auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample, rng);
+      auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample,
+                           o.sample_params, rng);
       if (!m) {
         skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
                                       B * (C + o.decode_tokens + 2), lane->limits().pool_tokens()));
@@ -291,8 +300,9 @@ int run_bench(const BenchOpts& o) {
   std::cout << fmt::format("  floors: weights {:.2f} GB over {:.2f} TB/s = {:.3f} ms; tensor cores {:.0f} TFLOP/s\n",
                            weight_bytes / 1e9, bw / 1e12, r["decode_floor_ms"].get<double>(), tc_rate / 1e12);
   if (o.sample != "none")
-    std::cout << "  decode steps sample every token (temperature 0.6, top-k 20, top-p 0.95), drawn "
-              << (o.sample == "lane" ? "on the lane\n" : "on the host from the logits rows\n");
+    std::cout << fmt::format("  decode steps sample every token (temperature {}, top-k {}, top-p {}), drawn {}\n",
+                             o.sample_params[0], o.sample_params[1], o.sample_params[2],
+                             o.sample == "lane" ? "on the lane" : "on the host from the logits rows");
   std::cout << "  decode   batch  context   step ms  (p10 .. p90)      tokens/s   floor ms  step/floor\n";
   for (const auto& e : decode)
     std::cout << fmt::format("         {:6} {:8} {:9.3f}  ({:.3f} .. {:.3f}) {:10.0f} {:10.3f} {:10.2f}\n",
@@ -341,6 +351,10 @@ LG_COMMAND("bench", [](CLI::App& app) {
                   "decode steps greedy (none), or sampling every token (temperature 0.6, top-k 20, top-p 0.95) "
                   "drawn on the lane (lane) or on the host from each logits row (host)")
       ->check(CLI::IsMember({"none", "lane", "host"}))
+      ->capture_default_str();
+  sub->add_option("--sample-params", o->sample_params, "--sample's temperature (> 0), top-k (0: off) and top-p (in (0, 1])")
+      ->delimiter(',')
+      ->expected(3)
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   lg::cli::add_lane_options(sub, o->lane_options);

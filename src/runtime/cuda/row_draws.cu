@@ -1,12 +1,13 @@
-// The device draw (row_draws_kernel.h): one block of 1,024 threads a row. Passes over the row, each a
-// read of V floats from L2: the max (and a NaN/Inf check). A top-k of at most 1,024 without
-// min_p then gathers a bound's few tokens into shared memory and finishes there (draw_top_k);
-// otherwise: with min_p and top-k, the count of
-// min_p's candidates; top-k's threshold key by a radix select over the 64-bit keys (8 bits a
-// pass, from the top, until the k-th key is pinned); top-p's the same over fixed-point masses;
-// then the draw: each thread sums the nucleus' masses of a contiguous run of ids, a block scan
-// finds the run holding the target, and its thread walks it. Every weight, key and sum is
-// runtime/draw_math.h's, as in the host's draw_token.
+// The device draw (row_draws_kernel.h): one block of 1,024 threads a row, each pass a read of the
+// row's V floats from L2. The first finds the max (and any NaN/Inf) and each thread's largest key.
+// A cut (top-k, top-p) then gathers the tokens it may keep into shared memory and finishes there
+// (draw_gathered): below a bound taken from the threads' largest keys, sorted (the k-th largest
+// holds a top-k's k tokens; else a pass counts what eleven such bounds hold and picks the highest
+// that holds the cut's tokens within 4,096 places). Where no bound does (a flat row's nucleus of
+// many thousand tokens), radix selects over the 64-bit keys (8 bits a pass) find top-k's and
+// top-p's bounds. The draw itself: each thread sums the kept masses of a contiguous run of ids, a
+// block scan finds the run holding the target, and its thread walks it. Every weight, key and
+// sum is runtime/draw_math.h's, as in the host's draw_token.
 #include "runtime/cuda/row_draws_kernel.h"
 
 #include <cstdint>
@@ -118,57 +119,6 @@ __device__ __forceinline__ float key_logit(uint64_t key) {
 }
 __device__ __forceinline__ int key_id(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
 
-/// Top-k of at most kThreads tokens without min_p, in two reads of the row: the k-th largest of
-/// the threads' largest keys bounds the top k from below (those k maxima are at or above it), so
-/// the tokens at or above it are gathered into shared memory and sorted there, and top-p and the
-/// draw run on the first k. Returns false (nothing drawn) when more than kCompact tokens pass the
-/// bound; the radix selects then run.
-__device__ bool draw_top_k(const float* row, int V, float top, const DrawParams& p, uint64_t thread_max, Shared& sh,
-                           int32_t* token) {
-  const int k = p.top_k;
-  sh.list[threadIdx.x] = thread_max;
-  if (threadIdx.x == 0) sh.gathered = 0;
-  __syncthreads();
-  sort_descending(sh.list, kThreads, false);
-  const uint64_t bound = sh.list[k - 1];
-  __syncthreads();
-  for (int i = threadIdx.x; i < V; i += kThreads) {
-    const uint64_t key = draw::key(row[i], i);
-    if (key < bound) continue;
-    const unsigned slot = atomicAdd(&sh.gathered, 1u);
-    if (slot < kCompact) sh.list[slot] = key;
-  }
-  __syncthreads();
-  const int n = static_cast<int>(sh.gathered);
-  if (n > kCompact) return false;
-  int P = 1;
-  while (P < n) P <<= 1;
-  for (int i = n + static_cast<int>(threadIdx.x); i < P; i += kThreads) sh.list[i] = 0;
-  __syncthreads();
-  sort_descending(sh.list, P, false);
-  // Thread j holds the j-th key of the order; the first k are top-k's.
-  const int j = threadIdx.x;
-  const uint64_t key = j < k ? sh.list[j] : 0;
-  const unsigned long long fixed = j < k ? draw::fixed(draw::weight(key_logit(key), top, p.inv_temperature)) : 0;
-  unsigned long long excl, mass;
-  block_scan(fixed, excl, mass, sh);
-  // Top-p: the head of the order up to the token whose running mass reaches the need.
-  const bool in = j < k && (p.top_p >= 1 || excl < draw::nucleus_need(p.top_p, mass));
-  // The draw runs in id order: the nucleus' keys sorted by id.
-  const int nucleus = static_cast<int>(__syncthreads_count(in));
-  int Q = 1;
-  while (Q < nucleus) Q <<= 1;
-  if (j < Q) sh.list[j] = in ? key : 0;
-  __syncthreads();
-  sort_descending(sh.list, Q, true);
-  const uint64_t mine = j < nucleus ? sh.list[j] : 0;
-  const unsigned long long w = j < nucleus ? draw::fixed(draw::weight(key_logit(mine), top, p.inv_temperature)) : 0;
-  block_scan(w, excl, mass, sh);
-  const unsigned long long target = draw::draw_target(p.u, mass);
-  if (excl <= target && target < excl + w) *token = key_id(mine);
-  return true;
-}
-
 /// Whether token i is a candidate at or above the selection's lower bound, and its fixed-point
 /// weight when it is. The key is tested first: once a cut has narrowed the tokens, most fail it,
 /// and the exp is skipped for them.
@@ -180,6 +130,136 @@ __device__ __forceinline__ bool candidate(const float* row, int i, float top, co
   const float w = draw::weight(l, top, p.inv_temperature);
   fixed = draw::fixed(w);
   return w >= p.min_p;
+}
+
+constexpr int kPerThread = kCompact / kThreads;  ///< gathered tokens a thread scans
+
+/// Thread t's kPerThread running sums of the gathered tokens t * kPerThread .. (values v[]), each
+/// made exclusive over the block: excl[e] is the sum of every value before token e.
+__device__ unsigned long long block_scan_chunks(const unsigned long long (&v)[kPerThread],
+                                                unsigned long long (&excl)[kPerThread], Shared& sh) {
+  unsigned long long own = 0;
+  for (int e = 0; e < kPerThread; ++e) own += v[e];
+  unsigned long long before, total;
+  block_scan(own, before, total, sh);
+  for (int e = 0; e < kPerThread; ++e) {
+    excl[e] = before;
+    before += v[e];
+  }
+  return total;
+}
+
+/// The candidates (min_p) at or above `bound` gathered into shared memory, sorted by key there,
+/// cut by top-k (when `cut_k`) and top-p (the need taken of the kept mass: the first top_k's when
+/// top-k cuts, else `mass_c`, every candidate's), then drawn. The caller has made sure the bound
+/// holds every kept token (the top k, or a head of the order reaching top-p's need). Returns false
+/// (nothing drawn) when more than kCompact tokens pass the bound; the radix selects then run.
+__device__ bool draw_gathered(const float* row, int V, float top, const DrawParams& p, uint64_t bound, bool cut_k,
+                              unsigned long long mass_c, Shared& sh, int32_t* token) {
+  if (threadIdx.x == 0) sh.gathered = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < V; i += kThreads) {
+    uint64_t key, fixed;
+    if (!candidate(row, i, top, p, bound, 0, 0, key, fixed)) continue;
+    const unsigned slot = atomicAdd(&sh.gathered, 1u);
+    if (slot < kCompact) sh.list[slot] = key;
+  }
+  __syncthreads();
+  const int n = static_cast<int>(sh.gathered);
+  if (n > kCompact) return false;
+  int P = 1;
+  while (P < n) P <<= 1;
+  for (int i = n + static_cast<int>(threadIdx.x); i < P; i += kThreads) sh.list[i] = 0;
+  __syncthreads();
+  sort_descending(sh.list, P, false);
+  // Thread t holds tokens t * kPerThread .. of the order; the first `kept` are top-k's.
+  const int kept = cut_k ? min(n, p.top_k) : n, first = static_cast<int>(threadIdx.x) * kPerThread;
+  uint64_t keys[kPerThread];
+  unsigned long long w[kPerThread], excl[kPerThread];
+  for (int e = 0; e < kPerThread; ++e) {
+    keys[e] = first + e < kept ? sh.list[first + e] : 0;
+    w[e] = first + e < kept ? draw::fixed(draw::weight(key_logit(keys[e]), top, p.inv_temperature)) : 0;
+  }
+  const unsigned long long mass = block_scan_chunks(w, excl, sh);
+  // Top-p: the head of the order up to the token whose running mass reaches the need.
+  const unsigned long long need = p.top_p < 1 ? draw::nucleus_need(p.top_p, cut_k ? mass : mass_c) : ~0ull;
+  int in = 0;
+  for (int e = 0; e < kPerThread; ++e) in += first + e < kept && (p.top_p >= 1 || excl[e] < need);
+  // (block_sum's barriers also keep the list until every thread holds its keys.)
+  const int N = static_cast<int>(block_sum(static_cast<unsigned long long>(in), sh));
+  // The draw runs in id order: the nucleus (a head of the order) sorted by id.
+  int Q = 1;
+  while (Q < N) Q <<= 1;
+  for (int e = 0; e < kPerThread; ++e)
+    if (first + e < Q) sh.list[first + e] = first + e < N ? keys[e] : 0;
+  __syncthreads();
+  sort_descending(sh.list, Q, true);
+  for (int e = 0; e < kPerThread; ++e) {
+    keys[e] = first + e < N ? sh.list[first + e] : 0;
+    w[e] = first + e < N ? draw::fixed(draw::weight(key_logit(keys[e]), top, p.inv_temperature)) : 0;
+  }
+  const unsigned long long total = block_scan_chunks(w, excl, sh);
+  const unsigned long long target = draw::draw_target(p.u, total);
+  for (int e = 0; e < kPerThread; ++e)
+    if (excl[e] <= target && target < excl[e] + w[e]) *token = key_id(keys[e]);
+  return true;
+}
+
+/// Bounds for draw_gathered from the threads' largest keys, sorted into sh.list[0 .. kThreads):
+/// the 2^j-th largest for j = 0 .. 10, and one pass over the row counting, for each bound, the
+/// candidates (min_p) at or above it and their mass. Picks the highest bound that holds what the
+/// cuts keep and at most kCompact tokens; `mass_c` gets every candidate's mass. Returns 0 when
+/// none does (the caller runs the radix selects).
+__device__ uint64_t gather_bound(const float* row, int V, float top, const DrawParams& p, unsigned long long& mass_c,
+                                 bool& cut_k, Shared& sh) {
+  constexpr int kBounds = 11;
+  if (threadIdx.x < 32) {
+    sh.count[threadIdx.x] = 0;
+    sh.mass[threadIdx.x] = 0;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  for (int i0 = 0; i0 < V; i0 += kThreads) {
+    const int i = i0 + static_cast<int>(threadIdx.x);
+    int slot = kNoDigit;
+    uint64_t key = 0, fixed = 0;
+    if (i < V && candidate(row, i, top, p, 0, 0, 0, key, fixed)) {
+      slot = kBounds;  // below every bound: counted in the candidates' totals only
+      for (int j = 0; j < kBounds; ++j)
+        if (key >= sh.list[(1 << j) - 1]) {
+          slot = j;
+          break;
+        }
+    }
+    if (slot == kNoDigit) fixed = 0;
+    const unsigned group = __match_any_sync(kAll, slot);
+    const unsigned hi = __reduce_add_sync(group, static_cast<unsigned>(fixed >> 20));
+    const unsigned lo = __reduce_add_sync(group, static_cast<unsigned>(fixed & 0xFFFFFu));
+    if (slot != kNoDigit && lane == __ffs(group) - 1) {
+      atomicAdd(&sh.count[slot], static_cast<unsigned>(__popc(group)));
+      atomicAdd(&sh.mass[slot], (static_cast<unsigned long long>(hi) << 20) + lo);
+    }
+  }
+  __syncthreads();
+  unsigned long long n_c = 0;
+  mass_c = 0;
+  for (int j = 0; j <= kBounds; ++j) {
+    n_c += sh.count[j];
+    mass_c += sh.mass[j];
+  }
+  cut_k = p.top_k > 0 && static_cast<unsigned long long>(p.top_k) < n_c;
+  const unsigned long long need = p.top_p < 1 ? draw::nucleus_need(p.top_p, mass_c) : 0;
+  unsigned long long count = 0, mass = 0;
+  uint64_t bound = 0;
+  for (int j = 0; j < kBounds && bound == 0; ++j) {
+    count += sh.count[j];
+    mass += sh.mass[j];
+    if (count > kCompact) break;
+    const bool holds = cut_k ? count >= static_cast<unsigned long long>(p.top_k) : (p.top_p < 1 && mass >= need);
+    if (holds) bound = sh.list[(1 << j) - 1];
+  }
+  __syncthreads();
+  return bound;
 }
 
 /// The radix select: the key kappa such that the candidates with key >= kappa are the first
@@ -276,9 +356,23 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
     if (threadIdx.x == 0) tokens[blockIdx.x] = -1;
     return;
   }
-  if (p.top_k > 0 && p.top_k <= kThreads && p.top_k < V && p.min_p == 0 &&
-      draw_top_k(row, V, top, p, thread_max, sh, &tokens[blockIdx.x]))
-    return;
+  if (p.top_k > 0 || p.top_p < 1) {
+    // A cut: gather the tokens it may keep into shared memory. The threads' largest keys, sorted,
+    // give the bounds: the k-th largest holds a top-k's k tokens (those maxima) when min_p is off;
+    // otherwise a pass counts what each of eleven bounds holds.
+    sh.list[threadIdx.x] = thread_max;
+    __syncthreads();
+    sort_descending(sh.list, kThreads, false);
+    bool cut_k = true;
+    unsigned long long mass_c = 0;
+    uint64_t bound = 0;
+    if (p.top_k > 0 && p.top_k <= kThreads && p.top_k < V && p.min_p == 0)
+      bound = sh.list[p.top_k - 1];
+    else
+      bound = gather_bound(row, V, top, p, mass_c, cut_k, sh);
+    __syncthreads();
+    if (bound != 0 && draw_gathered(row, V, top, p, bound, cut_k, mass_c, sh, &tokens[blockIdx.x])) return;
+  }
   uint64_t lower = 0;
   if (p.top_k > 0) {
     unsigned long long candidates = static_cast<unsigned long long>(V);
