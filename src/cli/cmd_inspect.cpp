@@ -146,6 +146,9 @@ std::vector<Group> facts(const lg::model::ModelConfig& config, const lg::model::
   };
   const Fact* hidden = first_of({"hidden_size", "n_embd"});
   const Fact* heads = first_of({"num_attention_heads", "n_head"});
+  // Gemma3TextConfig defaults an absent head_dim to 256, not hidden / heads (ModelConfig reads it so).
+  if (!fact(dims, "head_dim") && config.model_type == "gemma3_text" && config.head_dim > 0)
+    dims.facts.push_back({"head_dim", "head_dim", config.head_dim, "(derived: Gemma3TextConfig's default)"});
   if (!fact(dims, "head_dim") && hidden && heads && hidden->value.is_number_integer() && heads->value.is_number_integer() &&
       heads->value.get<int64_t>() > 0 && hidden->value.get<int64_t>() % heads->value.get<int64_t>() == 0)
     dims.facts.push_back({"head_dim", "head_dim", hidden->value.get<int64_t>() / heads->value.get<int64_t>(),

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -133,6 +134,23 @@ std::optional<int64_t> opt_positive(const nlohmann::json& j, const std::string& 
   return v;
 }
 
+// Gemma3TextConfig (transformers 5.17) types num_key_value_heads, head_dim and
+// query_pre_attn_scalar `int` with a default (4, 256, 256): an absent field is the default, but its
+// strict validation refuses an explicit null ("Field 'head_dim' expected int, got NoneType")
+// before any model is built. Not Llama's reading (null or absent: MHA, hidden_size / heads).
+constexpr int64_t kGemma3KvHeads = 4, kGemma3HeadDim = 256;
+
+void refuse_gemma3_text_nulls(const nlohmann::json& j, const std::string& src) {
+  for (auto [field, fallback] : {std::pair{"num_key_value_heads", kGemma3KvHeads}, std::pair{"head_dim", kGemma3HeadDim},
+                                 std::pair{"query_pre_attn_scalar", int64_t{256}}}) {
+    const auto it = j.find(field);
+    if (it != j.end() && it->is_null())
+      throw Error(fmt::format("{}: field '{}' is null: transformers' Gemma3TextConfig requires an integer there and "
+                              "refuses null; leave the field out for its default ({})",
+                              src, field, fallback));
+  }
+}
+
 }  // namespace
 
 ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
@@ -157,11 +175,14 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   c.intermediate_size = opt_positive(j, "intermediate_size", src).value_or(0);
   c.num_hidden_layers = opt_positive(j, "num_hidden_layers", src).value_or(0);
   c.num_attention_heads = opt_positive(j, "num_attention_heads", src).value_or(0);
+  const bool gemma3 = c.model_type == "gemma3_text";
+  if (gemma3) refuse_gemma3_text_nulls(j, src);
   if (auto kv = opt_positive(j, "num_key_value_heads", src)) {
     c.num_key_value_heads = *kv;
   } else {
-    // null or absent: MHA, as transformers' Llama-style configs read it (Qwen: read_qwen_fields).
-    c.num_key_value_heads = c.num_attention_heads;
+    // null or absent: MHA, as transformers' Llama-style configs read it (Qwen: read_qwen_fields);
+    // absent in Gemma 3 (null is refused above): Gemma3TextConfig's default.
+    c.num_key_value_heads = gemma3 ? kGemma3KvHeads : c.num_attention_heads;
     c.num_key_value_heads_defaulted = true;
   }
   if (c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads != 0)
@@ -170,6 +191,8 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
                             src, c.num_attention_heads, c.num_key_value_heads));
   if (auto hd = opt_positive(j, "head_dim", src)) {
     c.head_dim = *hd;
+  } else if (gemma3) {
+    c.head_dim = kGemma3HeadDim;  // Gemma3TextConfig's default, whatever hidden_size / heads is
   } else if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads == 0) {
     c.head_dim = c.hidden_size / c.num_attention_heads;  // what the modeling code derives
     c.head_dim_derived = true;

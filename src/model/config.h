@@ -35,11 +35,13 @@ struct ModelConfig {
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
   /// null or absent -> num_attention_heads (MHA). For Qwen, whose config classes default an
-  /// absent field to 32, an absent field is accepted only where 32 == num_attention_heads.
+  /// absent field to 32, an absent field is accepted only where 32 == num_attention_heads. For
+  /// gemma3_text, absent -> 4 (Gemma3TextConfig's default) and null is refused, as transformers does.
   int64_t num_key_value_heads = 0;
   bool num_key_value_heads_defaulted = false;
   /// Absent: hidden_size / num_attention_heads when both are present and divide (Qwen3Config
-  /// defaults it to 128, so for qwen3 an absent field is accepted only where both readings agree).
+  /// defaults it to 128, so for qwen3 an absent field is accepted only where both readings agree;
+  /// gemma3_text: 256, Gemma3TextConfig's default, and a null field is refused).
   int64_t head_dim = 0;
   bool head_dim_derived = false;
 
@@ -78,10 +80,12 @@ struct ModelConfig {
 
 /// Parses a config.json document. `source_name` names the file in messages. Throws lg::Error
 /// naming the file and field for a missing model_type, a field of the wrong type, a module size
-/// written as a float (`"num_hidden_layers": 8.0`: transformers refuses it too), a non-positive
-/// dimension, head counts that do not divide, rope thetas that disagree, and a layer_types list
-/// whose length is not num_hidden_layers. For model_type qwen2/qwen3 also what read_qwen_fields
-/// throws (missing required fields, ambiguous defaults, RoPE scaling, sliding windows).
+/// written as a float (`"num_hidden_layers": 8.0`: transformers refuses it too), a null
+/// num_key_value_heads, head_dim or query_pre_attn_scalar of a gemma3_text config (Gemma3TextConfig
+/// refuses it too), a non-positive dimension, head counts that do not divide, rope thetas that
+/// disagree, and a layer_types list whose length is not num_hidden_layers. For model_type
+/// qwen2/qwen3 also what read_qwen_fields throws (missing required fields, ambiguous defaults,
+/// RoPE scaling, sliding windows).
 ModelConfig parse_config(const nlohmann::json& json, const std::string& source_name);
 /// The hand-written Qwen lane's reading of a Qwen2/Qwen3 config (qwen_config.cpp), applied by
 /// parse_config after the generic one: "<source>: missing required field 'hidden_size'" for a

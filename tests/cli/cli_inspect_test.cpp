@@ -189,6 +189,22 @@ TEST(CliInspect, ConfigBesideAPickleNamesThePickle) {
   std::filesystem::remove_all(dir);
 }
 
+// Gemma3TextConfig defaults an absent head_dim to 256: inspect showed hidden / heads "derived".
+TEST(CliInspect, Gemma3WithoutHeadDimShowsItsConfigClassDefault) {
+  const auto dir = std::filesystem::temp_directory_path() / "lg_inspect_gemma3_head_dim";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = config_of("tiny-gemma3");
+  config.erase("head_dim");
+  std::ofstream(dir / "config.json") << config.dump();
+  const CliRun r = run_lg("inspect --json " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["dims"]["head_dim"], 256) << j["dims"];  // not 64 / 4
+  EXPECT_EQ(j["dims"]["head_dim_derived"], true);
+  std::filesystem::remove_all(dir);
+}
+
 // A directory with a config.json and no weights (bench/shapes/*, lg bench --shape's input) is
 // described from its config and program, saying there are no weights, instead of being refused for
 // lacking model.safetensors. Llama 3.1 8B's count is checked against its published 8,030,261,248

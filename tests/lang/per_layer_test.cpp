@@ -216,4 +216,38 @@ TEST(PerLayer, Gemma3SlidingWindowAbsentIsTheDefaultAndNullIsRefused) {
   EXPECT_EQ(windows(gemma3(config)), (std::vector<int64_t>{0, 0, 0, 0}));
 }
 
+// Gemma3TextConfig (transformers 5.17) types num_key_value_heads, head_dim and
+// query_pre_attn_scalar `int` with defaults 4, 256 and 256: an absent key is the default, an
+// explicit null fails its strict validation. gemma3_text.lg took a null for the default.
+TEST(PerLayer, Gemma3AbsentDimsAreTheConfigDefaultsAndANullOneIsRefused) {
+  const auto base = load_json(kShared + "/fixtures/tiny-gemma3/config.json");
+  auto kcache = [](const lg::ir::Graph& g) {  // [L, KV, S, Dh]
+    const auto& s = g.states.at(0).shape;
+    return std::pair{s.at(1).coeff, s.at(3).coeff};
+  };
+  auto config = base;
+  config["num_attention_heads"] = 8;
+  config.erase("num_key_value_heads");
+  EXPECT_EQ(kcache(gemma3(config)).first, 4);
+  config = base;
+  config.erase("head_dim");
+  EXPECT_EQ(kcache(gemma3(config)).second, 256);
+  config = base;
+  config.erase("query_pre_attn_scalar");
+  EXPECT_EQ(attentions(gemma3(config)).at(0).scale, 1.0 / 16);  // 256 ** -0.5
+  for (const char* field : {"num_key_value_heads", "head_dim", "query_pre_attn_scalar"}) {
+    SCOPED_TRACE(field);
+    config = base;
+    config[field] = nullptr;
+    try {
+      gemma3(config);
+      ADD_FAILURE() << "a null " << field << " was accepted";
+    } catch (const lg::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("gemma3_text.lg: config.json's ") + field + " is null"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace

@@ -436,6 +436,35 @@ TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
   EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }), "config.json: missing required field 'model_type'");
 }
 
+// Gemma3TextConfig (transformers 5.17, a strict dataclass) defaults an absent num_key_value_heads
+// to 4 and head_dim to 256, and refuses an explicit null for them and query_pre_attn_scalar ("Field
+// 'head_dim' expected int, got NoneType"). The generic reading made an absent or null
+// num_key_value_heads MHA and head_dim hidden_size / heads: lg bench's floor and lg inspect
+// sized another model.
+TEST(Config, Gemma3AbsentDimsAreItsConfigClassDefaultsAndNullIsRefused) {
+  auto j = read_json_file(kShared / "fixtures/tiny-gemma3/config.json");
+  j["num_attention_heads"] = 8;  // so that neither default is the Llama-style reading
+  j.erase("num_key_value_heads");
+  j.erase("head_dim");
+  const auto c = parse_config(j, "config.json");
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_TRUE(c.num_key_value_heads_defaulted);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_FALSE(c.head_dim_derived);
+  for (const char* field : {"num_key_value_heads", "head_dim", "query_pre_attn_scalar"}) {
+    SCOPED_TRACE(field);
+    auto n = j;
+    n[field] = nullptr;
+    const std::string e = error_of([&] { parse_config(n, "config.json"); });
+    EXPECT_HAS(e, std::string("config.json: field '") + field + "' is null");
+    EXPECT_HAS(e, "Gemma3TextConfig");
+  }
+  // Another family keeps its own reading of a null (LlamaConfig: MHA).
+  auto llama = read_json_file(kShared / "fixtures/tiny-llama3/config.json");
+  llama["num_key_value_heads"] = nullptr;
+  EXPECT_EQ(parse_config(llama, "config.json").num_key_value_heads, llama["num_attention_heads"].get<int64_t>());
+}
+
 // lg bench's floor for a mixture of experts counts the weights a token reads: attention, the
 // router and k of E experts per sparse layer, the LM head. Qwen3-30B-A3B (bench/shapes): 48 layers
 // of q/k/v/o (18,874,368 weights) + router 128 x 2048 + 8 x 3 x 768 x 2048, head 151,936 x 2048.
