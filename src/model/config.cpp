@@ -134,6 +134,17 @@ std::optional<int64_t> opt_positive(const nlohmann::json& j, const std::string& 
   return v;
 }
 
+// transformers' config class of a model_type lanegraph has a program for; nullptr for another.
+const char* config_class(const std::string& model_type) {
+  static const std::pair<const char*, const char*> kClasses[] = {
+      {"qwen2", "Qwen2Config"},     {"qwen3", "Qwen3Config"},     {"qwen3_moe", "Qwen3MoeConfig"},
+      {"llama", "LlamaConfig"},     {"mistral", "MistralConfig"}, {"phi3", "Phi3Config"},
+      {"gpt2", "GPT2Config"},       {"gemma3_text", "Gemma3TextConfig"}};
+  for (const auto& [type, cls] : kClasses)
+    if (model_type == type) return cls;
+  return nullptr;
+}
+
 // Gemma3TextConfig (transformers 5.17) types num_key_value_heads, head_dim and
 // query_pre_attn_scalar `int` with a default (4, 256, 256): an absent field is the default, but its
 // strict validation refuses an explicit null ("Field 'head_dim' expected int, got NoneType")
@@ -206,6 +217,14 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   c.max_position_embeddings = opt_positive(j, "max_position_embeddings", src).value_or(0);
   // transformers' Llama-style configs (Llama, Mistral, Qwen, Phi-3) default hidden_act to silu.
   c.hidden_act = opt_string(j, "hidden_act", src).value_or("silu");
+  // The config class of every family lanegraph runs types it `bool` (transformers 5.17), and its
+  // strict validation refuses an explicit null: read as absent, it untied (here) or tied (gpt2.lg,
+  // gemma3_text.lg) the LM head by guess.
+  if (const auto it = j.find("tie_word_embeddings"); it != j.end() && it->is_null())
+    if (const char* cls = config_class(c.model_type))
+      throw Error(fmt::format("{}: field 'tie_word_embeddings' is null: transformers' {} requires true or false "
+                              "there and refuses null; leave the field out for its default",
+                              src, cls));
   c.tie_word_embeddings = opt_bool(j, "tie_word_embeddings", src).value_or(false);
   c.attention_bias = opt_bool(j, "attention_bias", src).value_or(false);
   c.qkv_bias = c.o_bias = c.attention_bias;

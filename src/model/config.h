@@ -52,7 +52,9 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   std::string hidden_act = "silu";   ///< as read; absent: "silu", Llama-style configs' default
 
-  bool tie_word_embeddings = false;  ///< HF default false: lm_head.weight is its own tensor
+  /// HF default false: lm_head.weight is its own tensor (gpt2.lg and gemma3_text.lg default to
+  /// true, as their config classes). null is refused: transformers' config classes refuse it.
+  bool tie_word_embeddings = false;
   /// Bias terms, as transformers' Llama-style attention reads `attention_bias` (q, k, v and o
   /// alike). Qwen2 always has q/k/v bias and no o bias (its config has no field for it).
   bool attention_bias = false;       ///< the field as read (false if absent)
@@ -82,10 +84,11 @@ struct ModelConfig {
 /// naming the file and field for a missing model_type, a field of the wrong type, a module size
 /// written as a float (`"num_hidden_layers": 8.0`: transformers refuses it too), a null
 /// num_key_value_heads, head_dim or query_pre_attn_scalar of a gemma3_text config (Gemma3TextConfig
-/// refuses it too), a non-positive dimension, head counts that do not divide, rope thetas that
-/// disagree, and a layer_types list whose length is not num_hidden_layers. For model_type
-/// qwen2/qwen3 also what read_qwen_fields throws (missing required fields, ambiguous defaults,
-/// RoPE scaling, sliding windows).
+/// refuses it too), a null tie_word_embeddings (every family's config class refuses it), a
+/// non-positive dimension, head counts that do not divide, rope thetas that disagree, and a
+/// layer_types list whose length is not num_hidden_layers. For model_type qwen2/qwen3 also what
+/// read_qwen_fields throws (missing required fields, ambiguous defaults, RoPE scaling, sliding
+/// windows).
 ModelConfig parse_config(const nlohmann::json& json, const std::string& source_name);
 /// The hand-written Qwen lane's reading of a Qwen2/Qwen3 config (qwen_config.cpp), applied by
 /// parse_config after the generic one: "<source>: missing required field 'hidden_size'" for a

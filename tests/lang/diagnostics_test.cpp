@@ -464,6 +464,38 @@ TEST(Diagnostics, AConfigOfAnotherFamilyGetsOnlyTheModelTypeError) {
   EXPECT_EQ(refused, 8 * 7);  // every fixture is one program's family
 }
 
+// Every family's transformers config class (5.17) types tie_word_embeddings `bool` and its strict
+// validation refuses an explicit null. `config.tie_word_embeddings ?? <default>` read a null as
+// the default: gpt2.lg and gemma3_text.lg tied the LM head, the others untied it. Each program now
+// refuses it with one error naming the field; absent is still the class's default.
+TEST(Diagnostics, ANullTieWordEmbeddingsIsRefusedByEveryProgram) {
+  const std::pair<std::string, std::string> families[] = {
+      {"gemma3_text", "tiny-gemma3"}, {"gpt2", "tiny-gpt2"},   {"llama", "tiny-llama3"}, {"mistral", "tiny-mistral"},
+      {"phi3", "tiny-phi3"},          {"qwen2", "tiny-qwen2"}, {"qwen3", "tiny-qwen3"},  {"qwen3_moe", "tiny-qwen3-moe"}};
+  for (const auto& [name, fixture] : families) {
+    SCOPED_TRACE(name);
+    const std::string path = std::string(LG_SOURCE_DIR) + "/models/" + name + ".lg";
+    const std::string text = read_text(path);
+    std::ifstream in(std::string(LG_SHARED_DIR) + "/fixtures/" + fixture + "/config.json");
+    auto cfg = nlohmann::json::parse(in);
+    cfg["tie_word_embeddings"] = nullptr;
+    auto out = lg::lang::check_source(name + ".lg", text, cfg, {});
+    ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+    EXPECT_EQ(out.diagnostics[0].message.rfind(
+                  "requirement failed: " + name + ".lg: config.json's tie_word_embeddings is null", 0),
+              0u)
+        << out.rendered;
+    // Absent: GPT2Config's and Gemma3TextConfig's default ties the head, the others' unties it.
+    cfg.erase("tie_word_embeddings");
+    const lg::ir::Graph g = lg::lang::lower_file(path, cfg, {.max_seq = 32});
+    // (A tied head is the embedding's param: no param reads lm_head.weight.)
+    const bool own_head = std::any_of(g.params.begin(), g.params.end(),
+                                      [](const auto& p) { return p.tensor.ends_with("lm_head.weight"); });
+    const bool tied_by_default = name == "gpt2" || name == "gemma3_text";
+    EXPECT_EQ(own_head, !tied_by_default);
+  }
+}
+
 // A query-heads-per-KV-head group past int32 (2^32 + 1 heads over 1 KV head) is refused at the
 // attention, not wrapped into the IR where the verifier failed it after `lg check` passed.
 TEST(Diagnostics, AnAttentionGroupPastInt32IsRefused) {

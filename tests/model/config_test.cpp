@@ -465,6 +465,26 @@ TEST(Config, Gemma3AbsentDimsAreItsConfigClassDefaultsAndNullIsRefused) {
   EXPECT_EQ(parse_config(llama, "config.json").num_key_value_heads, llama["num_attention_heads"].get<int64_t>());
 }
 
+// Every family's transformers config class (5.17) types tie_word_embeddings `bool`, and its strict
+// validation refuses null: parse_config read a null as absent, false, and the hand-written lane
+// ran a tied Qwen checkpoint with an lm_head it does not have (or guessed the other way).
+TEST(Config, ANullTieWordEmbeddingsIsRefused) {
+  const std::pair<const char*, const char*> families[] = {
+      {"tiny-gemma3", "Gemma3TextConfig"}, {"tiny-gpt2", "GPT2Config"},   {"tiny-llama3", "LlamaConfig"},
+      {"tiny-mistral", "MistralConfig"},   {"tiny-phi3", "Phi3Config"},   {"tiny-qwen2", "Qwen2Config"},
+      {"tiny-qwen3", "Qwen3Config"},       {"tiny-qwen3-moe", "Qwen3MoeConfig"}};
+  for (const auto& [fixture, cls] : families) {
+    SCOPED_TRACE(fixture);
+    auto j = read_json_file(kShared / "fixtures" / fixture / "config.json");
+    j["tie_word_embeddings"] = nullptr;
+    EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }),
+              std::string("config.json: field 'tie_word_embeddings' is null: transformers' ") + cls +
+                  " requires true or false there and refuses null; leave the field out for its default");
+    j.erase("tie_word_embeddings");
+    EXPECT_NO_THROW(parse_config(j, "config.json"));
+  }
+}
+
 // lg bench's floor for a mixture of experts counts the weights a token reads: attention, the
 // router and k of E experts per sparse layer, the LM head. Qwen3-30B-A3B (bench/shapes): 48 layers
 // of q/k/v/o (18,874,368 weights) + router 128 x 2048 + 8 x 3 x 768 x 2048, head 151,936 x 2048.
