@@ -18,6 +18,16 @@ namespace {
 
 using Index = std::array<int64_t, 8>;
 
+/// A value stored as i32, as the reference (ir/cpu_ops.cpp's to_int) and the emitted kernels store
+/// it: truncated toward zero, NaN 0, and saturated at the i32 range's ends (+-inf included). A
+/// plain trunc kept NaN, infinities and 3e9 as they were, which the reference never holds.
+double to_i32(double r) {
+  if (std::isnan(r)) return 0;
+  if (r >= 2147483647.0) return 2147483647.0;
+  if (r <= -2147483648.0) return -2147483648.0;
+  return std::trunc(r);
+}
+
 struct Memo {
   std::vector<double> value;
   std::vector<char> done;
@@ -72,7 +82,7 @@ struct Eval {
     }
     const ir::Node& n = p.graph.at(v);
     double r = compute(v, n, idx);
-    if (n.dtype == DType::I32) r = std::trunc(r);
+    if (n.dtype == DType::I32) r = to_i32(r);
     else if (n.dtype == DType::Bool) r = r != 0 ? 1 : 0;
     return r;
   }

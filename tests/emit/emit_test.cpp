@@ -81,6 +81,25 @@ TEST(Emit, IdenticalLayersShareKernels) {
   EXPECT_LT(more.kernels.size() - prog.kernels.size(), more.launches.size() - prog.launches.size());
 }
 
+// A float cast to i32 converts as the host executors do (ir/cpu_ops.cpp, lift/staged_executor.cpp):
+// toward zero, NaN 0, saturated at the i32 range's ends. The kernels used truncf alone, which keeps
+// NaN and infinities.
+TEST(Emit, CastToI32SaturatesAndNanIsZero) {
+  lift::test::Builder b;
+  ir::ValueId tokens = b.input("tokens", {lift::test::T()});
+  b.input("pos", {lift::test::T()});
+  ir::ValueId x = b.gather(b.param("table", {lift::test::C(10), lift::test::C(4)}), tokens, "x");
+  b.output(b.cast(b.cast(b.binary(ir::Op::Mul, x, x), DType::I32), DType::F32));
+  lift::StagedProgram p = lift::lift(b.g);
+  lift::fuse(p);
+  const CudaProgram prog = emit_program(p);
+  const std::string cast =
+      "x != x ? 0.0f : x >= 2147483648.0f ? 2147483648.0f : x <= -2147483648.0f ? -2147483648.0f : truncf(x)";
+  EXPECT_NE(prog.source().find(cast), std::string::npos) << prog.source();
+  EXPECT_EQ(prog.source().find("return truncf("), std::string::npos);
+  EXPECT_GT(nvrtc_compile(prog.source(), "cast").size(), 1000u);
+}
+
 TEST(Emit, ArenaReusesMemoryByLiveness) {
   QwenShape c;
   c.L = 4;

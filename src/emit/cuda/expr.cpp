@@ -13,8 +13,12 @@ std::string elementwise_expr(const ir::Node& n, bool ints, const std::vector<std
   std::string t = ints ? info.cuda_int : info.cuda;
   if (n.op == ir::Op::Cast) {
     // A value converts on the way into the dtype as on the host (cpu_ops' Store, the staged
-    // executor's rounding): toward zero for i32, != 0 for bool; float dtypes are all fp32 here.
-    if (n.dtype == DType::I32) t = "truncf($0)";
+    // executor's rounding): toward zero for i32, NaN 0 and saturated at the i32 range's ends (the
+    // float an i32 of 2^31 - 1 is, 2^31, above), != 0 for bool; float dtypes are all fp32 here.
+    // The operand is evaluated once, inside the immediately called lambda.
+    if (n.dtype == DType::I32)
+      t = "([](float x) { return x != x ? 0.0f : x >= 2147483648.0f ? 2147483648.0f : "
+          "x <= -2147483648.0f ? -2147483648.0f : truncf(x); })($0)";
     else if (n.dtype == DType::Bool) t = "($0) != 0.0f ? 1.0f : 0.0f";
   }
   std::string out;
