@@ -8,6 +8,9 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+// A target may define this to check what the whole corpus exercised once it ran (scheduler_fuzz:
+// that its requests drew every sampling penalty); nonzero fails the replay. Weak: most do not.
+extern "C" __attribute__((weak)) int LgFuzzReplayCheck();
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
@@ -31,5 +34,6 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("replayed %zu inputs\n", count);
-  return count > 0 ? 0 : 1;
+  if (count == 0) return 1;
+  return LgFuzzReplayCheck != nullptr ? LgFuzzReplayCheck() : 0;
 }

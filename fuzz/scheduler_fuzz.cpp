@@ -2,8 +2,10 @@
 // tests/common/pool_lane.h, which models a paged KV cache exactly: the input's bytes choose the
 // pool (context, block size, pool size, batch and token limits of the lane and of the scheduler),
 // whether the prefix cache is on, and the requests (prompts fresh or cut from a few shared stems,
-// max_new_tokens, an eos id, sampling, the step each arrives at, the token after which its client
-// goes away). What must hold, else the target aborts:
+// max_new_tokens, an eos id, sampling with its seed, the step each arrives at, the token after
+// which its client goes away, and last the repetition, presence and frequency penalties and min_p:
+// drawn after every other choice, so an input kept before they were drawn replays the schedule it
+// was kept for, its requests without them where it ends). What must hold, else the target aborts:
 //   - submit() refuses only a request that can never run (empty, max_new_tokens < 1, longer
 //     than the context or than the pool);
 //   - every accepted request finishes exactly once, with no error, generating exactly its solo
@@ -14,7 +16,9 @@
 //     lane was fed;
 //   - the schedule ends within a bound of steps (no livelock between preemption and admission).
 // The randomized test in tests/runtime/scheduler_test.cpp runs 300 seeds of the same kind of
-// schedule; this target lets coverage steer the choices. Seeds in fuzz/corpus/scheduler_fuzz/.
+// schedule; this target lets coverage steer the choices. Seeds in fuzz/corpus/scheduler_fuzz/;
+// their replay (ctest fuzz_replay.scheduler_fuzz) fails unless some accepted request of them ran
+// with each penalty and with min_p (LgFuzzReplayCheck below).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -98,6 +102,38 @@ std::vector<Spec> make_specs(Choices& c, int64_t max_seq, int64_t pool_tokens) {
   return specs;
 }
 
+/// The penalties and min_p of each request (runtime/penalties.h, vLLM's ranges), drawn after every
+/// other choice of the input: where it ends (every choice 0) a request has none. The values are
+/// ones that change the hash lane's picks: its argmax logit is 10 and the others at most 6, so a
+/// repetition penalty of 2 or more, or frequency and presence penalties over a few repeats, move
+/// the argmax of a greedy request too; min_p acts on sampled ones (after temperature 0.7).
+void draw_penalties(Choices& c, std::vector<Spec>& specs) {
+  static constexpr double kRepetition[] = {0.5, 1.3, 2.0, 3.0};
+  for (Spec& s : specs) {
+    if (c.in(0, 1) == 0) continue;
+    lg::runtime::SamplingOptions& o = s.options.sampling;
+    if (c.flip()) o.penalties.repetition = kRepetition[c.in(0, 3)];
+    if (c.flip()) o.penalties.presence = static_cast<double>(c.in(-4, 4)) * 0.5;    // [-2, 2]
+    if (c.flip()) o.penalties.frequency = static_cast<double>(c.in(-4, 4)) * 0.5;   // [-2, 2]
+    if (c.flip()) o.min_p = static_cast<double>(c.in(1, 4)) * 0.25;                 // (0, 1]
+  }
+}
+
+/// Accepted requests run, over the whole replay, with each penalty and with min_p (sampled).
+struct Exercised {
+  int64_t requests = 0, repetition = 0, presence = 0, frequency = 0, min_p_sampled = 0, penalised_greedy = 0;
+} exercised;
+
+void count_exercised(const Spec& s) {
+  const lg::runtime::SamplingOptions& o = s.options.sampling;
+  ++exercised.requests;
+  exercised.repetition += o.penalties.repetition != 1;
+  exercised.presence += o.penalties.presence != 0;
+  exercised.frequency += o.penalties.frequency != 0;
+  exercised.min_p_sampled += o.min_p > 0 && o.temperature > 0;
+  exercised.penalised_greedy += o.penalties.active() && o.temperature == 0;
+}
+
 /// Whether submit() may refuse `s`: scheduler.h's rules.
 bool can_never_run(const Spec& s, const lg::LaneLimits& l) {
   const auto n = static_cast<int64_t>(s.prompt.size());
@@ -113,6 +149,7 @@ void run(Choices& c) {
   if (c.flip()) so.max_tokens = c.in(1, 64);
   if (c.flip()) so.max_batch = c.in(1, 16);
   std::vector<Spec> specs = make_specs(c, max_seq, pool);
+  draw_penalties(c, specs);
 
   lg::runtime::Scheduler sched(lane, so);
   lane.watch = &sched.blocks();
@@ -162,6 +199,7 @@ void run(Choices& c) {
       continue;
     }
     if (done[i] != 1) fail("request " + std::to_string(i) + " finished " + std::to_string(done[i]) + " times");
+    count_exercised(s);
     PoolLane alone(max_seq, max_seq, bs, 1, 64);
     const std::vector<int32_t> want = lg::runtime::generate(alone, s.prompt, s.options).tokens;
     const auto& have = got[i].tokens;
@@ -181,6 +219,20 @@ void run(Choices& c) {
 }
 
 }  // namespace
+
+// Called by replay_main.cpp after the corpus ran: nonzero (the replay fails) unless its accepted
+// requests ran with every penalty and with min_p, which the property above then covers.
+extern "C" int LgFuzzReplayCheck() {
+  const Exercised& e = exercised;
+  std::printf("scheduler_fuzz: %lld accepted requests: %lld with a repetition penalty, %lld presence, %lld "
+              "frequency, %lld sampled with min_p, %lld greedy with a penalty\n",
+              static_cast<long long>(e.requests), static_cast<long long>(e.repetition),
+              static_cast<long long>(e.presence), static_cast<long long>(e.frequency),
+              static_cast<long long>(e.min_p_sampled), static_cast<long long>(e.penalised_greedy));
+  const bool all = e.repetition > 0 && e.presence > 0 && e.frequency > 0 && e.min_p_sampled > 0 && e.penalised_greedy > 0;
+  if (!all) std::fprintf(stderr, "scheduler_fuzz: the corpus runs no request with some penalty or min_p\n");
+  return all ? 0 : 1;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return 0;
