@@ -193,15 +193,12 @@ GenerationRequest parse_common(const json& j, bool chat) {
       if (!c->is_boolean())
         throw RequestError("stream_options.continuous_usage_stats",
                            fmt::format("'stream_options.continuous_usage_stats' must be a boolean, got {}", c->type_name()));
-      g.continuous_usage_stats = c->get<bool>();
-      // vLLM sends per-chunk usage only with include_usage, which defaults to true inside its
-      // stream_options: absent here it is implied, so the request gets what vLLM gives it. Sent
-      // false, vLLM sends no usage at all: refused rather than ignored.
-      if (g.continuous_usage_stats && !field(*v, "include_usage")) g.include_usage = true;
-      if (g.continuous_usage_stats && !g.include_usage)
-        throw RequestError("stream_options.continuous_usage_stats",
-                           "'stream_options.continuous_usage_stats' needs 'stream_options.include_usage' true (as in "
-                           "vLLM, per-chunk usage comes with the final usage chunk)");
+      // vLLM (should_include_usage) sends per-chunk usage only with include_usage, which defaults
+      // to true inside its stream_options: absent here it is implied, so the request gets what
+      // vLLM gives it. Sent false (or null, which vLLM reads as false), vLLM sends no usage at
+      // all, per chunk or last: so does lg serve (this was a 400).
+      if (v->find("include_usage") == v->end()) g.include_usage = c->get<bool>();
+      g.continuous_usage_stats = c->get<bool>() && g.include_usage;
     }
     // Options of a stream that is not asked for: OpenAI's API and vLLM answer 400 rather than
     // drop them, so a client that set them and forgot `stream` hears of it.

@@ -111,8 +111,8 @@ TEST(CompletionRequest, StreamOptionsWithoutStreamIsRefused) {
 
 // stream_options.continuous_usage_stats (vLLM's) was accepted and ignored. It is read, on both
 // endpoints; as in vLLM it comes with include_usage (absent: implied, as vLLM's default is true
-// inside stream_options), and include_usage false with it, which vLLM answers with no usage at
-// all, is refused rather than ignored.
+// inside stream_options), and with include_usage false (or null) vLLM sends no usage at all
+// (should_include_usage): so does lg serve, where that was a 400.
 TEST(CompletionRequest, ContinuousUsageStatsIsRead) {
   auto gen = [](const std::string& options, bool chat = false) {
     const std::string body = std::string(chat ? R"({"messages":[{"role":"user","content":"a"}],)" : R"({"prompt":"x",)") +
@@ -135,8 +135,17 @@ TEST(CompletionRequest, ContinuousUsageStatsIsRead) {
   EXPECT_EQ(param_of([&] { gen(R"({"continuous_usage_stats":"yes"})"); }), "stream_options.continuous_usage_stats");
   EXPECT_EQ(message_of([&] { gen(R"({"continuous_usage_stats":1})"); }),
             "'stream_options.continuous_usage_stats' must be a boolean, got number");
-  EXPECT_EQ(param_of([&] { gen(R"({"include_usage":false,"continuous_usage_stats":true})", true); }),
-            "stream_options.continuous_usage_stats");
+  for (const bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completion");
+    for (const char* off : {R"({"include_usage":false,"continuous_usage_stats":true})",
+                            R"({"include_usage":null,"continuous_usage_stats":true})"}) {
+      SCOPED_TRACE(off);
+      GenerationRequest none;
+      EXPECT_NO_THROW(none = gen(off, chat));
+      EXPECT_FALSE(none.include_usage);
+      EXPECT_FALSE(none.continuous_usage_stats);
+    }
+  }
 }
 
 // An integer past uint64 arrives as a double (JSON has one number type): too large, not "not an

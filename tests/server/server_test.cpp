@@ -302,6 +302,19 @@ TEST_F(ServerTest, ContinuousUsageStatsPutsUsageInEveryChunk) {
     ASSERT_TRUE(r);
     const auto plain = sse_events(r->body);
     for (size_t i = 0; i + 2 < plain.size(); ++i) EXPECT_FALSE(json::parse(plain[i]).contains("usage")) << plain[i];
+     // With include_usage false, vLLM sends no usage at all (should_include_usage); this was a 400.
+    streamed["stream_options"] = {{"include_usage", false}, {"continuous_usage_stats", true}};
+    r = post(path, streamed.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto bare = sse_events(r->body);
+    ASSERT_GE(bare.size(), 3u) << r->body;
+    EXPECT_EQ(bare.back(), "[DONE]");
+    for (size_t i = 0; i + 1 < bare.size(); ++i) {
+      const json ev = json::parse(bare[i]);
+      EXPECT_FALSE(ev.contains("usage")) << bare[i];
+      EXPECT_FALSE(ev["choices"].empty()) << bare[i];  // no usage chunk either
+    }
   }
 }
 
