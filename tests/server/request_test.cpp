@@ -46,7 +46,7 @@ TEST(CompletionRequest, ParsesTheFields) {
 }
 
 TEST(CompletionRequest, AbsentAndNullFieldsStayUnset) {
-  const auto r = parse_completion_request(R"({"prompt":["x"],"temperature":null})");
+  const auto r = parse_completion_request(R"({"prompt":["x"],"temperature":null,"max_tokens":null})");
   EXPECT_EQ(r.prompt, "x");
   EXPECT_FALSE(r.gen.max_tokens);
   EXPECT_FALSE(r.gen.temperature);

@@ -149,6 +149,16 @@ TEST_F(ServerTest, GenerationConfigDefaultsApplyAndARequestsOwnValueWins) {
   json no_max = completion(g, json::object());
   no_max.erase("max_tokens");
   EXPECT_EQ(post_ok("/v1/completions", no_max, port)["usage"]["completion_tokens"], 16);
+  // An explicit null is that default too, not generation_config.json's 7 nor the rest of the
+  // context: vLLM's CompletionRequest.normalize_null_max_tokens replaces a null max_tokens by the
+  // field's default (16) before serving_completion reads it (the OpenAI SDK sends unset as null).
+  no_max["max_tokens"] = nullptr;
+  EXPECT_EQ(post_ok("/v1/completions", no_max, port)["usage"]["completion_tokens"], 16);
+  // Chat's null max_tokens / max_completion_tokens are its default, as absent ones (vLLM: None).
+  json chat_null = chat;
+  chat_null["max_tokens"] = nullptr;
+  chat_null["max_completion_tokens"] = nullptr;
+  EXPECT_EQ(post_ok("/v1/chat/completions", chat_null, port)["usage"]["completion_tokens"], 7);
 }
 
 }  // namespace
