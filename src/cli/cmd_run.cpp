@@ -158,8 +158,10 @@ int run(RunOpts o) {
   lg::StartupClock startup("lg run");
   lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
   // The program's context and vocabulary; a checkpoint that does not fit its params (a config
-  // from another size) is refused here rather than as a bad prompt id or a gather error.
-  lg::runtime::resolve_program(dir, o.program);
+  // from another size) is refused here rather than as a bad prompt id or a gather error. With
+  // --max-seq, a program that binds only below its config's context binds at it (phi3.lg's
+  // sliding_window).
+  lg::runtime::resolve_program(dir, o.program, o.max_seq);
   startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);

@@ -28,6 +28,26 @@ ir::Graph lower(const std::filesystem::path& source, const model::ModelConfig& c
 // S: the bound of the step's token count, symbol 0 (lang/lower.h).
 int64_t context_of(const ir::Graph& g) { return g.symbols.empty() ? 0 : g.symbols[0].max; }
 
+// The program lowered at its own context (max_seq 0: its S, or config max_position_embeddings),
+// or, where that does not check and the run gives a max sequence length, at that length. Some
+// programs bind only below their config's context and say so: phi3.lg refuses an S past
+// config.sliding_window (Phi-3-mini-4k: a window of 2047 of its 4096 positions) and asks for
+// --max-seq, and a config without max_position_embeddings asks for one; lowering at the
+// native context alone refused lg run, serve and batch whatever --max-seq they were given.
+// `native` (when not null) says which of the two the graph is.
+ir::Graph lower_at_context(const std::filesystem::path& source, const model::ModelConfig& config, int64_t max_seq,
+                           bool* native = nullptr) {
+  if (native) *native = true;
+  try {
+    return lower(source, config, 0);
+  } catch (const Error&) {
+    if (max_seq <= 0) throw;
+  }
+  // The run's length either checks, or its own error (a --max-seq past the window) is the one to say.
+  if (native) *native = false;
+  return lower(source, config, max_seq);
+}
+
 // The runtime feeds a forward T tokens per step and samples from one row of logits per token, so
 // a program that runs a model must return one [T, V] output with V = config.json's vocab_size:
 // without this a program returning [T, D] (or a fixed T) ran, sampled ids from the wrong row width
@@ -50,7 +70,7 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
 
 }  // namespace
 
-void resolve_program(model::ModelDir& dir, const std::filesystem::path& program) {
+void resolve_program(model::ModelDir& dir, const std::filesystem::path& program, int64_t max_seq) {
   if (!program.empty()) {
     std::error_code ec;
     if (!std::filesystem::exists(program, ec))
@@ -60,7 +80,7 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program)
     dir.program = program;
   }
   const std::filesystem::path source = program_source(dir);
-  ir::Graph g = lower(source, dir.config, 0);
+  ir::Graph g = lower_at_context(source, dir.config, max_seq);
   check_logits_output(g, source, dir.config);
   drop_absent_base_prefix(g, dir.checkpoint);
   check_params(g, dir.checkpoint);
@@ -83,8 +103,15 @@ ForwardGraph forward_graph(const model::ModelConfig& config, int64_t max_seq, co
   if (max_seq < 0) throw Error("max sequence length must be >= 0, got " + std::to_string(max_seq));
   ForwardGraph fg;
   fg.source = source;
-  // The program's own context (config max_position_embeddings, or its `S = ...`) bounds max_seq.
-  ir::Graph native = lower(source, config, 0);
+  // The program's own context (config max_position_embeddings, or its `S = ...`) bounds max_seq,
+  // unless the program binds only at the length given (lower_at_context).
+  bool at_own_context = true;
+  ir::Graph native = lower_at_context(source, config, max_seq, &at_own_context);
+  if (!at_own_context) {
+    fg.max_seq = max_seq;
+    fg.graph = std::move(native);
+    return fg;
+  }
   const int64_t context = context_of(native);
   if (max_seq > context)
     throw Error("max sequence length " + std::to_string(max_seq) + " exceeds the model's context (" +

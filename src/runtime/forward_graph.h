@@ -22,13 +22,17 @@ std::filesystem::path program_source(const model::ModelDir& dir);
 /// Sets dir.program (when `program` is not empty) and lowers the program once with no max
 /// sequence length to fill dir.context (its S) and dir.vocab (the width of its logits), checking
 /// every param against the checkpoint: the early, clear refusal of a checkpoint that does not fit
-/// (a config from another size names the tensor, its shape and the param's). Throws lg::Error as
-/// forward_graph, and for a forward that does not return one [T, V] output with V = config.json's
-/// vocab_size (the logits the runtime samples from; the message names the program and the shape).
-void resolve_program(model::ModelDir& dir, const std::filesystem::path& program = {});
+/// (a config from another size names the tensor, its shape and the param's). A program that does
+/// not check at its own context but does at `max_seq` (the run's --max-seq; phi3.lg with a
+/// sliding_window below max_position_embeddings, a config without max_position_embeddings) is
+/// lowered at `max_seq`, which is then dir.context. Throws lg::Error as forward_graph, and for a
+/// forward that does not return one [T, V] output with V = config.json's vocab_size (the logits
+/// the runtime samples from; the message names the program and the shape).
+void resolve_program(model::ModelDir& dir, const std::filesystem::path& program = {}, int64_t max_seq = 0);
 
 /// Lowers the model's .lg program (program_source) with `max_seq` as the KV-cache capacity (0: the
-/// program's S, as resolve_program), verifies the graph, and checks every param against the checkpoint
+/// program's S, as resolve_program; a program that checks only at `max_seq` is lowered there, as
+/// resolve_program lowers it), verifies the graph, and checks every param against the checkpoint
 /// (one lg::Error listing all missing/mismatched tensors), after renaming its params to a checkpoint
 /// saved without the model's base prefix (drop_absent_base_prefix: GPT-2's "wte.weight" for the
 /// program's "transformer.wte.weight"), as resolve_program checks them. Throws lg::Error when no .lg file

@@ -146,7 +146,7 @@ Engine::Engine(const std::filesystem::path& model_dir, const EngineOptions& opti
 Engine::Engine(model::ModelDir dir, const EngineOptions& options)
     : dir_(std::make_unique<model::ModelDir>(std::move(dir))) {
   tokenizer_ = load_tokenizer(*dir_);
-  runtime::resolve_program(*dir_, options.program);
+  runtime::resolve_program(*dir_, options.program, options.max_seq);  // at --max-seq where the program binds only there
   config_ = dir_->config;
   // What the program binds, which is what the lane runs: its context (GPT-2's n_positions) and
   // the width of its logits.

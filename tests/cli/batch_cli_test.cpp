@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "common/model_copy.h"
 
 namespace lg::cli_test {
 namespace {
@@ -368,6 +369,45 @@ TEST(LgBatch, ModelWithoutTokenizerTakesTokenIdPrompts) {
   const CliRun s = run_lg("serve --model " + kShared + "/fixtures/tiny-llama3 --chat-template /dev/null --port 1");
   EXPECT_NE(s.code, 0) << s.out;
   EXPECT_NE(s.out.find("--chat-template needs a tokenizer"), std::string::npos) << s.out;
+}
+
+// phi3.lg binds only where config.sliding_window covers the context (Phi-3-mini-4k: a window of
+// 2047 positions, max_position_embeddings 4096) and asks for --max-seq at most the window; lg
+// batch, run and serve lowered the program at the config's context before reading --max-seq, so
+// the advice could not be followed (found by a new-user pass). A copy of tiny-phi3 with a window
+// of 512: at --max-seq 512 every golden prompt (64 + 24 positions at most, inside the window)
+// gets transformers' greedy ids; without it the refusal names --max-seq.
+TEST(LgBatch, AProgramThatBindsOnlyBelowTheConfigsContextRunsAtMaxSeq) {
+  test::ModelCopy phi3(kShared + "/fixtures/tiny-phi3");
+  phi3.edit_json("config.json", [](json& j) { j["sliding_window"] = 512; });
+  const json g = json::parse(std::ifstream(kShared + "/fixtures/tiny-phi3/golden.json"));
+  const fs::path in = fs::temp_directory_path() / ("lg_batch_phi3_window" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::ofstream out(in);
+    for (size_t k = 0; k < g["cases"].size(); ++k) {
+      const auto& c = g["cases"][k];
+      const json body = {{"prompt", c["prompt_ids"]}, {"max_tokens", c["greedy_ids"].size()}, {"temperature", 0},
+                         {"return_token_ids", true}};
+      out << json{{"custom_id", "c" + std::to_string(k)}, {"method", "POST"}, {"url", "/v1/completions"}, {"body", body}}
+                 .dump()
+          << "\n";
+    }
+  }
+  const CliRun r = run_lg("batch --model " + phi3.dir.string() + " --max-seq 512 -q -i " + in.string() + " -o -");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(r.out);
+  size_t k = 0;
+  for (std::string line; std::getline(lines, line); ++k) {
+    ASSERT_LT(k, g["cases"].size()) << r.out;
+    const json answer = json::parse(line)["response"]["body"];
+    ASSERT_TRUE(answer.contains("choices")) << line;
+    EXPECT_EQ(answer["choices"][0]["token_ids"], g["cases"][k]["greedy_ids"]) << "case " << k;
+  }
+  EXPECT_EQ(k, g["cases"].size()) << r.out;
+  const CliRun refused = run_lg("batch --model " + phi3.dir.string() + " -q -i " + in.string() + " -o -");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("give --max-seq at most the window"), std::string::npos) << refused.out;
+  fs::remove(in);
 }
 
 // A KV cache smaller than one context is refused at start, naming the option: a request that
