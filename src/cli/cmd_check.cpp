@@ -1,6 +1,7 @@
 // `lg check FILE.lg --config config.json`: checks an .lg program against a model's config and
 // prints what it binds to (dims, params with their checkpoint tensors, state) and the type of
-// every forward statement, and a note when the compiler's lifting would refuse a statement. Exit
+// every forward statement, and a note when the compiler's lifting would refuse a statement (or no
+// lane could run the program in batched steps). Exit
 // 1 with the diagnostics when the program does not check. A config beside a checkpoint whose
 // tensors the params do not fit gets a note (runtime::param_problems).
 #include <fmt/format.h>
@@ -13,12 +14,14 @@
 #include "cli/command.h"
 #include "cli/numeric_checks.h"
 #include "cli/program_options.h"
+#include "ir/batch.h"
 #include "lang/lower.h"
 #include "lang/value.h"
 #include "lift/lift.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "runtime/bind_params.h"
+#include "runtime/step.h"
 #include "support/count_noun.h"
 #include "support/error.h"
 #include "support/text_input.h"
@@ -102,13 +105,28 @@ LG_COMMAND("check", [](CLI::App& app) {
     const auto count = [](size_t n, const char* noun) { return lg::count_noun(static_cast<int64_t>(n), noun); };
     fmt::print("\nIR: {}, {}, {}, {}\n", count(r.graph.nodes.size(), "node"), count(r.graph.params.size(), "param"),
                count(r.graph.states.size(), "state"), count(r.graph.outputs.size(), "output"));
+    // Every lane runs batched steps (docs/language.md, "Batched steps"), so a program the batching
+    // rewrite cannot page (a state read other than whole by attention, a state never written) is
+    // refused by lg run, serve and batch at load, on the cpu lane too: say so here, where it
+    // checked clean and said nothing, as the refusal of a statement the compiler cannot lift is.
+    bool batches = true;
+    try {
+      lg::ir::Graph batched = r.graph;
+      const int64_t S = r.graph.symbols.empty() ? 0 : r.graph.symbols[0].max;
+      const lg::LaneLimits l = lg::resolve_limits({}, S, S);
+      lg::ir::make_batched(batched, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
+    } catch (const lg::Error& e) {
+      batches = false;
+      fmt::print("\nnote: no lane would run this program (lg run, serve and batch refuse it at load):\n  {}\n", e.what());
+    }
     // A program can be well typed and still have a statement no stage kind expresses (a matmul
     // over the tokens of a step): say so here rather than only at `lg compile`. The CPU lane
-    // runs it either way, so the check itself passes.
+    // runs it either way (when it batches), so the check itself passes.
     try {
       (void)lg::lift::lift(r.graph);
     } catch (const lg::Error& e) {
-      fmt::print("\nnote: the compiled lane would refuse this program (the cpu lane runs it):\n  {}\n", e.what());
+      fmt::print("\nnote: the compiled lane would refuse this program{}:\n  {}\n", batches ? " (the cpu lane runs it)" : "",
+                 e.what());
     }
     // A config beside a checkpoint (a model directory): whether the params' tensors are in it, as
     // `lg run` will require (a misspelt tensor name checked clean here and failed only there).

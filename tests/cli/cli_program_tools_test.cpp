@@ -3,6 +3,7 @@
 // lg bench and lg serve --shape where there is no GPU, lg lock check's lane refusal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -100,6 +101,33 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
   EXPECT_EQ(one.code, 0) << one.out;
   EXPECT_NE(one.out.find("at T = 1, B = 1"), std::string::npos) << one.out;
   EXPECT_EQ(one.out.find("prefill forms"), std::string::npos) << one.out;
+}
+
+// `lg check` passes a well-typed program that no lane runs, since every lane runs batched steps and
+// the batching rewrite cannot page it (a KV cache read other than whole by attention), and says
+// so, naming the statement: it said nothing, and lg run, serve and batch then refused the program
+// at load (found by a new-user pass). qwen3.lg with one statement that reads a row of the cache.
+TEST(CliUsage, CheckNotesAProgramNoLaneCanBatch) {
+  std::ifstream in(kQwen3);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string attention = "a = attention(q, kcache[l], vcache[l], pos)";
+  const size_t at = text.find(attention);
+  ASSERT_NE(at, std::string::npos) << "qwen3.lg's attention statement moved";
+  text.replace(at, attention.size(), attention + " + vcache[l][:, 0:1, :].view(1, KV, Dh)[:, 0:1, :]");
+  const std::string file = ::testing::TempDir() + "/lg_check_cache_row.lg";
+  std::ofstream(file) << text;
+  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto line = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n') + 1;
+  EXPECT_NE(r.out.find("note: no lane would run this program (lg run, serve and batch refuse it at load):\n  "
+                       "lg_check_cache_row.lg:" + std::to_string(line) + ":"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("it slices the position axis of a state"), std::string::npos) << r.out;
+  // The refusal is real: lg batch refuses the program at load with the same message.
+  const CliRun batch = run_lg("batch --model " + kTiny + " --program " + file + " -i - -o - -q < /dev/null");
+  EXPECT_EQ(batch.code, 1) << batch.out;
+  EXPECT_NE(batch.out.find("it slices the position axis of a state"), std::string::npos) << batch.out;
 }
 
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
