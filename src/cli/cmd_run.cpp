@@ -110,8 +110,8 @@ int64_t run_positions(const RunOpts& o, const lg::model::ModelDir& dir, int64_t 
   // The context is the model's (or --max-seq); the KV cache only needs room for this run.
   const int64_t context = o.max_seq > 0 ? o.max_seq : dir.context;
   if (context > dir.context)
-    throw lg::Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
-                                dir.context));
+    throw lg::Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens ({})", context, dir.context,
+                                lg::runtime::context_origin(dir)));
   // As lg serve and lg batch: a prompt that fills the context leaves no room to generate.
   if (auto e = lg::runtime::prompt_context_error(n, context, "the prompt")) throw lg::Error(*e);
   // An -n the context cannot hold is said, in lg serve's words, and generation stops at the end of

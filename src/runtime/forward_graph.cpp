@@ -88,6 +88,12 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program,
   dir.vocab = g.at(g.outputs.at(0)).shape.back().coeff;
 }
 
+std::string context_origin(const model::ModelDir& dir) {
+  if (dir.config.max_position_embeddings > 0 && dir.config.max_position_embeddings == dir.context)
+    return "max_position_embeddings in config.json";
+  return "the S that " + program_source(dir).filename().string() + " declares";
+}
+
 ForwardGraph forward_graph(const model::ModelDir& dir, int64_t max_seq) {
   ForwardGraph fg = forward_graph(dir.config, max_seq, program_source(dir));
   drop_absent_base_prefix(fg.graph, dir.checkpoint);  // the names every lane then reads

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include "ir/ir.h"
 #include "model/model_dir.h"
@@ -29,6 +30,12 @@ std::filesystem::path program_source(const model::ModelDir& dir);
 /// forward that does not return one [T, V] output with V = config.json's vocab_size (the logits
 /// the runtime samples from; the message names the program and the shape).
 void resolve_program(model::ModelDir& dir, const std::filesystem::path& program = {}, int64_t max_seq = 0);
+
+/// Where dir.context (after resolve_program) comes from, for a message about it: "max_position_embeddings
+/// in config.json", or "the S that gpt2.lg declares" for a program whose own `S = ...` gives it
+/// (GPT-2's n_positions: a message naming max_position_embeddings sent the user to a key its
+/// config does not have).
+std::string context_origin(const model::ModelDir& dir);
 
 /// Lowers the model's .lg program (program_source) with `max_seq` as the KV-cache capacity (0: the
 /// program's S, as resolve_program; a program that checks only at `max_seq` is lowered there, as

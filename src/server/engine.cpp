@@ -31,11 +31,11 @@ std::optional<tokenizer::Tokenizer> load_tokenizer(const model::ModelDir& dir) {
 // a 32K-128K max_position_embeddings would reserve gigabytes for requests that rarely need it.
 constexpr int64_t kDefaultContextCap = 4096;
 
-int64_t resolve_context(const EngineOptions& options, int64_t model_max) {
+// `origin`: where model_max comes from, for the message (runtime::context_origin).
+int64_t resolve_context(const EngineOptions& options, int64_t model_max, const std::string& origin) {
   const int64_t context = options.max_seq > 0 ? options.max_seq : std::min(model_max, kDefaultContextCap);
   if (context > model_max)
-    throw Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens (max_position_embeddings)", context,
-                            model_max));
+    throw Error(fmt::format("--max-seq {} exceeds the model's context of {} tokens ({})", context, model_max, origin));
   return context;
 }
 
@@ -159,7 +159,7 @@ Engine::Engine(model::ModelDir dir, const EngineOptions& options)
   const auto norm = dir_->dir.lexically_normal();
   model_id_ = (norm.has_filename() ? norm.filename() : norm.parent_path().filename()).string();
   model_path_ = dir_->dir.string();
-  context_ = resolve_context(options, config_.max_position_embeddings);
+  context_ = resolve_context(options, config_.max_position_embeddings, runtime::context_origin(*dir_));
   LaneOptions lo = options.lane_options;
   lo.max_seq = context_;
   init(make_lane(options.lane, *dir_, lo), options);
@@ -168,7 +168,7 @@ Engine::Engine(model::ModelDir dir, const EngineOptions& options)
 namespace {
 std::unique_ptr<Lane> random_lane(const RandomModel& model, const EngineOptions& options) {
   LaneOptions lo = options.lane_options;
-  lo.max_seq = resolve_context(options, model.config.max_position_embeddings);
+  lo.max_seq = resolve_context(options, model.config.max_position_embeddings, "max_position_embeddings in config.json");
   return make_random_lane(options.lane, model.config, model.seed, lo);
 }
 }  // namespace

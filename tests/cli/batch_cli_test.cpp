@@ -410,6 +410,24 @@ TEST(LgBatch, AProgramThatBindsOnlyBelowTheConfigsContextRunsAtMaxSeq) {
   fs::remove(in);
 }
 
+// A --max-seq past the model's context names where the context comes from: GPT-2's is the S
+// gpt2.lg declares (its config's n_positions), and the message named max_position_embeddings,
+// a key GPT-2's config.json does not have (found by a new-user pass); Llama's is that key.
+TEST(LgBatch, AMaxSeqPastTheContextNamesWhereTheContextComesFrom) {
+  const CliRun gpt2 = run_lg("batch --model " + kShared + "/fixtures/tiny-gpt2 --max-seq 2048 -i - -o - < /dev/null");
+  EXPECT_EQ(gpt2.code, 1) << gpt2.out;
+  EXPECT_NE(gpt2.out.find("--max-seq 2048 exceeds the model's context of 1024 tokens (the S that gpt2.lg declares)"),
+            std::string::npos)
+      << gpt2.out;
+  EXPECT_EQ(gpt2.out.find("max_position_embeddings"), std::string::npos) << gpt2.out;
+  const CliRun llama = run_lg("batch --model " + kShared + "/fixtures/tiny-llama3 --max-seq 2048 -i - -o - < /dev/null");
+  EXPECT_EQ(llama.code, 1) << llama.out;
+  EXPECT_NE(llama.out.find("--max-seq 2048 exceeds the model's context of 1024 tokens (max_position_embeddings in "
+                           "config.json)"),
+            std::string::npos)
+      << llama.out;
+}
+
 // A KV cache smaller than one context is refused at start, naming the option: a request that
 // grew past it used to preempt itself and run again forever (found by a new-user pass).
 TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
