@@ -25,7 +25,7 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kAll = 0xffffffffu;
 constexpr int kNoDigit = 256;  ///< the digit of an element outside the group a pass counts
-constexpr int kCompact = 4096;  ///< most tokens the top-k path gathers into shared memory
+constexpr int kCompact = 4096;  ///< most tokens draw_gathered holds in shared memory
 
 struct Shared {
   unsigned count[256];
@@ -36,8 +36,8 @@ struct Shared {
   unsigned long long pick_need;  ///< what the chosen bin must still supply
   int pick_digit;
   unsigned pick_count;
-  unsigned gathered;                ///< the top-k path: tokens at or above its bound
-  unsigned long long list[kCompact];  ///< the top-k path: their keys
+  unsigned gathered;                  ///< draw_gathered: the candidates at or above its bound
+  unsigned long long list[kCompact];  ///< the threads' largest keys, then those candidates' keys
 };
 
 __device__ float block_max(float v, bool& any_bad, Shared& sh) {
