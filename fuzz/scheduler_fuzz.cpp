@@ -3,8 +3,9 @@
 // pool (context, block size, pool size, batch and token limits of the lane and of the scheduler),
 // whether the prefix cache is on, and the requests (prompts fresh or cut from a few shared stems,
 // max_new_tokens, an eos id, sampling with its seed, the step each arrives at, the token after
-// which its client goes away, and last the repetition, presence and frequency penalties and min_p:
-// drawn after every other choice, so an input kept before they were drawn replays the schedule it
+// which its client goes away, and last the repetition, presence and frequency penalties and min_p,
+// then whether the lane or the host draws sampled tokens (the solo runs the other): drawn after
+// every other choice, so an input kept before they were drawn replays the schedule it
 // was kept for, its requests without them where it ends). What must hold, else the target aborts:
 //   - submit() refuses only a request that can never run (empty, max_new_tokens < 1, longer
 //     than the context or than the pool);
@@ -18,7 +19,7 @@
 // The randomized test in tests/runtime/scheduler_test.cpp runs 300 seeds of the same kind of
 // schedule; this target lets coverage steer the choices. Seeds in fuzz/corpus/scheduler_fuzz/;
 // their replay (ctest fuzz_replay.scheduler_fuzz) fails unless some accepted request of them ran
-// with each penalty and with min_p (LgFuzzReplayCheck below).
+// with each penalty and with min_p, and some sampled one on a lane that draws (LgFuzzReplayCheck).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -122,11 +123,13 @@ void draw_penalties(Choices& c, std::vector<Spec>& specs) {
 /// Accepted requests run, over the whole replay, with each penalty and with min_p (sampled).
 struct Exercised {
   int64_t requests = 0, repetition = 0, presence = 0, frequency = 0, min_p_sampled = 0, penalised_greedy = 0;
+  int64_t lane_drawn = 0;  ///< sampled without a penalty on a lane that draws (the solo run: the host)
 } exercised;
 
-void count_exercised(const Spec& s) {
+void count_exercised(const Spec& s, bool lane_draws) {
   const lg::runtime::SamplingOptions& o = s.options.sampling;
   ++exercised.requests;
+  exercised.lane_drawn += lane_draws && o.temperature > 0 && !o.penalties.active();
   exercised.repetition += o.penalties.repetition != 1;
   exercised.presence += o.penalties.presence != 0;
   exercised.frequency += o.penalties.frequency != 0;
@@ -150,6 +153,9 @@ void run(Choices& c) {
   if (c.flip()) so.max_batch = c.in(1, 16);
   std::vector<Spec> specs = make_specs(c, max_seq, pool);
   draw_penalties(c, specs);
+  // Last of all, who draws the sampled tokens: the lane (SeqStep::draw, as the GPU lanes) or the
+  // host from logits rows; the solo runs draw the other way, so both must give the same tokens.
+  lane.draws_tokens = c.flip();
 
   lg::runtime::Scheduler sched(lane, so);
   lane.watch = &sched.blocks();
@@ -199,8 +205,9 @@ void run(Choices& c) {
       continue;
     }
     if (done[i] != 1) fail("request " + std::to_string(i) + " finished " + std::to_string(done[i]) + " times");
-    count_exercised(s);
+    count_exercised(s, lane.draws_tokens);
     PoolLane alone(max_seq, max_seq, bs, 1, 64);
+    alone.draws_tokens = !lane.draws_tokens;
     const std::vector<int32_t> want = lg::runtime::generate(alone, s.prompt, s.options).tokens;
     const auto& have = got[i].tokens;
     generated += static_cast<int64_t>(have.size());
@@ -225,12 +232,15 @@ void run(Choices& c) {
 extern "C" int LgFuzzReplayCheck() {
   const Exercised& e = exercised;
   std::printf("scheduler_fuzz: %lld accepted requests: %lld with a repetition penalty, %lld presence, %lld "
-              "frequency, %lld sampled with min_p, %lld greedy with a penalty\n",
+              "frequency, %lld sampled with min_p, %lld greedy with a penalty, %lld sampled on a lane that draws\n",
               static_cast<long long>(e.requests), static_cast<long long>(e.repetition),
               static_cast<long long>(e.presence), static_cast<long long>(e.frequency),
-              static_cast<long long>(e.min_p_sampled), static_cast<long long>(e.penalised_greedy));
-  const bool all = e.repetition > 0 && e.presence > 0 && e.frequency > 0 && e.min_p_sampled > 0 && e.penalised_greedy > 0;
-  if (!all) std::fprintf(stderr, "scheduler_fuzz: the corpus runs no request with some penalty or min_p\n");
+              static_cast<long long>(e.min_p_sampled), static_cast<long long>(e.penalised_greedy),
+              static_cast<long long>(e.lane_drawn));
+  const bool all = e.repetition > 0 && e.presence > 0 && e.frequency > 0 && e.min_p_sampled > 0 &&
+                   e.penalised_greedy > 0 && e.lane_drawn > 0;
+  if (!all)
+    std::fprintf(stderr, "scheduler_fuzz: the corpus runs no request with some penalty or min_p, or none drawn by the lane\n");
   return all ? 0 : 1;
 }
 
