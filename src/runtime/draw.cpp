@@ -13,6 +13,11 @@ int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
   if (V == 0) throw Error("a sampled draw over empty logits");
   if (!(p.inv_temperature > 0))
     throw Error("a sampled draw needs 1 / temperature > 0, got " + std::to_string(p.inv_temperature));
+  // Outside these no token need survive the cuts (min_p above 1 drops even the likeliest).
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw Error("a sampled draw needs min_p in [0, 1], got " + std::to_string(p.min_p));
+  if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("a sampled draw needs top_p in (0, 1], got " + std::to_string(p.top_p));
+  if (p.top_k < 0) throw Error("a sampled draw needs top_k >= 0, got " + std::to_string(p.top_k));
+  if (!(p.u >= 0 && p.u < 1)) throw Error("a sampled draw needs its uniform in [0, 1), got " + std::to_string(p.u));
   const float top = *std::max_element(logits.begin(), logits.end());
   // min_p: the candidates, each with its fixed-point weight.
   std::vector<uint64_t> fixed(V);

@@ -200,7 +200,10 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   int32_t tok = r.argmax;
   const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
   if (lane_.draws() && s.sampler.lane_draws()) {  // the lane drew it (step() set SeqStep::draw)
-    if (r.drawn < 0) throw_non_finite_logits(position, prefill, lane_.name());
+    if (r.drawn == -1) throw_non_finite_logits(position, prefill, lane_.name());
+    if (r.drawn < 0)
+      throw Error("lane " + lane_.name() + ": internal error: the step drew no token for a sequence that asked (" +
+                  std::to_string(r.drawn) + ")");
     tok = r.drawn;
   } else if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits
     check_finite_logits(r.logits, position, prefill, lane_.name());

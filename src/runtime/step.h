@@ -32,7 +32,7 @@ struct SeqResult {
   int32_t argmax = -1;        ///< greedy next token (lowest id wins a tie)
   std::vector<float> logits;  ///< f32[V] when asked for, else empty
   /// The token SeqStep::draw drew; -1 when none was asked for, or when the logits row was not
-  /// finite (a NaN or Inf: no draw is defined over it).
+  /// finite (a NaN or Inf: no draw is defined over it); any other negative value is a lane's fault.
   int32_t drawn = -1;
 };
 

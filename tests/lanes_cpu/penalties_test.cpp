@@ -126,6 +126,30 @@ TEST_F(PenaltiesOnTheCpuLane, PlainGreedyKeepsTheArgmaxFastPathAndAPenaltyAsksFo
   EXPECT_EQ(penalised.argmax_only, 0);
 }
 
+// A sampled request without a penalty is drawn by a lane that draws (the cpu lane does, as the GPU
+// lanes): no logits row comes back, and the tokens are those the host draws from the rows.
+TEST_F(PenaltiesOnTheCpuLane, ASampledRequestIsDrawnOnTheLaneAsTheHostWouldDrawIt) {
+  const auto prompt = golden_prompts()[1];
+  ASSERT_TRUE(lane_->draws());
+  runtime::GenerateOptions o = greedy_options(12);
+  o.sampling.temperature = 0.9;
+  o.sampling.top_p = 0.95;
+  o.sampling.seed = 31;
+  CountingLane on_lane(*lane_, /*forward_draws=*/true), on_host(*lane_);
+  const auto drawn = runtime::generate(on_lane, prompt, o).tokens;
+  EXPECT_EQ(on_lane.with_draw, 12);  // the prefill and 11 decodes
+  EXPECT_EQ(on_lane.with_logits, 0);
+  EXPECT_EQ(runtime::generate(on_host, prompt, o).tokens, drawn);
+  EXPECT_EQ(on_host.with_logits, 12);
+  EXPECT_EQ(on_host.with_draw, 0);
+  // A penalty keeps the draw on the host: it reads the request's history.
+  o.sampling.penalties = {1.2, 0, 0};
+  CountingLane penalised(*lane_, /*forward_draws=*/true);
+  runtime::generate(penalised, prompt, o);
+  EXPECT_EQ(penalised.with_draw, 0);
+  EXPECT_EQ(penalised.with_logits, 12);
+}
+
 TEST_F(PenaltiesOnTheCpuLane, AMixedBatchGivesEachRequestItsSoloTokens) {
   const auto prompts = golden_prompts();
   std::vector<runtime::GenerateOptions> opts;

@@ -26,6 +26,7 @@
 #include "runtime/cuda/row_draws.h"
 #include "runtime/draw.h"
 #include "runtime/generate.h"
+#include "runtime/scheduler.h"
 #include "test_util.h"
 
 using namespace lg;
@@ -119,8 +120,9 @@ TEST(RowDraws, SampledGenerationOnTheDeviceEqualsTheHostsDraws) {
   auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
   auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256});
   ASSERT_TRUE(lane->draws());
-  // The same lane behind a wrapper that does not draw (Lane::draws false): the host draws.
-  lg::testing::CountingLane host(*lane);
+  // The lane drawing on the device, and the same lane behind a wrapper that does not draw
+  // (Lane::draws false): the host draws from logits rows.
+  lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
   const std::vector<int32_t> prompt = {750, 282, 2075, 11, 25, 198};
   for (const auto& [t, k, top_p] : std::vector<std::tuple<double, int64_t, double>>{{0.8, 0, 1}, {1.0, 50, 0.9}, {0.6, 20, 0.95}}) {
     runtime::GenerateOptions o;
@@ -129,10 +131,49 @@ TEST(RowDraws, SampledGenerationOnTheDeviceEqualsTheHostsDraws) {
     o.sampling.top_k = k;
     o.sampling.top_p = top_p;
     o.sampling.seed = std::random_device{}();
-    const auto on_device = runtime::generate(*lane, prompt, o).tokens;
+    const auto on_device = runtime::generate(device, prompt, o).tokens;
     const auto on_host = runtime::generate(host, prompt, o).tokens;
     EXPECT_EQ(on_device, on_host) << "temperature " << t << ", top_k " << k << ", top_p " << top_p << ", seed "
                                   << o.sampling.seed;
   }
-  EXPECT_GT(host.with_logits, 0);  // the host's draws read logits rows
+  EXPECT_EQ(device.with_logits, 0);  // the device's draws never brought a row back
+  EXPECT_EQ(device.with_draw, host.with_logits);
+  EXPECT_GT(host.with_logits, 0);
+}
+
+// Several sequences drawing in one step (prefill chunks beside decodes, decode graphs of padded
+// buckets): the scheduler's schedule and the lane's logits are the same whether the lane or the
+// host draws, so every request's tokens must be too.
+TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
+  auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
+  const uint64_t seed = std::random_device{}();
+  auto run = [&](Lane& l) {
+    runtime::Scheduler sched(l);
+    std::vector<std::vector<int32_t>> out(7);
+    std::mt19937_64 r(seed);
+    for (size_t i = 0; i < out.size(); ++i) {
+      runtime::Request q;
+      for (int k = 0, n = 2 + static_cast<int>(r() % 90); k < n; ++k) q.prompt.push_back(static_cast<int32_t>(r() % 5000));
+      q.options.max_new_tokens = 20 + static_cast<int64_t>(r() % 20);
+      q.options.sampling.temperature = std::array<double, 3>{0.6, 1.0, 1.3}[i % 3];
+      q.options.sampling.top_k = std::array<int64_t, 3>{20, 0, 0}[i % 3];
+      q.options.sampling.top_p = std::array<double, 3>{0.95, 0.9, 1.0}[i % 3];
+      q.options.sampling.seed = r();
+      q.on_done = [&out, i](runtime::Generation&& gen, const std::string& error) {
+        EXPECT_EQ(error, "");
+        out[i] = std::move(gen.tokens);
+      };
+      sched.submit(std::move(q));
+    }
+    sched.run();
+    return out;
+  };
+  lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
+  const auto on_device = run(device);
+  const auto on_host = run(host);
+  EXPECT_EQ(device.with_logits, 0);
+  EXPECT_GT(device.with_draw, 7 * 20);
+  for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
 }

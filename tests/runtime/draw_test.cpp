@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -20,7 +21,9 @@ namespace {
 // Seven Taylor terms leave under 2^-27 of relative error on |r| <= ln2 / 2; the range reduction
 // and nine rounded operations add a few float ulps (2^-23 each): 4 ulps bound it with room.
 TEST(Draw, ExpIsWithinFourUlpsOfLibm) {
-  std::mt19937 g(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 g(seed);
   std::uniform_real_distribution<float> x(-87.f, 0.f);
   double worst = 0;
   for (int i = 0; i < 200000; ++i) {
@@ -38,7 +41,9 @@ TEST(Draw, ExpIsWithinFourUlpsOfLibm) {
 }
 
 TEST(Draw, KeysOrderByLogitThenLowerId) {
-  std::mt19937 g(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 g(seed);
   std::normal_distribution<float> d(0.f, 20.f);
   for (int i = 0; i < 100000; ++i) {
     const float a = d(g), b = i % 3 ? d(g) : a;
@@ -78,7 +83,9 @@ std::vector<int32_t> plain_nucleus(const std::vector<float>& l, const DrawParams
 // Over a grid of J uniforms the draw is an inverse CDF: each nucleus token is drawn for
 // mass / total of the grid (to one grid point), and nothing outside the nucleus ever is.
 TEST(Draw, IsTheInverseCdfOfTheNucleus) {
-  std::mt19937 g(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 g(seed);
   std::normal_distribution<float> d(0.f, 2.f);
   const int J = 4000;
   for (int trial = 0; trial < 48; ++trial) {
@@ -107,8 +114,19 @@ TEST(Draw, IsTheInverseCdfOfTheNucleus) {
 TEST(Draw, RefusesWhatIsNotADraw) {
   DrawParams p;
   EXPECT_THROW(draw_token({}, p), Error);
-  p.inv_temperature = 0;
   const std::vector<float> l = {1.f, 2.f};
+  DrawParams q;
+  q.min_p = 1.5f;  // above 1 every token would be dropped
+  EXPECT_THROW(draw_token(l, q), Error);
+  q = {};
+  q.top_p = 0;
+  EXPECT_THROW(draw_token(l, q), Error);
+  q = {};
+  q.u = 1;
+  EXPECT_THROW(draw_token(l, q), Error);
+  p.inv_temperature = 0;
+  EXPECT_THROW(draw_token(l, p), Error);
+  p.inv_temperature = NAN;
   EXPECT_THROW(draw_token(l, p), Error);
 }
 

@@ -10,15 +10,24 @@ namespace lg::cuda {
 
 RowDraws::RowDraws(int64_t max_rows) : max_rows_(max_rows) {
   const auto n = static_cast<size_t>(max_rows < 1 ? 1 : max_rows);
-  LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&params_), n * sizeof(DrawParams), cudaHostAllocMapped));
-  LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&rows_), n * sizeof(int32_t), cudaHostAllocMapped));
-  LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&tokens_), n * sizeof(int32_t), cudaHostAllocMapped));
+  try {
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&params_), n * sizeof(DrawParams), cudaHostAllocMapped));
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&rows_), n * sizeof(int32_t), cudaHostAllocMapped));
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&tokens_), n * sizeof(int32_t), cudaHostAllocMapped));
+  } catch (...) {
+    release();  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
-RowDraws::~RowDraws() {
+RowDraws::~RowDraws() { release(); }
+
+void RowDraws::release() noexcept {
   if (params_) cudaFreeHost(params_);
   if (rows_) cudaFreeHost(rows_);
   if (tokens_) cudaFreeHost(tokens_);
+  params_ = nullptr;
+  rows_ = tokens_ = nullptr;
 }
 
 bool RowDraws::launch(const float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream) {

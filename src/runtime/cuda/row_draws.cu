@@ -340,8 +340,16 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
                                                              const DrawParams* __restrict__ params,
                                                              const int32_t* __restrict__ rows, int32_t* __restrict__ tokens) {
   __shared__ Shared sh;
-  const DrawParams p = params[blockIdx.x];
-  const float* row = logits + static_cast<int64_t>(rows[blockIdx.x]) * V;
+  // The parameters sit in mapped host memory: read across the bus once, by one thread.
+  __shared__ DrawParams block_params;
+  __shared__ int32_t block_row;
+  if (threadIdx.x == 0) {
+    block_params = params[blockIdx.x];
+    block_row = rows[blockIdx.x];
+  }
+  __syncthreads();
+  const DrawParams p = block_params;
+  const float* row = logits + static_cast<int64_t>(block_row) * V;
   float top = -INFINITY;
   bool bad = false;
   uint64_t thread_max = 0;  // every key is above 0 (its low word is at least 2^31)

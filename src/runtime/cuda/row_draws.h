@@ -36,6 +36,8 @@ class RowDraws {
   void collect(std::span<const SeqStep> batch, std::span<SeqResult> out) const;
 
  private:
+  void release() noexcept;
+
   int64_t max_rows_ = 0;
   DrawParams* params_ = nullptr;  ///< [max_rows], mapped pinned
   int32_t* rows_ = nullptr;       ///< [max_rows] logits row of each draw, mapped pinned
