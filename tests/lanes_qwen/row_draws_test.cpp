@@ -174,6 +174,6 @@ TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
   const auto on_device = run(device);
   const auto on_host = run(host);
   EXPECT_EQ(device.with_logits, 0);
-  EXPECT_GT(device.with_draw, 7 * 20);
+  EXPECT_GE(device.with_draw, 7 * 20);  // at least 20 tokens a request, each drawn on the device
   for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
 }
