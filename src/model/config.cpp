@@ -145,20 +145,35 @@ const char* config_class(const std::string& model_type) {
   return nullptr;
 }
 
-// Gemma3TextConfig (transformers 5.17) types num_key_value_heads, head_dim and
-// query_pre_attn_scalar `int` with a default (4, 256, 256): an absent field is the default, but its
-// strict validation refuses an explicit null ("Field 'head_dim' expected int, got NoneType")
-// before any model is built. Not Llama's reading (null or absent: MHA, hidden_size / heads).
-constexpr int64_t kGemma3KvHeads = 4, kGemma3HeadDim = 256;
+// Config classes (transformers 5.17, strict dataclasses) that type a dimension `int` with a
+// default: an absent field is the default, but the strict validation refuses an explicit null
+// ("Field 'head_dim' expected int, got NoneType") before any model is built; MistralConfig's
+// __post_init__ would map a None num_key_value_heads to the query heads, but the validation
+// refuses it first. Not Llama's reading (LlamaConfig, Phi3Config and Qwen2/Qwen3Config type
+// num_key_value_heads `int | None`: null or absent is MHA, or Qwen's 32 when absent).
+constexpr int64_t kGemma3KvHeads = 4, kGemma3HeadDim = 256, kMistralKvHeads = 8;
 
-void refuse_gemma3_text_nulls(const nlohmann::json& j, const std::string& src) {
-  for (auto [field, fallback] : {std::pair{"num_key_value_heads", kGemma3KvHeads}, std::pair{"head_dim", kGemma3HeadDim},
-                                 std::pair{"query_pre_attn_scalar", int64_t{256}}}) {
-    const auto it = j.find(field);
+struct StrictIntField {
+  const char* model_type;
+  const char* config_class;
+  const char* field;
+  int64_t fallback;
+};
+constexpr StrictIntField kStrictIntFields[] = {
+    {"gemma3_text", "Gemma3TextConfig", "num_key_value_heads", kGemma3KvHeads},
+    {"gemma3_text", "Gemma3TextConfig", "head_dim", kGemma3HeadDim},
+    {"gemma3_text", "Gemma3TextConfig", "query_pre_attn_scalar", 256},
+    {"mistral", "MistralConfig", "num_key_value_heads", kMistralKvHeads},
+};
+
+void refuse_strict_int_nulls(const nlohmann::json& j, const std::string& model_type, const std::string& src) {
+  for (const auto& f : kStrictIntFields) {
+    if (model_type != f.model_type) continue;
+    const auto it = j.find(f.field);
     if (it != j.end() && it->is_null())
-      throw Error(fmt::format("{}: field '{}' is null: transformers' Gemma3TextConfig requires an integer there and "
+      throw Error(fmt::format("{}: field '{}' is null: transformers' {} requires an integer there and "
                               "refuses null; leave the field out for its default ({})",
-                              src, field, fallback));
+                              src, f.field, f.config_class, f.fallback));
   }
 }
 
@@ -187,13 +202,15 @@ ModelConfig parse_config(const nlohmann::json& j, const std::string& src) {
   c.num_hidden_layers = opt_positive(j, "num_hidden_layers", src).value_or(0);
   c.num_attention_heads = opt_positive(j, "num_attention_heads", src).value_or(0);
   const bool gemma3 = c.model_type == "gemma3_text";
-  if (gemma3) refuse_gemma3_text_nulls(j, src);
+  refuse_strict_int_nulls(j, c.model_type, src);
   if (auto kv = opt_positive(j, "num_key_value_heads", src)) {
     c.num_key_value_heads = *kv;
   } else {
     // null or absent: MHA, as transformers' Llama-style configs read it (Qwen: read_qwen_fields);
-    // absent in Gemma 3 (null is refused above): Gemma3TextConfig's default.
-    c.num_key_value_heads = gemma3 ? kGemma3KvHeads : c.num_attention_heads;
+    // absent in Gemma 3 and Mistral (null is refused above): their config class's default.
+    c.num_key_value_heads = gemma3                      ? kGemma3KvHeads
+                            : c.model_type == "mistral" ? kMistralKvHeads
+                                                        : c.num_attention_heads;
     c.num_key_value_heads_defaulted = true;
   }
   if (c.num_key_value_heads > 0 && c.num_attention_heads % c.num_key_value_heads != 0)

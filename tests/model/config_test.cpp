@@ -465,6 +465,31 @@ TEST(Config, Gemma3AbsentDimsAreItsConfigClassDefaultsAndNullIsRefused) {
   EXPECT_EQ(parse_config(llama, "config.json").num_key_value_heads, llama["num_attention_heads"].get<int64_t>());
 }
 
+// MistralConfig (transformers 5.17, a strict dataclass) types num_key_value_heads `int` with
+// default 8: an absent field is 8 and an explicit null fails its validation. parse_config read
+// both as MHA (the Llama reading), and mistral.lg read a null so too: lg inspect, lg bench's floor
+// and the runs sized a model transformers does not load, or another one.
+TEST(Config, MistralAbsentKvHeadsIsEightAndNullIsRefused) {
+  auto j = read_json_file(kShared / "fixtures/tiny-mistral/config.json");
+  j["num_attention_heads"] = 16;  // so that 8 divides them and differs from MHA
+  j["hidden_size"] = 256;
+  j.erase("num_key_value_heads");
+  const auto c = parse_config(j, "config.json");
+  EXPECT_EQ(c.num_key_value_heads, 8);
+  EXPECT_TRUE(c.num_key_value_heads_defaulted);
+  j["num_key_value_heads"] = nullptr;
+  const std::string e = error_of([&] { parse_config(j, "config.json"); });
+  EXPECT_HAS(e, "config.json: field 'num_key_value_heads' is null: transformers' MistralConfig requires an integer");
+  EXPECT_HAS(e, "leave the field out for its default (8)");
+  // LlamaConfig, Phi3Config and Qwen3Config type it `int | None`: null is MHA there.
+  for (const char* fixture : {"tiny-llama3", "tiny-phi3", "tiny-qwen3"}) {
+    SCOPED_TRACE(fixture);
+    auto other = read_json_file(kShared / "fixtures" / fixture / "config.json");
+    other["num_key_value_heads"] = nullptr;
+    EXPECT_EQ(parse_config(other, "config.json").num_key_value_heads, other["num_attention_heads"].get<int64_t>());
+  }
+}
+
 // Every family's transformers config class (5.17) types tie_word_embeddings `bool`, and its strict
 // validation refuses null: parse_config read a null as absent, false, and the hand-written lane
 // ran a tied Qwen checkpoint with an lm_head it does not have (or guessed the other way).
