@@ -302,9 +302,37 @@ std::string named_list(const std::vector<lg::lang::CheckReport::Named>& v) {
 struct ProgramView {
   std::optional<lg::lang::CheckReport> report;
   std::string note;   ///< the program's path, or "(none: why)"
+  /// Set when the program does not check at config.json's context but does up to this length
+  /// (the report is the program's at it): lg run, serve and batch need a --max-seq of at most it.
+  int64_t max_seq = 0;
+  int64_t context = 0;  ///< config.json's context, where max_seq is set
   std::string error;  ///< set when a program exists and does not check against config.json
   std::vector<std::string> mismatches;  ///< params the weights do not fit (runtime::param_problems)
 };
+
+/// The largest length below `context` at which the program checks, or 0 where none does (1 does
+/// not). A program may bind only below its config's context and say so: phi3.lg refuses an S past
+/// config.sliding_window (Phi-3-mini-4k: a window of 2047 of its 4096 positions) and asks for
+/// --max-seq, which lg run, serve and batch then lower it at (runtime::resolve_program). Such
+/// bounds hold S under a limit, so the lengths that check are 1 to some N: found by bisection, a
+/// dozen lowerings for a context of 4096.
+int64_t largest_checking_length(const std::filesystem::path& source, const nlohmann::json& config, int64_t context) {
+  auto checks = [&](int64_t s) {
+    try {
+      lg::lang::check_file(source, config, {.max_seq = s});
+      return true;
+    } catch (const lg::Error&) {
+      return false;
+    }
+  };
+  if (context <= 1 || !checks(1)) return 0;
+  int64_t lo = 1, hi = context;  // checks at lo, not at hi
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (checks(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
 
 ProgramView view_program(const std::filesystem::path& dir, const lg::model::ModelConfig& config,
                          const lg::model::Checkpoint* weights) {
@@ -312,7 +340,16 @@ ProgramView view_program(const std::filesystem::path& dir, const lg::model::Mode
   std::optional<std::filesystem::path> source;
   try {
     source = lg::runtime::find_model_source(config);
-    v.report = lg::lang::check_file(*source, config.raw, {});
+    try {
+      v.report = lg::lang::check_file(*source, config.raw, {});
+    } catch (const lg::Error&) {
+      // Not at the config's context: a run at a --max-seq below it may still bind the program.
+      const int64_t n = largest_checking_length(*source, config.raw, config.max_position_embeddings);
+      if (n == 0) throw;
+      v.report = lg::lang::check_file(*source, config.raw, {.max_seq = n});
+      v.max_seq = n;
+      v.context = config.max_position_embeddings;
+    }
     lg::ir::verify(v.report->graph);
     if (weights) v.mismatches = lg::runtime::param_problems_as_loaded(v.report->graph, *weights);
     v.note = source->string();
@@ -327,6 +364,8 @@ ProgramView view_program(const std::filesystem::path& dir, const lg::model::Mode
 void add_program_json(Json& j, const ProgramView& p) {
   j["program"] = p.note;
   if (!p.report) return;
+  // null where the program checks at config.json's context, as lg run then needs no --max-seq.
+  j["program_max_seq"] = p.max_seq > 0 ? Json(p.max_seq) : Json(nullptr);
   for (const auto& [key, list] : {std::pair{"program_dims", &p.report->dims}, std::pair{"program_consts", &p.report->consts}}) {
     auto& o = j[key] = Json::object();
     // Each value as the JSON it spells (a number, true or false, a quoted string unquoted), else
@@ -341,6 +380,10 @@ void add_program_json(Json& j, const ProgramView& p) {
 void print_program(const ProgramView& p) {
   fmt::print("program:      {}\n", p.note);
   if (!p.report) return;
+  if (p.max_seq > 0)
+    fmt::print("  its length: checks at --max-seq up to {}, not at config.json's context of {}: lg run, serve and "
+               "batch need --max-seq {} or less (its dims below are at {})\n",
+               p.max_seq, p.context, p.max_seq, p.max_seq);
   fmt::print("  its dims:   {}\n", named_list(p.report->dims));
   if (!p.report->consts.empty()) fmt::print("  its consts: {}\n", named_list(p.report->consts));
 }

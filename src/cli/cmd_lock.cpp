@@ -52,10 +52,14 @@ fs::path resolve_model(const locks::Lock& lock, const LockOptions& o) {
 }
 
 /// Opens a model directory to run it with its program (or --program), refusing a checkpoint whose
-/// tensors do not fit the program's params (a config.json from another size).
-model::ModelDir open_model(const fs::path& path, const LockOptions& o) {
+/// tensors do not fit the program's params (a config.json from another size). `positions` is the
+/// most a lock's case needs (prompt and new tokens): a program that does not check at its config's
+/// context but does at that length is lowered there, as lg run lowers it at its --max-seq
+/// (runtime::resolve_program): phi3.lg refuses an S past config.sliding_window (Phi-3-mini-4k: a
+/// window of 2047 of its 4096 positions), and lg lock took every such model for broken.
+model::ModelDir open_model(const fs::path& path, const LockOptions& o, int64_t positions) {
   auto dir = model::ModelDir::open(path);
-  runtime::resolve_program(dir, o.program);
+  runtime::resolve_program(dir, o.program, positions);
   return dir;
 }
 
@@ -92,10 +96,15 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
 }
 
 int run_new(const LockOptions& o) {
-  auto dir = open_model(o.model, o);
   const nlohmann::json g = read_json_file(o.golden);
   std::vector<std::vector<int32_t>> prompts;
   if (!g.contains("cases") || !g["cases"].is_array()) throw Error(o.golden + ": missing array 'cases'");
+  // The positions the longest case needs (its ids are checked below, once the model is open).
+  size_t longest = 0;
+  for (const auto& c : g["cases"])
+    if (c.is_object() && c.contains("prompt_ids") && c["prompt_ids"].is_array())
+      longest = std::max(longest, c["prompt_ids"].size());
+  auto dir = open_model(o.model, o, static_cast<int64_t>(longest) + o.new_tokens);
   for (size_t i = 0; i < g["cases"].size(); ++i) {
     const auto& c = g["cases"][i];
     const std::string where = fmt::format("{}: cases[{}].prompt_ids", o.golden, i);
@@ -131,7 +140,7 @@ int run_new(const LockOptions& o) {
 int run_update(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     auto old = locks::read_lock(file);
-    auto dir = open_model(resolve_model(old, o), o);
+    auto dir = open_model(resolve_model(old, o), o, needed_seq(old));
     // The prompts are run again; the old tokens are replaced, whatever they were.
     locks::check_lock_fits(old, file.string(), dir.vocab, dir.context, /*tokens=*/false);
     std::vector<std::vector<int32_t>> prompts;
@@ -153,7 +162,10 @@ bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool
     throw Error(file.string() + ": its model " + lock.model + " is not at " + model_path.string() +
                 " (a relative model path is taken from the locks folder's parent; --shared DIR replaces a leading "
                 "../shared/)");
-  auto dir = open_model(model_path, o);
+  // With companions the lane also holds their sequences: a context of at least 128 positions
+  // (their prompts reach 64) and a pool for all of them.
+  const int64_t seq = o.companions > 0 ? std::max<int64_t>(needed_seq(lock), 128) : needed_seq(lock);
+  auto dir = open_model(model_path, o, seq);
   // A malformed lock is reported as such, naming the case, not as a lane's failure at a step.
   locks::check_lock_fits(lock, file.string(), dir.vocab, dir.context);
   if (const auto why = lane_refuses(o.lane, dir)) {
@@ -170,9 +182,6 @@ bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool
     throw Error(fmt::format("{}: weights hash {} of {} does not match the lock's {}: the lock was made "
                             "from other weights (re-record it with `lg lock update`)",
                             file.string(), hash, model_path.string(), lock.weights_hash));
-  // With companions the lane also holds their sequences: a context of at least 128 positions
-  // (their prompts reach 64) and a pool for all of them.
-  const int64_t seq = o.companions > 0 ? std::max<int64_t>(needed_seq(lock), 128) : needed_seq(lock);
   auto lane = make_lane(o.lane, dir, {.max_seq = seq, .kv_tokens = seq * (o.companions + 1)});
   std::unique_ptr<Lane> reference;
   if (o.compare_logits) reference = make_lane("cpu", dir, {.max_seq = needed_seq(lock)});

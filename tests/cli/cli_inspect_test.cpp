@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli_run.h"
+#include "common/model_copy.h"
 
 namespace lg::cli_test {
 namespace {
@@ -187,6 +188,32 @@ TEST(CliInspect, ConfigBesideAPickleNamesThePickle) {
       << r.out;
   EXPECT_EQ(r.out.find("a config alone"), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
+}
+
+// phi3.lg binds only where config.sliding_window covers the context (Phi-3-mini-4k: a window of
+// 2047 positions of its 4096) and asks for --max-seq at most the window, at which lg run, serve
+// and batch lower it. lg inspect lowered it at the config's context only and exited 1 with "does
+// not check against config.json", for a model that runs. It now names the largest --max-seq that
+// checks (the window) and shows the program there, exit 0; the JSON has it as program_max_seq
+// (null where the config's context checks).
+TEST(CliInspect, AProgramThatBindsOnlyBelowTheConfigsContextNamesTheMaxSeqItNeeds) {
+  test::ModelCopy phi3(kShared + "/fixtures/tiny-phi3");
+  phi3.edit_json("config.json", [](nlohmann::json& j) { j["sliding_window"] = 512; });
+  const CliRun text = run_lg("inspect " + phi3.dir.string());
+  EXPECT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("its length: checks at --max-seq up to 512, not at config.json's context of " +
+                          config_of("tiny-phi3")["max_position_embeddings"].dump() +
+                          ": lg run, serve and batch need --max-seq 512 or less"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("does not check"), std::string::npos) << text.out;
+  const CliRun json = run_lg("inspect --json " + phi3.dir.string());
+  ASSERT_EQ(json.code, 0) << json.out;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("program_max_seq"), 512);
+  EXPECT_EQ(j.at("program_dims").at("S"), 512) << j.at("program_dims");
+  const auto plain = nlohmann::json::parse(run_lg("inspect --json " + kShared + "/fixtures/tiny-phi3").out);
+  EXPECT_TRUE(plain.at("program_max_seq").is_null());
 }
 
 // Gemma3TextConfig defaults an absent head_dim to 256: inspect showed hidden / heads "derived".

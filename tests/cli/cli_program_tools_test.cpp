@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "common/model_copy.h"
 
 namespace lg::cli_test {
 namespace {
@@ -259,6 +260,34 @@ TEST(CliUsage, LockCheckAwayFromTheRepoNamesLocksAndShared) {
   const CliRun shared = run_lg("lock check --lane cpu --locks " + dir.string() + " --shared " + kShared);
   EXPECT_EQ(shared.code, 0) << shared.out;
   EXPECT_NE(shared.out.find("ok   tiny-qwen3.lock.json"), std::string::npos) << shared.out;
+  std::filesystem::remove_all(dir.parent_path());
+}
+
+// phi3.lg binds only where config.sliding_window covers the context (Phi-3-mini-4k: a window of
+// 2047 positions of its 4096) and asks for --max-seq at most the window. lg run, serve and batch
+// lower it at their --max-seq; lg lock lowered it at the config's context only and reported every
+// such model's lock as an error. It now lowers at the positions the lock's cases need (tiny-phi3's
+// lock: 64 + 24), as lg run does at a --max-seq: a tiny-phi3 copy with a window of 512 (the same
+// weights, so the same hash and tokens) checks ok, and lg lock new records it.
+TEST(CliLock, AProgramThatBindsOnlyBelowTheConfigsContextIsCheckedAtTheLocksLength) {
+  test::ModelCopy phi3(kShared + "/fixtures/tiny-phi3");
+  phi3.edit_json("config.json", [](nlohmann::json& j) { j["sliding_window"] = 512; });
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "lg_window_locks" / "locks";
+  std::filesystem::create_directories(dir);
+  nlohmann::json lock = nlohmann::json::parse(std::ifstream(kSource + "/locks/tiny-phi3.lock.json"));
+  lock["model"] = phi3.dir.string();
+  std::ofstream(dir / "tiny-phi3-window.lock.json") << lock.dump(2);
+  const CliRun check = run_lg("lock check --lane cpu --locks " + dir.string());
+  EXPECT_EQ(check.code, 0) << check.out;
+  EXPECT_NE(check.out.find("ok   tiny-phi3-window.lock.json: 4 cases"), std::string::npos) << check.out;
+  const std::filesystem::path out = dir.parent_path() / "new.lock.json";
+  const CliRun made = run_lg("lock new --model " + phi3.dir.string() + " --golden " + kShared +
+                             "/fixtures/tiny-phi3/golden.json -o " + out.string());
+  ASSERT_EQ(made.code, 0) << made.out;
+  const nlohmann::json fresh = nlohmann::json::parse(std::ifstream(out));
+  ASSERT_EQ(fresh["cases"].size(), lock["cases"].size());
+  for (size_t i = 0; i < lock["cases"].size(); ++i)
+    EXPECT_EQ(fresh["cases"][i]["tokens"], lock["cases"][i]["tokens"]) << "case " << i;
   std::filesystem::remove_all(dir.parent_path());
 }
 
