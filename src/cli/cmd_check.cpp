@@ -55,6 +55,9 @@ LG_COMMAND("check", [](CLI::App& app) {
     nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
+    // Said as lg compile says it, before the program's own errors (even with -q: a warning, on stderr).
+    if (const std::string w = lg::cli::max_seq_past_context(config, bind.max_seq); !w.empty())
+      std::cerr << "lg check: warning: " << w << "\n";
     lg::lang::CheckOutcome out;
     {
       std::ifstream in(opts->file, std::ios::binary);

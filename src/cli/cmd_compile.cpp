@@ -134,11 +134,10 @@ LG_COMMAND("compile", [](CLI::App& app) {
     if (auto it = config.find("max_position_embeddings"); it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0) {
       const int64_t context = it->get<int64_t>();
       if (bind.max_seq == 0) bind.max_seq = std::min<int64_t>(context, kDefaultMaxSeq);
-      // A compiler emits what it is asked for; lg run and lg serve refuse such a context.
-      if (bind.max_seq > context)
-        std::cerr << "lg compile: warning: --max-seq " << bind.max_seq << " is above the model's context of " << context
-                  << " tokens (max_position_embeddings); lg run and lg serve refuse it\n";
     }
+    // A compiler emits what it is asked for; lg run, serve and batch refuse such a context.
+    if (const std::string w = lg::cli::max_seq_past_context(config, bind.max_seq); !w.empty())
+      std::cerr << "lg compile: warning: " << w << "\n";
     lg::StartupClock clock("lg compile");  // LG_STARTUP_TIMES=1: the time of each phase on stderr
     lg::ir::Graph graph =
         lg::cli::lower_naming_config(opts->config, [&] { return lg::lang::lower_file(opts->file, config, bind); });

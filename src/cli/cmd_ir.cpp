@@ -28,6 +28,8 @@ LG_COMMAND("ir", [](CLI::App& app) {
     const nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;
     bind.max_seq = opts->max_seq;
+    if (const std::string w = lg::cli::max_seq_past_context(config, bind.max_seq); !w.empty())
+      std::cerr << "lg ir: warning: " << w << "\n";  // as lg check and lg compile say it
     const lg::ir::Graph g =
         lg::cli::lower_naming_config(opts->config, [&] { return lg::lang::lower_file(opts->file, config, bind); });
     lg::ir::verify(g);

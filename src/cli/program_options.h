@@ -2,7 +2,11 @@
 // `lg ir`, `lg compile`): the program file and --config, the same names, checks and help text.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "model/config.h"
@@ -23,6 +27,21 @@ inline void add_program_options(CLI::App* sub, std::string& file, std::string& c
 /// that --config names, model::config_json_path).
 inline std::string config_note(const std::string& config) {
   return "note: the config read is " + lg::model::config_json_path(config).string();
+}
+
+/// The warning lg check and lg compile give for a --max-seq past config.json's context (its
+/// max_position_embeddings), the same words from both: a checker checks and a compiler emits what
+/// it is asked for, but lg run, serve and batch refuse such a length, and lg check said nothing
+/// where lg compile warned. Empty when there is nothing to say (no --max-seq, no context stated, or
+/// a length within it).
+inline std::string max_seq_past_context(const nlohmann::json& config, int64_t max_seq) {
+  const auto it = config.find("max_position_embeddings");
+  if (max_seq <= 0 || it == config.end() || !it->is_number_integer()) return {};
+  const int64_t context = it->get<int64_t>();
+  if (context <= 0 || max_seq <= context) return {};
+  return fmt::format("--max-seq {} is above the model's context of {} tokens (max_position_embeddings); lg run, "
+                     "serve and batch refuse it",
+                     max_seq, context);
 }
 
 /// Lowers with `lower` (a callable returning the graph); a program's errors (a failed `require`,

@@ -59,6 +59,18 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
   EXPECT_EQ(past.code, 0) << past.out;
   EXPECT_NE(past.out.find("warning: --max-seq 2048 is above the model's context of 1024 tokens"), std::string::npos)
       << past.out;
+  // lg check and lg ir accept such a --max-seq too, and say the same (lg check said nothing); not
+  // within the context.
+  const std::string said = past.out.substr(past.out.find("lg compile: warning: ") + 21);
+  const std::string line = said.substr(0, said.find('\n'));
+  EXPECT_NE(line.find("lg run, serve and batch refuse it"), std::string::npos) << line;
+  for (const std::string cmd : {"check", "ir"}) {
+    const CliRun said_by = run_lg(cmd + " " + kQwen3 + " -c " + kTiny + " --max-seq 2048");
+    EXPECT_EQ(said_by.code, 0) << said_by.out.substr(0, 2000);
+    EXPECT_NE(said_by.out.find("lg " + cmd + ": warning: " + line + "\n"), std::string::npos) << said_by.out.substr(0, 2000);
+    const CliRun within = run_lg(cmd + " " + kQwen3 + " -c " + kTiny + " --max-seq 1024");
+    EXPECT_EQ(within.out.find("warning"), std::string::npos) << within.out.substr(0, 2000);
+  }
   const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
   EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
   const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";
