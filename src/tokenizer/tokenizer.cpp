@@ -74,6 +74,14 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
   if (!j.is_array()) fields.fail("added_tokens", "expected an array");
   std::vector<AddedToken> raw, normalized;
   std::string scratch;
+  // The id each token gets is Hugging Face tokenizers' (0.23, TokenizerImpl's deserialization and
+  // AddedVocabulary::add_tokens), not the file's `id`, which it only compares and warns about: in
+  // file order, a content already added or in the model's vocabulary keeps that id; any other
+  // takes the model's vocabulary size (its count of entries), or one past the largest added id
+  // when that is already at or past it. For the files transformers writes the two agree; one
+  // edited by hand (a token renumbered, one added twice) got other ids here than in HF.
+  const auto vocab_size = static_cast<int64_t>(bpe->vocab().size());
+  int64_t max_added = -1;
   for (size_t k = 0; k < j.size(); ++k) {
     const std::string f = "added_tokens[" + std::to_string(k) + "]";
     const json& e = j[k];
@@ -81,7 +89,6 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
     const json& id = fields.require(e, "id", f + ".id");
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= Vocab::kMaxId)
       fields.fail(f + ".id", "expected an integer in [0, 2^24)");
-    t.id = id.get<int32_t>();
     const json& content = fields.require(e, "content", f + ".content");
     if (!content.is_string() || content.get_ref<const std::string&>().empty())
       fields.fail(f + ".content", "expected a non-empty string");
@@ -92,6 +99,17 @@ void Tokenizer::Impl::read_added_tokens(const json& j) {
     t.lstrip = fields.flag(e, "lstrip", false, f);
     t.rstrip = fields.flag(e, "rstrip", false, f);
     t.normalized = fields.flag(e, "normalized", false, f);
+    // A content given twice is one token, the first (HF skips a repeat with the same flags).
+    if (added_ids.contains(t.content)) continue;
+    int64_t assigned;
+    if (const auto known = id_of(t.content)) {
+      assigned = *known;
+    } else {
+      assigned = max_added < 0 ? vocab_size : max_added >= vocab_size || vocab_size == 0 ? max_added + 1 : vocab_size;
+      if (assigned >= Vocab::kMaxId) fields.fail(f + ".id", "the token would take an id past 2^24");
+    }
+    max_added = std::max(max_added, assigned);
+    t.id = static_cast<int32_t>(assigned);
     // A normalized token is matched in normalized text, so its content is normalized too.
     if (t.normalized) t.content = std::string(normalizer.apply(t.content, scratch));
     set_token(t.id, content.get<std::string>());

@@ -193,5 +193,38 @@ TEST(TokenizerJson, AddedTokenFlags) {
   EXPECT_FALSE(t.is_special(260));
 }
 
+// Hugging Face tokenizers (0.23) does not take the `id` of an added token from the file: it adds
+// the tokens in file order, a content already added or in the vocabulary keeping that id and any
+// other taking the vocabulary's size (259 entries here) or one past the largest id added so far;
+// the file's id is only compared, and a differing one logged as a warning. lanegraph took the
+// file's ids as written, so a hand-edited file tokenized to other ids than HF's (and an id
+// inside the vocabulary made two texts share it). Expected ids worked out from HF's rule.
+TEST(TokenizerJson, AddedTokenIdsAreNumberedAsHfNumbersThemNotAsWritten) {
+  json j = small_tokenizer();  // vocabulary 0..258; "<|end|>" 259, as written
+  auto token = [](int64_t id, const std::string& content, bool special) {
+    return json{{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
+                {"rstrip", false},   {"normalized", false}, {"special", special}};
+  };
+  j["added_tokens"].push_back(token(300, "[A]", false));     // a gap: HF gives it 260
+  j["added_tokens"].push_back(token(400, "lo", false));      // in the vocabulary: its id, 258
+  j["added_tokens"].push_back(token(5, "[B]", true));        // a byte token's id: HF gives it 261
+  j["added_tokens"].push_back(token(262, "<|end|>", true));  // again: keeps 259
+  const auto t = Tokenizer::from_file(write_temp(j.dump()));
+  EXPECT_EQ(t.token_to_id("[A]"), 260);
+  EXPECT_EQ(t.token_to_id("lo"), 258);
+  EXPECT_EQ(t.token_to_id("[B]"), 261);
+  EXPECT_EQ(t.token_to_id("<|end|>"), 259);
+  EXPECT_EQ(t.encode("[A]lo[B]<|end|>"), (std::vector<int32_t>{260, 258, 261, 259}));
+  EXPECT_EQ(t.id_to_token(5), byte_level::from_bytes(std::string(1, '\x05')));  // the byte token keeps its id
+  EXPECT_EQ(t.decode(std::vector<int32_t>{5}), std::string(1, '\x05'));
+  EXPECT_FALSE(t.id_to_token(300).has_value());
+  EXPECT_FALSE(t.id_to_token(262).has_value());
+  EXPECT_TRUE(t.is_special(261));
+  EXPECT_FALSE(t.is_special(260));
+  // A file whose ids agree with that numbering (as transformers writes them) is read as before.
+  const auto agreed = Tokenizer::from_file(write_temp(small_tokenizer().dump()));
+  EXPECT_EQ(agreed.token_to_id("<|end|>"), 259);
+}
+
 }  // namespace
 }  // namespace lg::tokenizer
