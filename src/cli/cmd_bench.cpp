@@ -44,7 +44,7 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm_lt.h"
-#include "runtime/draw.h"
+#include "runtime/sampler.h"
 #include "runtime/solo_sequence.h"
 #endif
 
@@ -97,16 +97,6 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-/// A draw at --sample-params (temperature, top-k, top-p) with a fresh uniform.
-lg::DrawParams sampled(const std::vector<double>& tkp, std::mt19937& rng) {
-  lg::DrawParams d;
-  d.inv_temperature = static_cast<float>(1.0 / tkp[0]);
-  d.top_k = static_cast<int32_t>(tkp[1]);
-  d.top_p = tkp[2];
-  d.u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-  return d;
-}
-
 struct DecodeTiming {
   double median_ms, p10_ms, p90_ms;
   size_t steps;
@@ -116,7 +106,7 @@ struct DecodeTiming {
 /// its own (see the top of the file); nullopt when the pool cannot hold them. Two untimed steps
 /// first (graph capture, cuBLASLt's algorithm choice).
 std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t steps, int32_t vocab,
-                                        const std::string& sample, const std::vector<double>& tkp,
+                                        const std::string& sample, lg::runtime::Sampler& sampler,
                                         std::mt19937& rng) {
   using clock = std::chrono::steady_clock;
   const lg::LaneLimits& lim = lane.limits();
@@ -141,7 +131,7 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       q.start_pos = context + i;
       q.blocks = tables[static_cast<size_t>(b)];
       q.want_logits = sample == "host";
-      if (sample == "lane") q.draw = sampled(tkp, rng);
+      if (sample == "lane") q.draw = sampler.next_draw();
     }
     const auto t0 = clock::now();
     const auto res = lane.step(batch);
@@ -149,7 +139,7 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       const lg::SeqResult& r = res[static_cast<size_t>(b)];
       int32_t next = r.argmax;
       if (sample == "lane") next = r.drawn;
-      if (sample == "host") next = lg::runtime::draw_token(r.logits, sampled(tkp, rng));
+      if (sample == "host") next = sampler.pick(r.logits);
       if (next < 0) throw lg::Error("lg bench: a sampled step's logits were not finite");
       tokens[static_cast<size_t>(b)] = next;
     }
@@ -164,11 +154,11 @@ int run_bench(const BenchOpts& o) {
   const bool is_dir = !preset;
   if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
+  // --sample's draws, as a request's: the Sampler checks the values and gives each pick its uniform.
   const auto& tkp = o.sample_params;
-  if (!(tkp[0] > 0) || !(tkp[1] >= 0 && tkp[1] <= INT32_MAX && tkp[1] == static_cast<int64_t>(tkp[1])) ||
-      !(tkp[2] > 0 && tkp[2] <= 1))
-    throw lg::Error(fmt::format("lg bench: --sample-params {},{},{}: a temperature > 0, a whole top-k >= 0 and a top-p in "
-                                "(0, 1] are needed", tkp[0], tkp[1], tkp[2]));
+  if (!(tkp[1] >= 0 && tkp[1] <= INT32_MAX) || tkp[1] != static_cast<double>(static_cast<int64_t>(tkp[1])))
+    throw lg::Error(fmt::format("lg bench: --sample-params: top-k must be a whole number in 0..2^31 - 1, got {}", tkp[1]));
+  lg::runtime::Sampler sampler({tkp[0], static_cast<int64_t>(tkp[1]), tkp[2], 7});
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
@@ -247,7 +237,7 @@ int run_bench(const BenchOpts& o) {
   for (int64_t C : o.contexts) {
     for (int64_t B : o.batches) {
       auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample,
-                           o.sample_params, rng);
+                           sampler, rng);
       if (!m) {
         skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
                                       B * (C + o.decode_tokens + 2), lane->limits().pool_tokens()));
@@ -352,7 +342,7 @@ LG_COMMAND("bench", [](CLI::App& app) {
                   "drawn on the lane (lane) or on the host from each logits row (host)")
       ->check(CLI::IsMember({"none", "lane", "host"}))
       ->capture_default_str();
-  sub->add_option("--sample-params", o->sample_params, "--sample's temperature (> 0), top-k (0: off) and top-p (in (0, 1])")
+  sub->add_option("--sample-params", o->sample_params, "--sample's temperature (>= 0), top-k (0: off) and top-p (in (0, 1])")
       ->delimiter(',')
       ->expected(3)
       ->capture_default_str();
