@@ -10,6 +10,10 @@ namespace lg::runtime {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+/// Whether `lane` draws this sequence's sampled tokens (SeqStep::draw): step() asks it to, and
+/// advance() takes SeqResult::drawn, by the same rule.
+bool drawn_on_lane(const Lane& lane, const Sampler& sampler) { return lane.draws() && sampler.lane_draws(); }
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 }  // namespace
 
@@ -199,7 +203,7 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   const GenerateOptions& o = s.req.options;
   int32_t tok = r.argmax;
   const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
-  if (lane_.draws() && s.sampler.lane_draws()) {  // the lane drew it (step() set SeqStep::draw)
+  if (drawn_on_lane(lane_, s.sampler)) {  // step() set SeqStep::draw
     if (r.drawn == -1) throw_non_finite_logits(position, prefill, lane_.name());
     if (r.drawn < 0)
       throw Error("lane " + lane_.name() + ": internal error: the step drew no token for a sequence that asked (" +
@@ -272,7 +276,7 @@ bool Scheduler::step() {
     // Plain greedy requests take the lane's argmax, and sampled ones without a penalty the lane's
     // own draw where it makes one: no f32[V] row comes back for them.
     if (s.computed + p.n == static_cast<int64_t>(s.tokens.size())) {
-      if (lane_.draws() && s.sampler.lane_draws()) st.draw = s.sampler.next_draw();
+      if (drawn_on_lane(lane_, s.sampler)) st.draw = s.sampler.next_draw();
       else st.want_logits = s.sampler.needs_logits();
     }
     steps.push_back(st);
