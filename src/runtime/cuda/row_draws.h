@@ -2,7 +2,8 @@
 // from its logits row where the row lies, as runtime/draw.h defines the draw and bit for bit as
 // its host reference draw_token picks, so only one int a sequence comes back. A sampled request
 // otherwise brought its f32[V] row to the host every step (607 KB at Qwen3's 151,936 tokens)
-// and drew there (0.8-3.7 ms a row on one core), which at 128 sequences cost many times the step.
+// and drew there (0.75-3.7 ms a row on one core of the build machine, bench/RESULTS.md): at 128
+// sequences many times the step.
 #pragma once
 
 #include <cuda_runtime.h>
