@@ -4,7 +4,8 @@
 // whether the prefix cache is on, and the requests (prompts fresh or cut from a few shared stems,
 // max_new_tokens, an eos id, sampling with its seed, the step each arrives at, the token after
 // which its client goes away, and last the repetition, presence and frequency penalties and min_p,
-// then whether the lane or the host draws sampled tokens (the solo runs the other): drawn after
+// then whether the lane or the host makes the picks that read logits, sampled or penalised (the
+// solo runs the other): drawn after
 // every other choice, so an input kept before they were drawn replays the schedule it
 // was kept for, its requests without them where it ends). What must hold, else the target aborts:
 //   - submit() refuses only a request that can never run (empty, max_new_tokens < 1, longer
@@ -19,7 +20,8 @@
 // The randomized test in tests/runtime/scheduler_test.cpp runs 300 seeds of the same kind of
 // schedule; this target lets coverage steer the choices. Seeds in fuzz/corpus/scheduler_fuzz/;
 // their replay (ctest fuzz_replay.scheduler_fuzz) fails unless some accepted request of them ran
-// with each penalty and with min_p, and some sampled one on a lane that draws (LgFuzzReplayCheck).
+// with each penalty and with min_p, and some sampled one and some penalised one on a lane that draws
+// (LgFuzzReplayCheck).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -123,13 +125,15 @@ void draw_penalties(Choices& c, std::vector<Spec>& specs) {
 /// Accepted requests run, over the whole replay, with each penalty and with min_p (sampled).
 struct Exercised {
   int64_t requests = 0, repetition = 0, presence = 0, frequency = 0, min_p_sampled = 0, penalised_greedy = 0;
-  int64_t lane_drawn = 0;  ///< sampled without a penalty on a lane that draws (the solo run: the host)
+  int64_t lane_drawn = 0;      ///< sampled on a lane that draws (the solo run: the host)
+  int64_t lane_penalised = 0;  ///< penalised, greedy or sampled, on a lane that draws
 } exercised;
 
 void count_exercised(const Spec& s, bool lane_draws) {
   const lg::runtime::SamplingOptions& o = s.options.sampling;
   ++exercised.requests;
-  exercised.lane_drawn += lane_draws && o.temperature > 0 && !o.penalties.active();
+  exercised.lane_drawn += lane_draws && o.temperature > 0;
+  exercised.lane_penalised += lane_draws && o.penalties.active();
   exercised.repetition += o.penalties.repetition != 1;
   exercised.presence += o.penalties.presence != 0;
   exercised.frequency += o.penalties.frequency != 0;
@@ -232,13 +236,14 @@ void run(Choices& c) {
 extern "C" int LgFuzzReplayCheck() {
   const Exercised& e = exercised;
   std::printf("scheduler_fuzz: %lld accepted requests: %lld with a repetition penalty, %lld presence, %lld "
-              "frequency, %lld sampled with min_p, %lld greedy with a penalty, %lld sampled on a lane that draws\n",
+              "frequency, %lld sampled with min_p, %lld greedy with a penalty, %lld sampled on a lane that draws, %lld "
+              "penalised on a lane that draws\n",
               static_cast<long long>(e.requests), static_cast<long long>(e.repetition),
               static_cast<long long>(e.presence), static_cast<long long>(e.frequency),
               static_cast<long long>(e.min_p_sampled), static_cast<long long>(e.penalised_greedy),
-              static_cast<long long>(e.lane_drawn));
+              static_cast<long long>(e.lane_drawn), static_cast<long long>(e.lane_penalised));
   const bool all = e.repetition > 0 && e.presence > 0 && e.frequency > 0 && e.min_p_sampled > 0 &&
-                   e.penalised_greedy > 0 && e.lane_drawn > 0;
+                   e.penalised_greedy > 0 && e.lane_drawn > 0 && e.lane_penalised > 0;
   if (!all)
     std::fprintf(stderr, "scheduler_fuzz: the corpus runs no request with some penalty or min_p, or none drawn by the lane\n");
   return all ? 0 : 1;

@@ -13,7 +13,9 @@
 // --sample lane|host times sampled decode (--sample-params T,K,P; Qwen3's generation_config by
 // default: temperature 0.6, top-k 20, top-p 0.95): `lane` has every sequence draw its token on the lane (SeqStep::draw, what the
 // scheduler asks of a GPU lane), `host` brings every logits row back and draws there (what a lane
-// without its own draws costs); the step's time includes the draws.
+// without its own draws costs); the step's time includes the draws. --sample-penalties R,P,F adds
+// the penalties (each sequence's history: `context` random prompt ids and what it drew), applied
+// on the lane with its draw or on the host, the host's share of each pick timed with the step.
 // The decode sequences' earlier positions are not prefilled: each holds blocks of its own in the
 // pool (as B prefilled sequences would), taken as they are. A step's kernels read every key
 // whatever its value, so this times the same memory traffic without B x context tokens of prefill.
@@ -60,6 +62,7 @@ struct BenchOpts {
   bool json = false;
   std::string sample = "none";  ///< none (greedy argmax), lane or host: see the top of the file
   std::vector<double> sample_params{0.6, 20, 0.95};  ///< temperature, top-k, top-p of --sample
+  std::vector<double> sample_penalties{1, 0, 0};   ///< repetition, presence, frequency penalties of --sample
   lg::LaneOptions lane_options;
 };
 
@@ -104,9 +107,11 @@ struct DecodeTiming {
 
 /// Times `steps` decode steps of B sequences that start at position `context`, each in blocks of
 /// its own (see the top of the file); nullopt when the pool cannot hold them. Two untimed steps
-/// first (graph capture, cuBLASLt's algorithm choice).
+/// first (graph capture, cuBLASLt's algorithm choice). Sampled (`sample` lane or host), each
+/// sequence picks with a copy of `sampling`'s Sampler; with a penalty its history is `context`
+/// random prompt ids and the tokens it drew, as a request's.
 std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t steps, int32_t vocab,
-                                        const std::string& sample, lg::runtime::Sampler& sampler,
+                                        const std::string& sample, const lg::runtime::SamplingOptions& sampling,
                                         std::mt19937& rng) {
   using clock = std::chrono::steady_clock;
   const lg::LaneLimits& lim = lane.limits();
@@ -116,32 +121,46 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(B));
   std::vector<int32_t> tokens(static_cast<size_t>(B));
   std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  std::vector<lg::runtime::Sampler> samplers;
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B)), outputs(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     auto& t = tables[static_cast<size_t>(b)];
     t.resize(static_cast<size_t>(per_seq));
     for (int64_t j = 0; j < per_seq; ++j) t[static_cast<size_t>(j)] = static_cast<int32_t>(b * per_seq + j);
     tokens[static_cast<size_t>(b)] = tok(rng);
+    lg::runtime::SamplingOptions own = sampling;
+    own.seed = sampling.seed + static_cast<uint64_t>(b);
+    samplers.emplace_back(own);
+    if (sampling.penalties.active())
+      for (int64_t k = 0; k < context; ++k) prompts[static_cast<size_t>(b)].push_back(tok(rng));
   }
   std::vector<lg::SeqStep> batch(static_cast<size_t>(B));
   std::vector<double> ms;
   for (int64_t i = 0; i < warm + steps; ++i) {
+    const auto t0 = clock::now();  // the host's share of a pick (the penalties' edits) counts too
     for (int64_t b = 0; b < B; ++b) {
-      auto& q = batch[static_cast<size_t>(b)];
-      q.tokens = std::span<const int32_t>(&tokens[static_cast<size_t>(b)], 1);
+      const auto k = static_cast<size_t>(b);
+      auto& q = batch[k];
+      q.tokens = std::span<const int32_t>(&tokens[k], 1);
       q.start_pos = context + i;
-      q.blocks = tables[static_cast<size_t>(b)];
+      q.blocks = tables[k];
       q.want_logits = sample == "host";
-      if (sample == "lane") q.draw = sampler.next_draw();
+      if (sample == "lane") {
+        q.draw = samplers[k].next_draw();
+        q.penalty = samplers[k].penalty();
+        q.penalty_edits = samplers[k].penalty_edits(prompts[k], outputs[k]);
+      }
     }
-    const auto t0 = clock::now();
     const auto res = lane.step(batch);
     for (int64_t b = 0; b < B; ++b) {
-      const lg::SeqResult& r = res[static_cast<size_t>(b)];
+      const auto k = static_cast<size_t>(b);
+      const lg::SeqResult& r = res[k];
       int32_t next = r.argmax;
       if (sample == "lane") next = r.drawn;
-      if (sample == "host") next = sampler.pick(r.logits);
+      if (sample == "host") next = samplers[k].pick(r.logits, prompts[k], outputs[k]);
       if (next < 0) throw lg::Error("lg bench: a sampled step's logits were not finite");
-      tokens[static_cast<size_t>(b)] = next;
+      tokens[k] = next;
+      if (sampling.penalties.active()) outputs[k].push_back(next);
     }
     if (i >= warm) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
   }
@@ -152,13 +171,18 @@ int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
   const std::optional<lg::model::ModelConfig> preset = check_bench_shape(o);
   const bool is_dir = !preset;
+  const auto& rpf = o.sample_penalties;
+  if ((rpf[0] != 1 || rpf[1] != 0 || rpf[2] != 0) && o.sample == "none")
+    throw lg::Error("lg bench: --sample-penalties needs --sample lane or host (the penalties change the pick)");
   if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
   // --sample's draws, as a request's: the Sampler checks the values and gives each pick its uniform.
   const auto& tkp = o.sample_params;
   if (!(tkp[1] >= 0 && tkp[1] <= INT32_MAX) || tkp[1] != static_cast<double>(static_cast<int64_t>(tkp[1])))
     throw lg::Error(fmt::format("lg bench: --sample-params: top-k must be a whole number in 0..2^31 - 1, got {}", tkp[1]));
-  lg::runtime::Sampler sampler({tkp[0], static_cast<int64_t>(tkp[1]), tkp[2], 7});
+  lg::runtime::SamplingOptions sampling{tkp[0], static_cast<int64_t>(tkp[1]), tkp[2], 7};
+  sampling.penalties = {rpf[0], rpf[1], rpf[2]};
+  lg::runtime::Sampler checked(sampling);  // the Sampler's own checks of every value
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
@@ -191,6 +215,7 @@ int run_bench(const BenchOpts& o) {
   r["provenance"] = lg::to_string(lane->provenance());
   r["sample"] = o.sample;
   r["sample_params"] = o.sample_params;
+  r["sample_penalties"] = o.sample_penalties;
   r["device"] = lg::cuda::device_description();
   r["load_s"] = load_s;
   r["kv_pool_tokens"] = lane->limits().pool_tokens();
@@ -237,7 +262,7 @@ int run_bench(const BenchOpts& o) {
   for (int64_t C : o.contexts) {
     for (int64_t B : o.batches) {
       auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample,
-                           sampler, rng);
+                           sampling, rng);
       if (!m) {
         skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
                                       B * (C + o.decode_tokens + 2), lane->limits().pool_tokens()));
@@ -290,8 +315,13 @@ int run_bench(const BenchOpts& o) {
   std::cout << fmt::format("  floors: weights {:.2f} GB over {:.2f} TB/s = {:.3f} ms; tensor cores {:.0f} TFLOP/s\n",
                            weight_bytes / 1e9, bw / 1e12, r["decode_floor_ms"].get<double>(), tc_rate / 1e12);
   if (o.sample != "none")
-    std::cout << fmt::format("  decode steps sample every token (temperature {}, top-k {}, top-p {}), drawn {}\n",
+    std::cout << fmt::format("  decode steps sample every token (temperature {}, top-k {}, top-p {}{}), drawn {}\n",
                              o.sample_params[0], o.sample_params[1], o.sample_params[2],
+                             sampling.penalties.active()
+                                 ? fmt::format("; penalties: repetition {}, presence {}, frequency {} over a history of "
+                                               "the context's random ids",
+                                               rpf[0], rpf[1], rpf[2])
+                                 : "",
                              o.sample == "lane" ? "on the lane" : "on the host from the logits rows");
   std::cout << "  decode   batch  context   step ms  (p10 .. p90)      tokens/s   floor ms  step/floor\n";
   for (const auto& e : decode)
@@ -343,6 +373,12 @@ LG_COMMAND("bench", [](CLI::App& app) {
       ->check(CLI::IsMember({"none", "lane", "host"}))
       ->capture_default_str();
   sub->add_option("--sample-params", o->sample_params, "--sample's temperature (>= 0), top-k (0: off) and top-p (in (0, 1])")
+      ->delimiter(',')
+      ->expected(3)
+      ->capture_default_str();
+  sub->add_option("--sample-penalties", o->sample_penalties,
+                  "--sample's repetition (> 0; 1: off), presence and frequency (in [-2, 2]) penalties; each "
+                  "sequence's history is then its context's random ids and its drawn tokens")
       ->delimiter(',')
       ->expected(3)
       ->capture_default_str();

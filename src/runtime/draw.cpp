@@ -1,9 +1,11 @@
 #include "runtime/draw.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "runtime/penalties.h"
 #include "support/error.h"
 
 namespace lg::runtime {
@@ -66,6 +68,18 @@ int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
     if (running > target) return id;
   }
   return kept.back();  // unreachable: the largest logit weighs 2^40 and is always kept
+}
+
+int32_t draw_token(std::span<const float> logits, const DrawParams& p, const PenaltyParams& pen,
+                   std::span<const PenaltyEdit> edits) {
+  std::vector<float> row;
+  if (!edits.empty()) {
+    row.assign(logits.begin(), logits.end());
+    apply_penalty_edits(row, pen, edits);
+    logits = row;
+  }
+  if (!std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); })) return -1;
+  return draw_token(logits, p);
 }
 
 }  // namespace lg::runtime

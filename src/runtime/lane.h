@@ -36,8 +36,9 @@ class Lane {
   virtual Provenance provenance() const = 0;
   /// See LaneFacts. Default: nothing known.
   virtual LaneFacts facts() const { return {}; }
-  /// Whether step() honours SeqStep::draw (draws sampled tokens itself, as runtime/draw.h
-  /// defines the draw). A lane that does not is asked for logits rows, and the host draws.
+  /// Whether step() honours SeqStep::draw and its penalties (picks tokens from the logits itself,
+  /// as runtime/draw.h and penalty_math.h define the pick). A lane that does not is asked for
+  /// logits rows, and the host picks.
   virtual bool draws() const { return false; }
   /// Context, KV pool and step sizes, fixed when the lane was made.
   virtual const LaneLimits& limits() const = 0;

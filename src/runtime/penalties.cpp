@@ -1,6 +1,7 @@
 #include "runtime/penalties.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <string>
 #include <vector>
 
@@ -18,76 +19,64 @@ void check_penalties(const Penalties& p) {
     throw Error(fmt::format("frequency_penalty must be in [-2, 2], got {}", p.frequency));
 }
 
-namespace {
-
-void check_id(int32_t id, size_t vocab) {
-  if (id < 0 || static_cast<size_t>(id) >= vocab)
-    throw Error(fmt::format("penalties: token id {} is outside the logits' vocabulary of {} ids", id, vocab));
+PenaltyParams penalty_params(const Penalties& p) {
+  PenaltyParams f;
+  f.repetition = static_cast<float>(std::clamp(p.repetition, static_cast<double>(FLT_TRUE_MIN), static_cast<double>(FLT_MAX)));
+  f.presence = static_cast<float>(p.presence);
+  f.frequency = static_cast<float>(p.frequency);
+  return f;
 }
-
-}  // namespace
 
 void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                      const Penalties& p) {
   PenaltyHistory().apply(logits, prompt, output, p);
 }
 
-void PenaltyHistory::sync(std::span<const int32_t> prompt, std::span<const int32_t> output, size_t vocab) {
-  const bool same_prompt = built_ && vocab == vocab_ && prompt.size() == prompt_n_ &&
-                           (prompt.empty() || prompt.back() == prompt_last_);
+void apply_penalty_edits(std::span<float> logits, const PenaltyParams& p, std::span<const PenaltyEdit> edits) {
+  for (const PenaltyEdit& e : edits)
+    if (e.id < 0 || static_cast<size_t>(e.id) >= logits.size())
+      throw Error(fmt::format("penalties: token id {} is outside the logits' vocabulary of {} ids", e.id, logits.size()));
+  for (const PenaltyEdit& e : edits) {
+    float& l = logits[static_cast<size_t>(e.id)];
+    l = draw::penalised(l, p, e.count);
+  }
+}
+
+void PenaltyHistory::see(int32_t id, int32_t generated) {
+  if (id < 0) throw Error(fmt::format("penalties: token id {} is negative", id));
+  auto [it, fresh] = slot_.try_emplace(id, edits_.size());
+  if (fresh) edits_.push_back({id, 0});
+  edits_[it->second].count += generated;
+}
+
+void PenaltyHistory::sync(std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  const bool same_prompt = built_ && prompt.size() == prompt_n_ && (prompt.empty() || prompt.back() == prompt_last_);
   const bool extends = same_prompt && output.size() >= output_n_ &&
                        (output_n_ == 0 || output[output_n_ - 1] == output_last_);
   if (!extends) {
-    prompt_ids_.assign(prompt.begin(), prompt.end());
-    for (const int32_t id : prompt_ids_) check_id(id, vocab);
-    std::sort(prompt_ids_.begin(), prompt_ids_.end());
-    prompt_ids_.erase(std::unique(prompt_ids_.begin(), prompt_ids_.end()), prompt_ids_.end());
+    edits_.clear();
+    slot_.clear();
+    for (const int32_t id : prompt) see(id, 0);
     prompt_n_ = prompt.size();
     prompt_last_ = prompt.empty() ? -1 : prompt.back();
-    vocab_ = vocab;
-    output_ids_.clear();
-    output_count_.clear();
-    slot_.clear();
     output_n_ = 0;
     built_ = true;
   }
   for (; output_n_ < output.size(); ++output_n_) {
-    const int32_t id = output[output_n_];
-    check_id(id, vocab);
-    auto [it, fresh] = slot_.try_emplace(id, output_ids_.size());
-    if (fresh) {
-      output_ids_.push_back(id);
-      output_count_.push_back(0);
-    }
-    ++output_count_[it->second];
-    output_last_ = id;
+    see(output[output_n_], 1);
+    output_last_ = output[output_n_];
   }
+}
+
+std::span<const PenaltyEdit> PenaltyHistory::edits(std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  sync(prompt, output);
+  return edits_;
 }
 
 void PenaltyHistory::apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                            const Penalties& p) {
   if (!p.active()) return;
-  sync(prompt, output, logits.size());
-  if (p.repetition != 1) {
-    // Every id seen once, prompt or output (vLLM: prompt_mask | output_mask). f32 division and
-    // multiplication, as vLLM's kernel does them on f32 logits with an f32 penalty.
-    const auto r = static_cast<float>(p.repetition);
-    auto penalise = [&](int32_t id) {
-      float& l = logits[static_cast<size_t>(id)];
-      l = l > 0 ? l / r : l * r;
-    };
-    for (const int32_t id : prompt_ids_) penalise(id);
-    for (const int32_t id : output_ids_)
-      if (!std::binary_search(prompt_ids_.begin(), prompt_ids_.end(), id)) penalise(id);
-  }
-  // vLLM: logits -= frequency * output_bin_counts; logits -= presence * output_mask (f32 tensors;
-  // the count is exact in f32 below 2^24). An id never generated is left as it is (x - 0 == x).
-  const auto f = static_cast<float>(p.frequency), pr = static_cast<float>(p.presence);
-  for (size_t k = 0; k < output_ids_.size(); ++k) {
-    float& l = logits[static_cast<size_t>(output_ids_[k])];
-    l -= f * static_cast<float>(output_count_[k]);
-    l -= pr;
-  }
+  apply_penalty_edits(logits, penalty_params(p), edits(prompt, output));
 }
 
 }  // namespace lg::runtime

@@ -6,14 +6,17 @@
 //    penalty when positive, multiplied by it otherwise;
 //  - then frequency_penalty and presence_penalty (OpenAI's definition), over the generated tokens
 //    only: logit -= frequency * count, then logit -= presence (for ids generated at least once).
-// The arithmetic is vLLM's, in f32 and in its order, so a penalised logit is the float vLLM's
-// torch ops compute for it.
+// The arithmetic is vLLM's, in f32 and in its order (runtime/penalty_math.h, shared with the
+// device draw), so a penalised logit is the float vLLM's torch ops compute for it, except that a
+// finite logit pushed past f32's range is held at +-FLT_MAX where torch makes it +-inf.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <unordered_map>
 #include <vector>
+
+#include "runtime/penalty_math.h"
 
 namespace lg::runtime {
 
@@ -30,36 +33,49 @@ struct Penalties {
 /// repetition > 0, presence and frequency in [-2, 2]; NaN is outside every range.
 void check_penalties(const Penalties& p);
 
+/// The f32 factors the penalties' arithmetic (runtime/penalty_math.h) uses for `p`: each value
+/// rounded to f32, the repetition penalty held in [denorm_min, FLT_MAX] (a double past f32's range
+/// would round to inf or 0, and 0 x inf is NaN). Assumes check_penalties(p) passed.
+PenaltyParams penalty_params(const Penalties& p);
+
 /// Applies `p` in place to one position's f32[V] logits. `prompt`: the sequence's prompt ids;
 /// `output`: the ids it generated so far (both in [0, V), else lg::Error naming the id). Touches
-/// only their logits (no V-sized table). Does nothing when !p.active(). One call sorts the whole
+/// only their logits (no V-sized table). Does nothing when !p.active(). One call reads the whole
 /// history; a sequence's steps use a PenaltyHistory instead.
 void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                      const Penalties& p);
 
-/// apply_penalties for the steps of one sequence: the prompt's distinct ids are found once and
-/// the output's counts kept as its tokens are appended, so a step costs O(distinct ids seen) and
-/// the new tokens, not a sort of the whole history (per-token host work on the decode path). A
-/// history that is not the last one extended (another prompt, a shorter or changed output) is
-/// read afresh. The logits are the same floats apply_penalties computes.
+/// Applies `edits` (PenaltyHistory::edits) with `p` in place to f32[V] logits, one edit at a
+/// time by draw::penalised: the arithmetic a lane's device draw applies. Throws lg::Error for an
+/// edit's id outside [0, V).
+void apply_penalty_edits(std::span<float> logits, const PenaltyParams& p, std::span<const PenaltyEdit> edits);
+
+/// The tokens one sequence has seen, kept across its steps as the penalties read them: the
+/// prompt's distinct ids are found once and the output's counts kept as its tokens are appended,
+/// so a step costs O(distinct ids seen) and the new tokens, not a pass over the whole history
+/// (per-token host work on the decode path). A history that is not the last one extended
+/// (another prompt, a shorter or changed output) is read afresh.
 class PenaltyHistory {
  public:
+  /// apply_penalty_edits of this history's edits: the same floats as vLLM's apply_penalties,
+  /// up to the range clamp draw::penalised documents.
   void apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
              const Penalties& p);
+  /// Every distinct id of `prompt` and `output`, each with how often `output` holds it (in first
+  /// seen order, the prompt's first). Valid until the next call. Throws lg::Error for a negative id.
+  std::span<const PenaltyEdit> edits(std::span<const int32_t> prompt, std::span<const int32_t> output);
 
  private:
-  void sync(std::span<const int32_t> prompt, std::span<const int32_t> output, size_t vocab);
+  void sync(std::span<const int32_t> prompt, std::span<const int32_t> output);
+  void see(int32_t id, int32_t generated);
 
   bool built_ = false;
-  size_t vocab_ = 0;                   ///< the logits' size the ids were checked against
-  size_t prompt_n_ = 0;                ///< prompt length the ids below were read from
-  int32_t prompt_last_ = -1;           ///< its last id (a cheap check that it is the same prompt)
-  std::vector<int32_t> prompt_ids_;    ///< the prompt's distinct ids, sorted
-  size_t output_n_ = 0;                ///< output tokens counted
-  int32_t output_last_ = -1;           ///< the last of them
-  std::vector<int32_t> output_ids_;    ///< the output's distinct ids, in first-seen order
-  std::vector<int32_t> output_count_;  ///< how often each of output_ids_ was generated
-  std::unordered_map<int32_t, size_t> slot_;  ///< id -> its index in output_ids_
+  size_t prompt_n_ = 0;               ///< prompt length the edits below were read from
+  int32_t prompt_last_ = -1;          ///< its last id (a cheap check that it is the same prompt)
+  size_t output_n_ = 0;               ///< output tokens counted
+  int32_t output_last_ = -1;          ///< the last of them
+  std::vector<PenaltyEdit> edits_;    ///< the distinct ids seen, with their output counts
+  std::unordered_map<int32_t, size_t> slot_;  ///< id -> its index in edits_
 };
 
 }  // namespace lg::runtime

@@ -36,8 +36,17 @@ int32_t Sampler::pick(std::span<const float> logits, std::span<const int32_t> pr
   return draw_token(logits, next_draw());
 }
 
+std::span<const PenaltyEdit> Sampler::penalty_edits(std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  if (!options_.penalties.active()) return {};
+  return history_.edits(prompt, output);
+}
+
 DrawParams Sampler::next_draw() {
   DrawParams d;
+  if (greedy()) {
+    d.top_k = 1;
+    return d;
+  }
   // 1 / T in double, then to float: a T so small its inverse overflows gives inf, the greedy limit.
   d.inv_temperature = static_cast<float>(1.0 / options_.temperature);
   // A T past float's range (1 / T rounds to 0) is the uniform limit: the least positive inverse.

@@ -39,13 +39,21 @@ class Sampler {
   /// the penalised logits). Otherwise the lane's own argmax is the token, and a lane step need not
   /// return the f32[V] row at all (SeqStep::want_logits): the fast path of plain greedy requests.
   bool needs_logits() const { return !greedy() || options_.penalties.active(); }
-  /// Whether a lane may draw this sequence's tokens itself (SeqStep::draw, next_draw()): sampled
-  /// without a penalty (the penalties read the sequence's history, which only the host keeps).
-  /// The f32[V] row then never leaves the lane.
-  bool lane_draws() const { return !greedy() && !options_.penalties.active(); }
-  /// The next pick's draw, with a fresh uniform: each call is one pick (pick() calls it when it
-  /// samples), so a sequence draws the same tokens whether the lane or the host makes its draws.
+  /// Whether a lane that draws (Lane::draws) makes this sequence's picks itself (SeqStep::draw,
+  /// next_draw(), penalty_edits()): every pick that reads the logits row, sampled or greedy over
+  /// penalised logits. The f32[V] row then never leaves the lane.
+  bool lane_draws() const { return needs_logits(); }
+  /// The next pick's draw: sampled, with a fresh uniform (each call is one pick: pick() calls it
+  /// when it samples, so a sequence draws the same tokens whether the lane or the host makes its
+  /// draws); greedy, the draw of the likeliest token (top-k 1, which keeps the lowest id of a
+  /// tie, as argmax), which takes no uniform.
   DrawParams next_draw();
+  /// The penalties' factors and the tokens they edit for the next pick of a sequence whose prompt
+  /// is `prompt` and whose generated tokens are `output` (empty when no penalty is active): what a
+  /// lane applies to the row before next_draw()'s draw (SeqStep::penalty). Valid until the next
+  /// call of penalty_edits or pick. Throws lg::Error for a negative id.
+  PenaltyParams penalty() const { return penalty_params(options_.penalties); }
+  std::span<const PenaltyEdit> penalty_edits(std::span<const int32_t> prompt, std::span<const int32_t> output);
   /// The next token from f32[V] logits of a sequence whose prompt is `prompt` and whose tokens
   /// generated so far are `output` (read by the penalties only). Throws lg::Error for an id of
   /// either outside [0, V) when a penalty is active.

@@ -209,7 +209,7 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
       throw Error("lane " + lane_.name() + ": internal error: the step drew no token for a sequence that asked (" +
                   std::to_string(r.drawn) + ")");
     tok = r.drawn;
-  } else if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits
+  } else if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits, on the host
     check_finite_logits(r.logits, position, prefill, lane_.name());
     const std::span<const int32_t> all(s.tokens);
     const auto prompt_len = static_cast<size_t>(s.prompt_len);
@@ -273,11 +273,18 @@ bool Scheduler::step() {
     st.tokens = std::span<const int32_t>(s.tokens.data() + s.computed, static_cast<size_t>(p.n));
     st.start_pos = s.computed;
     st.blocks = s.table;
-    // Plain greedy requests take the lane's argmax, and sampled ones without a penalty the lane's
-    // own draw where it makes one: no f32[V] row comes back for them.
+    // Plain greedy requests take the lane's argmax, and the others (sampled, or penalised) the
+    // lane's own draw where it makes one: no f32[V] row comes back for them.
     if (s.computed + p.n == static_cast<int64_t>(s.tokens.size())) {
-      if (drawn_on_lane(lane_, s.sampler)) st.draw = s.sampler.next_draw();
-      else st.want_logits = s.sampler.needs_logits();
+      if (drawn_on_lane(lane_, s.sampler)) {
+        const std::span<const int32_t> all(s.tokens);
+        const auto prompt_len = static_cast<size_t>(s.prompt_len);
+        st.draw = s.sampler.next_draw();
+        st.penalty = s.sampler.penalty();
+        st.penalty_edits = s.sampler.penalty_edits(all.first(prompt_len), all.subspan(prompt_len));
+      } else {
+        st.want_logits = s.sampler.needs_logits();
+      }
     }
     steps.push_back(st);
   }

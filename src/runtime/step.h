@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/draw_math.h"
+#include "runtime/penalty_math.h"
 
 namespace lg {
 
@@ -25,6 +26,11 @@ struct SeqStep {
   /// Draw the next token from the last token's logits as runtime/draw.h defines it, into
   /// SeqResult::drawn (only asked of a lane whose draws() is true): the logits stay on the lane.
   std::optional<DrawParams> draw;
+  /// With `draw`: the penalties applied to the row first (runtime/penalty_math.h), one edit a
+  /// token the sequence has seen (runtime::Sampler::penalty_edits); none when empty. A lane may
+  /// apply them to its row in place, so a step must not ask for the same row's logits too.
+  PenaltyParams penalty{};
+  std::span<const PenaltyEdit> penalty_edits{};
 };
 
 /// What a step gives back for one sequence: about its last new token.

@@ -216,6 +216,14 @@ TEST(CliUsage, AnOptionGivenTwiceIsRefusedNamingIt) {
   EXPECT_NE(list.out.find("lg: error: lg bench: --lane cpu needs a model directory"), std::string::npos) << list.out;
 }
 
+// --sample-penalties change the pick, so a greedy bench (--sample none) that names them is refused
+// before any device is looked for.
+TEST(CliUsage, BenchPenaltiesNeedASampledBench) {
+  const CliRun r = run_lg("bench --shape qwen3-0.6b --sample-penalties 1.2,0,0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("lg bench: --sample-penalties needs --sample lane or host"), std::string::npos) << r.out;
+}
+
 // A mistyped command is named as such, with the command meant when one is close, and the list
 // of commands; CLI11 said only "A subcommand is required", as if none had been given.
 TEST(CliUsage, AnUnknownCommandIsNamedWithTheCommands) {

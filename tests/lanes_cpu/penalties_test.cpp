@@ -126,8 +126,8 @@ TEST_F(PenaltiesOnTheCpuLane, PlainGreedyKeepsTheArgmaxFastPathAndAPenaltyAsksFo
   EXPECT_EQ(penalised.argmax_only, 0);
 }
 
-// A sampled request without a penalty is drawn by a lane that draws (the cpu lane does, as the GPU
-// lanes): no logits row comes back, and the tokens are those the host draws from the rows.
+// A sampled request is drawn by a lane that draws (the cpu lane does, as the GPU lanes): no logits
+// row comes back, and the tokens are those the host draws from the rows.
 TEST_F(PenaltiesOnTheCpuLane, ASampledRequestIsDrawnOnTheLaneAsTheHostWouldDrawIt) {
   const auto prompt = golden_prompts()[1];
   ASSERT_TRUE(lane_->draws());
@@ -142,12 +142,18 @@ TEST_F(PenaltiesOnTheCpuLane, ASampledRequestIsDrawnOnTheLaneAsTheHostWouldDrawI
   EXPECT_EQ(runtime::generate(on_host, prompt, o).tokens, drawn);
   EXPECT_EQ(on_host.with_logits, 12);
   EXPECT_EQ(on_host.with_draw, 0);
-  // A penalty keeps the draw on the host: it reads the request's history.
-  o.sampling.penalties = {1.2, 0, 0};
-  CountingLane penalised(*lane_, /*forward_draws=*/true);
-  runtime::generate(penalised, prompt, o);
-  EXPECT_EQ(penalised.with_draw, 0);
-  EXPECT_EQ(penalised.with_logits, 12);
+  // Penalised requests, sampled and greedy, are drawn by the lane too (the scheduler sends the
+  // history's edits with the draw): no row comes back, and the tokens are the host's picks.
+  for (const double t : {0.9, 0.0}) {
+    o.sampling.temperature = t;
+    o.sampling.penalties = {1.2, 0.4, 0.3};
+    CountingLane penalised(*lane_, /*forward_draws=*/true), penalised_host(*lane_);
+    const auto lane_tokens = runtime::generate(penalised, prompt, o).tokens;
+    EXPECT_EQ(penalised.with_draw, 12) << "temperature " << t;
+    EXPECT_EQ(penalised.with_logits, 0) << "temperature " << t;
+    EXPECT_EQ(runtime::generate(penalised_host, prompt, o).tokens, lane_tokens) << "temperature " << t;
+    EXPECT_EQ(penalised_host.with_logits, 12) << "temperature " << t;
+  }
 }
 
 TEST_F(PenaltiesOnTheCpuLane, AMixedBatchGivesEachRequestItsSoloTokens) {

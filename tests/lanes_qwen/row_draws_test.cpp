@@ -5,7 +5,8 @@
 // of 1 and past the candidates (the kernel's gathered path for top-k up to 1,024 and its radix
 // selects), top-p far into the tail; a row holding a NaN or Inf gets -1; the
 // tokens are poisoned before the kernel writes them. Then sampled generation on the hand-written
-// lane, drawn on the device, against the same lane drawing on the host.
+// lane, drawn on the device, against the same lane drawing on the host; and the same with the
+// penalties applied on the device first (greedy and sampled).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/row_draws.h"
 #include "runtime/draw.h"
+#include "runtime/penalties.h"
 #include "runtime/generate.h"
 #include "runtime/scheduler.h"
 #include "test_util.h"
@@ -175,5 +177,121 @@ TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
   const auto on_host = run(host);
   EXPECT_EQ(device.with_logits, 0);
   EXPECT_GE(device.with_draw, 7 * 20);  // at least 20 tokens a request, each drawn on the device
+  for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
+}
+
+// Penalised draws through RowDraws (the lanes' path): each row's edits applied on the device, then
+// its draw, against the host's lane form of the same pick (draw_token with the edits), on fresh
+// random rows, histories and parameters, greedy (top-k 1) among them; rows without penalties in
+// the same launch; the edits' ids checked on the host.
+TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
+  LG_REQUIRE_GPU();
+  const uint64_t seed = std::random_device{}();
+  std::printf("[ row draws ] seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 g(seed);
+  for (const int64_t V : {int64_t{37}, int64_t{1000}, int64_t{151936}}) {
+    const int R = 64;
+    std::vector<float> logits = random_rows(g, R, V);
+    std::vector<float> host = logits;  // the kernel edits the device's copy in place
+    std::vector<DrawParams> params(static_cast<size_t>(R));
+    std::vector<std::vector<PenaltyEdit>> edits(static_cast<size_t>(R));
+    std::vector<SeqStep> batch(static_cast<size_t>(R));
+    const std::vector<int32_t> token = {0};
+    for (int r = 0; r < R; ++r) {
+      params[r] = random_params(g, V);
+      if (r % 4 == 0) params[r] = DrawParams{.top_k = 1};  // a greedy pick over penalised logits
+      // A history of up to 3,000 distinct ids (its edits), some generated many times.
+      if (r % 5 != 4) {
+        std::vector<int32_t> ids(static_cast<size_t>(std::min<int64_t>(V, 1 + static_cast<int64_t>(g() % 3000))));
+        for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int32_t>(k);
+        std::shuffle(ids.begin(), ids.end(), g);
+        for (const int32_t id : ids) edits[r].push_back({id, static_cast<int32_t>(g() % 3 == 0 ? 0 : g() % 50)});
+        // The row's likeliest tokens seen: the penalties move the pick.
+        edits[r].front().id = static_cast<int32_t>(std::max_element(host.begin() + r * V, host.begin() + (r + 1) * V) -
+                                                   (host.begin() + r * V));
+        std::sort(edits[r].begin(), edits[r].end(), [](auto a, auto b) { return a.id < b.id; });
+        edits[r].erase(std::unique(edits[r].begin(), edits[r].end(), [](auto a, auto b) { return a.id == b.id; }),
+                       edits[r].end());
+        std::shuffle(edits[r].begin(), edits[r].end(), g);
+      }
+      batch[r].tokens = token;
+      batch[r].draw = params[r];
+      batch[r].penalty = runtime::penalty_params({0.3 + static_cast<double>(g() % 100) / 25,
+                                                  static_cast<double>(g() % 9) / 2 - 2, static_cast<double>(g() % 9) / 2 - 2});
+      batch[r].penalty_edits = edits[r];
+    }
+    batch[1].draw.reset();  // a sequence that draws nothing sits between them
+    cuda::DeviceBuffer d_logits(logits.size() * 4);
+    d_logits.upload(logits.data(), logits.size() * 4);
+    cuda::RowDraws draws(R);
+    cuda::Stream s;
+    ASSERT_TRUE(draws.launch(d_logits.as<float>(), V, batch, s.get()));
+    s.synchronize();
+    std::vector<SeqResult> got(static_cast<size_t>(R));
+    draws.collect(batch, got);
+    int moved = 0;
+    for (int r = 0; r < R; ++r) {
+      const std::span<const float> row(host.data() + r * V, static_cast<size_t>(V));
+      if (!batch[r].draw) {
+        EXPECT_EQ(got[r].drawn, -1) << "row " << r;
+        continue;
+      }
+      const int32_t want = runtime::draw_token(row, params[r], batch[r].penalty, edits[r]);
+      moved += !edits[r].empty() && want != runtime::draw_token(row, params[r]);
+      EXPECT_EQ(got[r].drawn, want) << "V " << V << ", row " << r << ": " << edits[r].size() << " edits, 1/T "
+                                    << params[r].inv_temperature << ", top_k " << params[r].top_k << ", top_p "
+                                    << params[r].top_p << ", min_p " << params[r].min_p;
+    }
+    std::printf("[ row draws ] V %lld: %d penalised draws equal to the host's, %d moved by the penalties\n",
+                static_cast<long long>(V), R - 1, moved);
+    EXPECT_GT(moved, 0);
+  }
+  // An edit outside the vocabulary is refused before anything runs.
+  std::vector<PenaltyEdit> bad = {{5, 1}, {37, 0}};
+  std::vector<SeqStep> one(1);
+  const std::vector<int32_t> token = {0};
+  one[0].tokens = token;
+  one[0].draw = DrawParams{.top_k = 1};
+  one[0].penalty_edits = bad;
+  cuda::DeviceBuffer d_row(37 * 4);
+  cuda::RowDraws draws(1);
+  EXPECT_THROW(draws.launch(d_row.as<float>(), 37, one, nullptr), Error);
+}
+
+// Penalised requests, greedy and sampled, in shared steps: drawn on the device (their rows never
+// leave it) as the host picks them from the rows.
+TEST(RowDraws, PenalisedRequestsDrawOnTheDeviceAsOnTheHost) {
+  LG_REQUIRE_GPU();
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
+  auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
+  const uint64_t seed = std::random_device{}();
+  auto run = [&](Lane& l) {
+    runtime::Scheduler sched(l);
+    std::vector<std::vector<int32_t>> out(8);
+    std::mt19937_64 r(seed);
+    for (size_t i = 0; i < out.size(); ++i) {
+      runtime::Request q;
+      for (int k = 0, n = 2 + static_cast<int>(r() % 90); k < n; ++k) q.prompt.push_back(static_cast<int32_t>(r() % 5000));
+      q.options.max_new_tokens = 24;
+      q.options.sampling.temperature = std::array<double, 4>{0, 0.8, 0, 1.0}[i % 4];
+      q.options.sampling.top_p = i % 4 == 1 ? 0.95 : 1.0;
+      q.options.sampling.seed = r();
+      q.options.sampling.penalties = std::array<runtime::Penalties, 4>{
+          runtime::Penalties{1.3, 0, 0}, runtime::Penalties{1, 0.5, 0.3}, runtime::Penalties{1.1, 1.5, 0},
+          runtime::Penalties{1, 0, 1.0}}[(i / 4 + i) % 4];
+      q.on_done = [&out, i](runtime::Generation&& gen, const std::string& error) {
+        EXPECT_EQ(error, "");
+        out[i] = std::move(gen.tokens);
+      };
+      sched.submit(std::move(q));
+    }
+    sched.run();
+    return out;
+  };
+  lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
+  const auto on_device = run(device);
+  const auto on_host = run(host);
+  EXPECT_EQ(device.with_logits, 0);
+  EXPECT_GE(device.with_draw, 8 * 24);
   for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
 }

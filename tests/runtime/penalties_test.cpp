@@ -4,12 +4,16 @@
 // order). The math is the same f32 operations, so the logits must be equal exactly.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "runtime/draw.h"
 #include "runtime/penalties.h"
 #include "runtime/sampler.h"
 #include "support/error.h"
@@ -178,6 +182,82 @@ TEST(Penalties, GreedyPicksTheArgmaxOfThePenalisedLogits) {
     moved += got != argmax(l);
   }
   EXPECT_GT(moved, 20);
+}
+
+// The edits a lane applies (PenaltyHistory::edits): every distinct id of prompt and output, once,
+// with its count in the output; applied one at a time they give the floats of the definition.
+TEST(Penalties, EditsHoldEachSeenIdOnceWithItsOutputCount) {
+  PenaltyHistory h;
+  const std::vector<int32_t> prompt = {5, 3, 5, 9}, output = {3, 7, 7, 7, 5};
+  std::map<int32_t, int32_t> got;
+  for (const PenaltyEdit& e : h.edits(prompt, output)) EXPECT_TRUE(got.emplace(e.id, e.count).second) << "id " << e.id;
+  EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 0}}));
+  // One more generated token extends the counts without reading the history again.
+  const std::vector<int32_t> longer = {3, 7, 7, 7, 5, 9};
+  got.clear();
+  for (const PenaltyEdit& e : h.edits(prompt, longer)) got[e.id] = e.count;
+  EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 1}}));
+  EXPECT_THROW(h.edits(std::vector<int32_t>{-4}, {}), Error);
+}
+
+// A lane's pick (SeqStep::draw with the sampler's edits, runtime::draw_token's lane form) is the
+// host's pick (Sampler::pick), greedy and sampled, on fresh random rows and histories: the same
+// sampler state, so the same uniforms.
+TEST(Penalties, TheLanesPenalisedPickEqualsTheHostsPick) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> logit(0.0f, 3.0f);
+  int64_t moved = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<float> l(300);
+    for (float& x : l) x = trial % 5 == 0 ? std::round(logit(rng)) : logit(rng);  // ties every fifth row
+    std::vector<int32_t> prompt(1 + rng() % 40), output(rng() % 30);
+    for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % 60);
+    for (int32_t& t : output) t = static_cast<int32_t>(rng() % 60);
+    SamplingOptions o;
+    o.temperature = std::array<double, 3>{0, 0.7, 1.3}[trial % 3];
+    o.top_k = trial % 4 == 0 ? 20 : 0;
+    o.seed = rng();
+    o.penalties = {0.5 + static_cast<double>(rng() % 100) / 40, static_cast<double>(rng() % 9) / 2 - 2,
+                   static_cast<double>(rng() % 9) / 2 - 2};
+    Sampler host(o), lane(o);
+    ASSERT_TRUE(lane.lane_draws());
+    for (int pick = 0; pick < 3; ++pick) {
+      const int32_t want = host.pick(l, prompt, output);
+      const DrawParams d = lane.next_draw();
+      const int32_t got = draw_token(l, d, lane.penalty(), lane.penalty_edits(prompt, output));
+      ASSERT_EQ(got, want) << "trial " << trial << ", pick " << pick << ", temperature " << o.temperature;
+      moved += got != argmax(l);
+      output.push_back(got);
+    }
+  }
+  EXPECT_GT(moved, 100);
+}
+
+// Penalties that push a finite logit past f32's range hold it at +-FLT_MAX (vLLM's torch makes it
+// +-inf), so the row stays finite and a pick is defined; a non-finite logit stays as it was, for
+// the caller to report; a repetition penalty past f32's range is held at FLT_MAX (0 x inf is NaN).
+TEST(Penalties, AFiniteLogitStaysFiniteANonFiniteOneStaysAsItIs) {
+  const PenaltyParams tiny = penalty_params({1e-300, 0, 0}), huge = penalty_params({1e300, 0, 0});
+  EXPECT_EQ(tiny.repetition, FLT_TRUE_MIN);
+  EXPECT_EQ(huge.repetition, FLT_MAX);
+  EXPECT_EQ(draw::penalised(2.0f, tiny, 0), FLT_MAX);
+  EXPECT_EQ(draw::penalised(-2.0f, huge, 0), -FLT_MAX);
+  EXPECT_EQ(draw::penalised(0.0f, huge, 0), 0.0f);
+  EXPECT_EQ(draw::penalised(-FLT_MAX, penalty_params({1, 2, 2}), 3), -FLT_MAX);
+  EXPECT_EQ(draw::penalised(INFINITY, tiny, 1), INFINITY);
+  EXPECT_TRUE(std::isnan(draw::penalised(NAN, huge, 1)));
+  // The host's pick over such a row: the lowest id of the tie at FLT_MAX.
+  std::vector<float> l = {1.0f, 3.0f, 2.0f, -1.0f};
+  SamplingOptions o;
+  o.penalties.repetition = 1e-300;
+  Sampler s(o);
+  EXPECT_EQ(s.pick(l, std::vector<int32_t>{2, 1}, {}), 1);
+  // A row with a NaN: the lane form reports it as a device draw does (-1).
+  l[3] = NAN;
+  Sampler lane(o);
+  EXPECT_EQ(draw_token(l, lane.next_draw(), lane.penalty(), lane.penalty_edits(std::vector<int32_t>{0}, {})), -1);
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "runtime/draw.h"
 #include "runtime/sampler.h"
 #include "support/error.h"
 
@@ -115,6 +118,26 @@ TEST(Sampler, NucleusWiderThanTheSortedHeadIsExact) {
     beyond_head += t >= 1024;
   }
   EXPECT_GT(beyond_head, 3000 / 2);  // ~77% of the kept mass lies past id 1024
+}
+
+// A greedy request's draw, as a lane makes it when penalties make the pick read the row: top-k 1
+// keeps the likeliest token, the lowest id of a tie (-0 and +0 are one logit), as argmax does; it
+// takes no uniform from the generator.
+TEST(Sampler, AGreedyDrawIsTheArgmax) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 g(seed);
+  Sampler greedy(SamplingOptions{});
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<float> l(1 + g() % 200);
+    for (float& x : l) x = static_cast<float>(static_cast<int>(g() % 7) - 3) * (trial % 2 ? 0.5f : 1e-3f);
+    if (trial % 3 == 0)
+      for (float& x : l) x = x == 0 ? (g() % 2 ? -0.0f : 0.0f) : x;
+    const DrawParams d = greedy.next_draw();
+    EXPECT_EQ(d.top_k, 1);
+    EXPECT_EQ(d.u, 0);
+    ASSERT_EQ(draw_token(l, d), argmax(l)) << "trial " << trial;
+  }
 }
 
 TEST(Sampler, SameSeedSameTokens) {

@@ -168,7 +168,8 @@ class CompiledLane : public Lane {
     copy_inputs(f, decode, rows);
     const int64_t B = decode ? rows : f.B;
     if (profile_ && ++steps_seen_[{rows, B}] == 2) launcher_->profile(rows, B);
-    const float* logits = static_cast<const float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]);
+    // Not const: a penalised draw edits its row in place (RowDraws::launch).
+    float* logits = static_cast<float*>(ptrs_[static_cast<size_t>(prog_.outputs[0])]);
     const bool pdl = launcher_->pdl();  // the argmax follows the program's launches
     const auto graph = decode ? graphs_.find(rows) : graphs_.end();
     if (graph != graphs_.end()) {

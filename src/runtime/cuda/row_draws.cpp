@@ -1,6 +1,7 @@
 // RowDraws (row_draws.h): the draws of a step gathered into mapped pinned memory for the kernel.
 #include "runtime/cuda/row_draws.h"
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/cuda/cuda_check.h"
@@ -14,6 +15,7 @@ RowDraws::RowDraws(int64_t max_rows) : max_rows_(max_rows) {
     LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&params_), n * sizeof(DrawParams), cudaHostAllocMapped));
     LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&rows_), n * sizeof(int32_t), cudaHostAllocMapped));
     LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&tokens_), n * sizeof(int32_t), cudaHostAllocMapped));
+    LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&penalty_rows_), n * sizeof(PenaltyRow), cudaHostAllocMapped));
   } catch (...) {
     release();  // the destructor does not run for a constructor that throws
     throw;
@@ -26,28 +28,69 @@ void RowDraws::release() noexcept {
   if (params_) cudaFreeHost(params_);
   if (rows_) cudaFreeHost(rows_);
   if (tokens_) cudaFreeHost(tokens_);
+  if (penalty_rows_) cudaFreeHost(penalty_rows_);
+  if (edits_) cudaFreeHost(edits_);
   params_ = nullptr;
   rows_ = tokens_ = nullptr;
+  penalty_rows_ = nullptr;
+  edits_ = nullptr;
+  edits_cap_ = 0;
 }
 
-bool RowDraws::launch(const float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream) {
-  int n = 0;
+namespace {
+
+template <class T>
+T* device_view(T* host) {
+  T* d = nullptr;
+  LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), host, 0));
+  return d;
+}
+
+}  // namespace
+
+bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream) {
+  int n = 0, penalised = 0;
+  size_t edits = 0;
   for (size_t b = 0; b < batch.size(); ++b) {
     if (!batch[b].draw) continue;
     if (n == max_rows_)
       throw Error("row draws: more than " + std::to_string(max_rows_) + " sequences of a step ask for a draw");
+    if (!batch[b].penalty_edits.empty() && batch[b].want_logits)
+      throw Error("row draws: sequence " + std::to_string(b) +
+                  " asks for its logits and for a penalised draw, which edits them in place");
     params_[n] = *batch[b].draw;
     rows_[n] = static_cast<int32_t>(b);
     tokens_[n] = -2;  // poison: a draw the kernel skipped shows
+    edits += batch[b].penalty_edits.size();
     ++n;
   }
   if (n == 0) return false;
-  DrawParams* d_params = nullptr;
-  int32_t *d_rows = nullptr, *d_tokens = nullptr;
-  LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_params), params_, 0));
-  LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_rows), rows_, 0));
-  LG_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_tokens), tokens_, 0));
-  launch_row_draws(logits, V, d_params, d_rows, d_tokens, n, stream);
+  if (edits > 0) {
+    if (edits > edits_cap_) {
+      // Grown rarely (a longer history than any before): freeing mapped memory waits for the device.
+      if (edits_) LG_CUDA_CHECK(cudaFreeHost(edits_));
+      edits_ = nullptr;
+      edits_cap_ = 0;
+      const size_t cap = std::max(edits, size_t{1} << 16);
+      LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&edits_), cap * sizeof(PenaltyEdit), cudaHostAllocMapped));
+      edits_cap_ = cap;
+    }
+    size_t at = 0;
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const SeqStep& s = batch[b];
+      if (!s.draw || s.penalty_edits.empty()) continue;
+      for (const PenaltyEdit& e : s.penalty_edits)
+        if (e.id < 0 || e.id >= V)
+          throw Error("row draws: sequence " + std::to_string(b) + "'s penalties name token id " + std::to_string(e.id) +
+                      ", outside the vocabulary of " + std::to_string(V));
+      std::copy(s.penalty_edits.begin(), s.penalty_edits.end(), edits_ + at);
+      penalty_rows_[penalised++] = {s.penalty, static_cast<int32_t>(b), static_cast<int32_t>(s.penalty_edits.size()),
+                                    static_cast<int64_t>(at)};
+      at += s.penalty_edits.size();
+    }
+    launch_row_penalties(logits, V, device_view(penalty_rows_), device_view(edits_), penalised, stream);
+  }
+  launch_row_draws(logits, V, device_view(params_), device_view(rows_), device_view(tokens_), n, stream);
   return true;
 }
 

@@ -27,11 +27,13 @@ class RowDraws {
   RowDraws& operator=(const RowDraws&) = delete;
 
   /// Enqueues on `stream` the draws the sequences of `batch` ask for (SeqStep::draw) over logits
-  /// f32[>= batch.size(), V], row b being sequence b's last token; one block a drawn row. Returns
-  /// whether there were any. The rows must be written by work already enqueued on `stream`.
-  /// Throws lg::Error for more drawing sequences than max_rows, a V outside 1..2^31 - 1, or a
-  /// launch failure.
-  bool launch(const float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream);
+  /// f32[>= batch.size(), V], row b being sequence b's last token; one block a drawn row. A draw
+  /// with penalties (SeqStep::penalty_edits) first edits its row in place, one launch for every
+  /// such row. Returns whether there were any draws. The rows must be written by work already
+  /// enqueued on `stream`. Throws lg::Error for more drawing sequences than max_rows, a V outside
+  /// 1..2^31 - 1, a penalty edit's id outside [0, V), a sequence asking for both penalised draws
+  /// and its logits, or a launch failure.
+  bool launch(float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream);
   /// After `stream` is synchronised: out[b].drawn for each sequence that asked for a draw (-1 for
   /// a row holding a NaN or Inf, which the caller reports).
   void collect(std::span<const SeqStep> batch, std::span<SeqResult> out) const;
@@ -43,6 +45,9 @@ class RowDraws {
   DrawParams* params_ = nullptr;  ///< [max_rows], mapped pinned
   int32_t* rows_ = nullptr;       ///< [max_rows] logits row of each draw, mapped pinned
   int32_t* tokens_ = nullptr;     ///< [max_rows] the drawn tokens, mapped pinned
+  PenaltyRow* penalty_rows_ = nullptr;  ///< [max_rows] penalised draws' runs of edits, mapped pinned
+  PenaltyEdit* edits_ = nullptr;  ///< [edits_cap_] their edits, mapped pinned, made on first use
+  size_t edits_cap_ = 0;
 };
 
 }  // namespace lg::cuda

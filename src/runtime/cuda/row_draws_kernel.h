@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "runtime/draw_math.h"
+#include "runtime/penalty_math.h"
 
 namespace lg::cuda {
 
@@ -16,5 +17,19 @@ namespace lg::cuda {
 /// V outside 1..2^31 - 1 or a launch failure.
 void launch_row_draws(const float* logits, int64_t V, const DrawParams* params, const int32_t* rows, int32_t* tokens,
                       int n, cudaStream_t stream);
+
+/// One drawn row's penalties: their factors, the logits row they edit and their run of edits.
+struct PenaltyRow {
+  PenaltyParams p;
+  int32_t row = 0;
+  int32_t count = 0;   ///< edits in the run
+  int64_t begin = 0;   ///< its first edit's index
+};
+
+/// Applies rows[k]'s edits to logits row rows[k].row in place (draw::penalised), one block a
+/// row; an edit whose id is outside [0, V) is skipped (RowDraws checks them first). Enqueued on
+/// `stream`; nothing for n <= 0. Throws lg::Error for a launch failure.
+void launch_row_penalties(float* logits, int64_t V, const PenaltyRow* rows, const PenaltyEdit* edits, int n,
+                          cudaStream_t stream);
 
 }  // namespace lg::cuda
