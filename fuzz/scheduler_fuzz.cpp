@@ -9,7 +9,7 @@
 // every other choice, so an input kept before they were drawn replays the schedule it
 // was kept for, its requests without them where it ends). What must hold, else the target aborts:
 //   - submit() refuses only a request that can never run (empty, max_new_tokens < 1, longer
-//     than the context or than the pool);
+//     than the context or than the pool, a negative token id);
 //   - every accepted request finishes exactly once, with no error, generating exactly its solo
 //     tokens (a cancelled one a prefix of them);
 //   - no step writes into a block another sequence holds or the prefix cache names (the lane
@@ -144,7 +144,8 @@ void count_exercised(const Spec& s, bool lane_draws) {
 /// Whether submit() may refuse `s`: scheduler.h's rules.
 bool can_never_run(const Spec& s, const lg::LaneLimits& l) {
   const auto n = static_cast<int64_t>(s.prompt.size());
-  return n == 0 || s.options.max_new_tokens < 1 || n > l.max_seq || (n + l.block_size - 1) / l.block_size > l.num_blocks;
+  return n == 0 || s.options.max_new_tokens < 1 || n > l.max_seq || (n + l.block_size - 1) / l.block_size > l.num_blocks ||
+         std::any_of(s.prompt.begin(), s.prompt.end(), [](int32_t t) { return t < 0; });
 }
 
 void run(Choices& c) {

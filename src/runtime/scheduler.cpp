@@ -63,6 +63,13 @@ int64_t Scheduler::submit(Request request) {
   if (blocks_.blocks_for(n) > blocks_.num_blocks())
     throw Error("the prompt has " + std::to_string(n) + " tokens, more than the KV cache holds (" +
                 std::to_string(limits_.pool_tokens()) + " tokens)");
+  // The penalties read the history before the lane sees it (Sampler::penalty_edits as the step is
+  // planned), so a negative id is refused here, not in the middle of a step. Ids past the
+  // vocabulary are the lane's to refuse (only it knows V).
+  for (size_t k = 0; k < request.prompt.size(); ++k)
+    if (request.prompt[k] < 0)
+      throw Error("the prompt's token " + std::to_string(k) + " is " + std::to_string(request.prompt[k]) +
+                  ": token ids are >= 0");
   const int64_t id = next_id_++;
   waiting_.push_back(std::make_unique<Seq>(id, std::move(request)));
   return id;

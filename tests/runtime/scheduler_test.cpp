@@ -260,6 +260,15 @@ TEST(Scheduler, RefusesWhatCanNeverRun) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("33 tokens, more than the context of 32"), std::string::npos) << e.what();
   }
+  // A negative id can never run (and a penalised request's history is read before the lane sees it).
+  r.prompt = {5, -3, 7};
+  r.options.sampling.penalties.repetition = 1.2;
+  try {
+    sched.submit(r);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the prompt's token 1 is -3"), std::string::npos) << e.what();
+  }
   // A pool below one context: a lone request could only preempt itself, forever. No lane is
   // made with one (runtime/step.h, resolve_limits), so no scheduler ever sees it.
   EXPECT_THROW(PoolLane(64, 16, 4, 8, 16), Error);
