@@ -126,7 +126,8 @@ int64_t run_positions(const RunOpts& o, const lg::model::ModelDir& dir, int64_t 
   // (a 511-token prompt at context 512 gives 1 token). The last generated token is never fed
   // back, so the KV cache holds one position less than the tokens: the scheduler stops with
   // "context" once it is full, i.e. at prompt + generated == context (it used to be one more).
-  return std::min(context, n + o.max_tokens) - 1;
+  // Compared, not summed: -n may be near 2^63, where n + -n wrapped to a negative size.
+  return (o.max_tokens >= context - n ? context : n + o.max_tokens) - 1;
 }
 
 /// The sampling of this run: the flags, else generation_config.json's defaults (temperature only

@@ -219,6 +219,18 @@ TEST(LgRun, PromptAndGeneratedTokensFillTheContextExactly) {
   EXPECT_NE(few.err.find("stop: max_tokens"), std::string::npos) << few.err;
 }
 
+// The largest -n the option takes is a bound like any other past the context: prompt plus -n was
+// summed, and at 2^63 - 1 it wrapped to a negative KV size ("max sequence length must be >= 0").
+TEST(LgRun, MaxTokensNear2To63StopsAtTheContext) {
+  for (const char* n : {"9223372036854775807", "9223372036854775806"}) {
+    const Result r = run_lg({"run", "--model", kModel, "--prompt", "def f():", "-n", n, "--max-seq", "16", "--lane", "cpu"});
+    ASSERT_EQ(r.code, 0) << n << "\n" << r.err;
+    EXPECT_NE(r.err.find("decode 12 tokens"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("stop: context"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string("lg: warning: --max-tokens is ") + n), std::string::npos) << r.err;
+  }
+}
+
 TEST(LgRun, EmptyPromptIsAnError) {
   const Result r = run_lg({"run", "--model", kModel, "--prompt", ""});
   EXPECT_EQ(r.code, 1);
