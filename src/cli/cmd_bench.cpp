@@ -36,12 +36,12 @@
 #include "cli/numeric_checks.h"
 #include "cli/path_checks.h"
 #include "cli/preset_shapes.h"
+#include "lanes/factory.h"
 #include "support/error.h"
 
 // Every GPU lane brings lg_cuda (bandwidth, device name) and the factory builds it.
 #if defined(LG_HAVE_LANE_QWEN) || defined(LG_HAVE_LANE_COMPILED)
 #define LG_BENCH_GPU 1
-#include "lanes/factory.h"
 #include "model/config.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
@@ -66,10 +66,12 @@ struct BenchOpts {
   lg::LaneOptions lane_options;
 };
 
-/// What lg bench refuses before it looks for a device, in a build with or without CUDA: the cpu
-/// lane without a model directory, an unknown shape name. Returns the config of a random-weights
+/// What lg bench refuses before it looks for a device, in a build with or without CUDA: an unknown
+/// lane (named as such, as lg run names it, not as a lane that "runs on a GPU" or needs a model
+/// directory), the cpu lane without a model directory, an unknown shape name. Returns the config of a random-weights
 /// shape (a preset, or a directory holding only a config.json); nullopt for a model directory.
 std::optional<lg::model::ModelConfig> check_bench_shape(const BenchOpts& o) {
+  lg::check_lane_known(o.lane);
   // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
   // .lg program's params get random bf16 weights made on the device.
   const bool is_dir = std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape);

@@ -196,6 +196,17 @@ TEST(CliUsage, BenchOfTheCpuLaneSaysWhatIsWrong) {
   EXPECT_NE(dir.out.find("lg run --lane cpu"), std::string::npos) << dir.out;
 }
 
+// A lane name lg does not have is refused as unknown before the shape or a device is looked at,
+// as lg run refuses it: it was told it needed a model directory, or, given one, that "the bogus
+// lane runs on a GPU".
+TEST(CliUsage, BenchRefusesAnUnknownLaneByName) {
+  for (const std::string& shape : {std::string(), " --shape " + kTiny}) {
+    const CliRun r = run_lg("bench --lane bogus" + shape);
+    EXPECT_EQ(r.code, 1) << shape << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: unknown lane 'bogus' (this build has: cpu"), std::string::npos) << r.out;
+  }
+}
+
 // An unknown preset is refused by name before a device is looked for (the presets are bench's own
 // config.json values, not the hand-written lane's).
 TEST(CliUsage, BenchNamesItsPresetShapes) {
