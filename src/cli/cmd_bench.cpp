@@ -46,9 +46,9 @@
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/gemm_lt.h"
-#include "runtime/sampler.h"
 #include "runtime/solo_sequence.h"
 #endif
+#include "runtime/sampler.h"
 
 namespace {
 
@@ -80,6 +80,33 @@ std::optional<lg::model::ModelConfig> check_bench_shape(const BenchOpts& o) {
                     "are made on the device for the hand-written and compiled lanes only)");
   if (is_dir) return std::nullopt;
   return lg::cli::random_shape(o.shape, ", or a model directory").config;  // an unknown name is refused by name
+}
+
+/// --sample's draws as a request's (--sample-params, --sample-penalties), checked before any device
+/// is looked for: by the Sampler's own checks, each message naming the bench option. Throws
+/// lg::Error for a value out of range, and for sampling values given with --sample none (which
+/// would be ignored).
+lg::runtime::SamplingOptions bench_sampling(const BenchOpts& o) {
+  const auto& tkp = o.sample_params;
+  const auto& rpf = o.sample_penalties;
+  if (o.sample == "none") {
+    if (rpf != std::vector<double>{1, 0, 0})
+      throw lg::Error("lg bench: --sample-penalties needs --sample lane or host (the penalties change the pick)");
+    if (tkp != BenchOpts{}.sample_params)
+      throw lg::Error("lg bench: --sample-params needs --sample lane or host (greedy decode takes the argmax)");
+  }
+  if (!(tkp[1] >= 0 && tkp[1] <= INT32_MAX) || tkp[1] != static_cast<double>(static_cast<int64_t>(tkp[1])))
+    throw lg::Error(fmt::format("lg bench: --sample-params: top-k must be a whole number in 0..2^31 - 1, got {}", tkp[1]));
+  lg::runtime::SamplingOptions sampling{tkp[0], static_cast<int64_t>(tkp[1]), tkp[2], 7};
+  sampling.penalties = {rpf[0], rpf[1], rpf[2]};
+  try {
+    lg::runtime::Sampler checked(sampling);
+  } catch (const lg::Error& e) {
+    // The Sampler names a request's fields (--temperature, --top-p, repetition_penalty, ...).
+    throw lg::Error(fmt::format("lg bench: --sample-params {},{},{} / --sample-penalties {},{},{}: {}", tkp[0], tkp[1],
+                                tkp[2], rpf[0], rpf[1], rpf[2], e.what()));
+  }
+  return sampling;
 }
 
 /// The error of a bench that finds no GPU to run on (`why`: no device, or a build without CUDA).
@@ -173,18 +200,10 @@ int run_bench(const BenchOpts& o) {
   using clock = std::chrono::steady_clock;
   const std::optional<lg::model::ModelConfig> preset = check_bench_shape(o);
   const bool is_dir = !preset;
+  const lg::runtime::SamplingOptions sampling = bench_sampling(o);
   const auto& rpf = o.sample_penalties;
-  if ((rpf[0] != 1 || rpf[1] != 0 || rpf[2] != 0) && o.sample == "none")
-    throw lg::Error("lg bench: --sample-penalties needs --sample lane or host (the penalties change the pick)");
   if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
   if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
-  // --sample's draws, as a request's: the Sampler checks the values and gives each pick its uniform.
-  const auto& tkp = o.sample_params;
-  if (!(tkp[1] >= 0 && tkp[1] <= INT32_MAX) || tkp[1] != static_cast<double>(static_cast<int64_t>(tkp[1])))
-    throw lg::Error(fmt::format("lg bench: --sample-params: top-k must be a whole number in 0..2^31 - 1, got {}", tkp[1]));
-  lg::runtime::SamplingOptions sampling{tkp[0], static_cast<int64_t>(tkp[1]), tkp[2], 7};
-  sampling.penalties = {rpf[0], rpf[1], rpf[2]};
-  lg::runtime::Sampler checked(sampling);  // the Sampler's own checks of every value
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
@@ -340,6 +359,7 @@ int run_bench(const BenchOpts& o) {
 
 int run_bench(const BenchOpts& o) {
   check_bench_shape(o);
+  bench_sampling(o);
   throw no_gpu_error(o, "this lg was built without CUDA (LG_HAVE_CUDA off)");
 }
 

@@ -216,12 +216,21 @@ TEST(CliUsage, AnOptionGivenTwiceIsRefusedNamingIt) {
   EXPECT_NE(list.out.find("lg: error: lg bench: --lane cpu needs a model directory"), std::string::npos) << list.out;
 }
 
-// --sample-penalties change the pick, so a greedy bench (--sample none) that names them is refused
-// before any device is looked for.
+// --sample-penalties and --sample-params change the pick, so a greedy bench (--sample none) that
+// names them is refused, and so is a value out of range, before any device is looked for.
 TEST(CliUsage, BenchPenaltiesNeedASampledBench) {
   const CliRun r = run_lg("bench --shape qwen3-0.6b --sample-penalties 1.2,0,0");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("lg bench: --sample-penalties needs --sample lane or host"), std::string::npos) << r.out;
+  // So do --sample-params, and a value out of range is named before any device is looked for.
+  const CliRun params = run_lg("bench --shape qwen3-0.6b --sample-params 0.7,20,0.9");
+  EXPECT_NE(params.out.find("lg bench: --sample-params needs --sample lane or host"), std::string::npos) << params.out;
+  const CliRun nan = run_lg("bench --shape qwen3-0.6b --sample lane --sample-params nan,20,0.9");
+  EXPECT_EQ(nan.code, 1) << nan.out;
+  EXPECT_NE(nan.out.find("lg bench: --sample-params nan,20,0.9"), std::string::npos) << nan.out;
+  EXPECT_NE(nan.out.find("temperature must be >= 0"), std::string::npos) << nan.out;
+  const CliRun rep = run_lg("bench --shape qwen3-0.6b --sample host --sample-penalties 0,0,0");
+  EXPECT_NE(rep.out.find("repetition_penalty must be > 0"), std::string::npos) << rep.out;
 }
 
 // A mistyped command is named as such, with the command meant when one is close, and the list
