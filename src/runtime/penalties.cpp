@@ -54,6 +54,7 @@ void PenaltyHistory::sync(std::span<const int32_t> prompt, std::span<const int32
   const bool extends = same_prompt && output.size() >= output_n_ &&
                        (output_n_ == 0 || output[output_n_ - 1] == output_last_);
   if (!extends) {
+    built_ = false;  // until the rebuild below completes (see() throws for a negative id)
     edits_.clear();
     slot_.clear();
     for (const int32_t id : prompt) see(id, 0);
@@ -68,15 +69,17 @@ void PenaltyHistory::sync(std::span<const int32_t> prompt, std::span<const int32
   }
 }
 
-std::span<const PenaltyEdit> PenaltyHistory::edits(std::span<const int32_t> prompt, std::span<const int32_t> output) {
-  sync(prompt, output);
+std::span<const PenaltyEdit> PenaltyHistory::edits(std::span<const int32_t> prompt, std::span<const int32_t> output,
+                                                   const Penalties& p) {
+  // Without a repetition penalty a prompt id's edit (count 0) changes nothing: none is sent.
+  sync(p.repetition != 1 ? prompt : std::span<const int32_t>{}, output);
   return edits_;
 }
 
 void PenaltyHistory::apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                            const Penalties& p) {
   if (!p.active()) return;
-  apply_penalty_edits(logits, penalty_params(p), edits(prompt, output));
+  apply_penalty_edits(logits, penalty_params(p), edits(prompt, output, p));
 }
 
 }  // namespace lg::runtime

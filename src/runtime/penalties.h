@@ -24,7 +24,8 @@ struct Penalties {
   double repetition = 1;  ///< > 0; 1: off. > 1 discourages repeating, < 1 encourages it
   double presence = 0;    ///< in [-2, 2]; 0: off
   double frequency = 0;   ///< in [-2, 2]; 0: off
-  /// Whether any penalty changes the logits (pick() then needs the lane's logits row even greedy).
+  /// Whether any penalty changes the logits (a greedy pick then reads the logits row: the lane's
+  /// own draw, or the row brought to the host).
   bool active() const { return repetition != 1 || presence != 0 || frequency != 0; }
 };
 
@@ -61,9 +62,11 @@ class PenaltyHistory {
   /// up to the range clamp draw::penalised documents.
   void apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
              const Penalties& p);
-  /// Every distinct id of `prompt` and `output`, each with how often `output` holds it (in first
-  /// seen order, the prompt's first). Valid until the next call. Throws lg::Error for a negative id.
-  std::span<const PenaltyEdit> edits(std::span<const int32_t> prompt, std::span<const int32_t> output);
+  /// The edits `p` makes: every distinct id of `output`, and of `prompt` when the repetition
+  /// penalty is on (the only one that reads the prompt), each with how often `output` holds it, in
+  /// first seen order. Valid until the next call. Throws lg::Error for a negative id.
+  std::span<const PenaltyEdit> edits(std::span<const int32_t> prompt, std::span<const int32_t> output,
+                                     const Penalties& p);
 
  private:
   void sync(std::span<const int32_t> prompt, std::span<const int32_t> output);

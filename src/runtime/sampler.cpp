@@ -38,7 +38,7 @@ int32_t Sampler::pick(std::span<const float> logits, std::span<const int32_t> pr
 
 std::span<const PenaltyEdit> Sampler::penalty_edits(std::span<const int32_t> prompt, std::span<const int32_t> output) {
   if (!options_.penalties.active()) return {};
-  return history_.edits(prompt, output);
+  return history_.edits(prompt, output, options_.penalties);
 }
 
 DrawParams Sampler::next_draw() {

@@ -11,8 +11,8 @@ namespace lg::runtime {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-/// Whether `lane` draws this sequence's sampled tokens (SeqStep::draw): step() asks it to, and
-/// advance() takes SeqResult::drawn, by the same rule.
+/// Whether `lane` picks this sequence's tokens from its logits itself (SeqStep::draw, sampled or
+/// penalised): step() asks it to, and advance() takes SeqResult::drawn, by the same rule.
 bool drawn_on_lane(const Lane& lane, const Sampler& sampler) { return lane.draws() && sampler.lane_draws(); }
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 }  // namespace
@@ -286,9 +286,10 @@ bool Scheduler::step() {
       if (drawn_on_lane(lane_, s.sampler)) {
         const std::span<const int32_t> all(s.tokens);
         const auto prompt_len = static_cast<size_t>(s.prompt_len);
-        st.draw = s.sampler.next_draw();
-        st.penalty = s.sampler.penalty();
+        // The edits first: next_draw() takes the pick's uniform, which nothing may then undo.
         st.penalty_edits = s.sampler.penalty_edits(all.first(prompt_len), all.subspan(prompt_len));
+        st.penalty = s.sampler.penalty();
+        st.draw = s.sampler.next_draw();
       } else {
         st.want_logits = s.sampler.needs_logits();
       }

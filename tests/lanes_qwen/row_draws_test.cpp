@@ -13,6 +13,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <span>
@@ -182,56 +183,74 @@ TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
 
 // Penalised draws through RowDraws (the lanes' path): each row's edits applied on the device, then
 // its draw, against the host's lane form of the same pick (draw_token with the edits), on fresh
-// random rows, histories and parameters, greedy (top-k 1) among them; rows without penalties in
-// the same launch; the edits' ids checked on the host.
+// random rows, histories and parameters, greedy (top-k 1) among them, tie-heavy rows too; rows
+// without penalties in the same launch. The penalised rows themselves must be the host's
+// apply_penalty_edits bit for bit, with factors whose products round (not multiples of 1/2), and
+// logits of +-0, subnormals and values the penalties push past f32's range; a row whose sequence
+// draws nothing is left as it was. check() refuses what launch() cannot do.
 TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
   LG_REQUIRE_GPU();
   const uint64_t seed = std::random_device{}();
   std::printf("[ row draws ] seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> factor(-2, 2), repetition(0.2, 4);
   for (const int64_t V : {int64_t{37}, int64_t{1000}, int64_t{151936}}) {
-    const int R = 64;
+    const int R = 72;
     std::vector<float> logits = random_rows(g, R, V);
-    std::vector<float> host = logits;  // the kernel edits the device's copy in place
+    // Odd values where the edits will land, in every other row: +-0, subnormals, the range's edges.
+    const std::array<float, 6> odd = {0.0f, -0.0f, 1e-40f, -3e-39f, 3.0e38f, -3.0e38f};
+    for (int r = 0; r < R; r += 2)
+      for (int k = 0; k < 6; ++k) logits[static_cast<size_t>(r * V + (k * 5) % V)] = odd[static_cast<size_t>(k)];
+    const std::vector<float> host = logits;  // the kernel edits the device's copy in place
     std::vector<DrawParams> params(static_cast<size_t>(R));
     std::vector<std::vector<PenaltyEdit>> edits(static_cast<size_t>(R));
     std::vector<SeqStep> batch(static_cast<size_t>(R));
     const std::vector<int32_t> token = {0};
     for (int r = 0; r < R; ++r) {
       params[r] = random_params(g, V);
-      if (r % 4 == 0) params[r] = DrawParams{.top_k = 1};  // a greedy pick over penalised logits
-      // A history of up to 3,000 distinct ids (its edits), some generated many times.
+      if (r % 4 == 3) params[r] = DrawParams{.top_k = 1};  // a greedy pick; r % 6 == 3 rows are tie-heavy
+      // A history of up to 3,000 distinct ids (its edits), some generated many times; the odd
+      // values' ids and the row's largest logit among them.
       if (r % 5 != 4) {
         std::vector<int32_t> ids(static_cast<size_t>(std::min<int64_t>(V, 1 + static_cast<int64_t>(g() % 3000))));
         for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int32_t>(k);
         std::shuffle(ids.begin(), ids.end(), g);
+        for (int k = 0; k < 6; ++k) ids.push_back(static_cast<int32_t>((k * 5) % V));
+        ids.push_back(static_cast<int32_t>(std::max_element(host.begin() + r * V, host.begin() + (r + 1) * V) -
+                                           (host.begin() + r * V)));
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        std::shuffle(ids.begin(), ids.end(), g);
         for (const int32_t id : ids) edits[r].push_back({id, static_cast<int32_t>(g() % 3 == 0 ? 0 : g() % 50)});
-        // The row's likeliest tokens seen: the penalties move the pick.
-        edits[r].front().id = static_cast<int32_t>(std::max_element(host.begin() + r * V, host.begin() + (r + 1) * V) -
-                                                   (host.begin() + r * V));
-        std::sort(edits[r].begin(), edits[r].end(), [](auto a, auto b) { return a.id < b.id; });
-        edits[r].erase(std::unique(edits[r].begin(), edits[r].end(), [](auto a, auto b) { return a.id == b.id; }),
-                       edits[r].end());
-        std::shuffle(edits[r].begin(), edits[r].end(), g);
       }
       batch[r].tokens = token;
       batch[r].draw = params[r];
-      batch[r].penalty = runtime::penalty_params({0.3 + static_cast<double>(g() % 100) / 25,
-                                                  static_cast<double>(g() % 9) / 2 - 2, static_cast<double>(g() % 9) / 2 - 2});
+      runtime::Penalties pen{repetition(g), factor(g), factor(g)};
+      if (r % 9 == 1) pen.repetition = 1e-300;  // every positive logit seen past f32's range
+      if (r % 9 == 2) pen.repetition = 1e300;   // every negative one
+      batch[r].penalty = runtime::penalty_params(pen);
       batch[r].penalty_edits = edits[r];
     }
-    batch[1].draw.reset();  // a sequence that draws nothing sits between them
+    batch[1].draw.reset();  // a sequence that draws nothing: its edits are not applied
     cuda::DeviceBuffer d_logits(logits.size() * 4);
     d_logits.upload(logits.data(), logits.size() * 4);
     cuda::RowDraws draws(R);
     cuda::Stream s;
+    draws.check(batch, V);
     ASSERT_TRUE(draws.launch(d_logits.as<float>(), V, batch, s.get()));
     s.synchronize();
     std::vector<SeqResult> got(static_cast<size_t>(R));
     draws.collect(batch, got);
-    int moved = 0;
+    std::vector<float> edited(logits.size());
+    d_logits.download(edited.data(), edited.size() * 4);
+    int moved = 0, rows_checked = 0;
     for (int r = 0; r < R; ++r) {
       const std::span<const float> row(host.data() + r * V, static_cast<size_t>(V));
+      std::vector<float> want_row(row.begin(), row.end());
+      if (batch[r].draw) runtime::apply_penalty_edits(want_row, batch[r].penalty, edits[r]);
+      ASSERT_EQ(std::memcmp(want_row.data(), edited.data() + r * V, static_cast<size_t>(V) * 4), 0)
+          << "V " << V << ", row " << r << ": the device's penalised row differs from the host's";
+      ++rows_checked;
       if (!batch[r].draw) {
         EXPECT_EQ(got[r].drawn, -1) << "row " << r;
         continue;
@@ -242,20 +261,27 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
                                     << params[r].inv_temperature << ", top_k " << params[r].top_k << ", top_p "
                                     << params[r].top_p << ", min_p " << params[r].min_p;
     }
-    std::printf("[ row draws ] V %lld: %d penalised draws equal to the host's, %d moved by the penalties\n",
-                static_cast<long long>(V), R - 1, moved);
+    std::printf("[ row draws ] V %lld: %d rows equal to the host's, %d penalised draws, %d moved by the penalties\n",
+                static_cast<long long>(V), rows_checked, R - 1, moved);
     EXPECT_GT(moved, 0);
   }
-  // An edit outside the vocabulary is refused before anything runs.
-  std::vector<PenaltyEdit> bad = {{5, 1}, {37, 0}};
+  // check() refuses, before anything runs: an edit outside the vocabulary, a penalised draw that
+  // also asks for its logits (which the edits would change), more draws than the rows made for.
+  std::vector<PenaltyEdit> bad = {{5, 1}, {37, 0}}, fine = {{5, 1}};
   std::vector<SeqStep> one(1);
   const std::vector<int32_t> token = {0};
   one[0].tokens = token;
   one[0].draw = DrawParams{.top_k = 1};
   one[0].penalty_edits = bad;
-  cuda::DeviceBuffer d_row(37 * 4);
   cuda::RowDraws draws(1);
-  EXPECT_THROW(draws.launch(d_row.as<float>(), 37, one, nullptr), Error);
+  EXPECT_THROW(draws.check(one, 37), Error);
+  one[0].penalty_edits = fine;
+  one[0].want_logits = true;
+  EXPECT_THROW(draws.check(one, 37), Error);
+  one[0].want_logits = false;
+  EXPECT_NO_THROW(draws.check(one, 37));
+  std::vector<SeqStep> two = {one[0], one[0]};
+  EXPECT_THROW(draws.check(two, 37), Error);
 }
 
 // Penalised requests, greedy and sampled, in shared steps: drawn on the device (their rows never

@@ -188,16 +188,27 @@ TEST(Penalties, GreedyPicksTheArgmaxOfThePenalisedLogits) {
 // with its count in the output; applied one at a time they give the floats of the definition.
 TEST(Penalties, EditsHoldEachSeenIdOnceWithItsOutputCount) {
   PenaltyHistory h;
+  const Penalties all{1.2, 0.5, 0.5}, no_repetition{1, 0.5, 0.5};
   const std::vector<int32_t> prompt = {5, 3, 5, 9}, output = {3, 7, 7, 7, 5};
   std::map<int32_t, int32_t> got;
-  for (const PenaltyEdit& e : h.edits(prompt, output)) EXPECT_TRUE(got.emplace(e.id, e.count).second) << "id " << e.id;
+  for (const PenaltyEdit& e : h.edits(prompt, output, all)) EXPECT_TRUE(got.emplace(e.id, e.count).second) << "id " << e.id;
   EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 0}}));
   // One more generated token extends the counts without reading the history again.
   const std::vector<int32_t> longer = {3, 7, 7, 7, 5, 9};
   got.clear();
-  for (const PenaltyEdit& e : h.edits(prompt, longer)) got[e.id] = e.count;
+  for (const PenaltyEdit& e : h.edits(prompt, longer, all)) got[e.id] = e.count;
   EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 1}}));
-  EXPECT_THROW(h.edits(std::vector<int32_t>{-4}, {}), Error);
+  // Without a repetition penalty the prompt's ids change nothing: only the output's are edits.
+  PenaltyHistory o;
+  got.clear();
+  for (const PenaltyEdit& e : o.edits(prompt, output, no_repetition)) got[e.id] = e.count;
+  EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}}));
+  // A negative id is refused, and the history is read afresh next time (not half built).
+  // (The same history as before the refusal would otherwise pass for one it extends.)
+  EXPECT_THROW(h.edits(std::vector<int32_t>{2, -4}, {}, all), Error);
+  got.clear();
+  for (const PenaltyEdit& e : h.edits(prompt, longer, all)) got[e.id] = e.count;
+  EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 1}}));
 }
 
 // A lane's pick (SeqStep::draw with the sampler's edits, runtime::draw_token's lane form) is the
@@ -221,18 +232,20 @@ TEST(Penalties, TheLanesPenalisedPickEqualsTheHostsPick) {
     o.seed = rng();
     o.penalties = {0.5 + static_cast<double>(rng() % 100) / 40, static_cast<double>(rng() % 9) / 2 - 2,
                    static_cast<double>(rng() % 9) / 2 - 2};
-    Sampler host(o), lane(o);
+    SamplingOptions plain_options = o;
+    plain_options.penalties = {};
+    Sampler host(o), lane(o), plain(plain_options);  // plain: the same uniforms, no penalties
     ASSERT_TRUE(lane.lane_draws());
     for (int pick = 0; pick < 3; ++pick) {
       const int32_t want = host.pick(l, prompt, output);
       const DrawParams d = lane.next_draw();
       const int32_t got = draw_token(l, d, lane.penalty(), lane.penalty_edits(prompt, output));
       ASSERT_EQ(got, want) << "trial " << trial << ", pick " << pick << ", temperature " << o.temperature;
-      moved += got != argmax(l);
+      moved += got != plain.pick(l);
       output.push_back(got);
     }
   }
-  EXPECT_GT(moved, 100);
+  EXPECT_GT(moved, 100);  // of 900 picks: the penalties, not the uniforms, moved them
 }
 
 // Penalties that push a finite logit past f32's range hold it at +-FLT_MAX (vLLM's torch makes it

@@ -140,7 +140,8 @@ class CompiledLane : public Lane {
   std::string name() const override { return "compiled"; }
   Provenance provenance() const override { return Compiled{}; }
   const LaneLimits& limits() const override { return limits_; }
-  /// Sampled draws run on the device (runtime/cuda/row_draws.h): the logits rows stay there.
+  /// Sampled and penalised picks run on the device (runtime/cuda/row_draws.h): the logits rows
+  /// stay there.
   bool draws() const override { return true; }
   LaneFacts facts() const override {
     LaneFacts f;
@@ -155,6 +156,7 @@ class CompiledLane : public Lane {
       if (f.tokens[t] < 0 || f.tokens[t] >= vocab_)
         throw Error("compiled lane: sequence " + std::to_string(f.seq[t]) + " of the step has token id " +
                     std::to_string(f.tokens[t]) + ", outside the vocabulary of " + std::to_string(vocab_));
+    draws_->check(batch, vocab_);
     cudaStream_t s = stream_.get();
     // A step of one decode token per sequence replays the CUDA graph of its bucket (B padded up
     // to a power of two, at most max_batch; step_inputs.h says what the pad rows are); a step

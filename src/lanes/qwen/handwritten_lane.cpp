@@ -318,6 +318,7 @@ std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch)
         throw Error("hand-written lane: sequence " + std::to_string(b) + " of the step: token id " +
                     std::to_string(batch[b].tokens[i]) + " at index " + std::to_string(i) +
                     " is outside the vocabulary of " + std::to_string(shape_.vocab));
+  st_->draws->check(batch, shape_.vocab);
   State& s = *st_;
   // LG_QWEN_BATCH_GRAPHS=0 sends batched decode steps down the rows path (A/B in one binary).
   static const bool batch_graphs = [] {

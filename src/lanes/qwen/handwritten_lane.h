@@ -64,7 +64,8 @@ class HandwrittenQwenLane : public Lane {
   std::string name() const override { return "handwritten"; }
   Provenance provenance() const override;
   const LaneLimits& limits() const override { return limits_; }
-  /// Sampled draws run on the device (runtime/cuda/row_draws.h): the logits rows stay there.
+  /// Sampled and penalised picks run on the device (runtime/cuda/row_draws.h): the logits rows
+  /// stay there.
   bool draws() const override { return true; }
   LaneFacts facts() const override;
   std::vector<SeqResult> step(std::span<const SeqStep> batch) override;

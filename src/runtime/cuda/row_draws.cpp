@@ -48,6 +48,24 @@ T* device_view(T* host) {
 
 }  // namespace
 
+void RowDraws::check(std::span<const SeqStep> batch, int64_t V) const {
+  int64_t n = 0;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const SeqStep& s = batch[b];
+    if (!s.draw) continue;
+    if (++n > max_rows_)
+      throw Error("row draws: more than " + std::to_string(max_rows_) + " sequences of a step ask for a draw");
+    if (s.penalty_edits.empty()) continue;
+    if (s.want_logits)
+      throw Error("row draws: sequence " + std::to_string(b) +
+                  " asks for its logits and for a penalised draw, which edits them in place");
+    for (const PenaltyEdit& e : s.penalty_edits)
+      if (e.id < 0 || e.id >= V)
+        throw Error("row draws: sequence " + std::to_string(b) + "'s penalties name token id " + std::to_string(e.id) +
+                    ", outside the vocabulary of " + std::to_string(V));
+  }
+}
+
 bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream) {
   int n = 0, penalised = 0;
   size_t edits = 0;
@@ -55,9 +73,6 @@ bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, 
     if (!batch[b].draw) continue;
     if (n == max_rows_)
       throw Error("row draws: more than " + std::to_string(max_rows_) + " sequences of a step ask for a draw");
-    if (!batch[b].penalty_edits.empty() && batch[b].want_logits)
-      throw Error("row draws: sequence " + std::to_string(b) +
-                  " asks for its logits and for a penalised draw, which edits them in place");
     params_[n] = *batch[b].draw;
     rows_[n] = static_cast<int32_t>(b);
     tokens_[n] = -2;  // poison: a draw the kernel skipped shows
@@ -67,11 +82,12 @@ bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, 
   if (n == 0) return false;
   if (edits > 0) {
     if (edits > edits_cap_) {
-      // Grown rarely (a longer history than any before): freeing mapped memory waits for the device.
+      // Doubling: the step's edits grow with its sequences' histories, nearly every step, and
+      // freeing mapped memory waits for the device (the step's forward is in flight by now).
+      const size_t cap = std::max({edits, 2 * edits_cap_, size_t{1} << 16});
       if (edits_) LG_CUDA_CHECK(cudaFreeHost(edits_));
       edits_ = nullptr;
       edits_cap_ = 0;
-      const size_t cap = std::max(edits, size_t{1} << 16);
       LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&edits_), cap * sizeof(PenaltyEdit), cudaHostAllocMapped));
       edits_cap_ = cap;
     }
@@ -79,10 +95,6 @@ bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, 
     for (size_t b = 0; b < batch.size(); ++b) {
       const SeqStep& s = batch[b];
       if (!s.draw || s.penalty_edits.empty()) continue;
-      for (const PenaltyEdit& e : s.penalty_edits)
-        if (e.id < 0 || e.id >= V)
-          throw Error("row draws: sequence " + std::to_string(b) + "'s penalties name token id " + std::to_string(e.id) +
-                      ", outside the vocabulary of " + std::to_string(V));
       std::copy(s.penalty_edits.begin(), s.penalty_edits.end(), edits_ + at);
       penalty_rows_[penalised++] = {s.penalty, static_cast<int32_t>(b), static_cast<int32_t>(s.penalty_edits.size()),
                                     static_cast<int64_t>(at)};

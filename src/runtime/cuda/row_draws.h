@@ -26,13 +26,17 @@ class RowDraws {
   RowDraws(const RowDraws&) = delete;
   RowDraws& operator=(const RowDraws&) = delete;
 
+  /// Throws lg::Error, naming the sequence, for what launch() cannot draw: more drawing sequences
+  /// than max_rows, a penalty edit's id outside [0, V), a sequence asking for both a penalised
+  /// draw (which edits its row in place) and its logits. A lane calls it before it enqueues the
+  /// step's work, so a refused step leaves nothing running that reads this object's memory.
+  void check(std::span<const SeqStep> batch, int64_t V) const;
   /// Enqueues on `stream` the draws the sequences of `batch` ask for (SeqStep::draw) over logits
-  /// f32[>= batch.size(), V], row b being sequence b's last token; one block a drawn row. A draw
-  /// with penalties (SeqStep::penalty_edits) first edits its row in place, one launch for every
-  /// such row. Returns whether there were any draws. The rows must be written by work already
-  /// enqueued on `stream`. Throws lg::Error for more drawing sequences than max_rows, a V outside
-  /// 1..2^31 - 1, a penalty edit's id outside [0, V), a sequence asking for both penalised draws
-  /// and its logits, or a launch failure.
+  /// f32[>= batch.size(), V], row b being sequence b's last token; one block a drawn row. The
+  /// draws with penalties (SeqStep::penalty_edits) first edit their rows in place (one launch,
+  /// one block a row). Returns whether there were any draws. The rows must be written by work
+  /// already enqueued on `stream`; `batch` must have passed check(). Throws lg::Error for more
+  /// drawing sequences than max_rows, a V outside 1..2^31 - 1, or a launch failure.
   bool launch(float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream);
   /// After `stream` is synchronised: out[b].drawn for each sequence that asked for a draw (-1 for
   /// a row holding a NaN or Inf, which the caller reports).
