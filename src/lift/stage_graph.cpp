@@ -174,6 +174,7 @@ void StageGraph::compute_deps() {
   const size_t n = p_.stages.size();
   deps_.assign(n, {});
   succ_.assign(n, {});
+  stage_mark_.assign(n, 0);
   for (size_t s = 0; s < n; ++s) {
     auto& d = deps_[s];
     for (ir::ValueId in : inputs(static_cast<int32_t>(s))) {
@@ -201,19 +202,23 @@ const std::vector<int32_t>& StageGraph::deps(int32_t s) {
 bool StageGraph::merge_makes_cycle(int32_t a, int32_t b) {
   if (!deps_known_) compute_deps();
   // A path x -> c -> ... -> y with c outside {a, b} becomes a cycle once x and y are one stage.
+  // The stages are in an execution order, so a path only climbs: there is none from x to y when
+  // y comes first, and one runs through stages between x and y only. (Walking every stage after
+  // x instead made each question cost the rest of the program.)
   auto through_third = [&](int32_t x, int32_t y) {
-    std::vector<bool> seen(p_.stages.size(), false);
+    if (x > y) return false;
+    const uint32_t walk = ++stage_walk_;
     std::vector<int32_t> stack;
     for (int32_t c : succ_[static_cast<size_t>(x)])
-      if (c != y) stack.push_back(c);
+      if (c < y) stack.push_back(c);
     while (!stack.empty()) {
-      int32_t c = stack.back();
+      const int32_t c = stack.back();
       stack.pop_back();
-      if (seen[static_cast<size_t>(c)]) continue;
-      seen[static_cast<size_t>(c)] = true;
+      if (stage_mark_[static_cast<size_t>(c)] == walk) continue;
+      stage_mark_[static_cast<size_t>(c)] = walk;
       for (int32_t n : succ_[static_cast<size_t>(c)]) {
         if (n == y) return true;
-        if (n != x) stack.push_back(n);
+        if (n < y) stack.push_back(n);
       }
     }
     return false;

@@ -89,7 +89,8 @@ class StageGraph {
   /// Stages that s must run after (producers of its inputs, readers of a state version that s
   /// overwrites), sorted.
   const std::vector<int32_t>& deps(int32_t s);
-  /// True if merging stages a and b would create a dependency cycle through a third stage.
+  /// True if merging stages a and b would create a dependency cycle through a third stage. Reads
+  /// the stage indices as an execution order, as normalize() leaves them.
   bool merge_makes_cycle(int32_t a, int32_t b);
   /// What every fusion pass asks before merging: no cycle, no state race (merge_races_on_state).
   bool merge_is_safe(int32_t a, int32_t b);
@@ -104,6 +105,8 @@ class StageGraph {
   bool deps_known_ = false;
   std::vector<std::vector<int32_t>> deps_;
   std::vector<std::vector<int32_t>> succ_;
+  std::vector<uint32_t> stage_mark_;  ///< per stage: the last cycle walk that reached it
+  uint32_t stage_walk_ = 0;
 };
 
 }  // namespace lg::lift
