@@ -94,6 +94,8 @@ class StageGraph {
   bool merge_makes_cycle(int32_t a, int32_t b);
   /// What every fusion pass asks before merging: no cycle, no state race (merge_races_on_state).
   bool merge_is_safe(int32_t a, int32_t b);
+  /// The node-level relations it maps to stages (graph users of a node).
+  const NodeIndex& index() const { return idx_; }
 
  private:
   void compute_deps();

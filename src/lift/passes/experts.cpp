@@ -11,16 +11,14 @@ namespace lg::lift {
 /// One launch each fewer per sparse layer; the reductions are recomputed per reading thread or
 /// warp, which for rows of E (128) or k (8) values costs less than a launch.
 void pass_route_prologue(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
-    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
-      if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-      const auto readers = g.readers_of_stage(r);
-      if (readers.size() != 1 || readers[0] < 0) continue;
-      const StageKind k = p.stages[static_cast<size_t>(readers[0])].kind;
-      if (k != StageKind::TopK && k != StageKind::Experts) continue;
-      if (detail::reads_state(p, g.inputs(r))) continue;
-      if (g.merge_is_safe(readers[0], r)) return {{readers[0], r}};
-    }
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g, int32_t r) -> detail::Merge {
+    if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) return std::nullopt;
+    const auto readers = g.readers_of_stage(r);
+    if (readers.size() != 1 || readers[0] < 0) return std::nullopt;
+    const StageKind k = p.stages[static_cast<size_t>(readers[0])].kind;
+    if (k != StageKind::TopK && k != StageKind::Experts) return std::nullopt;
+    if (detail::reads_state(p, g.inputs(r))) return std::nullopt;
+    if (g.merge_is_safe(readers[0], r)) return {{readers[0], r}};
     return std::nullopt;
   });
 }

@@ -2,7 +2,6 @@
 // activation, one launch), and elementwise epilogues (bias, residual add, silu(gate)*up, casts)
 // and gather epilogues computed where the GEMM or gather produces its element.
 #include <algorithm>
-#include <unordered_map>
 #include <vector>
 
 #include "lift/passes.h"
@@ -68,16 +67,39 @@ bool reads_pointwise(const StagedProgram& p, int32_t c, int32_t g) {
 
 // Merges Map readers of `kind` stages that read them pointwise.
 void epilogues(StagedProgram& prog, StageKind kind) {
-  detail::merge_while(prog, [kind](const StagedProgram& p, StageGraph& sg) -> detail::Merge {
-    for (int32_t g = 0; g < static_cast<int32_t>(p.stages.size()); ++g) {
-      if (p.stages[static_cast<size_t>(g)].kind != kind) continue;
-      for (int32_t c : sg.readers_of_stage(g)) {
-        if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
-        if (detail::all_elementwise(p, c) && reads_pointwise(p, c, g) && sg.merge_is_safe(g, c)) return {{g, c}};
-      }
+  detail::merge_while(prog, [kind](const StagedProgram& p, StageGraph& sg, int32_t g) -> detail::Merge {
+    if (p.stages[static_cast<size_t>(g)].kind != kind) return std::nullopt;
+    for (int32_t c : sg.readers_of_stage(g)) {
+      if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
+      if (detail::all_elementwise(p, c) && reads_pointwise(p, c, g) && sg.merge_is_safe(g, c)) return {{g, c}};
     }
     return std::nullopt;
   });
+}
+
+// Stage s's first MatMul if s is a Gemm stage and that MatMul multiplies a weight, else -1: the
+// MatMul whose A operand names the stages s can merge with.
+ir::ValueId weight_matmul(const StagedProgram& p, int32_t s) {
+  if (p.stages[static_cast<size_t>(s)].kind != StageKind::Gemm) return -1;
+  const ir::ValueId v = first_matmul(p, s);
+  return is_weight(p, p.graph.at(v).operands[1]) ? v : -1;
+}
+
+// The stages after a whose weight_matmul reads `a_value` as its A, in stage order: found among
+// the readers of that value, not by comparing every pair of stages (O(stages^2) a scan, 10-15% of
+// lg compile at 256 layers).
+std::vector<int32_t> later_siblings(const StagedProgram& p, StageGraph& g, int32_t a, ir::ValueId a_value) {
+  std::vector<int32_t> out;
+  const NodeIndex& index = g.index();
+  for (const ir::ValueId* u = index.users_begin(a_value); u != index.users_end(a_value); ++u) {
+    const int32_t b = p.stage_of[static_cast<size_t>(*u)];
+    if (b <= a || p.graph.at(*u).op != ir::Op::MatMul || p.graph.at(*u).operands[0] != a_value) continue;
+    const ir::ValueId vb = weight_matmul(p, b);
+    if (vb >= 0 && p.graph.at(vb).operands[0] == a_value) out.push_back(b);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace
@@ -85,30 +107,14 @@ void epilogues(StagedProgram& prog, StageKind kind) {
 /// Merges Gemm stages whose MatMuls read the same A value (same node), have the same leading
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
 void pass_merge_gemm_siblings(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
-    // The Gemm stages whose first MatMul multiplies a weight, by the A value it reads, in stage
-    // order: only stages of one bucket can merge. (Every pair of stages was compared, once per
-    // merge: O(stages^2) a scan, 10-15% of lg compile at 256 layers.) The merge found is the
-    // same: the lowest stage a with a partner, its lowest b > a (emitted programs unchanged).
-    std::unordered_map<ir::ValueId, std::vector<int32_t>> by_a;
-    std::vector<ir::ValueId> mm(p.stages.size(), -1);
-    for (int32_t s = 0; s < static_cast<int32_t>(p.stages.size()); ++s) {
-      if (p.stages[static_cast<size_t>(s)].kind != StageKind::Gemm) continue;
-      const ir::ValueId v = first_matmul(p, s);
-      if (!is_weight(p, p.graph.at(v).operands[1])) continue;
-      mm[static_cast<size_t>(s)] = v;
-      by_a[p.graph.at(v).operands[0]].push_back(s);
-    }
-    for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
-      if (mm[static_cast<size_t>(a)] < 0) continue;
-      const ir::Node& na = p.graph.at(mm[static_cast<size_t>(a)]);
-      const std::vector<int32_t>& bucket = by_a.at(na.operands[0]);
-      for (auto it = std::upper_bound(bucket.begin(), bucket.end(), a); it != bucket.end(); ++it) {
-        const int32_t b = *it;
-        const ir::Node& nb = p.graph.at(mm[static_cast<size_t>(b)]);
-        const ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
-        if (sa == sb && g.merge_is_safe(a, b)) return {{a, b}};
-      }
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g, int32_t a) -> detail::Merge {
+    const ir::ValueId va = weight_matmul(p, a);
+    if (va < 0) return std::nullopt;
+    const ir::Node& na = p.graph.at(va);
+    for (int32_t b : later_siblings(p, g, a, na.operands[0])) {
+      const ir::Node& nb = p.graph.at(first_matmul(p, b));
+      const ir::Shape sa(na.shape.begin(), na.shape.end() - 1), sb(nb.shape.begin(), nb.shape.end() - 1);
+      if (sa == sb && g.merge_is_safe(a, b)) return {{a, b}};
     }
     return std::nullopt;
   });

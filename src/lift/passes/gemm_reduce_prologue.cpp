@@ -134,28 +134,26 @@ bool stores_are_activations(const StagedProgram& p, int32_t r, int32_t g) {
   return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](ir::ValueId v) { return acts.count(v) > 0; });
 }
 
-/// The reduction stage r and its Gemm reader g to merge next: with `shared`, r has other readers
+/// The Gemm reader g that reduction stage r joins, if any: with `shared`, r has other readers
 /// too (none a Gemm stage) and g computes every row r stores; without, g is r's only reader.
-detail::Merge next_merge(const StagedProgram& p, StageGraph& sg, bool shared) {
-  for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
-    if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-    const auto readers = sg.readers_of_stage(r);
-    if (readers.empty() || (readers.size() > 1) != shared) continue;
-    if (std::any_of(readers.begin(), readers.end(), [](int32_t x) { return x < 0; })) continue;
-    const auto gemms = std::count_if(readers.begin(), readers.end(), [&](int32_t x) {
-      return p.stages[static_cast<size_t>(x)].kind == StageKind::Gemm;
-    });
-    // A cache write reading the rows would later move into the GEMM (state_write_into_producer),
-    // whose emitter wants every output but these rows to come from a matmul.
-    const bool writes = std::any_of(readers.begin(), readers.end(), [&](int32_t x) {
-      return p.stages[static_cast<size_t>(x)].kind == StageKind::StateWrite;
-    });
-    if (gemms != 1 || writes) continue;
-    for (int32_t g : readers) {
-      if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm || !feeds_only_activation_rows(p, r, g)) continue;
-      if (shared && !stores_are_activations(p, r, g)) continue;
-      if (sg.merge_is_safe(g, r)) return {{g, r}};
-    }
+detail::Merge gemm_for(const StagedProgram& p, StageGraph& sg, int32_t r, bool shared) {
+  if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) return std::nullopt;
+  const auto readers = sg.readers_of_stage(r);
+  if (readers.empty() || (readers.size() > 1) != shared) return std::nullopt;
+  if (std::any_of(readers.begin(), readers.end(), [](int32_t x) { return x < 0; })) return std::nullopt;
+  const auto gemms = std::count_if(readers.begin(), readers.end(), [&](int32_t x) {
+    return p.stages[static_cast<size_t>(x)].kind == StageKind::Gemm;
+  });
+  // A cache write reading the rows would later move into the GEMM (state_write_into_producer),
+  // whose emitter wants every output but these rows to come from a matmul.
+  const bool writes = std::any_of(readers.begin(), readers.end(), [&](int32_t x) {
+    return p.stages[static_cast<size_t>(x)].kind == StageKind::StateWrite;
+  });
+  if (gemms != 1 || writes) return std::nullopt;
+  for (int32_t g : readers) {
+    if (p.stages[static_cast<size_t>(g)].kind != StageKind::Gemm || !feeds_only_activation_rows(p, r, g)) continue;
+    if (shared && !stores_are_activations(p, r, g)) continue;
+    if (sg.merge_is_safe(g, r)) return {{g, r}};
   }
   return std::nullopt;
 }
@@ -166,7 +164,7 @@ detail::Merge next_merge(const StagedProgram& p, StageGraph& sg, bool shared) {
 /// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
 /// LM head). Reductions with other readers are pass_gemm_reduce_prologue_shared's.
 void pass_gemm_reduce_prologue(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) { return next_merge(p, sg, false); });
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, false); });
 }
 
 /// The same for a reduction that other stages read too (Qwen3-MoE's post-attention RMSNorm: the
@@ -175,7 +173,7 @@ void pass_gemm_reduce_prologue(StagedProgram& prog) {
 /// Gemm stage (each GEMM would rather take the reduction as its own prologue) or a cache write,
 /// nor for a reduction that is a graph output.
 void pass_gemm_reduce_prologue_shared(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg) { return next_merge(p, sg, true); });
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, true); });
 }
 
 }  // namespace lg::lift

@@ -1,32 +1,13 @@
 // Small queries the fusion passes share.
 #pragma once
 
-#include <optional>
-#include <utility>
 #include <vector>
 
+#include "lift/passes/merge_while.h"
 #include "lift/stage.h"
 #include "lift/stage_graph.h"
 
 namespace lg::lift::detail {
-
-/// A merge a pass wants: stage `from` into stage `into`.
-using Merge = std::optional<std::pair<int32_t, int32_t>>;
-
-/// The fixed point every merging pass runs to: `next(p, g)` names the next merge (it has checked
-/// g.merge_is_safe), which is made and the program normalised, until `next` finds none. `g`
-/// describes `p` as it is when `next` is called.
-template <class Next>
-void merge_while(StagedProgram& p, Next next) {
-  NodeIndex index(p);  // merges keep it valid
-  while (true) {
-    StageGraph g(p, &index);
-    const Merge m = next(static_cast<const StagedProgram&>(p), g);
-    if (!m) return;
-    merge_stages(p, m->first, m->second);
-    normalize(p, index);
-  }
-}
 
 /// True if one of a stage's inputs (StageGraph::inputs) is a state (a State source or a
 /// StateWrite's version).

@@ -40,16 +40,14 @@ bool spans_rows(const StagedProgram& p, int32_t c, std::pair<int64_t, int64_t> r
 /// Merges into each Reduce stage R the Map, StateWrite and Reduce stages that read R and whose
 /// values all span R's rows (same element count as the reduced operand), repeatedly.
 void pass_reduce_epilogue(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
-    for (int32_t r = 0; r < static_cast<int32_t>(p.stages.size()); ++r) {
-      if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) continue;
-      const auto rows = row_space(p, p.stages[static_cast<size_t>(r)]);
-      for (int32_t c : g.readers_of_stage(r)) {
-        if (c < 0) continue;
-        const StageKind k = p.stages[static_cast<size_t>(c)].kind;
-        if (k != StageKind::Map && k != StageKind::StateWrite && k != StageKind::Reduce) continue;
-        if (spans_rows(p, c, rows) && g.merge_is_safe(r, c)) return {{r, c}};
-      }
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g, int32_t r) -> detail::Merge {
+    if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) return std::nullopt;
+    const auto rows = row_space(p, p.stages[static_cast<size_t>(r)]);
+    for (int32_t c : g.readers_of_stage(r)) {
+      if (c < 0) continue;
+      const StageKind k = p.stages[static_cast<size_t>(c)].kind;
+      if (k != StageKind::Map && k != StageKind::StateWrite && k != StageKind::Reduce) continue;
+      if (spans_rows(p, c, rows) && g.merge_is_safe(r, c)) return {{r, c}};
     }
     return std::nullopt;
   });

@@ -10,19 +10,17 @@ namespace lg::lift {
 /// P seen through Reshape/Permute views only (the emitter maps P's element index through them to
 /// the cache index) and the merge keeps the stage order acyclic.
 void pass_state_write_into_producer(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g) -> detail::Merge {
-    for (int32_t w = 0; w < static_cast<int32_t>(p.stages.size()); ++w) {
-      const Stage& st = p.stages[static_cast<size_t>(w)];
-      if (st.kind != StageKind::StateWrite || st.nodes.size() != 1) continue;
-      ir::ValueId v = p.graph.at(st.nodes[0]).operands[1];
-      while (p.is_inline[static_cast<size_t>(v)] &&
-             (p.graph.at(v).op == ir::Op::Reshape || p.graph.at(v).op == ir::Op::Permute))
-        v = p.graph.at(v).operands[0];
-      const int32_t prod = p.stage_of[static_cast<size_t>(v)];
-      if (prod < 0 || prod == w) continue;
-      const StageKind k = p.stages[static_cast<size_t>(prod)].kind;
-      if (k != StageKind::Attention && k != StageKind::StateWrite && g.merge_is_safe(prod, w)) return {{prod, w}};
-    }
+  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g, int32_t w) -> detail::Merge {
+    const Stage& st = p.stages[static_cast<size_t>(w)];
+    if (st.kind != StageKind::StateWrite || st.nodes.size() != 1) return std::nullopt;
+    ir::ValueId v = p.graph.at(st.nodes[0]).operands[1];
+    while (p.is_inline[static_cast<size_t>(v)] &&
+           (p.graph.at(v).op == ir::Op::Reshape || p.graph.at(v).op == ir::Op::Permute))
+      v = p.graph.at(v).operands[0];
+    const int32_t prod = p.stage_of[static_cast<size_t>(v)];
+    if (prod < 0 || prod == w) return std::nullopt;
+    const StageKind k = p.stages[static_cast<size_t>(prod)].kind;
+    if (k != StageKind::Attention && k != StageKind::StateWrite && g.merge_is_safe(prod, w)) return {{prod, w}};
     return std::nullopt;
   });
 }
