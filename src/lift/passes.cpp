@@ -30,7 +30,7 @@ const std::vector<Pass>& fusion_passes() {
 
 void fuse(StagedProgram& p, const FuseOptions& opts) {
   for (const Pass& pass : fusion_passes())
-    if (opts.*(pass.enabled)) pass.run(p);
+    if (opts.*(pass.enabled)) pass.run(p, opts);
 }
 
 }  // namespace lg::lift

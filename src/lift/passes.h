@@ -25,13 +25,17 @@ struct FuseOptions {
   bool group_launches = true;      ///< independent element-style stages launched together
   bool experts_epilogue = true;    ///< the residual add after the routed experts done by their stage
   bool route_prologue = true;      ///< router softmax into the topk stage, the top-k renormalisation into the experts
+  /// The merging passes' definition, for tests: after each merge the whole program is normalised
+  /// and every stage asked again (O(merges x stages)). Off, they make the same merges in the same
+  /// order, keeping the order as they go (passes/merge_while.h).
+  bool renormalize_every_merge = false;
 };
 
 /// One pass of the pipeline.
 struct Pass {
   const char* name;
   bool FuseOptions::*enabled;
-  void (*run)(StagedProgram&);
+  void (*run)(StagedProgram&, const FuseOptions&);
 };
 
 /// The passes in the order they run (a pass may appear twice when a later merge exposes more work).
@@ -41,17 +45,17 @@ const std::vector<Pass>& fusion_passes();
 void fuse(StagedProgram& p, const FuseOptions& opts = {});
 
 // The passes themselves (each documented where it is defined, in passes/<name>.cpp).
-void pass_inline_elementwise(StagedProgram& p);
-void pass_reduce_epilogue(StagedProgram& p);
-void pass_merge_gemm_siblings(StagedProgram& p);
-void pass_gemm_epilogue(StagedProgram& p);
-void pass_gemm_prologue(StagedProgram& p);
-void pass_gather_epilogue(StagedProgram& p);
-void pass_gemm_reduce_prologue(StagedProgram& p);
-void pass_gemm_reduce_prologue_shared(StagedProgram& p);
-void pass_state_write_into_producer(StagedProgram& p);
-void pass_group_launches(StagedProgram& p);
-void pass_experts_epilogue(StagedProgram& p);
-void pass_route_prologue(StagedProgram& p);
+void pass_inline_elementwise(StagedProgram& p, const FuseOptions& opts = {});
+void pass_reduce_epilogue(StagedProgram& p, const FuseOptions& opts = {});
+void pass_merge_gemm_siblings(StagedProgram& p, const FuseOptions& opts = {});
+void pass_gemm_epilogue(StagedProgram& p, const FuseOptions& opts = {});
+void pass_gemm_prologue(StagedProgram& p, const FuseOptions& opts = {});
+void pass_gather_epilogue(StagedProgram& p, const FuseOptions& opts = {});
+void pass_gemm_reduce_prologue(StagedProgram& p, const FuseOptions& opts = {});
+void pass_gemm_reduce_prologue_shared(StagedProgram& p, const FuseOptions& opts = {});
+void pass_state_write_into_producer(StagedProgram& p, const FuseOptions& opts = {});
+void pass_group_launches(StagedProgram& p, const FuseOptions& opts = {});
+void pass_experts_epilogue(StagedProgram& p, const FuseOptions& opts = {});
+void pass_route_prologue(StagedProgram& p, const FuseOptions& opts = {});
 
 }  // namespace lg::lift

@@ -176,6 +176,7 @@ void StageGraph::compute_deps() {
   succ_.assign(n, {});
   stage_mark_.assign(n, 0);
   for (size_t s = 0; s < n; ++s) {
+    if (p_.stages[s].nodes.empty()) continue;  // emptied by a merge (StageMerger): no stage
     auto& d = deps_[s];
     for (ir::ValueId in : inputs(static_cast<int32_t>(s))) {
       int32_t ps = p_.stage_of[static_cast<size_t>(in)];
@@ -197,6 +198,37 @@ void StageGraph::compute_deps() {
 const std::vector<int32_t>& StageGraph::deps(int32_t s) {
   if (!deps_known_) compute_deps();
   return deps_[static_cast<size_t>(s)];
+}
+
+const std::vector<int32_t>& StageGraph::dependents(int32_t s) {
+  if (!deps_known_) compute_deps();
+  return succ_[static_cast<size_t>(s)];
+}
+
+void StageGraph::merged(int32_t z, int32_t w) {
+  if (!deps_known_) compute_deps();
+  const auto zi = static_cast<size_t>(z), wi = static_cast<size_t>(w);
+  // In the list of `s`, w becomes z (and neither names s itself).
+  auto renamed = [&](std::vector<int32_t>& list, int32_t s) {
+    std::replace(list.begin(), list.end(), w, z);
+    list.erase(std::remove(list.begin(), list.end(), s), list.end());
+    sort_unique(list);
+  };
+  for (int32_t t : deps_[wi]) {
+    if (t == z) continue;
+    deps_[zi].push_back(t);
+    renamed(succ_[static_cast<size_t>(t)], t);
+  }
+  for (int32_t s : succ_[wi]) {
+    if (s == z) continue;
+    succ_[zi].push_back(s);
+    renamed(deps_[static_cast<size_t>(s)], s);
+  }
+  renamed(deps_[zi], z);
+  renamed(succ_[zi], z);
+  deps_[wi].clear();
+  succ_[wi].clear();
+  inputs_[zi] = inputs_[wi] = nullptr;
 }
 
 bool StageGraph::merge_makes_cycle(int32_t a, int32_t b) {

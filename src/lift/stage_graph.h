@@ -70,7 +70,8 @@ class NodeIndex {
 };
 
 /// Stage-level relations for one state of a StagedProgram's stages (stage_of, stages); memoised,
-/// so valid only until the stages change. A pass builds a new one after each normalize().
+/// so valid only until the stages change, except by merges it is told of (merged()). A pass
+/// builds a new one after each normalize().
 class StageGraph {
  public:
   /// `index` must describe `p` (see NodeIndex); without one the graph makes its own.
@@ -89,6 +90,13 @@ class StageGraph {
   /// Stages that s must run after (producers of its inputs, readers of a state version that s
   /// overwrites), sorted.
   const std::vector<int32_t>& deps(int32_t s);
+  /// Stages that must run after s (those whose deps name s), sorted.
+  const std::vector<int32_t>& dependents(int32_t s);
+  /// Told that stage w's nodes have moved into stage z (stage_of and nodes updated, w left empty):
+  /// z's dependencies become both stages' and every other stage's edge to w goes to z. A stage's
+  /// dependencies are those of its nodes, so this is what compute_deps would find afresh, at the
+  /// cost of the edges of z and w. The empty stage w is no stage from then on (StageMerger).
+  void merged(int32_t z, int32_t w);
   /// True if merging stages a and b would create a dependency cycle through a third stage. Reads
   /// the stage indices as an execution order, as normalize() leaves them.
   bool merge_makes_cycle(int32_t a, int32_t b);

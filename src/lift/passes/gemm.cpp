@@ -66,8 +66,8 @@ bool reads_pointwise(const StagedProgram& p, int32_t c, int32_t g) {
 }
 
 // Merges Map readers of `kind` stages that read them pointwise.
-void epilogues(StagedProgram& prog, StageKind kind) {
-  detail::merge_while(prog, [kind](const StagedProgram& p, StageGraph& sg, int32_t g) -> detail::Merge {
+void epilogues(StagedProgram& prog, StageKind kind, const FuseOptions& opts) {
+  detail::merge_while(prog, opts.renormalize_every_merge, [kind](const StagedProgram& p, StageGraph& sg, int32_t g) -> detail::Merge {
     if (p.stages[static_cast<size_t>(g)].kind != kind) return std::nullopt;
     for (int32_t c : sg.readers_of_stage(g)) {
       if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
@@ -106,8 +106,8 @@ std::vector<int32_t> later_siblings(const StagedProgram& p, StageGraph& g, int32
 
 /// Merges Gemm stages whose MatMuls read the same A value (same node), have the same leading
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
-void pass_merge_gemm_siblings(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& g, int32_t a) -> detail::Merge {
+void pass_merge_gemm_siblings(StagedProgram& prog, const FuseOptions& opts) {
+  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& g, int32_t a) -> detail::Merge {
     const ir::ValueId va = weight_matmul(p, a);
     if (va < 0) return std::nullopt;
     const ir::Node& na = p.graph.at(va);
@@ -117,19 +117,26 @@ void pass_merge_gemm_siblings(StagedProgram& prog) {
       if (sa == sb && g.merge_is_safe(a, b)) return {{a, b}};
     }
     return std::nullopt;
+  }, [](const StagedProgram& p, StageGraph& g, int32_t m, detail::StagesToAsk& ask) {
+    // The stages of m's A read no stage next to m: asked again, as m's place among them and
+    // whether it may merge with them have changed. (m's first MatMul is one of the two merged
+    // stages', which read the same A.)
+    const ir::ValueId v = weight_matmul(p, m);
+    if (v >= 0)
+      for (int32_t b : later_siblings(p, g, -1, p.graph.at(v).operands[0])) ask.push(b);
   });
 }
 
 /// Merges into each Gemm stage the elementwise Map stages that read its results pointwise:
 /// bias add, residual add, silu(gate)*up over a merged gate/up, casts.
-void pass_gemm_epilogue(StagedProgram& p) { epilogues(p, StageKind::Gemm); }
+void pass_gemm_epilogue(StagedProgram& p, const FuseOptions& opts) { epilogues(p, StageKind::Gemm, opts); }
 
 /// Merges into each Gather stage the elementwise Map stages that read the gathered rows pointwise
 /// (a cast of the embedding, a scale by sqrt(D)).
-void pass_gather_epilogue(StagedProgram& p) { epilogues(p, StageKind::Gather); }
+void pass_gather_epilogue(StagedProgram& p, const FuseOptions& opts) { epilogues(p, StageKind::Gather, opts); }
 
 /// The same for the routed experts' sum (moe_down): the residual add x + moe(...) is done where
 /// the experts stage has the sum in registers.
-void pass_experts_epilogue(StagedProgram& p) { epilogues(p, StageKind::Experts); }
+void pass_experts_epilogue(StagedProgram& p, const FuseOptions& opts) { epilogues(p, StageKind::Experts, opts); }
 
 }  // namespace lg::lift

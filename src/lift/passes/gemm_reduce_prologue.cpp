@@ -163,8 +163,8 @@ detail::Merge gemm_for(const StagedProgram& p, StageGraph& sg, int32_t r, bool s
 /// Merges a Reduce stage into the one Gemm stage that reads it, when it is read only as the
 /// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
 /// LM head). Reductions with other readers are pass_gemm_reduce_prologue_shared's.
-void pass_gemm_reduce_prologue(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, false); });
+void pass_gemm_reduce_prologue(StagedProgram& prog, const FuseOptions& opts) {
+  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, false); });
 }
 
 /// The same for a reduction that other stages read too (Qwen3-MoE's post-attention RMSNorm: the
@@ -172,8 +172,8 @@ void pass_gemm_reduce_prologue(StagedProgram& prog) {
 /// the others read them from there. One launch fewer a sparse layer. Not when another reader is a
 /// Gemm stage (each GEMM would rather take the reduction as its own prologue) or a cache write,
 /// nor for a reduction that is a graph output.
-void pass_gemm_reduce_prologue_shared(StagedProgram& prog) {
-  detail::merge_while(prog, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, true); });
+void pass_gemm_reduce_prologue_shared(StagedProgram& prog, const FuseOptions& opts) {
+  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, true); });
 }
 
 }  // namespace lg::lift

@@ -17,7 +17,7 @@ bool element_style(StageKind k) {
 
 /// Rebuilds p.launches: walks the stages in order and adds a stage to the current launch when
 /// both are element-style and the stage depends on no stage already in the launch.
-void pass_group_launches(StagedProgram& p) {
+void pass_group_launches(StagedProgram& p, const FuseOptions&) {
   StageGraph g(p);
   p.launches.clear();
   for (int32_t s = 0; s < static_cast<int32_t>(p.stages.size()); ++s) {

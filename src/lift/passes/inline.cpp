@@ -11,11 +11,11 @@ namespace lg::lift {
 /// stages when it reads only sources, e.g. RoPE's cos/sin of pos), unless that reader is a GEMM
 /// (gemm_epilogue gets the first chance at those) or the map reads a state (the read must stay
 /// ordered before the state's overwrite). Graph outputs stay stored.
-void pass_inline_elementwise(StagedProgram& p) { detail::inline_maps(p, /*into_gemm=*/false); }
+void pass_inline_elementwise(StagedProgram& p, const FuseOptions&) { detail::inline_maps(p, /*into_gemm=*/false); }
 
 /// Like pass_inline_elementwise but lets a GEMM be the reader: what remains of an operand's
 /// elementwise producer (e.g. silu(gate)*up when gate/up could not be merged) becomes the GEMM's
 /// prologue, evaluated as the GEMM loads its operand.
-void pass_gemm_prologue(StagedProgram& p) { detail::inline_maps(p, /*into_gemm=*/true); }
+void pass_gemm_prologue(StagedProgram& p, const FuseOptions&) { detail::inline_maps(p, /*into_gemm=*/true); }
 
 }  // namespace lg::lift
