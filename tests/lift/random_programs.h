@@ -25,7 +25,7 @@ namespace detail {
 
 class Gen {
  public:
-  explicit Gen(uint32_t seed) : rng_(seed), b_(16) {}
+  Gen(uint32_t seed, int more_steps) : rng_(seed), b_(16), more_steps_(more_steps) {}
 
   RandomProgram build() {
     D_ = pick_of<int64_t>({16, 24, 32});
@@ -38,7 +38,7 @@ class Gen {
     if (chance(0.2)) x = b_.binary(Op::Mul, x, b_.constant(static_cast<double>(D_) / 8, 2));  // a gather epilogue
     pool_.push_back(x);
     note("embed D=" + std::to_string(D_));
-    int steps = 3 + pick(7);
+    int steps = 3 + pick(7) + more_steps_;
     int attn_left = n_attn_;
     for (int i = 0; i < steps || attn_left > 0; ++i) {
       if (attn_left > 0 && (i >= steps || chance(0.25))) {
@@ -71,6 +71,7 @@ class Gen {
  private:
   std::mt19937 rng_;
   Builder b_;
+  int more_steps_ = 0;
   int64_t D_ = 0, V_ = 0;
   ValueId tokens_ = -1, pos_ = -1, kc_ = -1, vc_ = -1;
   int n_attn_ = 0;
@@ -465,6 +466,7 @@ class Gen {
 }  // namespace detail
 
 /// The random program of `seed` (deterministic: the same seed gives the same graph everywhere).
-inline RandomProgram random_program(uint32_t seed) { return detail::Gen(seed).build(); }
+/// `more_steps` adds that many generator steps (a longer program; the first draws are the same).
+inline RandomProgram random_program(uint32_t seed, int more_steps = 0) { return detail::Gen(seed, more_steps).build(); }
 
 }  // namespace lg::lift::test
