@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "lift/stage_merger.h"
 #include "support/error.h"
 
 namespace lg::lift {
@@ -210,22 +212,40 @@ std::vector<bool> merge_common_subexpressions(ir::Graph& g) {
 }
 
 // topk's values and indices of one operand (two nodes) are one stage: one scan of the row.
+//
+// Defined as a walk over the stages in order that merges each with the first later partner and
+// normalises, going on at the next index. StageMerger keeps that order without normalising the
+// program per merge (at 96 MoE layers that was 0.4 s of lifting); where the merged stage takes
+// the partner's place, the stage after the first one takes its index and the walk passes over it.
 void join_topk_pairs(StagedProgram& p) {
-  for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); ++a) {
-    const Stage& sa = p.stages[static_cast<size_t>(a)];
-    if (sa.kind != StageKind::TopK || sa.nodes.size() != 1) continue;
-    const ir::Node& na = p.graph.at(sa.nodes[0]);
-    for (int32_t b = a + 1; b < static_cast<int32_t>(p.stages.size()); ++b) {
-      const Stage& sb = p.stages[static_cast<size_t>(b)];
-      if (sb.kind != StageKind::TopK || sb.nodes.size() != 1) continue;
-      const ir::Node& nb = p.graph.at(sb.nodes[0]);
-      if (nb.op != na.op && nb.operands == na.operands && nb.attrs.axis == na.attrs.axis && nb.shape == na.shape) {
-        merge_stages(p, a, b);
-        normalize(p);
-        break;
-      }
+  std::optional<StageMerger> merger;  // made at the first pair (most programs have none)
+  auto single_topk = [&](int32_t s) -> const ir::Node* {
+    const Stage& st = p.stages[static_cast<size_t>(s)];
+    return st.kind == StageKind::TopK && st.nodes.size() == 1 ? &p.graph.at(st.nodes[0]) : nullptr;
+  };
+  auto next_live = [&](int32_t s) {
+    do ++s;
+    while (s < static_cast<int32_t>(p.stages.size()) && p.stages[static_cast<size_t>(s)].nodes.empty());
+    return s;
+  };
+  for (int32_t a = 0; a < static_cast<int32_t>(p.stages.size()); a = next_live(a)) {
+    const ir::Node* na = single_topk(a);
+    if (!na) continue;
+    for (int32_t b = next_live(a); b < static_cast<int32_t>(p.stages.size()); b = next_live(b)) {
+      const ir::Node* nb = single_topk(b);
+      if (!nb || nb->op == na->op || nb->operands != na->operands || nb->attrs.axis != na->attrs.axis ||
+          !(nb->shape == na->shape))
+        continue;
+      const int32_t index = static_cast<int32_t>(std::count_if(
+          p.stages.begin(), p.stages.begin() + a, [](const Stage& st) { return !st.nodes.empty(); }));
+      if (!merger) merger.emplace(p);
+      const StageMerger::Merged m = merger->merge(a, b);
+      if (m.renumbered) a = index;  // no emptied stages left: index and place agree
+      else if (m.stage != a) a = next_live(a);
+      break;
     }
   }
+  if (merger) merger->finish();
 }
 
 }  // namespace
