@@ -219,7 +219,8 @@ TEST(MergeOrder, PassesMergeAsTheDefinitionOnTheModels) {
       {"mistral.lg", "tiny-mistral"},      {"phi3.lg", "tiny-phi3"},     {"gpt2.lg", "tiny-gpt2"},
       {"gemma3_text.lg", "tiny-gemma3"},   {"qwen3_moe.lg", "tiny-qwen3-moe"}};
   for (const auto& [lg, dir] : models) {
-    ir::Graph g = lang::lower_file(std::string(LG_SOURCE_DIR) + "/models/" + lg, with_layers(dir, 10), lang::BindOptions{64});
+    ir::Graph g =
+        lang::lower_file(std::string(LG_SOURCE_DIR) + "/models/" + lg, with_layers(dir, 10), lang::BindOptions{64});
     expect_passes_make_the_definitions_program(g, lg + " on " + dir + ", 10 layers");
     ir::make_batched(g, {16, 16, 8, 64});
     expect_passes_make_the_definitions_program(g, lg + " on " + dir + ", 10 layers, batched");

@@ -11,7 +11,8 @@ namespace lg::lift {
 /// One launch each fewer per sparse layer; the reductions are recomputed per reading thread or
 /// warp, which for rows of E (128) or k (8) values costs less than a launch.
 void pass_route_prologue(StagedProgram& prog, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& g, int32_t r) -> detail::Merge {
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [](const StagedProgram& p, StageGraph& g, int32_t r) -> detail::Merge {
     if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) return std::nullopt;
     const auto readers = g.readers_of_stage(r);
     if (readers.size() != 1 || readers[0] < 0) return std::nullopt;

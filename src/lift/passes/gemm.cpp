@@ -67,7 +67,8 @@ bool reads_pointwise(const StagedProgram& p, int32_t c, int32_t g) {
 
 // Merges Map readers of `kind` stages that read them pointwise.
 void epilogues(StagedProgram& prog, StageKind kind, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [kind](const StagedProgram& p, StageGraph& sg, int32_t g) -> detail::Merge {
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [kind](const StagedProgram& p, StageGraph& sg, int32_t g) -> detail::Merge {
     if (p.stages[static_cast<size_t>(g)].kind != kind) return std::nullopt;
     for (int32_t c : sg.readers_of_stage(g)) {
       if (c < 0 || p.stages[static_cast<size_t>(c)].kind != StageKind::Map) continue;
@@ -107,7 +108,8 @@ std::vector<int32_t> later_siblings(const StagedProgram& p, StageGraph& g, int32
 /// Merges Gemm stages whose MatMuls read the same A value (same node), have the same leading
 /// (batch, M) dims, and multiply weights (Params, possibly transposed): q/k/v and gate/up.
 void pass_merge_gemm_siblings(StagedProgram& prog, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& g, int32_t a) -> detail::Merge {
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [](const StagedProgram& p, StageGraph& g, int32_t a) -> detail::Merge {
     const ir::ValueId va = weight_matmul(p, a);
     if (va < 0) return std::nullopt;
     const ir::Node& na = p.graph.at(va);

@@ -164,7 +164,8 @@ detail::Merge gemm_for(const StagedProgram& p, StageGraph& sg, int32_t r, bool s
 /// [rows, K] activation of that stage's MatMuls and reduces over K (RMSNorm -> q/k/v, gate/up,
 /// LM head). Reductions with other readers are pass_gemm_reduce_prologue_shared's.
 void pass_gemm_reduce_prologue(StagedProgram& prog, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, false); });
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, false); });
 }
 
 /// The same for a reduction that other stages read too (Qwen3-MoE's post-attention RMSNorm: the
@@ -173,7 +174,8 @@ void pass_gemm_reduce_prologue(StagedProgram& prog, const FuseOptions& opts) {
 /// Gemm stage (each GEMM would rather take the reduction as its own prologue) or a cache write,
 /// nor for a reduction that is a graph output.
 void pass_gemm_reduce_prologue_shared(StagedProgram& prog, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, true); });
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [](const StagedProgram& p, StageGraph& sg, int32_t r) { return gemm_for(p, sg, r, true); });
 }
 
 }  // namespace lg::lift

@@ -40,7 +40,8 @@ bool spans_rows(const StagedProgram& p, int32_t c, std::pair<int64_t, int64_t> r
 /// Merges into each Reduce stage R the Map, StateWrite and Reduce stages that read R and whose
 /// values all span R's rows (same element count as the reduced operand), repeatedly.
 void pass_reduce_epilogue(StagedProgram& prog, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& g, int32_t r) -> detail::Merge {
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [](const StagedProgram& p, StageGraph& g, int32_t r) -> detail::Merge {
     if (p.stages[static_cast<size_t>(r)].kind != StageKind::Reduce) return std::nullopt;
     const auto rows = row_space(p, p.stages[static_cast<size_t>(r)]);
     for (int32_t c : g.readers_of_stage(r)) {

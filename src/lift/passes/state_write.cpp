@@ -10,7 +10,8 @@ namespace lg::lift {
 /// P seen through Reshape/Permute views only (the emitter maps P's element index through them to
 /// the cache index) and the merge keeps the stage order acyclic.
 void pass_state_write_into_producer(StagedProgram& prog, const FuseOptions& opts) {
-  detail::merge_while(prog, opts.renormalize_every_merge, [](const StagedProgram& p, StageGraph& g, int32_t w) -> detail::Merge {
+  detail::merge_while(prog, opts.renormalize_every_merge,
+                      [](const StagedProgram& p, StageGraph& g, int32_t w) -> detail::Merge {
     const Stage& st = p.stages[static_cast<size_t>(w)];
     if (st.kind != StageKind::StateWrite || st.nodes.size() != 1) return std::nullopt;
     ir::ValueId v = p.graph.at(st.nodes[0]).operands[1];
