@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -69,6 +71,27 @@ DrawParams random_params(std::mt19937_64& g, int64_t V) {
   p.min_p = std::array<float, 5>{0, 0, 0.05f, 0.5f, 1.f}[g() % 5];
   p.u = static_cast<double>(g() >> 11) * 0x1.0p-53;
   return p;
+}
+
+/// The tokens of `n` requests of random prompts (the same ones for a seed) run together by a
+/// scheduler on `lane`, `set` choosing request i's generation options from the same generator.
+std::vector<std::vector<int32_t>> run_requests(
+    Lane& lane, uint64_t seed, size_t n, const std::function<void(size_t, std::mt19937_64&, runtime::GenerateOptions&)>& set) {
+  runtime::Scheduler sched(lane);
+  std::vector<std::vector<int32_t>> out(n);
+  std::mt19937_64 r(seed);
+  for (size_t i = 0; i < n; ++i) {
+    runtime::Request q;
+    for (int k = 0, len = 2 + static_cast<int>(r() % 90); k < len; ++k) q.prompt.push_back(static_cast<int32_t>(r() % 5000));
+    set(i, r, q.options);
+    q.on_done = [&out, i](runtime::Generation&& gen, const std::string& error) {
+      EXPECT_EQ(error, "");
+      out[i] = std::move(gen.tokens);
+    };
+    sched.submit(std::move(q));
+  }
+  sched.run();
+  return out;
 }
 
 }  // namespace
@@ -152,30 +175,16 @@ TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
   auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
   auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
   const uint64_t seed = std::random_device{}();
-  auto run = [&](Lane& l) {
-    runtime::Scheduler sched(l);
-    std::vector<std::vector<int32_t>> out(7);
-    std::mt19937_64 r(seed);
-    for (size_t i = 0; i < out.size(); ++i) {
-      runtime::Request q;
-      for (int k = 0, n = 2 + static_cast<int>(r() % 90); k < n; ++k) q.prompt.push_back(static_cast<int32_t>(r() % 5000));
-      q.options.max_new_tokens = 20 + static_cast<int64_t>(r() % 20);
-      q.options.sampling.temperature = std::array<double, 3>{0.6, 1.0, 1.3}[i % 3];
-      q.options.sampling.top_k = std::array<int64_t, 3>{20, 0, 0}[i % 3];
-      q.options.sampling.top_p = std::array<double, 3>{0.95, 0.9, 1.0}[i % 3];
-      q.options.sampling.seed = r();
-      q.on_done = [&out, i](runtime::Generation&& gen, const std::string& error) {
-        EXPECT_EQ(error, "");
-        out[i] = std::move(gen.tokens);
-      };
-      sched.submit(std::move(q));
-    }
-    sched.run();
-    return out;
+  auto set = [](size_t i, std::mt19937_64& r, runtime::GenerateOptions& o) {
+    o.max_new_tokens = 20 + static_cast<int64_t>(r() % 20);
+    o.sampling.temperature = std::array<double, 3>{0.6, 1.0, 1.3}[i % 3];
+    o.sampling.top_k = std::array<int64_t, 3>{20, 0, 0}[i % 3];
+    o.sampling.top_p = std::array<double, 3>{0.95, 0.9, 1.0}[i % 3];
+    o.sampling.seed = r();
   };
   lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
-  const auto on_device = run(device);
-  const auto on_host = run(host);
+  const auto on_device = run_requests(device, seed, 7, set);
+  const auto on_host = run_requests(host, seed, 7, set);
   EXPECT_EQ(device.with_logits, 0);
   EXPECT_GE(device.with_draw, 7 * 20);  // at least 20 tokens a request, each drawn on the device
   for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
@@ -291,32 +300,18 @@ TEST(RowDraws, PenalisedRequestsDrawOnTheDeviceAsOnTheHost) {
   auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
   auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
   const uint64_t seed = std::random_device{}();
-  auto run = [&](Lane& l) {
-    runtime::Scheduler sched(l);
-    std::vector<std::vector<int32_t>> out(8);
-    std::mt19937_64 r(seed);
-    for (size_t i = 0; i < out.size(); ++i) {
-      runtime::Request q;
-      for (int k = 0, n = 2 + static_cast<int>(r() % 90); k < n; ++k) q.prompt.push_back(static_cast<int32_t>(r() % 5000));
-      q.options.max_new_tokens = 24;
-      q.options.sampling.temperature = std::array<double, 4>{0, 0.8, 0, 1.0}[i % 4];
-      q.options.sampling.top_p = i % 4 == 1 ? 0.95 : 1.0;
-      q.options.sampling.seed = r();
-      q.options.sampling.penalties = std::array<runtime::Penalties, 4>{
-          runtime::Penalties{1.3, 0, 0}, runtime::Penalties{1, 0.5, 0.3}, runtime::Penalties{1.1, 1.5, 0},
-          runtime::Penalties{1, 0, 1.0}}[(i / 4 + i) % 4];
-      q.on_done = [&out, i](runtime::Generation&& gen, const std::string& error) {
-        EXPECT_EQ(error, "");
-        out[i] = std::move(gen.tokens);
-      };
-      sched.submit(std::move(q));
-    }
-    sched.run();
-    return out;
+  auto set = [](size_t i, std::mt19937_64& r, runtime::GenerateOptions& o) {
+    o.max_new_tokens = 24;
+    o.sampling.temperature = std::array<double, 4>{0, 0.8, 0, 1.0}[i % 4];
+    o.sampling.top_p = i % 4 == 1 ? 0.95 : 1.0;
+    o.sampling.seed = r();
+    o.sampling.penalties = std::array<runtime::Penalties, 4>{runtime::Penalties{1.3, 0, 0}, runtime::Penalties{1, 0.5, 0.3},
+                                                            runtime::Penalties{1.1, 1.5, 0},
+                                                            runtime::Penalties{1, 0, 1.0}}[(i / 4 + i) % 4];
   };
   lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
-  const auto on_device = run(device);
-  const auto on_host = run(host);
+  const auto on_device = run_requests(device, seed, 8, set);
+  const auto on_host = run_requests(host, seed, 8, set);
   EXPECT_EQ(device.with_logits, 0);
   EXPECT_GE(device.with_draw, 8 * 24);
   for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
