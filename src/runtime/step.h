@@ -27,7 +27,7 @@ struct SeqStep {
   /// SeqResult::drawn (only asked of a lane whose draws() is true): the logits stay on the lane.
   std::optional<DrawParams> draw;
   /// With `draw`: the penalties applied to the row first (runtime/penalty_math.h), one edit a
-  /// token the sequence has seen (runtime::Sampler::penalty_edits); none when empty. A lane may
+  /// distinct token the sequence has seen (runtime::Sampler::penalty_edits); none when empty. A lane may
   /// apply them to its row in place, so a step must not ask for the same row's logits too.
   PenaltyParams penalty{};
   std::span<const PenaltyEdit> penalty_edits{};

@@ -27,7 +27,9 @@ struct PenaltyRow {
 };
 
 /// Applies rows[k]'s edits to logits row rows[k].row in place (draw::penalised), one block a
-/// row; an edit whose id is outside [0, V) is skipped (RowDraws checks them first). Enqueued on
+/// row, its threads each an edit: a run names each id at most once (PenaltyHistory's edits do),
+/// else two threads would race on a logit. An edit whose id is outside [0, V) is skipped
+/// (RowDraws::check refuses them first). Enqueued on
 /// `stream`; nothing for n <= 0. Throws lg::Error for a launch failure.
 void launch_row_penalties(float* logits, int64_t V, const PenaltyRow* rows, const PenaltyEdit* edits, int n,
                           cudaStream_t stream);
