@@ -140,7 +140,20 @@ int run_batch(const BatchOpts& o) {
   std::string text;
   // A line is capped as a whole file is (support/text_input.h): `-i /dev/zero` is one endless line.
   const std::string in_name = o.input == "-" ? "standard input" : o.input;
-  for (size_t n = 1; lg::getline_capped(in, text, in_name, n); ++n) {
+  std::string input_error;  // the input could not be read to its end: the command fails after the lines before
+  for (size_t n = 1;; ++n) {
+    try {
+      if (!lg::getline_capped(in, text, in_name, n)) break;
+    } catch (const lg::Error& e) {
+      // A line past the cap is that line's error, as any bad line's; the lines around it run.
+      Line l;
+      l.error = lg::cli::batch_line_error("invalid_request", e.what());
+      lines.push_back(std::move(l));
+      if (lg::skip_line_capped(in)) continue;
+      input_error = fmt::format("{}; no line end within the next {} MiB either: the input after it was not read",
+                                e.what(), lg::kMaxTextInputBytes >> 20);
+      break;
+    }
     if (!text.empty() && text.back() == '\r') text.pop_back();
     if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
     lines.push_back(read_line(text, n, engine, tmpl, seen));
@@ -204,6 +217,7 @@ int run_batch(const BatchOpts& o) {
                  static_cast<long long>(failed), lg::count_noun(completion_tokens, "token").c_str(), s,
                  s > 0 ? static_cast<double>(completion_tokens) / s : 0.0,
                  cut ? "; interrupted: the requests still running then were cut (finish_reason \"abort\")" : "");
+  if (!input_error.empty()) throw lg::Error(input_error);  // after every line read was answered
   return cut ? 130 : 0;
 }
 

@@ -69,4 +69,17 @@ bool getline_capped(std::istream& in, std::string& out, const std::string& name,
   }
 }
 
+bool skip_line_capped(std::istream& in, size_t cap) {
+  std::streambuf& sb = *in.rdbuf();
+  for (size_t n = 0; n < cap; ++n) {
+    const int c = sb.sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return true;
+    }
+    if (c == '\n') return true;
+  }
+  return false;
+}
+
 }  // namespace lg

@@ -35,4 +35,10 @@ std::string read_text_input(std::istream& in, const std::string& name, size_t ca
 bool getline_capped(std::istream& in, std::string& out, const std::string& name, size_t line,
                     size_t cap = kMaxTextInputBytes);
 
+/// After getline_capped refused a line past its cap: reads on to that line's end without keeping
+/// it, at most `cap` more bytes. True when the line ended (a newline, or the end of `in`), so the
+/// next getline_capped reads the line after it; false when `cap` bytes went by without an end
+/// (an endless stream: `/dev/zero`).
+bool skip_line_capped(std::istream& in, size_t cap = kMaxTextInputBytes);
+
 }  // namespace lg

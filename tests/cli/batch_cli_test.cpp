@@ -278,6 +278,33 @@ TEST(LgBatch, LinesThatAreNotJsonKeepTheirCustomId) {
   EXPECT_EQ(res[6]["error"]["code"], "duplicate_custom_id") << res[6].dump();
 }
 
+// A line past the 64 MiB a line may hold is that line's error (as any bad line's): the lines before
+// and after it run. (An endless line, `-i /dev/zero`, still fails the command: CliUsage.)
+TEST(LgBatch, ALineLargerThanTheCapIsItsOwnErrorAndTheRestRun) {
+  const fs::path in = fs::temp_directory_path() / ("lg_batch_huge_" + std::to_string(::getpid()) + ".jsonl");
+  const std::string ok = R"({"custom_id": "ID", "method": "POST", "url": "/v1/completions", "body": {"prompt": "def f(", "max_tokens": 1}})";
+  {
+    std::ofstream f(in, std::ios::binary);
+    f << std::string(ok).replace(ok.find("ID"), 2, "first") << "\n";
+    f << R"({"custom_id": "huge", "body": {"prompt": ")" << std::string((size_t{64} << 20) + 10, 'a') << "\"}}\n";
+    f << std::string(ok).replace(ok.find("ID"), 2, "last") << "\n";
+  }
+  const fs::path out = fs::temp_directory_path() / ("lg_batch_huge_out_" + std::to_string(::getpid()) + ".jsonl");
+  const CliRun r = run_lg("batch -q --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
+  const auto res = read_results(out);
+  fs::remove(in);
+  fs::remove(out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(res.size(), 3u) << r.out;
+  EXPECT_EQ(res[0]["custom_id"], "first");
+  EXPECT_EQ(res[0]["response"]["status_code"], 200) << res[0].dump();
+  EXPECT_EQ(res[1]["custom_id"], nullptr);
+  EXPECT_NE(res[1]["error"]["message"].get<std::string>().find("line 2 is larger than 64 MiB"), std::string::npos)
+      << res[1].dump();
+  EXPECT_EQ(res[2]["custom_id"], "last");
+  EXPECT_EQ(res[2]["response"]["status_code"], 200) << res[2].dump();
+}
+
 // Files it cannot use are errors before any request runs (exit 1), never a silent exit 0: the
 // input named as the output too (opening the output would truncate the input first), a directory
 // as input, an output that cannot be written (/dev/full takes the open, fails the write).

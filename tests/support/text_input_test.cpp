@@ -57,6 +57,17 @@ TEST(TextInput, GetlineCappedSplitsAsGetlineAndCapsEachLine) {
   ASSERT_TRUE(getline_capped(longer, line, "req.jsonl", 1, 4));
   EXPECT_EQ(error_of([&] { getline_capped(longer, line, "req.jsonl", 2, 4); }),
             "req.jsonl: line 2 is larger than 4 bytes, the most lanegraph reads of one line");
+  // Past the refused line: its end within the cap, then the next line as usual; none within it.
+  EXPECT_TRUE(skip_line_capped(longer, 4));
+  EXPECT_FALSE(getline_capped(longer, line, "req.jsonl", 3, 4)) << "the refused line was the last";
+  std::istringstream after("toolong\nnext\n");
+  EXPECT_THROW(getline_capped(after, line, "req.jsonl", 1, 4), Error);
+  EXPECT_TRUE(skip_line_capped(after, 4));
+  ASSERT_TRUE(getline_capped(after, line, "req.jsonl", 2, 4));
+  EXPECT_EQ(line, "next");
+  std::istringstream endless("waytoolongforthecap");
+  EXPECT_THROW(getline_capped(endless, line, "req.jsonl", 1, 4), Error);
+  EXPECT_FALSE(skip_line_capped(endless, 4));
 }
 
 }  // namespace
