@@ -7,8 +7,9 @@
 namespace lg::model::json_fields {
 
 void wrong_type(const std::string& source, const std::string& field, std::string_view want, const nlohmann::json& got) {
-  throw Error(fmt::format("{}: field '{}' must be {}, got {} {}", source, field, want, got.type_name(),
-                          got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  // "got null", not "got null null": a null's type name is its value.
+  const std::string value = got.is_null() ? "" : " " + got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  throw Error(fmt::format("{}: field '{}' must be {}, got {}{}", source, field, want, got.type_name(), value));
 }
 
 namespace {

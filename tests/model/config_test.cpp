@@ -386,6 +386,11 @@ TEST(GenerationConfig, SamplingDefaultsAreReadListedAndChecked) {
     EXPECT_HAS(error_of([&] { parse_generation_config(doc, "generation_config.json", c); }),
                std::string("generation_config.json: ") + std::get<2>(b));
   }
+  // A wrong value is named with its type, and a null once ("got null", not "got null null").
+  EXPECT_EQ(error_of([&] { parse_generation_config(json{{"eos_token_id", json::array({1, nullptr})}}, "g.json", c); }),
+            "g.json: field 'eos_token_id[1]' must be an integer token id, got null");
+  EXPECT_EQ(error_of([&] { parse_generation_config(json{{"eos_token_id", json::array({1, "2"})}}, "g.json", c); }),
+            "g.json: field 'eos_token_id[1]' must be an integer token id, got string \"2\"");
 }
 
 TEST(Config, NestingPastTheLimitIsAnErrorNamingTheFile) {
