@@ -26,7 +26,11 @@ namespace {
 Error unknown_lane(const std::string& name) {
   std::string known;
   for (const auto& n : lane_names()) known += (known.empty() ? "" : ", ") + n;
-  return Error("unknown lane '" + name + "' (this build has: " + (known.empty() ? "none" : known) + ")");
+  known = known.empty() ? "none" : known;
+  // A GPU lane is no typo where lg was built without the CUDA toolkit (LG_WITH_CUDA off or no nvcc).
+  if (is_gpu_lane(name))
+    return Error("lane '" + name + "' is not in this build: lg was built without CUDA (this build has: " + known + ")");
+  return Error("unknown lane '" + name + "' (this build has: " + known + ")");
 }
 
 }  // namespace

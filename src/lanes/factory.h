@@ -28,7 +28,8 @@ bool is_gpu_lane(const std::string& name);
 bool cuda_available();
 
 /// Throws lg::Error "unknown lane 'NAME' (this build has: cpu, ...)" unless lane_names() holds
-/// `name`: what make_lane says, for a command to say before it loads any model.
+/// `name` ("lane 'NAME' is not in this build: lg was built without CUDA ..." for a GPU lane's
+/// name): what make_lane says, for a command to say before it loads any model.
 void check_lane_known(const std::string& name);
 /// Throws lg::Error "lane 'NAME' runs on an NVIDIA GPU and this machine has no usable CUDA device"
 /// followed by `advice` (e.g. "; use --lane cpu") when `name` is a GPU lane and cuda_available()
