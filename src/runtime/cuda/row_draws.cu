@@ -60,17 +60,6 @@ __device__ float block_max(float v, bool& any_bad, Shared& sh) {
   return m;
 }
 
-__device__ unsigned long long block_sum(unsigned long long v, Shared& sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kAll, v, o);
-  if (lane == 0) sh.warp_u64[warp] = v;
-  __syncthreads();
-  unsigned long long s = 0;
-  for (int w = 0; w < kWarps; ++w) s += sh.warp_u64[w];
-  __syncthreads();
-  return s;
-}
-
 /// The exclusive prefix sum of one value a thread, in thread order, and the block's total.
 __device__ void block_scan(unsigned long long v, unsigned long long& excl, unsigned long long& total, Shared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -89,6 +78,13 @@ __device__ void block_scan(unsigned long long v, unsigned long long& excl, unsig
   __syncthreads();
   excl = before + incl - v;
   total = all;
+}
+
+/// The block's sum of one value a thread: block_scan's total (its barriers included).
+__device__ unsigned long long block_sum(unsigned long long v, Shared& sh) {
+  unsigned long long excl, total;
+  block_scan(v, excl, total, sh);
+  return total;
 }
 
 /// Sorts keys a[0 .. P) (P a power of two) largest first: by the whole key (the order by logit),
