@@ -94,6 +94,22 @@ std::vector<std::vector<int32_t>> run_requests(
   return out;
 }
 
+/// `n` requests (run_requests, options from `set`) on the 22M model's hand-written lane, picked on
+/// the device and then by the host from the rows: each request's tokens must be the same, and the
+/// device's run must have brought no row back and drawn at least `min_draws` tokens.
+void expect_device_picks_as_host(size_t n, int64_t min_draws,
+                                 const std::function<void(size_t, std::mt19937_64&, runtime::GenerateOptions&)>& set) {
+  auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
+  auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
+  const uint64_t seed = std::random_device{}();
+  lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
+  const auto on_device = run_requests(device, seed, n, set);
+  const auto on_host = run_requests(host, seed, n, set);
+  EXPECT_EQ(device.with_logits, 0);
+  EXPECT_GE(device.with_draw, min_draws);
+  for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
+}
+
 }  // namespace
 
 TEST(RowDraws, DeviceDrawsEqualTheHostReference) {
@@ -172,22 +188,14 @@ TEST(RowDraws, SampledGenerationOnTheDeviceEqualsTheHostsDraws) {
 // host draws, so every request's tokens must be too.
 TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
   LG_REQUIRE_GPU();
-  auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
-  auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
-  const uint64_t seed = std::random_device{}();
-  auto set = [](size_t i, std::mt19937_64& r, runtime::GenerateOptions& o) {
+  // At least 20 tokens a request, each drawn on the device.
+  expect_device_picks_as_host(7, 7 * 20, [](size_t i, std::mt19937_64& r, runtime::GenerateOptions& o) {
     o.max_new_tokens = 20 + static_cast<int64_t>(r() % 20);
     o.sampling.temperature = std::array<double, 3>{0.6, 1.0, 1.3}[i % 3];
     o.sampling.top_k = std::array<int64_t, 3>{20, 0, 0}[i % 3];
     o.sampling.top_p = std::array<double, 3>{0.95, 0.9, 1.0}[i % 3];
     o.sampling.seed = r();
-  };
-  lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
-  const auto on_device = run_requests(device, seed, 7, set);
-  const auto on_host = run_requests(host, seed, 7, set);
-  EXPECT_EQ(device.with_logits, 0);
-  EXPECT_GE(device.with_draw, 7 * 20);  // at least 20 tokens a request, each drawn on the device
-  for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
+  });
 }
 
 // Penalised draws through RowDraws (the lanes' path): each row's edits applied on the device, then
@@ -297,10 +305,7 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
 // leave it) as the host picks them from the rows.
 TEST(RowDraws, PenalisedRequestsDrawOnTheDeviceAsOnTheHost) {
   LG_REQUIRE_GPU();
-  auto md = model::ModelDir::open(fs::path(shared_dir()) / "models" / "qwen3-pycode-22m");
-  auto lane = qwen::make_handwritten_lane(md, {.max_seq = 256, .max_tokens = 64});
-  const uint64_t seed = std::random_device{}();
-  auto set = [](size_t i, std::mt19937_64& r, runtime::GenerateOptions& o) {
+  expect_device_picks_as_host(8, 8 * 24, [](size_t i, std::mt19937_64& r, runtime::GenerateOptions& o) {
     o.max_new_tokens = 24;
     o.sampling.temperature = std::array<double, 4>{0, 0.8, 0, 1.0}[i % 4];
     o.sampling.top_p = i % 4 == 1 ? 0.95 : 1.0;
@@ -308,11 +313,5 @@ TEST(RowDraws, PenalisedRequestsDrawOnTheDeviceAsOnTheHost) {
     o.sampling.penalties = std::array<runtime::Penalties, 4>{runtime::Penalties{1.3, 0, 0}, runtime::Penalties{1, 0.5, 0.3},
                                                             runtime::Penalties{1.1, 1.5, 0},
                                                             runtime::Penalties{1, 0, 1.0}}[(i / 4 + i) % 4];
-  };
-  lg::testing::CountingLane device(*lane, /*forward_draws=*/true), host(*lane);
-  const auto on_device = run_requests(device, seed, 8, set);
-  const auto on_host = run_requests(host, seed, 8, set);
-  EXPECT_EQ(device.with_logits, 0);
-  EXPECT_GE(device.with_draw, 8 * 24);
-  for (size_t i = 0; i < on_device.size(); ++i) EXPECT_EQ(on_device[i], on_host[i]) << "request " << i << ", seed " << seed;
+  });
 }
