@@ -154,24 +154,44 @@ void Server::install_generation_routes() {
   // httplib caps an application/x-www-form-urlencoded body (plain `curl -d`) at 8 KB with a 413
   // that says nothing of the content type. Read whole (up to max_body_bytes, else 413), any
   // declared type other than application/json is a 415 that says which header to send, at every
-  // size, as vLLM answers (its validate_json_request).
-  auto read_and_handle = [handle](Endpoint kind, const httplib::Request& req, httplib::Response& res,
-                                  const httplib::ContentReader& reader) {
+  // size, as vLLM answers (its validate_json_request). httplib applies its own cap to a
+  // Content-Length only: a chunked body is counted here and cut at the cap, or one client's
+  // endless body would fill the server's memory.
+  auto read_and_handle = [handle, max_bytes = options_.max_body_bytes](Endpoint kind, const httplib::Request& req,
+                                                                        httplib::Response& res,
+                                                                        const httplib::ContentReader& reader) {
     std::string body;
+    size_t read = 0;
+    bool too_large = false;
+    const auto count = [&](size_t n) {
+      read += n;
+      too_large = read > max_bytes;
+      return !too_large;
+    };
     bool ok;
     if (req.is_multipart_form_data()) {  // `curl -F`: drained and refused below
-      ok = reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
+      ok = reader([](const httplib::MultipartFormData&) { return true; },
+                  [&count](const char*, size_t n) { return count(n); });
     } else {
-      ok = reader([&body](const char* data, size_t n) {
+      ok = reader([&](const char* data, size_t n) {
+        if (!count(n)) return false;
         body.append(data, n);
         return true;
       });
     }
     if (!ok) {
-      if (res.status == 413)
+      if (too_large) {
+        // The rest of the body is left unread: the client must not send its next request on
+        // this connection.
+        res.set_header("Connection", "close");
+        send_json(res, 413,
+                  error_body(fmt::format("the request body is too large: more than {} bytes", max_bytes),
+                             "invalid_request_error", ""));
+      } else if (res.status == 413) {
         send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
-      else
+      } else {
         send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
+      }
       return;
     }
     const std::string content_type = req.get_header_value("Content-Type");

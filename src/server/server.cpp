@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -184,6 +185,8 @@ void Server::install_error_handlers() {
     // 415). The Request is httplib's own non-const object, handed to this hook as const.
     if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
       const_cast<httplib::Request&>(req).set_header("Content-Length", "0");
+    if (req.has_header("Transfer-Encoding") && answer_transfer_encoding(req, res))
+      return httplib::Server::HandlerResponse::Handled;
     const auto bad = bad_content_length(req);
     if (!bad) return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
                                                 : httplib::Server::HandlerResponse::Unhandled;
@@ -232,6 +235,38 @@ void Server::install_error_handlers() {
     else
       send_json(res, res.status, error_body(fmt::format("HTTP {}", res.status), "invalid_request_error", ""));
   });
+}
+
+// httplib 0.11 caps only a Content-Length body (payload_max_length): a chunked one it reads whole
+// into memory on every route but the two that read their own (capped in generation_routes.cpp),
+// and a body in another transfer coding (`gzip`) until the connection closes, so one client could
+// fill the server's memory. A transfer coding other than chunked is a 501 (RFC 9112 6.1); a
+// chunked body sent where no route reads one (GET /health, POST /nope) is not read at all: the
+// request is routed as bodyless and the client told to drop the connection, since the body is
+// still on it. Returns whether it answered.
+bool Server::answer_transfer_encoding(const httplib::Request& req, httplib::Response& res) const {
+  std::string coding = req.get_header_value("Transfer-Encoding");
+  std::transform(coding.begin(), coding.end(), coding.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (coding != "chunked") {
+    res.set_header("Connection", "close");
+    send_json(res, 501,
+              error_body(fmt::format("Transfer-Encoding '{}' is not supported: send the body with a Content-Length "
+                                     "or 'Transfer-Encoding: chunked'",
+                                     req.get_header_value("Transfer-Encoding")),
+                         "invalid_request_error", ""));
+    return true;
+  }
+  const bool reads_body =
+      req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions");
+  if (!reads_body) {
+    res.set_header("Connection", "close");
+    auto& bodyless = const_cast<httplib::Request&>(req);  // httplib's own object, as above
+    bodyless.headers.erase("Transfer-Encoding");
+    bodyless.headers.erase("Content-Length");
+    bodyless.set_header("Content-Length", "0");
+  }
+  return false;
 }
 
 // A browser asks before a cross-origin request that is not "simple" (a JSON POST, an

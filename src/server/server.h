@@ -93,6 +93,9 @@ class Server {
   void install_error_handlers();
   /// Answers a CORS preflight (true), or leaves the request to the routes (false).
   bool answer_preflight(const httplib::Request& req, httplib::Response& res) const;
+  /// A request with a Transfer-Encoding: 501 for a coding other than chunked (true), else left to
+  /// the routes (false), a chunked body made bodyless where no route reads it.
+  bool answer_transfer_encoding(const httplib::Request& req, httplib::Response& res) const;
   /// httplib's listen loop on this thread, unless shutdown() came first (see listen_state_).
   void listen();
   /// Stops httplib's listen loop whenever it runs: httplib's stop() does nothing before the loop

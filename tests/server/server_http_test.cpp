@@ -5,6 +5,7 @@
 // that are not byte counts 400s at once; a bodyless request is answered at once, a second server
 // on a busy port is refused, random bodies never crash it, and a client that hangs up frees the lane.
 // What the server generates is server_test.cpp's.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -287,6 +288,49 @@ TEST_F(ServerTest, BodylessRequestWithoutContentLengthIsAnsweredAtOnce) {
     ASSERT_NO_THROW(j = json::parse(r.body)) << got;
     EXPECT_TRUE(j.contains("error")) << r.body;
   }
+}
+
+TEST_F(ServerTest, ChunkedBodiesAreCappedOrNotReadAtAll) {
+  // httplib 0.11 caps a Content-Length body only: a chunked body was read whole into memory (200
+  // MiB to POST /nope before its 404; 64 MiB to /v1/completions, then tokenized), and one in
+  // another transfer coding until the connection closed. Every body here is left unfinished (no
+  // last chunk), so each answer below comes only from a server that stopped reading in time.
+  using namespace std::chrono_literals;
+  const auto chunk = [](const std::string& data) { return fmt::format("{:x}\r\n{}\r\n", data.size(), data); };
+  const auto head = [](const std::string& method, const std::string& path, const std::string& coding) {
+    return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: " +
+           coding + "\r\n\r\n";
+  };
+  const auto expect_answer = [](const std::string& request, int status, const std::string& what) -> json {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = lg::test::exchange(port_, request, 20s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << what;
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, status) << what << ": " << got.substr(0, 300);
+    EXPECT_EQ(lg::test::response_header(got, "Connection").value_or(""), "close") << what;
+    if (status == 200) return json::object();
+    const json j = json::parse(r.body, nullptr, false);
+    EXPECT_TRUE(!j.is_discarded() && j.contains("error")) << what << ": " << r.body;
+    return j.is_discarded() ? json::object() : j;
+  };
+  // Past the server's cap (4 MiB) on a route that reads its body: 413, the rest left unread.
+  std::string big = head("POST", "/v1/completions", "chunked") + chunk(R"({"prompt": ")");
+  for (size_t sent = 0; sent <= ServerOptions{}.max_body_bytes; sent += 64 * 1024) big += chunk(std::string(64 * 1024, 'a'));
+  const json too_large = expect_answer(big, 413, "4 MiB + 64 KiB chunked");
+  EXPECT_NE(too_large.value("error", json::object()).value("message", "").find("too large"), std::string::npos);
+  // A route that reads no body never waits for one.
+  const std::string part = chunk(std::string(1000, 'x'));
+  expect_answer(head("POST", "/nope", "chunked") + part, 404, "POST /nope");
+  expect_answer(head("POST", "/health", "chunked") + part, 405, "POST /health");
+  expect_answer(head("GET", "/health", "chunked") + part, 200, "GET /health");
+  // A transfer coding httplib cannot frame (it read such a body until the connection closed).
+  expect_answer(head("POST", "/v1/completions", "gzip") + part, 501, "Transfer-Encoding: gzip");
+  // A whole chunked request within the cap is served as before.
+  const std::string whole = head("POST", "/v1/completions", "chunked") + chunk(R"({"prompt": "x", )") +
+                            chunk(R"("max_tokens": 1})") + "0\r\n\r\n";
+  const std::string ok = lg::test::exchange(port_, whole, 20s);
+  EXPECT_EQ(lg::test::first_response(ok).status, 200) << ok;
+  EXPECT_EQ(client().Get("/health")->status, 200);
 }
 
 }  // namespace
