@@ -111,7 +111,8 @@ nlohmann::json parse_json_limited(const std::string& text);
 
 /// nlohmann's message for a JSON error without its "[json.exception.parse_error.101] " prefix
 /// (the library's internal id, which tells a client nothing): "parse error at line 1, column 5:
-/// syntax error while parsing value - invalid literal; last read: 'tru}'".
+/// syntax error while parsing value - invalid literal; last read: 'tru}'" (a long token cut to
+/// its tail: json_error_text).
 std::string json_error_message(const nlohmann::json::exception& e);
 
 /// Parses a /v1/chat/completions body. Throws RequestError for malformed JSON, missing or empty

@@ -13,10 +13,32 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   return parse_json_text(read_text_input(in, path.string()), path.string());
 }
 
+namespace {
+
+// nlohmann ends a syntax error with "; last read: '<token>'" (then maybe "; expected ..."), the
+// whole token however long: an unterminated string of a 4 MiB request body made a 4 MiB error
+// message, sent back to the client. The token's tail is where the error is; longer ones keep it.
+void shorten_last_read(std::string& m) {
+  constexpr size_t kKeep = 60;
+  static const std::string kLastRead = "; last read: '";
+  const size_t start = m.find(kLastRead);
+  if (start == std::string::npos) return;
+  const size_t begin = start + kLastRead.size();
+  size_t end = m.rfind("'; expected ");
+  if (end == std::string::npos || end < begin) end = m.size() - 1;
+  if (end < begin || m[end] != '\'' || end - begin <= kKeep + 3) return;
+  size_t from = end - kKeep;
+  while (from < end && (static_cast<unsigned char>(m[from]) & 0xC0) == 0x80) ++from;  // not inside a UTF-8 character
+  m.replace(begin, from - begin, "...");
+}
+
+}  // namespace
+
 std::string json_error_text(const nlohmann::json::exception& e) {
   std::string m = e.what();
   if (m.rfind("[json.exception.", 0) == 0)
     if (const auto close = m.find("] "); close != std::string::npos) m.erase(0, close + 2);
+  shorten_last_read(m);
   return m;
 }
 

@@ -25,7 +25,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
 /// What nlohmann's exception says, without its "[json.exception.parse_error.101] " prefix (a class
 /// and number that mean nothing to a user): "parse error at line 2, column 1: syntax error while
 /// parsing object key - unexpected end of input; expected string literal". Every message that
-/// reports a malformed JSON file, header or body is built from it.
+/// reports a malformed JSON file, header or body is built from it. The token it last read is cut
+/// to its last 60 bytes ("last read: '...aaaa"), however long it was.
 std::string json_error_text(const nlohmann::json::exception& e);
 
 /// Reads `path` (at most kMaxTextInputBytes) and parses it as parse_json_text does; lg::Error
