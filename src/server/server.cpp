@@ -57,18 +57,27 @@ std::string unparsed_request_message(const httplib::Request& req) {
                      req.method, req.path);
 }
 
-// The first Content-Length value that is not a byte count (1 to 19 decimal digits), if any.
-// httplib reads the header with strtoull, which takes "-5" for 2^64 - 5: past the body cap, it
-// then reads for 2^64 - 5 bytes to discard them, and answers 413 only when its 30 s read timeout
-// ends. Checked before routing, the client hears at once which header is wrong.
+// What is wrong with the Content-Length headers, if anything: a value that is not a byte count
+// (1 to 19 decimal digits), or two that differ. httplib reads the header with strtoull, which
+// takes "-5" for 2^64 - 5: past the body cap, it then reads for 2^64 - 5 bytes to discard them,
+// and answers 413 only when its 30 s read timeout ends. Of several values it reads the first,
+// where a proxy in front may frame the body by another (request smuggling; RFC 9112 6.3 requires a
+// 400, as vLLM's h11 answers). Checked before routing, the client hears at once which header is
+// wrong.
 std::optional<std::string> bad_content_length(const httplib::Request& req) {
   const auto [first, last] = req.headers.equal_range("Content-Length");
   for (auto it = first; it != last; ++it) {
     const std::string& v = it->second;
     const bool digits = !v.empty() && v.size() <= 19 &&
                         std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits) return v;
+    if (!digits)
+      return fmt::format("the header 'Content-Length: {}' of {} {} is not a byte count (a non-negative decimal integer)",
+                         v, req.method, req.path);
   }
+  for (auto it = first; it != last; ++it)
+    if (std::stoull(it->second) != std::stoull(first->second))
+      return fmt::format("{} {} has two Content-Length headers that differ ({} and {})", req.method, req.path,
+                         first->second, it->second);
   return std::nullopt;
 }
 
@@ -193,11 +202,7 @@ void Server::install_error_handlers() {
     // The body's end is unknown: the client is told to drop the connection (httplib 0.11 keeps
     // reading it, and would take the body for the next request).
     res.set_header("Connection", "close");
-    send_json(res, 400,
-              error_body(fmt::format("the header 'Content-Length: {}' of {} {} is not a byte count (a non-negative "
-                                     "decimal integer)",
-                                     *bad, req.method, req.path),
-                         "invalid_request_error", ""));
+    send_json(res, 400, error_body(*bad, "invalid_request_error", ""));
     return httplib::Server::HandlerResponse::Handled;
   });
   h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

@@ -263,6 +263,21 @@ TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
   const std::string ok = lg::test::exchange(
       port_, lg::test::post_text("/v1/completions", R"({"prompt": "x", "max_tokens": 1})"), 20s);
   EXPECT_EQ(lg::test::first_response(ok).status, 200) << ok;
+  // Two lengths that differ: httplib framed the body by the first, where a proxy in front may
+  // take another (request smuggling). A 400 naming both; the same length twice is served.
+  const std::string body = R"({"prompt": "x", "max_tokens": 1})";
+  const auto twice = [&](const std::string& second) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nContent-Length: " + second + "\r\n\r\n" + body;
+  };
+  const std::string differ = lg::test::exchange(port_, twice("5"), 20s);
+  const auto r = lg::test::first_response(differ);
+  EXPECT_EQ(r.status, 400) << differ;
+  EXPECT_EQ(lg::test::response_header(differ, "Connection").value_or(""), "close") << differ;
+  EXPECT_NE(r.body.find(fmt::format("two Content-Length headers that differ ({} and 5)", body.size())), std::string::npos)
+      << r.body;
+  const std::string same = lg::test::exchange(port_, twice(std::to_string(body.size())), 20s);
+  EXPECT_EQ(lg::test::first_response(same).status, 200) << same;
 }
 
 TEST_F(ServerTest, BodylessRequestWithoutContentLengthIsAnsweredAtOnce) {
