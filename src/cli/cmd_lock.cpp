@@ -99,6 +99,8 @@ int run_new(const LockOptions& o) {
   const nlohmann::json g = read_json_file(o.golden);
   std::vector<std::vector<int32_t>> prompts;
   if (!g.contains("cases") || !g["cases"].is_array()) throw Error(o.golden + ": missing array 'cases'");
+  // A lock of no cases checks nothing, and `lg lock check` refuses it: refused before it is written.
+  if (g["cases"].empty()) throw Error(o.golden + ": 'cases' is empty: a lock needs at least one prompt");
   // The positions the longest case needs (its ids are checked below, once the model is open).
   size_t longest = 0;
   for (const auto& c : g["cases"])

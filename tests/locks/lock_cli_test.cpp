@@ -182,6 +182,21 @@ TEST(LockCli, RelativeModelPathResolvesWithATrailingSlashOnTheLocksFolder) {
 
 // `lg lock new` reads its golden file with the limit of every JSON file lanegraph reads: 100,000
 // nested arrays as a prompt's ids overflowed the stack printing them into an error.
+TEST(LockCli, AGoldenFileWithoutCasesWritesNoLock) {
+  // `lg lock new` wrote a lock of no cases, which `lg lock check` then refused ("field 'cases'
+  // must be a non-empty array"): a lock that checks nothing is refused before it is written.
+  const fs::path dir = fs::temp_directory_path() / ("lg_lock_cli_" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  const fs::path golden = dir / "golden.json";
+  std::ofstream(golden) << R"({"cases": []})";
+  const CliRun r = run_lg("lock new --model " + kShared + "/fixtures/tiny-qwen3 --golden " + golden.string() + " -o " +
+                          (dir / "out.lock.json").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("lg: error: " + golden.string() + ": 'cases' is empty"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out.lock.json"));
+  fs::remove_all(dir);
+}
+
 TEST(LockCli, AGoldenFileNestedPastTheLimitIsAnErrorNamingIt) {
   const fs::path dir = fs::temp_directory_path() / ("lg_lock_cli_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
