@@ -62,6 +62,28 @@ ConnectionWatch::ConnectionWatch(const httplib::Request& req) {
   }
 }
 
+void shut_connection_reads(int port) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
+    // The listening socket has no peer; a client's socket to the server has another local port.
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
+    std::string host;
+    int local_port = -1;
+    if (numeric_endpoint(local, local_len, host, local_port) && local_port == port) ::shutdown(fd, SHUT_RD);
+  }
+}
+
 bool ConnectionWatch::gone() const {
   if (fd_ < 0) return false;
   pollfd p{fd_, static_cast<short>(POLLIN | POLLRDHUP), 0};

@@ -30,4 +30,9 @@ class ConnectionWatch {
   int fd_ = -1;
 };
 
+/// Shuts the read side of every connected TCP socket of this process whose local port is `port`
+/// (the connections a server on that port accepted): a thread blocked reading a request from one
+/// returns at once with end-of-file, while an answer being written still goes out whole.
+void shut_connection_reads(int port);
+
 }  // namespace lg::server

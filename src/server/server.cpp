@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "server/connection_watch.h"
 #include "server/http_json.h"
 #include "server/http_pool.h"
 #include "server/openai.h"
@@ -381,9 +382,23 @@ void Server::stop_listening() {
   http_->stop();
 }
 
+void Server::end_connection_reads() {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(listen_mu_);
+      if (!listening_ || listen_done_) return;
+    }
+    shut_connection_reads(port_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 void Server::stop() {
   if (http_) stop_listening();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    end_connection_reads();
+    thread_.join();
+  }
 }
 
 void Server::shutdown(std::chrono::milliseconds timeout, const std::function<bool()>& cut_short) {
@@ -400,6 +415,7 @@ void Server::shutdown(std::chrono::milliseconds timeout, const std::function<boo
   engine_.cancel_all();
   while (engine_.in_flight() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the next step
   stop_listening();  // no new connections; run() returns once the open ones have ended
+  end_connection_reads();
   if (thread_.joinable()) thread_.join();
 }
 

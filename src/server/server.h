@@ -98,6 +98,12 @@ class Server {
   bool answer_transfer_encoding(const httplib::Request& req, httplib::Response& res) const;
   /// httplib's listen loop on this thread, unless shutdown() came first (see listen_state_).
   void listen();
+  /// Once the listening socket is closed, httplib's loop returns only when every connection's
+  /// thread has ended, and a thread reading a request waits up to its 30 s read timeout for each
+  /// next byte: a client trickling its headers or body held SIGTERM's exit as long as it went
+  /// on. Until the loop is done, the read side of each connection still open is shut
+  /// (shut_connection_reads): its read ends at once, an answer being written still goes out.
+  void end_connection_reads();
   /// Stops httplib's listen loop whenever it runs: httplib's stop() does nothing before the loop
   /// has started (is_running() false), so a SIGTERM between bind() and the loop's start would
   /// leave run() listening forever.

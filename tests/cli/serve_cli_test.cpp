@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "cli_run.h"
 #include "common/raw_http.h"
@@ -212,6 +214,47 @@ TEST(ServeCli, SigintStopsAServerStartedAsABackgroundJob) {
   ASSERT_EQ(::kill(serve.pid, SIGINT), 0);
   EXPECT_EQ(serve.wait_exit(std::chrono::seconds(30)), 0) << serve.log();
   EXPECT_NE(serve.log().find("lg: SIGINT: no new requests"), std::string::npos) << serve.log();
+}
+
+// Clients still sending a request (headers a line at a time, a chunked body, a Content-Length body
+// not yet whole) when SIGTERM comes: each read waited up to 30 s for its next byte, so a client
+// that kept trickling held the exit (and "lg: stopped" was printed long before it). The server
+// now exits within a second or two whatever they send, and a request answered before still is.
+TEST(ServeCli, SigtermExitsWhileClientsAreStillSendingTheirRequests) {
+  ServeProcess serve({"-q", "--shutdown-timeout", "1"});
+  ASSERT_TRUE(serve.wait_ready()) << serve.log();
+  const std::vector<std::pair<std::string, std::string>> trickles = {
+      {"GET /health HTTP/1.1\r\nHost: x\r\n", "X-Slow: 1\r\n"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n5\r\n{\"pro\r\n",
+       "1\r\n \r\n"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"pro",
+       " "}};
+  std::vector<int> fds;
+  for (const auto& [head, more] : trickles) {
+    fds.push_back(test::tcp_connect(serve.port));
+    ASSERT_GE(fds.back(), 0);
+    ASSERT_TRUE(test::send_all(fds.back(), head));
+  }
+  const std::string ok = ask(serve.port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", "\"ok\"");
+  EXPECT_NE(ok.find("\"ok\""), std::string::npos) << ok;
+  std::atomic<bool> stop{false};
+  std::thread trickler([&] {  // a byte or a line on each connection every 100 ms, until the test ends
+    while (!stop) {
+      for (size_t k = 0; k < fds.size(); ++k) test::send_all(fds[k], trickles[k].second);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = clock_type::now();
+  ASSERT_EQ(::kill(serve.pid, SIGTERM), 0);
+  const int status = serve.wait_exit(std::chrono::seconds(15));
+  const double took = std::chrono::duration<double>(clock_type::now() - t0).count();
+  stop = true;
+  trickler.join();
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(status, 0) << "still running " << took << " s after SIGTERM: " << serve.log();
+  EXPECT_LT(took, 5.0);
 }
 
 // A port in use is found before the model loads (a new user waited for a model to load to learn
