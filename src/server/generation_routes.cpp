@@ -155,43 +155,41 @@ void Server::install_generation_routes() {
   // that says nothing of the content type. Read whole (up to max_body_bytes, else 413), any
   // declared type other than application/json is a 415 that says which header to send, at every
   // size, as vLLM answers (its validate_json_request). httplib applies its own cap to a
-  // Content-Length only: a chunked body is counted here and cut at the cap, or one client's
-  // endless body would fill the server's memory.
+  // Content-Length only: a chunked body is counted here, and past the cap the rest is read and
+  // dropped (as httplib drops a Content-Length body past it) before the 413, or one client's
+  // endless body would fill the server's memory. Drained, the client reads the 413 rather than a
+  // broken pipe, and the connection stays usable.
   auto read_and_handle = [handle, max_bytes = options_.max_body_bytes](Endpoint kind, const httplib::Request& req,
                                                                         httplib::Response& res,
                                                                         const httplib::ContentReader& reader) {
     std::string body;
     size_t read = 0;
     bool too_large = false;
-    const auto count = [&](size_t n) {
-      read += n;
-      too_large = read > max_bytes;
-      return !too_large;
-    };
     bool ok;
     if (req.is_multipart_form_data()) {  // `curl -F`: drained and refused below
-      ok = reader([](const httplib::MultipartFormData&) { return true; },
-                  [&count](const char*, size_t n) { return count(n); });
+      ok = reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
     } else {
       ok = reader([&](const char* data, size_t n) {
-        if (!count(n)) return false;
-        body.append(data, n);
+        read += n;
+        if (read > max_bytes && !too_large) {
+          too_large = true;
+          std::string().swap(body);  // its memory back: the rest is only counted
+        }
+        if (!too_large) body.append(data, n);
         return true;
       });
     }
+    if (ok && too_large) {
+      send_json(res, 413,
+                error_body(fmt::format("the request body is too large: {} bytes, more than {}", read, max_bytes),
+                           "invalid_request_error", ""));
+      return;
+    }
     if (!ok) {
-      if (too_large) {
-        // The rest of the body is left unread: the client must not send its next request on
-        // this connection.
-        res.set_header("Connection", "close");
-        send_json(res, 413,
-                  error_body(fmt::format("the request body is too large: more than {} bytes", max_bytes),
-                             "invalid_request_error", ""));
-      } else if (res.status == 413) {
+      if (res.status == 413)
         send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
-      } else {
+      else
         send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
-      }
       return;
     }
     const std::string content_type = req.get_header_value("Content-Type");
