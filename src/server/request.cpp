@@ -107,7 +107,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
   GenerationRequest g;
   if (const json* v = field(j, "model")) {
     if (!v->is_string()) throw RequestError("model", fmt::format("'model' must be a string, got {}", v->type_name()));
-    g.model = v->get<std::string>();
+    // "" is the served model, as null is: vLLM takes any empty name so (its _is_model_supported),
+    // and clients that leave a local server's model blank send it.
+    if (!v->get_ref<const std::string&>().empty()) g.model = v->get<std::string>();
   }
   // Chat clients of the newer API send max_completion_tokens, which OpenAI's API (max_tokens is
   // deprecated there) and vLLM's chat endpoint take over max_tokens when a request has both.

@@ -30,7 +30,7 @@ class RequestError : public std::runtime_error {
 /// What both endpoints share. Absent sampling fields fall back to generation_config.json (its
 /// temperature, top_k, top_p, min_p and repetition_penalty), as vLLM's defaults do.
 struct GenerationRequest {
-  std::optional<std::string> model;  ///< must name the served model when given
+  std::optional<std::string> model;  ///< must name the served model when given (not null or "")
   /// >= 1; absent: 16 for completions, for chat generation_config.json's max_new_tokens, else the
   /// rest of the context
   std::optional<int64_t> max_tokens;

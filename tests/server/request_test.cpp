@@ -88,6 +88,9 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options.include_usage");
   EXPECT_EQ(p(R"({"prompt":"x","n":2})"), "n");
   EXPECT_EQ(p(R"({"prompt":"x","model":3})"), "model");
+  // An empty name is the served model, as null is (vLLM's _is_model_supported); it was a 404.
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","model":""})").gen.model.has_value());
+  EXPECT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"model":""})").gen.model.has_value());
 }
 
 // stream_options without "stream": true was taken and ignored; OpenAI's API and vLLM answer 400

@@ -82,6 +82,9 @@ TEST_F(ServerTest, ModelById) {
     const json r = post_ok("/v1/completions", {{"model", name}, {"prompt", "def"}, {"max_tokens", 1}});
     EXPECT_EQ(r["model"], "qwen3-pycode-22m") << name;
   }
+  // An empty name is the served model (vLLM's answer; it was a 404 naming '').
+  EXPECT_EQ(post_ok("/v1/completions", {{"model", ""}, {"prompt", "def"}, {"max_tokens", 1}})["model"],
+            "qwen3-pycode-22m");
   auto by_path = client().Get(("/v1/models/" + path).c_str());
   ASSERT_TRUE(by_path);
   EXPECT_EQ(by_path->status, 200) << by_path->body;
