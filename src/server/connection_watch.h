@@ -32,7 +32,8 @@ class ConnectionWatch {
 
 /// Shuts the read side of every connected TCP socket of this process whose local port is `port`
 /// (the connections a server on that port accepted): a thread blocked reading a request from one
-/// returns at once with end-of-file, while an answer being written still goes out whole.
+/// returns at once with end-of-file. httplib then also stops writing on it (its is_writable
+/// peeks for end-of-file): call it once the answers are written.
 void shut_connection_reads(int port);
 
 }  // namespace lg::server

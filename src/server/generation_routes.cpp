@@ -125,6 +125,11 @@ void Server::install_generation_routes() {
       send_unavailable(res, e.what());
       return;
     }
+    // Counted until the answer is handed to httplib (whole) or the stream is done with: a shutdown
+    // shuts the connections' read sides only after these, since httplib stops writing to a
+    // socket whose read side is shut.
+    ++answering_;
+    const auto answering = std::shared_ptr<void>(nullptr, [this](void*) { --answering_; });
     if (!p->gen.stream) {
       // Nothing is written until the end, so only the socket tells that the client hung up; then
       // generation stops at the next token and its blocks go to the other requests. The answer
@@ -148,7 +153,7 @@ void Server::install_generation_routes() {
         },
         // Called when the response is done with, also when httplib never got to stream (the
         // client left before the headers went out): the request must not run on unwatched.
-        [job](bool) { job->cancel(); });
+        [job, answering](bool) { job->cancel(); });
   };
   // The body is read here, through a content reader, rather than by httplib before the handler:
   // httplib caps an application/x-www-form-urlencoded body (plain `curl -d`) at 8 KB with a 413

@@ -383,6 +383,14 @@ void Server::stop_listening() {
 }
 
 void Server::end_connection_reads() {
+  {
+    std::lock_guard<std::mutex> lock(listen_mu_);
+    if (!listening_ || listen_done_) return;
+  }
+  const auto answered_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (answering_ > 0 && std::chrono::steady_clock::now() < answered_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   while (true) {
     {
       std::lock_guard<std::mutex> lock(listen_mu_);

@@ -102,7 +102,10 @@ class Server {
   /// thread has ended, and a thread reading a request waits up to its 30 s read timeout for each
   /// next byte: a client trickling its headers or body held SIGTERM's exit as long as it went
   /// on. Until the loop is done, the read side of each connection still open is shut
-  /// (shut_connection_reads): its read ends at once, an answer being written still goes out.
+  /// (shut_connection_reads), so such a read ends at once. httplib stops writing to a socket
+  /// whose read side is shut (its is_writable peeks for end-of-file), so the answers still being
+  /// written go first: up to 2 s for the streams and answers counted in answering_, then 100 ms
+  /// for a whole answer's write.
   void end_connection_reads();
   /// Stops httplib's listen loop whenever it runs: httplib's stop() does nothing before the loop
   /// has started (is_running() false), so a SIGTERM between bind() and the loop's start would
@@ -118,6 +121,9 @@ class Server {
   int port_ = 0;
   int listen_fd_ = -1;
   std::atomic<bool> draining_{false};
+  /// Generation requests whose answer is not yet handed to httplib whole (a stream: not yet done
+  /// with); end_connection_reads() waits for them.
+  std::atomic<int> answering_{0};
   /// listen()'s progress against shutdown(), under listen_mu_: whether a stop was asked for,
   /// whether listen() passed its check (and will run httplib's loop), and whether it returned.
   std::mutex listen_mu_;
