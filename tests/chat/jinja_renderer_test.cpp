@@ -23,7 +23,7 @@ using json = nlohmann::ordered_json;
 using Kind = ChatTemplateError::Kind;
 using Clock = std::chrono::steady_clock;
 
-Kind kind_of(const std::function<void()>& f, std::string* message = nullptr) {
+Kind render_error_kind(const std::function<void()>& f, std::string* message = nullptr) {
   try {
     f();
   } catch (const ChatTemplateError& e) {
@@ -62,7 +62,7 @@ TEST(JinjaRenderer, ATemplateThatLoopsForeverIsStoppedAtTheTimeBound) {
   const auto t0 = Clock::now();
   std::string msg;
   // 10^15 iterations (the sandbox caps one range at 100,000 items, not their nesting).
-  EXPECT_EQ(kind_of(
+  EXPECT_EQ(render_error_kind(
                 [&] {
                   r.render(
                       "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100000) %}"
@@ -86,7 +86,7 @@ TEST(JinjaRenderer, AHugeOutputIsStoppedAtTheSizeBound) {
   std::string msg;
   // 10^10 bytes if it ran to the end; stopped after the first MiB (too_large, not the 5 s timeout
   // that would end it otherwise).
-  EXPECT_EQ(kind_of(
+  EXPECT_EQ(render_error_kind(
                 [&] {
                   r.render("{% for i in range(100000) %}{% for j in range(100000) %}{{ 'x' }}{% endfor %}{% endfor %}",
                            json::object());
@@ -95,7 +95,7 @@ TEST(JinjaRenderer, AHugeOutputIsStoppedAtTheSizeBound) {
             Kind::too_large);
   EXPECT_NE(msg.find("larger than 1048576 bytes"), std::string::npos) << msg;
   // A single huge string: one piece over the bound, or a MemoryError under RLIMIT_AS.
-  EXPECT_EQ(kind_of([&] { r.render("{{ 'x' * 4000000000 }}", json::object()); }, &msg), Kind::too_large) << msg;
+  EXPECT_EQ(render_error_kind([&] { r.render("{{ 'x' * 4000000000 }}", json::object()); }, &msg), Kind::too_large) << msg;
   // Just under the bound is fine.
   EXPECT_EQ(r.render("{{ 'y' * 1048576 }}", json::object()).size(), 1048576u);
 }
@@ -103,21 +103,21 @@ TEST(JinjaRenderer, AHugeOutputIsStoppedAtTheSizeBound) {
 TEST(JinjaRenderer, SyntaxErrorsAreBrokenWithTheLine) {
   JinjaRenderer r;
   std::string msg;
-  EXPECT_EQ(kind_of([&] { r.render("ok\n{% if %}", json::object()); }, &msg), Kind::broken);
+  EXPECT_EQ(render_error_kind([&] { r.render("ok\n{% if %}", json::object()); }, &msg), Kind::broken);
   EXPECT_EQ(msg.rfind("line 2: ", 0), 0u) << msg;
-  EXPECT_EQ(kind_of([&] { r.check_syntax("{% endfor %}"); }), Kind::broken);
+  EXPECT_EQ(render_error_kind([&] { r.check_syntax("{% endfor %}"); }), Kind::broken);
   EXPECT_NO_THROW(r.check_syntax("{{ messages[0]['content'] }}"));  // compiles; not rendered
 }
 
 TEST(JinjaRenderer, TheSandboxRefusesMutationAndTheTemplateSeesNoFiles) {
   JinjaRenderer r;
   std::string msg;
-  EXPECT_EQ(kind_of([&] { r.render("{% set x = [] %}{{ x.append(1) }}", json::object()); }, &msg), Kind::failed);
+  EXPECT_EQ(render_error_kind([&] { r.render("{% set x = [] %}{{ x.append(1) }}", json::object()); }, &msg), Kind::failed);
   EXPECT_NE(msg.find("unsafe"), std::string::npos) << msg;
-  EXPECT_EQ(kind_of([&] { r.render("{{ ''.__class__.__mro__[1].__subclasses__() }}", json::object()); }), Kind::failed);
+  EXPECT_EQ(render_error_kind([&] { r.render("{{ ''.__class__.__mro__[1].__subclasses__() }}", json::object()); }), Kind::failed);
   EXPECT_EQ(r.render("{{ lipsum is defined }} {{ open is defined }}", json::object()), "True False");
   // A lone surrogate cannot travel as UTF-8: a failure, not a broken protocol.
-  EXPECT_EQ(kind_of([&] { r.render("{{ '\\ud800' }}", json::object()); }, &msg), Kind::failed);
+  EXPECT_EQ(render_error_kind([&] { r.render("{{ '\\ud800' }}", json::object()); }, &msg), Kind::failed);
   EXPECT_EQ(r.render("{{ 'ok' }}", json::object()), "ok");
 }
 
@@ -126,10 +126,10 @@ TEST(JinjaRenderer, AMissingInterpreterIsUnavailableWithAHint) {
   o.python = "/nonexistent/python3";
   JinjaRenderer r(o);
   std::string msg;
-  EXPECT_EQ(kind_of([&] { r.render("x", json::object()); }, &msg), Kind::unavailable);
+  EXPECT_EQ(render_error_kind([&] { r.render("x", json::object()); }, &msg), Kind::unavailable);
   EXPECT_NE(msg.find("cannot start '/nonexistent/python3'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("python3-jinja2"), std::string::npos) << msg;
-  EXPECT_EQ(kind_of([&] { r.engine_version(); }), Kind::unavailable);  // and again: nothing cached
+  EXPECT_EQ(render_error_kind([&] { r.engine_version(); }), Kind::unavailable);  // and again: nothing cached
 }
 
 TEST(JinjaRenderer, APythonWithoutJinja2IsUnavailableSayingSo) {
@@ -139,7 +139,7 @@ TEST(JinjaRenderer, APythonWithoutJinja2IsUnavailableSayingSo) {
   o.python = no_jinja.path.string();
   JinjaRenderer r(o);
   std::string msg;
-  EXPECT_EQ(kind_of([&] { r.render("x", json::object()); }, &msg), Kind::unavailable);
+  EXPECT_EQ(render_error_kind([&] { r.render("x", json::object()); }, &msg), Kind::unavailable);
   EXPECT_NE(msg.find("cannot import jinja2"), std::string::npos) << msg;
 }
 
@@ -151,14 +151,14 @@ TEST(JinjaRenderer, AWorkerThatDiesIsUnavailableForThatRenderOnly) {
   JinjaRenderer r(o);
   EXPECT_EQ(r.engine_version(), "Jinja2 3.1.9 on Python 3.0 (" + dies.path.string() + ")");
   std::string msg;
-  EXPECT_EQ(kind_of([&] { r.render("x", json::object()); }, &msg), Kind::unavailable);
+  EXPECT_EQ(render_error_kind([&] { r.render("x", json::object()); }, &msg), Kind::unavailable);
   EXPECT_NE(msg.find("ended while rendering (killed by signal 9"), std::string::npos) << msg;
-  EXPECT_EQ(kind_of([&] { r.render("x", json::object()); }), Kind::unavailable);
+  EXPECT_EQ(render_error_kind([&] { r.render("x", json::object()); }), Kind::unavailable);
   // Something that is not the worker at all.
   Script not_python("echo hello");
   o.python = not_python.path.string();
   JinjaRenderer r2(o);
-  EXPECT_EQ(kind_of([&] { r2.render("x", json::object()); }, &msg), Kind::unavailable);
+  EXPECT_EQ(render_error_kind([&] { r2.render("x", json::object()); }, &msg), Kind::unavailable);
   EXPECT_NE(msg.find("answered 'hello'"), std::string::npos) << msg;
 }
 

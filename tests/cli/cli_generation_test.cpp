@@ -20,7 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::ModelCopy;
 
-const fs::path kModel = fs::path(kSource) / "models" / "qwen3-pycode-22m";
 
 /// The first case of the 22M model's golden file: its prompt and transformers' greedy ids.
 json first_golden() {
@@ -44,7 +43,7 @@ std::string generated_text(const CliRun& r) { return r.out.substr(0, r.out.rfind
 // 22M model's own is <|im_end|> (151645), which its configs (151643) do not list; a copy whose
 // eos_token is the fifth greedy token of the golden prompt stops there.
 TEST(CliGeneration, TheTokenizersEosTokenStopsLgRunAndLgInspectListsIt) {
-  const CliRun own = run_lg("inspect --json " + kModel.string());
+  const CliRun own = run_lg("inspect --json " + kModel);
   ASSERT_EQ(own.code, 0) << own.out;
   EXPECT_EQ(json::parse(own.out)["eos_token_ids"], json::array({151643, 151645}));
 
@@ -98,7 +97,7 @@ TEST(CliGeneration, LgRunLeavesSpecialTokensOutOfTheText) {
   std::vector<int32_t> shown;
   for (const int32_t id : greedy)
     if (id != marked) shown.push_back(id);
-  const auto tok = tokenizer::Tokenizer::from_file(kModel / "tokenizer.json");
+  const auto tok = tokenizer::Tokenizer::from_file(fs::path(kModel) / "tokenizer.json");
   const std::string prompt = golden.at("prompt");
   const CliRun plain = run_greedy(kModel, prompt, 16);
   ASSERT_EQ(plain.code, 0) << plain.out;

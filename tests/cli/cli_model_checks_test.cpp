@@ -19,9 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 
 /// A temp copy of model directory `src` (files copied, tokenizer.json symlinked), removed at the end.
-struct ModelCopy {
+struct CopiedModel {
   fs::path dir;
-  explicit ModelCopy(const fs::path& src) {
+  explicit CopiedModel(const fs::path& src) {
     dir = fs::temp_directory_path() / ("lg_cli_model_" + std::to_string(std::random_device{}()));
     fs::create_directories(dir);
     for (const auto& e : fs::directory_iterator(src)) {
@@ -29,7 +29,7 @@ struct ModelCopy {
       else fs::copy_file(e.path(), dir / e.path().filename());
     }
   }
-  ~ModelCopy() { fs::remove_all(dir); }
+  ~CopiedModel() { fs::remove_all(dir); }
   void edit_config(const std::function<void(nlohmann::json&)>& f) const {
     nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "config.json"));
     f(j);
@@ -72,7 +72,7 @@ TEST(CliModelChecks, AFileGivenAsTheModelDirectoryIsNamed) {
 }
 
 TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
-  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  CopiedModel m(kShared + "/fixtures/tiny-qwen3");
   const CliRun clean = run_lg("inspect " + m.dir.string());
   EXPECT_EQ(clean.code, 0) << clean.out;
   m.edit_config([](nlohmann::json& j) {
@@ -97,7 +97,7 @@ TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
 // A program that does not check against the config (qwen3.lg implements silu only) used to be
 // printed as "program: (none: ...)" with exit 0; `lg check` exits 1 for the same program.
 TEST(CliModelChecks, InspectExitsOneWhenTheProgramDoesNotCheck) {
-  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  CopiedModel m(kShared + "/fixtures/tiny-qwen3");
   m.edit_config([](nlohmann::json& j) { j["hidden_act"] = "relu6"; });
   for (const std::string json : {"", "--json "}) {
     const CliRun r = run_lg("inspect " + json + m.dir.string());
@@ -119,7 +119,7 @@ TEST(CliModelChecks, InspectExitsOneWhenTheProgramDoesNotCheck) {
 }
 
 TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
-  ModelCopy m(kSource + "/models/qwen3-pycode-22m");
+  CopiedModel m(kSource + "/models/qwen3-pycode-22m");
   const CliRun clean = run_lg("inspect --check " + m.dir.string());
   EXPECT_EQ(clean.code, 0) << clean.out;
   EXPECT_NE(clean.out.find("all finite"), std::string::npos) << clean.out;
@@ -142,7 +142,7 @@ TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
 // A vocab_size of 2^40 used to compile, planning a petabyte arena; no GPU holds a buffer past 1 TiB,
 // so `lg compile` refuses it, naming the buffer and the config field to check.
 TEST(CliModelChecks, CompileRefusesABufferNoGpuHolds) {
-  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  CopiedModel m(kShared + "/fixtures/tiny-qwen3");
   m.edit_config([](nlohmann::json& j) { j["vocab_size"] = int64_t{1} << 40; });
   const fs::path out = m.dir / "compiled";
   const CliRun r = run_lg("compile " + kSource + "/models/qwen3.lg --config " + (m.dir / "config.json").string() +
@@ -159,7 +159,7 @@ TEST(CliModelChecks, CompileRefusesABufferNoGpuHolds) {
 // NaN/Inf values"); a negative factor, or a llama3 original_max_position_embeddings of 0, ran and
 // answered with scrambled positions. The programs now refuse them, naming the config field.
 TEST(CliModelChecks, NonPositiveRopeScalingIsRefusedByTheProgram) {
-  ModelCopy llama(kShared + "/fixtures/tiny-llama3");
+  CopiedModel llama(kShared + "/fixtures/tiny-llama3");
   const std::string check_llama = "check " + kSource + "/models/llama.lg --config " + (llama.dir / "config.json").string();
   EXPECT_EQ(run_lg(check_llama).code, 0);
   for (const double factor : {0.0, -1.0}) {
@@ -191,7 +191,7 @@ TEST(CliModelChecks, NonPositiveRopeScalingIsRefusedByTheProgram) {
   const CliRun plain = run_lg(check_llama);
   EXPECT_EQ(plain.code, 0) << plain.out;
 
-  ModelCopy gemma(kShared + "/fixtures/tiny-gemma3");
+  CopiedModel gemma(kShared + "/fixtures/tiny-gemma3");
   const std::string check_gemma =
       "check " + kSource + "/models/gemma3_text.lg --config " + (gemma.dir / "config.json").string();
   gemma.edit_config([](nlohmann::json& j) {
@@ -217,7 +217,7 @@ TEST(CliModelChecks, RopeScalingIsRefusedByTheQwenPrograms) {
       {"qwen3", "tiny-qwen3"}, {"qwen2", "tiny-qwen2"}, {"qwen3_moe", "tiny-qwen3-moe"}};
   for (const auto& [name, fixture] : cases) {
     SCOPED_TRACE(name);
-    ModelCopy m(kShared + "/fixtures/" + fixture);
+    CopiedModel m(kShared + "/fixtures/" + fixture);
     const std::string config = (m.dir / "config.json").string();
     const std::string check = "check " + kSource + "/models/" + name + ".lg --config " + config;
     const std::string compile =
@@ -271,7 +271,7 @@ TEST(CliModelChecks, InspectAndCheckFitACheckpointWithoutTheBasePrefix) {
 // never stops on it; loading the model warns, naming the file, the field, the id and vocab_size.
 // Not an error: some checkpoints list added tokens' ids that are handled elsewhere.
 TEST(CliModelChecks, EosTokenIdOutsideTheVocabularyIsAWarning) {
-  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  CopiedModel m(kShared + "/fixtures/tiny-qwen3");
   const std::string config = (m.dir / "config.json").string();
   m.edit_config([](nlohmann::json& j) { j["eos_token_id"] = nlohmann::json::array({1, 600}); });
   const CliRun r = run_lg("inspect " + m.dir.string());
@@ -346,7 +346,7 @@ TEST(CliModelChecks, LockNewNamesTheGoldenPromptLongerThanTheContext) {
 // a positive integer ... found float 8"), naming no config field. transformers keeps the float and
 // its range() refuses it: refused too, naming config.json's field, by every command that reads it.
 TEST(CliModelChecks, AModuleSizeWrittenAsAFloatNamesTheConfigField) {
-  ModelCopy m(kShared + "/fixtures/tiny-qwen3");
+  CopiedModel m(kShared + "/fixtures/tiny-qwen3");
   int layers = 0;
   m.edit_config([&](nlohmann::json& j) {
     layers = j["num_hidden_layers"];
@@ -369,7 +369,7 @@ TEST(CliModelChecks, AModuleSizeWrittenAsAFloatNamesTheConfigField) {
 // tokenizer for "import os" (id 2643 >= 1000); the shape mismatch is now reported first, from the
 // header alone, by `lg run` and `lg lock`.
 TEST(CliModelChecks, RunAndLockReportConfigDimsThatDisagreeWithTheWeightsFirst) {
-  ModelCopy m(kSource + "/models/qwen3-pycode-22m");
+  CopiedModel m(kSource + "/models/qwen3-pycode-22m");
   m.edit_config([](nlohmann::json& j) { j["vocab_size"] = 1000; });
   const std::string want = "the checkpoint does not fit the qwen3 program (1 problem):\n  tensor "
                            "\"model.embed_tokens.weight\" is [151936,128], param embed declares [1000,128]";

@@ -16,9 +16,6 @@
 namespace lg::cli_test {
 namespace {
 
-const std::string kModel = kSource + "/models/qwen3-pycode-22m";
-const std::string kTiny = kShared + "/fixtures/tiny-qwen3";
-const std::string kQwen3 = kSource + "/models/qwen3.lg";
 
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");

@@ -39,5 +39,8 @@ inline void expect_usage_error(const std::string& args, const std::string& messa
 
 inline const std::string kSource = LG_SOURCE_DIR;
 inline const std::string kShared = LG_SHARED_DIR;
+inline const std::string kModel = kSource + "/models/qwen3-pycode-22m";  ///< the 22M model shipped in the repo
+inline const std::string kTiny = kShared + "/fixtures/tiny-qwen3";
+inline const std::string kQwen3 = kSource + "/models/qwen3.lg";
 
 }  // namespace lg::cli_test

@@ -14,7 +14,7 @@ namespace lg::cli_test {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 const fs::path kTokenizers = fs::path(kShared) / "fixtures" / "tokenizers";
 
@@ -37,8 +37,8 @@ TEST(CliTemplate, PrintsTheTransformersRenderingOfEveryFixtureCase) {
   for (const char* name : {"llama3.1", "gemma3"}) {
     std::ifstream f(kTokenizers / name / "chat_cases.json");
     ASSERT_TRUE(f) << name;
-    const json fixture = json::parse(f);
-    for (const json& c : fixture.at("cases")) {
+    const ojson fixture = ojson::parse(f);
+    for (const ojson& c : fixture.at("cases")) {
       const bool gen = c.at("add_generation_prompt").get<bool>();
       const CliRun r = run_template(kTokenizers / name, c.at("messages").dump(), gen ? "" : "--no-generation-prompt");
       EXPECT_EQ(r.code, 0) << r.out;

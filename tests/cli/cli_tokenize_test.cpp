@@ -12,7 +12,6 @@
 namespace lg::cli_test {
 namespace {
 
-const std::string kModel = kSource + "/models/qwen3-pycode-22m";
 
 TEST(CliDetokenize, IdsArePlainDecimalIntegers) {
   const CliRun ok = run_lg("detokenize --model " + kModel + " 750 1155,25 20");

@@ -15,9 +15,6 @@
 namespace lg::cli_test {
 namespace {
 
-const std::string kModel = kSource + "/models/qwen3-pycode-22m";
-const std::string kTiny = kShared + "/fixtures/tiny-qwen3";
-const std::string kQwen3 = kSource + "/models/qwen3.lg";
 
 TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
   expect_usage_error("run -m " + kModel + " -p hi --max-tokens 0", "--max-tokens: must be at least 1, got 0");

@@ -30,6 +30,7 @@
 #include "ir/cpu_executor.h"
 #include "ir/ir.h"
 #include "lanes/factory.h"
+#include "lanes_compiled/shared_dir.h"
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
 #include "runtime/forward_graph.h"
@@ -39,8 +40,6 @@
 
 namespace lg {
 namespace {
-
-const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARED_DIR") : LG_SHARED_DIR;
 
 constexpr double kPathTolerance = 5e-2;  // see the top of the file
 constexpr double kBf16Margin = 0.1;      // docs/locks.md

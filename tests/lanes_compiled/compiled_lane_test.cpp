@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lanes/factory.h"
+#include "lanes_compiled/shared_dir.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
 #include "common/step_alone.h"
@@ -25,9 +26,6 @@
 
 namespace lg {
 namespace {
-
-// $LG_SHARED_DIR overrides the build's path: the GPU machine gets a copy of the fixtures elsewhere.
-const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARED_DIR") : LG_SHARED_DIR;
 
 TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";

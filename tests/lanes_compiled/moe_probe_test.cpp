@@ -32,6 +32,7 @@
 
 #include "common/batch_schedules.h"  // rel_err
 #include "ir/ir.h"
+#include "lanes_compiled/shared_dir.h"
 #include "lang/lower.h"
 #include "lanes/compiled/compiled_lane.h"
 #include "lanes/factory.h"
@@ -48,7 +49,6 @@
 namespace lg {
 namespace {
 
-const std::string kShared = std::getenv("LG_SHARED_DIR") ? std::getenv("LG_SHARED_DIR") : LG_SHARED_DIR;
 constexpr double kTol = 2e-2;  // see the top of the file
 
 /// Replays `ps` on `ex` and compares every stored value; prints one line per value and fails at
