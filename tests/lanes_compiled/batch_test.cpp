@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "common/batch_schedules.h"
+#include "common/repo_dirs.h"
 #include "ir/cpu_executor.h"
 #include "ir/ir.h"
 #include "lanes/factory.h"
-#include "lanes_compiled/shared_dir.h"
 #include "model/model_dir.h"
 #include "runtime/bind_params.h"
 #include "runtime/forward_graph.h"

@@ -16,8 +16,8 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "common/repo_dirs.h"
 #include "lanes/factory.h"
-#include "lanes_compiled/shared_dir.h"
 #include "model/model_dir.h"
 #include "runtime/cuda/device.h"
 #include "common/step_alone.h"

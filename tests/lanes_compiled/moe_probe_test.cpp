@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "common/batch_schedules.h"  // rel_err
+#include "common/repo_dirs.h"
 #include "ir/ir.h"
-#include "lanes_compiled/shared_dir.h"
 #include "lang/lower.h"
 #include "lanes/compiled/compiled_lane.h"
 #include "lanes/factory.h"

@@ -7,14 +7,13 @@
 #include <iostream>
 
 #include "common/batch_schedules.h"
+#include "common/repo_dirs.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 
 namespace lg {
 namespace {
 
-const std::string kShared = LG_SHARED_DIR;
-const std::string kSource = LG_SOURCE_DIR;
 
 void run_schedules(const std::string& dir_path, uint64_t seeds, int32_t lo, int32_t hi, int64_t block_size) {
   const model::ModelDir dir = model::ModelDir::open(dir_path);

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/repo_dirs.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
@@ -29,8 +30,6 @@
 namespace lg {
 namespace {
 
-const std::string kShared = LG_SHARED_DIR;
-const std::string kSource = LG_SOURCE_DIR;
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);

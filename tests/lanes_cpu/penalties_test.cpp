@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/counting_lane.h"
+#include "common/repo_dirs.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
@@ -25,8 +26,6 @@
 namespace lg {
 namespace {
 
-const std::string kShared = LG_SHARED_DIR;
-const std::string kSource = LG_SOURCE_DIR;
 
 std::vector<std::vector<int32_t>> golden_prompts() {
   std::ifstream in(kShared + "/fixtures/qwen3-pycode-22m-golden.json");

@@ -12,6 +12,7 @@
 
 #include "common/batch_schedules.h"
 #include "common/counting_lane.h"
+#include "common/repo_dirs.h"
 #include "lanes/cpu/cpu_lane.h"
 #include "model/model_dir.h"
 #include "runtime/kv_blocks.h"
@@ -21,8 +22,6 @@
 namespace lg {
 namespace {
 
-const std::string kShared = LG_SHARED_DIR;
-const std::string kSource = LG_SOURCE_DIR;
 
 std::vector<float> top2(const std::vector<float>& logits) {
   std::vector<float> t(logits);

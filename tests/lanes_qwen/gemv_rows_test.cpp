@@ -39,7 +39,7 @@ constexpr double kF32Tol = 5e-5;
 constexpr double kBf16Tol = 4e-3;
 constexpr float kSentinel = 12345.f;
 
-double silu_ref(double g) { return g / (1.0 + std::exp(-g)); }
+double silu_of(double g) { return g / (1.0 + std::exp(-g)); }
 
 struct Case {
   int N, K;
@@ -157,7 +157,7 @@ void check_swiglu(const Problem& p, const cuda::Stream& s) {
   std::vector<double> want(size_t(p.T) * half);
   for (int t = 0; t < p.T; ++t)
     for (int i = 0; i < half; ++i)
-      want[size_t(t) * half + i] = silu_ref(p.y[size_t(t) * p.N + 2 * i]) * p.y[size_t(t) * p.N + 2 * i + 1];
+      want[size_t(t) * half + i] = silu_of(p.y[size_t(t) * p.N + 2 * i]) * p.y[size_t(t) * p.N + 2 * i + 1];
   GemvRowsArgs a = args_of(p, dW, dx);
   for (const Grid& g : kGrids) {
     if (p.T > gemv_rows_max_t(g.form)) continue;

@@ -19,8 +19,8 @@ namespace {
 using lg::lang_test::kShared;
 using lg::lang_test::kSource;
 using lg::lang_test::load_json;
+using lg::lang_test::tiny_qwen3_config;
 
-nlohmann::json tiny_qwen3_config() { return load_json(kShared + "/fixtures/tiny-qwen3/config.json"); }
 
 /// A model of the consts `decls` and a forward that returns its input.
 std::string program(const std::string& decls) {

@@ -38,7 +38,7 @@ std::string program(const std::string& decls, const std::string& body, const std
          body + ret + "  }\n}\n" + after;
 }
 
-struct Case {
+struct Mistake {
   const char* name;
   std::string source;
   int line, col;
@@ -47,9 +47,9 @@ struct Case {
 
 /// Prints a case as its name: gtest's listing and failure messages show it, and ctest names
 /// the test by it (see INSTANTIATE_TEST_SUITE_P below).
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Mistake& c, std::ostream* os) { *os << c.name; }
 
-class BadProgram : public ::testing::TestWithParam<Case> {};
+class BadProgram : public ::testing::TestWithParam<Mistake> {};
 
 TEST(BadProgramBase, TheBaseProgramChecks) {
   auto out = lg::lang::check_source("bad.lg", program("", ""), config(), {});
@@ -59,7 +59,7 @@ TEST(BadProgramBase, TheBaseProgramChecks) {
 }
 
 TEST_P(BadProgram, IsRejectedAtTheFaultWithItsMessage) {
-  const Case& c = GetParam();
+  const Mistake& c = GetParam();
   auto out = lg::lang::check_source("bad.lg", c.source, config(), {});
   ASSERT_FALSE(out.ok) << c.source;
   ASSERT_FALSE(out.diagnostics.empty());
@@ -74,7 +74,7 @@ TEST_P(BadProgram, IsRejectedAtTheFaultWithItsMessage) {
   EXPECT_NE(out.rendered.find('^'), std::string::npos);
 }
 
-const Case kCases[] = {
+const Mistake kCases[] = {
   {"MissingCloseParen", program("", "    y = (x + 1\n"),
    8, 5, "expected ')', found 'return'"},
   {"DanglingOperator", program("", "    y = x +\n"),

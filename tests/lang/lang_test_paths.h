@@ -20,4 +20,7 @@ inline nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+/// tiny-qwen3's config.json, the config most language tests check programs against.
+inline nlohmann::json tiny_qwen3_config() { return load_json(kShared + "/fixtures/tiny-qwen3/config.json"); }
+
 }  // namespace lg::lang_test

@@ -16,6 +16,7 @@ namespace {
 using lg::lang_test::kShared;
 using lg::lang_test::kSource;
 using lg::lang_test::load_json;
+using lg::lang_test::tiny_qwen3_config;
 
 struct Attn {
   int64_t window;
@@ -66,7 +67,6 @@ std::string per_layer_program(const std::string& attention_args) {
          "}\n";
 }
 
-nlohmann::json tiny_qwen3_config() { return load_json(kShared + "/fixtures/tiny-qwen3/config.json"); }
 
 TEST(PerLayer, ConfigArraysLayerArithmeticAndAttentionArguments) {
   // tiny-qwen3: layer_types is 3 x "full_attention", rms_norm_eps 1e-6 -> int(4.0) = 4.

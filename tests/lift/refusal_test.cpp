@@ -19,17 +19,17 @@ std::string refusal(const ir::Graph& g) {
   return "";
 }
 
-struct Small {
+struct SmallModel {
   Builder b;
   ValueId tokens, x;
-  Small() {
+  SmallModel() {
     tokens = b.input("tokens", {T()});
     x = b.gather(b.param("embed", {C(20), C(8)}), tokens, "x");
   }
 };
 
 TEST(Refusal, ReductionOverTokens) {
-  Small s;
+  SmallModel s;
   s.b.line = 7;
   s.b.output(s.b.reduce(Op::ReduceSum, s.x, 0, true, "total"));
   std::string m = refusal(s.b.g);
@@ -38,7 +38,7 @@ TEST(Refusal, ReductionOverTokens) {
 }
 
 TEST(Refusal, ContractionOverTokens) {
-  Small s;
+  SmallModel s;
   s.b.line = 9;
   ValueId xt = s.b.permute(s.x, {1, 0});
   s.b.output(s.b.matmul(xt, s.x, "gram"));  // [8, T] @ [T, 8]
@@ -48,7 +48,7 @@ TEST(Refusal, ContractionOverTokens) {
 }
 
 TEST(Refusal, SliceOfTokensWithConstantBounds) {
-  Small s;
+  SmallModel s;
   s.b.line = 4;
   ValueId last = s.b.slice(s.x, 0, 0, 1);
   s.b.output(s.b.unary(Op::Exp, last));
@@ -58,7 +58,7 @@ TEST(Refusal, SliceOfTokensWithConstantBounds) {
 }
 
 TEST(Refusal, FloatMathOnIntegers) {
-  Small s;
+  SmallModel s;
   s.b.line = 12;
   s.b.output(s.b.unary(Op::Exp, s.tokens, "bad"));
   std::string m = refusal(s.b.g);
@@ -83,7 +83,7 @@ TEST(Refusal, StateReadAfterItsOverwrite) {
 }
 
 TEST(Refusal, RankAboveSix) {
-  Small s;
+  SmallModel s;
   s.b.line = 30;
   ValueId r = s.b.reshape(s.x, {T(), C(1), C(1), C(2), C(2), C(1), C(2)});
   s.b.output(s.b.unary(Op::Exp, r, "deep"));
@@ -93,7 +93,7 @@ TEST(Refusal, RankAboveSix) {
 }
 
 TEST(Refusal, FloatGatherIndex) {
-  Small s;
+  SmallModel s;
   s.b.line = 40;
   ValueId fidx = s.b.cast(s.tokens, DType::F32);
   s.b.output(s.b.gather(s.b.param("t2", {C(5), C(3)}), fidx, "lookup"));

@@ -21,9 +21,9 @@ using nlohmann::json;
 
 #define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
 
-const std::filesystem::path kShared = LG_SHARED_DIR;
+const std::filesystem::path kSharedDir = LG_SHARED_DIR;
 
-json qwen3_22m() { return read_json_file(kShared / "models/qwen3-pycode-22m/config.json"); }
+json qwen3_22m() { return read_json_file(kSharedDir / "models/qwen3-pycode-22m/config.json"); }
 
 // The shape of Qwen2.5-7B-Instruct's published config.json (transformers 4.43 era): no head_dim,
 // torch_dtype, top-level rope_theta, rope_scaling null, a sliding window that is switched off.
@@ -39,7 +39,7 @@ json qwen25_style() {
 }
 
 TEST(Config, Qwen3Pycode22m) {
-  auto c = load_config(kShared / "models/qwen3-pycode-22m/config.json");
+  auto c = load_config(kSharedDir / "models/qwen3-pycode-22m/config.json");
   EXPECT_EQ(c.model_type, "qwen3");
   EXPECT_EQ(c.architectures, std::vector<std::string>{"Qwen3ForCausalLM"});
   EXPECT_EQ(c.vocab_size, 151936);
@@ -81,20 +81,20 @@ TEST(Config, DecodeWeightBytesOfQwen3_8B) {
 }
 
 TEST(Config, TinyFixtures) {
-  auto q3 = load_config(kShared / "fixtures/tiny-qwen3/config.json");
+  auto q3 = load_config(kSharedDir / "fixtures/tiny-qwen3/config.json");
   EXPECT_EQ(q3.head_dim, 32);
   EXPECT_TRUE(q3.tie_word_embeddings);
   EXPECT_TRUE(q3.eos_token_ids.empty());  // "eos_token_id": null
   EXPECT_FALSE(q3.bos_token_id.has_value());
   EXPECT_EQ(q3.dtype, DType::F32);
-  auto mqa = load_config(kShared / "fixtures/tiny-qwen3-untied-mqa/config.json");
+  auto mqa = load_config(kSharedDir / "fixtures/tiny-qwen3-untied-mqa/config.json");
   EXPECT_EQ(mqa.num_key_value_heads, 1);
   EXPECT_EQ(mqa.head_dim, 16);
   EXPECT_FALSE(mqa.tie_word_embeddings);
 }
 
 TEST(Config, Qwen2WithoutHeadDimDerivesIt) {
-  auto c = load_config(kShared / "fixtures/tiny-qwen2/config.json");
+  auto c = load_config(kSharedDir / "fixtures/tiny-qwen2/config.json");
   EXPECT_EQ(c.model_type, "qwen2");
   EXPECT_FALSE(c.raw.contains("head_dim"));
   EXPECT_EQ(c.head_dim, 16);  // 64 / 4
@@ -407,26 +407,26 @@ TEST(Config, NestingPastTheLimitIsAnErrorNamingTheFile) {
 // names its dims otherwise, Llama 3.1 scales its RoPE, Gemma 3 has sliding layers with per-type
 // RoPE parameters: all parse, nothing of Qwen is assumed.
 TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
-  const auto gpt2 = load_config(kShared / "fixtures/tiny-gpt2/config.json");
+  const auto gpt2 = load_config(kSharedDir / "fixtures/tiny-gpt2/config.json");
   EXPECT_EQ(gpt2.model_type, "gpt2");
   EXPECT_EQ(gpt2.vocab_size, 512);
   EXPECT_EQ(gpt2.hidden_size, 0);  // n_embd: gpt2.lg reads it
   EXPECT_EQ(gpt2.max_position_embeddings, 0);
   EXPECT_EQ(gpt2.head_dim, 0);
   EXPECT_EQ(gpt2.hidden_act, "silu");  // absent: the Llama-style default (gpt2.lg reads activation_function)
-  const auto llama = load_config(kShared / "fixtures/tiny-llama3/config.json");
+  const auto llama = load_config(kSharedDir / "fixtures/tiny-llama3/config.json");
   EXPECT_EQ(llama.rope_type, "llama3");
   EXPECT_EQ(llama.rope_theta, 500000.0);
   EXPECT_FALSE(llama.qk_norm);
   EXPECT_FALSE(llama.qkv_bias);
-  const auto gemma = load_config(kShared / "fixtures/tiny-gemma3/config.json");
+  const auto gemma = load_config(kSharedDir / "fixtures/tiny-gemma3/config.json");
   EXPECT_EQ(gemma.layer_types, (std::vector<std::string>{"sliding_attention", "full_attention", "sliding_attention",
                                                          "full_attention"}));
   EXPECT_EQ(gemma.sliding_window, 8);
   EXPECT_EQ(gemma.rope_theta_field, "");  // per layer type: gemma3_text.lg reads them
   // A Llama-style config without head_dim derives it; without num_key_value_heads it is MHA
   // (LlamaConfig's default), not Qwen's 32.
-  auto j = read_json_file(kShared / "fixtures/tiny-llama3/config.json");
+  auto j = read_json_file(kSharedDir / "fixtures/tiny-llama3/config.json");
   j.erase("head_dim");
   j.erase("num_key_value_heads");
   const auto c = parse_config(j, "config.json");
@@ -436,7 +436,7 @@ TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
   // Type errors are still named.
   j["hidden_size"] = "64";
   EXPECT_HAS(error_of([&] { parse_config(j, "config.json"); }), "field 'hidden_size' must be an integer");
-  j = read_json_file(kShared / "fixtures/tiny-gpt2/config.json");
+  j = read_json_file(kSharedDir / "fixtures/tiny-gpt2/config.json");
   j.erase("model_type");
   EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }), "config.json: missing required field 'model_type'");
 }
@@ -447,7 +447,7 @@ TEST(Config, OtherFamiliesParseWithoutQwenDefaultsOrRefusals) {
 // num_key_value_heads MHA and head_dim hidden_size / heads: lg bench's floor and lg inspect
 // sized another model.
 TEST(Config, Gemma3AbsentDimsAreItsConfigClassDefaultsAndNullIsRefused) {
-  auto j = read_json_file(kShared / "fixtures/tiny-gemma3/config.json");
+  auto j = read_json_file(kSharedDir / "fixtures/tiny-gemma3/config.json");
   j["num_attention_heads"] = 8;  // so that neither default is the Llama-style reading
   j.erase("num_key_value_heads");
   j.erase("head_dim");
@@ -465,7 +465,7 @@ TEST(Config, Gemma3AbsentDimsAreItsConfigClassDefaultsAndNullIsRefused) {
     EXPECT_HAS(e, "Gemma3TextConfig");
   }
   // Another family keeps its own reading of a null (LlamaConfig: MHA).
-  auto llama = read_json_file(kShared / "fixtures/tiny-llama3/config.json");
+  auto llama = read_json_file(kSharedDir / "fixtures/tiny-llama3/config.json");
   llama["num_key_value_heads"] = nullptr;
   EXPECT_EQ(parse_config(llama, "config.json").num_key_value_heads, llama["num_attention_heads"].get<int64_t>());
 }
@@ -475,7 +475,7 @@ TEST(Config, Gemma3AbsentDimsAreItsConfigClassDefaultsAndNullIsRefused) {
 // both as MHA (the Llama reading), and mistral.lg read a null so too: lg inspect, lg bench's floor
 // and the runs sized a model transformers does not load, or another one.
 TEST(Config, MistralAbsentKvHeadsIsEightAndNullIsRefused) {
-  auto j = read_json_file(kShared / "fixtures/tiny-mistral/config.json");
+  auto j = read_json_file(kSharedDir / "fixtures/tiny-mistral/config.json");
   j["num_attention_heads"] = 16;  // so that 8 divides them and differs from MHA
   j["hidden_size"] = 256;
   j.erase("num_key_value_heads");
@@ -489,7 +489,7 @@ TEST(Config, MistralAbsentKvHeadsIsEightAndNullIsRefused) {
   // LlamaConfig, Phi3Config and Qwen3Config type it `int | None`: null is MHA there.
   for (const char* fixture : {"tiny-llama3", "tiny-phi3", "tiny-qwen3"}) {
     SCOPED_TRACE(fixture);
-    auto other = read_json_file(kShared / "fixtures" / fixture / "config.json");
+    auto other = read_json_file(kSharedDir / "fixtures" / fixture / "config.json");
     other["num_key_value_heads"] = nullptr;
     EXPECT_EQ(parse_config(other, "config.json").num_key_value_heads, other["num_attention_heads"].get<int64_t>());
   }
@@ -505,7 +505,7 @@ TEST(Config, ANullTieWordEmbeddingsIsRefused) {
       {"tiny-qwen3", "Qwen3Config"},       {"tiny-qwen3-moe", "Qwen3MoeConfig"}};
   for (const auto& [fixture, cls] : families) {
     SCOPED_TRACE(fixture);
-    auto j = read_json_file(kShared / "fixtures" / fixture / "config.json");
+    auto j = read_json_file(kSharedDir / "fixtures" / fixture / "config.json");
     j["tie_word_embeddings"] = nullptr;
     EXPECT_EQ(error_of([&] { parse_config(j, "config.json"); }),
               std::string("config.json: field 'tie_word_embeddings' is null: transformers' ") + cls +
@@ -538,10 +538,10 @@ TEST(Config, MixtureOfExpertsDecodeBytesCountTheRoutedExperts) {
   }
   EXPECT_NEAR(static_cast<double>(decode_weight_bytes(c, 100000)),
               2.0 * (48.0 * (attention + 128 * 2048 + 128.0 * 3 * 768 * 2048) + 151936.0 * 2048), 1e3);
-  const auto dense = load_config(kShared / "fixtures/tiny-qwen3/config.json");  // no experts: the batch changes nothing
+  const auto dense = load_config(kSharedDir / "fixtures/tiny-qwen3/config.json");  // no experts: the batch changes nothing
   EXPECT_EQ(decode_weight_bytes(dense, 64), decode_weight_bytes(dense));
   // The tiny fixture (8 experts, top-2, all layers sparse).
-  const auto tiny = load_config(kShared / "fixtures/tiny-qwen3-moe/config.json");
+  const auto tiny = load_config(kSharedDir / "fixtures/tiny-qwen3-moe/config.json");
   EXPECT_EQ(decode_weight_bytes(tiny), 2 * (3 * ((64 + 2 * 32) * 64 + 64 * 64 + 8 * 64 + 2 * 3 * 32 * 64) + 512 * 64));
 }
 
@@ -596,14 +596,14 @@ TEST(GenerationConfig, DefaultsWhenAbsentAndEosMerged) {
 }
 
 TEST(ModelDir, Qwen3Pycode22m) {
-  auto m = ModelDir::open(kShared / "models/qwen3-pycode-22m");
+  auto m = ModelDir::open(kSharedDir / "models/qwen3-pycode-22m");
   EXPECT_EQ(m.config.hidden_size, 128);
   EXPECT_EQ(m.checkpoint.parameter_count(), 22'597'760u);
   ASSERT_TRUE(m.tokenizer_json.has_value());
   EXPECT_EQ(m.tokenizer_json->filename(), "tokenizer.json");
   EXPECT_EQ(m.generation.eos_token_ids, std::vector<int64_t>{151643});
   EXPECT_EQ(m.generation.pad_token_id, 151643);
-  EXPECT_FALSE(ModelDir::open(kShared / "fixtures/tiny-qwen2").tokenizer_json.has_value());
+  EXPECT_FALSE(ModelDir::open(kSharedDir / "fixtures/tiny-qwen2").tokenizer_json.has_value());
 }
 
 TEST(ModelDir, MissingDirectoryOrConfig) {

@@ -20,7 +20,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 using namespace lg::server;
 
 const fs::path kQwen = fs::path(LG_SOURCE_DIR) / "models" / "qwen3-pycode-22m";
@@ -32,28 +32,28 @@ EngineOptions cpu_lane(int64_t max_seq) {
   o.max_seq = max_seq;
   return o;
 }
-constexpr int64_t kContext = 256;
+constexpr int64_t kChatContext = 256;
 
 struct Answer {
   int status = 0;
-  json body;
+  ojson body;
 };
 
-Answer post(int port, const json& body) {
+Answer post(int port, const ojson& body) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(120, 0);
   auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   if (!r) return {};
-  Answer a{r->status, json()};
+  Answer a{r->status, ojson()};
   try {
-    a.body = json::parse(r->body);
-  } catch (const json::exception&) {
+    a.body = ojson::parse(r->body);
+  } catch (const ojson::exception&) {
     ADD_FAILURE() << "not JSON: " << r->body;
   }
   return a;
 }
 
-json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
+ojson user(const std::string& text) { return ojson::array({{{"role", "user"}, {"content", text}}}); }
 
 /// A temp file, removed at the end.
 struct TempFile {
@@ -68,7 +68,7 @@ struct TempFile {
 class ChatEndpointTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    engine_ = new Engine(kQwen.string(), cpu_lane(kContext));
+    engine_ = new Engine(kQwen.string(), cpu_lane(kChatContext));
     server_ = new Server(*engine_, {"127.0.0.1", 0});
     port_ = server_->start();
   }
@@ -77,15 +77,15 @@ class ChatEndpointTest : public ::testing::Test {
     delete engine_;
   }
   /// A request's prompt tokens must be those of `text`: the prompt the server rendered.
-  static void expect_prompt(const json& body, const std::string& text) {
-    json b = body;
+  static void expect_prompt(const ojson& body, const std::string& text) {
+    ojson b = body;
     b["max_tokens"] = 1;
     b["temperature"] = 0;
     const Answer a = post(port_, b);
     ASSERT_EQ(a.status, 200) << a.body;
     EXPECT_EQ(a.body["usage"]["prompt_tokens"], engine_->tokenizer().encode(text).size()) << text;
   }
-  static void expect_error(int port, const json& body, int status, const std::string& in_message,
+  static void expect_error(int port, const ojson& body, int status, const std::string& in_message,
                            const std::string& param = "messages") {
     const Answer a = post(port, body);
     EXPECT_EQ(a.status, status) << a.body;
@@ -116,7 +116,7 @@ TEST_F(ChatEndpointTest, WhatOpenAIClientsSendRendersThroughTheTemplate) {
       "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n" + gen);
   // A tool round trip: the assistant's call with "content": null, the tool's answer. Qwen3's
   // template writes the call's arguments string as is and the result as a user turn.
-  const json tool_round = json::parse(R"([
+  const ojson tool_round = ojson::parse(R"([
       {"role": "user", "content": "add 1 and 2"},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
         "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
@@ -132,7 +132,7 @@ TEST_F(ChatEndpointTest, WhatOpenAIClientsSendRendersThroughTheTemplate) {
                 "<|im_start|>user\nhi<|im_end|>\n" + gen + "<think>\n\n</think>\n\n");
   expect_prompt({{"messages", user("hi")}, {"add_generation_prompt", false}}, "<|im_start|>user\nhi<|im_end|>\n");
   // tools are described in a system turn, each as its JSON with the keys in the order sent.
-  const json tools = json::parse(R"([{"type": "function", "function": {"name": "add", "description": "Adds.",
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "add", "description": "Adds.",
       "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}])");
   expect_prompt(
       {{"messages", user("hi")}, {"tools", tools}},
@@ -149,14 +149,14 @@ TEST_F(ChatEndpointTest, WhatOpenAIClientsSendRendersThroughTheTemplate) {
 TEST_F(ChatEndpointTest, FiveThousandContentPartsNestedOrNot) {
   // 5,000 text parts in a row are one message: the non-empty texts joined with "\n", as vLLM
   // joins them.
-  json parts = json::array();
+  ojson parts = ojson::array();
   for (int i = 0; i < 5000; ++i) parts.push_back({{"type", "text"}, {"text", i % 1000 == 0 ? "ab" : ""}});
   expect_prompt({{"messages", {{{"role", "user"}, {"content", parts}}}}},
                 "<|im_start|>user\nab\nab\nab\nab\nab<|im_end|>\n<|im_start|>assistant\n");
   // 5,000 nested arrays as the content, or as a tool call: a 400 naming the field, at once.
-  json deep = json::array({{{"type", "text"}, {"text", "x"}}});
+  ojson deep = ojson::array({{{"type", "text"}, {"text", "x"}}});
   for (int i = 0; i < 5000; ++i) {
-    json outer = json::array();
+    ojson outer = ojson::array();
     outer.push_back(std::move(deep));
     deep = std::move(outer);
   }
@@ -214,7 +214,7 @@ TEST_F(ChatEndpointTest, LoopingOrHugeTemplatesAreBoundedAndTheServerStaysUp) {
 }
 
 TEST_F(ChatEndpointTest, ToolCallArgumentsThatAreNotJsonAre400NamingThem) {
-  const json messages = json::parse(R"([{"role": "user", "content": "add"},
+  const ojson messages = ojson::parse(R"([{"role": "user", "content": "add"},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
         "function": {"name": "add", "arguments": "{\"a\": 1,"}}]}])");
   expect_error(port_, {{"messages", messages}}, 400, "is not valid JSON",
@@ -227,7 +227,7 @@ std::shared_ptr<lg::chat::JinjaRenderer> renderer() {
 }
 
 // The prompt a chat request renders to (render_chat, what lg serve tokenizes) holds a call's
-// arguments as the template writes the object they encode, as vLLM renders them (it json-parses
+// arguments as the template writes the object they encode, as vLLM renders them (it ojson-parses
 // the string first): Qwen3's template wrote the string itself, with the client's spacing, and a
 // template writing `arguments | tojson` (Qwen2.5's, Llama 3.1's) wrote it quoted a second time.
 TEST(ChatPrompt, ToolCallArgumentsRenderAsTheObjectTheyEncode) {
@@ -238,7 +238,7 @@ TEST(ChatPrompt, ToolCallArgumentsRenderAsTheObjectTheyEncode) {
       {"role": "tool", "tool_call_id": "c1", "content": "3"}]})";
   // The conversation vLLM gives the template: parsed arguments, no empty tool_calls.
   lg::chat::ChatInput parsed;
-  parsed.messages = json::parse(R"([{"role": "user", "content": "add 1 and 2"},
+  parsed.messages = ojson::parse(R"([{"role": "user", "content": "add 1 and 2"},
       {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
         "function": {"name": "add", "arguments": {"b": 2, "a": 1}}}]},
       {"role": "assistant", "content": "ok"},
@@ -285,14 +285,14 @@ TEST(ChatPrompt, ToolsRenderAsVllmDumpsThem) {
 
 // A copy of the 22M model directory (files linked) with its own tokenizer_config.json.
 struct ModelWithConfig : lg::test::ModelCopy {
-  explicit ModelWithConfig(const json& tokenizer_config) : ModelCopy(kQwen) {
+  explicit ModelWithConfig(const ojson& tokenizer_config) : ModelCopy(kQwen) {
     write("tokenizer_config.json", tokenizer_config.dump());
   }
 };
 
 TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
   {
-    ModelWithConfig m(json{{"eos_token", "<|im_end|>"}});
+    ModelWithConfig m(ojson{{"eos_token", "<|im_end|>"}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const int port = s.start();
@@ -308,7 +308,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     EXPECT_EQ(comp->status, 200) << comp->body;
   }
   {
-    ModelWithConfig m(json{{"chat_template", {{"oops", 1}}}});
+    ModelWithConfig m(ojson{{"chat_template", {{"oops", 1}}}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     EXPECT_FALSE(s.chat_template().problem().empty());
@@ -318,7 +318,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     EXPECT_NE(msg.find("tokenizer_config.json: 'chat_template' must be a string"), std::string::npos) << msg;
   }
   {
-    ModelWithConfig m(json{{"chat_template", "{% for m in messages %}{{ m.content }"}});
+    ModelWithConfig m(ojson{{"chat_template", "{% for m in messages %}{{ m.content }"}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const Answer a = post(s.start(), {{"messages", user("x")}});

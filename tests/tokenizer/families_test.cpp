@@ -32,16 +32,16 @@ const Tokenizer& family(const std::string& name) {
   return it->second;
 }
 
-struct Case {
+struct FamilyCase {
   std::string text;
   std::vector<int32_t> ids;
   std::string decoded;
 };
 
-std::vector<Case> cases(const std::string& name) {
+std::vector<FamilyCase> cases(const std::string& name) {
   std::ifstream in(family_dir(name) / "cases.json");
   const auto j = nlohmann::json::parse(in);
-  std::vector<Case> out;
+  std::vector<FamilyCase> out;
   for (const auto& c : j.at("cases")) out.push_back({c.at("text"), c.at("ids").get<std::vector<int32_t>>(), c.at("decoded")});
   return out;
 }
