@@ -409,7 +409,7 @@ ParamTotals program_params(const lg::ir::Graph& graph) {
 /// `lg inspect` of a directory with a config.json and no weights (bench/shapes/*, which lg bench
 /// --shape runs on random weights): what the config and the program say, and that no weights
 /// are there, rather than refusing the directory for lacking a checkpoint.
-int inspect_shape(const std::filesystem::path& dir, bool json) {
+int inspect_shape(const std::filesystem::path& dir, bool as_json) {
   const lg::model::ModelConfig config = lg::model::load_config(dir / "config.json");
   lg::model::GenerationConfig generation = lg::model::load_generation_config(dir / "generation_config.json", config);
   const auto groups = facts(config, nullptr);
@@ -424,7 +424,7 @@ int inspect_shape(const std::filesystem::path& dir, bool json) {
   const std::string no_weights = unread ? "no *.safetensors in this directory: " + *unread
                                         : "no *.safetensors in this directory, a config alone (lg bench --shape runs it "
                                           "on random weights)";
-  if (json) {
+  if (as_json) {
     Json j;
     j["dir"] = dir.string();
     j["model_type"] = config.model_type;

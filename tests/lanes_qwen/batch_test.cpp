@@ -60,9 +60,9 @@ void run_schedules(Lane& lane, const std::string& what, int32_t vocab, uint64_t 
   lg::testing::run_seeded_schedules(lane, what, vocab, first_seed, n, tol, kBf16Margin, reference);
 }
 
-class TinyBatch : public ::testing::TestWithParam<std::string> {};
-
 }  // namespace
+
+class TinyBatch : public ::testing::TestWithParam<std::string> {};
 
 // The default limits (blocks of 16, a token budget above any schedule's prompts) and tight ones
 // (blocks of 4, steps of at most 3 sequences and 24 tokens, a pool just big enough), where

@@ -53,9 +53,9 @@ int check_greedy(Lane& lane, const std::vector<int32_t>& prompt, const std::vect
   return compared;
 }
 
-class TinyFixture : public ::testing::TestWithParam<std::string> {};
-
 }  // namespace
+
+class TinyFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TinyFixture, PrefillLogitsAndTeacherForcedGreedy) {
   LG_REQUIRE_GPU();
