@@ -27,61 +27,59 @@ bool numeric_endpoint(const sockaddr_storage& addr, socklen_t len, std::string& 
   return true;
 }
 
-bool carries(int fd, const httplib::Request& req) {
+// The ends of a socket: its numeric host and port and its peer's (the listening socket, which
+// has no peer, and anything not a socket give none).
+struct Ends {
+  std::string local_host, peer_host;
+  int local_port = -1, peer_port = -1;
+};
+bool connected_ends(int fd, Ends& e) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
   sockaddr_storage local{}, peer{};
   socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
-  // The listening socket has no peer: getpeername fails and it is skipped.
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) return false;
-  std::string local_host, peer_host;
-  int local_port = -1, peer_port = -1;
-  if (!numeric_endpoint(local, local_len, local_host, local_port)) return false;
-  if (!numeric_endpoint(peer, peer_len, peer_host, peer_port)) return false;
-  return local_port == req.local_port && peer_port == req.remote_port && local_host == req.local_addr &&
-         peer_host == req.remote_addr;
+  return numeric_endpoint(local, local_len, e.local_host, e.local_port) &&
+         numeric_endpoint(peer, peer_len, e.peer_host, e.peer_port);
+}
+
+// Calls visit(fd, ends) for each connected socket of this process (its /proc/self/fd), until
+// visit returns true.
+template <class Visit>
+void for_each_connection(Visit&& visit) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    Ends e;
+    if (connected_ends(fd, e) && visit(fd, e)) return;
+  }
 }
 
 }  // namespace
 
 ConnectionWatch::ConnectionWatch(const httplib::Request& req) {
   if (req.remote_port < 0 || req.local_port < 0) return;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    int fd = -1;
-    try {
-      fd = std::stoi(entry.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (carries(fd, req)) {
-      fd_ = fd;
-      return;
-    }
-  }
+  for_each_connection([&](int fd, const Ends& e) {
+    if (e.local_port != req.local_port || e.peer_port != req.remote_port || e.local_host != req.local_addr ||
+        e.peer_host != req.remote_addr)
+      return false;
+    fd_ = fd;
+    return true;
+  });
 }
 
 void shut_connection_reads(int port) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    int fd = -1;
-    try {
-      fd = std::stoi(entry.path().filename().string());
-    } catch (const std::exception&) {
-      continue;
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
-    // The listening socket has no peer; a client's socket to the server has another local port.
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
-    std::string host;
-    int local_port = -1;
-    if (numeric_endpoint(local, local_len, host, local_port) && local_port == port) ::shutdown(fd, SHUT_RD);
-  }
+  // A client's own socket to the server (a test's) has another local port.
+  for_each_connection([&](int fd, const Ends& e) {
+    if (e.local_port == port) ::shutdown(fd, SHUT_RD);
+    return false;
+  });
 }
 
 bool ConnectionWatch::gone() const {
