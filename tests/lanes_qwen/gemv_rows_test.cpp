@@ -5,7 +5,7 @@
 // host, so the reference sees exactly what the device sees, and the bounds only cover the
 // device's fp32 accumulation:
 //   fp32 outputs: norm-wise relative error < 5e-5. Each output is K/16 mma accumulations of 16
-//     exact bf16 x bf16 products plus, split-K, up to a few dozen atomic fp32 additions. Tensor
+//     exact bf16 x bf16 products plus, split-K, up to 16 fp32 additions of the splits' sums. Tensor
 //     cores align the addends to the largest exponent and truncate (Fasi et al., "Numerical
 //     behavior of NVIDIA tensor cores", PeerJ CS 2021), so take a unit roundoff of 2^-23 per
 //     addition rather than 2^-24; with random-sign data the errors are independent and grow as
@@ -17,10 +17,12 @@
 // with one more row after the T rows holding a sentinel that must survive: a write to a row
 // t >= T (the padded MMA columns) fails. Each case runs in both forms, each on its default grid
 // and on one where every warp loops over many items (kGrids), and kResidual also with forced
-// split counts.
+// split counts; after each, the split arrival counters must be back at zero. The split sums are
+// in split order, so a kResidual launch gives the same bits on any grid and run (checked).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -69,26 +71,27 @@ Problem make_problem(std::mt19937_64& rng, int N, int K, int T) {
 
 /// A form and grid to launch with: each form on its default grid and on a grid small enough that
 /// every block loops over many items (the register form at one block an SM, the TMA form at 7
-/// blocks: its producer's ring then runs across items).
+/// blocks: its producer's ring then runs across items), the TMA form with 4 and 8 consumer warps.
 struct Grid {
   GemvRowsForm form;
-  int blocks_per_sm, max_blocks;
+  int blocks_per_sm, max_blocks, consumer_warps = 0;
 };
-const Grid kGrids[] = {{GemvRowsForm::kRegisters, 0, 0},
-                       {GemvRowsForm::kRegisters, 1, 0},
-                       {GemvRowsForm::kTma, 0, 0},
-                       {GemvRowsForm::kTma, 0, 7}};
+const Grid kGrids[] = {{GemvRowsForm::kRegisters, 0, 0},    {GemvRowsForm::kRegisters, 1, 0},
+                       {GemvRowsForm::kTma, 0, 0, 4},       {GemvRowsForm::kTma, 0, 7, 4},
+                       {GemvRowsForm::kTma, 0, 0, 8},       {GemvRowsForm::kTma, 0, 7, 8}};
 
 void set_grid(GemvRowsArgs& a, const Grid& g) {
   a.form = g.form;
   a.blocks_per_sm = g.blocks_per_sm;
   a.max_blocks = g.max_blocks;
+  a.consumer_warps = g.consumer_warps;
 }
 
 std::string label(const Problem& p, const char* what, const Grid& g, int splits) {
   return std::string(what) + (g.form == GemvRowsForm::kTma ? " tma" : " registers") + " N=" + std::to_string(p.N) +
          " K=" + std::to_string(p.K) + " T=" + std::to_string(p.T) + " bps=" + std::to_string(g.blocks_per_sm) +
-         " max_blocks=" + std::to_string(g.max_blocks) + " splits=" + std::to_string(splits);
+         " max_blocks=" + std::to_string(g.max_blocks) + " warps=" + std::to_string(g.consumer_warps) +
+         " splits=" + std::to_string(splits);
 }
 
 /// T rows of `rows` floats, NaN (or `init` if given), then one sentinel row.
@@ -109,6 +112,28 @@ std::vector<float> f32_rows(const cuda::DeviceBuffer& b, int T, int rows_len, co
   return all;
 }
 
+/// Room for any split count of problem p's kResidual launches: partials poisoned with NaN (each
+/// split writes its own before the sum reads it) and zeroed arrival counters.
+struct SplitScratch {
+  cuda::DeviceBuffer partials, arrivals;
+  SplitScratch(const Problem& p)
+      : partials(to_device(std::vector<float>(gemv_rows_partials_floats(p.T, p.N), std::nanf("")))),
+        arrivals(to_device(std::vector<int>(gemv_rows_arrival_ints(p.N), 0))) {}
+  void give(GemvRowsArgs& a) const {
+    a.partials = partials.as<float>();
+    a.partials_n = partials.bytes() / sizeof(float);
+    a.arrivals = arrivals.as<int>();
+    a.arrivals_n = arrivals.bytes() / sizeof(int);
+  }
+  /// EXPECTs every counter back at zero (the next launch's splits count from there).
+  void expect_counters_zero(const std::string& what) const {
+    const std::vector<int> c = download_ints(arrivals, arrivals.bytes() / sizeof(int));
+    int left = 0;
+    for (int v : c) left += v != 0;
+    EXPECT_EQ(left, 0) << what << ": split arrival counters left non-zero";
+  }
+};
+
 /// The launch's inputs for problem p with W and x on the device (no output yet).
 GemvRowsArgs args_of(const Problem& p, const cuda::DeviceBuffer& dW, const cuda::DeviceBuffer& dx) {
   GemvRowsArgs a;
@@ -123,6 +148,8 @@ GemvRowsArgs args_of(const Problem& p, const cuda::DeviceBuffer& dW, const cuda:
 void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda::Stream& s) {
   auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
   GemvRowsArgs a = args_of(p, dW, dx);
+  const SplitScratch scratch(p);
+  scratch.give(a);
   for (const Grid& g : kGrids) {
     if (p.T > gemv_rows_max_t(g.form)) continue;
     auto out = f32_out(p.T, p.N, nullptr);
@@ -148,6 +175,7 @@ void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda
       s.synchronize();
       const std::string what = label(p, "residual", g, splits);
       EXPECT_LT(rel_err(f32_rows(out, p.T, p.N, what), want), kF32Tol) << what;
+      scratch.expect_counters_zero(what);
     }
 }
 
@@ -218,6 +246,7 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
   auto dW = to_device(p.W.raw), dx = to_device(p.x.raw), oW = to_device(other.W.raw), ox = to_device(other.x.raw);
   const std::vector<float> junk = random_f32(rng, size_t(p.T) * p.N, -4, 4);
   auto target = f32_out(p.T, p.N, &junk);
+  const SplitScratch scratch(p);
   for (int round = 0; round < 4; ++round) {
     const GemvRowsForm form = round < 2 ? GemvRowsForm::kRegisters : GemvRowsForm::kTma;
     auto side = f32_out(other.T, other.N, nullptr);
@@ -228,6 +257,7 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
     c.form = form;
     launch_gemv_rows(GemvRowsOutput::kStore, c, s.get());
     GemvRowsArgs a = args_of(p, dW, dx);
+    scratch.give(a);
     a.out_f32 = target.as<float>();
     a.form = form;
     launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
@@ -235,6 +265,63 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
     const std::string what = "round " + std::to_string(round);
     EXPECT_LT(rel_err(f32_rows(side, other.T, other.N, what + " side"), other.y), kF32Tol) << what;
     EXPECT_LT(rel_err(f32_rows(target, p.T, p.N, what + " cleared"), p.y), kF32Tol) << what;
+  }
+}
+
+// The splits of a kResidual launch are summed in split order, so its result is the same bits
+// whatever the grid (which block runs which split, in which order they finish) and from run to
+// run: what lets two runs of one seeded sampled request agree (RowDraws' tests). With the
+// atomic adds this replaced, the grids below disagreed in the last bits. The 8B o_proj and down
+// shapes at 16 and 32 rows, 2 to 16 splits, each form (the TMA one with 4 and 8 consumer warps)
+// on three grids, each launched twice.
+TEST(QwenGemvRows, SplitSumsAreTheSameBitsOnAnyGrid) {
+  LG_REQUIRE_GPU();
+  auto rng = fresh_rng();
+  cuda::Stream s;
+  struct Shape {
+    int N, K, T;
+  };
+  for (const Shape sh : {Shape{4096, 4096, 16}, Shape{4096, 12288, 32}, Shape{1024, 2048, 9}}) {
+    const Problem p = make_problem(rng, sh.N, sh.K, sh.T);
+    auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
+    const SplitScratch scratch(p);
+    const std::vector<float> resid = random_f32(rng, size_t(p.T) * p.N, -4, 4);
+    for (GemvRowsForm form : {GemvRowsForm::kRegisters, GemvRowsForm::kTma}) {
+      if (p.T > gemv_rows_max_t(form)) continue;
+      for (int splits : {2, 5, 16})
+        for (int warps : form == GemvRowsForm::kTma ? std::vector<int>{4, 8} : std::vector<int>{0}) {
+          // 8 consumer warps sum a stage's two k-halves apart: other bits than 4, the same each time.
+          std::vector<float> first;
+          std::string first_what;
+          for (int max_blocks : {0, 7, 1})
+            for (int run = 0; run < 2; ++run) {
+              GemvRowsArgs a = args_of(p, dW, dx);
+              scratch.give(a);
+              a.form = form;
+              a.splits = splits;
+              a.consumer_warps = warps;
+              if (form == GemvRowsForm::kTma) a.max_blocks = max_blocks;
+              else a.blocks_per_sm = max_blocks == 0 ? 0 : 1;
+              auto out = f32_out(p.T, p.N, &resid);
+              a.out_f32 = out.as<float>();
+              launch_gemv_rows(GemvRowsOutput::kResidual, a, s.get());
+              s.synchronize();
+              const std::string what =
+                  label(p, "residual", Grid{form, a.blocks_per_sm, a.max_blocks, warps}, splits) + " run " +
+                  std::to_string(run);
+              std::vector<float> got = f32_rows(out, p.T, p.N, what);
+              scratch.expect_counters_zero(what);
+              if (first.empty()) {
+                first = got;
+                first_what = what;
+                continue;
+              }
+              size_t differ = 0;
+              for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &first[i], sizeof(float)) != 0;
+              EXPECT_EQ(differ, 0u) << what << " against " << first_what << ": outputs not bit-identical";
+            }
+        }
+    }
   }
 }
 
@@ -250,8 +337,20 @@ TEST(QwenGemvRows, RefusesBadArguments) {
   a.N = 64;
   a.K = 64;
   a.T = 4;
+  // The launcher's own refusal, naming the launch: without a GPU any launch throws too (a CUDA
+  // error), which must not pass for a refusal.
+  int checked = 0;
   auto refused = [&](GemvRowsArgs b, GemvRowsOutput o = GemvRowsOutput::kStore) {
-    EXPECT_THROW(launch_gemv_rows(o, b, nullptr), Error);
+    ++checked;
+    try {
+      launch_gemv_rows(o, b, nullptr);
+      ADD_FAILURE() << "refusal " << checked << ": launched";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(m.find("hand-written row GEMV") != std::string::npos && m.find("CUDA") == std::string::npos &&
+                  m.find("cuTensorMap") == std::string::npos)
+          << "refusal " << checked << ": " << m;
+    }
   };
   GemvRowsArgs b = a;
   b.N = 24;  // not a multiple of 16
@@ -291,6 +390,29 @@ TEST(QwenGemvRows, RefusesBadArguments) {
   refused(b);
   b.form = GemvRowsForm::kTma;  // the TMA form checks the same arguments
   refused(b);
+  b = a;
+  b.consumer_warps = 6;
+  refused(b);
+  b = a;
+  b.splits = 2;  // forced K splits with nowhere to put their partials
+  refused(b, GemvRowsOutput::kResidual);
+  alignas(16) static float partials[kGemvRowsMaxSplits * 4 * 64 + 1];
+  alignas(16) static int arrivals[4];
+  b.partials = partials;
+  b.partials_n = 2 * 4 * 64 - 1;  // one float short of two splits
+  b.arrivals = arrivals;
+  b.arrivals_n = 4;
+  refused(b, GemvRowsOutput::kResidual);
+  b.partials_n = 2 * 4 * 64;
+  b.arrivals_n = 3;  // N / 16 = 4 counters needed
+  refused(b, GemvRowsOutput::kResidual);
+  b.arrivals_n = 4;
+  b.partials = partials + 1;  // misaligned
+  refused(b, GemvRowsOutput::kResidual);
+  b.partials = partials;
+  b.splits = kGemvRowsMaxSplits + 1;
+  b.partials_n = sizeof(partials) / sizeof(float);
+  refused(b, GemvRowsOutput::kResidual);
   EXPECT_FALSE(gemv_rows_supports(8, 64));
   EXPECT_TRUE(gemv_rows_supports(4096, 12288));
 }

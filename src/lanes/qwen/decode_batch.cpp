@@ -205,6 +205,10 @@ void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride,
     a.K = K;
     a.T = Bp;
     a.x = x;
+    a.partials = s.rows_partials.as<float>();
+    a.partials_n = s.rows_partials.bytes() / sizeof(float);
+    a.arrivals = s.rows_arrivals.as<int>();
+    a.arrivals_n = s.rows_arrivals.bytes() / sizeof(int);
     return a;
   };
   launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);

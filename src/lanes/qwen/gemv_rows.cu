@@ -33,16 +33,32 @@ GemvRowsForm gemv_rows_form() {
 
 namespace {
 
+/// Lab knob LG_QWEN_ROWS_ATOMIC_SPLITS=1: K splits add into the output atomically (the form before
+/// the ordered sum, not deterministic), for A/B of what the ordered sum costs.
+bool atomic_splits() {
+  static const bool on = lab_knob("LG_QWEN_ROWS_ATOMIC_SPLITS", 0) == 1;
+  return on;
+}
+
+/// Most K splits a kResidual launch of `a` may take: what its partials and arrivals hold (1
+/// without them), at most kGemvRowsMaxSplits.
+int split_room(const GemvRowsArgs& a) {
+  if (atomic_splits()) return kGemvRowsMaxSplits;
+  if (!a.partials || !a.arrivals || a.arrivals_n < gemv_rows_arrival_ints(a.N)) return 1;
+  const size_t per_split = static_cast<size_t>(a.T) * static_cast<size_t>(a.N);
+  return static_cast<int>(std::clamp<size_t>(a.partials_n / per_split, 1, kGemvRowsMaxSplits));
+}
+
 /// K splits of a kResidual launch: about one item (16-row tile x K split) per warp of the grid
 /// when the tiles alone are fewer than its warps (N = 4096: 256 tiles for 2112 warps at 4 blocks
 /// per SM -> 8 splits of 512 k), and no split shorter than one pipeline's depth of steps
 /// (kRowsDepth x 32 k), so a warp's loads in flight stay full. Knob LG_QWEN_GEMV_ROWS_SPLITS
-/// fixes the count (bench/qwen_lane.md style A/B).
-int gemv_rows_splits(int tiles, int nc, int warps) {
+/// fixes the count (bench/qwen_lane.md style A/B); `room` caps it (split_room).
+int gemv_rows_splits(int tiles, int nc, int warps, int room) {
   static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
   const int want = forced > 0 ? forced : std::max(1, warps / tiles);
   const int min_chunks = 4 * dev::kRowsDepth;
-  return std::clamp(want, 1, std::max(1, nc / min_chunks));
+  return std::clamp(want, 1, std::max(1, std::min(room, nc / min_chunks)));
 }
 
 template <int NT, GemvRowsOutput OUT>
@@ -57,11 +73,12 @@ void gemv_rows_nt(const dev::GemvRowsParams& p, int blocks, cudaStream_t s) {
 }
 
 /// K splits of a kTma launch: the fewest that give the grid's blocks items within 10% of an
-/// even share each (items round-robin over `blocks`), at least one chunk (kTmaK) a split.
-int gemv_tma_splits(int tiles, int chunks, int blocks) {
+/// even share each (items round-robin over `blocks`), at least one chunk (kTmaK) a split, at most
+/// `room` splits (split_room).
+int gemv_tma_splits(int tiles, int chunks, int blocks, int room) {
   int best = 1;
   double best_eff = 0;
-  for (int s = 1; s <= chunks; ++s) {
+  for (int s = 1; s <= std::min(chunks, room); ++s) {
     const int items = tiles * s;
     const int rounds = (items + blocks - 1) / blocks;
     const double eff = static_cast<double>(items) / (static_cast<double>(rounds) * blocks);  // busy share
@@ -74,43 +91,89 @@ int gemv_tma_splits(int tiles, int chunks, int blocks) {
 /// Stages of the TMA form's ring for NT n-tiles: 8 (one block an SM) at one n-tile (T <= 8), 4
 /// (two blocks an SM) above. H100, 8B step (bench/RESULTS.md, thirtieth session): 8 stages 6.24 /
 /// 6.37 ms at 2 / 8 sequences against 4 stages' 6.37 / 6.54; 4 stages 6.56 / 7.22 at 16 / 32
-/// against 8 stages' 6.99 / 7.93. Knob LG_QWEN_TMA_STAGES (4 or 8) fixes it.
+/// against 8 stages' 6.99 / 7.93. Knob LG_QWEN_TMA_STAGES (2, 3, 4 or 8) fixes it; the blocks an
+/// SM then follow from the shared memory (tma_blocks_per_sm).
 int tma_stages(int NT) {
   static const int forced = lab_knob("LG_QWEN_TMA_STAGES", 0);
-  if (forced == 4 || forced == dev::kTmaStages) return forced;
-  return NT == 1 ? dev::kTmaStages : 4;
+  if (forced == 2 || forced == 3 || forced == 4 || forced == 8) return forced;
+  return NT == 1 ? 8 : 4;
 }
 
-template <int NT, GemvRowsOutput OUT, int S>
-void gemv_tma_as(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
-                 cudaStream_t s) {
-  constexpr int smem = dev::tma_smem_bytes(NT, S);
-  static const bool attr_set = [] {
-    LG_CUDA_CHECK(cudaFuncSetAttribute(dev::gemv_rows_tma_kernel<NT, OUT, S>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    return true;
-  }();
-  (void)attr_set;
-  launch_pdl(dev::gemv_rows_tma_kernel<NT, OUT, S>, dim3(blocks), dim3(dev::kTmaThreads), smem, s, p, wmap, xmap);
-}
-
-template <int NT, GemvRowsOutput OUT>
-void gemv_tma_stages(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
-                     cudaStream_t s) {
-  if (tma_stages(NT) == 4) return gemv_tma_as<NT, OUT, 4>(p, wmap, xmap, blocks, s);
-  return gemv_tma_as<NT, OUT, dev::kTmaStages>(p, wmap, xmap, blocks, s);
+/// Consumer warps of the TMA form's blocks: 4, or 8 with knob LG_QWEN_TMA_KHALVES=1 (two a 16-row
+/// MMA tile, each half of a stage's k: twice the MMA issue an SM's shared memory feeds).
+int tma_consumer_warps() {
+  static const int cw = lab_knob("LG_QWEN_TMA_KHALVES", 0) == 1 ? 8 : 4;
+  return cw;
 }
 
 /// n-tiles of 8 rows the TMA form runs for T rows.
 int tma_n_tiles(int T) { return T <= 8 ? 1 : T <= 16 ? 2 : 4; }
 
+/// Blocks of gemv_rows_tma_kernel<NT, OUT, S, CW> an SM holds (its shared memory decides), after
+/// letting the kernel take that much dynamic shared memory; once per instantiation.
+template <int NT, GemvRowsOutput OUT, int S, int CW>
+int tma_blocks_per_sm() {
+  static const int n = [] {
+    constexpr int smem = dev::tma_smem_bytes(NT, S, CW);
+    auto* kernel = dev::gemv_rows_tma_kernel<NT, OUT, S, CW>;
+    LG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int blocks = 0;
+    LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, dev::tma_threads(CW), smem));
+    return std::max(1, blocks);
+  }();
+  return n;
+}
+
+/// The kTma form's launch with S stages: its grid (every block an SM holds, or a.max_blocks), K
+/// splits (kResidual: a.splits, the knob, or gemv_tma_splits within split_room) and the launch.
+template <int NT, GemvRowsOutput OUT, int S, int CW>
+void gemv_tma_as(GemvRowsOutput out, const GemvRowsArgs& a, dev::GemvTmaParams p, const CUtensorMap& wmap,
+                 const CUtensorMap& xmap, cudaStream_t s) {
+  const int chunks = (a.K + dev::kTmaK - 1) / dev::kTmaK;
+  const int fit = cuda::sm_count() * tma_blocks_per_sm<NT, OUT, S, CW>();
+  const int most = a.max_blocks > 0 ? std::min(a.max_blocks, fit) : fit;
+  int splits = 1;
+  static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
+  if (out == GemvRowsOutput::kResidual) {
+    const int room = split_room(a);
+    const int want = a.splits > 0 ? a.splits : std::min(forced, room);
+    splits = want > 0 ? std::min(want, chunks) : gemv_tma_splits(p.tiles, chunks, most, room);
+  }
+  // k of a split: whole chunks, every split non-empty.
+  const int split_chunks = (chunks + splits - 1) / splits;
+  p.split_k = split_chunks * dev::kTmaK;
+  p.splits = (chunks + split_chunks - 1) / split_chunks;
+  const int blocks = std::max(1, std::min(p.tiles * p.splits, most));
+  launch_pdl(dev::gemv_rows_tma_kernel<NT, OUT, S, CW>, dim3(blocks), dim3(dev::tma_threads(CW)),
+             dev::tma_smem_bytes(NT, S, CW), s, p, wmap, xmap);
+}
+
+template <int NT, GemvRowsOutput OUT, int S>
+void gemv_tma_warps(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap,
+                    const CUtensorMap& xmap, cudaStream_t s) {
+  if ((a.consumer_warps ? a.consumer_warps : tma_consumer_warps()) == 8)
+    return gemv_tma_as<NT, OUT, S, 8>(out, a, p, wmap, xmap, s);
+  return gemv_tma_as<NT, OUT, S, 4>(out, a, p, wmap, xmap, s);
+}
+
+template <int NT, GemvRowsOutput OUT>
+void gemv_tma_stages(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap,
+                     const CUtensorMap& xmap, cudaStream_t s) {
+  switch (tma_stages(NT)) {
+    case 2: return gemv_tma_warps<NT, OUT, 2>(out, a, p, wmap, xmap, s);
+    case 3: return gemv_tma_warps<NT, OUT, 3>(out, a, p, wmap, xmap, s);
+    case 4: return gemv_tma_warps<NT, OUT, 4>(out, a, p, wmap, xmap, s);
+    default: return gemv_tma_warps<NT, OUT, 8>(out, a, p, wmap, xmap, s);
+  }
+}
+
 template <GemvRowsOutput OUT>
-void gemv_tma_nt(const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap, int blocks,
+void gemv_tma_nt(const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap,
                  cudaStream_t s) {
   switch (tma_n_tiles(p.T)) {
-    case 1: return gemv_tma_stages<1, OUT>(p, wmap, xmap, blocks, s);
-    case 2: return gemv_tma_stages<2, OUT>(p, wmap, xmap, blocks, s);
-    default: return gemv_tma_stages<4, OUT>(p, wmap, xmap, blocks, s);
+    case 1: return gemv_tma_stages<1, OUT>(OUT, a, p, wmap, xmap, s);
+    case 2: return gemv_tma_stages<2, OUT>(OUT, a, p, wmap, xmap, s);
+    default: return gemv_tma_stages<4, OUT>(OUT, a, p, wmap, xmap, s);
   }
 }
 
@@ -125,28 +188,16 @@ void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::
   p.K = a.K;
   p.T = a.T;
   p.tiles = (a.N + dev::kTmaRows - 1) / dev::kTmaRows;
-  const int chunks = (a.K + dev::kTmaK - 1) / dev::kTmaK;
-  const int per_sm = dev::kTmaStages / tma_stages(tma_n_tiles(a.T));  // blocks an SM's shared memory holds
-  const int most = a.max_blocks > 0 ? std::min(a.max_blocks, cuda::sm_count() * per_sm) : cuda::sm_count() * per_sm;
-  int splits = 1;
-  static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
-  if (out == GemvRowsOutput::kResidual) {
-    const int want = a.splits > 0 ? a.splits : forced;
-    splits = want > 0 ? std::min(want, chunks) : gemv_tma_splits(p.tiles, chunks, most);
-  }
-  // k of a split: whole chunks, every split non-empty.
-  const int split_chunks = (chunks + splits - 1) / splits;
-  p.split_k = split_chunks * dev::kTmaK;
-  p.splits = (chunks + split_chunks - 1) / split_chunks;
-  const int blocks = std::max(1, std::min(p.tiles * p.splits, most));
+  p.partials = atomic_splits() ? nullptr : a.partials;
+  p.arrivals = a.arrivals;
   const CUtensorMap wmap = cuda::tensor_map_bf16_2d(a.W, static_cast<uint64_t>(a.N), static_cast<uint64_t>(a.K),
                                                     dev::kTmaRows, dev::kTmaBoxK, what.c_str());
   const CUtensorMap xmap = cuda::tensor_map_bf16_2d(a.x, static_cast<uint64_t>(a.T), static_cast<uint64_t>(a.K),
                                                     8 * tma_n_tiles(a.T), dev::kTmaBoxK, what.c_str());
   switch (out) {
-    case GemvRowsOutput::kStore: return gemv_tma_nt<GemvRowsOutput::kStore>(p, wmap, xmap, blocks, s);
-    case GemvRowsOutput::kResidual: return gemv_tma_nt<GemvRowsOutput::kResidual>(p, wmap, xmap, blocks, s);
-    case GemvRowsOutput::kSwiGLU: return gemv_tma_nt<GemvRowsOutput::kSwiGLU>(p, wmap, xmap, blocks, s);
+    case GemvRowsOutput::kStore: return gemv_tma_nt<GemvRowsOutput::kStore>(a, p, wmap, xmap, s);
+    case GemvRowsOutput::kResidual: return gemv_tma_nt<GemvRowsOutput::kResidual>(a, p, wmap, xmap, s);
+    case GemvRowsOutput::kSwiGLU: return gemv_tma_nt<GemvRowsOutput::kSwiGLU>(a, p, wmap, xmap, s);
   }
 }
 
@@ -172,6 +223,13 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   if (a.blocks_per_sm < 0 || a.blocks_per_sm > dev::kRowsMaxBlocksPerSm || a.splits < 0 || a.max_blocks < 0)
     throw Error(what + ": blocks_per_sm must be 0.." + std::to_string(dev::kRowsMaxBlocksPerSm) +
                 ", splits and max_blocks >= 0");
+  if (a.consumer_warps != 0 && a.consumer_warps != 4 && a.consumer_warps != 8)
+    throw Error(what + ": consumer_warps must be 0 (the knob's), 4 or 8");
+  if (misaligned(a.partials)) throw Error(what + ": the split partials must be 16-byte aligned");
+  if (out == GemvRowsOutput::kResidual && a.splits > split_room(a))
+    throw Error(what + ": " + std::to_string(a.splits) + " K splits need partials of " +
+                std::to_string(a.splits) + " x T x N floats and N / 16 arrival counters (room for " +
+                std::to_string(split_room(a)) + ", at most " + std::to_string(kGemvRowsMaxSplits) + ")");
   if (form == GemvRowsForm::kTma) return launch_gemv_rows_tma(out, a, what, s);
   static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
                                             dev::kRowsMaxBlocksPerSm);
@@ -190,11 +248,14 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   const int max_blocks = std::min(cuda::sm_count() * bps, kGemvMaxBlocks);
   p.splits = 1;
   if (out == GemvRowsOutput::kResidual)
-    p.splits = a.splits > 0 ? std::min(a.splits, p.nc) : gemv_rows_splits(p.tiles, p.nc, max_blocks * dev::kRowsWarps);
+    p.splits = a.splits > 0 ? std::min(a.splits, p.nc)
+                            : gemv_rows_splits(p.tiles, p.nc, max_blocks * dev::kRowsWarps, split_room(a));
   // Chunks per split: a multiple of 4 (a step's 32 k), every split non-empty.
   p.split_chunks = (p.nc + p.splits - 1) / p.splits;
   p.split_chunks = (p.split_chunks + 3) / 4 * 4;
   p.splits = (p.nc + p.split_chunks - 1) / p.split_chunks;
+  p.partials = atomic_splits() ? nullptr : a.partials;
+  p.arrivals = a.arrivals;
   const int items = p.tiles * p.splits;
   const int blocks = std::max(1, std::min((items + dev::kRowsWarps - 1) / dev::kRowsWarps, max_blocks));
   switch (out) {

@@ -92,6 +92,10 @@ struct HandwrittenQwenLane::State {
   // The split-K slices of the batched decode's o_proj and down (decode_gemm_slices), f32
   // [4, max_batch, hidden]: o_proj's are summed by the RMSNorm after it before down writes its own.
   cuda::DeviceBuffer dec_parts;
+  // The row GEMVs' K-split partials and per-tile arrival counters (GemvRowsArgs::partials), for the
+  // largest residual projection (q/k/v or hidden) at the row GEMV's most rows; only when the knob
+  // turns the row GEMVs on. The counters are zero-filled once and left at zero by every launch.
+  cuda::DeviceBuffer rows_partials, rows_arrivals;
   PinnedInts h_dec, h_dec_table;
   /// Batched decode graphs by (batch bucket, attention plan: its kernel and splits).
   std::map<std::pair<int, BatchAttnPlan>, cuda::GraphExec> batch_graphs;

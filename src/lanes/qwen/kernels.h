@@ -101,7 +101,7 @@ void launch_gemv(GemvInput in, GemvOutput out, const GemvArgs& a, cudaStream_t s
 /// What the tensor-core GEMV of a few rows (launch_gemv_rows) does with y[t, n] = sum_k x[t, k] W[n, k].
 enum class GemvRowsOutput {
   kStore,     ///< out_f32[t, n] = y (one K split: every output is written by one warp)
-  kResidual,  ///< out_f32[t, n] += y (K splits add atomically); with out zeroed first, a store
+  kResidual,  ///< out_f32[t, n] += y (K splits summed in split order); with out zeroed first, a store
   kSwiGLU,    ///< out_bf16[t, i] = bf16(silu(y[t, 2i]) * y[t, 2i+1]) (one K split)
 };
 
@@ -110,6 +110,15 @@ enum class GemvRowsOutput {
 constexpr int kGemvRowsMaxT = 32;
 /// Most rows the register form takes (two mma n-tiles of 8: its registers hold both).
 constexpr int kGemvRowsRegistersMaxT = 16;
+/// Most K splits a kResidual launch takes (the TMA form's choice reaches 16 at the 0.6B shape:
+/// N = 1,024 gives 16 tiles of 64 rows for 264 blocks).
+constexpr int kGemvRowsMaxSplits = 16;
+/// Floats of GemvRowsArgs::partials that let kResidual launches of up to T rows and N outputs take
+/// any split count, and ints of its arrivals.
+inline size_t gemv_rows_partials_floats(int T, int N) {
+  return static_cast<size_t>(kGemvRowsMaxSplits) * static_cast<size_t>(T) * static_cast<size_t>(N);
+}
+inline size_t gemv_rows_arrival_ints(int N) { return static_cast<size_t>(N / 16); }
 
 /// How launch_gemv_rows feeds the tensor cores.
 enum class GemvRowsForm {
@@ -132,17 +141,32 @@ struct GemvRowsArgs {
   /// launch, and no kernel before this one may still need it (they have all finished by then).
   float* clear = nullptr;
   size_t clear_n = 0;
+  /// kResidual's K splits need both: partials f32 [splits, T, N] (each split's sums) and arrivals
+  /// int [N / 16] (zero before the first launch; every launch leaves them zero). The last split of
+  /// a 16-row tile to arrive adds the partials in split order, so the result is the same bits run
+  /// to run whatever order the blocks finish in. Without them a kResidual launch takes one split.
+  float* partials = nullptr;
+  size_t partials_n = 0;
+  int* arrivals = nullptr;
+  size_t arrivals_n = 0;
   int blocks_per_sm = 0;  ///< kRegisters: persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
-  int splits = 0;         ///< kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS)
+  /// kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS), at most what
+  /// partials holds and kGemvRowsMaxSplits.
+  int splits = 0;
   GemvRowsForm form = GemvRowsForm::kDefault;
   int max_blocks = 0;  ///< kTma: at most this many blocks (0: as many as fit); tests make blocks loop over items
+  /// kTma: consumer warps a block, 4 (one a 16-row MMA tile) or 8 (two, each half of a stage's k);
+  /// 0 = the knob's (LG_QWEN_TMA_KHALVES=1: 8, else 4)
+  int consumer_warps = 0;
 };
 
 /// y = x W^T for a few rows on tensor cores (W streamed once, mma.sync m16n8k16 bf16 with fp32
 /// accumulation, split-K for small N), launched with Programmatic Dependent Launch; a.form picks
 /// how W arrives: 16-byte loads into registers (kernels/gemv_rows.cuh, T <= 16) or TMA boxes
-/// into shared memory (kernels/gemv_rows_tma.cuh, T <= 32). Throws lg::Error on an unsupported
-/// shape (see gemv_rows_supports), T past the form's rows, a missing pointer or a bad `clear`.
+/// into shared memory (kernels/gemv_rows_tma.cuh, T <= 32). Deterministic: K splits are summed
+/// in a fixed order (GemvRowsArgs::partials). Throws lg::Error on an unsupported shape (see
+/// gemv_rows_supports), T past the form's rows, a missing pointer, a bad `clear`, or forced splits
+/// without room for their partials.
 void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);

@@ -27,9 +27,12 @@
 // L1::no_allocate (streamed once: it must not evict x from L1); x with __ldg at its use (an L1
 // hit after the first warp of the SM reads the line: x is T * K * 2 bytes, as large as a 16-row
 // tile of W at T = 16, so reading it from L2 per warp would double the L2 traffic).
-// Split-K exists because N / 16 tiles do not fill 132 SMs x 16 warps at N = 4096 (256 tiles):
-// the residual epilogue is an accumulation anyway, so splits add their partial sums with
-// atomicAdd (fp32: the summation order, hence the last bits, vary between runs). The store and
+// Split-K exists because N / 16 tiles do not fill 132 SMs x 16 warps at N = 4096 (256 tiles).
+// The splits' sums are not added atomically (fp32 addition in arrival order changes the last bits
+// run to run, and a sampled sequence then parts from its rerun: bench/RESULTS.md, thirty-third
+// session): each split stores its partial, and the last of a 16-row tile's splits to arrive (a
+// counter per tile) adds them in split order (split_sum_epilogue; CUTLASS's "serial split-K"
+// semaphore does the same in split order by waiting, this one never waits). The store and
 // SwiGLU epilogues take one split (SwiGLU's gate/up has N = 2 x 12288 at 8B, 1536 tiles: enough).
 // A store into a buffer zeroed beforehand is the residual form: `clear` lets an earlier kernel
 // do the zeroing after its own PDL wait (what the batched decode's QKV projection uses).
@@ -62,6 +65,8 @@ struct GemvRowsParams {
   int N = 0, nc = 0, T = 0;  ///< nc = K / 8
   int tiles = 0;             ///< N / 16
   int splits = 1;            ///< K splits; item i is split i / tiles of tile i % tiles
+  float* partials = nullptr;  ///< [splits, T, N] when splits > 1 (GemvRowsArgs::partials)
+  int* arrivals = nullptr;    ///< [N / 16], zero between launches
   int split_chunks = 0;      ///< 16-byte chunks per split, a multiple of 4 (the last may be shorter)
 };
 
@@ -84,7 +89,8 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/// out[0..1] += v for two adjacent floats (8-byte aligned): one vector atomic on sm_90.
+/// out[0..1] += v for two adjacent floats (8-byte aligned): one vector atomic on sm_90. Only the
+/// lab's atomic split form (LG_QWEN_ROWS_ATOMIC_SPLITS=1) adds so.
 __device__ __forceinline__ void atomic_add2(float* out, float v0, float v1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   atomicAdd(reinterpret_cast<float2*>(out), make_float2(v0, v1));
@@ -94,34 +100,122 @@ __device__ __forceinline__ void atomic_add2(float* out, float v0, float v1) {
 #endif
 }
 
-/// Writes a thread's C fragments of a 16-row tile and zeroes them: acc[nt][h] is y[t = 8 nt + 2 q
-/// + h, row n0] and acc[nt][2 + h] the same t, row n0 + 1 (the MMA rows of both forms map weight
-/// rows 2 i and 2 i + 1 to one thread). kStore / kResidual write out_f32 [T, N] (residual: += with
-/// one K split, atomically with more); kSwiGLU writes out_bf16 [T, N / 2] from the (gate, up) pair.
-template <int NT, GemvRowsOutput OUT>
-__device__ __forceinline__ void rows_epilogue(float (&acc)[NT][4], int n0, int q, int T, int N, int splits,
-                                              float* out_f32, bf16* out_bf16) {
+/// *p += v at GPU scope with acquire-release semantics; the old value.
+__device__ __forceinline__ int atomic_add_acq_rel_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+/// Where a kResidual launch's K splits meet (GemvRowsArgs::partials): this item's split index, the
+/// partials [splits, T, N] and the arrival counters [N / 16]. partials null: the splits add into
+/// out atomically (the lab's A/B form; not deterministic).
+struct SplitSum {
+  float* partials;
+  int* arrivals;
+  int split;
+};
+
+/// The kResidual epilogue of one of several K splits, a warp's 16-row tile (every lane calls it;
+/// n0 = this lane's first row, 16-row tile n0 / 16): the warp stores its partial sums, and if it is
+/// the tile's last split to arrive, adds the splits' partials in split order to out and returns
+/// the tile's counter to zero. The counter's add is acquire-release at GPU scope behind a warp
+/// barrier (CUTLASS's split-K semaphore: a barrier, then one thread's release); the partials are
+/// read past L1 (__ldcg), four splits' loads in flight at once: this runs at the launch's tail,
+/// where each round trip to L2 is on the step's critical path.
+template <int NT>
+__device__ __forceinline__ void split_sum_epilogue(const float (&acc)[NT][4], int n0, int q, int T, int N,
+                                                   int splits, float* out, const SplitSum& ss) {
+  const size_t slice = static_cast<size_t>(T) * N;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int t = 8 * nt + 2 * q + h;
+      if (t < T)
+        *reinterpret_cast<float2*>(ss.partials + ss.split * slice + static_cast<size_t>(t) * N + n0) =
+            make_float2(acc[nt][h], acc[nt][2 + h]);
+    }
+  __syncwarp();
+  int last = 0;
+  if ((threadIdx.x & 31) == 0) {
+    int* counter = ss.arrivals + n0 / 16;
+    last = atomic_add_acq_rel_gpu(counter, 1) == splits - 1;
+    if (last) *counter = 0;  // every split of the tile has counted: the next launch starts at zero
+  }
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  __syncwarp();  // the other lanes' loads after lane 0's acquire
+  float2 sum[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) sum[nt][0] = sum[nt][1] = make_float2(0.f, 0.f);
+  for (int sp0 = 0; sp0 < splits; sp0 += 4) {
+    float2 v[4][NT][2];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int t = 8 * nt + 2 * q + h;
+          v[j][nt][h] = sp0 + j < splits && t < T
+                            ? __ldcg(reinterpret_cast<const float2*>(ss.partials + (sp0 + j) * slice +
+                                                                     static_cast<size_t>(t) * N + n0))
+                            : make_float2(0.f, 0.f);
+        }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (sp0 + j < splits) sum[nt][h].x += v[j][nt][h].x, sum[nt][h].y += v[j][nt][h].y;
+  }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int t = 8 * nt + 2 * q + h;
       if (t >= T) continue;
-      const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
-      if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
-        out_bf16[static_cast<size_t>(t) * (N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
-      } else {
-        float* o = out_f32 + static_cast<size_t>(t) * N + n0;
-        if constexpr (OUT == GemvRowsOutput::kStore) {
-          *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
-        } else if (splits == 1) {
-          const float2 r = *reinterpret_cast<const float2*>(o);
-          *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
+      float2* o = reinterpret_cast<float2*>(out + static_cast<size_t>(t) * N + n0);
+      const float2 r = *o;
+      *o = make_float2(r.x + sum[nt][h].x, r.y + sum[nt][h].y);
+    }
+}
+
+/// Writes a thread's C fragments of a 16-row tile and zeroes them: acc[nt][h] is y[t = 8 nt + 2 q
+/// + h, row n0] and acc[nt][2 + h] the same t, row n0 + 1 (the MMA rows of both forms map weight
+/// rows 2 i and 2 i + 1 to one thread). kStore / kResidual write out_f32 [T, N] (residual: += with
+/// one K split, through split_sum_epilogue with more); kSwiGLU writes out_bf16 [T, N / 2] from the
+/// (gate, up) pair. Every lane of the warp calls it.
+template <int NT, GemvRowsOutput OUT>
+__device__ __forceinline__ void rows_epilogue(float (&acc)[NT][4], int n0, int q, int T, int N, int splits,
+                                              float* out_f32, bf16* out_bf16, const SplitSum& ss) {
+  if constexpr (OUT == GemvRowsOutput::kResidual) {
+    if (splits > 1 && ss.partials) split_sum_epilogue<NT>(acc, n0, q, T, N, splits, out_f32, ss);
+  }
+  if (OUT != GemvRowsOutput::kResidual || splits == 1 || !ss.partials) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int t = 8 * nt + 2 * q + h;
+        if (t >= T) continue;
+        const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
+        if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
+          out_bf16[static_cast<size_t>(t) * (N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
         } else {
-          atomic_add2(o, y0, y1);
+          float* o = out_f32 + static_cast<size_t>(t) * N + n0;
+          if constexpr (OUT == GemvRowsOutput::kStore) {
+            *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
+          } else if (splits == 1) {
+            const float2 r = *reinterpret_cast<const float2*>(o);
+            *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
+          } else {
+            atomic_add2(o, y0, y1);
+          }
         }
       }
-    }
+  }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
 }
@@ -204,7 +298,8 @@ __global__ void __launch_bounds__(kRowsThreads, kRowsMaxBlocksPerSm) gemv_rows_k
       }
     }
     if (next != item) {
-      rows_epilogue<NT, OUT>(acc, (item % p.tiles) * 16 + 2 * g, q, p.T, p.N, p.splits, p.out_f32, p.out_bf16);
+      rows_epilogue<NT, OUT>(acc, (item % p.tiles) * 16 + 2 * g, q, p.T, p.N, p.splits, p.out_f32, p.out_bf16,
+                             SplitSum{p.partials, p.arrivals, item / p.tiles});
     }
     item = next;
     c0 = nc0;

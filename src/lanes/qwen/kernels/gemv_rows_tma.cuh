@@ -13,7 +13,8 @@
 // boxes of 64 k (128 bytes a row, the 128-byte swizzle's span) of the tile's 64 W rows and of the
 // 8 NT x rows. Outside the tensors the boxes hold zeros: rows past T or N, and k past K (so a
 // chunk's last 16-k step may be half real, half zeros: its products add nothing).
-// Consumer warp w owns MMA tile w (W rows 16 w .. 16 w + 15 of the item's tile) for every k:
+// Consumer warp w owns MMA tile w (W rows 16 w .. 16 w + 15 of the item's tile) for every k (or,
+// with 8 consumer warps, warps w and w + 4 own it for a stage's first and second box):
 //   A (16 x 16) = W rows, MMA row i < 8 being weight row 2 i and row 8 + i weight row 2 i + 1, so
 //     a thread's C fragment holds both rows of a SwiGLU pair (gate/up rows are interleaved at
 //     upload) and two adjacent outputs for the residual forms, as in gemv_rows.cuh. (Rows 2 i sit
@@ -21,7 +22,7 @@
 //     measured: a warp's 16 ldmatrix and 16 MMAs a stage take a few hundred cycles, where a
 //     stage's 16 KB take ~1,000 cycles to arrive at an SM's share of the copy rate);
 //   B (16 x 8 per n-tile) = x rows as the .col operand: ldmatrix of x[t][k..k+7] is exactly b0/b1.
-// Epilogues as gemv_rows.cuh: store, residual (+=, atomic across K splits), SwiGLU (one split).
+// Epilogues as gemv_rows.cuh: store, residual (+=, K splits summed in split order), SwiGLU (one split).
 #pragma once
 
 #include <cuda.h>
@@ -38,17 +39,28 @@ namespace lg::qwen::dev {
 constexpr int kTmaRows = 64;                          ///< W rows of a work item's tile
 constexpr int kTmaK = 128;                            ///< k of a stage: two boxes of kTmaBoxK
 constexpr int kTmaBoxK = 64;                          ///< k of a box: 128 bytes, the swizzle's span
-constexpr int kTmaConsumers = kTmaRows / 16;          ///< warps doing MMAs, one 16-row tile each
-constexpr int kTmaThreads = (kTmaConsumers + 1) * 32;  ///< and one producer warp
-/// Stages of the ring: 8 (16 KB of W each, one block an SM by its shared memory) or 4 (two).
-constexpr int kTmaStages = 8;
+constexpr int kTmaTiles = kTmaRows / 16;  ///< MMA tiles of 16 rows in a work item's tile
+/// Threads of a block of CW consumer warps (4: one an MMA tile; 8: two, each half of a stage's
+/// k) and one producer warp.
+__host__ __device__ constexpr int tma_threads(int CW) { return (CW + 1) * 32; }
 
 /// Bytes of one box of W (64 rows x 64 k) and of x (8 NT rows x 64 k); a stage holds two of each.
 __host__ __device__ constexpr int tma_w_box_bytes() { return kTmaRows * kTmaBoxK * 2; }
 __host__ __device__ constexpr int tma_x_box_bytes(int NT) { return 8 * NT * kTmaBoxK * 2; }
 __host__ __device__ constexpr int tma_stage_bytes(int NT) { return 2 * (tma_w_box_bytes() + tma_x_box_bytes(NT)); }
-/// Dynamic shared memory of a launch: 1,024 bytes of alignment slack, the stages, 2 S mbarriers.
-__host__ __device__ constexpr int tma_smem_bytes(int NT, int S) { return 1024 + S * tma_stage_bytes(NT) + 2 * S * 8; }
+/// Bytes where the second k-half's warps hand their sums to the first's (CW = 8): a float of
+/// each of the 4 NT accumulators of each lane of 4 warps.
+__host__ __device__ constexpr int tma_pair_bytes(int NT, int CW) { return CW == 8 ? kTmaTiles * NT * 4 * 32 * 4 : 0; }
+/// Dynamic shared memory of a launch: 1,024 bytes of alignment slack, the stages, 2 S mbarriers,
+/// the k-halves' hand-off.
+__host__ __device__ constexpr int tma_smem_bytes(int NT, int S, int CW) {
+  return 1024 + S * tma_stage_bytes(NT) + 2 * S * 8 + tma_pair_bytes(NT, CW);
+}
+
+/// Named barrier `id` (1..15; 0 is __syncthreads') of `threads` threads.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 /// What one kTma launch computes (built by launch_gemv_rows; the tensor maps travel beside it).
 struct GemvTmaParams {
@@ -59,6 +71,8 @@ struct GemvTmaParams {
   int N = 0, K = 0, T = 0;
   int tiles = 0;    ///< ceil(N / 64)
   int splits = 1;   ///< K splits; item i is split i / tiles of tile i % tiles
+  float* partials = nullptr;  ///< [splits, T, N] when splits > 1 (GemvRowsArgs::partials)
+  int* arrivals = nullptr;    ///< [N / 16], zero between launches
   int split_k = 0;  ///< k of a split, a multiple of kTmaK (the last may be shorter)
 };
 
@@ -78,11 +92,14 @@ struct TmaItem {
   __device__ int boxes(int c) const { return chunk_k(c) > kTmaBoxK ? 2 : 1; }
 };
 
-/// NT n-tiles of 8 x rows: 1 for T <= 8, 2 for T <= 16, 4 for T <= 32; S stages. Block
-/// kTmaThreads, dynamic shared memory tma_smem_bytes(NT, S). wmap: W [N, K] in boxes of 64 x 64;
-/// xmap: x [T, K] in boxes of 8 NT x 64.
-template <int NT, GemvRowsOutput OUT, int S = kTmaStages>
-__global__ void __launch_bounds__(kTmaThreads, 1)
+/// NT n-tiles of 8 x rows: 1 for T <= 8, 2 for T <= 16, 4 for T <= 32; S stages; CW consumer
+/// warps (4: warp w runs MMA tile w over all of a stage's k; 8: warps w and w + 4 run tile w % 4
+/// over the stage's first and second box, and at the end of an item warp w + 4 hands its sums to
+/// warp w through shared memory, which adds them after its own: a fixed order). Block
+/// tma_threads(CW), dynamic shared memory tma_smem_bytes(NT, S, CW). wmap: W [N, K] in boxes of
+/// 64 x 64; xmap: x [T, K] in boxes of 8 NT x 64.
+template <int NT, GemvRowsOutput OUT, int S, int CW>
+__global__ void __launch_bounds__(tma_threads(CW), 1)
     gemv_rows_tma_kernel(const GemvTmaParams p, const __grid_constant__ CUtensorMap wmap,
                          const __grid_constant__ CUtensorMap xmap) {
   extern __shared__ __align__(1024) char tma_smem_raw[];
@@ -91,18 +108,19 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   char* const smem = tma_smem_raw + ((1024 - (smem_addr(tma_smem_raw) & 1023)) & 1023);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + S * kStage);
   uint64_t* empty = full + S;
+  [[maybe_unused]] float* pair = reinterpret_cast<float*>(empty + S);  // tma_pair_bytes(NT, CW)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int items = p.tiles * p.splits;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kTmaConsumers);
+      mbar_init(&empty[s], CW);
     }
     mbar_init_fence();
   }
   __syncthreads();
 
-  if (warp == kTmaConsumers) {
+  if (warp == CW) {
     // The producer (one thread). Before the PDL wait: the W boxes of the ring's first stages
     // (their full barriers expect the x boxes too, loaded after the wait).
     const bool leader = lane == 0;
@@ -150,15 +168,17 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   launch_dependents();
   if (p.clear) {
     const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (long long i = static_cast<long long>(blockIdx.x) * (kTmaConsumers * 32) + threadIdx.x; i < p.clear_n4;
-         i += static_cast<long long>(gridDim.x) * (kTmaConsumers * 32))
+    for (long long i = static_cast<long long>(blockIdx.x) * (CW * 32) + threadIdx.x; i < p.clear_n4;
+         i += static_cast<long long>(gridDim.x) * (CW * 32))
       p.clear[i] = z;
   }
   const int g = lane >> 2, q = lane & 3;
-  // This lane's ldmatrix rows: A's weight row 16 warp + 2 (lane % 8) + (lane / 8) % 2 at 16-byte
+  const int m = warp % kTmaTiles, kh = warp / kTmaTiles;  // MMA tile; k-half (CW = 8) or 0
+  constexpr int kSteps = CW == 8 ? kTmaK / 32 : kTmaK / 16;  // 16-k steps of a stage this warp runs
+  // This lane's ldmatrix rows: A's weight row 16 m + 2 (lane % 8) + (lane / 8) % 2 at 16-byte
   // chunk lane / 16 of each 16-k step; B's x row (lane / 16) * 8 + lane % 8 (lane % 8 at NT = 1)
   // at chunk (lane / 8) % 2. The swizzle puts chunk c of row r at c ^ (r % 8).
-  const int a_row = 16 * warp + 2 * (lane & 7) + ((lane >> 3) & 1), a_half = lane >> 4;
+  const int a_row = 16 * m + 2 * (lane & 7) + ((lane >> 3) & 1), a_half = lane >> 4;
   const int b_row = NT >= 2 ? (lane >> 4) * 8 + (lane & 7) : (lane & 7), b_half = (lane >> 3) & 1;
   auto chunk_at = [](int row, int chunk) { return row * 128 + ((chunk ^ (row & 7)) << 4); };
   float acc[NT][4];
@@ -167,7 +187,7 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
   int used = 0;
   for (int item = static_cast<int>(blockIdx.x); item < items; item += static_cast<int>(gridDim.x)) {
     const TmaItem it(p, item);
-    const bool active = 16 * warp < it.rows;  // warp-uniform: N is a multiple of 16
+    const bool active = 16 * m < it.rows;  // warp-uniform: N is a multiple of 16
     const int nch = it.chunks();
     for (int c = 0; c < nch; ++c, ++used) {
       const int s = used % S;
@@ -176,7 +196,8 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
         const char* st = smem + s * kStage;
         const int steps = (it.chunk_k(c) + 15) / 16;
 #pragma unroll
-        for (int j = 0; j < kTmaK / 16; ++j) {
+        for (int jj = 0; jj < kSteps; ++jj) {
+          const int j = kh * kSteps + jj;
           if (j < steps) {
             const char* wb = st + (j / 4) * kW;           // the step's W box
             const char* xb = st + 2 * kW + (j / 4) * kX;  // and x box
@@ -202,8 +223,23 @@ __global__ void __launch_bounds__(kTmaThreads, 1)
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[s]);
     }
-    if (active)
-      rows_epilogue<NT, OUT>(acc, it.n0 + 16 * warp + 2 * g, q, p.T, p.N, p.splits, p.out_f32, p.out_bf16);
+    if (!active) continue;
+    if constexpr (CW == 8) {  // the second k-half's sums to the first's warp, then added after its own
+      float* mine = pair + m * (NT * 4 * 32) + lane;
+      if (kh == 1) {
+#pragma unroll
+        for (int i = 0; i < NT * 4; ++i) mine[i * 32] = acc[i / 4][i % 4], acc[i / 4][i % 4] = 0.f;
+      }
+      named_barrier_sync(1 + m, 64);
+      if (kh == 0) {
+#pragma unroll
+        for (int i = 0; i < NT * 4; ++i) acc[i / 4][i % 4] += mine[i * 32];
+      }
+      named_barrier_sync(1 + kTmaTiles + m, 64);  // read before the next item's hand-off writes
+      if (kh == 1) continue;
+    }
+    rows_epilogue<NT, OUT>(acc, it.n0 + 16 * m + 2 * g, q, p.T, p.N, p.splits, p.out_f32, p.out_bf16,
+                           SplitSum{p.partials, p.arrivals, item / p.tiles});
   }
 }
 
