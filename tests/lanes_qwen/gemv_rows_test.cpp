@@ -148,7 +148,7 @@ GemvRowsArgs args_of(const Problem& p, const cuda::DeviceBuffer& dW, const cuda:
 void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda::Stream& s) {
   auto dW = to_device(p.W.raw), dx = to_device(p.x.raw);
   GemvRowsArgs a = args_of(p, dW, dx);
-  const SplitScratch scratch(p);
+  SplitScratch scratch(p);
   scratch.give(a);
   for (const Grid& g : kGrids) {
     if (p.T > gemv_rows_max_t(g.form)) continue;
@@ -176,6 +176,33 @@ void check_store_and_residual(std::mt19937_64& rng, const Problem& p, const cuda
       const std::string what = label(p, "residual", g, splits);
       EXPECT_LT(rel_err(f32_rows(out, p.T, p.N, what), want), kF32Tol) << what;
       scratch.expect_counters_zero(what);
+    }
+  // kSlices: the splits' sums in slices of the partials (poisoned first), added here in double.
+  for (const Grid& g : kGrids)
+    for (int splits : {0, 1, 3}) {
+      if (p.T > gemv_rows_max_t(g.form)) continue;
+      const std::vector<float> nan(scratch.partials.bytes() / sizeof(float), std::nanf(""));
+      scratch.partials.upload(nan.data(), scratch.partials.bytes());
+      set_grid(a, g);
+      a.splits = splits;
+      a.out_f32 = nullptr;
+      const int ran = launch_gemv_rows(GemvRowsOutput::kSlices, a, s.get());
+      s.synchronize();
+      const std::string what = label(p, "slices", g, splits) + " ran " + std::to_string(ran);
+      if (splits > 0) {
+        EXPECT_EQ(ran, splits) << what;
+      }
+      ASSERT_GE(ran, 1) << what;
+      ASSERT_LE(ran, kGemvRowsMaxSplits) << what;
+      const size_t slice = size_t(p.T) * p.N;
+      const std::vector<float> parts = download_f32(scratch.partials, size_t(ran) * slice);
+      std::vector<float> sum(slice, 0.f);
+      for (size_t i = 0; i < slice; ++i) {
+        double v = 0;
+        for (int sp = 0; sp < ran; ++sp) v += parts[sp * slice + i];
+        sum[i] = static_cast<float>(v);
+      }
+      EXPECT_LT(rel_err(sum, p.y), kF32Tol) << what;
     }
 }
 

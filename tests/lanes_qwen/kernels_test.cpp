@@ -390,8 +390,10 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
     }
     EXPECT_LT(rel_err(download_bf16(h, want.size()), want), 4e-3) << "D=" << D;
 
-    // The split-K form: x += the sum of the slices, written back, then the same norm of it.
-    for (const int S : {1, 3}) {
+    // The split-K form: x += the sum of the slices, written back, then the same norm of it. Up to
+    // 16 slices (the row GEMV's most), four loaded at a time: 6 ends in a partial group. The sum
+    // is in slice order, so it is exactly the host's fp32 sum in that order.
+    for (const int S : {1, 3, 6, 16}) {
       auto parts = random_f32(rng, size_t(S) * T * D, -2, 2);
       auto dx2 = to_device(x), dp = to_device(parts);
       auto h2 = poisoned_bf16(size_t(T) * D);
@@ -409,7 +411,16 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
         const double r = 1.0 / std::sqrt(ss / D + 1e-6);
         for (size_t k = 0; k < size_t(D); ++k) want2[t * D + k] = sum[t * D + k] * r * w[k];
       }
-      EXPECT_LT(rel_err(download_f32(dx2, sum.size()), sum), 1e-6) << "D=" << D << " S=" << S << ": x";
+      const std::vector<float> got_x = download_f32(dx2, sum.size());
+      EXPECT_LT(rel_err(got_x, sum), 1e-6) << "D=" << D << " S=" << S << ": x";
+      size_t inexact = 0;
+      for (size_t t = 0; t < size_t(T); ++t)
+        for (size_t k = 0; k < size_t(D); ++k) {
+          float v = x[t * D + k];
+          for (size_t p = 0; p < size_t(S); ++p) v += parts[(p * T + t) * D + k];
+          inexact += got_x[t * D + k] != v;
+        }
+      EXPECT_EQ(inexact, 0u) << "D=" << D << " S=" << S << ": x is not the fp32 sum in slice order";
       EXPECT_LT(rel_err(download_bf16(h2, want2.size()), want2), 4e-3) << "D=" << D << " S=" << S << ": h";
     }
   }

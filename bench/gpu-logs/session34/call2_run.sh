@@ -23,7 +23,7 @@ r=LG_QWEN_GEMV_ROWS=2
 k=LG_QWEN_TMA_KHALVES=1
 ab_rounds tma_8b.txt 3 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
   cublaslt: s8:$r,LG_QWEN_TMA_STAGES=8 s4:$r,LG_QWEN_TMA_STAGES=4 s3:$r,LG_QWEN_TMA_STAGES=3 s2:$r,LG_QWEN_TMA_STAGES=2 \
-  s8kh:$r,$k,LG_QWEN_TMA_STAGES=8 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 \
+  s8kh:$r,$k,LG_QWEN_TMA_STAGES=8 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 s2kh:$r,$k,LG_QWEN_TMA_STAGES=2 \
   s4atomic:$r,LG_QWEN_TMA_STAGES=4,LG_QWEN_ROWS_ATOMIC_SPLITS=1 s3atomic:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_ATOMIC_SPLITS=1
 ab_rounds tma_06b.txt 2 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
   cublaslt: s8:$r,LG_QWEN_TMA_STAGES=8 s4:$r,LG_QWEN_TMA_STAGES=4 s3:$r,LG_QWEN_TMA_STAGES=3 s2:$r,LG_QWEN_TMA_STAGES=2 \

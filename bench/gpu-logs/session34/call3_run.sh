@@ -1,19 +1,40 @@
 #!/usr/bin/env bash
-# Session 34, call 3: issue 13's 8B bars at 160 and 512 positions, hand-written (default and with
-# the settings given as arguments, e.g. LG_QWEN_GEMV_ROWS=2 LG_QWEN_TMA_STAGES=3) and compiled,
-# then transformers' batched peer with what is left of the call's 600 s.
+# Session 34, call 3. Call 2 (H100) found the ordered split sum correct (RowDraws.* pass under the
+# TMA row GEMV) but 3-11% slower than the atomic adds: the last split's round trips sit at each
+# launch's tail. Now o_proj and down leave their K-split slices to the RMSNorm after them
+# (GemvRowsOutput::kSlices; LG_QWEN_ROWS_SLICES=0 brings back the in-launch sum); only QKV sums its
+# own. The checks, then the A/B at 8B and 0.6B, two rounds alternated. On an H200 only (the bars'
+# card), issue 13's 8B bars at 160 and 512 positions, default and on the TMA row GEMV, the
+# compiled lane, and transformers with what is left of the 600 s.
 set -uo pipefail
 source bench/device_env.sh
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
+LG_SHARED_DIR=/tmp/lgshared LG_SOURCE_DIR=$PWD timeout 150 /tmp/lgb/bin/qwen_lane_tests > "$out/qwen_lane_tests.txt" 2>&1
+echo "qwen_lane_tests rc $?"
+grep -E "^\[  (PASSED|FAILED) |FAILED  \]|tests ran" "$out/qwen_lane_tests.txt" | head -20
+qwen_tests 'RowDraws.*:HandwrittenBatch*:*TinyBatch*:*TinyFixture*' LG_QWEN_GEMV_ROWS=2 LG_QWEN_TMA_STAGES=3 | tail -3
+LG_QWEN_GEMV_ROWS=2 LG_QWEN_TMA_STAGES=3 timeout 90 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" \
+  --shared /tmp/lgshared --batch-with 16 > "$out/locks_handwritten_tma.txt" 2>&1
+echo "handwritten locks (tma, --batch-with 16) rc $?"; grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_handwritten_tma.txt"
+echo "checks done at ${SECONDS} s"
+r=LG_QWEN_GEMV_ROWS=2
+k=LG_QWEN_TMA_KHALVES=1
+ab_rounds tma_8b.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
+  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 \
+  s3insum:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_SLICES=0 s3atomic:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_SLICES=0,LG_QWEN_ROWS_ATOMIC_SPLITS=1
+ab_rounds tma_06b.txt 2 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
+  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 \
+  s3atomic:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_SLICES=0,LG_QWEN_ROWS_ATOMIC_SPLITS=1
+echo "A/B done at ${SECONDS} s"
+case "$gpu" in *H200*) ;; *) echo "not an H200: no bars"; exit 0 ;; esac
 bench="--shape qwen3-8b --prompt-len 8 --decode-tokens 32 --batch 1,16,64,128 --context 160,512 --kv-tokens 80000"
 { echo "== handwritten default"
   # shellcheck disable=SC2086  # the bench arguments split at spaces
   timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |bandwidth"
-  if [ $# -gt 0 ]; then
-    echo "== handwritten $*"
-    # shellcheck disable=SC2086
-    env "$@" timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ "
-  fi
+  echo "== handwritten $r LG_QWEN_TMA_STAGES=3"
+  # shellcheck disable=SC2086
+  env $r LG_QWEN_TMA_STAGES=3 timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ "
   echo "== compiled"
   # shellcheck disable=SC2086
   timeout 100 $lg bench $bench --lane compiled 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ "

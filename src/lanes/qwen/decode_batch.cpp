@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lanes/qwen/handwritten_state.h"
+#include "lanes/qwen/launch_pdl.h"
 #include "lanes/launch_skip.h"
 #include "runtime/cuda/launch_profile.h"
 
@@ -114,25 +115,28 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
         s.gemm.matmul_split(in, w, s.dec_parts.as<float>(), Bp, d.D, K, slices, cs);
       mark(what);
     };
-    auto norm = [&](const float* w, int slices) {
+    // The RMSNorm before a projection, adding the nparts split-K slices of the one before into x
+    // first (none: the projection added into x itself).
+    auto norm = [&](const float* w, const float* parts, int nparts) {
       if (skip("rmsnorm")) return;
-      if (slices == 1)
+      if (nparts == 0)
         launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
       else
-        launch_rmsnorm_rows_add(s.x.as<float>(), s.dec_parts.as<float>(), slices, w, Bp, d.D, d.eps,
-                                s.h.as<bf16_t>(), cs);
+        launch_rmsnorm_rows_add(s.x.as<float>(), parts, nparts, w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
       mark("rmsnorm");
     };
+    auto lt_parts = [&](int slices) { return slices == 1 ? 0 : slices; };  // cuBLASLt's into dec_parts
     auto enqueue = [&] {
       launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
       mark("embed");
+      int rows_slices = 0;  // the row GEMVs' down slices in rows_partials, for the next RMSNorm
       for (size_t l = 0; l < s.layers.size(); ++l) {
         if (rows) {
-          enqueue_layer_rows(l, Bp, static_cast<int>(MB), attn, d_pos, mark);
+          rows_slices = enqueue_layer_rows(l, Bp, static_cast<int>(MB), attn, d_pos, mark, rows_slices);
           continue;
         }
         const State::Layer& ly = s.layers[l];
-        norm(ly.ln1.as<float>(), l == 0 ? 1 : down_slices);
+        norm(ly.ln1.as<float>(), s.dec_parts.as<float>(), l == 0 ? 0 : lt_parts(down_slices));
         if (!skip("gemm qkv"))
           s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
         mark("gemm qkv");
@@ -143,7 +147,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
                                              cs);
         mark("attention");
         project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, o_slices, "gemm o");
-        norm(ly.ln2.as<float>(), o_slices);
+        norm(ly.ln2.as<float>(), s.dec_parts.as<float>(), lt_parts(o_slices));
         if (!skip("gemm gate/up"))
           s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
         mark("gemm gate/up");
@@ -151,7 +155,8 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
         mark("swiglu");
         project(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), d.F, down_slices, "gemm down");
       }
-      norm(s.final_norm.as<float>(), rows ? 1 : down_slices);
+      if (rows) norm(s.final_norm.as<float>(), s.rows_partials.as<float>(), rows_slices);
+      else norm(s.final_norm.as<float>(), s.dec_parts.as<float>(), lt_parts(down_slices));
       if (rows && rows_head(d.V, d.D)) {
         GemvRowsArgs head;
         head.W = s.head_w();
@@ -187,12 +192,17 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
 }
 
 // One layer of a batched decode step of Bp <= 16 sequences on the row GEMVs (kernels/gemv_rows.cuh):
-// RMSNorm rows -> QKV (accumulated into the zeroed qkv) -> decode attention -> o_proj + residual
-// (which zeroes qkv for the next layer) -> RMSNorm rows -> gate/up with the SwiGLU epilogue ->
-// down + residual. Six launches, all PDL, against the cuBLASLt path's eight.
-void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn,
-                                             const int* d_pos,
-                                             const std::function<void(const char*)>& mark) {
+// RMSNorm rows (adding the down slices of the layer before into x) -> QKV (accumulated into the
+// zeroed qkv, its splits summed by their last) -> decode attention -> o_proj into K-split slices
+// (and zeroing qkv for the next layer) -> RMSNorm rows (adding them into x) -> gate/up with the
+// SwiGLU epilogue -> down into slices. Six launches, all PDL, against the cuBLASLt path's eight.
+// o_proj and down leave their slices to the RMSNorm after them because a launch that sums its own
+// splits waits at its tail for the last one's round trips (3-7 us a launch on the H100, bench/
+// RESULTS.md, thirty-fourth session); LG_QWEN_ROWS_SLICES=0 (lab) has them add into x themselves.
+int HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn,
+                                            const int* d_pos, const std::function<void(const char*)>& mark,
+                                            int x_slices) {
+  static const bool slices_on = lab_knob("LG_QWEN_ROWS_SLICES", 1) != 0;
   State& s = *st_;
   cudaStream_t cs = s.stream.get();
   using bf16_t = __nv_bfloat16;
@@ -211,8 +221,24 @@ void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride,
     a.arrivals_n = s.rows_arrivals.bytes() / sizeof(int);
     return a;
   };
-  launch_rmsnorm_rows(s.x.as<float>(), ly.ln1.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
-  mark("rmsnorm");
+  auto norm = [&](const float* w, int nparts) {
+    if (nparts == 0)
+      launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
+    else
+      launch_rmsnorm_rows_add(s.x.as<float>(), s.rows_partials.as<float>(), nparts, w, Bp, d.D, d.eps,
+                              s.h.as<bf16_t>(), cs);
+    mark("rmsnorm");
+  };
+  // o_proj and down: K-split slices for the RMSNorm after them (their count), or into x (0).
+  auto into_x = [&](GemvRowsArgs a) {
+    if (!slices_on) {
+      a.out_f32 = s.x.as<float>();
+      launch_gemv_rows(GemvRowsOutput::kResidual, a, cs);
+      return 0;
+    }
+    return launch_gemv_rows(GemvRowsOutput::kSlices, a, cs);
+  };
+  norm(ly.ln1.as<float>(), x_slices);
   GemvRowsArgs qkv = args(ly.wqkv.as<bf16_t>(), d.nqkv, d.D, s.h.as<bf16_t>());
   qkv.out_f32 = s.qkv.as<float>();
   launch_gemv_rows(GemvRowsOutput::kResidual, qkv, cs);
@@ -222,21 +248,18 @@ void HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride,
                                      s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
   mark("attention");
   GemvRowsArgs o = args(ly.wo.as<bf16_t>(), d.D, d.nq, s.attn.as<bf16_t>());
-  o.out_f32 = s.x.as<float>();
   o.clear = s.qkv.as<float>();
   o.clear_n = static_cast<size_t>(Bp) * d.nqkv;
-  launch_gemv_rows(GemvRowsOutput::kResidual, o, cs);
+  const int o_slices = into_x(o);
   mark("row gemv o");
-  launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
-  mark("rmsnorm");
+  norm(ly.ln2.as<float>(), o_slices);
   GemvRowsArgs gu = args(ly.wgu.as<bf16_t>(), 2 * d.F, d.D, s.h.as<bf16_t>());
   gu.out_bf16 = s.act.as<bf16_t>();
   launch_gemv_rows(GemvRowsOutput::kSwiGLU, gu, cs);
   mark("row gemv gate/up+swiglu");
-  GemvRowsArgs dn = args(ly.wd.as<bf16_t>(), d.D, d.F, s.act.as<bf16_t>());
-  dn.out_f32 = s.x.as<float>();
-  launch_gemv_rows(GemvRowsOutput::kResidual, dn, cs);
+  const int down_slices = into_x(args(ly.wd.as<bf16_t>(), d.D, d.F, s.act.as<bf16_t>()));
   mark("row gemv down");
+  return down_slices;
 }
 
 }  // namespace lg::qwen

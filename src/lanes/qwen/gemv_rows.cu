@@ -40,11 +40,13 @@ bool atomic_splits() {
   return on;
 }
 
-/// Most K splits a kResidual launch of `a` may take: what its partials and arrivals hold (1
-/// without them), at most kGemvRowsMaxSplits.
-int split_room(const GemvRowsArgs& a) {
-  if (atomic_splits()) return kGemvRowsMaxSplits;
-  if (!a.partials || !a.arrivals || a.arrivals_n < gemv_rows_arrival_ints(a.N)) return 1;
+/// Most K splits a launch of `a` may take: kResidual what its partials and arrivals hold (1
+/// without them), kSlices what its partials hold, at most kGemvRowsMaxSplits; 1 for the others.
+int split_room(GemvRowsOutput out, const GemvRowsArgs& a) {
+  if (out != GemvRowsOutput::kResidual && out != GemvRowsOutput::kSlices) return 1;
+  if (out == GemvRowsOutput::kResidual && atomic_splits()) return kGemvRowsMaxSplits;
+  const bool counters = out == GemvRowsOutput::kSlices || (a.arrivals && a.arrivals_n >= gemv_rows_arrival_ints(a.N));
+  if (!a.partials || !counters) return 1;
   const size_t per_split = static_cast<size_t>(a.T) * static_cast<size_t>(a.N);
   return static_cast<int>(std::clamp<size_t>(a.partials_n / per_split, 1, kGemvRowsMaxSplits));
 }
@@ -125,17 +127,18 @@ int tma_blocks_per_sm() {
 }
 
 /// The kTma form's launch with S stages: its grid (every block an SM holds, or a.max_blocks), K
-/// splits (kResidual: a.splits, the knob, or gemv_tma_splits within split_room) and the launch.
+/// splits (kResidual, kSlices: a.splits, the knob, or gemv_tma_splits within split_room) and the
+/// launch; returns the splits.
 template <int NT, GemvRowsOutput OUT, int S, int CW>
-void gemv_tma_as(GemvRowsOutput out, const GemvRowsArgs& a, dev::GemvTmaParams p, const CUtensorMap& wmap,
+int gemv_tma_as(GemvRowsOutput out, const GemvRowsArgs& a, dev::GemvTmaParams p, const CUtensorMap& wmap,
                  const CUtensorMap& xmap, cudaStream_t s) {
   const int chunks = (a.K + dev::kTmaK - 1) / dev::kTmaK;
   const int fit = cuda::sm_count() * tma_blocks_per_sm<NT, OUT, S, CW>();
   const int most = a.max_blocks > 0 ? std::min(a.max_blocks, fit) : fit;
   int splits = 1;
   static const int forced = lab_knob("LG_QWEN_GEMV_ROWS_SPLITS", 0);
-  if (out == GemvRowsOutput::kResidual) {
-    const int room = split_room(a);
+  if (out == GemvRowsOutput::kResidual || out == GemvRowsOutput::kSlices) {
+    const int room = split_room(out, a);
     const int want = a.splits > 0 ? a.splits : std::min(forced, room);
     splits = want > 0 ? std::min(want, chunks) : gemv_tma_splits(p.tiles, chunks, most, room);
   }
@@ -146,10 +149,11 @@ void gemv_tma_as(GemvRowsOutput out, const GemvRowsArgs& a, dev::GemvTmaParams p
   const int blocks = std::max(1, std::min(p.tiles * p.splits, most));
   launch_pdl(dev::gemv_rows_tma_kernel<NT, OUT, S, CW>, dim3(blocks), dim3(dev::tma_threads(CW)),
              dev::tma_smem_bytes(NT, S, CW), s, p, wmap, xmap);
+  return p.splits;
 }
 
 template <int NT, GemvRowsOutput OUT, int S>
-void gemv_tma_warps(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap,
+int gemv_tma_warps(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap,
                     const CUtensorMap& xmap, cudaStream_t s) {
   if ((a.consumer_warps ? a.consumer_warps : tma_consumer_warps()) == 8)
     return gemv_tma_as<NT, OUT, S, 8>(out, a, p, wmap, xmap, s);
@@ -157,7 +161,7 @@ void gemv_tma_warps(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTm
 }
 
 template <int NT, GemvRowsOutput OUT>
-void gemv_tma_stages(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap,
+int gemv_tma_stages(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap,
                      const CUtensorMap& xmap, cudaStream_t s) {
   switch (tma_stages(NT)) {
     case 2: return gemv_tma_warps<NT, OUT, 2>(out, a, p, wmap, xmap, s);
@@ -168,7 +172,7 @@ void gemv_tma_stages(GemvRowsOutput out, const GemvRowsArgs& a, const dev::GemvT
 }
 
 template <GemvRowsOutput OUT>
-void gemv_tma_nt(const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap,
+int gemv_tma_nt(const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUtensorMap& wmap, const CUtensorMap& xmap,
                  cudaStream_t s) {
   switch (tma_n_tiles(p.T)) {
     case 1: return gemv_tma_stages<1, OUT>(OUT, a, p, wmap, xmap, s);
@@ -178,7 +182,7 @@ void gemv_tma_nt(const GemvRowsArgs& a, const dev::GemvTmaParams& p, const CUten
 }
 
 /// The kTma form of launch_gemv_rows (arguments already checked; `what` names the launch in errors).
-void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::string& what, cudaStream_t s) {
+int launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::string& what, cudaStream_t s) {
   dev::GemvTmaParams p;
   p.out_f32 = a.out_f32;
   p.out_bf16 = a.out_bf16;
@@ -188,7 +192,7 @@ void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::
   p.K = a.K;
   p.T = a.T;
   p.tiles = (a.N + dev::kTmaRows - 1) / dev::kTmaRows;
-  p.partials = atomic_splits() ? nullptr : a.partials;
+  p.partials = atomic_splits() && out == GemvRowsOutput::kResidual ? nullptr : a.partials;
   p.arrivals = a.arrivals;
   const CUtensorMap wmap = cuda::tensor_map_bf16_2d(a.W, static_cast<uint64_t>(a.N), static_cast<uint64_t>(a.K),
                                                     dev::kTmaRows, dev::kTmaBoxK, what.c_str());
@@ -198,12 +202,14 @@ void launch_gemv_rows_tma(GemvRowsOutput out, const GemvRowsArgs& a, const std::
     case GemvRowsOutput::kStore: return gemv_tma_nt<GemvRowsOutput::kStore>(a, p, wmap, xmap, s);
     case GemvRowsOutput::kResidual: return gemv_tma_nt<GemvRowsOutput::kResidual>(a, p, wmap, xmap, s);
     case GemvRowsOutput::kSwiGLU: return gemv_tma_nt<GemvRowsOutput::kSwiGLU>(a, p, wmap, xmap, s);
+    case GemvRowsOutput::kSlices: return gemv_tma_nt<GemvRowsOutput::kSlices>(a, p, wmap, xmap, s);
   }
+  return 0;
 }
 
 }  // namespace
 
-void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
+int launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) {
   const std::string what = "hand-written row GEMV (N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
                            " T=" + std::to_string(a.T) + ")";
   if (!gemv_rows_supports(a.N, a.K))
@@ -212,7 +218,10 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   if (a.T < 1 || a.T > gemv_rows_max_t(form))
     throw Error(what + ": T must be 1.." + std::to_string(gemv_rows_max_t(form)) + " in this form");
   if (!a.W || !a.x) throw Error(what + ": missing W or x");
-  if (out == GemvRowsOutput::kSwiGLU ? !a.out_bf16 : !a.out_f32) throw Error(what + ": missing output");
+  if (out == GemvRowsOutput::kSwiGLU ? !a.out_bf16 : out == GemvRowsOutput::kSlices ? !a.partials : !a.out_f32)
+    throw Error(what + ": missing output");
+  if (out == GemvRowsOutput::kSlices && a.partials_n < static_cast<size_t>(a.T) * static_cast<size_t>(a.N))
+    throw Error(what + ": the slices' partials hold less than one slice of T x N floats");
   auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
   if (misaligned(a.W) || misaligned(a.x) || misaligned(a.out_f32) || misaligned(a.out_bf16))
     throw Error(what + ": W, x and the output must be 16-byte aligned");
@@ -226,10 +235,10 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   if (a.consumer_warps != 0 && a.consumer_warps != 4 && a.consumer_warps != 8)
     throw Error(what + ": consumer_warps must be 0 (the knob's), 4 or 8");
   if (misaligned(a.partials)) throw Error(what + ": the split partials must be 16-byte aligned");
-  if (out == GemvRowsOutput::kResidual && a.splits > split_room(a))
+  if (a.splits > split_room(out, a))
     throw Error(what + ": " + std::to_string(a.splits) + " K splits need partials of " +
-                std::to_string(a.splits) + " x T x N floats and N / 16 arrival counters (room for " +
-                std::to_string(split_room(a)) + ", at most " + std::to_string(kGemvRowsMaxSplits) + ")");
+                std::to_string(a.splits) + " x T x N floats and, adding into the output, N / 16 arrival counters (room for " +
+                std::to_string(split_room(out, a)) + ", at most " + std::to_string(kGemvRowsMaxSplits) + ")");
   if (form == GemvRowsForm::kTma) return launch_gemv_rows_tma(out, a, what, s);
   static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
                                             dev::kRowsMaxBlocksPerSm);
@@ -247,22 +256,24 @@ void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s)
   p.tiles = a.N / 16;
   const int max_blocks = std::min(cuda::sm_count() * bps, kGemvMaxBlocks);
   p.splits = 1;
-  if (out == GemvRowsOutput::kResidual)
+  if (out == GemvRowsOutput::kResidual || out == GemvRowsOutput::kSlices)
     p.splits = a.splits > 0 ? std::min(a.splits, p.nc)
-                            : gemv_rows_splits(p.tiles, p.nc, max_blocks * dev::kRowsWarps, split_room(a));
+                            : gemv_rows_splits(p.tiles, p.nc, max_blocks * dev::kRowsWarps, split_room(out, a));
   // Chunks per split: a multiple of 4 (a step's 32 k), every split non-empty.
   p.split_chunks = (p.nc + p.splits - 1) / p.splits;
   p.split_chunks = (p.split_chunks + 3) / 4 * 4;
   p.splits = (p.nc + p.split_chunks - 1) / p.split_chunks;
-  p.partials = atomic_splits() ? nullptr : a.partials;
+  p.partials = atomic_splits() && out == GemvRowsOutput::kResidual ? nullptr : a.partials;
   p.arrivals = a.arrivals;
   const int items = p.tiles * p.splits;
   const int blocks = std::max(1, std::min((items + dev::kRowsWarps - 1) / dev::kRowsWarps, max_blocks));
   switch (out) {
-    case GemvRowsOutput::kStore: return gemv_rows_nt<GemvRowsOutput::kStore>(p, blocks, s);
-    case GemvRowsOutput::kResidual: return gemv_rows_nt<GemvRowsOutput::kResidual>(p, blocks, s);
-    case GemvRowsOutput::kSwiGLU: return gemv_rows_nt<GemvRowsOutput::kSwiGLU>(p, blocks, s);
+    case GemvRowsOutput::kStore: gemv_rows_nt<GemvRowsOutput::kStore>(p, blocks, s); break;
+    case GemvRowsOutput::kResidual: gemv_rows_nt<GemvRowsOutput::kResidual>(p, blocks, s); break;
+    case GemvRowsOutput::kSwiGLU: gemv_rows_nt<GemvRowsOutput::kSwiGLU>(p, blocks, s); break;
+    case GemvRowsOutput::kSlices: gemv_rows_nt<GemvRowsOutput::kSlices>(p, blocks, s); break;
   }
+  return p.splits;
 }
 
 }  // namespace lg::qwen

@@ -78,9 +78,10 @@ class HandwrittenQwenLane : public Lane {
   void enqueue_head_gemv(const float* x_row);
   void run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch);
   /// Layer l of a batched decode graph of Bp <= gemv_rows_max_t sequences on the row GEMVs (use_gemv_rows);
-  /// mark(name) after each launch (LG_PROFILE_LAUNCHES).
-  void enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn, const int* d_pos,
-                          const std::function<void(const char*)>& mark);
+  /// mark(name) after each launch (LG_PROFILE_LAUNCHES). x_slices: the K-split slices of the layer
+  /// before's down projection its first RMSNorm adds into x (0 at layer 0); returns this layer's.
+  int enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn, const int* d_pos,
+                         const std::function<void(const char*)>& mark, int x_slices);
   void run_rows(const FlatBatch& f, std::span<const SeqStep> batch);
   QwenShape shape_;
   LaneLimits limits_;

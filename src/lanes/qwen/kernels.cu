@@ -103,7 +103,7 @@ void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps
 void launch_rmsnorm_rows_add(float* x, const float* parts, int nparts, const float* w, int T, int D, float eps, bf16* h,
                              cudaStream_t s) {
   if (T <= 0) return;
-  static_assert(kMaxDecodeSlices <= dev::kRmsNormMaxParts);
+  static_assert(kMaxDecodeSlices <= dev::kRmsNormMaxParts && kGemvRowsMaxSplits <= dev::kRmsNormMaxParts);
   if (nparts < 1 || nparts > dev::kRmsNormMaxParts || !parts)
     throw Error("hand-written RMSNorm: the split-K add sums 1 to " + std::to_string(dev::kRmsNormMaxParts) +
                 " slices, not " + std::to_string(nparts));

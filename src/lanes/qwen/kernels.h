@@ -103,6 +103,9 @@ enum class GemvRowsOutput {
   kStore,     ///< out_f32[t, n] = y (one K split: every output is written by one warp)
   kResidual,  ///< out_f32[t, n] += y (K splits summed in split order); with out zeroed first, a store
   kSwiGLU,    ///< out_bf16[t, i] = bf16(silu(y[t, 2i]) * y[t, 2i+1]) (one K split)
+  /// partials[s, t, n] = split s's share of y: the K splits' sums left for the next kernel to add
+  /// in split order (launch_rmsnorm_rows_add), so no launch waits on another's tail
+  kSlices,
 };
 
 /// Most rows launch_gemv_rows takes: 32 in the TMA form (four mma n-tiles of 8), 16 in the
@@ -145,13 +148,14 @@ struct GemvRowsArgs {
   /// int [N / 16] (zero before the first launch; every launch leaves them zero). The last split of
   /// a 16-row tile to arrive adds the partials in split order, so the result is the same bits run
   /// to run whatever order the blocks finish in. Without them a kResidual launch takes one split.
+  /// kSlices writes its output into partials (no arrivals), as many splits as it holds.
   float* partials = nullptr;
   size_t partials_n = 0;
   int* arrivals = nullptr;
   size_t arrivals_n = 0;
   int blocks_per_sm = 0;  ///< kRegisters: persistent grid per SM, 1..4; 0 = default (knob LG_QWEN_GEMV_ROWS_BPS, 4)
-  /// kResidual's K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS), at most what
-  /// partials holds and kGemvRowsMaxSplits.
+  /// kResidual's and kSlices' K splits; 0 = the launcher's choice (knob LG_QWEN_GEMV_ROWS_SPLITS),
+  /// at most what partials holds and kGemvRowsMaxSplits.
   int splits = 0;
   GemvRowsForm form = GemvRowsForm::kDefault;
   int max_blocks = 0;  ///< kTma: at most this many blocks (0: as many as fit); tests make blocks loop over items
@@ -166,8 +170,8 @@ struct GemvRowsArgs {
 /// into shared memory (kernels/gemv_rows_tma.cuh, T <= 32). Deterministic: K splits are summed
 /// in a fixed order (GemvRowsArgs::partials). Throws lg::Error on an unsupported shape (see
 /// gemv_rows_supports), T past the form's rows, a missing pointer, a bad `clear`, or forced splits
-/// without room for their partials.
-void launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
+/// without room for their partials. Returns the K splits it ran (kSlices: the slices written).
+int launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
 /// Knob LG_QWEN_GEMV_ROWS (0, the default = off; 1 = on, register form; 2 = on, TMA form): the
@@ -196,9 +200,10 @@ void launch_rmsnorm_rows(const float* x, const float* w, int T, int D, float eps
 void launch_rmsnorm_gather(const float* x, const int* rows, const float* w, int B, int D, float eps, bf16* h,
                            cudaStream_t stream);
 /// The residual add of a split-K GEMM (cuda::LtGemm::matmul_split), then launch_rmsnorm_rows:
-/// x[t] += parts[0][t] + ... + parts[nparts-1][t], written back, and h[t] = bf16(rms_norm(x[t], w, eps)).
-/// parts f32 [nparts, T, D]. Launched with PDL (the batched decode, behind the split-K GEMM). Throws
-/// lg::Error unless 1 <= nparts <= 4.
+/// x[t] += parts[0][t] + ... + parts[nparts-1][t] (in that order), written back, and h[t] =
+/// bf16(rms_norm(x[t], w, eps)). parts f32 [nparts, T, D]: cuBLASLt's split-K slices or the row
+/// GEMV's (GemvRowsOutput::kSlices). Launched with PDL (the batched decode, behind the split-K
+/// GEMM). Throws lg::Error unless 1 <= nparts <= kGemvRowsMaxSplits.
 void launch_rmsnorm_rows_add(float* x, const float* parts, int nparts, const float* w, int T, int D, float eps, bf16* h,
                              cudaStream_t stream);
 /// Split-K slices of the batched decode step's o_proj (`down` false, K = H * Dh) and down (K = F)

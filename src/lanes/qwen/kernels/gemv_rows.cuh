@@ -186,7 +186,7 @@ __device__ __forceinline__ void split_sum_epilogue(const float (&acc)[NT][4], in
 /// + h, row n0] and acc[nt][2 + h] the same t, row n0 + 1 (the MMA rows of both forms map weight
 /// rows 2 i and 2 i + 1 to one thread). kStore / kResidual write out_f32 [T, N] (residual: += with
 /// one K split, through split_sum_epilogue with more); kSwiGLU writes out_bf16 [T, N / 2] from the
-/// (gate, up) pair. Every lane of the warp calls it.
+/// (gate, up) pair; kSlices writes ss.partials[ss.split] [T, N]. Every lane of the warp calls it.
 template <int NT, GemvRowsOutput OUT>
 __device__ __forceinline__ void rows_epilogue(float (&acc)[NT][4], int n0, int q, int T, int N, int splits,
                                               float* out_f32, bf16* out_bf16, const SplitSum& ss) {
@@ -204,8 +204,10 @@ __device__ __forceinline__ void rows_epilogue(float (&acc)[NT][4], int n0, int q
         if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
           out_bf16[static_cast<size_t>(t) * (N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
         } else {
-          float* o = out_f32 + static_cast<size_t>(t) * N + n0;
-          if constexpr (OUT == GemvRowsOutput::kStore) {
+          float* o = OUT == GemvRowsOutput::kSlices
+                         ? ss.partials + static_cast<size_t>(ss.split) * T * N + static_cast<size_t>(t) * N + n0
+                         : out_f32 + static_cast<size_t>(t) * N + n0;
+          if constexpr (OUT == GemvRowsOutput::kStore || OUT == GemvRowsOutput::kSlices) {
             *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
           } else if (splits == 1) {
             const float2 r = *reinterpret_cast<const float2*>(o);

@@ -9,8 +9,10 @@
 
 namespace lg::qwen::dev {
 
-/// Most split-K slices rmsnorm_rows_kernel sums (its registers hold them all at once).
-inline constexpr int kRmsNormMaxParts = 4;
+/// Most split-K slices rmsnorm_rows_kernel sums (the row GEMV's most K splits).
+inline constexpr int kRmsNormMaxParts = 16;
+/// Slices whose loads are in flight at once (registers: kRmsNormPartsInFlight x VPT float4).
+inline constexpr int kRmsNormPartsInFlight = 4;
 
 /// Grid (rows), 256 threads. VPT > 0 (D % 4 == 0, D <= 4 * VPT * blockDim.x, x and w 16-byte
 /// aligned): each thread loads its VPT float4 of the row at once and keeps them in registers, so a
@@ -19,8 +21,9 @@ inline constexpr int kRmsNormMaxParts = 4;
 /// 15 us a launch at B = 16 under ncu (bench/RESULTS.md, tenth session).
 ///
 /// With ADD (no row map, 1 <= nparts <= kRmsNormMaxParts), the residual add of a split-K GEMM
-/// rides here first: x[t] += parts[0][t] + ... + parts[nparts-1][t] (parts f32 [nparts, rows, D],
-/// LtGemm::matmul_split), written back to x, then normalised.
+/// rides here first: x[t] += parts[0][t] + ... + parts[nparts-1][t], added in that order (parts
+/// f32 [nparts, rows, D], LtGemm::matmul_split or the row GEMV's kSlices), written back to x, then
+/// normalised.
 template <int VPT, bool ADD>
 __global__ void rmsnorm_rows_kernel(float* __restrict__ x, const float* __restrict__ w, int D, float eps,
                                     const int* __restrict__ rows, bf16* __restrict__ h,
@@ -55,22 +58,25 @@ __global__ void rmsnorm_rows_kernel(float* __restrict__ x, const float* __restri
       v[i] = k < n4 ? reinterpret_cast<const float4*>(xr)[k] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     if constexpr (ADD) {
-      // Every slice's loads first, all in flight at once: with a loop that added each slice as it
-      // came, the 8B step gained nothing from split-K (bench/RESULTS.md, eleventh session, call 2).
-      float4 a[kRmsNormMaxParts][VPT];
+      // Four slices' loads at a time, all in flight at once: with a loop that added each slice as
+      // it came, the 8B step gained nothing from split-K (bench/RESULTS.md, eleventh session, call 2).
+      for (int p0 = 0; p0 < nparts; p0 += kRmsNormPartsInFlight) {
+        float4 a[kRmsNormPartsInFlight][VPT];
 #pragma unroll
-      for (int p = 0; p < kRmsNormMaxParts; ++p) {
-        const float4* pp = reinterpret_cast<const float4*>(pr + p * part_stride);
+        for (int j = 0; j < kRmsNormPartsInFlight; ++j) {
+          const float4* pp = reinterpret_cast<const float4*>(pr + (p0 + j) * part_stride);
 #pragma unroll
-        for (int i = 0; i < VPT; ++i) {
-          const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
-          a[p][i] = p < nparts && k < n4 ? pp[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+          for (int i = 0; i < VPT; ++i) {
+            const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
+            a[j][i] = p0 + j < nparts && k < n4 ? pp[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+          }
         }
+#pragma unroll
+        for (int j = 0; j < kRmsNormPartsInFlight; ++j)
+#pragma unroll
+          for (int i = 0; i < VPT; ++i)
+            if (p0 + j < nparts) v[i].x += a[j][i].x, v[i].y += a[j][i].y, v[i].z += a[j][i].z, v[i].w += a[j][i].w;
       }
-#pragma unroll
-      for (int p = 0; p < kRmsNormMaxParts; ++p)
-#pragma unroll
-        for (int i = 0; i < VPT; ++i) v[i].x += a[p][i].x, v[i].y += a[p][i].y, v[i].z += a[p][i].z, v[i].w += a[p][i].w;
 #pragma unroll
       for (int i = 0; i < VPT; ++i) {
         const int k = threadIdx.x + i * static_cast<int>(blockDim.x);
