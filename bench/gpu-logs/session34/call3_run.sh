@@ -21,10 +21,10 @@ echo "checks done at ${SECONDS} s"
 r=LG_QWEN_GEMV_ROWS=2
 k=LG_QWEN_TMA_KHALVES=1
 ab_rounds tma_8b.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
-  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 \
+  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 \
   s3insum:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_SLICES=0 s3atomic:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_SLICES=0,LG_QWEN_ROWS_ATOMIC_SPLITS=1
 ab_rounds tma_06b.txt 2 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
-  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s3kh:$r,$k,LG_QWEN_TMA_STAGES=3 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 \
+  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s4kh:$r,$k,LG_QWEN_TMA_STAGES=4 \
   s3atomic:$r,LG_QWEN_TMA_STAGES=3,LG_QWEN_ROWS_SLICES=0,LG_QWEN_ROWS_ATOMIC_SPLITS=1
 echo "A/B done at ${SECONDS} s"
 case "$gpu" in *H200*) ;; *) echo "not an H200: no bars"; exit 0 ;; esac
