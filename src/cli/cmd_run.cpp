@@ -266,7 +266,8 @@ LG_COMMAND("run", [](CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& s) -> std::string { return s == "cpu" || s == "cuda" ? "" : "must be cpu or cuda, got '" + s + "'"; },
           "cpu|cuda"));
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda");
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda")
+      ->check(lg::cli::lane_name());
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
   sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::at_least_one());
   lg::cli::add_lane_options(sub, o->lane_options);

@@ -209,7 +209,8 @@ LG_COMMAND("serve", [](CLI::App& app) {
                       lg::cli::preset_shape_names() +
                       ", or a directory holding a config.json alone, as bench/shapes/*): prompts as token ids, for "
                       "load tests");
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten; default cpu, handwritten with --shape)");
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten; default cpu, handwritten with --shape)")
+      ->check(lg::cli::lane_name());
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));
   sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")

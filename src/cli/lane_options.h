@@ -44,6 +44,17 @@ inline void add_model_options(CLI::App* sub, std::string& model, std::string& pr
       ->check(CLI::ExistingFile);
 }
 
+/// The check of a --lane value: `--lane "$LANE"` with LANE unset used to run lg run and lg serve
+/// on their default lane without a word (cpu, or handwritten with --device cuda or --shape),
+/// where lg batch, lock and bench refuse the empty name as an unknown lane.
+inline CLI::Validator lane_name() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return s.empty() ? "needs a lane name (cpu, compiled, handwritten), got an empty one; leave --lane out for the default" : "";
+      },
+      "LANE");
+}
+
 /// Adds --kv-tokens, --max-batch, --max-step-tokens and --block-size to `sub`, writing `o`.
 inline void add_lane_options(CLI::App* sub, LaneOptions& o) {
   sub->add_option("--kv-tokens", o.kv_tokens,

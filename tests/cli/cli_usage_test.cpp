@@ -119,6 +119,16 @@ TEST(CliUsage, RunRefusesALaneThatContradictsTheDeviceOrDoesNotExist) {
   EXPECT_NE(one.out.find("on lane cpu, 1 prompt token\n"), std::string::npos) << one.out;
 }
 
+// `--lane ""` (an unset shell variable) ran lg run and lg serve on their default lane without a
+// word, cpu here, where lg batch refused it as an unknown lane; it is a usage error before the
+// model loads. The timeout ends a server that accepted it (it would serve until killed).
+TEST(CliUsage, AnEmptyLaneIsRefusedNotTakenAsTheDefault) {
+  const std::string empty_lane = "--lane: needs a lane name (cpu, compiled, handwritten), got an empty one";
+  expect_usage_error("run -m " + kModel + " -p def -n 1 --lane ''", empty_lane);
+  expect_usage_error("run -m " + kModel + " -p def -n 1 --device cuda --lane ''", empty_lane);
+  expect_usage_error("serve -m " + kModel + " --port 1 --lane ''", empty_lane, "timeout 30 ");
+}
+
 // An endless input (/dev/zero, a pipe that never closes) as the program, --config, a prompt, a
 // requests file or stdin used to be read until memory ran out; reading stops at 64 MiB and the
 // error names it. The memory limit keeps a regression from taking the machine's memory (it would
