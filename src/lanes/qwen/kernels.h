@@ -180,8 +180,10 @@ bool gemv_rows_supports(int N, int K);
 /// disagree (bench/RESULTS.md, thirtieth and thirty-first sessions, 8B step of 2 / 8 / 16 / 32
 /// sequences at 512 positions): on the H100 the TMA form took 6.24 / 6.38 / 6.56 / 7.22 ms against
 /// cuBLASLt's 6.39 / 6.67 / 6.93 / 7.56, on the H200 5.96 / 6.14 / 5.37 / 5.97 against 4.77 /
-/// 5.19 / 5.26 / 5.69. (The register form streams W at 1.8-2.2 TB/s on the H200, sixth session:
-/// B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
+/// 5.19 / 5.26 / 5.69 (those with atomic split sums and 8 or 4 stages; with its sums in a fixed
+/// order and 3-4 stages, thirty-fourth session, the H100 only so far). (The register form streams W
+/// at 1.8-2.2 TB/s on the H200, sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's
+/// 5.6-5.7.)
 bool gemv_rows_enabled();
 /// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kRegisters when
 /// LG_QWEN_GEMV_ROWS=1, else kTma (the kernel tests' and LG_QWEN_GEMV_ROWS=2's form).

@@ -116,6 +116,22 @@ struct SplitSum {
   int split;
 };
 
+/// Calls f(t, nt, h) for each of this lane's C-fragment rows t = 8 nt + 2 q + h below T (its
+/// outputs acc[nt][h] and acc[nt][2 + h], weight rows n0 and n0 + 1 at row t).
+template <int NT, class F>
+__device__ __forceinline__ void for_lane_rows(int q, int T, F&& f) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (8 * nt + 2 * q + h < T) f(8 * nt + 2 * q + h, nt, h);
+}
+
+/// Where split `split`'s sums of row t, weight rows n0 and n0 + 1, go in the partials [splits, T, N].
+__device__ __forceinline__ float* slice_at(float* partials, int split, int t, int T, int N, int n0) {
+  return partials + (static_cast<size_t>(split) * T + t) * N + n0;
+}
+
 /// The kResidual epilogue of one of several K splits, a warp's 16-row tile (every lane calls it;
 /// n0 = this lane's first row, 16-row tile n0 / 16): the warp stores its partial sums, and if it is
 /// the tile's last split to arrive, adds the splits' partials in split order to out and returns
@@ -126,16 +142,9 @@ struct SplitSum {
 template <int NT>
 __device__ __forceinline__ void split_sum_epilogue(const float (&acc)[NT][4], int n0, int q, int T, int N,
                                                    int splits, float* out, const SplitSum& ss) {
-  const size_t slice = static_cast<size_t>(T) * N;
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int t = 8 * nt + 2 * q + h;
-      if (t < T)
-        *reinterpret_cast<float2*>(ss.partials + ss.split * slice + static_cast<size_t>(t) * N + n0) =
-            make_float2(acc[nt][h], acc[nt][2 + h]);
-    }
+  for_lane_rows<NT>(q, T, [&](int t, int nt, int h) {
+    *reinterpret_cast<float2*>(slice_at(ss.partials, ss.split, t, T, N, n0)) = make_float2(acc[nt][h], acc[nt][2 + h]);
+  });
   __syncwarp();
   int last = 0;
   if ((threadIdx.x & 31) == 0) {
@@ -158,8 +167,7 @@ __device__ __forceinline__ void split_sum_epilogue(const float (&acc)[NT][4], in
         for (int h = 0; h < 2; ++h) {
           const int t = 8 * nt + 2 * q + h;
           v[j][nt][h] = sp0 + j < splits && t < T
-                            ? __ldcg(reinterpret_cast<const float2*>(ss.partials + (sp0 + j) * slice +
-                                                                     static_cast<size_t>(t) * N + n0))
+                            ? __ldcg(reinterpret_cast<const float2*>(slice_at(ss.partials, sp0 + j, t, T, N, n0)))
                             : make_float2(0.f, 0.f);
         }
 #pragma unroll
@@ -170,16 +178,11 @@ __device__ __forceinline__ void split_sum_epilogue(const float (&acc)[NT][4], in
         for (int h = 0; h < 2; ++h)
           if (sp0 + j < splits) sum[nt][h].x += v[j][nt][h].x, sum[nt][h].y += v[j][nt][h].y;
   }
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int t = 8 * nt + 2 * q + h;
-      if (t >= T) continue;
-      float2* o = reinterpret_cast<float2*>(out + static_cast<size_t>(t) * N + n0);
-      const float2 r = *o;
-      *o = make_float2(r.x + sum[nt][h].x, r.y + sum[nt][h].y);
-    }
+  for_lane_rows<NT>(q, T, [&](int t, int nt, int h) {
+    float2* o = reinterpret_cast<float2*>(out + static_cast<size_t>(t) * N + n0);
+    const float2 r = *o;
+    *o = make_float2(r.x + sum[nt][h].x, r.y + sum[nt][h].y);
+  });
 }
 
 /// Writes a thread's C fragments of a 16-row tile and zeroes them: acc[nt][h] is y[t = 8 nt + 2 q
@@ -194,29 +197,23 @@ __device__ __forceinline__ void rows_epilogue(float (&acc)[NT][4], int n0, int q
     if (splits > 1 && ss.partials) split_sum_epilogue<NT>(acc, n0, q, T, N, splits, out_f32, ss);
   }
   if (OUT != GemvRowsOutput::kResidual || splits == 1 || !ss.partials) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int t = 8 * nt + 2 * q + h;
-        if (t >= T) continue;
-        const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
-        if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
-          out_bf16[static_cast<size_t>(t) * (N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
+    for_lane_rows<NT>(q, T, [&](int t, int nt, int h) {
+      const float y0 = acc[nt][h], y1 = acc[nt][2 + h];
+      if constexpr (OUT == GemvRowsOutput::kSwiGLU) {
+        out_bf16[static_cast<size_t>(t) * (N / 2) + n0 / 2] = __float2bfloat16(silu(y0) * y1);
+      } else {
+        float* o = OUT == GemvRowsOutput::kSlices ? slice_at(ss.partials, ss.split, t, T, N, n0)
+                                                  : out_f32 + static_cast<size_t>(t) * N + n0;
+        if constexpr (OUT == GemvRowsOutput::kStore || OUT == GemvRowsOutput::kSlices) {
+          *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
+        } else if (splits == 1) {
+          const float2 r = *reinterpret_cast<const float2*>(o);
+          *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
         } else {
-          float* o = OUT == GemvRowsOutput::kSlices
-                         ? ss.partials + static_cast<size_t>(ss.split) * T * N + static_cast<size_t>(t) * N + n0
-                         : out_f32 + static_cast<size_t>(t) * N + n0;
-          if constexpr (OUT == GemvRowsOutput::kStore || OUT == GemvRowsOutput::kSlices) {
-            *reinterpret_cast<float2*>(o) = make_float2(y0, y1);
-          } else if (splits == 1) {
-            const float2 r = *reinterpret_cast<const float2*>(o);
-            *reinterpret_cast<float2*>(o) = make_float2(r.x + y0, r.y + y1);
-          } else {
-            atomic_add2(o, y0, y1);
-          }
+          atomic_add2(o, y0, y1);
         }
       }
+    });
   }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
