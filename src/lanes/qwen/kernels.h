@@ -11,8 +11,10 @@
 // H200, v9 at 32,768 positions included); LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4
 // query heads a block); LG_QWEN_SPLITK=0 (the batched decode's o_proj and down without split-K
 // slices); for the row GEMV LG_QWEN_GEMV_ROWS (0, the default: the batched decode's projections
-// on cuBLASLt; 1: the register form; 2: the TMA form), LG_QWEN_TMA_STAGES, LG_QWEN_GEMV_ROWS_BPS
-// and LG_QWEN_GEMV_ROWS_SPLITS.
+// on cuBLASLt; 1: the register form; 2: the TMA form), LG_QWEN_TMA_STAGES (2, 3, 4, 8),
+// LG_QWEN_TMA_KHALVES=1 (8 consumer warps a block), LG_QWEN_ROWS_SLICES=0 (o_proj and down sum
+// their own K splits), LG_QWEN_ROWS_ATOMIC_SPLITS=1 (the splits add atomically: not
+// deterministic), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS.
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
