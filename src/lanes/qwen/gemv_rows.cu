@@ -236,8 +236,8 @@ int launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t s) 
     throw Error(what + ": consumer_warps must be 0 (the knob's), 4 or 8");
   if (misaligned(a.partials)) throw Error(what + ": the split partials must be 16-byte aligned");
   if (a.splits > split_room(out, a))
-    throw Error(what + ": " + std::to_string(a.splits) + " K splits need partials of " +
-                std::to_string(a.splits) + " x T x N floats and, adding into the output, N / 16 arrival counters (room for " +
+    throw Error(what + ": " + std::to_string(a.splits) + " K splits need partials of " + std::to_string(a.splits) +
+                " x T x N floats and, adding into the output, N / 16 arrival counters (room for " +
                 std::to_string(split_room(out, a)) + ", at most " + std::to_string(kGemvRowsMaxSplits) + ")");
   if (form == GemvRowsForm::kTma) return launch_gemv_rows_tma(out, a, what, s);
   static const int default_bps = std::clamp(lab_knob("LG_QWEN_GEMV_ROWS_BPS", dev::kRowsMaxBlocksPerSm), 1,
