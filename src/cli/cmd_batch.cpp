@@ -114,6 +114,9 @@ int run_batch(const BatchOpts& o) {
       throw lg::Error(o.output + ": is the input file; write the results to another file");
   }
   std::istream& in = o.input == "-" ? std::cin : file;
+  // Before the model loads (seconds to minutes), not after: a directory opens as no file at all.
+  if (std::error_code ec; o.output != "-" && std::filesystem::is_directory(o.output, ec))
+    throw lg::Error(o.output + ": is a directory; -o takes the results file");
   lg::server::EngineOptions eo;
   eo.lane = o.lane;
   eo.max_seq = o.max_seq;

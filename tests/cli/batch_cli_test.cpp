@@ -307,7 +307,7 @@ TEST(LgBatch, ALineLargerThanTheCapIsItsOwnErrorAndTheRestRun) {
 
 // Files it cannot use are errors before any request runs (exit 1), never a silent exit 0: the
 // input named as the output too (opening the output would truncate the input first), a directory
-// as input, an output that cannot be written (/dev/full takes the open, fails the write).
+// as input or as output, an output that cannot be written (/dev/full takes the open, fails the write).
 TEST(LgBatch, FilesItCannotUseAreErrors) {
   const std::string model = kSource + "/models/qwen3-pycode-22m";
   const fs::path in = fs::temp_directory_path() / ("lg_batch_same_" + std::to_string(::getpid()) + ".jsonl");
@@ -324,6 +324,12 @@ TEST(LgBatch, FilesItCannotUseAreErrors) {
   const CliRun dir = run_lg("batch --model " + model + " -i " + fs::temp_directory_path().string() + " -o -");
   EXPECT_EQ(dir.code, 1) << dir.out;
   EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
+  // An output directory said only "cannot write", after the model had loaded (a new user's pass).
+  const CliRun out_dir = run_lg("batch --model " + model + " -i " + in.string() + " -o " + fs::temp_directory_path().string());
+  EXPECT_EQ(out_dir.code, 1) << out_dir.out;
+  EXPECT_NE(out_dir.out.find(fs::temp_directory_path().string() + ": is a directory; -o takes the results file"),
+            std::string::npos)
+      << out_dir.out;
   if (fs::exists("/dev/full")) {
     const CliRun full = run_lg("batch --model " + model + " -i " + in.string() + " -o /dev/full");
     EXPECT_EQ(full.code, 1) << full.out;
