@@ -191,7 +191,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   graph.launch(cs);
 }
 
-// One layer of a batched decode step of Bp <= 16 sequences on the row GEMVs (kernels/gemv_rows.cuh):
+// One layer of a batched decode step of Bp <= gemv_rows_max_t sequences on the row GEMVs (kernels.h):
 // RMSNorm rows (adding the down slices of the layer before into x) -> QKV (accumulated into the
 // zeroed qkv, its splits summed by their last) -> decode attention -> o_proj into K-split slices
 // (and zeroing qkv for the next layer) -> RMSNorm rows (adding them into x) -> gate/up with the

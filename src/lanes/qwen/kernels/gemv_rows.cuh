@@ -65,7 +65,7 @@ struct GemvRowsParams {
   int N = 0, nc = 0, T = 0;  ///< nc = K / 8
   int tiles = 0;             ///< N / 16
   int splits = 1;            ///< K splits; item i is split i / tiles of tile i % tiles
-  float* partials = nullptr;  ///< [splits, T, N] when splits > 1 (GemvRowsArgs::partials)
+  float* partials = nullptr;  ///< [splits, T, N]: kResidual with splits > 1, kSlices (GemvRowsArgs::partials)
   int* arrivals = nullptr;    ///< [N / 16], zero between launches
   int split_chunks = 0;      ///< 16-byte chunks per split, a multiple of 4 (the last may be shorter)
 };

@@ -71,7 +71,7 @@ struct GemvTmaParams {
   int N = 0, K = 0, T = 0;
   int tiles = 0;    ///< ceil(N / 64)
   int splits = 1;   ///< K splits; item i is split i / tiles of tile i % tiles
-  float* partials = nullptr;  ///< [splits, T, N] when splits > 1 (GemvRowsArgs::partials)
+  float* partials = nullptr;  ///< [splits, T, N]: kResidual with splits > 1, kSlices (GemvRowsArgs::partials)
   int* arrivals = nullptr;    ///< [N / 16], zero between launches
   int split_k = 0;  ///< k of a split, a multiple of kTmaK (the last may be shorter)
 };
