@@ -5,7 +5,8 @@
 # (GemvRowsOutput::kSlices; LG_QWEN_ROWS_SLICES=0 brings back the in-launch sum); only QKV sums its
 # own. The checks, then the A/B at 8B and 0.6B, two rounds alternated. On an H200 only (the bars'
 # card), issue 13's 8B bars at 160 and 512 positions, default and on the TMA row GEMV, the
-# compiled lane, and transformers with what is left of the 600 s.
+# compiled lane, Nsight Compute on the TMA form's launches, and transformers with what is left of
+# the 600 s.
 set -uo pipefail
 source bench/device_env.sh
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
@@ -39,6 +40,15 @@ bench="--shape qwen3-8b --prompt-len 8 --decode-tokens 32 --batch 1,16,64,128 --
   # shellcheck disable=SC2086
   timeout 100 $lg bench $bench --lane compiled 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ "
 } | tee "$out/bench_8b.txt"
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+for b in 2 16; do  # the H200's side of call 2's H100 profile (gate/up there: 2.82 TB/s, 84% of DRAM)
+  LG_QWEN_GEMV_ROWS=2 LG_QWEN_TMA_STAGES=3 timeout 60 $ncu --clock-control none --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy -k regex:gemv_rows_tma \
+    --launch-skip 290 --launch-count 4 $lg bench --shape qwen3-8b --lane handwritten --prompt-len 8 \
+    --decode-tokens 8 --batch $b --context 512 --kv-tokens 40000 > "$out/ncu_tma_b$b.txt" 2>&1
+  echo "ncu b$b rc $?"
+  grep -E "gemv_rows_tma_kernel|Duration|DRAM Throughput" "$out/ncu_tma_b$b.txt" | head -12
+done
 left=$((585 - SECONDS))
 echo "benches done at ${SECONDS} s; the peer gets ${left} s"
 [ "$left" -gt 60 ] && timeout "$left" python3 bench/peers/hf_batch_peer.py qwen3-8b 16 64 128 2>&1 | grep -v Warning \
