@@ -90,15 +90,17 @@ int gemv_tma_splits(int tiles, int chunks, int blocks, int room) {
   return best;
 }
 
-/// Stages of the TMA form's ring for NT n-tiles: 8 (one block an SM) at one n-tile (T <= 8), 4
-/// (two blocks an SM) above. H100, 8B step (bench/RESULTS.md, thirtieth session): 8 stages 6.24 /
-/// 6.37 ms at 2 / 8 sequences against 4 stages' 6.37 / 6.54; 4 stages 6.56 / 7.22 at 16 / 32
-/// against 8 stages' 6.99 / 7.93. Knob LG_QWEN_TMA_STAGES (2, 3, 4 or 8) fixes it; the blocks an
-/// SM then follow from the shared memory (tma_blocks_per_sm).
+/// Stages of the TMA form's ring for NT n-tiles: 4 at one n-tile (T <= 8), 3 above; the blocks an
+/// SM follow from the shared memory (tma_blocks_per_sm: 3 stages hold four blocks at one n-tile,
+/// three at two). H100, 8B step, 512 positions, with the sums in split order (bench/RESULTS.md,
+/// thirty-fourth session, call 2): 2 / 8 sequences 5.99 / 6.22 ms at 4 stages against 6.04 / 6.30
+/// at 3 and 6.48 / 6.68 at 8; 16 / 32 sequences 6.65 / 7.79 at 3 against 6.89 / 8.15 at 4 and
+/// 7.29 / 8.82 at 8 (the 8 stages of one block an SM were the thirtieth session's pick at one
+/// n-tile, with two blocks' 4 above). Knob LG_QWEN_TMA_STAGES (2, 3, 4 or 8) fixes it.
 int tma_stages(int NT) {
   static const int forced = lab_knob("LG_QWEN_TMA_STAGES", 0);
   if (forced == 2 || forced == 3 || forced == 4 || forced == 8) return forced;
-  return NT == 1 ? 8 : 4;
+  return NT == 1 ? 4 : 3;
 }
 
 /// Consumer warps of the TMA form's blocks: 4, or 8 with knob LG_QWEN_TMA_KHALVES=1 (two a 16-row
