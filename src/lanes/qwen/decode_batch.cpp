@@ -35,10 +35,7 @@ bool use_gemv_rows(const Dims& d, int Bp) {
 /// vocabulary a multiple of 16), not a cuBLASLt GEMM; it then starts by PDL, its weights before
 /// the final norm ends.
 bool rows_head(int V, int D) {
-  static const bool on = [] {
-    const char* e = std::getenv("LG_QWEN_ROWS_HEAD");
-    return e && std::atoi(e) == 1;
-  }();
+  static const bool on = lab_knob("LG_QWEN_ROWS_HEAD", 0) == 1;
   return on && gemv_rows_supports(V, D);
 }
 
@@ -115,14 +112,9 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
         s.gemm.matmul_split(in, w, s.dec_parts.as<float>(), Bp, d.D, K, slices, cs);
       mark(what);
     };
-    // The RMSNorm before a projection, adding the nparts split-K slices of the one before into x
-    // first (none: the projection added into x itself).
     auto norm = [&](const float* w, const float* parts, int nparts) {
       if (skip("rmsnorm")) return;
-      if (nparts == 0)
-        launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
-      else
-        launch_rmsnorm_rows_add(s.x.as<float>(), parts, nparts, w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs);
+      enqueue_rmsnorm(Bp, w, parts, nparts);
       mark("rmsnorm");
     };
     auto lt_parts = [&](int slices) { return slices == 1 ? 0 : slices; };  // cuBLASLt's into dec_parts
@@ -191,6 +183,16 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   graph.launch(cs);
 }
 
+void HandwrittenQwenLane::enqueue_rmsnorm(int Bp, const float* w, const float* parts, int nparts) {
+  State& s = *st_;
+  const Dims d = dims_of(shape_, limits_);
+  if (nparts == 0)
+    launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<__nv_bfloat16>(), s.stream.get(), true);
+  else
+    launch_rmsnorm_rows_add(s.x.as<float>(), parts, nparts, w, Bp, d.D, d.eps, s.h.as<__nv_bfloat16>(),
+                            s.stream.get());
+}
+
 // One layer of a batched decode step of Bp <= gemv_rows_max_t sequences on the row GEMVs (kernels.h):
 // RMSNorm rows (adding the down slices of the layer before into x) -> QKV (accumulated into the
 // zeroed qkv, its splits summed by their last) -> decode attention -> o_proj into K-split slices
@@ -222,11 +224,7 @@ int HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, 
     return a;
   };
   auto norm = [&](const float* w, int nparts) {
-    if (nparts == 0)
-      launch_rmsnorm_rows(s.x.as<float>(), w, Bp, d.D, d.eps, s.h.as<bf16_t>(), cs, true);
-    else
-      launch_rmsnorm_rows_add(s.x.as<float>(), s.rows_partials.as<float>(), nparts, w, Bp, d.D, d.eps,
-                              s.h.as<bf16_t>(), cs);
+    enqueue_rmsnorm(Bp, w, s.rows_partials.as<float>(), nparts);
     mark("rmsnorm");
   };
   // o_proj and down: K-split slices for the RMSNorm after them (their count), or into x (0).

@@ -82,6 +82,10 @@ class HandwrittenQwenLane : public Lane {
   /// before's down projection its first RMSNorm adds into x (0 at layer 0); returns this layer's.
   int enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn, const int* d_pos,
                          const std::function<void(const char*)>& mark, int x_slices);
+  /// A batched decode graph's RMSNorm of x into h (Bp rows, weight w), adding the nparts split-K
+  /// slices of the projection before (parts f32 [nparts, Bp, hidden]) into x first; nparts 0: that
+  /// projection added into x itself.
+  void enqueue_rmsnorm(int Bp, const float* w, const float* parts, int nparts);
   void run_rows(const FlatBatch& f, std::span<const SeqStep> batch);
   QwenShape shape_;
   LaneLimits limits_;
