@@ -5,8 +5,8 @@
 // cp.async by every thread reached 2.8-3.1 at T = 16 (bench/RESULTS.md, sixth and seventh
 // sessions), where cuBLASLt reaches ~4.0 on the large projections but cannot take a PDL launch.
 // Here one producer thread moves each stage as four TMA boxes (two of W, two of x), so a block
-// keeps S x 16 KB of W in flight with five warps, and the first stages' W boxes are issued
-// before the PDL wait (weights never depend on the previous kernel).
+// keeps S x 16 KB of W in flight with five warps (nine with 8 consumers), and the first stages'
+// W boxes are issued before the PDL wait (weights never depend on the previous kernel).
 //
 // Work items: (64-row tile of W, K split); a persistent grid walks items blockIdx.x, + gridDim.x,
 // ...; the producer's ring of stages runs on across items. A stage holds kTmaK = 128 k as two
