@@ -263,8 +263,7 @@ bool Server::answer_transfer_encoding(const httplib::Request& req, httplib::Resp
                          "invalid_request_error", ""));
     return true;
   }
-  const bool reads_body =
-      req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions");
+  const bool reads_body = req.method == "POST" && allowed_method(req.path) == "POST";  // the POST routes
   if (!reads_body) {
     res.set_header("Connection", "close");
     auto& bodyless = const_cast<httplib::Request&>(req);  // httplib's own object, as above
