@@ -50,6 +50,32 @@ TEST(CudaRuntime, TensorMapRefusalsAreErrorsNamingTheCaller) {
   (void)ok;
 }
 
+// What upload and memset_device_now leave is what a non-blocking stream's next work reads: a
+// plain cudaMemcpy from pageable memory returns before its DMA lands (a kernel test once read
+// poison that landed after the kernel's own writes). 64 MiB a round, a fresh pattern each, read
+// back through a copy issued on a non-blocking stream the moment the call returns.
+TEST(CudaRuntime, UploadsAndMemsetsAreInPlaceForANonBlockingStream) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  const size_t n = size_t{16} << 20;  // ints
+  DeviceBuffer a(n * sizeof(int)), b(n * sizeof(int));
+  Stream s;
+  std::vector<int> host(n), back(n);
+  for (int round = 0; round < 4; ++round) {
+    for (size_t i = 0; i < n; ++i) host[i] = static_cast<int>(i * 2654435761u) ^ (round * 977);
+    a.upload(host.data(), n * sizeof(int));
+    LG_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n * sizeof(int), cudaMemcpyDeviceToDevice, s.get()));
+    s.synchronize();
+    b.download(back.data(), n * sizeof(int));
+    ASSERT_EQ(back, host) << "upload, round " << round;
+    memset_device_now(a.data(), 0x11 * (round + 1), n * sizeof(int));
+    LG_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), n * sizeof(int), cudaMemcpyDeviceToDevice, s.get()));
+    s.synchronize();
+    b.download(back.data(), n * sizeof(int));
+    const int byte = 0x11 * (round + 1);
+    ASSERT_EQ(back, std::vector<int>(n, byte * 0x01010101)) << "memset, round " << round;
+  }
+}
+
 TEST(CudaRuntime, BufferRoundTripAndGraphReplay) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   std::vector<int> host(1000);
@@ -62,7 +88,7 @@ TEST(CudaRuntime, BufferRoundTripAndGraphReplay) {
   g.begin_capture(s.get());
   LG_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), a.bytes(), cudaMemcpyDeviceToDevice, s.get()));
   g.end_capture(s.get());
-  LG_CUDA_CHECK(cudaMemset(b.data(), 0xff, b.bytes()));
+  memset_device_now(b.data(), 0xff, b.bytes());
   g.launch(s.get());
   s.synchronize();
   std::vector<int> back(host.size());

@@ -482,9 +482,9 @@ TEST(QwenKernels, PdlKernelBehindCublasLtGemmStartsEarlyAndSeesItsProduct) {
   EXPECT_EQ(graph.early_dependent_edges(), on ? 1u : 0u);
   for (int rep = 0; rep < 3; ++rep) {
     auto in = random_bf16(rng, size_t(T) * K, -1, 1);
-    LG_CUDA_CHECK(cudaMemcpy(din.data(), in.raw.data(), in.raw.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
-    LG_CUDA_CHECK(cudaMemset(gu.data(), 0xff, size_t(T) * N * sizeof(float)));  // NaN
-    LG_CUDA_CHECK(cudaMemset(act.data(), 0xff, size_t(T) * F * sizeof(uint16_t)));
+    din.upload(in.raw.data(), in.raw.size() * sizeof(uint16_t));
+    cuda::memset_device_now(gu.data(), 0xff, size_t(T) * N * sizeof(float));  // NaN
+    cuda::memset_device_now(act.data(), 0xff, size_t(T) * F * sizeof(uint16_t));
     graph.launch(s.get());
     s.synchronize();
     const std::vector<double> want = gate_up_swiglu_ref(in.f, W.f, T, F, K);

@@ -136,7 +136,7 @@ TEST(RowDraws, DeviceDrawsEqualTheHostReference) {
     d_logits.upload(logits.data(), logits.size() * 4);
     d_params.upload(params.data(), params.size() * sizeof(DrawParams));
     d_rows.upload(rows.data(), rows.size() * 4);
-    LG_CUDA_CHECK(cudaMemset(d_tokens.data(), 0x5A, d_tokens.bytes()));  // poison
+    cuda::memset_device_now(d_tokens.data(), 0x5A, d_tokens.bytes());  // poison
     cuda::Stream s;
     cuda::launch_row_draws(d_logits.as<float>(), V, d_params.as<DrawParams>(), d_rows.as<int32_t>(),
                            d_tokens.as<int32_t>(), R, s.get());

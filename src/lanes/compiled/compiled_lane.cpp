@@ -91,7 +91,7 @@ class CompiledLane : public Lane {
       if (b.stack >= 0) ptrs_[i] = static_cast<char*>(ptrs_[static_cast<size_t>(b.stack)]) + b.stack_offset;
       // Inputs too: the step-input mirror starts out all zero (step_inputs.h).
       if (b.kind == BufferKind::State || b.kind == BufferKind::Input)
-        LG_CUDA_CHECK(cudaMemset(ptrs_[i], 0, static_cast<size_t>(b.bytes)));
+        cuda::memset_device_now(ptrs_[i], 0, static_cast<size_t>(b.bytes));
       if (b.kind == BufferKind::Input) input_of_[g.inputs[static_cast<size_t>(b.index)].name] = static_cast<int32_t*>(ptrs_[i]);
       if (b.kind == BufferKind::Weight) {
         progress("compiled lane: " + std::string(ckpt ? "uploading" : "making random") + " weights " +

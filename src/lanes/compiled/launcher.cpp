@@ -74,7 +74,7 @@ void Launcher::allocate_split_kv() {
   }
   split_part_ = cuda::DeviceBuffer(static_cast<size_t>(part) * sizeof(float));
   split_count_ = cuda::DeviceBuffer(static_cast<size_t>(count) * sizeof(int));
-  LG_CUDA_CHECK(cudaMemset(split_count_.data(), 0, split_count_.bytes()));
+  cuda::memset_device_now(split_count_.data(), 0, split_count_.bytes());
 }
 
 /// `splits` > 0: a split-KV attention kernel (its scratch after the buffers), on a grid of

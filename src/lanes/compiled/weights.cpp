@@ -25,9 +25,9 @@ void upload_host(const std::vector<float>& f, const emit::cuda::Buffer& b, void*
   if (b.dtype == DType::BF16) {
     std::vector<uint16_t> h(f.size());
     for (size_t j = 0; j < f.size(); ++j) h[j] = f32_to_bf16(f[j]);
-    LG_CUDA_CHECK(cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    cuda::copy_to_device_now(dst, h.data(), h.size() * 2);
   } else {
-    LG_CUDA_CHECK(cudaMemcpy(dst, f.data(), f.size() * 4, cudaMemcpyHostToDevice));
+    cuda::copy_to_device_now(dst, f.data(), f.size() * 4);
   }
 }
 
@@ -96,7 +96,7 @@ void random_weight(const ir::ParamInfo& prm, const emit::cuda::Buffer& b, void* 
     fill_f32(static_cast<float*>(dst), n, norm ? 1.f : 0.f, stream);
   } else {
     std::vector<uint16_t> h(n, f32_to_bf16(norm ? 1.f : 0.f));
-    LG_CUDA_CHECK(cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+    cuda::copy_to_device_now(dst, h.data(), h.size() * 2);
   }
 }
 

@@ -94,11 +94,23 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+void copy_to_device_now(void* dst, const void* src, size_t n) {
+  if (!n) return;
+  LG_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+  LG_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
+void memset_device_now(void* dst, int value, size_t n) {
+  if (!n) return;
+  LG_CUDA_CHECK(cudaMemset(dst, value, n));
+  LG_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 void DeviceBuffer::upload(const void* src, size_t n, size_t offset) {
   if (offset + n > bytes_)
     throw Error("DeviceBuffer::upload: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
                 " overflow a buffer of " + std::to_string(bytes_));
-  if (n) LG_CUDA_CHECK(cudaMemcpy(static_cast<char*>(ptr_) + offset, src, n, cudaMemcpyHostToDevice));
+  copy_to_device_now(static_cast<char*>(ptr_) + offset, src, n);
 }
 
 void DeviceBuffer::download(void* dst, size_t n, size_t offset) const {
@@ -256,7 +268,7 @@ namespace lg::cuda {
 
 double measure_copy_bandwidth(size_t bytes, int reps) {
   DeviceBuffer a(bytes), b(bytes);
-  LG_CUDA_CHECK(cudaMemset(a.data(), 1, bytes));
+  memset_device_now(a.data(), 1, bytes);
   Stream s;
   for (int i = 0; i < 3; ++i)
     LG_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, s.get()));

@@ -30,6 +30,19 @@ std::string device_arch();
 /// lane counts the launches its own capture made. Throws lg::Error on a CUDA error.
 size_t captured_kernel_launches(cudaStream_t s);
 
+/// Copies `n` bytes from host memory to device memory and returns once they are in place, for
+/// work on any stream. A plain cudaMemcpy from pageable memory returns when the bytes reach the
+/// driver's staging buffer, before its DMA lands, on the legacy default stream, which the
+/// non-blocking streams here (Stream) do not wait for: a kernel launched on one right after could
+/// read the old bytes (CUDA runtime API, "API synchronization behavior"; a kernel test caught
+/// poison landing after the kernel's writes). Throws lg::Error on a CUDA error.
+void copy_to_device_now(void* dst, const void* src, size_t n);
+
+/// Sets `n` bytes of device memory to `value` and returns once they are set, for work on any
+/// stream (cudaMemset returns before it runs, on the legacy stream: see copy_to_device_now).
+/// Throws lg::Error on a CUDA error.
+void memset_device_now(void* dst, int value, size_t n);
+
 /// Owns one cudaMalloc allocation. Move-only; freed in the destructor.
 class DeviceBuffer {
  public:
@@ -46,9 +59,11 @@ class DeviceBuffer {
   void* data() const { return ptr_; }
   template <class T> T* as() const { return static_cast<T*>(ptr_); }
   size_t bytes() const { return bytes_; }
-  /// Host -> device copy of `n` bytes at byte offset `offset` (synchronous). Throws on overflow.
+  /// Host -> device copy of `n` bytes at byte offset `offset`, in place on return for work on any
+  /// stream (copy_to_device_now). Throws on overflow.
   void upload(const void* src, size_t n, size_t offset = 0);
-  /// Device -> host copy of `n` bytes from byte offset `offset` (synchronous).
+  /// Device -> host copy of `n` bytes from byte offset `offset` (synchronous; work on a
+  /// non-blocking stream that writes the buffer must be synchronised first).
   void download(void* dst, size_t n, size_t offset = 0) const;
 
  private:
