@@ -136,11 +136,11 @@ attn_ncu_32k() {
 # qwen_tests FILTER [ENV=VALUE...]: the bundled qwen_lane_tests under a gtest filter and the given
 # environment, the log in $out/qwen_tests_N.txt (N counts the calls), its verdict lines printed;
 # returns the binary's status (124: it ran past its 120 s).
-qwen_tests_n=0
 qwen_tests() {
   local f=$1 rc
   shift
-  qwen_tests_n=$((qwen_tests_n + 1))
+  # Numbered by the logs already there, not a counter: a call piped into grep runs in a subshell.
+  qwen_tests_n=$(($(find "$out" -maxdepth 1 -name 'qwen_tests_*.txt' | wc -l) + 1))
   env "$@" LG_SHARED_DIR=/tmp/lgshared LG_SOURCE_DIR=$PWD timeout 120 /tmp/lgb/bin/qwen_lane_tests --gtest_filter="$f" \
     > "$out/qwen_tests_$qwen_tests_n.txt" 2>&1
   rc=$?
