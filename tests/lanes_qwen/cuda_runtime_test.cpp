@@ -46,7 +46,10 @@ TEST(CudaRuntime, TensorMapRefusalsAreErrorsNamingTheCaller) {
   refused(reinterpret_cast<const char*>(m) + 8, 64, "misaligned base");
   refused(m, 512, "box of 512 rows");
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device: only the refusals ran";
-  const CUtensorMap ok = tensor_map_bf16_2d(m, 64, 64, 64, 64, "the test's map");
+  // On device memory, as the lane's maps are: the driver encodes a map only in a CUDA context
+  // (CUresult 201 before any runtime call made one, H100, thirty-fifth session).
+  DeviceBuffer w(sizeof m);
+  const CUtensorMap ok = tensor_map_bf16_2d(w.data(), 64, 64, 64, 64, "the test's map");
   (void)ok;
 }
 
