@@ -23,11 +23,11 @@ int decode_bucket(int B, int max_batch) {
   return std::min(b, max_batch);
 }
 
-/// Whether a batched decode graph of Bp sequences takes the row GEMVs (enqueue_layer_rows): knob
-/// on, at most gemv_rows_max_t rows (16, or 32 in the TMA form), and every projection's shape one
-/// launch_gemv_rows takes.
+/// Whether a batched decode graph of Bp sequences takes the row GEMVs (enqueue_layer_rows): Bp
+/// within gemv_rows_batch_limit (the card's default or the knob's) and every projection's shape
+/// one launch_gemv_rows takes.
 bool use_gemv_rows(const Dims& d, int Bp) {
-  return gemv_rows_enabled() && Bp <= gemv_rows_max_t(GemvRowsForm::kDefault) && gemv_rows_supports(d.nqkv, d.D) &&
+  return Bp <= gemv_rows_batch_limit() && gemv_rows_supports(d.nqkv, d.D) &&
          gemv_rows_supports(d.D, d.nq) && gemv_rows_supports(2 * d.F, d.D) && gemv_rows_supports(d.D, d.F);
 }
 
@@ -99,7 +99,7 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
     // what fusing those launches away could save (the compiled lane's LG_COMPILED_SKIP).
     static const std::optional<std::regex> skip_re = launch_skip_from_env("LG_QWEN_SKIP", "batched decode graphs");
     auto skip = [&](const char* what) { return skip_re && std::regex_search(what, *skip_re); };
-    // With LG_QWEN_GEMV_ROWS=1|2, up to 32 sequences take the tensor-core row GEMV (kernels.h).
+    // Small buckets take the tensor-core row GEMV (gemv_rows_batch_limit, kernels.h).
     const bool rows = use_gemv_rows(d, Bp);
     // o_proj and down add into the residual x: as a plain GEMM (beta = 1), or as split-K slices
     // into dec_parts that the RMSNorm after each sums into x (decode_gemm_slices).

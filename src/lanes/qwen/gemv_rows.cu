@@ -16,9 +16,18 @@ namespace lg::qwen {
 
 bool gemv_rows_supports(int N, int K) { return N > 0 && N % 16 == 0 && K > 0 && K % 8 == 0; }
 
-bool gemv_rows_enabled() {
-  static const bool on = lab_knob("LG_QWEN_GEMV_ROWS", 0) != 0;
-  return on;
+int gemv_rows_batch_limit() {
+  static const int limit = [] {
+    switch (lab_knob("LG_QWEN_GEMV_ROWS", -1)) {
+      case 0: return 0;
+      case 1: return kGemvRowsRegistersMaxT;
+      case 2: return kGemvRowsMaxT;
+      default: break;
+    }
+    // Unset: where it was measured faster (the H100; see kernels.h), 16 rows on the TMA form.
+    return cuda::device_description().rfind("NVIDIA H100", 0) == 0 ? 16 : 0;
+  }();
+  return limit;
 }
 
 int gemv_rows_max_t(GemvRowsForm form) {

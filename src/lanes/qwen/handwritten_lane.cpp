@@ -294,8 +294,8 @@ void HandwrittenQwenLane::State::allocate_step_buffers(const QwenShape& sh, cons
   dec_counters = cuda::DeviceBuffer(static_cast<size_t>(Bmax * H) * sizeof(int));
   dec_parts = f32_buf(kMaxDecodeSlices * Bmax * D);
   LG_CUDA_CHECK(cudaMemsetAsync(dec_counters.data(), 0, dec_counters.bytes(), cs));
-  if (gemv_rows_enabled() && Bmax >= 2) {
-    const int rows_t = static_cast<int>(std::min<int64_t>(Bmax, gemv_rows_max_t(GemvRowsForm::kDefault)));
+  if (gemv_rows_batch_limit() >= 2 && Bmax >= 2) {
+    const int rows_t = static_cast<int>(std::min<int64_t>(Bmax, gemv_rows_batch_limit()));
     const int rows_n = static_cast<int>(std::max(nqkv, D));
     rows_partials = f32_buf(static_cast<int64_t>(gemv_rows_partials_floats(rows_t, rows_n)));
     rows_arrivals = cuda::DeviceBuffer(gemv_rows_arrival_ints(rows_n) * sizeof(int));

@@ -10,8 +10,9 @@
 // LG_QWEN_ATTN_SOLO_GQA=1 or 2 (the single-sequence decode graph on v6 or v9 too: slower on the
 // H200, v9 at 32,768 positions included); LG_QWEN_LONG_HEADS=2 (v8 with 2 of a KV head's 4
 // query heads a block); LG_QWEN_SPLITK=0 (the batched decode's o_proj and down without split-K
-// slices); for the row GEMV LG_QWEN_GEMV_ROWS (0, the default: the batched decode's projections
-// on cuBLASLt; 1: the register form; 2: the TMA form), LG_QWEN_TMA_STAGES (2, 3, 4, 8),
+// slices); for the row GEMV LG_QWEN_GEMV_ROWS (unset: the card's default, gemv_rows_batch_limit;
+// 0: the batched decode's projections all on cuBLASLt; 1: the register form up to 16 sequences;
+// 2: the TMA form up to 32), LG_QWEN_TMA_STAGES (2, 3, 4, 8),
 // LG_QWEN_TMA_KHALVES=1 (8 consumer warps a block), LG_QWEN_ROWS_SLICES=0 (o_proj and down sum
 // their own K splits), LG_QWEN_ROWS_ATOMIC_SPLITS=1 (the splits add atomically: not
 // deterministic), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS.
@@ -176,17 +177,18 @@ struct GemvRowsArgs {
 int launch_gemv_rows(GemvRowsOutput out, const GemvRowsArgs& a, cudaStream_t stream);
 /// Whether launch_gemv_rows takes W [N, K]: N a positive multiple of 16, K a positive multiple of 8.
 bool gemv_rows_supports(int N, int K);
-/// Knob LG_QWEN_GEMV_ROWS (0, the default = off; 1 = on, register form; 2 = on, TMA form): the
-/// hand-written lane's batched decode graphs of up to gemv_rows_max_t sequences run their
-/// projections on launch_gemv_rows instead of cuBLASLt. Off by default because the two cards
-/// disagree (bench/RESULTS.md, thirtieth and thirty-first sessions, 8B step of 2 / 8 / 16 / 32
-/// sequences at 512 positions): on the H100 the TMA form took 6.24 / 6.38 / 6.56 / 7.22 ms against
-/// cuBLASLt's 6.39 / 6.67 / 6.93 / 7.56, on the H200 5.96 / 6.14 / 5.37 / 5.97 against 4.77 /
-/// 5.19 / 5.26 / 5.69 (those with atomic split sums and 8 or 4 stages; with its sums in a fixed
-/// order and 3-4 stages, thirty-fourth session, the H100 only so far). (The register form streams W
-/// at 1.8-2.2 TB/s on the H200, sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's
-/// 5.6-5.7.)
-bool gemv_rows_enabled();
+/// The largest batch bucket whose batched decode graph runs its projections on launch_gemv_rows
+/// (the hand-written lane; larger buckets, and every bucket at 0, on cuBLASLt). Knob
+/// LG_QWEN_GEMV_ROWS: 0 = none, 1 = the register form up to 16, 2 = the TMA form up to 32; unset,
+/// the card's default: the TMA form up to 16 on an H100, none elsewhere. Why (bench/RESULTS.md,
+/// 8B / 0.6B step ms at 2 / 8 / 16 / 32 sequences of 512 positions, TMA form against cuBLASLt):
+/// H100, thirty-fifth session (K splits summed in a fixed order, o_proj's and down's by the next
+/// RMSNorm): 8B 5.98 / 6.16 / 6.48 / 7.41 against 6.40 / 6.68 / 6.95 / 7.57, 0.6B 1.16 / 1.32 /
+/// 1.58 / 2.13 against 1.19 / 1.35 / 1.59 / 1.92 (so not at 32). H200, thirty-first session (8 or
+/// 4 stages, atomic split sums; the current form not yet measured there): 8B 5.96 / 6.14 / 5.37 /
+/// 5.97 against 4.77 / 5.19 / 5.26 / 5.69. (The register form streams W at 1.8-2.2 TB/s on the
+/// H200, sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
+int gemv_rows_batch_limit();
 /// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kRegisters when
 /// LG_QWEN_GEMV_ROWS=1, else kTma (the kernel tests' and LG_QWEN_GEMV_ROWS=2's form).
 GemvRowsForm gemv_rows_form();
