@@ -94,7 +94,8 @@ struct HandwrittenQwenLane::State {
   cuda::DeviceBuffer dec_parts;
   // The row GEMVs' K-split partials and per-tile arrival counters (GemvRowsArgs::partials), for the
   // largest residual projection (q/k/v or hidden) at the most rows a graph gives them; only
-  // where some bucket takes the row GEMVs (gemv_rows_batch_limit). The counters are zero-filled once and left at zero by every launch.
+  // where some bucket takes the row GEMVs (gemv_rows_batch_limit). The counters are zero-filled
+  // once and left at zero by every launch.
   cuda::DeviceBuffer rows_partials, rows_arrivals;
   PinnedInts h_dec, h_dec_table;
   /// Batched decode graphs by (batch bucket, attention plan: its kernel and splits).
