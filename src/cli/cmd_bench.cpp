@@ -196,27 +196,136 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
   return DecodeTiming{median(ms), percentile(ms, 0.1), percentile(ms, 0.9), ms.size()};
 }
 
-int run_bench(const BenchOpts& o) {
-  using clock = std::chrono::steady_clock;
-  const std::optional<lg::model::ModelConfig> preset = check_bench_shape(o);
-  const bool is_dir = !preset;
-  const lg::runtime::SamplingOptions sampling = bench_sampling(o);
-  const auto& rpf = o.sample_penalties;
-  if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
-  if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
+/// The lane's options for this run: a context long enough for the longest prompt and the longest
+/// context plus its decode tokens, in whole blocks; max_batch at least the largest --batch.
+lg::LaneOptions bench_lane_options(const BenchOpts& o) {
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_context = *std::max_element(o.contexts.begin(), o.contexts.end());
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   // Whole blocks: time_decode gives each sequence ceil(positions / block_size) blocks of a pool of
   // max_batch x max_seq positions.
   const int64_t bs = o.lane_options.block_size > 0 ? o.lane_options.block_size : 16;
-  const int64_t max_seq = (std::max(max_prompt, max_context + o.decode_tokens + 2) + 8 + bs - 1) / bs * bs;
   lg::LaneOptions lane_options = o.lane_options;
-  lane_options.max_seq = max_seq;
+  lane_options.max_seq = (std::max(max_prompt, max_context + o.decode_tokens + 2) + 8 + bs - 1) / bs * bs;
   if (lane_options.max_batch == 0) lane_options.max_batch = std::max<int64_t>(max_batch, 1);
   if (lane_options.max_batch < max_batch)
     throw lg::Error("lg bench: --batch " + std::to_string(max_batch) + " needs --max-batch of at least that (got " +
                     std::to_string(lane_options.max_batch) + ")");
+  return lane_options;
+}
+
+/// Prefill of each --prompt-len on one sequence (median of 5 after a warm-up), into r as
+/// prefill_{T}_ms and prefill_{T}_tok_per_s.
+void time_prefills(lg::Lane& lane, const BenchOpts& o, int32_t vocab, std::mt19937& rng, nlohmann::json& r) {
+  using clock = std::chrono::steady_clock;
+  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  lg::runtime::SoloSequence seq(lane);
+  for (int64_t T : o.prompt_lens) {
+    std::vector<int32_t> toks(static_cast<size_t>(T));
+    for (auto& x : toks) x = tok(rng);
+    seq.restart();
+    seq.feed(toks, false);  // warm-up: cuBLASLt algorithm choice, first-touch
+    std::vector<double> ms;
+    for (int i = 0; i < 5; ++i) {
+      seq.restart();
+      const auto t0 = clock::now();
+      seq.feed(toks, false);
+      ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    }
+    r[fmt::format("prefill_{}_ms", T)] = median(ms);
+    r[fmt::format("prefill_{}_tok_per_s", T)] = static_cast<double>(T) / (median(ms) / 1e3);
+  }
+  seq.restart();  // its blocks back: the decode timings place sequences in the pool themselves
+}
+
+/// The decode step of every (--context, --batch) next to its floor: max(the step's weight bytes
+/// (a mixture of experts: the union of its B tokens' experts) + the B sequences' K/V bytes at
+/// the middle of the timed positions over `bw` bytes/s, FLOPs over `tc_rate` FLOP/s). Returns the
+/// entries (r["decode"]); what the pool cannot hold goes to `skipped`.
+nlohmann::json time_decodes(lg::Lane& lane, const BenchOpts& o, const lg::model::ModelConfig& config,
+                            const lg::runtime::SamplingOptions& sampling, double bw, double tc_rate,
+                            std::mt19937& rng, std::vector<std::string>& skipped) {
+  const double weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config));
+  const double kv_bytes_per_position = 2.0 * 2.0 * static_cast<double>(config.num_hidden_layers) *
+                                       static_cast<double>(config.num_key_value_heads * config.head_dim);  // K, V bf16
+  const double attn_flops_per_position = 4.0 * static_cast<double>(config.num_hidden_layers) *
+                                         static_cast<double>(config.num_attention_heads * config.head_dim);
+  nlohmann::json decode = nlohmann::json::array();
+  for (int64_t C : o.contexts) {
+    for (int64_t B : o.batches) {
+      auto m = time_decode(lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample, sampling,
+                           rng);
+      if (!m) {
+        skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
+                                      B * (C + o.decode_tokens + 2), lane.limits().pool_tokens()));
+        continue;
+      }
+      const double Bd = static_cast<double>(B), ctx = static_cast<double>(C) + 0.5 * static_cast<double>(o.decode_tokens);
+      const double kv_bytes = Bd * ctx * kv_bytes_per_position;
+      const double flops = Bd * weight_bytes + Bd * ctx * attn_flops_per_position;  // 2 FLOPs per bf16 weight
+      const double step_weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config, B));
+      const double floor_ms = std::max((step_weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
+      nlohmann::json e;
+      e["batch"] = B;
+      e["context"] = C;
+      e["steps"] = m->steps;
+      e["step_ms"] = m->median_ms;
+      e["p10_ms"] = m->p10_ms;
+      e["p90_ms"] = m->p90_ms;
+      e["tok_per_s"] = Bd / (m->median_ms / 1e3);
+      e["kv_GB"] = kv_bytes / 1e9;
+      e["floor_ms"] = floor_ms;
+      e["over_floor"] = m->median_ms / floor_ms;
+      decode.push_back(e);
+    }
+  }
+  return decode;
+}
+
+/// The human-readable report of r (what --json prints as it is), its JSON on the last line.
+void print_bench(const BenchOpts& o, const lg::runtime::SamplingOptions& sampling, const lg::Lane& lane,
+                 const nlohmann::json& r) {
+  std::cout << fmt::format("lg bench: {} on {} ({}), {}\n", o.shape, lane.name(), r["provenance"].get<std::string>(),
+                           r["device"].get<std::string>());
+  std::cout << fmt::format("  weights ready in {:.1f} s; copy bandwidth {:.2f} TB/s (read + write)\n",
+                           r["load_s"].get<double>(), r["copy_TBps"].get<double>());
+  std::cout << fmt::format("  KV pool: {} tokens in blocks of {} (--kv-tokens, --block-size)\n",
+                           lane.limits().pool_tokens(), lane.limits().block_size);
+  for (int64_t T : o.prompt_lens)
+    std::cout << fmt::format("  prefill T={:5}: {:8.2f} ms  {:10.0f} tokens/s\n", T,
+                             r[fmt::format("prefill_{}_ms", T)].get<double>(),
+                             r[fmt::format("prefill_{}_tok_per_s", T)].get<double>());
+  std::cout << fmt::format("  floors: weights {:.2f} GB over {:.2f} TB/s = {:.3f} ms; tensor cores {:.0f} TFLOP/s\n",
+                           r["decode_weight_GB"].get<double>(), r["copy_TBps"].get<double>(),
+                           r["decode_floor_ms"].get<double>(), r["tensor_TFLOPs"].get<double>());
+  const auto& rpf = o.sample_penalties;
+  if (o.sample != "none")
+    std::cout << fmt::format("  decode steps sample every token (temperature {}, top-k {}, top-p {}{}), drawn {}\n",
+                             o.sample_params[0], o.sample_params[1], o.sample_params[2],
+                             sampling.penalties.active()
+                                 ? fmt::format("; penalties: repetition {}, presence {}, frequency {} over a history of "
+                                               "the context's random ids",
+                                               rpf[0], rpf[1], rpf[2])
+                                 : "",
+                             o.sample == "lane" ? "on the lane" : "on the host from the logits rows");
+  std::cout << "  decode   batch  context   step ms  (p10 .. p90)      tokens/s   floor ms  step/floor\n";
+  for (const auto& e : r["decode"])
+    std::cout << fmt::format("         {:6} {:8} {:9.3f}  ({:.3f} .. {:.3f}) {:10.0f} {:10.3f} {:10.2f}\n",
+                             e["batch"].get<int64_t>(), e["context"].get<int64_t>(), e["step_ms"].get<double>(),
+                             e["p10_ms"].get<double>(), e["p90_ms"].get<double>(), e["tok_per_s"].get<double>(),
+                             e["floor_ms"].get<double>(), e["over_floor"].get<double>());
+  for (const auto& sk : r["decode_skipped"]) std::cout << "  skipped: " << sk.get<std::string>() << " (--kv-tokens)\n";
+  std::cout << "json: " << r.dump() << "\n";
+}
+
+int run_bench(const BenchOpts& o) {
+  using clock = std::chrono::steady_clock;
+  const std::optional<lg::model::ModelConfig> preset = check_bench_shape(o);
+  const bool is_dir = !preset;
+  const lg::runtime::SamplingOptions sampling = bench_sampling(o);
+  if (!lg::cuda::cuda_device_available()) throw no_gpu_error(o, "no CUDA device");
+  if (o.decode_tokens < 1) throw lg::Error("lg bench: --decode-tokens must be positive");
+  const lg::LaneOptions lane_options = bench_lane_options(o);
 
   std::unique_ptr<lg::Lane> lane;
   std::unique_ptr<lg::model::ModelDir> dir;
@@ -248,70 +357,13 @@ int run_bench(const BenchOpts& o) {
   r["decode_floor_ms"] = weight_bytes / bw * 1e3;
 
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(config.vocab_size - 1));
-  auto random_tokens = [&](int64_t n) {
-    std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = tok(rng);
-    return t;
-  };
-  lg::runtime::SoloSequence seq(*lane);
-  for (int64_t T : o.prompt_lens) {
-    auto toks = random_tokens(T);
-    seq.restart();
-    seq.feed(toks, false);  // warm-up: cuBLASLt algorithm choice, first-touch
-    std::vector<double> ms;
-    for (int i = 0; i < 5; ++i) {
-      seq.restart();
-      const auto t0 = clock::now();
-      seq.feed(toks, false);
-      ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    }
-    r[fmt::format("prefill_{}_ms", T)] = median(ms);
-    r[fmt::format("prefill_{}_tok_per_s", T)] = static_cast<double>(T) / (median(ms) / 1e3);
-  }
-  seq.restart();  // its blocks back: the decode timings below place sequences in the pool themselves
-
-  // The floors of a decode step of B sequences at position `context`.
+  time_prefills(*lane, o, static_cast<int32_t>(config.vocab_size), rng, r);
   const double tc_rate = lg::cuda::measure_bf16_tensor_rate();
   r["tensor_TFLOPs"] = tc_rate / 1e12;
-  const double kv_bytes_per_position = 2.0 * 2.0 * static_cast<double>(config.num_hidden_layers) *
-                                       static_cast<double>(config.num_key_value_heads * config.head_dim);  // K, V bf16
-  const double attn_flops_per_position = 4.0 * static_cast<double>(config.num_hidden_layers) *
-                                         static_cast<double>(config.num_attention_heads * config.head_dim);
-  nlohmann::json decode = nlohmann::json::array();
   std::vector<std::string> skipped;
-  for (int64_t C : o.contexts) {
-    for (int64_t B : o.batches) {
-      auto m = time_decode(*lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample,
-                           sampling, rng);
-      if (!m) {
-        skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
-                                      B * (C + o.decode_tokens + 2), lane->limits().pool_tokens()));
-        continue;
-      }
-      const double Bd = static_cast<double>(B), ctx = static_cast<double>(C) + 0.5 * static_cast<double>(o.decode_tokens);
-      const double kv_bytes = Bd * ctx * kv_bytes_per_position;
-      const double flops = Bd * weight_bytes + Bd * ctx * attn_flops_per_position;  // 2 FLOPs per bf16 weight
-      // A mixture of experts reads the union of the B tokens' experts (decode_weight_bytes).
-      const double step_weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config, B));
-      const double floor_ms = std::max((step_weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
-      nlohmann::json e;
-      e["batch"] = B;
-      e["context"] = C;
-      e["steps"] = m->steps;
-      e["step_ms"] = m->median_ms;
-      e["p10_ms"] = m->p10_ms;
-      e["p90_ms"] = m->p90_ms;
-      e["tok_per_s"] = Bd / (m->median_ms / 1e3);
-      e["kv_GB"] = kv_bytes / 1e9;
-      e["floor_ms"] = floor_ms;
-      e["over_floor"] = m->median_ms / floor_ms;
-      decode.push_back(e);
-    }
-  }
-  r["decode"] = decode;
+  r["decode"] = time_decodes(*lane, o, config, sampling, bw, tc_rate, rng, skipped);
   r["decode_skipped"] = skipped;
-  for (const auto& e : decode)  // the batch-1 figures at the first context, as before --batch existed
+  for (const auto& e : r["decode"])  // the batch-1 figures at the first context, as before --batch existed
     if (e["batch"] == 1) {
       r["decode_ms"] = e["step_ms"];
       r["decode_over_floor"] = e["step_ms"].get<double>() / r["decode_floor_ms"].get<double>();
@@ -320,38 +372,10 @@ int run_bench(const BenchOpts& o) {
   // As the lane counts them (its plan, or the decode graph it captured): never a constant here.
   if (const auto n = lane->facts().launches_per_decode_layer) r["launches_per_decode_layer"] = *n;
 
-  if (o.json) {
+  if (o.json)
     std::cout << r.dump() << "\n";
-    return 0;
-  }
-  std::cout << fmt::format("lg bench: {} on {} ({}), {}\n", o.shape, lane->name(), r["provenance"].get<std::string>(),
-                           r["device"].get<std::string>());
-  std::cout << fmt::format("  weights ready in {:.1f} s; copy bandwidth {:.2f} TB/s (read + write)\n", load_s, bw / 1e12);
-  std::cout << fmt::format("  KV pool: {} tokens in blocks of {} (--kv-tokens, --block-size)\n",
-                           lane->limits().pool_tokens(), lane->limits().block_size);
-  for (int64_t T : o.prompt_lens)
-    std::cout << fmt::format("  prefill T={:5}: {:8.2f} ms  {:10.0f} tokens/s\n", T,
-                             r[fmt::format("prefill_{}_ms", T)].get<double>(),
-                             r[fmt::format("prefill_{}_tok_per_s", T)].get<double>());
-  std::cout << fmt::format("  floors: weights {:.2f} GB over {:.2f} TB/s = {:.3f} ms; tensor cores {:.0f} TFLOP/s\n",
-                           weight_bytes / 1e9, bw / 1e12, r["decode_floor_ms"].get<double>(), tc_rate / 1e12);
-  if (o.sample != "none")
-    std::cout << fmt::format("  decode steps sample every token (temperature {}, top-k {}, top-p {}{}), drawn {}\n",
-                             o.sample_params[0], o.sample_params[1], o.sample_params[2],
-                             sampling.penalties.active()
-                                 ? fmt::format("; penalties: repetition {}, presence {}, frequency {} over a history of "
-                                               "the context's random ids",
-                                               rpf[0], rpf[1], rpf[2])
-                                 : "",
-                             o.sample == "lane" ? "on the lane" : "on the host from the logits rows");
-  std::cout << "  decode   batch  context   step ms  (p10 .. p90)      tokens/s   floor ms  step/floor\n";
-  for (const auto& e : decode)
-    std::cout << fmt::format("         {:6} {:8} {:9.3f}  ({:.3f} .. {:.3f}) {:10.0f} {:10.3f} {:10.2f}\n",
-                             e["batch"].get<int64_t>(), e["context"].get<int64_t>(), e["step_ms"].get<double>(),
-                             e["p10_ms"].get<double>(), e["p90_ms"].get<double>(), e["tok_per_s"].get<double>(),
-                             e["floor_ms"].get<double>(), e["over_floor"].get<double>());
-  for (const auto& sk : skipped) std::cout << "  skipped: " << sk << " (--kv-tokens)\n";
-  std::cout << "json: " << r.dump() << "\n";
+  else
+    print_bench(o, sampling, *lane, r);
   return 0;
 }
 
