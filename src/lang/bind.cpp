@@ -310,6 +310,15 @@ void Elaborator::bind() {
   // another family is told so once, not with the keys it lacks (docs/language.md, `require`).
   check_config_requires();
   if (config_refused_) return;
+  bind_max_seq();
+  for (const Decl& d : m.decls) {
+    if (config_refused_) break;  // a failed require: what follows would only fail because of it
+    bind_decl(d);
+  }
+}
+
+void Elaborator::bind_max_seq() {
+  const Model& m = *p_.model;
   // S: the KV-cache capacity, the bound of every runtime dim. The max sequence length given
   // (--max-seq) wins; else the program's own `S = ...` dim (a config without
   // max_position_embeddings, e.g. GPT-2's n_positions), bound where the dims block declares it;
@@ -317,147 +326,144 @@ void Elaborator::bind() {
   const bool program_s = std::any_of(m.decls.begin(), m.decls.end(),
                                      [](const Decl& d) { return d.kind == DeclKind::Dim && d.name == "S"; });
   s_given_ = opts_.max_seq > 0;
-  if (!s_given_ && program_s) {
-    global_kind_["S"] = "dim";
-  } else {
-    int64_t S = opts_.max_seq;
-    if (S <= 0) {
-      auto it = config_.find("max_position_embeddings");
-      // 4096.0, an integer some exporters write as a float, counts as the config reader
-      // (model/json_fields.h's opt_int) counts it; it was refused here alone.
-      const bool integral_float = it != config_.end() && it->is_number_float() && it->get<double>() >= 1.0 &&
-                                  it->get<double>() <= static_cast<double>(kMaxDim) &&
-                                  it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()));
-      if (integral_float) {
-        S = static_cast<int64_t>(it->get<double>());
-      } else if (it == config_.end() || !it->is_number_integer()) {
-        err(m.span,
-            "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given "
-            "(give one with --max-seq, or declare `S = ...` in the dims block)");
-        S = 0;
-      } else {
-        S = it->get<int64_t>();
-      }
-    }
-    if (S > 0 && S <= kMaxDim) {
-      globals_["S"] = Value::of_int(S);
-      report_.dims.push_back({"S", std::to_string(S)});
+  global_kind_["S"] = "dim";
+  if (!s_given_ && program_s) return;  // bound where the dims block declares it
+  int64_t S = opts_.max_seq;
+  if (S <= 0) {
+    auto it = config_.find("max_position_embeddings");
+    // 4096.0, an integer some exporters write as a float, counts as the config reader
+    // (model/json_fields.h's opt_int) counts it; it was refused here alone.
+    const bool integral_float = it != config_.end() && it->is_number_float() && it->get<double>() >= 1.0 &&
+                                it->get<double>() <= static_cast<double>(kMaxDim) &&
+                                it->get<double>() == static_cast<double>(static_cast<int64_t>(it->get<double>()));
+    if (integral_float) {
+      S = static_cast<int64_t>(it->get<double>());
+    } else if (it == config_.end() || !it->is_number_integer()) {
+      err(m.span,
+          "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given "
+          "(give one with --max-seq, or declare `S = ...` in the dims block)");
+      S = 0;
     } else {
-      if (S != 0)
-        err(m.span, "max sequence length " + std::to_string(S) + (s_given_ ? " (--max-seq)" : " (config max_position_embeddings)") +
-                        " is out of range: it must be between 1 and " + std::to_string(kMaxDim));
-      globals_["S"] = Value::error();
+      S = it->get<int64_t>();
     }
-    global_kind_["S"] = "dim";
   }
+  if (S > 0 && S <= kMaxDim) {
+    globals_["S"] = Value::of_int(S);
+    report_.dims.push_back({"S", std::to_string(S)});
+  } else {
+    if (S != 0)
+      err(m.span, "max sequence length " + std::to_string(S) + (s_given_ ? " (--max-seq)" : " (config max_position_embeddings)") +
+                      " is out of range: it must be between 1 and " + std::to_string(kMaxDim));
+    globals_["S"] = Value::error();
+  }
+}
 
-  std::unordered_map<std::string, ParamSlot> dummy;
-  for (const Decl& d : m.decls) {
-    if (config_refused_) break;  // a failed require: what follows would only fail because of it
-    switch (d.kind) {
-      case DeclKind::Dim: {
-        Value v = eval(*d.value);
-        if (!v.is_error() && (v.kind != Value::Kind::Int || v.i <= 0 || v.i > kMaxDim)) {
-          err(d.value->span, "dim '" + d.name + "' must be a positive integer of at most 2^40, found " + show(v));
-          v = Value::error();
-        }
-        if (d.name == "S" && s_given_) break;  // the max sequence length given wins over the program's S
-        declare_global(d.name, d.name_span, v);
-        global_kind_[d.name] = "dim";
-        if (!v.is_error()) report_.dims.push_back({d.name, std::to_string(v.i)});
-        break;
+void Elaborator::bind_decl(const Decl& d) {
+  switch (d.kind) {
+    case DeclKind::Dim: {
+      Value v = eval(*d.value);
+      if (!v.is_error() && (v.kind != Value::Kind::Int || v.i <= 0 || v.i > kMaxDim)) {
+        err(d.value->span, "dim '" + d.name + "' must be a positive integer of at most 2^40, found " + show(v));
+        v = Value::error();
       }
-      case DeclKind::Const: {
-        Value v = eval(*d.value);
-        if (!v.is_error() && v.kind != Value::Kind::Int && v.kind != Value::Kind::Float &&
-            v.kind != Value::Kind::Bool && v.kind != Value::Kind::Str && v.kind != Value::Kind::Null) {
-          err(d.value->span, "const '" + d.name + "' must be a number, bool or string, found " + show(v));
-          v = Value::error();
-        }
-        declare_global(d.name, d.name_span, v);
-        global_kind_[d.name] = "const";
-        if (!v.is_error()) report_.consts.push_back({d.name, render_value(v)});
-        break;
-      }
-      case DeclKind::DType: {
-        Value v = eval(*d.value);
-        if (v.kind == Value::Kind::Str) {
-          auto t = dtype_from_string(v.s);
-          if (!t) {
-            err(d.value->span, "unknown dtype \"" + v.s + "\": expected bf16, f16, f32 (or bfloat16, float16, float32)");
-            v = Value::error();
-          } else {
-            v = Value::of_dtype(*t);
-          }
-        } else if (!v.is_error() && v.kind != Value::Kind::DType) {
-          err(d.value->span, "dtype '" + d.name + "' must be a dtype or its name, found " + show(v));
-          v = Value::error();
-        }
-        declare_global(d.name, d.name_span, v);
-        global_kind_[d.name] = "dtype";
-        if (!v.is_error()) report_.consts.push_back({d.name, render_value(v)});
-        break;
-      }
-      case DeclKind::Param: bind_param(d, d.name, -1, params_); break;
-      case DeclKind::Layers: {
-        if (has_layers_) {
-          err(d.span, "a model has one layers block; this is a second one");
-          break;
-        }
-        Value lo = eval(*d.value), hi = eval(*d.value2);
-        layers_failed_ = true;  // until the range checks out
-        if (lo.is_error() || hi.is_error()) break;
-        if (lo.kind != Value::Kind::Int || hi.kind != Value::Kind::Int) {
-          err(join(d.value->span, d.value2->span), "layers range must be integers, found " + show(lo) + " .. " + show(hi));
-          break;
-        }
-        if (lo.i < 0 || hi.i < lo.i || hi.i - lo.i > kMaxLayers) {
-          err(join(d.value->span, d.value2->span), fmt::format("layers range {}..{} must be ascending, from 0 or more, at most {} layers", lo.i, hi.i, kMaxLayers));
-          break;
-        }
-        has_layers_ = true;
-        layers_failed_ = false;
-        layer_var_ = d.name;
-        layer_lo_ = lo.i;
-        layer_params_.resize(static_cast<size_t>(hi.i - lo.i));
-        for (int64_t l = lo.i; l < hi.i; ++l) {
-          frames_.push_back(Frame{});
-          frames_.back().vars[d.name] = Value::of_int(l);
-          for (const Decl& pd : d.body) {
-            auto& into = layer_params_[static_cast<size_t>(l - lo.i)];
-            if (pd.kind == DeclKind::Experts) bind_experts(pd, l, into);
-            else bind_param(pd, "l" + std::to_string(l) + "." + pd.name, l, into);
-          }
-          frames_.pop_back();
-        }
-        break;
-      }
-      case DeclKind::State: {
-        StateSlot s;
-        s.name = d.name;
-        s.span = d.span;
-        if (globals_.count(d.name) || params_.count(d.name) || states_.count(d.name)) {
-          err(d.name_span, "'" + d.name + "' is already declared");
-          break;
-        }
-        s.ok = eval_type(d.type, false, s.dtype, s.shape);
-        if (s.ok) {
-          s.index = static_cast<int32_t>(g_.states.size());
-          g_.states.push_back({d.name, s.dtype, s.shape});
-          report_.states.push_back({d.name, show(s.dtype, s.shape)});
-        }
-        state_order_.push_back(d.name);
-        states_[d.name] = std::move(s);
-        break;
-      }
-      case DeclKind::Experts:  // the parser makes them only inside a layers block
-        err(d.span, "an experts block belongs inside a layers block");
-        break;
-      case DeclKind::Require:
-        if (!early_requires_.count(&d)) check_require(d);
-        break;
+      if (d.name == "S" && s_given_) break;  // the max sequence length given wins over the program's S
+      declare_global(d.name, d.name_span, v);
+      global_kind_[d.name] = "dim";
+      if (!v.is_error()) report_.dims.push_back({d.name, std::to_string(v.i)});
+      break;
     }
+    case DeclKind::Const: {
+      Value v = eval(*d.value);
+      if (!v.is_error() && v.kind != Value::Kind::Int && v.kind != Value::Kind::Float &&
+          v.kind != Value::Kind::Bool && v.kind != Value::Kind::Str && v.kind != Value::Kind::Null) {
+        err(d.value->span, "const '" + d.name + "' must be a number, bool or string, found " + show(v));
+        v = Value::error();
+      }
+      declare_global(d.name, d.name_span, v);
+      global_kind_[d.name] = "const";
+      if (!v.is_error()) report_.consts.push_back({d.name, render_value(v)});
+      break;
+    }
+    case DeclKind::DType: {
+      Value v = eval(*d.value);
+      if (v.kind == Value::Kind::Str) {
+        auto t = dtype_from_string(v.s);
+        if (!t) {
+          err(d.value->span, "unknown dtype \"" + v.s + "\": expected bf16, f16, f32 (or bfloat16, float16, float32)");
+          v = Value::error();
+        } else {
+          v = Value::of_dtype(*t);
+        }
+      } else if (!v.is_error() && v.kind != Value::Kind::DType) {
+        err(d.value->span, "dtype '" + d.name + "' must be a dtype or its name, found " + show(v));
+        v = Value::error();
+      }
+      declare_global(d.name, d.name_span, v);
+      global_kind_[d.name] = "dtype";
+      if (!v.is_error()) report_.consts.push_back({d.name, render_value(v)});
+      break;
+    }
+    case DeclKind::Param: bind_param(d, d.name, -1, params_); break;
+    case DeclKind::Layers: bind_layers(d); break;
+    case DeclKind::State: bind_state(d); break;
+    case DeclKind::Experts:  // the parser makes them only inside a layers block
+      err(d.span, "an experts block belongs inside a layers block");
+      break;
+    case DeclKind::Require:
+      if (!early_requires_.count(&d)) check_require(d);
+      break;
   }
+}
+
+void Elaborator::bind_layers(const Decl& d) {
+  if (has_layers_) {
+    err(d.span, "a model has one layers block; this is a second one");
+    return;
+  }
+  Value lo = eval(*d.value), hi = eval(*d.value2);
+  layers_failed_ = true;  // until the range checks out
+  if (lo.is_error() || hi.is_error()) return;
+  if (lo.kind != Value::Kind::Int || hi.kind != Value::Kind::Int) {
+    err(join(d.value->span, d.value2->span), "layers range must be integers, found " + show(lo) + " .. " + show(hi));
+    return;
+  }
+  if (lo.i < 0 || hi.i < lo.i || hi.i - lo.i > kMaxLayers) {
+    err(join(d.value->span, d.value2->span), fmt::format("layers range {}..{} must be ascending, from 0 or more, at most {} layers", lo.i, hi.i, kMaxLayers));
+    return;
+  }
+  has_layers_ = true;
+  layers_failed_ = false;
+  layer_var_ = d.name;
+  layer_lo_ = lo.i;
+  layer_params_.resize(static_cast<size_t>(hi.i - lo.i));
+  for (int64_t l = lo.i; l < hi.i; ++l) {
+    frames_.push_back(Frame{});
+    frames_.back().vars[d.name] = Value::of_int(l);
+    for (const Decl& pd : d.body) {
+      auto& into = layer_params_[static_cast<size_t>(l - lo.i)];
+      if (pd.kind == DeclKind::Experts) bind_experts(pd, l, into);
+      else bind_param(pd, "l" + std::to_string(l) + "." + pd.name, l, into);
+    }
+    frames_.pop_back();
+  }
+}
+
+void Elaborator::bind_state(const Decl& d) {
+  StateSlot s;
+  s.name = d.name;
+  s.span = d.span;
+  if (globals_.count(d.name) || params_.count(d.name) || states_.count(d.name)) {
+    err(d.name_span, "'" + d.name + "' is already declared");
+    return;
+  }
+  s.ok = eval_type(d.type, false, s.dtype, s.shape);
+  if (s.ok) {
+    s.index = static_cast<int32_t>(g_.states.size());
+    g_.states.push_back({d.name, s.dtype, s.shape});
+    report_.states.push_back({d.name, show(s.dtype, s.shape)});
+  }
+  state_order_.push_back(d.name);
+  states_[d.name] = std::move(s);
 }
 
 }  // namespace lg::lang

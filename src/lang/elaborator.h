@@ -63,7 +63,18 @@ class Elaborator {
   struct TooLarge {};
 
   // ---- declarations (bind.cpp)
+  /// Binds the model's declarations in order (config requires first): globals, params, layers,
+  /// states; errors go to the diagnostics, never thrown.
   void bind();
+  /// S, the KV-cache capacity that bounds every runtime dim: --max-seq, else the program's own
+  /// `S = ...` dim (bound where its dims block declares it), else config.max_position_embeddings.
+  void bind_max_seq();
+  /// One top-level declaration (a dim, const, dtype, param, layers block, state or require).
+  void bind_decl(const Decl& d);
+  /// A `layers l in lo..hi` block: its params bound once a layer, with `l` in scope.
+  void bind_layers(const Decl& d);
+  /// A `state` declaration: a tensor the step reads and writes (the KV cache), in declaration order.
+  void bind_state(const Decl& d);
   /// Evaluates the model's top-level `require`s whose condition and message read nothing but the
   /// config (no dims, consts or params) before any other declaration; sets config_refused_ when
   /// one fails, and stops at a failed one that reads config.model_type. A program's
