@@ -305,8 +305,8 @@ TEST(QwenGemvRows, ClearThenAccumulateIsAStore) {
 // whatever the grid (which block runs which split, in which order they finish) and from run to
 // run: what lets two runs of one seeded sampled request agree (RowDraws' tests, which failed under
 // the atomic adds this replaced: bench/RESULTS.md, thirty-third session). Under
-// LG_QWEN_ROWS_ATOMIC_SPLITS=1 (those adds, for A/B) this test is expected to fail (not yet run
-// so: bench/gpu-logs/session34/call3_run.sh checks it). The 8B o_proj and down
+// LG_QWEN_ROWS_ATOMIC_SPLITS=1 (those adds, for A/B) it fails, as it must: 5,870 outputs differed
+// between grids on an H100 (thirty-fifth session, call 1). The 8B o_proj and down
 // shapes at 16 and 32 rows, 2 to 16 splits, each form (the TMA one with 4 and 8 consumer warps)
 // on three grids, each launched twice.
 TEST(QwenGemvRows, SplitSumsAreTheSameBitsOnAnyGrid) {

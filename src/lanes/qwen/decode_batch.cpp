@@ -199,8 +199,9 @@ void HandwrittenQwenLane::enqueue_rmsnorm(int Bp, const float* w, const float* p
 // (and zeroing qkv for the next layer) -> RMSNorm rows (adding them into x) -> gate/up with the
 // SwiGLU epilogue -> down into slices. Six launches, all PDL, against the cuBLASLt path's eight.
 // o_proj and down leave their slices to the RMSNorm after them because a launch that sums its own
-// splits waits at its tail for the last one's round trips (about 3-7 us a launch on the H100, bench/
-// RESULTS.md, thirty-fourth session); LG_QWEN_ROWS_SLICES=0 (lab) has them add into x themselves.
+// splits waits at its tail for the last one's round trips: the slices took 1-5% off the 8B step of
+// 2-32 sequences against that (H100, bench/RESULTS.md, thirty-fifth session, call 1);
+// LG_QWEN_ROWS_SLICES=0 (lab) has them add into x themselves.
 int HandwrittenQwenLane::enqueue_layer_rows(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn,
                                             const int* d_pos, const std::function<void(const char*)>& mark,
                                             int x_slices) {
