@@ -39,19 +39,60 @@ bool rows_head(int V, int D) {
   return on && gemv_rows_supports(V, D);
 }
 
+/// LG_QWEN_SKIP=REGEX (measurements): the launches of the cuBLASLt path whose label (mark's:
+/// "rmsnorm", the final one too, "gemm qkv", "attention", "gemm o", "gemm gate/up", "swiglu",
+/// "gemm down") matches are left out of the graph. Its results are then wrong; its time bounds
+/// what fusing those launches away could save (the compiled lane's LG_COMPILED_SKIP).
+bool skipped(const char* what) {
+  static const std::optional<std::regex> re = launch_skip_from_env("LG_QWEN_SKIP", "batched decode graphs");
+  return re && std::regex_search(what, *re);
+}
+
 }  // namespace
 
 // Two or more sequences with one decode token each: a CUDA graph per (bucket, attention plan), the batch
 // padded to its bucket with rows of token 0 at position 0 in the pool's extra block (their results
-// are dropped). The step's tokens, positions and the used width of its block tables are copied
-// into the graph's fixed buffers first.
+// are dropped).
 void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch) {
   State& s = *st_;
   cudaStream_t cs = s.stream.get();
-  using bf16_t = __nv_bfloat16;
   const Dims d = dims_of(shape_, limits_);
+  const int Bp = decode_bucket(static_cast<int>(f.B), static_cast<int>(limits_.max_batch));
+  const int max_len = stage_decode_batch(f, batch, Bp);
+  // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
+  int len_bucket = 1;
+  while (len_bucket < max_len) len_bucket *= 2;
+  const BatchAttnPlan attn = decode_attention_batch_plan(d.H, d.KV, d.Dh, Bp, len_bucket, max_len);
+  cuda::GraphExec& graph = s.batch_graphs[{Bp, attn}];
+  // On the row GEMVs the QKV projection accumulates into qkv (split-K): zeroed here, outside the
+  // graph (ahead of it in the stream), for layer 0, and by each layer's o_proj for the next (after
+  // its PDL wait the attention that read qkv is done).
+  auto zero_qkv_for_rows = [&] {
+    if (use_gemv_rows(d, Bp))
+      LG_CUDA_CHECK(cudaMemsetAsync(s.qkv.data(), 0, static_cast<size_t>(Bp) * d.nqkv * sizeof(float), cs));
+  };
+  if (!graph.ready()) {
+    // LG_PROFILE_LAUNCHES=1: the step runs eagerly once more with events between its launches
+    // (the graph replay then computes it again: same inputs, same K/V rows, same argmaxes).
+    if (std::getenv("LG_PROFILE_LAUNCHES")) {
+      zero_qkv_for_rows();
+      cuda::LaunchProfile p(cs);
+      enqueue_decode_batch(Bp, attn, [&](const char* what) { p.mark(what); });
+      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " +
+                          std::to_string(attn.splits) + " splits").c_str(), stderr);
+    }
+    capture(graph, cs, [&] { enqueue_decode_batch(Bp, attn, [](const char*) {}); });
+  }
+  zero_qkv_for_rows();
+  graph.launch(cs);
+}
+
+// The step's tokens, positions and the used width of its block tables, copied into the graphs'
+// fixed buffers (rows B..Bp-1: token 0 at position 0, tables of the extra block).
+int HandwrittenQwenLane::stage_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch, int Bp) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
   const int B = static_cast<int>(f.B);
-  const int Bp = decode_bucket(B, static_cast<int>(limits_.max_batch));
   const int64_t bs = limits_.block_size, MB = limits_.blocks_per_seq();
   int max_len = 1;
   for (int b = 0; b < B; ++b) max_len = std::max(max_len, f.pos[static_cast<size_t>(b)] + 1);
@@ -74,113 +115,97 @@ void HandwrittenQwenLane::run_decode_batch(const FlatBatch& f, std::span<const S
   LG_CUDA_CHECK(cudaMemcpy2DAsync(s.d_dec_table.data(), static_cast<size_t>(MB) * sizeof(int), table,
                                   static_cast<size_t>(W) * sizeof(int), static_cast<size_t>(W) * sizeof(int),
                                   static_cast<size_t>(Bp), cudaMemcpyHostToDevice, cs));
-  // Splits from the longest sequence rounded up to a power of two: a few graphs per bucket.
-  int len_bucket = 1;
-  while (len_bucket < max_len) len_bucket *= 2;
-  const BatchAttnPlan attn = decode_attention_batch_plan(d.H, d.KV, d.Dh, Bp, len_bucket, max_len);
-  cuda::GraphExec& graph = s.batch_graphs[{Bp, attn}];
-  // On the row GEMVs the QKV projection accumulates into qkv (split-K): zeroed here, outside the
-  // graph (ahead of it in the stream), for layer 0, and by each layer's o_proj for the next (after
-  // its PDL wait the attention that read qkv is done).
-  auto zero_qkv_for_rows = [&] {
-    if (use_gemv_rows(d, Bp))
-      LG_CUDA_CHECK(cudaMemsetAsync(s.qkv.data(), 0, static_cast<size_t>(Bp) * d.nqkv * sizeof(float), cs));
-  };
-  if (!graph.ready()) {
-    const int* d_tokens = s.d_dec.as<int>();
-    const int* d_pos = d_tokens + Bp;
-    cuda::LaunchProfile* prof = nullptr;  // LG_PROFILE_LAUNCHES=1: an eager run with events between launches
-    auto mark = [&](const char* what) {
-      if (prof) prof->mark(what);
-    };
-    // LG_QWEN_SKIP=REGEX (measurements): the launches of the cuBLASLt path whose label (mark's:
-    // "rmsnorm", the final one too, "gemm qkv", "attention", "gemm o", "gemm gate/up", "swiglu",
-    // "gemm down") matches are left out of the graph. Its results are then wrong; its time bounds
-    // what fusing those launches away could save (the compiled lane's LG_COMPILED_SKIP).
-    static const std::optional<std::regex> skip_re = launch_skip_from_env("LG_QWEN_SKIP", "batched decode graphs");
-    auto skip = [&](const char* what) { return skip_re && std::regex_search(what, *skip_re); };
-    // Small buckets take the tensor-core row GEMV (gemv_rows_batch_limit, kernels.h).
-    const bool rows = use_gemv_rows(d, Bp);
-    // o_proj and down add into the residual x: as a plain GEMM (beta = 1), or as split-K slices
-    // into dec_parts that the RMSNorm after each sums into x (decode_gemm_slices).
-    const int o_slices = decode_gemm_slices(d.nq, Bp, false), down_slices = decode_gemm_slices(d.F, Bp, true);
-    auto project = [&](const bf16_t* in, const bf16_t* w, int K, int slices, const char* what) {
-      if (skip(what)) return;
+  return max_len;
+}
+
+// The launches of one batched decode step (captured into its graph, or run eagerly under
+// LG_PROFILE_LAUNCHES): embed, the layers on the row GEMVs or cuBLASLt, final norm, LM head, argmax.
+void HandwrittenQwenLane::enqueue_decode_batch(int Bp, const BatchAttnPlan& attn,
+                                               const std::function<void(const char*)>& mark) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
+  using bf16_t = __nv_bfloat16;
+  const Dims d = dims_of(shape_, limits_);
+  const int table_stride = static_cast<int>(limits_.blocks_per_seq());
+  const int* d_tokens = s.d_dec.as<int>();
+  const int* d_pos = d_tokens + Bp;
+  // Small buckets take the tensor-core row GEMV (gemv_rows_batch_limit, kernels.h).
+  const bool rows = use_gemv_rows(d, Bp);
+  launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
+  mark("embed");
+  int x_slices = 0;  // the last down projection's slices, for the next RMSNorm to add into x
+  for (size_t l = 0; l < s.layers.size(); ++l)
+    x_slices = rows ? enqueue_layer_rows(l, Bp, table_stride, attn, d_pos, mark, x_slices)
+                    : enqueue_layer_lt(l, Bp, table_stride, attn, d_pos, mark, x_slices);
+  if (!skipped("rmsnorm")) {
+    enqueue_rmsnorm(Bp, s.final_norm.as<float>(), rows ? s.rows_partials.as<float>() : s.dec_parts.as<float>(),
+                    x_slices);
+    mark("rmsnorm");
+  }
+  if (rows && rows_head(d.V, d.D)) {
+    GemvRowsArgs head;
+    head.W = s.head_w();
+    head.N = d.V;
+    head.K = d.D;
+    head.T = Bp;
+    head.x = s.h.as<bf16_t>();
+    head.out_f32 = s.logits.as<float>();
+    launch_gemv_rows(GemvRowsOutput::kStore, head, cs);
+    mark("row gemv lm head");
+  } else {
+    s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
+    mark("gemm lm head");
+  }
+  launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);
+  mark("argmax");
+}
+
+// One layer of a batched decode step on cuBLASLt: RMSNorm (adding the down slices of the layer
+// before) -> QKV GEMM -> decode attention with RoPE and the K/V write -> o_proj -> RMSNorm ->
+// gate/up GEMM -> SwiGLU -> down. o_proj and down add into the residual x: as a plain GEMM (beta =
+// 1), or as split-K slices into dec_parts that the RMSNorm after each sums into x
+// (decode_gemm_slices). Eight launches; LG_QWEN_SKIP leaves out those it names.
+int HandwrittenQwenLane::enqueue_layer_lt(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn,
+                                          const int* d_pos, const std::function<void(const char*)>& mark,
+                                          int x_slices) {
+  State& s = *st_;
+  cudaStream_t cs = s.stream.get();
+  using bf16_t = __nv_bfloat16;
+  const Dims d = dims_of(shape_, limits_);
+  const State::Layer& ly = s.layers[l];
+  // A projection's slices as the RMSNorm after it counts them: 0 when it added into x itself.
+  auto project = [&](const bf16_t* in, const bf16_t* w, int K, int slices, const char* what) {
+    if (!skipped(what)) {
       if (slices == 1)
         s.gemm.matmul(in, w, s.x.as<float>(), Bp, d.D, K, true, cs);
       else
         s.gemm.matmul_split(in, w, s.dec_parts.as<float>(), Bp, d.D, K, slices, cs);
       mark(what);
-    };
-    auto norm = [&](const float* w, const float* parts, int nparts) {
-      if (skip("rmsnorm")) return;
-      enqueue_rmsnorm(Bp, w, parts, nparts);
-      mark("rmsnorm");
-    };
-    auto lt_parts = [&](int slices) { return slices == 1 ? 0 : slices; };  // cuBLASLt's into dec_parts
-    auto enqueue = [&] {
-      launch_embed(s.embed.as<bf16_t>(), d_tokens, Bp, d.D, s.x.as<float>(), cs);
-      mark("embed");
-      int rows_slices = 0;  // the row GEMVs' down slices in rows_partials, for the next RMSNorm
-      for (size_t l = 0; l < s.layers.size(); ++l) {
-        if (rows) {
-          rows_slices = enqueue_layer_rows(l, Bp, static_cast<int>(MB), attn, d_pos, mark, rows_slices);
-          continue;
-        }
-        const State::Layer& ly = s.layers[l];
-        norm(ly.ln1.as<float>(), s.dec_parts.as<float>(), l == 0 ? 0 : lt_parts(down_slices));
-        if (!skip("gemm qkv"))
-          s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
-        mark("gemm qkv");
-        const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
-        if (!skip("attention"))
-          launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, static_cast<int>(MB), attn, d.eps, d_pos,
-                                             s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(),
-                                             cs);
-        mark("attention");
-        project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, o_slices, "gemm o");
-        norm(ly.ln2.as<float>(), s.dec_parts.as<float>(), lt_parts(o_slices));
-        if (!skip("gemm gate/up"))
-          s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
-        mark("gemm gate/up");
-        if (!skip("swiglu")) launch_swiglu(s.gu.as<float>(), static_cast<size_t>(Bp) * d.F, s.act.as<bf16_t>(), cs);
-        mark("swiglu");
-        project(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), d.F, down_slices, "gemm down");
-      }
-      if (rows) norm(s.final_norm.as<float>(), s.rows_partials.as<float>(), rows_slices);
-      else norm(s.final_norm.as<float>(), s.dec_parts.as<float>(), lt_parts(down_slices));
-      if (rows && rows_head(d.V, d.D)) {
-        GemvRowsArgs head;
-        head.W = s.head_w();
-        head.N = d.V;
-        head.K = d.D;
-        head.T = Bp;
-        head.x = s.h.as<bf16_t>();
-        head.out_f32 = s.logits.as<float>();
-        launch_gemv_rows(GemvRowsOutput::kStore, head, cs);
-        mark("row gemv lm head");
-      } else {
-        s.gemm.matmul(s.h.as<bf16_t>(), s.head_w(), s.logits.as<float>(), Bp, d.V, d.D, false, cs);
-        mark("gemm lm head");
-      }
-      launch_argmax_rows(s.logits.as<float>(), Bp, d.V, s.h_argmax.dev, cs);
-      mark("argmax");
-    };
-    // LG_PROFILE_LAUNCHES=1: the step runs eagerly once more with events between its launches
-    // (the graph replay then computes it again: same inputs, same K/V rows, same argmaxes).
-    if (std::getenv("LG_PROFILE_LAUNCHES")) {
-      zero_qkv_for_rows();
-      cuda::LaunchProfile p(cs);
-      prof = &p;
-      enqueue();
-      prof = nullptr;
-      std::fputs(p.report("hand-written batched decode, bucket " + std::to_string(Bp) + ", " +
-                          std::to_string(attn.splits) + " splits").c_str(), stderr);
     }
-    capture(graph, cs, enqueue);
-  }
-  zero_qkv_for_rows();
-  graph.launch(cs);
+    return slices == 1 ? 0 : slices;
+  };
+  auto norm = [&](const float* w, int nparts) {
+    if (skipped("rmsnorm")) return;
+    enqueue_rmsnorm(Bp, w, s.dec_parts.as<float>(), nparts);
+    mark("rmsnorm");
+  };
+  norm(ly.ln1.as<float>(), x_slices);
+  if (!skipped("gemm qkv"))
+    s.gemm.matmul(s.h.as<bf16_t>(), ly.wqkv.as<bf16_t>(), s.qkv.as<float>(), Bp, d.nqkv, d.D, false, cs);
+  mark("gemm qkv");
+  const QkvRopeArgs rope = s.rope_args(d, l, s.d_dec_table.as<int>());
+  if (!skipped("attention"))
+    launch_attention_decode_rope_batch(s.qkv.as<float>(), rope, Bp, table_stride, attn, d.eps, d_pos,
+                                       s.dec_scratch.as<float>(), s.dec_counters.as<int>(), s.attn.as<bf16_t>(), cs);
+  mark("attention");
+  const int o_parts = project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, decode_gemm_slices(d.nq, Bp, false), "gemm o");
+  norm(ly.ln2.as<float>(), o_parts);
+  if (!skipped("gemm gate/up"))
+    s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
+  mark("gemm gate/up");
+  if (!skipped("swiglu")) launch_swiglu(s.gu.as<float>(), static_cast<size_t>(Bp) * d.F, s.act.as<bf16_t>(), cs);
+  mark("swiglu");
+  return project(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), d.F, decode_gemm_slices(d.F, Bp, true), "gemm down");
 }
 
 void HandwrittenQwenLane::enqueue_rmsnorm(int Bp, const float* w, const float* parts, int nparts) {

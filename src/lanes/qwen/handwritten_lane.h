@@ -77,6 +77,16 @@ class HandwrittenQwenLane : public Lane {
   void run_decode(const SeqStep& s);
   void enqueue_head_gemv(const float* x_row);
   void run_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch);
+  /// Copies a batched decode step's tokens, positions and block tables (padded to Bp rows) into
+  /// its graphs' fixed buffers; returns the longest sequence's length with this token.
+  int stage_decode_batch(const FlatBatch& f, std::span<const SeqStep> batch, int Bp);
+  /// Enqueues the launches of a batched decode step of Bp sequences under attention plan attn;
+  /// mark(name) after each launch (LG_PROFILE_LAUNCHES).
+  void enqueue_decode_batch(int Bp, const BatchAttnPlan& attn, const std::function<void(const char*)>& mark);
+  /// Layer l of a batched decode graph on cuBLASLt (not use_gemv_rows); x_slices and the return as
+  /// enqueue_layer_rows's, the split-K slices in dec_parts.
+  int enqueue_layer_lt(size_t l, int Bp, int table_stride, const BatchAttnPlan& attn, const int* d_pos,
+                       const std::function<void(const char*)>& mark, int x_slices);
   /// Layer l of a batched decode graph of Bp <= gemv_rows_max_t sequences on the row GEMVs (use_gemv_rows);
   /// mark(name) after each launch (LG_PROFILE_LAUNCHES). x_slices: the K-split slices of the layer
   /// before's down projection its first RMSNorm adds into x (0 at layer 0); returns this layer's.
