@@ -8,6 +8,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -133,6 +134,30 @@ class Elaborator {
   Value binary_chain(const Expr& top, bool allow_missing);
   Value member(const Expr& e);
   Value index(const Expr& e);
+  /// One item of a tensor index x[i, a:b:c, ...], its bounds evaluated to constants.
+  struct IndexItem {
+    enum { Int, Slice, Ellipsis } kind;
+    int64_t a = 0;  ///< an Int item's index, negative from the end
+    std::optional<int64_t> start, stop;
+    int64_t step = 1;
+    Span span;
+  };
+  /// shape[k]: a dim, so that a program can take a size from a tensor it was given.
+  Value index_shape(const Value& base, const Expr& e);
+  /// config.layer_types[l]: a config array is no language value, so it is read only here, entry by entry.
+  Value index_config_array(const Value& base, const Expr& e);
+  /// x[...]: every item is evaluated before any is refused, so that all bad ones are reported; a
+  /// tensor item is a gather instead.
+  Value index_tensor(const Value& base, const Expr& e);
+  /// a:b:c with its bounds evaluated; nullopt once reported, after all three parts are checked.
+  std::optional<IndexItem> slice_item(const Expr& x);
+  /// One item per axis ('...' and the missing trailing axes as full slices), so that slice_axes
+  /// need not know how the index was written; nullopt once reported.
+  std::optional<std::vector<IndexItem>> index_per_axis(const std::vector<IndexItem>& items, const Value& base,
+                                                       const Expr& e);
+  /// One Slice node per axis not taken whole, then one reshape that drops the integer-indexed
+  /// axes: the IR has no op that slices and drops at once.
+  Value slice_axes(const Value& base, const std::vector<IndexItem>& per_axis);
   Value call(const Expr& e);
   Value call_fn(const FnDecl& fn, const std::vector<Arg>& args, const Expr& call);
   Value param_value(ParamSlot& p, const Span& span);

@@ -444,69 +444,58 @@ Value Elaborator::member(const Expr& e) {
 Value Elaborator::index(const Expr& e) {
   Value base = eval(*e.args[0]);
   if (base.is_error()) return base;
-  size_t n_items = e.args.size() - 1;
-  if (base.kind == K::Shape) {
-    if (n_items != 1 || e.args[1]->kind == ExprKind::Slice || e.args[1]->kind == ExprKind::Ellipsis)
-      return err(e.span, "a shape is indexed by one integer");
-    Value k = eval(*e.args[1]);
-    if (k.is_error()) return k;
-    if (k.kind != K::Int) return err(e.args[1]->span, "expected an integer index, found " + show(k));
-    auto ax = norm_axis(k.i, base.shape.size(), e.args[1]->span);
-    if (!ax) return Value::error();
-    return Value::of_dim(base.shape[static_cast<size_t>(*ax)]);
-  }
-  if (base.kind == K::Object && base.obj && base.obj->is_array()) {
-    if (n_items != 1 || e.args[1]->kind == ExprKind::Slice || e.args[1]->kind == ExprKind::Ellipsis)
-      return err(e.span, "a config array is indexed by one integer");
-    Value k = eval(*e.args[1]);
-    if (k.is_error()) return k;
-    if (k.kind != K::Int && k.kind != K::Layer)
-      return err(e.args[1]->span, "expected an integer index, found " + show(k));
-    const auto n = static_cast<int64_t>(base.obj->size());
-    if (k.i < 0 || k.i >= n)
-      return err(e.args[1]->span, fmt::format("index {} is out of range for config key '{}' of {} entries", k.i, base.s, n));
-    return config_json_value((*base.obj)[static_cast<size_t>(k.i)], fmt::format("{}[{}]", base.s, k.i), e.span);
-  }
+  if (base.kind == K::Shape) return index_shape(base, e);
+  if (base.kind == K::Object && base.obj && base.obj->is_array()) return index_config_array(base, e);
   if (base.kind != K::Tensor) return err(e.args[0]->span, "cannot index " + show(base));
+  return index_tensor(base, e);
+}
 
-  struct Item {
-    enum { Int, Slice, Ellipsis } kind;
-    int64_t a = 0;
-    std::optional<int64_t> start, stop;
-    int64_t step = 1;
-    Span span;
-  };
-  std::vector<Item> items;
+namespace {
+
+// A shape and a config array are compile-time lists that no model slices: one plain index only.
+bool one_plain_index(const Expr& e) {
+  return e.args.size() == 2 && e.args[1]->kind != ExprKind::Slice && e.args[1]->kind != ExprKind::Ellipsis;
+}
+
+}  // namespace
+
+Value Elaborator::index_shape(const Value& base, const Expr& e) {
+  if (!one_plain_index(e)) return err(e.span, "a shape is indexed by one integer");
+  Value k = eval(*e.args[1]);
+  if (k.is_error()) return k;
+  if (k.kind != K::Int) return err(e.args[1]->span, "expected an integer index, found " + show(k));
+  auto ax = norm_axis(k.i, base.shape.size(), e.args[1]->span);
+  if (!ax) return Value::error();
+  return Value::of_dim(base.shape[static_cast<size_t>(*ax)]);
+}
+
+Value Elaborator::index_config_array(const Value& base, const Expr& e) {
+  if (!one_plain_index(e)) return err(e.span, "a config array is indexed by one integer");
+  Value k = eval(*e.args[1]);
+  if (k.is_error()) return k;
+  if (k.kind != K::Int && k.kind != K::Layer)
+    return err(e.args[1]->span, "expected an integer index, found " + show(k));
+  const auto n = static_cast<int64_t>(base.obj->size());
+  if (k.i < 0 || k.i >= n)
+    return err(e.args[1]->span, fmt::format("index {} is out of range for config key '{}' of {} entries", k.i, base.s, n));
+  return config_json_value((*base.obj)[static_cast<size_t>(k.i)], fmt::format("{}[{}]", base.s, k.i), e.span);
+}
+
+Value Elaborator::index_tensor(const Value& base, const Expr& e) {
+  const size_t n_items = e.args.size() - 1;
+  std::vector<IndexItem> items;
   bool ok = true;
   for (size_t k = 1; k <= n_items; ++k) {
     const Expr& x = *e.args[k];
     if (x.kind == ExprKind::Ellipsis) {
-      items.push_back({Item::Ellipsis, 0, {}, {}, 1, x.span});
+      items.push_back({IndexItem::Ellipsis, 0, {}, {}, 1, x.span});
       continue;
     }
     if (x.kind == ExprKind::Slice) {
-      Item it{Item::Slice, 0, {}, {}, 1, x.span};
-      for (int part = 0; part < 3; ++part) {
-        if (!x.args[static_cast<size_t>(part)]) continue;
-        Value v = eval(*x.args[static_cast<size_t>(part)]);
-        if (v.is_error()) {
-          ok = false;
-          continue;
-        }
-        if (v.kind != K::Int) {
-          err(x.args[static_cast<size_t>(part)]->span, "slice bounds must be compile-time integers, found " + show(v));
-          ok = false;
-          continue;
-        }
-        if (part == 0) it.start = v.i;
-        if (part == 1) it.stop = v.i;
-        if (part == 2) it.step = v.i;
-      }
-      if (it.step <= 0) {
-        err(x.span, "slice step must be positive");
+      if (auto it = slice_item(x))
+        items.push_back(*it);
+      else
         ok = false;
-      }
-      items.push_back(it);
       continue;
     }
     Value v = eval(x);
@@ -520,38 +509,80 @@ Value Elaborator::index(const Expr& e) {
       return gather(base, v, e);
     }
     if (v.kind == K::Int || v.kind == K::Layer) {
-      items.push_back({Item::Int, v.i, {}, {}, 1, x.span});
+      items.push_back({IndexItem::Int, v.i, {}, {}, 1, x.span});
       continue;
     }
     err(x.span, "expected an integer, slice or index tensor, found " + show(v));
     ok = false;
   }
   if (!ok) return Value::error();
-  size_t rank = base.shape.size();
+  auto per_axis = index_per_axis(items, base, e);
+  if (!per_axis) return Value::error();
+  return slice_axes(base, *per_axis);
+}
+
+std::optional<Elaborator::IndexItem> Elaborator::slice_item(const Expr& x) {
+  IndexItem it{IndexItem::Slice, 0, {}, {}, 1, x.span};
+  bool ok = true;
+  for (int part = 0; part < 3; ++part) {
+    if (!x.args[static_cast<size_t>(part)]) continue;
+    Value v = eval(*x.args[static_cast<size_t>(part)]);
+    if (v.is_error()) {
+      ok = false;
+      continue;
+    }
+    if (v.kind != K::Int) {
+      err(x.args[static_cast<size_t>(part)]->span, "slice bounds must be compile-time integers, found " + show(v));
+      ok = false;
+      continue;
+    }
+    if (part == 0) it.start = v.i;
+    if (part == 1) it.stop = v.i;
+    if (part == 2) it.step = v.i;
+  }
+  if (it.step <= 0) {
+    err(x.span, "slice step must be positive");
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return it;
+}
+
+std::optional<std::vector<Elaborator::IndexItem>> Elaborator::index_per_axis(const std::vector<IndexItem>& items,
+                                                                              const Value& base, const Expr& e) {
+  const size_t rank = base.shape.size();
   size_t ellipses = 0, explicit_axes = 0;
-  for (auto& it : items) (it.kind == Item::Ellipsis ? ellipses : explicit_axes)++;
-  if (ellipses > 1) return err(e.span, "at most one '...' in an index");
-  if (explicit_axes > rank)
-    return err(e.span, fmt::format("too many indices: {} for {}", explicit_axes, show(base)));
-  // Expand '...' to full slices so there is one item per axis.
-  std::vector<Item> per_axis;
+  for (auto& it : items) (it.kind == IndexItem::Ellipsis ? ellipses : explicit_axes)++;
+  if (ellipses > 1) {
+    err(e.span, "at most one '...' in an index");
+    return std::nullopt;
+  }
+  if (explicit_axes > rank) {
+    err(e.span, fmt::format("too many indices: {} for {}", explicit_axes, show(base)));
+    return std::nullopt;
+  }
+  std::vector<IndexItem> per_axis;
   for (auto& it : items) {
-    if (it.kind == Item::Ellipsis) {
-      for (size_t k = 0; k < rank - explicit_axes; ++k) per_axis.push_back({Item::Slice, 0, {}, {}, 1, it.span});
+    if (it.kind == IndexItem::Ellipsis) {
+      for (size_t k = 0; k < rank - explicit_axes; ++k) per_axis.push_back({IndexItem::Slice, 0, {}, {}, 1, it.span});
     } else {
       per_axis.push_back(it);
     }
   }
-  while (per_axis.size() < rank) per_axis.push_back({Item::Slice, 0, {}, {}, 1, e.span});
+  while (per_axis.size() < rank) per_axis.push_back({IndexItem::Slice, 0, {}, {}, 1, e.span});
+  return per_axis;
+}
 
+Value Elaborator::slice_axes(const Value& base, const std::vector<IndexItem>& per_axis) {
+  const size_t rank = base.shape.size();
   ir::ValueId cur = base.id;
   ir::Shape shape = base.shape;
   ir::Shape kept;
   bool dropped = false;
   for (size_t ax = 0; ax < rank; ++ax) {
-    Item& it = per_axis[ax];
+    const IndexItem& it = per_axis[ax];
     ir::Dim d = shape[ax];
-    bool full = it.kind == Item::Slice && !it.start && !it.stop && it.step == 1;
+    bool full = it.kind == IndexItem::Slice && !it.start && !it.stop && it.step == 1;
     if (full) {
       kept.push_back(d);
       continue;
@@ -559,7 +590,7 @@ Value Elaborator::index(const Expr& e) {
     if (!d.is_const())
       return err(it.span, "cannot index the runtime dim " + format_dim(d, sym_names_) + " with constants (only ':' is allowed on it)");
     int64_t n = d.coeff, start, stop, step = 1;
-    if (it.kind == Item::Int) {
+    if (it.kind == IndexItem::Int) {
       int64_t k = it.a < 0 ? it.a + n : it.a;
       if (k < 0 || k >= n) return err(it.span, fmt::format("index {} is out of range for a dim of size {}", it.a, n));
       start = k;
@@ -580,7 +611,7 @@ Value Elaborator::index(const Expr& e) {
     a.step = step;
     shape[ax] = ir::Dim::constant(len);
     cur = emit(ir::Op::Slice, base.dtype, shape, {cur}, a);
-    if (it.kind != Item::Int) kept.push_back(shape[ax]);
+    if (it.kind != IndexItem::Int) kept.push_back(shape[ax]);
   }
   if (dropped) cur = reshape(cur, kept);
   return Value::tensor(cur, base.dtype, dropped ? kept : shape);
