@@ -49,6 +49,84 @@ std::optional<std::string> token_text(const nlohmann::json& v) {
   return std::nullopt;
 }
 
+// tokenizer_config.json, or an empty object when it is absent or unusable. Its faults go to
+// `problems`, not thrown: the model can still serve plain completions without a template.
+nlohmann::json read_tokenizer_config(const fs::path& path, std::vector<std::string>& problems) {
+  if (!fs::exists(path)) return nlohmann::json::object();
+  // Read as every small JSON file is (support/json_file.h): key order does not matter here, and
+  // nesting is bounded before a value is copied or printed into a message.
+  const auto text = read_file(path);
+  if (!text) {
+    problems.push_back(fmt::format("{}: cannot be read", path.string()));
+    return nlohmann::json::object();
+  }
+  try {
+    nlohmann::json config = parse_json_text(*text, path.string());
+    if (config.is_object()) return config;
+    problems.push_back(fmt::format("{}: must hold a JSON object, not {}", path.string(), config.type_name()));
+  } catch (const Error& e) {
+    problems.push_back(e.what());
+  }
+  return nlohmann::json::object();
+}
+
+// special_tokens_map.json, or an empty object: transformers reads it only for the tokens
+// tokenizer_config.json lacks, so a broken one counts as absent rather than as a problem.
+nlohmann::json read_special_tokens_map(const fs::path& path) {
+  nlohmann::json map = nlohmann::json::object();
+  if (!fs::exists(path)) return map;
+  try {
+    const auto text = read_file(path);
+    if (text) map = parse_json_text(*text, path.string());
+  } catch (const Error&) {
+    map = nlohmann::json::object();
+  }
+  if (!map.is_object()) map = nlohmann::json::object();
+  return map;
+}
+
+// The special tokens, name -> text, in kSpecialTokenNames' order: tokenizer_config.json's, gaps
+// filled from special_tokens_map.json (older checkpoints keep them there; transformers lets
+// tokenizer_config.json win). A token of the wrong type goes to `problems`, naming its file.
+json special_tokens_from(const nlohmann::json& config, const fs::path& config_path, const nlohmann::json& fallback,
+                         const fs::path& fallback_path, std::vector<std::string>& problems) {
+  json tokens = json::object();
+  for (const char* name : kSpecialTokenNames) {
+    const nlohmann::json* v = nullptr;
+    std::string from = config_path.string();
+    if (config.contains(name) && !config[name].is_null())
+      v = &config[name];
+    else if (fallback.contains(name) && !fallback[name].is_null()) {
+      v = &fallback[name];
+      from = fallback_path.string();
+    }
+    if (!v) continue;
+    if (const auto s = token_text(*v))
+      tokens[name] = *s;
+    else
+      problems.push_back(
+          fmt::format("{}: '{}' must be a string or an AddedToken object with a string 'content', got {}", from, name,
+                      v->dump().substr(0, 80)));
+  }
+  return tokens;
+}
+
+// A template file's text. Only the caller's own --chat-template file (`must`) throws: a fault in
+// the model's files goes to `problems`, so that the model can still serve plain completions.
+std::optional<std::string> read_template(const fs::path& p, bool must, std::vector<std::string>& problems) {
+  auto text = read_file(p);
+  std::string why;
+  if (!text)
+    why = fmt::format("{}: cannot be read", p.string());
+  else if (!valid_utf8(*text))
+    why = fmt::format("{}: not valid UTF-8", p.string());
+  else
+    return text;
+  if (must) throw Error(why);
+  problems.push_back(why);
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool is_reserved_variable(const std::string& name) {
@@ -70,121 +148,67 @@ ChatTemplate ChatTemplate::load(const fs::path& model_dir, const std::optional<f
   t.dir_ = model_dir;
   t.renderer_ = std::move(renderer);
   std::vector<std::string> problems;
-
-  // Special tokens: tokenizer_config.json, gaps filled from special_tokens_map.json (older
-  // checkpoints keep them there; transformers lets tokenizer_config.json win).
-  // Read as every small JSON file is (support/json_file.h): key order does not matter here, and
-  // nesting is bounded before a value is copied or printed into a message.
   const fs::path config_path = model_dir / "tokenizer_config.json";
-  nlohmann::json config = nlohmann::json::object();
-  if (fs::exists(config_path)) {
-    const auto text = read_file(config_path);
-    if (!text) {
-      problems.push_back(fmt::format("{}: cannot be read", config_path.string()));
-    } else {
-      try {
-        config = parse_json_text(*text, config_path.string());
-        if (!config.is_object()) {
-          problems.push_back(
-              fmt::format("{}: must hold a JSON object, not {}", config_path.string(), config.type_name()));
-          config = nlohmann::json::object();
-        }
-      } catch (const Error& e) {
-        problems.push_back(e.what());
-      }
-    }
-  }
-  nlohmann::json fallback = nlohmann::json::object();
-  if (const fs::path p = model_dir / "special_tokens_map.json"; fs::exists(p)) {
-    try {
-      const auto text = read_file(p);
-      if (text) fallback = parse_json_text(*text, p.string());
-    } catch (const Error&) {
-      // transformers reads it only for tokens tokenizer_config.json lacks; a broken one is
-      // reported if it is needed, below.
-      fallback = nlohmann::json::object();
-    }
-    if (!fallback.is_object()) fallback = nlohmann::json::object();
-  }
-  for (const char* name : kSpecialTokenNames) {
-    const nlohmann::json* v = nullptr;
-    std::string from = config_path.string();
-    if (config.contains(name) && !config[name].is_null())
-      v = &config[name];
-    else if (fallback.contains(name) && !fallback[name].is_null()) {
-      v = &fallback[name];
-      from = (model_dir / "special_tokens_map.json").string();
-    }
-    if (!v) continue;
-    if (const auto s = token_text(*v))
-      t.special_tokens_[name] = *s;
-    else
-      problems.push_back(
-          fmt::format("{}: '{}' must be a string or an AddedToken object with a string 'content', got {}", from, name,
-                      v->dump().substr(0, 80)));
-  }
+  const nlohmann::json config = read_tokenizer_config(config_path, problems);
+  const fs::path map_path = model_dir / "special_tokens_map.json";
+  t.special_tokens_ = special_tokens_from(config, config_path, read_special_tokens_map(map_path), map_path, problems);
 
   // The template: an explicit file, else chat_template.jinja (+ additional_chat_templates/),
   // which transformers 5 prefers over tokenizer_config.json's field, else that field.
-  auto read_template = [&](const fs::path& p, bool must) -> std::optional<std::string> {
-    auto text = read_file(p);
-    std::string why;
-    if (!text)
-      why = fmt::format("{}: cannot be read", p.string());
-    else if (!valid_utf8(*text))
-      why = fmt::format("{}: not valid UTF-8", p.string());
-    else
-      return text;
-    if (must) throw Error(why);
-    problems.push_back(why);
-    return std::nullopt;
-  };
   if (template_file) {
-    if (auto s = read_template(*template_file, true)) t.templates_["default"] = *s;
+    if (auto s = read_template(*template_file, true, problems)) t.templates_["default"] = *s;
     t.origin_ = template_file->string();
   } else if (fs::exists(model_dir / "chat_template.jinja") ||
              fs::is_directory(model_dir / "additional_chat_templates")) {
-    t.origin_ = (model_dir / "chat_template.jinja").string();
-    if (fs::exists(model_dir / "chat_template.jinja")) {
-      if (auto s = read_template(model_dir / "chat_template.jinja", false)) t.templates_["default"] = *s;
-    }
-    if (const fs::path extra = model_dir / "additional_chat_templates"; fs::is_directory(extra)) {
-      t.named_ = true;
-      t.origin_ = model_dir.string() + " (chat_template.jinja, additional_chat_templates/)";
-      for (const auto& e : fs::directory_iterator(extra)) {
-        if (e.path().extension() != ".jinja") continue;
-        if (auto s = read_template(e.path(), false)) t.templates_[e.path().stem().string()] = *s;
-      }
-    }
+    t.load_template_files(model_dir, problems);
   } else if (config.contains("chat_template") && !config["chat_template"].is_null()) {
-    const nlohmann::json& ct = config["chat_template"];
-    t.origin_ = config_path.string() + " (chat_template)";
-    if (ct.is_string()) {
-      t.templates_["default"] = ct.get<std::string>();
-    } else if (ct.is_array()) {
-      // transformers saves several templates as [{"name": ..., "template": ...}, ...].
-      t.named_ = true;
-      for (size_t i = 0; i < ct.size(); ++i) {
-        const nlohmann::json& e = ct[i];
-        if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
-            !e["template"].is_string()) {
-          problems.push_back(fmt::format("{}: 'chat_template[{}]' must be an object with string 'name' and 'template'",
-                                         config_path.string(), i));
-          continue;
-        }
-        t.templates_[e["name"].get<std::string>()] = e["template"].get<std::string>();
-      }
-      if (t.templates_.empty()) t.templates_["default"] = "";  // it has one, broken: not "missing"
-    } else {
-      problems.push_back(
-          fmt::format("{}: 'chat_template' must be a string or a list of {{\"name\", \"template\"}} "
-                      "objects, got {}",
-                      config_path.string(), ct.type_name()));
-      t.templates_["default"] = "";
-    }
+    t.load_config_template(config["chat_template"], config_path, problems);
   }
   for (const auto& p : problems) t.problem_ += (t.problem_.empty() ? "" : "; ") + p;
   return t;
+}
+
+void ChatTemplate::load_template_files(const fs::path& model_dir, std::vector<std::string>& problems) {
+  origin_ = (model_dir / "chat_template.jinja").string();
+  if (fs::exists(model_dir / "chat_template.jinja")) {
+    if (auto s = read_template(model_dir / "chat_template.jinja", false, problems)) templates_["default"] = *s;
+  }
+  if (const fs::path extra = model_dir / "additional_chat_templates"; fs::is_directory(extra)) {
+    named_ = true;
+    origin_ = model_dir.string() + " (chat_template.jinja, additional_chat_templates/)";
+    for (const auto& e : fs::directory_iterator(extra)) {
+      if (e.path().extension() != ".jinja") continue;
+      if (auto s = read_template(e.path(), false, problems)) templates_[e.path().stem().string()] = *s;
+    }
+  }
+}
+
+void ChatTemplate::load_config_template(const nlohmann::json& ct, const fs::path& config_path,
+                                        std::vector<std::string>& problems) {
+  origin_ = config_path.string() + " (chat_template)";
+  if (ct.is_string()) {
+    templates_["default"] = ct.get<std::string>();
+  } else if (ct.is_array()) {
+    // transformers saves several templates as [{"name": ..., "template": ...}, ...].
+    named_ = true;
+    for (size_t i = 0; i < ct.size(); ++i) {
+      const nlohmann::json& e = ct[i];
+      if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
+          !e["template"].is_string()) {
+        problems.push_back(fmt::format("{}: 'chat_template[{}]' must be an object with string 'name' and 'template'",
+                                       config_path.string(), i));
+        continue;
+      }
+      templates_[e["name"].get<std::string>()] = e["template"].get<std::string>();
+    }
+    if (templates_.empty()) templates_["default"] = "";  // it has one, broken: not "missing"
+  } else {
+    problems.push_back(
+        fmt::format("{}: 'chat_template' must be a string or a list of {{\"name\", \"template\"}} "
+                    "objects, got {}",
+                    config_path.string(), ct.type_name()));
+    templates_["default"] = "";
+  }
 }
 
 void ChatTemplate::throw_if_unusable() const {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "chat/chat_error.h"
 #include "chat/jinja_renderer.h"
@@ -77,6 +78,13 @@ class ChatTemplate {
   const std::string& select(const ChatInput& input, std::string* name) const;
   void throw_if_unusable() const;
   std::string where(const std::string& name) const;
+  /// chat_template.jinja and additional_chat_templates/: transformers 5 prefers these files to
+  /// tokenizer_config.json's field. An unreadable one is a problem, not an exception.
+  void load_template_files(const std::filesystem::path& model_dir, std::vector<std::string>& problems);
+  /// tokenizer_config.json's `chat_template`: a string, or the list of {"name", "template"}
+  /// transformers saves several templates as; a malformed one still counts as a (broken) template.
+  void load_config_template(const nlohmann::json& ct, const std::filesystem::path& config_path,
+                            std::vector<std::string>& problems);
 
   std::filesystem::path dir_;
   std::map<std::string, std::string> templates_;  // name -> source; a single template is "default"
