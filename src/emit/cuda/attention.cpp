@@ -225,48 +225,57 @@ SplitKv Renderer::attention_stage(int32_t s, std::ostringstream& os, std::vector
 
 namespace {
 
-// The CUDA-core form's chunk: lane groups of LK lanes take keys side by side, R rounds of loads in
-// flight, an online softmax per query head; the warps' states end in s_m, s_l, s_o.
-//
-// The block's queries are formed once, each element by one thread, into shared memory (s_q): a
-// lane that formed its QG * NE elements itself ran their RMSNorm/RoPE lambdas one after another
-// (LG_COMPILED_ATTN_STAGE_Q=0 does so).
-// A head's running max and the rescale of its sum and accumulators by exp(m_old - m_new) change
-// only when a round raises the max (rarely, past a chunk's first keys): corr would be exactly 1,
-// so skipping it leaves every value bit-identical (LG_COMPILED_ATTN_LAZY=0 always rescales).
-// Key indices and row offsets are 32-bit and scores are in base-2 units (below). With these, H200,
-// 8B, one sequence of 32,768 positions: the decode attention kernel 62.6-62.9 -> 54.6 us (36.8M ->
-// 31.2M instructions; Nsight), the step 6.27-6.29 -> 6.06-6.11 ms (bench/RESULTS.md, session 21).
-void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
-              const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
-              const std::function<std::string(const std::string&, double)>& capped) {
-  const std::string elem = sh.rows ? "ln * NE + e" : "lane + 32 * e";
-  const bool lazy = !knob_off("LG_COMPILED_ATTN_LAZY");
+/// The key loop's emit-time choices: the element a lane holds and the A/B knobs (see key_loop).
+struct KeyLoopForm {
+  std::string elem;  ///< the row element of lane element e: ln * NE + e (cache rows), else lane + 32 * e
+  bool lazy = true;  ///< rescale a head's state only when its max rises (LG_COMPILED_ATTN_LAZY)
+  bool q_smem = false;   ///< the queries read from s_q at each use (the one-row form)
+  bool stage_q = true;   ///< the queries formed once into s_q (LG_COMPILED_ATTN_STAGE_Q)
+  bool exp2 = true;      ///< scores in base-2 units, exponentials by ex2 (LG_COMPILED_ATTN_EXP2)
+  std::string ex;        ///< the exponential's function
+};
+
+KeyLoopForm key_loop_form(const SplitShape& sh) {
+  KeyLoopForm f;
+  f.elem = sh.rows ? "ln * NE + e" : "lane + 32 * e";
+  f.lazy = !knob_off("LG_COMPILED_ATTN_LAZY");
   // The queries from s_q at each use, not held in registers: the one-row form.
-  const bool q_smem = sh.rows && sh.q_smem;
+  f.q_smem = sh.rows && sh.q_smem;
   // LG_COMPILED_ATTN_STAGE_Q=0: each lane forms its own query elements (not where q_smem).
-  const bool stage_q = q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
+  f.stage_q = f.q_smem || !knob_off("LG_COMPILED_ATTN_STAGE_Q");
   // Scores in base-2 units (scale * log2(e) folded into the score's multiply) and exponentials by
   // ex2.approx.ftz: each __expf adds a multiply and a denormal fix-up (a compare against -126 and
   // predicated multiplies in the SASS). The state leaves in natural units (s_m = m * ln 2) for the
   // shared tail. LG_COMPILED_ATTN_EXP2=0: natural units and __expf (1-2% slower a step at 32,768
   // positions, bench/RESULTS.md, session 21).
-  const bool exp2 = !knob_off("LG_COMPILED_ATTN_EXP2");
-  const std::string ex = exp2 ? "lg_fa::exp2_approx" : "__expf";
+  f.exp2 = !knob_off("LG_COMPILED_ATTN_EXP2");
+  f.ex = f.exp2 ? "lg_fa::exp2_approx" : "__expf";
+  return f;
+}
+
+/// The chunk's bounds as 32-bit ints, the block's queries (formed once into s_q, each element by
+/// one thread, unless LG_COMPILED_ATTN_STAGE_Q=0) and each head's online-softmax state, zeroed.
+void key_loop_queries(std::ostringstream& os, const KeyLoopForm& f, const std::string& Q) {
   os << "    const int sub = lane / LK, ln = lane % LK;\n"
      << "    (void)ln;\n"
      << "    const int k0i = (int)k0, k1i = (int)k1;  // positions: below 2^31\n";
-  if (stage_q)
+  if (f.stage_q)
     os << "    __shared__ __align__(16) float s_q[QG * DH];\n"
        << "    for (int i = threadIdx.x; i < QG * DH; i += NW * 32) s_q[i] = " << Q << "(t, h0 + i / DH, i % DH);\n"
        << "    __syncthreads();\n";
-  const std::string q_elem = stage_q ? "s_q[g * DH + d]" : Q + "(t, h0 + g, d)";
-  os << "    float " << (q_smem ? "" : "q[QG][NE], ") << "acc[QG][NE], m[QG], l[QG];\n"
+  const std::string q_elem = f.stage_q ? "s_q[g * DH + d]" : Q + "(t, h0 + g, d)";
+  os << "    float " << (f.q_smem ? "" : "q[QG][NE], ") << "acc[QG][NE], m[QG], l[QG];\n"
      << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
      << "      m[g] = NEG_INF; l[g] = 0.0f;\n"
-     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; (void)d; "
-     << (q_smem ? "" : "q[g][e] = d < DH ? " + q_elem + " : 0.0f; ") << "acc[g][e] = 0.0f; }\n"
+     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << f.elem << "; (void)d; "
+     << (f.q_smem ? "" : "q[g][e] = d < DH ? " + q_elem + " : 0.0f; ") << "acc[g][e] = 0.0f; }\n"
      << "    }\n";
+}
+
+/// How a lane reads its part of a K or V row (Raw, kraw, vraw) and widens element e of it (el):
+/// 16-byte pieces of bf16 cache rows, or NE floats through the K/V lambdas.
+void key_loop_raw(std::ostringstream& os, const SplitShape& sh, const KeyLoopForm& f, const std::string& K,
+                  const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride) {
   if (sh.rows) {
     // Raw bf16 as loaded (4 registers per 8 elements), widened at use; L2 only (__ldcg): the rows
     // of a block's chunk are read once by it.
@@ -284,15 +293,20 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
   } else {
     os << "    struct Raw { float x[NE]; };\n"
        << "    auto kraw = [&](long row) -> Raw { Raw u;\n"
-       << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; u.x[e] = d < DH ? " << K
+       << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << f.elem << "; u.x[e] = d < DH ? " << K
        << "(kvh, row, d) : 0.0f; }\n      return u; };\n"
        << "    auto vraw = [&](long row) -> Raw { Raw u;\n"
-       << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem << "; u.x[e] = d < DH ? " << V
+       << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << f.elem << "; u.x[e] = d < DH ? " << V
        << "(kvh, row, d) : 0.0f; }\n      return u; };\n"
        << "    auto el = [](const Raw& u, int e) -> float { return u.x[e]; };\n";
   }
-  // The warp's R rounds of keys from j0 (past the chunk: a valid row, masked when used), and the
-  // online softmax of every head over them.
+}
+
+/// The warp's R rounds of keys from j0 (past the chunk: a valid row, masked when used), and the
+/// online softmax of every head over them: the lambdas load_rounds and use_rounds, the loop's
+/// body (key_loop).
+void key_loop_rounds(std::ostringstream& os, const KeyLoopForm& f,
+                     const std::function<std::string(const std::string&, double)>& capped) {
   // `full` (a literal at each call, folded once the lambda is inlined): every key of the rounds is
   // in the chunk, so none is clamped or masked.
   os << "    auto load_rounds = [&](int j0, Raw (&kr)[R], Raw (&vr)[R], bool full) {\n"
@@ -302,7 +316,7 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
      << "    auto use_rounds = [&](int j0, const Raw (&kr)[R], const Raw (&vr)[R], bool full) {\n";
   // q_smem: every head's dot products first, the queries read 4 elements at a time (4 registers
   // live, not NE), each sum still in element order.
-  if (q_smem)
+  if (f.q_smem)
     os << "      float dots[QG][R];\n"
        << "      #pragma unroll\n      for (int g = 0; g < QG; ++g)\n"
        << "        #pragma unroll\n        for (int r = 0; r < R; ++r) dots[g][r] = 0.0f;\n"
@@ -318,32 +332,74 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
   os << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
      << "        float sc[R], mx = m[g];\n"
      << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n";
-  if (q_smem)
+  if (f.q_smem)
     os << "          float d = dots[g][r];\n";
   else
     os << "          float d = 0.0f;\n"
        << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) d = fmaf(q[g][e], el(kr[r], e), d);\n";
   os << "          #pragma unroll\n          for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);\n"
-     << "          sc[r] = full || j0 + r * KPW + sub < k1i ? " << capped("d", exp2 ? 1.4426950408889634 : 1.0) << " : NEG_INF;\n"
+     << "          sc[r] = full || j0 + r * KPW + sub < k1i ? " << capped("d", f.exp2 ? 1.4426950408889634 : 1.0) << " : NEG_INF;\n"
      << "          mx = fmaxf(mx, sc[r]);\n        }\n";
-  if (lazy)
+  if (f.lazy)
     os << "        if (mx > m[g]) {  // the max rose: rescale (else corr would be exactly 1)\n"
-       << "          const float corr = " << ex << "(m[g] - mx);\n"
+       << "          const float corr = " << f.ex << "(m[g] - mx);\n"
        << "          l[g] *= corr;\n"
        << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) acc[g][e] *= corr;\n"
        << "          m[g] = mx;\n        }\n"
        << "        const float mu = m[g] == NEG_INF ? 0.0f : m[g];  // a lane group that has seen no key yet\n";
   else
     os << "        const float mu = mx == NEG_INF ? 0.0f : mx;  // a lane group that has seen no key yet\n"
-       << "        const float corr = " << ex << "(m[g] - mu);\n"
+       << "        const float corr = " << f.ex << "(m[g] - mu);\n"
        << "        l[g] *= corr;\n"
        << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] *= corr;\n"
        << "        m[g] = mx;\n";
   os << "        #pragma unroll\n        for (int r = 0; r < R; ++r) {\n"
-     << "          const float pr = " << ex << "(sc[r] - mu);  // masked: exp(-inf) = 0\n"
+     << "          const float pr = " << f.ex << "(sc[r] - mu);  // masked: exp(-inf) = 0\n"
      << "          l[g] += pr;\n"
      << "          #pragma unroll\n          for (int e = 0; e < NE; ++e) acc[g][e] = fmaf(pr, el(vr[r], e), acc[g][e]);\n"
      << "        }\n      }\n    };\n";
+}
+
+/// The lane groups of a warp (KPW > 1) merged by shuffles, every lane ending with the warp's
+/// state, then each warp's state in shared memory (s_m in natural units, s_l, s_o) for the tail.
+void key_loop_warp_merge(std::ostringstream& os, const KeyLoopForm& f) {
+  os << "    #pragma unroll\n    for (int o = LK; o < 32; o <<= 1) {\n"
+     << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
+     << "        const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);\n"
+     << "        const float mx = fmaxf(m[g], mo), mu = mx == NEG_INF ? 0.0f : mx;\n"
+     << "        const float cs = " << f.ex << "(m[g] - mu), co = " << f.ex << "(mo - mu);\n"
+     << "        l[g] = l[g] * cs + lo * co;\n"
+     << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;\n"
+     << "        m[g] = mx;\n      }\n    }\n"
+     << "    __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG * DH];\n"
+     << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
+     << "      if (lane == 0) { s_m[wid][g] = m[g]" << (f.exp2 ? " * 0.6931471805599453f" : "") << "; s_l[wid][g] = l[g]; }\n"
+     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << f.elem
+     << "; if (sub == 0 && d < DH) s_o[wid][g * DH + d] = acc[g][e]; }\n"
+     << "    }\n"
+     << "    __syncthreads();\n";
+}
+
+// The CUDA-core form's chunk: lane groups of LK lanes take keys side by side, R rounds of loads in
+// flight, an online softmax per query head; the warps' states end in s_m, s_l, s_o.
+//
+// The block's queries are formed once, each element by one thread, into shared memory (s_q): a
+// lane that formed its QG * NE elements itself ran their RMSNorm/RoPE lambdas one after another
+// (LG_COMPILED_ATTN_STAGE_Q=0 does so).
+// A head's running max and the rescale of its sum and accumulators by exp(m_old - m_new) change
+// only when a round raises the max (rarely, past a chunk's first keys): corr would be exactly 1,
+// so skipping it leaves every value bit-identical (LG_COMPILED_ATTN_LAZY=0 always rescales).
+// Key indices and row offsets are 32-bit and scores are in base-2 units (key_loop_form). With
+// these, H200, 8B, one sequence of 32,768 positions: the decode attention kernel 62.6-62.9 ->
+// 54.6 us (36.8M -> 31.2M instructions; Nsight), the step 6.27-6.29 -> 6.06-6.11 ms
+// (bench/RESULTS.md, session 21).
+void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q, const std::string& K,
+              const std::string& V, const std::string& kbase, const std::string& vbase, int64_t head_stride,
+              const std::function<std::string(const std::string&, double)>& capped) {
+  const KeyLoopForm f = key_loop_form(sh);
+  key_loop_queries(os, f, Q);
+  key_loop_raw(os, sh, f, K, V, kbase, vbase, head_stride);
+  key_loop_rounds(os, f, capped);
   // The iterations whose keys are all in the chunk, then a warp's last, partial one.
   os << "    int j0 = k0i + wid * (KPW * R);\n"
      << "    for (; j0 + KPW * R <= k1i; j0 += NW * KPW * R) {\n"
@@ -356,22 +412,7 @@ void key_loop(std::ostringstream& os, const SplitShape& sh, const std::string& Q
      << "      load_rounds(j0, kr, vr, false);\n"
      << "      use_rounds(j0, kr, vr, false);\n"
      << "    }\n";
-  // The lane groups of a warp (KPW > 1) merge by shuffles: every lane ends with the warp's.
-  os << "    #pragma unroll\n    for (int o = LK; o < 32; o <<= 1) {\n"
-     << "      #pragma unroll\n      for (int g = 0; g < QG; ++g) {\n"
-     << "        const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);\n"
-     << "        const float mx = fmaxf(m[g], mo), mu = mx == NEG_INF ? 0.0f : mx;\n"
-     << "        const float cs = " << ex << "(m[g] - mu), co = " << ex << "(mo - mu);\n"
-     << "        l[g] = l[g] * cs + lo * co;\n"
-     << "        #pragma unroll\n        for (int e = 0; e < NE; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;\n"
-     << "        m[g] = mx;\n      }\n    }\n"
-     << "    __shared__ float s_m[NW][QG], s_l[NW][QG], s_o[NW][QG * DH];\n"
-     << "    #pragma unroll\n    for (int g = 0; g < QG; ++g) {\n"
-     << "      if (lane == 0) { s_m[wid][g] = m[g]" << (exp2 ? " * 0.6931471805599453f" : "") << "; s_l[wid][g] = l[g]; }\n"
-     << "      #pragma unroll\n      for (int e = 0; e < NE; ++e) { const long d = " << elem
-     << "; if (sub == 0 && d < DH) s_o[wid][g * DH + d] = acc[g][e]; }\n"
-     << "    }\n"
-     << "    __syncthreads();\n";
+  key_loop_warp_merge(os, f);
 }
 
 // Every form's end: the warps' states (s_m, s_l, s_o) merged into the block's partial per (head,
