@@ -285,11 +285,12 @@ int Renderer::decode_split(const std::set<ir::ValueId>& groups, const std::vecto
   return split;
 }
 
-void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
-  GemmGroups gg = gemm_groups(p, s);
-  const std::vector<ir::ValueId>& mms = gg.mms;
-  std::map<ir::ValueId, std::string> dots;
-  for (size_t j = 0; j < mms.size(); ++j) dots[mms[j]] = "dot" + std::to_string(j);
+namespace {
+
+/// The stage's opening: the output index of each warp (each thread in the epilogue form, which
+/// reads its dot products back from the GEMM's outputs), its stride, the lane, and the dot
+/// product variables dot0, dot1, ... the matmul lambdas name.
+void gemm_stage_head(std::ostringstream& os, bool scratch_dots, size_t nmm) {
   if (scratch_dots)
     os << "  {  // gemm stage epilogue: dot products read from the GEMM's outputs\n"
        << "    const long warp = (long)blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -300,9 +301,119 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
        << "    const long warp = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
        << "    const long nwarps = ((long)gridDim.x * blockDim.x) >> 5;\n"
        << "    const int lane = threadIdx.x & 31;\n    float ";
-  decode_only = !scratch_dots && has_gemm_prefill_form(p, s) && !knob_off("LG_COMPILED_GEMV_DECODE_ONLY");
-  for (size_t j = 0; j < mms.size(); ++j) os << (j ? ", " : "") << "dot" << j << " = 0.0f";
+  for (size_t j = 0; j < nmm; ++j) os << (j ? ", " : "") << "dot" << j << " = 0.0f";
   os << ";\n";
+}
+
+/// Activation rows other stages read (GemmGroups::prologue_outs): written by the grid once the
+/// prologue has run (each block holds its rows' reductions; at T > 1 a prefill form's pack kernel
+/// writes them instead).
+std::string prologue_rows(Renderer& r, const std::vector<ir::ValueId>& rows, const LambdaNames& name) {
+  std::ostringstream body;
+  for (ir::ValueId v : rows) {
+    const ir::Shape& sh = r.g.at(v).shape;
+    const std::vector<std::string> ix = idx_names(sh.size());
+    std::string elems = "1L";
+    for (const auto& d : sh) elems += " * " + dim(d);
+    body << "    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < " << elems
+         << "; e += (long)gridDim.x * blockDim.x) {  // a row the prologue computed, for other stages\n"
+         << "      " << delinear(sh, "e", ix, "t_") << "\n      p" << r.arg(v, true) << "[e] = " << call(name, v, ix)
+         << ";\n    }\n";
+  }
+  return body.str();
+}
+
+/// Lane 0's epilogue of a group's output element at `ix`: each of the group's outputs `outs`
+/// stored (with its bf16 copy where a later GEMM reads it as A: Renderer::epilogue_copy) or
+/// written to its cache.
+std::string group_epilogue(Renderer& r, int32_t s, const std::vector<ir::ValueId>& outs, const ir::Shape& shape,
+                           const std::vector<std::string>& ix, const LambdaNames& name) {
+  std::ostringstream gs;
+  gs << "      if (lane == 0) {\n";
+  for (ir::ValueId v : outs) {
+    if (r.g.at(v).op == ir::Op::StateWrite) {
+      gs << r.gemm_cache_write(s, v, shape, ix, name);
+      continue;
+    }
+    if (!(r.g.at(v).shape == shape))
+      throw Error("emit: stage " + std::to_string(s) + ": a GEMM epilogue output differs from the GEMM's shape");
+    const std::string at = "[" + linear(shape, ix) + "]";
+    if (const auto c = r.epilogue_copy.find(v); c != r.epilogue_copy.end())
+      gs << "        { const float o = " << call(name, v, ix) << ";\n          p" << r.arg(v, true) << at << " = o;\n          "
+         << c->second << at << " = lg_to_bf16(o); }\n";
+    else
+      gs << "        p" << r.arg(v, true) << at << " = " << call(name, v, ix) << ";\n";
+  }
+  gs << "      }\n";
+  return gs.str();
+}
+
+/// One group's part of the stage's loop (GroupLoop) over the outputs of `shape`: its element
+/// count, the output's index, the dot products of its matmuls `members` (read back from the
+/// GEMM's outputs in the epilogue form, else the decode GEMVs with their prefetches) and
+/// group_epilogue's stores of `outs`.
+GroupLoop group_loop(Renderer& r, int32_t s, const ir::Shape& shape, const std::vector<ir::ValueId>& members,
+                     const std::vector<ir::ValueId>& outs, const std::map<ir::ValueId, std::string>& dots,
+                     const std::map<ir::ValueId, std::pair<std::string, bool>>& staged, const LambdaNames& name) {
+  GroupLoop gl;
+  const std::vector<std::string> ix = idx_names(shape.size());
+  gl.total = "1L";
+  for (const auto& d : shape) {
+    gl.total += " * " + dim(d);
+    gl.c *= d.coeff;
+    if (!d.is_const()) ++gl.tp;
+  }
+  gl.index = "      " + delinear(shape, "e", ix, "t_") + "\n";
+  std::ostringstream ds;  // the dot products
+  if (r.scratch_dots) {
+    for (ir::ValueId m : members) {
+      const Renderer::ScratchDot& sd = r.scratch_dot_of.at(m);  // [T, N] (has_gemm_prefill_form)
+      ds << "      " << dots.at(m) << " = d" << sd.param << "[" << ix[0] << " * " << sd.ld << "L + " << sd.col
+         << "L + " << ix[1] << "];\n";
+    }
+  } else {
+    ds << r.gemv_dots(members, ix, dots, staged, name);
+    gl.prefetch = r.gemv_prefetch(members, ix, staged);
+  }
+  gl.dots = ds.str();
+  gl.epilogue = group_epilogue(r, s, outs, shape, ix, name);
+  return gl;
+}
+
+/// The loops over the groups' outputs, with their work (wc, wp): the split decode loop
+/// (gemv_split > 1), else one loop for every group when they agree on the power of T, so that a
+/// small group (k, v) does not leave most warps idle while it runs on its own (returns true), else
+/// a loop per group.
+bool group_loops(const std::vector<GroupLoop>& loops, int gemv_split, size_t nmm, std::vector<int64_t>& wc,
+                 std::vector<int32_t>& wp, std::ostringstream& body) {
+  const bool merged = std::all_of(loops.begin(), loops.end(), [&](const GroupLoop& l) { return l.tp == loops[0].tp; });
+  if (gemv_split > 1) {
+    split_loop(loops, gemv_split, nmm, wc, wp, body);
+  } else if (merged) {
+    const auto [all, c] = merged_total(loops);
+    wc.push_back(c);
+    wp.push_back(loops.empty() ? 0 : loops[0].tp);
+    body << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n"
+         << group_dispatch(loops, [](const GroupLoop& l) { return l.body(); }) << "    }\n";
+  } else {
+    for (const GroupLoop& l : loops) {
+      wc.push_back(l.c);
+      wp.push_back(l.tp);
+      body << "    for (long e = warp; e < " << l.total << "; e += nwarps) {\n" << l.body() << "    }\n";
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
+  GemmGroups gg = gemm_groups(p, s);
+  const std::vector<ir::ValueId>& mms = gg.mms;
+  std::map<ir::ValueId, std::string> dots;
+  for (size_t j = 0; j < mms.size(); ++j) dots[mms[j]] = "dot" + std::to_string(j);
+  gemm_stage_head(os, scratch_dots, mms.size());
+  decode_only = !scratch_dots && has_gemm_prefill_form(p, s) && !knob_off("LG_COMPILED_GEMV_DECODE_ONLY");
   auto nodes = closure(s);
   auto name = lambdas(s, nodes, os, dots);
   // What reads memory an earlier launch may write: after the wait on it (decode_prefetch).
@@ -323,91 +434,25 @@ void Renderer::gemm_stage(int32_t s, std::ostringstream& os, std::vector<int64_t
     body << (reduces ? "    if (T != 1) { __trap(); __builtin_unreachable(); }  // T > 1 runs the prefill form\n"
                      : "    if (T != 1) __trap();  // T > 1 runs the prefill form (packs, cuBLASLt, epilogue)\n");
   body << prologue.str();
-  // Activation rows other stages read: written by the grid once the prologue has run (each block
-  // holds its rows' reductions; at T > 1 a prefill form's pack kernel writes them instead).
-  if (!scratch_dots)
-    for (ir::ValueId v : gg.prologue_outs) {
-      const ir::Shape& sh = g.at(v).shape;
-      const std::vector<std::string> ix = idx_names(sh.size());
-      std::string elems = "1L";
-      for (const auto& d : sh) elems += " * " + dim(d);
-      body << "    for (long e = (long)blockIdx.x * blockDim.x + threadIdx.x; e < " << elems
-           << "; e += (long)gridDim.x * blockDim.x) {  // a row the prologue computed, for other stages\n"
-           << "      " << delinear(sh, "e", ix, "t_") << "\n      p" << arg(v, true) << "[e] = " << call(name, v, ix)
-           << ";\n    }\n";
-    }
+  if (!scratch_dots) body << prologue_rows(*this, gg.prologue_outs, name);
   std::set<ir::ValueId> groups;
   for (ir::ValueId m : mms) groups.insert(gg.find(m));
   gemv_split = decode_split(groups, mms, staged);
   std::vector<GroupLoop> loops;
   for (ir::ValueId gr : groups) {
-    GroupLoop gl;
     const ir::Shape& shape = g.at(gr).shape;
-    std::vector<ir::ValueId> members;
+    std::vector<ir::ValueId> members, outs;
     for (ir::ValueId m : mms)
       if (gg.find(m) == gr) {
         if (!(g.at(m).shape == shape))
           throw Error("emit: stage " + std::to_string(s) + ": GEMMs joined by an epilogue differ in shape");
         members.push_back(m);
       }
-    const std::vector<std::string> ix = idx_names(shape.size());
-    gl.total = "1L";
-    for (const auto& d : shape) {
-      gl.total += " * " + dim(d);
-      gl.c *= d.coeff;
-      if (!d.is_const()) ++gl.tp;
-    }
-    gl.index = "      " + delinear(shape, "e", ix, "t_") + "\n";
-    std::ostringstream ds, gs;  // the dot products, the epilogue
-    if (scratch_dots) {
-      for (ir::ValueId m : members) {
-        const ScratchDot& sd = scratch_dot_of.at(m);  // [T, N] (has_gemm_prefill_form)
-        ds << "      " << dots[m] << " = d" << sd.param << "[" << ix[0] << " * " << sd.ld << "L + " << sd.col
-           << "L + " << ix[1] << "];\n";
-      }
-    } else {
-      ds << gemv_dots(members, ix, dots, staged, name);
-      gl.prefetch = gemv_prefetch(members, ix, staged);
-    }
-    gl.dots = ds.str();
-    gs << "      if (lane == 0) {\n";
-    for (ir::ValueId v : gg.outs) {
-      if (gg.find(*gg.dep.at(v).begin()) != gr) continue;
-      if (g.at(v).op == ir::Op::StateWrite) {
-        gs << gemm_cache_write(s, v, shape, ix, name);
-        continue;
-      }
-      if (!(g.at(v).shape == shape))
-        throw Error("emit: stage " + std::to_string(s) + ": a GEMM epilogue output differs from the GEMM's shape");
-      const std::string at = "[" + linear(shape, ix) + "]";
-      if (const auto c = epilogue_copy.find(v); c != epilogue_copy.end())
-        gs << "        { const float o = " << call(name, v, ix) << ";\n          p" << arg(v, true) << at << " = o;\n          "
-           << c->second << at << " = lg_to_bf16(o); }\n";
-      else
-        gs << "        p" << arg(v, true) << at << " = " << call(name, v, ix) << ";\n";
-    }
-    gs << "      }\n";
-    gl.epilogue = gs.str();
-    loops.push_back(std::move(gl));
+    for (ir::ValueId v : gg.outs)
+      if (gg.find(*gg.dep.at(v).begin()) == gr) outs.push_back(v);
+    loops.push_back(group_loop(*this, s, shape, members, outs, dots, staged, name));
   }
-  // Groups share one loop over all their outputs when they agree on the power of T, so that a
-  // small group (k, v) does not leave most warps idle while it runs on its own.
-  const bool merged = std::all_of(loops.begin(), loops.end(), [&](const GroupLoop& l) { return l.tp == loops[0].tp; });
-  if (gemv_split > 1) {
-    split_loop(loops, gemv_split, mms.size(), wc, wp, body);
-  } else if (merged) {
-    const auto [all, c] = merged_total(loops);
-    wc.push_back(c);
-    wp.push_back(loops.empty() ? 0 : loops[0].tp);
-    body << "    for (long e_all = warp; e_all < " << all << "; e_all += nwarps) {\n"
-         << group_dispatch(loops, [](const GroupLoop& l) { return l.body(); }) << "    }\n";
-  } else {
-    for (const GroupLoop& l : loops) {
-      wc.push_back(l.c);
-      wp.push_back(l.tp);
-      body << "    for (long e = warp; e < " << l.total << "; e += nwarps) {\n" << l.body() << "    }\n";
-    }
-  }
+  const bool merged = group_loops(loops, gemv_split, mms.size(), wc, wp, body);
   const std::string prefetch = decode_prefetch(loops, merged, gemv_split);
   body_waits = !prefetch.empty();
   os << prefetch << body.str() << "  }\n";
