@@ -298,6 +298,99 @@ std::string Renderer::experts_write(int32_t s, ir::ValueId v, const LambdaNames&
   return w + " }";
 }
 
+namespace {
+
+/// What an experts stage's warp-per-output loop (its form at T = 1) reads: expert node v of stage
+/// s, the stage's lambdas, the dims (E experts of N rows of C terms; K slots a token) and the
+/// activation row's pointer when an earlier stage stored it (xrow, else empty).
+struct ExpertsLoop {
+  Renderer& r;
+  int32_t s;
+  ir::ValueId v;
+  const LambdaNames& name;
+  int64_t E, N, C, K;
+  std::string xrow;
+  const ir::Node& node() const { return r.g.at(v); }
+  /// The kernel parameter of weight operand i.
+  std::string weight(size_t i) const { return "p" + std::to_string(r.arg(node().operands[i], false)); }
+  bool bf16(size_t i) const { return r.g.at(node().operands[i]).dtype == DType::BF16; }
+  /// Lane 0's statement writing every store of the stage at the output's index (experts_write).
+  std::string write(const std::string& value, const std::vector<std::string>& ix) const {
+    return r.experts_write(s, v, name, value, ix);
+  }
+};
+
+/// moe_gate_up's output (t, k, f): rows f of expert idx[t, k]'s gate and up weights against x[t],
+/// silu(gate) * up; a NaN where the routed index is out of range.
+void gate_up_output(const ExpertsLoop& el, std::ostringstream& os) {
+  const ir::ValueId x = el.node().operands[0], idx = el.node().operands[1];
+  const int64_t E = el.E, N = el.N, C = el.C, K = el.K;
+  const std::string wg = el.weight(2), wu = el.weight(3);
+  os << "      const long t = o / " << K * N << "L, kk = (o / " << N << "L) % " << K << "L, f = o % " << N << "L;\n"
+     << "      const long e = (long)" << call(el.name, idx, {"t", "kk"}) << ";\n"
+     << "      if (e < 0 || e >= " << E << "L) { if (lane == 0) " << el.write("__int_as_float(0x7fc00000)", {"t", "kk", "f"})
+     << " continue; }\n"
+     << "      float g = 0.0f, u = 0.0f;\n";
+  auto xs = [&](const std::string& d) { return call(el.name, x, {"t", "(" + d + ")"}); };
+  const std::string row = "(e * " + std::to_string(N) + "L + f) * " + std::to_string(C) + "L";
+  // Both rows in registers first: every load of the warp in flight at once (the loop form
+  // waited on its loads a few at a time and streamed ~1.4 TB/s at the 30B-A3B shape).
+  if (row_in_registers(el.bf16(2) && el.bf16(3), C))
+    os << load_row("rg", wg, row, C) << load_row("ru", wu, row, C) << dot_registers({{"g", "rg"}, {"u", "ru"}}, C, xs, el.xrow);
+  else
+    os << dot_loop("g", wg, row, C, el.bf16(2), xs) << dot_loop("u", wu, row, C, el.bf16(3), xs);
+  os << "      g = lg_warp_sum(g); u = lg_warp_sum(u);\n"
+     << "      if (lane == 0) " << el.write("g / (1.0f + expf(-g)) * u", {"t", "kk", "f"}) << "\n";
+}
+
+/// moe_down's output (t, d): the token's k experts' rows d against their activations, weighted,
+/// summed in slot order (as the CPU reference); a NaN where a routed index is out of range.
+/// `rows_in_registers`: the k rows loaded first (at most 32 uint4 a lane, 128 registers), else a
+/// loop over the slots; `rows_early`: those loads issued before `wait`, the wait on the previous
+/// launch (experts_stage).
+void down_output(const ExpertsLoop& el, bool rows_in_registers, bool rows_early, const std::string& wait,
+                 std::ostringstream& os) {
+  const ir::ValueId x = el.node().operands[0], idx = el.node().operands[1], w = el.node().operands[2];
+  const int64_t E = el.E, N = el.N, C = el.C, K = el.K;
+  const std::string wd = el.weight(3);
+  os << "      const long t = o / " << N << "L, dd = o % " << N << "L;\n"
+     << "      float acc = 0.0f; bool bad = false;\n";
+  const std::string row = "(e * " + std::to_string(N) + "L + dd) * " + std::to_string(C) + "L";
+  auto as = [&](const std::string& f) { return call(el.name, x, {"t", "kk", "(" + f + ")"}); };
+  if (rows_in_registers) {
+    // The k experts' rows d all in registers first (an out-of-range index reads expert 0's row
+    // and marks the output NaN), then the k dot products in slot order, as the loop form.
+    os << "      uint4 rd[" << K << "][" << C / 256 << "];\n"
+       << "      #pragma unroll\n"
+       << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
+       << "        long e = (long)" << call(el.name, idx, {"t", "kk"}) << ";\n"
+       << "        if (e < 0 || e >= " << E << "L) { bad = true; e = 0; }\n"
+       << "        #pragma unroll\n"
+       << "        for (int c = 0; c < " << C / 256 << "; ++c) rd[kk][c] = lg_ld_stream(reinterpret_cast<const uint4*>("
+       << wd << " + " << row << ") + c * 32 + lane);\n"
+       << "      }\n";
+    if (rows_early) os << "      if (!lg_waited) { " << wait << " lg_waited = true; }  // the rows are in flight\n";
+    os
+       << "      #pragma unroll\n"
+       << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
+       << "        float s = 0.0f;\n"
+       << dot_registers({{"s", "rd[kk]"}}, C, as, el.xrow)
+       << "        acc += " << call(el.name, w, {"t", "kk"}) << " * s;\n"
+       << "      }\n";
+  } else {
+    os << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
+       << "        const long e = (long)" << call(el.name, idx, {"t", "kk"}) << ";\n"
+       << "        if (e < 0 || e >= " << E << "L) { bad = true; continue; }\n"
+       << "        float s = 0.0f;\n"
+       << dot_loop("s", wd, row, C, el.bf16(3), as) << "        acc += " << call(el.name, w, {"t", "kk"}) << " * s;\n"
+       << "      }\n";
+  }
+  os << "      acc = lg_warp_sum(acc);\n"
+     << "      if (lane == 0) " << el.write("bad ? __int_as_float(0x7fc00000) : acc", {"t", "dd"}) << "\n";
+}
+
+}  // namespace
+
 void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int64_t>& wc, std::vector<int32_t>& wp) {
   const lift::Stage& st = p.stages[static_cast<size_t>(s)];
   const ir::ValueId v = experts_node(p, s);
@@ -315,7 +408,6 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   };
   const ir::ValueId x = n.operands[0], idx = n.operands[1];
   const int64_t K = g.at(idx).shape[1].coeff;
-  const auto weight = [&](size_t i) { return "p" + std::to_string(arg(n.operands[i], false)); };
   const auto bf16 = [&](size_t i) { return g.at(n.operands[i]).dtype == DType::BF16; };
   const ir::Shape& ws = g.at(n.operands[up ? 2 : 3]).shape;  // [E, N, C]: N outputs of C terms per expert
   const int64_t E = ws[0].coeff, N = ws[1].coeff, C = ws[2].coeff;
@@ -350,64 +442,11 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   os << "    else\n"
      << "    for (long o = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; o < " << outputs
      << "; o += ((long)gridDim.x * blockDim.x) >> 5) {\n";
-  if (up) {
-    // Output (t, k, f): rows f of expert idx[t, k]'s gate and up weights against x[t].
-    const std::string wg = weight(2), wu = weight(3);
-    os << "      const long t = o / " << K * N << "L, kk = (o / " << N << "L) % " << K << "L, f = o % " << N << "L;\n"
-       << "      const long e = (long)" << call(name, idx, {"t", "kk"}) << ";\n"
-       << "      if (e < 0 || e >= " << E << "L) { if (lane == 0) " << write("__int_as_float(0x7fc00000)", {"t", "kk", "f"})
-       << " continue; }\n"
-       << "      float g = 0.0f, u = 0.0f;\n";
-    auto xs = [&](const std::string& d) { return call(name, x, {"t", "(" + d + ")"}); };
-    const std::string row = "(e * " + std::to_string(N) + "L + f) * " + std::to_string(C) + "L";
-    // Both rows in registers first: every load of the warp in flight at once (the loop form
-    // waited on its loads a few at a time and streamed ~1.4 TB/s at the 30B-A3B shape).
-    if (row_in_registers(bf16(2) && bf16(3), C))
-      os << load_row("rg", wg, row, C) << load_row("ru", wu, row, C) << dot_registers({{"g", "rg"}, {"u", "ru"}}, C, xs, xrow);
-    else
-      os << dot_loop("g", wg, row, C, bf16(2), xs) << dot_loop("u", wu, row, C, bf16(3), xs);
-    os << "      g = lg_warp_sum(g); u = lg_warp_sum(u);\n"
-       << "      if (lane == 0) " << write("g / (1.0f + expf(-g)) * u", {"t", "kk", "f"}) << "\n";
-  } else {
-    // Output (t, d): the token's k experts' rows d against their activations, weighted.
-    const std::string wd = weight(3);
-    const ir::ValueId w = n.operands[2];
-    os << "      const long t = o / " << N << "L, dd = o % " << N << "L;\n"
-       << "      float acc = 0.0f; bool bad = false;\n";
-    const std::string row = "(e * " + std::to_string(N) + "L + dd) * " + std::to_string(C) + "L";
-    auto as = [&](const std::string& f) { return call(name, x, {"t", "kk", "(" + f + ")"}); };
-    // At most 32 uint4 a lane (128 registers) of rows held at once; more takes the loop form.
-    if (down_rows_in_registers) {
-      // The k experts' rows d all in registers first (an out-of-range index reads expert 0's row
-      // and marks the output NaN), then the k dot products in slot order, as the loop form.
-      os << "      uint4 rd[" << K << "][" << C / 256 << "];\n"
-         << "      #pragma unroll\n"
-         << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
-         << "        long e = (long)" << call(name, idx, {"t", "kk"}) << ";\n"
-         << "        if (e < 0 || e >= " << E << "L) { bad = true; e = 0; }\n"
-         << "        #pragma unroll\n"
-         << "        for (int c = 0; c < " << C / 256 << "; ++c) rd[kk][c] = lg_ld_stream(reinterpret_cast<const uint4*>("
-         << wd << " + " << row << ") + c * 32 + lane);\n"
-         << "      }\n";
-      if (rows_early) os << "      if (!lg_waited) { " << wait << " lg_waited = true; }  // the rows are in flight\n";
-      os
-         << "      #pragma unroll\n"
-         << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
-         << "        float s = 0.0f;\n"
-         << dot_registers({{"s", "rd[kk]"}}, C, as, xrow)
-         << "        acc += " << call(name, w, {"t", "kk"}) << " * s;\n"
-         << "      }\n";
-    } else {
-      os << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
-         << "        const long e = (long)" << call(name, idx, {"t", "kk"}) << ";\n"
-         << "        if (e < 0 || e >= " << E << "L) { bad = true; continue; }\n"
-         << "        float s = 0.0f;\n"
-         << dot_loop("s", wd, row, C, bf16(3), as) << "        acc += " << call(name, w, {"t", "kk"}) << " * s;\n"
-         << "      }\n";
-    }
-    os << "      acc = lg_warp_sum(acc);\n"
-       << "      if (lane == 0) " << write("bad ? __int_as_float(0x7fc00000) : acc", {"t", "dd"}) << "\n";
-  }
+  const ExpertsLoop el{*this, s, v, name, E, N, C, K, xrow};
+  if (up)
+    gate_up_output(el, os);
+  else
+    down_output(el, down_rows_in_registers, rows_early, wait, os);
   os << "    }\n  }\n";
   wc.push_back((up ? K * N : N) * 32);  // a warp per output: threads of work per T
   wp.push_back(1);
