@@ -28,6 +28,59 @@ __device__ __forceinline__ unsigned bf16_pair_bits(const float* f) {
   return (__float_as_uint(f[0]) >> 16) | (__float_as_uint(f[1]) & 0xffff0000u);
 }
 
+/// Element e (0..7) of a 16-byte slice of a bf16 K or V row, as a float.
+__device__ __forceinline__ float slice_elem(const uint4& u, int e) {
+  const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
+  return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+}
+
+/// This position's K and V rows (s_kv, formed by form_block_queries) as lane slice ln's 16 bytes
+/// each, for the rows layout's keys that are this position.
+template <int DH>
+__device__ __forceinline__ void position_slices(const float (&s_kv)[2][DH], int ln, uint4& kpos, uint4& vpos) {
+  unsigned w[2][4];
+#pragma unroll
+  for (int c = 0; c < 2; ++c)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[c][i] = bf16_pair_bits(&s_kv[c][ln * 8 + 2 * i]);
+  kpos = make_uint4(w[0][0], w[0][1], w[0][2], w[0][3]);
+  vpos = make_uint4(w[1][0], w[1][1], w[1][2], w[1][3]);
+}
+
+/// A warp's end of the rows layout (v8): the online-softmax states of its lane groups (DH / 8
+/// lanes a key; m in base-2 units) merged by shuffles, then left for merge_block_outputs in s_m
+/// (natural units), s_l and s_o.
+template <int DH, int QG, int NW>
+__device__ __forceinline__ void warp_rows_state(float (&m)[QG], float (&l)[QG], float (&acc)[QG][8],
+                                                float (&s_m)[NW][QG], float (&s_l)[NW][QG],
+                                                float (&s_o)[NW][QG][DH]) {
+  constexpr int LK = DH / 8;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, sub = lane / LK, ln = lane % LK;
+#pragma unroll
+  for (int o = LK; o < 32; o <<= 1)
+#pragma unroll
+    for (int g = 0; g < QG; ++g) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);
+      const float mx = fmaxf(m[g], mo), mu = mx == kNegInf ? 0.f : mx;
+      const float cs = lg_fa::exp2_approx(m[g] - mu), co = lg_fa::exp2_approx(mo - mu);
+      l[g] = l[g] * cs + lo * co;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;
+      m[g] = mx;
+    }
+#pragma unroll
+  for (int g = 0; g < QG; ++g) {
+    if (lane == 0) {
+      s_m[warp][g] = m[g] * 0.6931471805599453f;  // natural units for the merges
+      s_l[warp][g] = l[g];
+    }
+    if (sub == 0)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s_o[warp][g][ln * 8 + e] = acc[g][e];
+  }
+}
+
 /// The prologue of a block serving query heads h0 .. h0 + QG - 1 of KV head kvh (v8, v10): warp
 /// g < QG forms query head h0 + g from the raw projection (bias, q-norm, RoPE at `pos`) into s_q;
 /// in split 0 (holds_pos) warp QG % NW forms this position's K and V, which the writer block (one
@@ -173,22 +226,9 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
     }
   }
   uint4 kpos = make_uint4(0u, 0u, 0u, 0u), vpos = kpos;  // this position's slices (split 0)
-  if (holds_pos) {
-    unsigned w[2][4];
-#pragma unroll
-    for (int c = 0; c < 2; ++c)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        w[c][i] = bf16_pair_bits(&s_kv[c][ln * 8 + 2 * i]);
-    kpos = make_uint4(w[0][0], w[0][1], w[0][2], w[0][3]);
-    vpos = make_uint4(w[1][0], w[1][1], w[1][2], w[1][3]);
-  }
+  if (holds_pos) position_slices<DH>(s_kv, ln, kpos, vpos);
   const int key_in_smem = holds_pos ? pos : -1;
   const size_t base = static_cast<size_t>(kvh) * static_cast<size_t>(p.rows) * DH + ln * 8;
-  auto elem = [](const uint4& u, int e) {
-    const unsigned w = e < 2 ? u.x : e < 4 ? u.y : e < 6 ? u.z : u.w;
-    return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
-  };
   // The warp's R rounds of keys from j0 (past the chunk: its last key, masked when used).
   auto load_rounds = [&](int j0, uint4 (&kr)[R], uint4 (&vr)[R]) {
     int prow[R];
@@ -225,7 +265,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       for (int r = 0; r < R; ++r) {
         float d = 0.f;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) d = fmaf(qg[e], elem(kr[r], e), d);
+        for (int e = 0; e < 8; ++e) d = fmaf(qg[e], slice_elem(kr[r], e), d);
 #pragma unroll
         for (int o = LK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
         sc[r] = j0 + r * KPW + sub < k1 ? d * scale2 : kNegInf;
@@ -241,7 +281,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
         const float pr = lg_fa::exp2_approx(sc[r] - mu);
         l[g] += pr;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pr, elem(vr[r], e), acc[g][e]);
+        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pr, slice_elem(vr[r], e), acc[g][e]);
       }
       m[g] = mx;
     }
@@ -265,29 +305,7 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       use_rounds(j0, kr, vr);
     }
   }
-  // The lane groups of a warp merge by shuffles; every lane ends with the warp's state.
-#pragma unroll
-  for (int o = LK; o < 32; o <<= 1)
-#pragma unroll
-    for (int g = 0; g < QG; ++g) {
-      const float mo = __shfl_xor_sync(0xffffffffu, m[g], o), lo = __shfl_xor_sync(0xffffffffu, l[g], o);
-      const float mx = fmaxf(m[g], mo), mu = mx == kNegInf ? 0.f : mx;
-      const float cs = lg_fa::exp2_approx(m[g] - mu), co = lg_fa::exp2_approx(mo - mu);
-      l[g] = l[g] * cs + lo * co;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * cs + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * co;
-      m[g] = mx;
-    }
-#pragma unroll
-  for (int g = 0; g < QG; ++g) {
-    if (lane == 0) {
-      s_m[warp][g] = m[g] * 0.6931471805599453f;  // natural units for the merges
-      s_l[warp][g] = l[g];
-    }
-    if (sub == 0)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) s_o[warp][g][ln * 8 + e] = acc[g][e];
-  }
+  warp_rows_state<DH, QG, NW>(m, l, acc, s_m, s_l, s_o);
   merge_block_outputs<DH, QG, NW>(p, h0, stride, split, sp.n, p.counters + blockIdx.x, s_m, s_l, s_o);
 }
 
