@@ -20,6 +20,8 @@
 #   qwen_tests FILTER [ENV=VALUE...]     qwen_lane_tests under a filter and settings, verdicts printed
 #   ab_rounds FILE ROUNDS "BENCH ARGS" NAME:ENV,...  variants of one `lg bench` alternated, tabled
 #   b1_32k LABEL LANE [ENV=VALUE...]     the line of one 8B sequence at 32,768 positions
+#   h200_rows_and_bars   on an H200 only: the TMA row GEMV against cuBLASLt at 2-32 sequences
+#                        (8B, 0.6B) and issue 13's 8B bars at the default and on the TMA form
 #   attn_ncu_32k LABEL LANE [ENV=VALUE...]  Nsight duration and instructions of that step's decode
 #                        attention kernel (what session 21's calls 1, 2, 4 and 6 each spelled out)
 out=${OUT:-gpu-out}
@@ -186,4 +188,27 @@ for line in open(sys.argv[1]):
 for k in sorted(rows):
     print(k, " ".join(f"{v}:{ms}" for v, ms in rows[k]))
 PY
+}
+
+# h200_rows_and_bars [ENV=VALUE,...]: on an H200 only (returns at once on any other card, printing
+# its name), issue 13's open question there: the TMA row GEMV (LG_QWEN_GEMV_ROWS=2, 3 or 4 stages,
+# 8 consumer warps) against cuBLASLt at 2-32 sequences of 8B and 0.6B ($out/h200_rows*.txt), then
+# the 8B bars (1-128 sequences of 160 and 512 positions) at the default, on the TMA form, and on
+# the TMA form with the given settings if any ($out/bench_8b.txt).
+h200_rows_and_bars() {
+  local gpu r=LG_QWEN_GEMV_ROWS=2 bench v envs
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+  case "$gpu" in *H200*) ;; *) echo "$gpu: not an H200"; return 0 ;; esac
+  ab_rounds h200_rows.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
+    cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4
+  ab_rounds h200_rows_06b.txt 1 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
+    cublaslt: tma:$r tmakh:$r,LG_QWEN_TMA_KHALVES=1
+  bench="--shape qwen3-8b --prompt-len 8 --decode-tokens 32 --batch 1,16,64,128 --context 160,512 --kv-tokens 80000"
+  { for v in "default:" "tma:$r" ${1:+"tma+:$r,$1"}; do
+      echo "== handwritten ${v%%:*}"
+      envs=${v#*:}
+      # shellcheck disable=SC2086  # the bench arguments and settings split at spaces
+      env ${envs//,/ } timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |bandwidth"
+    done
+  } | tee "$out/bench_8b.txt"
 }

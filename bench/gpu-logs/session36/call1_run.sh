@@ -7,7 +7,6 @@
 # and issue 13's 8B bars at the default and on the TMA form.
 set -uo pipefail
 source bench/device_env.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader
 f='HandwrittenBatch*:*TinyBatch*:*Mixed*:RowDraws.*'
 qwen_tests "$f" | tail -4
@@ -25,19 +24,5 @@ bench="--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --b
 # shellcheck disable=SC2086  # the bench arguments split at spaces
 timeout 90 $lg bench $bench 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |bandwidth" | tee "$out/bench_8b_default.txt"
 echo "checks done at ${SECONDS} s"
-case "$gpu" in *H200*) ;; *) exit 0 ;; esac
-r=LG_QWEN_GEMV_ROWS=2
-ab_rounds h200_rows.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
-  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4 s3kh:$r,LG_QWEN_TMA_KHALVES=1,LG_QWEN_TMA_STAGES=3
-ab_rounds h200_rows_06b.txt 1 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
-  cublaslt: tma:$r tmakh:$r,LG_QWEN_TMA_KHALVES=1
-echo "A/B done at ${SECONDS} s"
-bench="--shape qwen3-8b --prompt-len 8 --decode-tokens 32 --batch 1,16,64,128 --context 160,512 --kv-tokens 80000"
-{ echo "== handwritten default"
-  # shellcheck disable=SC2086
-  timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |bandwidth"
-  echo "== handwritten $r"
-  # shellcheck disable=SC2086
-  env $r timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ "
-} | tee "$out/bench_8b.txt"
+h200_rows_and_bars  # on an H200 only (issue 13's card): session 35's waiting call 3
 exit 0

@@ -15,22 +15,6 @@ ab_rounds ab_8b.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --deco
 ab_rounds skip_attn.txt 1 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 16,32,64 --context 512,1024 --kv-tokens 80000" \
   lt:LG_QWEN_GEMV_ROWS=0 lt-no-attention:LG_QWEN_GEMV_ROWS=0,LG_QWEN_SKIP=attention
 echo "A/B done at ${SECONDS} s"
-# On an H200 only (issue 13's card): session 35's waiting call 3, the TMA row GEMV against
-# cuBLASLt at 2-32 sequences, and issue 13's 8B bars at the default, on the TMA form and with v11.
-case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) ;; *) exit 0 ;; esac
-r=LG_QWEN_GEMV_ROWS=2
-ab_rounds h200_rows.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
-  cublaslt: s3:$r,LG_QWEN_TMA_STAGES=3 s4:$r,LG_QWEN_TMA_STAGES=4
-ab_rounds h200_rows_06b.txt 1 "--shape qwen3-0.6b --lane handwritten --prompt-len 8 --decode-tokens 32 --batch 2,8,16,32 --context 512 --kv-tokens 40000" \
-  cublaslt: tma:$r tmakh:$r,LG_QWEN_TMA_KHALVES=1
-echo "H200 A/B done at ${SECONDS} s"
-bench="--shape qwen3-8b --prompt-len 8 --decode-tokens 32 --batch 1,16,64,128 --context 160,512 --kv-tokens 80000"
-{ for v in "default:" "tma:$r" "tma+v11:$r,$b"; do
-    echo "== handwritten ${v%%:*}"
-    envs=${v#*:}
-    # shellcheck disable=SC2086  # the bench arguments and settings split at spaces
-    env ${envs//,/ } timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |bandwidth"
-  done
-} | tee "$out/bench_8b.txt"
-
+# On an H200 only (issue 13's card): session 35's waiting call 3 (device_env.sh), v11 beside.
+h200_rows_and_bars LG_QWEN_ATTN_BULK=1
 exit 0
