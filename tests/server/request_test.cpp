@@ -1,28 +1,17 @@
-// Request parsing: valid bodies give the fields; every kind of bad body names the field at fault.
+// Request parsing: valid bodies give the fields; every kind of bad body names the field at fault
+// (the fields lg serve refuses and the sampling ranges: request_fields_test.cpp).
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
-#include <tuple>
 
+#include "request_errors.h"
 #include "server/request.h"
 
 namespace {
 
 using namespace lg::server;
-
-/// The RequestError `f` throws (param and message "<no error>" when it throws none).
-RequestError error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RequestError& e) {
-    return e;
-  }
-  return RequestError("<no error>", "<no error>");
-}
-
-std::string param_of(const std::function<void()>& f) { return error_of(f).param(); }
-std::string message_of(const std::function<void()>& f) { return error_of(f).what(); }
+using lg::server::test::message_of;
+using lg::server::test::param_of;
 
 TEST(CompletionRequest, ParsesTheFields) {
   const auto r = parse_completion_request(
@@ -459,182 +448,6 @@ TEST(ChatRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":"a"}],"chat_template_kwargs":{"k":)" + deep + "}}"),
             "chat_template_kwargs.k");
   EXPECT_EQ(p(R"({"messages":[{"role":"user","content":)" + deep + "}]}"), "messages[0].content[0]");
-}
-
-}  // namespace
-
-namespace {
-
-// Fields lg serve does not implement but that change the answer: a value that asks for the
-// feature is a 400 naming the field (never a 200 that ignores it); the default is accepted
-// (clients send every field with its default); a wrong type is a 400 naming the field.
-struct FieldCase {
-  const char* field;
-  const char* asks;      // a value that would change the answer
-  const char* fallback;  // the OpenAI / vLLM default, accepted
-  const char* wrong;     // a value of the wrong type (or range)
-};
-
-// OpenAI's fields of both endpoints and vLLM's extensions the server refuses.
-const FieldCase kBothEndpoints[] = {
-    {"logit_bias", R"({"2643":-100})", "{}", "[1]"},
-    {"echo", "true", "false", "1"},
-    {"response_format", R"({"type":"json_object"})", R"({"type":"text"})", R"("json")"},
-    {"min_tokens", "4", "0.0", "-1"},  // an integral float is its integer, here the default
-    {"stop_token_ids", "[2643]", "[]", "2643"},
-    {"include_stop_str_in_output", "true", "false", R"("no")"},
-    {"use_beam_search", "true", "false", "0"},
-    {"prompt_logprobs", "1", "null", "1.5"},  // 0 asks too (TEST below)
-    {"allowed_token_ids", "[1,2]", "[]", "{}"},
-    {"bad_words", R"(["x"])", "[]", R"("x")"},
-};
-const FieldCase kCompletionOnly[] = {
-    {"logprobs", "3", "null", "true"},  // 0 asks too (TEST below)
-    {"suffix", R"("return x")", R"("")", "5"},
-    {"best_of", "3", "1.0", "0"},
-    {"add_special_tokens", "false", "true", "1"},  // vLLM's default is true here
-};
-const FieldCase kChatOnly[] = {
-    {"logprobs", "true", "false", "3"},
-    {"top_logprobs", "2", "0", "-1"},
-    {"tool_choice", R"("required")", R"("auto")", R"("always")"},
-    {"function_call", R"({"name":"add"})", R"("none")", "3"},
-    {"functions", R"([{"name":"add"}])", "[]", "{}"},
-    {"continue_final_message", "true", "false", R"("yes")"},
-    {"add_special_tokens", "true", "false", R"("yes")"},
-};
-
-std::string completion_with(const char* field, const char* value) {
-  return std::string(R"({"prompt":"def ",")") + field + "\":" + value + "}";
-}
-std::string chat_with(const char* field, const char* value) {
-  return std::string(R"({"messages":[{"role":"user","content":"a"}],")") + field + "\":" + value + "}";
-}
-
-void expect_refused_accepted_typed(const FieldCase& c, bool chat) {
-  const auto body = [&](const char* value) { return chat ? chat_with(c.field, value) : completion_with(c.field, value); };
-  const auto parse = [&](const std::string& b) {
-    if (chat) parse_chat_request(b);
-    else parse_completion_request(b);
-  };
-  SCOPED_TRACE(body(c.asks));
-  const std::string refused = message_of([&] { parse(body(c.asks)); });
-  EXPECT_EQ(param_of([&] { parse(body(c.asks)); }), c.field);
-  EXPECT_NE(refused.find("'" + std::string(c.field) + "' is not supported by lg serve"), std::string::npos) << refused;
-  EXPECT_EQ(param_of([&] { parse(body(c.fallback)); }), "<no error>") << body(c.fallback);
-  EXPECT_EQ(param_of([&] { parse(body("null")); }), "<no error>");
-  const std::string typed = message_of([&] { parse(body(c.wrong)); });
-  EXPECT_NE(typed.find("'" + std::string(c.field) + "'"), std::string::npos) << typed;
-  EXPECT_EQ(typed.find("not supported"), std::string::npos) << "a wrong type is named as such: " << typed;
-}
-
-// The penalties and min_p (vLLM's SamplingParams ranges) on both endpoints: values in range are
-// taken, absent or null is "the model's default" (left for generation_config.json), and a value
-// out of range or of the wrong type is a 400 naming the field.
-TEST(SamplingFields, PenaltiesAndMinPAreTakenInVllmsRanges) {
-  for (const bool chat : {false, true}) {
-    SCOPED_TRACE(chat ? "chat" : "completions");
-    const auto parse = [&](const char* field, const char* value) {
-      return chat ? parse_chat_request(chat_with(field, value)).gen : parse_completion_request(completion_with(field, value)).gen;
-    };
-    EXPECT_EQ(parse("repetition_penalty", "1.05").repetition_penalty, 1.05);
-    EXPECT_EQ(parse("repetition_penalty", "0.5").repetition_penalty, 0.5);
-    EXPECT_EQ(parse("presence_penalty", "-2").presence_penalty, -2.0);
-    EXPECT_EQ(parse("frequency_penalty", "2").frequency_penalty, 2.0);
-    EXPECT_EQ(parse("min_p", "0.05").min_p, 0.05);
-    EXPECT_EQ(parse("min_p", "1").min_p, 1.0);
-    const GenerationRequest none = parse("user", R"("u")");
-    EXPECT_FALSE(none.repetition_penalty || none.presence_penalty || none.frequency_penalty || none.min_p);
-    EXPECT_FALSE(parse("repetition_penalty", "null").repetition_penalty);
-    const auto refused = [&](const char* field, const char* value) {
-      return error_of([&] { parse(field, value); });
-    };
-    for (const auto& [field, value, says] : {
-             std::tuple{"repetition_penalty", "0", "'repetition_penalty' must be > 0, got 0"},
-             std::tuple{"repetition_penalty", "-1.5", "'repetition_penalty' must be > 0, got -1.5"},
-             std::tuple{"presence_penalty", "2.5", "'presence_penalty' must be in [-2, 2], got 2.5"},
-             std::tuple{"frequency_penalty", "-3", "'frequency_penalty' must be in [-2, 2], got -3"},
-             std::tuple{"min_p", "1.01", "'min_p' must be in [0, 1], got 1.01"},
-             std::tuple{"min_p", "-0.1", "'min_p' must be in [0, 1], got -0.1"},
-             std::tuple{"frequency_penalty", R"("0.5")", "'frequency_penalty' must be a number, got string"},
-             std::tuple{"repetition_penalty", "true", "'repetition_penalty' must be a number, got boolean"}}) {
-      const RequestError e = refused(field, value);
-      EXPECT_EQ(e.param(), field) << value;
-      EXPECT_EQ(std::string(e.what()), says);
-    }
-  }
-}
-
-TEST(UnsupportedFields, CompletionsRefuseWhatWouldChangeTheAnswer) {
-  for (const FieldCase& c : kBothEndpoints) expect_refused_accepted_typed(c, false);
-  for (const FieldCase& c : kCompletionOnly) expect_refused_accepted_typed(c, false);
-}
-
-TEST(UnsupportedFields, ChatRefusesWhatWouldChangeTheAnswer) {
-  for (const FieldCase& c : kBothEndpoints) expect_refused_accepted_typed(c, true);
-  for (const FieldCase& c : kChatOnly) expect_refused_accepted_typed(c, true);
-}
-
-TEST(UnsupportedFields, RefusalsSayWhatIsAccepted) {
-  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("logit_bias", R"({"2643":-100})")); }),
-            "'logit_bias' is not supported by lg serve or lg batch (logits are not biased); leave it out or send {}");
-  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("presence_penalty", R"("abc")")); }),
-            "'presence_penalty' must be a number, got string");
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("response_format", "{}")); }), "response_format.type");
-  // A forced call by object is refused like "required"; the guided_* extensions take any value.
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("tool_choice", R"({"type":"function","function":{"name":"f"}})")); }),
-            "tool_choice");
-  EXPECT_EQ(param_of([] { parse_completion_request(completion_with("guided_json", "{}")); }), "guided_json");
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("guided_choice", R"(["a","b"])")); }), "guided_choice");
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("tool_choice", R"("none")")); }), "<no error>");
-}
-
-// vLLM's chat request may carry its own template and documents for it; lg serve rendered the
-// model's template without the documents and answered 200 as if they had been used.
-TEST(UnsupportedFields, ChatTemplateAndDocumentsOfARequestAreRefused) {
-  const std::string tmpl = message_of([] { parse_chat_request(chat_with("chat_template", R"("{{ messages }}")")); });
-  EXPECT_NE(tmpl.find("'chat_template' is not supported by lg serve"), std::string::npos) << tmpl;
-  EXPECT_NE(tmpl.find("--chat-template"), std::string::npos) << tmpl;
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("documents", R"([{"title":"t","text":"x"}])")); }), "documents");
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("chat_template", "null")); }), "<no error>");
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("documents", "null")); }), "<no error>");
-  // Completions have no template: there they are unknown fields, ignored as any other.
-  EXPECT_EQ(param_of([] { parse_completion_request(completion_with("chat_template", R"("x")")); }), "<no error>");
-}
-
-// Completions' logprobs: 0 is the sampled token's logprob (OpenAI's API: "the API will always
-// return the logprob of the sampled token"; vLLM answers a logprobs object for any non-null
-// value), and prompt_logprobs: 0 the prompt tokens' (vLLM): both were taken for the default and
-// answered with "logprobs": null. Only null (or absence) is the default.
-TEST(UnsupportedFields, ZeroLogprobsAskForTheSampledTokensLogprob) {
-  for (const char* field : {"logprobs", "prompt_logprobs"}) {
-    for (const char* zero : {"0", "0.0"}) {
-      const std::string m = message_of([&] { parse_completion_request(completion_with(field, zero)); });
-      EXPECT_NE(m.find("'" + std::string(field) + "' is not supported by lg serve"), std::string::npos) << m;
-      EXPECT_NE(m.find("leave it out or send null"), std::string::npos) << m;
-    }
-    EXPECT_EQ(param_of([&] { parse_completion_request(completion_with(field, "-1")); }), field);
-    EXPECT_EQ(message_of([&] { parse_completion_request(completion_with(field, "-1")); }).find("not supported"),
-              std::string::npos);
-  }
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("prompt_logprobs", "0")); }), "prompt_logprobs");
-  // Chat's top_logprobs: 0 without logprobs asks for nothing, and stays accepted.
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("top_logprobs", "0")); }), "<no error>");
-}
-
-TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
-  // OpenAI clients send these; the answer is the same with or without them.
-  EXPECT_NO_THROW(parse_completion_request(
-      R"({"prompt":"x","user":"u1","metadata":{"k":"v"},"seed":3,"store":false,)"
-      R"("logprobs":null,"echo":false,"best_of":1,"suffix":null,"frequency_penalty":0,"presence_penalty":0,)"
-      R"("logit_bias":null})"));
-  EXPECT_NO_THROW(parse_chat_request(
-      R"({"messages":[{"role":"user","content":"a"}],"user":"u1","metadata":{},"parallel_tool_calls":true,)"
-      R"("logprobs":false,"top_logprobs":0,"response_format":{"type":"text"},"tool_choice":"auto","logit_bias":{}})"));
-  // Fields of the other endpoint are not this one's: chat's top_logprobs on completions, and
-  // completions' suffix / best_of on chat, are unknown there (and ignored, as any unknown field).
-  EXPECT_NO_THROW(parse_completion_request(completion_with("top_logprobs", "2")));
-  EXPECT_NO_THROW(parse_chat_request(chat_with("best_of", "3")));
 }
 
 }  // namespace
