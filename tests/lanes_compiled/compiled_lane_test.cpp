@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -77,12 +78,20 @@ TEST(CompiledLane, Pycode22mTeacherForcedMatchesGoldenAndReference) {
 }
 
 // A prompt long enough for several 64-row query tiles and key tiles of the prefill attention and
-// for cuBLASLt's tiled GEMMs (the golden prompts are short), then decode steps on top of it: the
-// logits of both stay within the bf16 bound of the CPU reference's.
+// for cuBLASLt's tiled GEMMs (the golden prompts are short), then decode steps on top of it, on
+// this lane and on the hand-written lane (the other bf16 forward), each against the fp32 CPU
+// reference. How far a bf16 forward's logits are from fp32 depends on the prompt: over 40 random
+// prompts (H100, bench/RESULTS.md, thirty-sixth session) the prefill's error ran from 0.004 to
+// 0.016 and one draw reached 0.0202, past the 2e-2 this test once held this lane to alone, while
+// the two lanes stayed within 0.0022 of each other on every draw. So this lane is held to the
+// hand-written lane's error on the same draw plus 5e-3 (what a lane of its own would add: over
+// twice the spread seen; 40 draws of this test, decode steps included, put this lane's worst at
+// most 0.0018 above the hand-written lane's), and both to 5e-2 (a forward broken in both alike).
 TEST(CompiledLane, LongPromptPrefillAndDecodeMatchReference) {
   if (!cuda::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   auto dir = model::ModelDir::open(kShared + "/models/qwen3-pycode-22m");
   auto lane = make_lane("compiled", dir, {.max_seq = 512});
+  auto hand = make_lane("handwritten", dir, {.max_seq = 512});
   auto ref = make_lane("cpu", dir, {.max_seq = 512});
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(dir.config.vocab_size - 1));
@@ -96,14 +105,23 @@ TEST(CompiledLane, LongPromptPrefillAndDecodeMatchReference) {
     }
     return num / den;
   };
-  SeqResult got = lg::testing::step_alone(*lane, prompt, 0, true), want = lg::testing::step_alone(*ref, prompt, 0, true);
-  EXPECT_LT(rel(got, want), 2e-2) << "prefill of " << prompt.size() << " tokens";
-  for (int64_t s = 0; s < 4; ++s) {
-    const std::vector<int32_t> next{want.argmax};
-    got = lg::testing::step_alone(*lane, next, static_cast<int64_t>(prompt.size()) + s, true);
-    want = lg::testing::step_alone(*ref, next, static_cast<int64_t>(prompt.size()) + s, true);
-    EXPECT_LT(rel(got, want), 2e-2) << "decode step " << s;
-  }
+  double worst = 0, worst_hand = 0;
+  // One step of the three lanes: tokens at pos; returns the reference's argmax for the next.
+  auto step = [&](const std::vector<int32_t>& tokens, int64_t pos, const std::string& what) {
+    const SeqResult want = lg::testing::step_alone(*ref, tokens, pos, true);
+    const double err = rel(lg::testing::step_alone(*lane, tokens, pos, true), want);
+    const double err_hand = rel(lg::testing::step_alone(*hand, tokens, pos, true), want);
+    EXPECT_LT(err, err_hand + 5e-3) << what << ": the compiled lane's error against the hand-written lane's";
+    EXPECT_LT(std::max(err, err_hand), 5e-2) << what;
+    worst = std::max(worst, err);
+    worst_hand = std::max(worst_hand, err_hand);
+    return want.argmax;
+  };
+  int32_t next = step(prompt, 0, "prefill of " + std::to_string(prompt.size()) + " tokens");
+  for (int64_t s = 0; s < 4; ++s)
+    next = step({next}, static_cast<int64_t>(prompt.size()) + s, "decode step " + std::to_string(s));
+  std::cout << "random prompt of " << prompt.size() << " tokens and 4 decode steps: worst logits rel err "
+            << worst << " (hand-written lane " << worst_hand << ")\n";
 }
 
 /// max |got - want| / max |want| over the logits: the bound the tests above hold the lane to.
