@@ -34,17 +34,17 @@ EngineOptions cpu_lane(int64_t max_seq) {
 }
 constexpr int64_t kChatContext = 256;
 
-struct Answer {
+struct ChatAnswer {
   int status = 0;
   ojson body;
 };
 
-Answer post(int port, const ojson& body) {
+ChatAnswer post(int port, const ojson& body) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(120, 0);
   auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
   if (!r) return {};
-  Answer a{r->status, ojson()};
+  ChatAnswer a{r->status, ojson()};
   try {
     a.body = ojson::parse(r->body);
   } catch (const ojson::exception&) {
@@ -81,13 +81,13 @@ class ChatEndpointTest : public ::testing::Test {
     ojson b = body;
     b["max_tokens"] = 1;
     b["temperature"] = 0;
-    const Answer a = post(port_, b);
+    const ChatAnswer a = post(port_, b);
     ASSERT_EQ(a.status, 200) << a.body;
     EXPECT_EQ(a.body["usage"]["prompt_tokens"], engine_->tokenizer().encode(text).size()) << text;
   }
   static void expect_error(int port, const ojson& body, int status, const std::string& in_message,
                            const std::string& param = "messages") {
-    const Answer a = post(port, body);
+    const ChatAnswer a = post(port, body);
     EXPECT_EQ(a.status, status) << a.body;
     const std::string msg = a.body.contains("error") ? a.body["error"].value("message", "") : a.body.dump();
     EXPECT_NE(msg.find(in_message), std::string::npos) << msg;
@@ -177,7 +177,7 @@ TEST_F(ChatEndpointTest, ATemplateThatRaisesIsA400WithItsMessage) {
   const int port = s.start();
   expect_error(port, {{"messages", {{{"role", "system"}, {"content", "x"}}}}}, 400,
                "refused by the model's chat template: Only user messages, please");
-  const Answer ok = post(port, {{"messages", user("def f():")}, {"max_tokens", 2}, {"stream", false}});
+  const ChatAnswer ok = post(port, {{"messages", user("def f():")}, {"max_tokens", 2}, {"stream", false}});
   EXPECT_EQ(ok.status, 200) << ok.body;
   // A template failing otherwise (here an undefined variable) is a 400 too, as vLLM answers.
   TempFile u("{{ messages[0].nothing.deeper }}");
@@ -296,7 +296,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     const int port = s.start();
-    const Answer a = post(port, {{"messages", user("x")}, {"stream", true}});
+    const ChatAnswer a = post(port, {{"messages", user("x")}, {"stream", true}});
     EXPECT_EQ(a.status, 400) << a.body;
     EXPECT_EQ(a.body["error"]["param"], "messages");
     const std::string msg = a.body["error"]["message"];
@@ -312,7 +312,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
     EXPECT_FALSE(s.chat_template().problem().empty());
-    const Answer a = post(s.start(), {{"messages", user("x")}});
+    const ChatAnswer a = post(s.start(), {{"messages", user("x")}});
     EXPECT_EQ(a.status, 500) << a.body;
     const std::string msg = a.body["error"]["message"];
     EXPECT_NE(msg.find("tokenizer_config.json: 'chat_template' must be a string"), std::string::npos) << msg;
@@ -321,7 +321,7 @@ TEST(ChatEndpointModels, WithoutATemplateChatIs400AndBrokenIs500) {
     ModelWithConfig m(ojson{{"chat_template", "{% for m in messages %}{{ m.content }"}});
     Engine engine(m.dir.string(), cpu_lane(64));
     Server s(engine, {"127.0.0.1", 0});
-    const Answer a = post(s.start(), {{"messages", user("x")}});
+    const ChatAnswer a = post(s.start(), {{"messages", user("x")}});
     EXPECT_EQ(a.status, 500) << a.body;
     const std::string msg = a.body["error"]["message"];
     EXPECT_NE(msg.find("tokenizer_config.json (chat_template): line 1:"), std::string::npos) << msg;
