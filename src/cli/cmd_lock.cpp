@@ -243,16 +243,27 @@ LG_COMMAND("lock", [](CLI::App& app) {
   auto* lock = app.add_subcommand("lock", "Golden-token locks: record them from the .lg forward, check lanes against them");
   lock->require_subcommand(1);
   auto* add = lock->add_subcommand("new", "Record a lock with the CPU reference lane from a golden.json's prompts");
-  add->add_option("--model", o->model, "Model directory (as it should be written in the lock)")->required();
+  // -m as lg run, serve, batch and template take it: `lg lock new -m DIR` said "--model is required".
+  add->add_option("--model,-m", o->model, "Model directory (as it should be written in the lock)")->required();
   add->add_option("--golden", o->golden, "JSON file with cases[].prompt_ids")->required();
   add->add_option("--new-tokens", o->new_tokens, "Greedy tokens per prompt")->capture_default_str()->check(at_least_one());
   auto* out = add->add_option("-o,--out", o->out, "Lock file to write")->required();
-  // Refused before the model runs every case, not at the write after it.
-  add->callback([o, out] { refuse_empty_path(out, o->out, "a lock file"); });
+  // Refused before the model runs every case, not at the write after it: an empty path, and a
+  // file in a folder that does not exist (which used to fail after recording, with "cannot write
+  // lock file" and no reason).
+  add->callback([o, out] {
+    refuse_empty_path(out, o->out, "a lock file");
+    const fs::path parent = fs::path(o->out).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent))
+      throw CLI::ValidationError(out->get_name(false, true) + ": " + o->out + ": no such folder " + parent.string() +
+                                 " (lg lock new writes the file, it does not make its folder)");
+  });
   auto* update = lock->add_subcommand("update", "Re-record every lock in the folder with the CPU reference lane");
   auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
   for (auto* sub : {add, update, check})
-    sub->add_option("--program", o->program, "The .lg program to run the model with " + lg::cli::program_default_help());
+    // Checked as lg run's is: a missing file was an ERROR line for every lock in the folder.
+    sub->add_option("--program", o->program, "The .lg program to run the model with " + lg::cli::program_default_help())
+        ->check(CLI::ExistingFile);
   for (auto* sub : {update, check}) {
     sub->add_option("--locks", o->locks_dir, "Folder of *.lock.json")->capture_default_str();
     sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");

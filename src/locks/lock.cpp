@@ -1,7 +1,9 @@
 #include "locks/lock.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -135,7 +137,7 @@ void write_lock(const std::filesystem::path& file, const Lock& lock) {
     j["cases"].push_back({{"prompt_ids", c.prompt_ids}, {"tokens", c.tokens}, {"margins", margins}});
   }
   std::ofstream out(file);
-  if (!out) throw Error(file.string() + ": cannot write lock file");
+  if (!out) throw Error(file.string() + ": cannot write lock file: " + std::strerror(errno));
   out << j.dump(1) << "\n";
 }
 

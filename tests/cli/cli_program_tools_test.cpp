@@ -28,6 +28,25 @@ TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
                      "-o,--out: needs a lock file, got an empty path");
 }
 
+// lg lock new took --model only, where lg run, serve, batch and template take -m too: `-m DIR`
+// said "--model is required". A lock file in a folder that does not exist was found only at the
+// write after every case ran ("cannot write lock file", no reason); it is refused first. A
+// --program that does not exist was an ERROR line for every lock in the folder (lg lock check);
+// it is refused as lg run refuses it (found by a new-user pass).
+TEST(CliUsage, LockNewTakesDashMAndRefusesAMissingFolderOrProgramFirst) {
+  const std::string golden = kTiny + "/golden.json";
+  expect_usage_error("lock new -m " + kTiny + " --golden " + golden + " -o /nonexistent-lg-folder/x.lock.json",
+                     "-o,--out: /nonexistent-lg-folder/x.lock.json: no such folder /nonexistent-lg-folder");
+  const std::string lock = (std::filesystem::temp_directory_path() / "lg_lock_new_dash_m.lock.json").string();
+  std::filesystem::remove(lock);
+  const CliRun made = run_lg("lock new -m " + kTiny + " --golden " + golden + " --new-tokens 2 -o " + lock);
+  EXPECT_EQ(made.code, 0) << made.out;
+  EXPECT_TRUE(std::filesystem::exists(lock)) << made.out;
+  std::filesystem::remove(lock);
+  for (const std::string& sub : {std::string("check"), std::string("update"), "new -m " + kTiny + " --golden " + golden + " -o /dev/null"})
+    expect_usage_error("lock " + sub + " --program /nonexistent/x.lg", "--program: File does not exist: /nonexistent/x.lg");
+}
+
 // Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
 // S), at most 4096; a step holds at most min(S, 2048) tokens, at least the 256 sequences of the
 // default --max-batch (--one-sequence: T = S); a program without layers says its launch count is
