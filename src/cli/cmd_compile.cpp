@@ -114,7 +114,8 @@ LG_COMMAND("compile", [](CLI::App& app) {
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
   auto* one = sub->add_flag("--one-sequence", opts->one_sequence,
                             "the program as written, for one sequence (no batched steps, no paged cache, f32 state)");
-  lg::cli::add_lane_options(sub, opts->lane);
+  // The lane sizes its pool from the free device memory; a compile without one takes 4 contexts.
+  lg::cli::add_lane_options(sub, opts->lane, "four contexts");
   for (const char* o : {"--kv-tokens", "--max-batch", "--max-step-tokens", "--block-size"}) one->excludes(sub->get_option(o));
   // Neither output asked for is a usage error (exit 2 with "Run with --help"), raised while
   // parsing like CLI11's own, not an lg::Error about the program (exit 1).

@@ -56,9 +56,11 @@ inline CLI::Validator lane_name() {
 }
 
 /// Adds --kv-tokens, --max-batch, --max-step-tokens and --block-size to `sub`, writing `o`.
-inline void add_lane_options(CLI::App* sub, LaneOptions& o) {
+/// `kv_default` is --kv-tokens' default as the help states it (lg compile has no lane to ask).
+inline void add_lane_options(CLI::App* sub, LaneOptions& o,
+                             const std::string& kv_default = "the lane's; cpu: two contexts") {
   sub->add_option("--kv-tokens", o.kv_tokens,
-                  "KV cache size in tokens, all sequences together (default: the lane's; cpu: two contexts)")
+                  "KV cache size in tokens, all sequences together (default: " + kv_default + ")")
       ->check(at_least_one());
   sub->add_option("--max-batch,--max-num-seqs", o.max_batch, "most sequences in one step (default 256)")
       ->check(int_in_range(1, 65536));

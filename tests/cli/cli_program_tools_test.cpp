@@ -47,6 +47,16 @@ TEST(CliUsage, LockNewTakesDashMAndRefusesAMissingFolderOrProgramFirst) {
     expect_usage_error("lock " + sub + " --program /nonexistent/x.lg", "--program: File does not exist: /nonexistent/x.lg");
 }
 
+// lg compile's --kv-tokens help said "default: the lane's; cpu: two contexts", lg run's text;
+// lg compile has no lane and takes four contexts (KV pool 4096 at context 1024, below).
+TEST(CliUsage, CompileHelpStatesItsOwnKvTokensDefault) {
+  const CliRun help = run_lg("compile --help");
+  EXPECT_EQ(help.code, 0) << help.out;
+  EXPECT_NE(help.out.find("all sequences together (default: four contexts)"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("cpu: two contexts"), std::string::npos) << help.out;
+  EXPECT_NE(run_lg("run --help").out.find("(default: the lane's; cpu: two contexts)"), std::string::npos);
+}
+
 // Without --max-seq, `lg compile` sizes the program for the model's context (as lg check binds
 // S), at most 4096; a step holds at most min(S, 2048) tokens, at least the 256 sequences of the
 // default --max-batch (--one-sequence: T = S); a program without layers says its launch count is
