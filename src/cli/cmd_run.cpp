@@ -34,7 +34,8 @@ struct RunOpts {
   std::string program;  // --program FILE.lg
   bool no_echo = false;
   bool fallback_cpu = false;
-  int64_t max_tokens = 128, max_seq = 0, top_k = -1;
+  int64_t max_tokens = 128, max_seq = 0;
+  std::optional<int64_t> top_k;  // --top-k; none: generation_config.json's
   bool max_tokens_given = false;  // --max-tokens on the command line, not its default
   std::optional<double> temperature, top_p;
   // vLLM's and llama.cpp's names; absent: generation_config.json's (repetition, min_p) or off.
@@ -136,7 +137,8 @@ int64_t run_positions(const RunOpts& o, const lg::model::ModelDir& dir, int64_t 
 lg::runtime::SamplingOptions run_sampling(const RunOpts& o, const lg::model::GenerationConfig& gc) {
   lg::runtime::SamplingOptions s;
   s.temperature = o.temperature.value_or(gc.do_sample ? gc.temperature : 0.0);
-  s.top_k = o.top_k >= 0 ? o.top_k : gc.top_k;
+  // -1 is off, as 0 is (and as lg serve's and vLLM's top_k -1 is): it used to mean the config's.
+  s.top_k = o.top_k ? std::max<int64_t>(*o.top_k, 0) : gc.top_k;
   s.top_p = o.top_p.value_or(gc.top_p);
   s.min_p = o.min_p.value_or(gc.min_p);
   s.penalties.repetition = o.repetition_penalty.value_or(gc.repetition_penalty);
@@ -276,7 +278,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--temperature,--temp", o->temperature, "0 = greedy (default: generation_config.json, else greedy)")
       ->check(lg::cli::finite_number_in(0, 1000));
   sub->add_option("--top-k", o->top_k,
-                  "keep the k most likely tokens when sampling (0 = off; default, or -1: generation_config.json's)")
+                  "keep the k most likely tokens when sampling (0 or -1 = off, as vLLM; default: generation_config.json's, else off)")
       ->check(lg::cli::int_in_range(-1));
   sub->add_option("--top-p", o->top_p, "nucleus sampling threshold (1 = off)")->check(lg::cli::finite_number_in(0, 1, true));
   sub->add_option("--min-p", o->min_p,

@@ -152,5 +152,27 @@ TEST(CliGeneration, LgRunTakesPenaltiesAndTheGenerationConfigsDefaults) {
   EXPECT_EQ(generated_text(off), generated_text(plain));
 }
 
+// lg run's --top-k -1 meant "generation_config.json's top_k", where lg serve's top_k -1 (and
+// vLLM's) is off: a Qwen3 run given --top-k -1 kept the config's 20. -1 is off, as 0 is; no
+// option takes the config's (found by a new-user pass).
+TEST(CliGeneration, LgRunTopKMinusOneIsOffAsInServe) {
+  const json golden = first_golden();
+  const std::string prompt = golden.at("prompt");
+  ModelCopy m(kModel);
+  m.edit_json("generation_config.json", [](json& j) {
+    j["do_sample"] = true;
+    j["temperature"] = 1.5;
+    j["top_k"] = 1;  // sampling from the top token alone: the greedy text
+  });
+  const CliRun greedy = run_with(kModel, prompt, "-q -n 16");
+  const CliRun by_default = run_with(m.dir, prompt, "-q -n 16 --seed 3");
+  const CliRun minus_one = run_with(m.dir, prompt, "-q -n 16 --seed 3 --top-k -1");
+  const CliRun zero = run_with(m.dir, prompt, "-q -n 16 --seed 3 --top-k 0");
+  for (const CliRun* r : {&greedy, &by_default, &minus_one, &zero}) ASSERT_EQ(r->code, 0) << r->out;
+  EXPECT_EQ(generated_text(by_default), generated_text(greedy));
+  EXPECT_EQ(generated_text(minus_one), generated_text(zero));
+  EXPECT_NE(generated_text(minus_one), generated_text(greedy));
+}
+
 }  // namespace
 }  // namespace lg::cli_test
