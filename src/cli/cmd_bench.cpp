@@ -1,5 +1,5 @@
 // `lg bench`: times a lane at a real model shape on the GPU, next to its floors.
-//   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR|SHAPE_DIR [--lane handwritten] [--prompt-len 512,2048]
+//   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR|SHAPE_DIR [--lane handwritten|compiled] [--prompt-len 512,2048]
 //            [--batch 1,16,64,128] [--context 512,8192,32768] [--decode-tokens 128] [--json]
 // A preset shape, or a directory holding only a config.json (bench/shapes/qwen3-30b-a3b), gets
 // deterministic random bf16 weights made on the device (hand-written and compiled lanes; no
@@ -54,7 +54,7 @@ namespace {
 
 struct BenchOpts {
   std::string shape = "qwen3-0.6b";
-  std::string lane = "handwritten";
+  std::string lane;  ///< empty: lg::default_gpu_lane of the shape's config (bench_lane)
   std::vector<int64_t> prompt_lens{512, 2048};
   int64_t decode_tokens = 128;
   std::vector<int64_t> batches{1};
@@ -80,6 +80,16 @@ std::optional<lg::model::ModelConfig> check_bench_shape(const BenchOpts& o) {
                     "are made on the device for the hand-written and compiled lanes only)");
   if (is_dir) return std::nullopt;
   return lg::cli::random_shape(o.shape, ", or a model directory").config;  // an unknown name is refused by name
+}
+
+/// --lane, or where it is not given the lane the shape's config runs on (lg::default_gpu_lane):
+/// the hand-written lane for the Qwen2/Qwen3 dense shapes its templates take, else the compiled
+/// lane. Throws lg::Error for an unknown shape name or a directory without a readable config.json.
+std::string bench_lane(const BenchOpts& o) {
+  if (!o.lane.empty()) return o.lane;
+  if (std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape))
+    return lg::default_gpu_lane(lg::model::load_config(std::filesystem::path(o.shape) / "config.json"));
+  return lg::default_gpu_lane(lg::cli::random_shape(o.shape, ", or a model directory").config);
 }
 
 /// --sample's draws as a request's (--sample-params, --sample-penalties), checked before any device
@@ -397,7 +407,7 @@ LG_COMMAND("bench", [](CLI::App& app) {
                                           "bf16 weights) or a model directory, next to the bandwidth and tensor-core floors");
   sub->add_option("--shape", o->shape, "qwen3-0.6b, qwen3-8b, a model directory, or a directory holding only a "
                                        "config.json (random weights at its shape)")->capture_default_str();
-  sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory")->capture_default_str();
+  sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory (default: handwritten where its templates take the shape, else compiled)");
   sub->add_option("--prompt-len", o->prompt_lens, "prefill lengths to time")
       ->delimiter(',')
       ->check(lg::cli::int_in_range(2, int64_t{1} << 20))
@@ -430,5 +440,8 @@ LG_COMMAND("bench", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   lg::cli::add_lane_options(sub, o->lane_options);
-  return [o]() -> int { return run_bench(*o); };
+  return [o]() -> int {
+    o->lane = bench_lane(*o);
+    return run_bench(*o);
+  };
 });

@@ -75,13 +75,18 @@ void report_chat_template(const lg::chat::ChatTemplate& t) {
   }
 }
 
-std::string lane_of(const ServeOpts& o) { return o.lane.empty() ? (o.shape.empty() ? "cpu" : "handwritten") : o.lane; }
+/// --lane, else the cpu lane for a checkpoint and, for random weights, the GPU lane the shape runs
+/// on (lg::default_gpu_lane: the hand-written lane where its templates take it, else compiled).
+std::string lane_of(const ServeOpts& o, const std::optional<lg::cli::RandomShape>& shape) {
+  if (!o.lane.empty()) return o.lane;
+  return shape ? lg::default_gpu_lane(shape->config) : "cpu";
+}
 
 /// The engine of `dir` (the opened --model), or of random weights at `shape` (--shape).
 std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optional<lg::model::ModelDir> dir,
                                                 const std::optional<lg::cli::RandomShape>& shape) {
   lg::server::EngineOptions eo;
-  eo.lane = lane_of(o);
+  eo.lane = lane_of(o, shape);
   eo.max_seq = o.max_seq;
   eo.lane_options = o.lane_options;
   eo.max_waiting = o.max_waiting;
@@ -158,7 +163,7 @@ int serve(const ServeOpts& o) {
   std::optional<lg::cli::RandomShape> shape;
   if (!o.shape.empty())
     shape = lg::cli::random_shape(o.shape, ", or a directory holding a config.json alone (bench/shapes/*)");
-  if (shape && lane_of(o) == "cpu")
+  if (shape && lane_of(o, shape) == "cpu")
     throw lg::Error("lg serve: --lane cpu runs on a checkpoint only (--model DIR): random weights at --shape '" +
                     o.shape + "' are made on the GPU, for the handwritten and compiled lanes");
   std::optional<lg::model::ModelDir> dir;
@@ -174,7 +179,7 @@ int serve(const ServeOpts& o) {
   so.cors = o.cors;
   lg::server::Server server(*engine, so);
   std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens, KV cache %lld tokens\n",
-               engine->model_id().c_str(), lane_of(o).c_str(),
+               engine->model_id().c_str(), lane_of(o, shape).c_str(),
                static_cast<long long>(engine->context()), static_cast<long long>(engine->limits().pool_tokens()));
   // As vLLM warns: the model's own generation config, not the API's neutral defaults, decides
   // what a request that leaves these fields out gets.
@@ -209,7 +214,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
                       lg::cli::preset_shape_names() +
                       ", or a directory holding a config.json alone, as bench/shapes/*): prompts as token ids, for "
                       "load tests");
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten; default cpu, handwritten with --shape)")
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten; default cpu, and with --shape the hand-written lane where its templates take the shape, else compiled)")
       ->check(lg::cli::lane_name());
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));

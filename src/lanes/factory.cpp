@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "model/config.h"
 #include "model/model_dir.h"
 #include "support/error.h"
 
@@ -14,6 +15,7 @@
 #endif
 #if defined(LG_HAVE_LG_LANE_QWEN)
 #include "lanes/qwen/handwritten_lane.h"
+#include "lanes/qwen/qwen_shape.h"
 #endif
 #if defined(LG_HAVE_LG_LANE_COMPILED) || defined(LG_HAVE_LG_LANE_QWEN)
 #include "runtime/cuda/device.h"
@@ -81,6 +83,21 @@ std::optional<std::string> lane_refuses(const std::string& name, const model::Mo
     return "the hand-written lane does not run a .lg program (--program " + dir.program.string() +
            "); use --lane compiled (or cpu)";
   return std::nullopt;
+}
+
+std::string default_gpu_lane(const model::ModelConfig& config) {
+  const bool family = config.model_type == "qwen2" || config.model_type == "qwen3";
+#if defined(LG_HAVE_LG_LANE_QWEN)
+  if (!family) return "compiled";
+  try {
+    qwen::qwen_shape_from_config(config);  // the templates' limits: head_dim, GQA ratio, sizes
+    return "handwritten";
+  } catch (const Error&) {
+    return "compiled";
+  }
+#else
+  return family ? "handwritten" : "compiled";  // a build without CUDA names the lane it lacks
+#endif
 }
 
 std::unique_ptr<Lane> make_lane(const std::string& name, const model::ModelDir& dir, const LaneOptions& options) {

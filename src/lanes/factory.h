@@ -41,6 +41,13 @@ void check_gpu_present(const std::string& name, const std::string& advice = "");
 /// throws the same sentence.
 std::optional<std::string> lane_refuses(const std::string& name, const model::ModelDir& dir);
 
+/// The GPU lane a model runs on when the user names none (lg bench, lg serve --shape): the
+/// hand-written lane where its templates take the config (Qwen2/Qwen3 dense shapes that
+/// qwen::qwen_shape_from_config accepts), else the compiled lane, which runs every program lg
+/// compiles (bench/shapes/qwen3-30b-a3b, Llama, Gemma 3, ...), as vLLM picks a backend the model
+/// supports.
+std::string default_gpu_lane(const model::ModelConfig& config);
+
 /// Builds lane `name` for the model in `dir` with the context, KV pool and step sizes of
 /// `options` (runtime/step.h; zeros pick each lane's defaults). Throws lg::Error for an unknown
 /// name (listing the known ones), for a GPU lane on a machine without a CUDA device, and whatever

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "lanes/factory.h"
 #include "lanes/qwen/qwen_shape.h"
 #include "model/config.h"
 #include "support/error.h"
@@ -67,6 +68,25 @@ TEST(QwenShape, RefusesWhatTheTemplatesDoNotCover) {
   j = qwen3_json();
   j["attention_bias"] = true;  // Qwen3 puts it on o_proj too
   EXPECT_NE(refusal(j).find("o_proj"), std::string::npos) << refusal(j);
+}
+
+// lg bench and lg serve --shape without --lane: the hand-written lane where its templates take the
+// config, the compiled lane for everything else (bench/shapes/qwen3-30b-a3b among them, which the
+// README runs on the compiled lane), so that a shape never defaults to a lane that refuses it.
+TEST(QwenShape, DefaultGpuLaneIsTheOneThatTakesTheConfig) {
+  const auto lane_of = [](const nlohmann::json& j) { return default_gpu_lane(model::parse_config(j, "cfg.json")); };
+  EXPECT_EQ(lane_of(qwen3_json()), "handwritten");
+  auto j = qwen3_json();
+  j["model_type"] = "qwen2";
+  EXPECT_EQ(lane_of(j), "handwritten");
+  j = qwen3_json();
+  j["head_dim"] = 96;  // a Qwen3 outside the templates (RefusesWhatTheTemplatesDoNotCover)
+  EXPECT_EQ(lane_of(j), "compiled");
+  j = qwen3_json();
+  j["model_type"] = "llama";
+  EXPECT_EQ(lane_of(j), "compiled");
+  const auto moe = model::load_config(std::string(LG_SOURCE_DIR) + "/bench/shapes/qwen3-30b-a3b/config.json");
+  EXPECT_EQ(default_gpu_lane(moe), "compiled");
 }
 
 TEST(QwenShape, RopeInverseFrequenciesFollowTransformers) {
