@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
-cmake --build build --target lg -j"$(nproc)"
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
+cmake --build build-release --target lg -j"$(nproc)"
 if [ $# -eq 0 ]; then set -- --prompt "def fibonacci(n):" --max-tokens 64; fi
-exec ./build/src/cli/lg run --model models/qwen3-pycode-22m "$@"
+exec ./build-release/src/cli/lg run --model models/qwen3-pycode-22m "$@"
