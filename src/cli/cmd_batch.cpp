@@ -233,7 +233,9 @@ LG_COMMAND("batch", [](CLI::App& app) {
   auto* input = sub->add_option("-i,--input", o->input, "requests, one JSON object per line ('-': stdin)")->required();
   auto* output =
       sub->add_option("-o,--output", o->output, "results, one JSON object per input line ('-': stdout)")->required();
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")->capture_default_str();
+  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten)")
+      ->capture_default_str()
+      ->check(lg::cli::lane_name());
   sub->add_option("--max-seq", o->max_seq, "context per request in tokens (default: max_position_embeddings, at most 4096)")
       ->check(lg::cli::at_least_one());
   lg::cli::add_lane_options(sub, o->lane_options);

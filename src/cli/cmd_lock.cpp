@@ -268,7 +268,9 @@ LG_COMMAND("lock", [](CLI::App& app) {
     sub->add_option("--locks", o->locks_dir, "Folder of *.lock.json")->capture_default_str();
     sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");
   }
-  check->add_option("--lane", o->lane, "Lane: cpu, compiled, handwritten")->capture_default_str();
+  check->add_option("--lane", o->lane, "Lane: cpu, compiled, handwritten")
+      ->capture_default_str()
+      ->check(lg::cli::lane_name());
   check->add_option("--batch-with", o->companions,
                     "Run each case inside steps with N random other sequences (prefill chunks, decodes, joining and "
                     "leaving): the lane must give the case the same tokens as alone")

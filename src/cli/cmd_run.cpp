@@ -262,8 +262,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   auto* max_tokens = sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most (default: "
                                      "generation_config.json's max_new_tokens, else 128; more than the context "
                                      "leaves after the prompt: a warning, and the context's end stops it)")
-                         ->capture_default_str()
-                         ->check(lg::cli::at_least_one());
+                         ->check(lg::cli::at_least_one());  // no "=128": the config's max_new_tokens comes first
   sub->add_option("--device", o->device, "cpu or cuda (default: the lane's device; cpu without --lane)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string { return s == "cpu" || s == "cuda" ? "" : "must be cpu or cuda, got '" + s + "'"; },
@@ -280,7 +279,8 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--top-k", o->top_k,
                   "keep the k most likely tokens when sampling (0 or -1 = off, as vLLM; default: generation_config.json's, else off)")
       ->check(lg::cli::int_in_range(-1));
-  sub->add_option("--top-p", o->top_p, "nucleus sampling threshold (1 = off)")->check(lg::cli::finite_number_in(0, 1, true));
+  sub->add_option("--top-p", o->top_p, "nucleus sampling threshold (1 = off; default: generation_config.json's, else 1)")
+      ->check(lg::cli::finite_number_in(0, 1, true));
   sub->add_option("--min-p", o->min_p,
                   "when sampling, drop tokens less likely than min-p times the likeliest (0 = off; default: "
                   "generation_config.json's, else 0)")

@@ -16,6 +16,16 @@ namespace lg::cli_test {
 namespace {
 
 
+// An empty --lane is the same usage error (exit 2, naming the option) on every command that takes
+// one: batch, bench and lock check said "unknown lane ''" (exit 1), and bench, whose default lane
+// is now picked from the shape, would have taken the empty name as "the default".
+TEST(CliUsage, AnEmptyLaneIsAUsageErrorOnEveryCommand) {
+  const std::string empty = "needs a lane name (cpu, compiled, handwritten), got an empty one";
+  for (const std::string& cmd : {"run -m " + kModel + " -p hi", "serve -m " + kModel, "batch -m " + kModel + " -i - -o /dev/null",
+                                 std::string("bench"), std::string("lock check")})
+    expect_usage_error(cmd + " --lane ''", empty);
+}
+
 TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
   expect_usage_error("run -m " + kModel + " -p hi --max-tokens 0", "--max-tokens: must be at least 1, got 0");
   expect_usage_error("run -m " + kModel + " -p hi -n -4", "--max-tokens: must be at least 1, got -4");
