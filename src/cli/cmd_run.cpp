@@ -212,8 +212,13 @@ int run(RunOpts o) {
   std::fflush(stdout);
   int64_t produced = 0;
   gen.on_token = [&](int32_t id) {
-    // The first steps pay for lazy module loading, cuBLASLt's set-up and the decode graph capture.
-    if (produced < 2) startup.mark(produced++ == 0 ? "first step (prefill, warm-up)" : "first decode step (graph capture)");
+    // The first steps pay for lazy module loading, cuBLASLt's set-up and a GPU lane's decode graph
+    // capture; their lines wait for the end of the text (printed now, they landed inside it).
+    if (produced < 2) {
+      const bool first = produced++ == 0;
+      startup.mark_later(first ? "first step (prefill, warm-up)" : "first decode step",
+                         !first && lane->name() != "cpu" ? "decode graph capture" : "");
+    }
     // End-of-sequence tokens stop generation; they are not part of the text.
     for (int64_t e : gen.eos_ids)
       if (e == id) return;
@@ -246,6 +251,7 @@ int run(RunOpts o) {
                tokens(s.prompt_tokens).c_str(), s.prefill_s * 1e3, s.prefill_tokens_per_s(), s.first_token_s * 1e3,
                tokens(s.decode_steps).c_str(), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str(),
                seed_note.c_str());
+  startup.flush();
   return 0;
 }
 

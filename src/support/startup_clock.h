@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lg {
 
@@ -20,6 +21,11 @@ class StartupClock {
   explicit StartupClock(std::string who);
   /// Ends the current phase; returns its seconds (measured whether or not printing is enabled).
   double mark(std::string_view phase, std::string_view note = {});
+  /// Ends the current phase as mark() does but holds its line back until flush(): for phases
+  /// that end while a command streams text to the terminal (lg run's first steps).
+  double mark_later(std::string_view phase, std::string_view note = {});
+  /// Prints the lines mark_later() held back, in order (when enabled).
+  void flush();
   /// Seconds of the current phase so far.
   double lap() const;
   /// Seconds since construction.
@@ -27,8 +33,10 @@ class StartupClock {
 
  private:
   using clock = std::chrono::steady_clock;
+  std::string line(std::string_view phase, double s, std::string_view note) const;
   std::string who_;
   clock::time_point start_, last_;
+  std::vector<std::string> held_;  ///< mark_later's lines, for flush()
 };
 
 }  // namespace lg

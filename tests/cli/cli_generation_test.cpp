@@ -174,5 +174,18 @@ TEST(CliGeneration, LgRunTopKMinusOneIsOffAsInServe) {
   EXPECT_NE(generated_text(minus_one), generated_text(greedy));
 }
 
+// LG_STARTUP_TIMES=1: the first steps' lines come after the generated text and its speed line; they
+// were printed as the steps ended, inside the streaming text ("hilg: startup: lg run: first step").
+TEST(CliGeneration, LgRunStartupTimesOfTheFirstStepsFollowTheText) {
+  const CliRun r = run_lg("run -m " + kModel + " -p hi -n 4 --temperature 0", "LG_STARTUP_TIMES=1 ");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t speeds = r.out.find("lg: prefill"), first = r.out.find("lg: startup: lg run: first step");
+  ASSERT_NE(speeds, std::string::npos) << r.out;
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_LT(speeds, first) << r.out;
+  EXPECT_NE(r.out.find("lg: startup: lg run: first decode step", first), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lg: startup: lg run: make lane"), std::string::npos) << r.out;  // the others as before
+}
+
 }  // namespace
 }  // namespace lg::cli_test
