@@ -54,7 +54,7 @@ namespace {
 
 struct BenchOpts {
   std::string shape = "qwen3-0.6b";
-  std::string lane;  ///< empty: lg::default_gpu_lane of the shape's config (bench_lane)
+  std::string lane;  ///< empty: lg::default_gpu_lane of the shape's config (check_bench_shape)
   std::vector<int64_t> prompt_lens{512, 2048};
   int64_t decode_tokens = 128;
   std::vector<int64_t> batches{1};
@@ -68,28 +68,26 @@ struct BenchOpts {
 
 /// What lg bench refuses before it looks for a device, in a build with or without CUDA: an unknown
 /// lane (named as such, as lg run names it, not as a lane that "runs on a GPU" or needs a model
-/// directory), the cpu lane without a model directory, an unknown shape name. Returns the config of a random-weights
-/// shape (a preset, or a directory holding only a config.json); nullopt for a model directory.
-std::optional<lg::model::ModelConfig> check_bench_shape(const BenchOpts& o) {
-  lg::check_lane_known(o.lane);
+/// directory), the cpu lane without a model directory, an unknown shape name. An absent --lane
+/// becomes the lane the shape runs on (lg::default_gpu_lane: the hand-written lane for the
+/// Qwen2/Qwen3 dense shapes its templates take, else compiled; a model directory's config.json is
+/// read for it). Returns the config of a random-weights shape (a preset, or a directory holding
+/// only a config.json); nullopt for a model directory.
+std::optional<lg::model::ModelConfig> check_bench_shape(BenchOpts& o) {
   // A directory of only a config.json (bench/shapes/qwen3-30b-a3b) is a shape like a preset: its
   // .lg program's params get random bf16 weights made on the device.
   const bool is_dir = std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape);
-  if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
-    throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
-                    "are made on the device for the hand-written and compiled lanes only)");
-  if (is_dir) return std::nullopt;
-  return lg::cli::random_shape(o.shape, ", or a model directory").config;  // an unknown name is refused by name
-}
-
-/// --lane, or where it is not given the lane the shape's config runs on (lg::default_gpu_lane):
-/// the hand-written lane for the Qwen2/Qwen3 dense shapes its templates take, else the compiled
-/// lane. Throws lg::Error for an unknown shape name or a directory without a readable config.json.
-std::string bench_lane(const BenchOpts& o) {
-  if (!o.lane.empty()) return o.lane;
-  if (std::filesystem::is_directory(o.shape) && !lg::cli::config_only_dir(o.shape))
-    return lg::default_gpu_lane(lg::model::load_config(std::filesystem::path(o.shape) / "config.json"));
-  return lg::default_gpu_lane(lg::cli::random_shape(o.shape, ", or a model directory").config);
+  if (!o.lane.empty()) {  // a lane given is judged before the shape is looked at
+    lg::check_lane_known(o.lane);
+    if (o.lane != "handwritten" && o.lane != "compiled" && !is_dir)
+      throw lg::Error("lg bench: --lane " + o.lane + " needs a model directory as --shape (random real-shape weights "
+                      "are made on the device for the hand-written and compiled lanes only)");
+  }
+  std::optional<lg::model::ModelConfig> preset;
+  if (!is_dir) preset = lg::cli::random_shape(o.shape, ", or a model directory").config;  // an unknown name by name
+  if (o.lane.empty())
+    o.lane = lg::default_gpu_lane(preset ? *preset : lg::model::load_config(std::filesystem::path(o.shape) / "config.json"));
+  return preset;
 }
 
 /// --sample's draws as a request's (--sample-params, --sample-penalties), checked before any device
@@ -328,7 +326,7 @@ void print_bench(const BenchOpts& o, const lg::runtime::SamplingOptions& samplin
   std::cout << "json: " << r.dump() << "\n";
 }
 
-int run_bench(const BenchOpts& o) {
+int run_bench(BenchOpts o) {
   using clock = std::chrono::steady_clock;
   const std::optional<lg::model::ModelConfig> preset = check_bench_shape(o);
   const bool is_dir = !preset;
@@ -391,7 +389,7 @@ int run_bench(const BenchOpts& o) {
 
 #else
 
-int run_bench(const BenchOpts& o) {
+int run_bench(BenchOpts o) {
   check_bench_shape(o);
   bench_sampling(o);
   throw no_gpu_error(o, "this lg was built without CUDA (LG_HAVE_CUDA off)");
@@ -441,8 +439,5 @@ LG_COMMAND("bench", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print one JSON object instead of the table");
   lg::cli::add_lane_options(sub, o->lane_options);
-  return [o]() -> int {
-    o->lane = bench_lane(*o);
-    return run_bench(*o);
-  };
+  return [o]() -> int { return run_bench(*o); };
 });

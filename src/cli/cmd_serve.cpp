@@ -82,11 +82,12 @@ std::string lane_of(const ServeOpts& o, const std::optional<lg::cli::RandomShape
   return shape ? lg::default_gpu_lane(shape->config) : "cpu";
 }
 
-/// The engine of `dir` (the opened --model), or of random weights at `shape` (--shape).
-std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, std::optional<lg::model::ModelDir> dir,
+/// The engine of `dir` (the opened --model), or of random weights at `shape` (--shape), on `lane`.
+std::unique_ptr<lg::server::Engine> make_engine(const ServeOpts& o, const std::string& lane,
+                                                std::optional<lg::model::ModelDir> dir,
                                                 const std::optional<lg::cli::RandomShape>& shape) {
   lg::server::EngineOptions eo;
-  eo.lane = lane_of(o, shape);
+  eo.lane = lane;
   eo.max_seq = o.max_seq;
   eo.lane_options = o.lane_options;
   eo.max_waiting = o.max_waiting;
@@ -163,7 +164,8 @@ int serve(const ServeOpts& o) {
   std::optional<lg::cli::RandomShape> shape;
   if (!o.shape.empty())
     shape = lg::cli::random_shape(o.shape, ", or a directory holding a config.json alone (bench/shapes/*)");
-  if (shape && lane_of(o, shape) == "cpu")
+  const std::string lane = lane_of(o, shape);
+  if (shape && lane == "cpu")
     throw lg::Error("lg serve: --lane cpu runs on a checkpoint only (--model DIR): random weights at --shape '" +
                     o.shape + "' are made on the GPU, for the handwritten and compiled lanes");
   std::optional<lg::model::ModelDir> dir;
@@ -171,7 +173,7 @@ int serve(const ServeOpts& o) {
   if (!o.chat_template.empty() && !dir->tokenizer_json)
     throw lg::Error("lg serve: --chat-template needs a tokenizer, and " + o.model + " has no tokenizer.json");
   lg::server::check_can_listen(o.host, o.port);
-  const auto engine = make_engine(o, std::move(dir), shape);
+  const auto engine = make_engine(o, lane, std::move(dir), shape);
   lg::server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
@@ -179,7 +181,7 @@ int serve(const ServeOpts& o) {
   so.cors = o.cors;
   lg::server::Server server(*engine, so);
   std::fprintf(stderr, "lg: serving '%s' on lane %s, context %lld tokens, KV cache %lld tokens\n",
-               engine->model_id().c_str(), lane_of(o, shape).c_str(),
+               engine->model_id().c_str(), lane.c_str(),
                static_cast<long long>(engine->context()), static_cast<long long>(engine->limits().pool_tokens()));
   // As vLLM warns: the model's own generation config, not the API's neutral defaults, decides
   // what a request that leaves these fields out gets.

@@ -19,7 +19,8 @@ bool startup_times_enabled();
 class StartupClock {
  public:
   explicit StartupClock(std::string who);
-  /// Ends the current phase; returns its seconds (measured whether or not printing is enabled).
+  /// Ends the current phase and prints its line (after any mark_later() still holds); returns its
+  /// seconds (measured whether or not printing is enabled).
   double mark(std::string_view phase, std::string_view note = {});
   /// Ends the current phase as mark() does but holds its line back until flush(): for phases
   /// that end while a command streams text to the terminal (lg run's first steps).
