@@ -244,10 +244,10 @@ LG_COMMAND("lock", [](CLI::App& app) {
   lock->require_subcommand(1);
   auto* add = lock->add_subcommand("new", "Record a lock with the CPU reference lane from a golden.json's prompts");
   // -m as lg run, serve, batch and template take it: `lg lock new -m DIR` said "--model is required".
-  add->add_option("--model,-m", o->model, "Model directory (as it should be written in the lock)")->required();
+  add->add_option("--model,-m", o->model, "model directory (as it should be written in the lock)")->required();
   add->add_option("--golden", o->golden, "JSON file with cases[].prompt_ids")->required();
-  add->add_option("--new-tokens", o->new_tokens, "Greedy tokens per prompt")->capture_default_str()->check(at_least_one());
-  auto* out = add->add_option("-o,--out", o->out, "Lock file to write")->required();
+  add->add_option("--new-tokens", o->new_tokens, "greedy tokens per prompt")->capture_default_str()->check(at_least_one());
+  auto* out = add->add_option("-o,--out", o->out, "lock file to write")->required();
   // Refused before the model runs every case, not at the write after it: an empty path, and a
   // file in a folder that does not exist (which used to fail after recording, with "cannot write
   // lock file" and no reason).
@@ -262,23 +262,23 @@ LG_COMMAND("lock", [](CLI::App& app) {
   auto* check = lock->add_subcommand("check", "Run a lane over every lock; fail at the first diverging step");
   for (auto* sub : {add, update, check})
     // Checked as lg run's is: a missing file was an ERROR line for every lock in the folder.
-    sub->add_option("--program", o->program, "The .lg program to run the model with " + lg::cli::program_default_help())
+    sub->add_option("--program", o->program, "the .lg program to run the model with " + lg::cli::program_default_help())
         ->check(CLI::ExistingFile);
   for (auto* sub : {update, check}) {
-    sub->add_option("--locks", o->locks_dir, "Folder of *.lock.json")->capture_default_str();
-    sub->add_option("--shared", o->shared_dir, "Folder that replaces a model path's leading ../shared/");
+    sub->add_option("--locks", o->locks_dir, "folder of *.lock.json")->capture_default_str();
+    sub->add_option("--shared", o->shared_dir, "folder that replaces a model path's leading ../shared/");
   }
-  check->add_option("--lane", o->lane, "Lane: cpu, compiled, handwritten")
+  check->add_option("--lane", o->lane, "lane: cpu, compiled, handwritten")
       ->capture_default_str()
       ->check(lg::cli::lane_name());
   check->add_option("--batch-with", o->companions,
-                    "Run each case inside steps with N random other sequences (prefill chunks, decodes, joining and "
+                    "run each case inside steps with N random other sequences (prefill chunks, decodes, joining and "
                     "leaving): the lane must give the case the same tokens as alone")
       ->check(CLI::Range(0, 1024));
   check->add_flag("--compare-logits", o->compare_logits,
-                  "Also run the CPU reference on the same tokens and report the largest logit differences");
+                  "also run the CPU reference on the same tokens and report the largest logit differences");
   check->add_option("--threshold", o->threshold,
-                    "Margin below which a differing token is excused (default: by lane, docs/locks.md)")
+                    "margin below which a differing token is excused (default: by lane, docs/locks.md)")
       ->check(non_negative_number());
   return [o, add, update, check]() {
     if (add->parsed()) return run_new(*o);

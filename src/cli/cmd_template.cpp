@@ -107,7 +107,7 @@ LG_COMMAND("template", [](CLI::App& app) -> std::function<int()> {
                   "variables}; - reads stdin")
       ->required();
   sub->add_flag("--no-generation-prompt", args->no_generation_prompt,
-                "Render without the assistant's generation prompt (add_generation_prompt=False)");
+                "render without the assistant's generation prompt (add_generation_prompt=False)");
   sub->add_option("--chat-template", args->chat_template, "Jinja2 template file to use instead of the model's own")
       ->check(CLI::ExistingFile);
   return [args] {

@@ -27,6 +27,11 @@ struct TokenizeArgs {
 std::string read_stdin() { return lg::read_text_input(std::cin, "standard input"); }
 
 lg::tokenizer::Tokenizer load(const std::string& model_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_dir, ec))
+    throw lg::Error(model_dir + ": not a model directory (" +
+                    (std::filesystem::exists(model_dir, ec) ? "a file" : "no such directory") +
+                    "; -m names the folder holding tokenizer.json)");
   return lg::tokenizer::Tokenizer::from_file(std::filesystem::path(model_dir) / "tokenizer.json");
 }
 
@@ -34,10 +39,10 @@ LG_COMMAND("tokenize", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<TokenizeArgs>();
   auto* sub = app.add_subcommand("tokenize", "Encode text with a model directory's tokenizer.json");
   sub->add_option("--model,-m", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
-  sub->add_flag("--ids", args->ids_only, "Print only the ids, space-separated");
+  sub->add_flag("--ids", args->ids_only, "print only the ids, space-separated");
   sub->add_flag("--special", args->special,
-                "Add the special tokens the model expects around a prompt (BOS), as lg run does");
-  sub->add_option("text", args->text, "Text to encode, or - to read stdin (text starting with '-': put -- before it)")
+                "add the special tokens the model expects around a prompt (BOS), as lg run does");
+  sub->add_option("text", args->text, "text to encode, or - to read stdin (text starting with '-': put -- before it)")
       ->required();
   return [args] {
     const auto tok = load(args->model);
@@ -81,9 +86,9 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   auto* sub = app.add_subcommand("detokenize", "Decode token ids with a model directory's tokenizer.json");
   sub->add_option("--model,-m", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
   sub->add_flag("--skip-special-tokens", args->skip_special_tokens,
-                "Leave out the special tokens (tokenizer.json's added tokens marked special: <|endoftext|>, "
+                "leave out the special tokens (tokenizer.json's added tokens marked special: <|endoftext|>, "
                 "<|im_start|>, ...), as lg run and lg serve show generated text; default: shown, as HF's decode");
-  sub->add_option("ids", args->ids, "Token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
+  sub->add_option("ids", args->ids, "token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
   return [args] {
     const auto tok = load(args->model);
     std::vector<int32_t> ids;

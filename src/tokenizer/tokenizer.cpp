@@ -174,7 +174,10 @@ namespace {
 
 TokenizerJson parse_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
+  if (!in) {
+    std::error_code ec;
+    throw Error(path.string() + (std::filesystem::exists(path, ec) ? ": cannot open" : ": no such file"));
+  }
   return TokenizerJson::parse(in, path.string());
 }
 

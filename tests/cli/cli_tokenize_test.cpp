@@ -3,6 +3,7 @@
 // and " 12" for ids 5 and 12, found by a new-user pass).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +83,25 @@ TEST(CliTokenize, EachTokenIsOneRowWithItsTextEscaped) {
     text += row.substr(t2 + 1);
   }
   EXPECT_EQ(text, "a\\tb\\nc\\\\d") << r.out;
+}
+
+// -m naming a file, a missing folder, or a folder without tokenizer.json: each says which.
+TEST(CliTokenize, ModelPathErrorsSayWhatIsMissing) {
+  const std::string missing = ::testing::TempDir() + "lg_tokenize_no_such_dir";
+  const std::string empty = ::testing::TempDir() + "lg_tokenize_empty_dir";
+  std::filesystem::create_directories(empty);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {missing, missing + ": not a model directory (no such directory; -m names the folder holding tokenizer.json)"},
+      {kModel + "/config.json", kModel + "/config.json: not a model directory (a file;"},
+      {empty, empty + "/tokenizer.json: no such file"},
+  };
+  for (const auto& [dir, message] : cases)
+    for (const std::string& cmd : {"tokenize --model " + dir + " hi", "detokenize --model " + dir + " 5"}) {
+      const CliRun r = run_lg(cmd);
+      EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+      EXPECT_NE(r.out.find("lg: error: " + message), std::string::npos) << cmd << "\n" << r.out;
+    }
+  std::filesystem::remove_all(empty);
 }
 
 }  // namespace
