@@ -103,6 +103,91 @@ void install_batch_stop() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
+/// Reads every line of `in` (`in_name` in messages), prepares each request and starts it on the
+/// engine at once. Lines are capped as a whole file is (support/text_input.h: `-i /dev/zero` is
+/// one endless line): a line past the cap is that line's error and the lines around it run; when no line end follows
+/// within the next cap either, reading stops there and `input_error` says why (the command fails
+/// after answering the lines before).
+std::vector<Line> read_lines(std::istream& in, const std::string& in_name, lg::server::Engine& engine,
+                             const lg::chat::ChatTemplate& tmpl, std::string& input_error) {
+  std::vector<Line> lines;
+  std::unordered_map<std::string, size_t> seen;  // custom_id -> the line that used it first
+  std::string text;
+  for (size_t n = 1;; ++n) {
+    try {
+      if (!lg::getline_capped(in, text, in_name, n)) break;
+    } catch (const lg::Error& e) {
+      Line l;
+      l.error = lg::cli::batch_line_error("invalid_request", e.what());
+      lines.push_back(std::move(l));
+      if (lg::skip_line_capped(in)) continue;
+      input_error = fmt::format("{}; no line end within the next {} MiB either: the input after it was not read",
+                                e.what(), lg::kMaxTextInputBytes >> 20);
+      break;
+    }
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
+    lines.push_back(read_line(text, n, engine, tmpl, seen));
+    Line& l = lines.back();
+    if (l.request) l.job = engine.start(l.request->prompt_ids, l.request->gen, l.request->default_max);
+  }
+  return lines;
+}
+
+/// The waits on the running lines: the progress bar on a terminal (at most 5 redraws a second),
+/// and the first SIGINT or SIGTERM, which ends every request still running or waiting at its
+/// next token.
+class Waiter {
+ public:
+  Waiter(lg::server::Engine& engine, bool bar, std::chrono::steady_clock::time_point t0)
+      : engine_(engine), bar_(bar), t0_(t0) {}
+
+  /// Waits for line `k` of `n` to finish and sets its response: 200 with the body lg serve would
+  /// send, or a 500 naming what failed in the engine.
+  void finish(Line& l, size_t k, size_t n) {
+    std::string ignored;
+    // The job wakes the wait for every piece of text.
+    auto drawn = std::chrono::steady_clock::time_point{};
+    while (!l.job->wait(ignored, std::chrono::milliseconds(200))) {
+      ignored.clear();
+      cut_on_signal();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - drawn < std::chrono::milliseconds(200)) continue;
+      drawn = now;
+      if (bar_)
+        std::fprintf(stderr, "\r\033[Klg batch: %zu/%zu requests answered, %.1f s", k, n,
+                     std::chrono::duration<double>(now - t0_).count());
+    }
+    try {
+      const lg::server::EngineResult r = l.job->result();
+      completion_tokens += r.completion_tokens;
+      l.response = {{"status_code", 200}, {"request_id", l.request->id},
+                    {"body", lg::server::response_body(*l.request, r)}};
+    } catch (const lg::Error& e) {
+      l.response = {{"status_code", 500}, {"request_id", l.request->id},
+                    {"body", lg::server::error_body(e.what(), "server_error", "")}};
+    }
+  }
+
+  bool cut() const { return cut_; }
+  int64_t completion_tokens = 0;
+
+ private:
+  void cut_on_signal() {
+    if (cut_ || !g_stop) return;
+    cut_ = true;
+    engine_.cancel_all();
+    std::fprintf(stderr, "%slg batch: %s: cutting the requests still running (their lines end with finish_reason "
+                         "\"abort\"; a second signal stops at once)\n",
+                 bar_ ? "\r\033[K" : "", g_stop == SIGTERM ? "SIGTERM" : "SIGINT");
+  }
+
+  lg::server::Engine& engine_;
+  bool bar_;
+  std::chrono::steady_clock::time_point t0_;
+  bool cut_ = false;
+};
+
 int run_batch(const BatchOpts& o) {
   const auto t0 = std::chrono::steady_clock::now();
   std::ifstream file;
@@ -138,70 +223,15 @@ int run_batch(const BatchOpts& o) {
   }
   std::ostream& out = o.output == "-" ? std::cout : out_file;
 
-  std::vector<Line> lines;
-  std::unordered_map<std::string, size_t> seen;  // custom_id -> the line that used it first
-  std::string text;
-  // A line is capped as a whole file is (support/text_input.h): `-i /dev/zero` is one endless line.
-  const std::string in_name = o.input == "-" ? "standard input" : o.input;
-  std::string input_error;  // the input could not be read to its end: the command fails after the lines before
-  for (size_t n = 1;; ++n) {
-    try {
-      if (!lg::getline_capped(in, text, in_name, n)) break;
-    } catch (const lg::Error& e) {
-      // A line past the cap is that line's error, as any bad line's; the lines around it run.
-      Line l;
-      l.error = lg::cli::batch_line_error("invalid_request", e.what());
-      lines.push_back(std::move(l));
-      if (lg::skip_line_capped(in)) continue;
-      input_error = fmt::format("{}; no line end within the next {} MiB either: the input after it was not read",
-                                e.what(), lg::kMaxTextInputBytes >> 20);
-      break;
-    }
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
-    lines.push_back(read_line(text, n, engine, tmpl, seen));
-    Line& l = lines.back();
-    if (l.request) l.job = engine.start(l.request->prompt_ids, l.request->gen, l.request->default_max);
-  }
+  std::string input_error;
+  std::vector<Line> lines = read_lines(in, o.input == "-" ? "standard input" : o.input, engine, tmpl, input_error);
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
-  int64_t ok = 0, failed = 0, completion_tokens = 0;
+  int64_t ok = 0, failed = 0;
   install_batch_stop();
-  bool cut = false;
-  // On the first signal, every request still running or waiting ends at its next token.
-  auto cut_on_signal = [&] {
-    if (cut || !g_stop) return;
-    cut = true;
-    engine.cancel_all();
-    std::fprintf(stderr, "%slg batch: %s: cutting the requests still running (their lines end with finish_reason "
-                         "\"abort\"; a second signal stops at once)\n",
-                 bar ? "\r\033[K" : "", g_stop == SIGTERM ? "SIGTERM" : "SIGINT");
-  };
+  Waiter waiter(engine, bar, t0);
   for (size_t k = 0; k < lines.size(); ++k) {
     Line& l = lines[k];
-    if (l.job) {
-      std::string ignored;
-      // The job wakes the wait for every piece of text: redraw the bar at most 5 times a second.
-      auto drawn = std::chrono::steady_clock::time_point{};
-      while (!l.job->wait(ignored, std::chrono::milliseconds(200))) {
-        ignored.clear();
-        cut_on_signal();
-        const auto now = std::chrono::steady_clock::now();
-        if (now - drawn < std::chrono::milliseconds(200)) continue;
-        drawn = now;
-        if (bar)
-          std::fprintf(stderr, "\r\033[Klg batch: %zu/%zu requests answered, %.1f s", k, lines.size(),
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-      try {
-        const lg::server::EngineResult r = l.job->result();
-        completion_tokens += r.completion_tokens;
-        l.response = {{"status_code", 200}, {"request_id", l.request->id},
-                      {"body", lg::server::response_body(*l.request, r)}};
-      } catch (const lg::Error& e) {
-        l.response = {{"status_code", 500}, {"request_id", l.request->id},
-                      {"body", lg::server::error_body(e.what(), "server_error", "")}};
-      }
-    }
+    if (l.job) waiter.finish(l, k, lines.size());
     const bool good = l.response.is_object() && l.response["status_code"] == 200;
     (good ? ok : failed) += 1;
     json line = {{"id", fmt::format("batch_req_{}", k)},
@@ -217,11 +247,11 @@ int run_batch(const BatchOpts& o) {
   if (!o.quiet)
     std::fprintf(stderr, "lg batch: %s, %lld answered, %lld failed; %s generated in %.2f s (%.1f tokens/s)%s\n",
                  lg::count_noun(static_cast<int64_t>(lines.size()), "request").c_str(), static_cast<long long>(ok),
-                 static_cast<long long>(failed), lg::count_noun(completion_tokens, "token").c_str(), s,
-                 s > 0 ? static_cast<double>(completion_tokens) / s : 0.0,
-                 cut ? "; interrupted: the requests still running then were cut (finish_reason \"abort\")" : "");
+                 static_cast<long long>(failed), lg::count_noun(waiter.completion_tokens, "token").c_str(), s,
+                 s > 0 ? static_cast<double>(waiter.completion_tokens) / s : 0.0,
+                 waiter.cut() ? "; interrupted: the requests still running then were cut (finish_reason \"abort\")" : "");
   if (!input_error.empty()) throw lg::Error(input_error);  // after every line read was answered
-  return cut ? 130 : 0;
+  return waiter.cut() ? 130 : 0;
 }
 
 }  // namespace
