@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "server/connection_watch.h"
@@ -78,6 +80,9 @@ void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& 
     const EngineResult r = job.follow(
         [&](const EnginePiece& piece) {
           generated += static_cast<int64_t>(piece.token_ids.size());
+          // Tokens whose text is held back (a stop string may be starting) send no empty chunk,
+          // as vLLM sends none; with return_token_ids the chunk still carries their ids.
+          if (piece.text.empty() && !p.token_ids) return true;
           return write(chunk(piece_choice(p, piece, nullptr)));
         },
         [&watch] { return watch.gone(); });
@@ -97,64 +102,113 @@ void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& 
   sink.done();
 }
 
+/// The body of a generation request, read as install_generation_routes says; or nothing, when
+/// this has answered the request itself (413, 400 or 415).
+std::optional<std::string> read_json_body(const httplib::Request& req, const httplib::ContentReader& reader,
+                                          size_t max_bytes, httplib::Response& res) {
+  std::string body;
+  size_t read = 0;
+  bool too_large = false;
+  bool ok;
+  if (req.is_multipart_form_data()) {  // `curl -F`: drained and refused below
+    ok = reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
+  } else {
+    ok = reader([&](const char* data, size_t n) {
+      read += n;
+      if (read > max_bytes && !too_large) {
+        too_large = true;
+        std::string().swap(body);  // its memory back: the rest is only counted
+      }
+      if (!too_large) body.append(data, n);
+      return true;
+    });
+  }
+  if (ok && too_large) {
+    send_json(res, 413,
+              error_body(fmt::format("the request body is too large: {} bytes, more than {}", read, max_bytes),
+                         "invalid_request_error", ""));
+    return std::nullopt;
+  }
+  if (!ok) {
+    if (res.status == 413)
+      send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
+    else
+      send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
+    return std::nullopt;
+  }
+  const std::string content_type = req.get_header_value("Content-Type");
+  if (media_type(content_type) != "application/json") {
+    send_json(res, 415,
+              error_body(fmt::format("Unsupported Media Type '{}': only 'application/json' is allowed; send the "
+                                     "header 'Content-Type: application/json' (curl: -H 'Content-Type: "
+                                     "application/json')",
+                                     content_type.empty() ? "(none)" : content_type),
+                         "invalid_request_error", ""));
+    return std::nullopt;
+  }
+  return body;
+}
+
 }  // namespace
 
+// Validation and admission happen before any byte is sent, so every bad request is a clean
+// 400, and a full queue a 503, even when it asked for a stream.
+void Server::handle_generation(Endpoint kind, const httplib::Request& req, const std::string& body,
+                               httplib::Response& res) {
+  if (draining_) {
+    engine_.metrics().rejected("shutting_down");
+    send_unavailable(res, "the server is shutting down");
+    return;
+  }
+  std::shared_ptr<PreparedRequest> p;
+  try {
+    p = std::make_shared<PreparedRequest>(prepare_request(engine_, chat_template_, kind, body));
+  } catch (const ModelNotFound& e) {
+    send_json(res, 404, error_body(e.what(), "NotFoundError", e.param()));
+    return;
+  } catch (const RequestError& e) {
+    send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
+    return;
+  }
+  std::shared_ptr<EngineJob> job;
+  try {
+    job = engine_.start(p->prompt_ids, p->gen, p->default_max, p->id);
+  } catch (const EngineBusy& e) {
+    send_unavailable(res, e.what());
+    return;
+  }
+  // Counted until the answer is handed to httplib (whole) or the stream is done with: a shutdown
+  // shuts the connections' read sides only after these, since httplib stops writing to a
+  // socket whose read side is shut.
+  ++answering_;
+  const auto answering = std::shared_ptr<void>(nullptr, [this](void*) { --answering_; });
+  if (!p->gen.stream) {
+    // Nothing is written until the end, so only the socket tells that the client hung up; then
+    // generation stops at the next token and its blocks go to the other requests. The answer
+    // below is then written to a closed socket, which httplib tolerates.
+    const ConnectionWatch watch(req);
+    const EngineResult r = job->follow(nullptr, [&watch] { return watch.gone(); });
+    send_json(res, 200, response_body(*p, r));
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  // A stream writes nothing while its request waits or its prompt is prefilled, and a write to
+  // a peer that has closed usually succeeds (the kernel buffers it): the socket itself tells
+  // that the client left, so that a queued stream leaves the queue. Found here, where the
+  // connection is the handler's; the provider runs later on the same connection.
+  auto watch = std::make_shared<const ConnectionWatch>(req);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [p, job, watch](size_t, httplib::DataSink& sink) {
+        stream_events(*p, *job, sink, *watch);
+        return true;
+      },
+      // Called when the response is done with, also when httplib never got to stream (the
+      // client left before the headers went out): the request must not run on unwatched.
+      [job, answering](bool) { job->cancel(); });
+}
+
 void Server::install_generation_routes() {
-  // Validation and admission happen before any byte is sent, so every bad request is a clean
-  // 400, and a full queue a 503, even when it asked for a stream.
-  auto handle = [this](Endpoint kind, const httplib::Request& req, const std::string& body, httplib::Response& res) {
-    if (draining_) {
-      engine_.metrics().rejected("shutting_down");
-      send_unavailable(res, "the server is shutting down");
-      return;
-    }
-    std::shared_ptr<PreparedRequest> p;
-    try {
-      p = std::make_shared<PreparedRequest>(prepare_request(engine_, chat_template_, kind, body));
-    } catch (const ModelNotFound& e) {
-      send_json(res, 404, error_body(e.what(), "NotFoundError", e.param()));
-      return;
-    } catch (const RequestError& e) {
-      send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
-      return;
-    }
-    std::shared_ptr<EngineJob> job;
-    try {
-      job = engine_.start(p->prompt_ids, p->gen, p->default_max, p->id);
-    } catch (const EngineBusy& e) {
-      send_unavailable(res, e.what());
-      return;
-    }
-    // Counted until the answer is handed to httplib (whole) or the stream is done with: a shutdown
-    // shuts the connections' read sides only after these, since httplib stops writing to a
-    // socket whose read side is shut.
-    ++answering_;
-    const auto answering = std::shared_ptr<void>(nullptr, [this](void*) { --answering_; });
-    if (!p->gen.stream) {
-      // Nothing is written until the end, so only the socket tells that the client hung up; then
-      // generation stops at the next token and its blocks go to the other requests. The answer
-      // below is then written to a closed socket, which httplib tolerates.
-      const ConnectionWatch watch(req);
-      const EngineResult r = job->follow(nullptr, [&watch] { return watch.gone(); });
-      send_json(res, 200, response_body(*p, r));
-      return;
-    }
-    res.set_header("Cache-Control", "no-cache");
-    // A stream writes nothing while its request waits or its prompt is prefilled, and a write to
-    // a peer that has closed usually succeeds (the kernel buffers it): the socket itself tells
-    // that the client left, so that a queued stream leaves the queue. Found here, where the
-    // connection is the handler's; the provider runs later on the same connection.
-    auto watch = std::make_shared<const ConnectionWatch>(req);
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [p, job, watch](size_t, httplib::DataSink& sink) {
-          stream_events(*p, *job, sink, *watch);
-          return true;
-        },
-        // Called when the response is done with, also when httplib never got to stream (the
-        // client left before the headers went out): the request must not run on unwatched.
-        [job, answering](bool) { job->cancel(); });
-  };
   // The body is read here, through a content reader, rather than by httplib before the handler:
   // httplib caps an application/x-www-form-urlencoded body (plain `curl -d`) at 8 KB with a 413
   // that says nothing of the content type. Read whole (up to max_body_bytes, else 413), any
@@ -164,50 +218,11 @@ void Server::install_generation_routes() {
   // dropped (as httplib drops a Content-Length body past it) before the 413, or one client's
   // endless body would fill the server's memory. Drained, the client reads the 413 rather than a
   // broken pipe, and the connection stays usable.
-  auto read_and_handle = [handle, max_bytes = options_.max_body_bytes](Endpoint kind, const httplib::Request& req,
-                                                                        httplib::Response& res,
-                                                                        const httplib::ContentReader& reader) {
-    std::string body;
-    size_t read = 0;
-    bool too_large = false;
-    bool ok;
-    if (req.is_multipart_form_data()) {  // `curl -F`: drained and refused below
-      ok = reader([](const httplib::MultipartFormData&) { return true; }, [](const char*, size_t) { return true; });
-    } else {
-      ok = reader([&](const char* data, size_t n) {
-        read += n;
-        if (read > max_bytes && !too_large) {
-          too_large = true;
-          std::string().swap(body);  // its memory back: the rest is only counted
-        }
-        if (!too_large) body.append(data, n);
-        return true;
-      });
-    }
-    if (ok && too_large) {
-      send_json(res, 413,
-                error_body(fmt::format("the request body is too large: {} bytes, more than {}", read, max_bytes),
-                           "invalid_request_error", ""));
-      return;
-    }
-    if (!ok) {
-      if (res.status == 413)
-        send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
-      else
-        send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
-      return;
-    }
-    const std::string content_type = req.get_header_value("Content-Type");
-    if (media_type(content_type) != "application/json") {
-      send_json(res, 415,
-                error_body(fmt::format("Unsupported Media Type '{}': only 'application/json' is allowed; send the "
-                                       "header 'Content-Type: application/json' (curl: -H 'Content-Type: "
-                                       "application/json')",
-                                       content_type.empty() ? "(none)" : content_type),
-                           "invalid_request_error", ""));
-      return;
-    }
-    handle(kind, req, body, res);
+  auto read_and_handle = [this, max_bytes = options_.max_body_bytes](Endpoint kind, const httplib::Request& req,
+                                                                      httplib::Response& res,
+                                                                      const httplib::ContentReader& reader) {
+    if (const std::optional<std::string> body = read_json_body(req, reader, max_bytes, res))
+      handle_generation(kind, req, *body, res);
   };
   http_->Post("/v1/completions",
               [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {

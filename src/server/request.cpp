@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -358,6 +359,100 @@ CompletionRequest parse_completion_request(const std::string& body) {
   return r;
 }
 
+namespace {
+
+/// messages[i] of a chat request, checked, as the chat template receives it: the role
+/// (developer read as system), the content as one string (text parts joined), an assistant's
+/// tool_calls with parsed arguments, the other fields as sent.
+ordered_json template_message(const ordered_json& msg, size_t i) {
+  const std::string at = fmt::format("messages[{}]", i);
+  if (!msg.is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, msg.type_name()));
+  const ordered_json* role = field(msg, "role");
+  if (!role || !role->is_string()) throw RequestError(at + ".role", fmt::format("'{}.role' must be a string", at));
+  std::string role_s = role->get<std::string>();
+  if (role_s != "system" && role_s != "developer" && role_s != "user" && role_s != "assistant" && role_s != "tool")
+    throw RequestError(at + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'",
+                                                 at, role_s));
+  if (role_s == "developer") role_s = "system";
+  const ordered_json* content = field(msg, "content");
+  std::string text;
+  if (!content) {
+    // An assistant turn that only calls tools has no content (OpenAI sends null).
+    if (role_s != "assistant")
+      throw RequestError(at + ".content", fmt::format("'{}.content' is required (a string or an array of text parts; "
+                                                      "null only for an assistant turn)",
+                                                      at));
+  } else if (content->is_string()) {
+    text = content->get<std::string>();
+  } else if (content->is_array()) {
+    // The parts' texts joined with "\n", as vLLM's "string" content format joins them
+    // (chat_utils.py, _parse_chat_message_content_parts), empty texts left out as it leaves them
+    // out (a falsy part is not kept): ["a", "", "b"] is "a\nb". Concatenated, two paragraphs
+    // sent as two parts ran together ("...end.Next..."), a prompt vLLM never renders.
+    for (size_t k = 0; k < content->size(); ++k) {
+      const ordered_json& part = (*content)[k];
+      const std::string pat = fmt::format("{}.content[{}]", at, k);
+      const ordered_json* type = part.is_object() ? field(part, "type") : nullptr;
+      const ordered_json* t = part.is_object() ? field(part, "text") : nullptr;
+      if (!type || *type != "text" || !t || !t->is_string())
+        throw RequestError(pat, fmt::format("'{}' must be a {{\"type\": \"text\", \"text\": string}} part", pat));
+      const std::string& part_text = t->get_ref<const std::string&>();
+      if (part_text.empty()) continue;
+      if (!text.empty()) text += '\n';  // every part kept so far is non-empty
+      text += part_text;
+    }
+  } else {
+    throw RequestError(at + ".content", fmt::format("'{}.content' must be a string or an array of text parts, got {}", at,
+                                                    content->type_name()));
+  }
+  // A participant's name and a tool result's call id are strings in OpenAI's API (vLLM refuses
+  // others); a template would print `name: 5` into the prompt.
+  for (const char* key : {"name", "tool_call_id"})
+    if (const ordered_json* v = field(msg, key); v && !v->is_string() && !v->is_null())
+      throw RequestError(at + "." + key, fmt::format("'{}.{}' must be a string, got {}", at, key, v->type_name()));
+  // The other fields (tool_calls, tool_call_id, name, reasoning_content, ...) go to the
+  // template as sent: it decides what they mean.
+  for (const auto& [key, value] : msg.items()) {
+    if (key != "content" && chat_nesting_too_deep(value))
+      throw RequestError(at + "." + key, fmt::format("'{}.{}' nests more than {} levels deep", at, key, kMaxChatNesting));
+  }
+  ordered_json out = msg;
+  out["role"] = role_s;
+  out["content"] = std::move(text);
+  // vLLM passes an assistant's tool_calls only when not null, and with parsed arguments.
+  if (const auto calls = out.find("tool_calls"); role_s == "assistant" && calls != out.end()) {
+    std::optional<ordered_json> parsed;
+    if (!calls->is_null()) parsed = template_tool_calls(*calls, at + ".tool_calls");
+    if (parsed) {
+      // Arguments parsed from a string nest below the call's own levels: the field's bound again.
+      if (chat_nesting_too_deep(*parsed))
+        throw RequestError(at + ".tool_calls",
+                           fmt::format("'{}.tool_calls' nests more than {} levels deep", at, kMaxChatNesting));
+      *calls = std::move(*parsed);
+    } else {
+      out.erase(calls);
+    }
+  }
+  return out;
+}
+
+/// The request's tools (`t`, the field as sent), checked, as the chat template receives them.
+ordered_json template_tools(const ordered_json* t) {
+  if (!t->is_array()) throw RequestError("tools", fmt::format("'tools' must be an array, got {}", t->type_name()));
+  for (size_t i = 0; i < t->size(); ++i) {
+    const std::string at = fmt::format("tools[{}]", i);
+    if (!(*t)[i].is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, (*t)[i].type_name()));
+    if (chat_nesting_too_deep((*t)[i]))
+      throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
+    check_tool((*t)[i], at);
+  }
+  ordered_json tools = ordered_json::array();
+  for (const ordered_json& tool : *t) tools.push_back(template_tool(tool));
+  return tools;
+}
+
+}  // namespace
+
 ChatRequest parse_chat_request(const std::string& body) {
   ChatRequest r;
   r.gen = parse_common(parse_object(body), true);
@@ -369,90 +464,8 @@ ChatRequest parse_chat_request(const std::string& body) {
   if (!m) throw RequestError("messages", "'messages' is required");
   if (!m->is_array()) throw RequestError("messages", fmt::format("'messages' must be an array, got {}", m->type_name()));
   if (m->empty()) throw RequestError("messages", "'messages' is empty");
-  for (size_t i = 0; i < m->size(); ++i) {
-    const ordered_json& msg = (*m)[i];
-    const std::string at = fmt::format("messages[{}]", i);
-    if (!msg.is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, msg.type_name()));
-    const ordered_json* role = field(msg, "role");
-    if (!role || !role->is_string()) throw RequestError(at + ".role", fmt::format("'{}.role' must be a string", at));
-    std::string role_s = role->get<std::string>();
-    if (role_s != "system" && role_s != "developer" && role_s != "user" && role_s != "assistant" && role_s != "tool")
-      throw RequestError(at + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'",
-                                                   at, role_s));
-    if (role_s == "developer") role_s = "system";
-    const ordered_json* content = field(msg, "content");
-    std::string text;
-    if (!content) {
-      // An assistant turn that only calls tools has no content (OpenAI sends null).
-      if (role_s != "assistant")
-        throw RequestError(at + ".content", fmt::format("'{}.content' is required (a string or an array of text parts; "
-                                                        "null only for an assistant turn)",
-                                                        at));
-    } else if (content->is_string()) {
-      text = content->get<std::string>();
-    } else if (content->is_array()) {
-      // The parts' texts joined with "\n", as vLLM's "string" content format joins them
-      // (chat_utils.py, _parse_chat_message_content_parts), empty texts left out as it leaves them
-      // out (a falsy part is not kept): ["a", "", "b"] is "a\nb". Concatenated, two paragraphs
-      // sent as two parts ran together ("...end.Next..."), a prompt vLLM never renders.
-      for (size_t k = 0; k < content->size(); ++k) {
-        const ordered_json& part = (*content)[k];
-        const std::string pat = fmt::format("{}.content[{}]", at, k);
-        const ordered_json* type = part.is_object() ? field(part, "type") : nullptr;
-        const ordered_json* t = part.is_object() ? field(part, "text") : nullptr;
-        if (!type || *type != "text" || !t || !t->is_string())
-          throw RequestError(pat, fmt::format("'{}' must be a {{\"type\": \"text\", \"text\": string}} part", pat));
-        const std::string& part_text = t->get_ref<const std::string&>();
-        if (part_text.empty()) continue;
-        if (!text.empty()) text += '\n';  // every part kept so far is non-empty
-        text += part_text;
-      }
-    } else {
-      throw RequestError(at + ".content", fmt::format("'{}.content' must be a string or an array of text parts, got {}", at,
-                                                      content->type_name()));
-    }
-    // A participant's name and a tool result's call id are strings in OpenAI's API (vLLM refuses
-    // others); a template would print `name: 5` into the prompt.
-    for (const char* key : {"name", "tool_call_id"})
-      if (const ordered_json* v = field(msg, key); v && !v->is_string() && !v->is_null())
-        throw RequestError(at + "." + key, fmt::format("'{}.{}' must be a string, got {}", at, key, v->type_name()));
-    // The other fields (tool_calls, tool_call_id, name, reasoning_content, ...) go to the
-    // template as sent: it decides what they mean.
-    for (const auto& [key, value] : msg.items()) {
-      if (key != "content" && chat_nesting_too_deep(value))
-        throw RequestError(at + "." + key, fmt::format("'{}.{}' nests more than {} levels deep", at, key, kMaxChatNesting));
-    }
-    ordered_json out = msg;
-    out["role"] = role_s;
-    out["content"] = std::move(text);
-    // vLLM passes an assistant's tool_calls only when not null, and with parsed arguments.
-    if (const auto calls = out.find("tool_calls"); role_s == "assistant" && calls != out.end()) {
-      std::optional<ordered_json> parsed;
-      if (!calls->is_null()) parsed = template_tool_calls(*calls, at + ".tool_calls");
-      if (parsed) {
-        // Arguments parsed from a string nest below the call's own levels: the field's bound again.
-        if (chat_nesting_too_deep(*parsed))
-          throw RequestError(at + ".tool_calls",
-                             fmt::format("'{}.tool_calls' nests more than {} levels deep", at, kMaxChatNesting));
-        *calls = std::move(*parsed);
-      } else {
-        out.erase(calls);
-      }
-    }
-    r.messages.push_back(std::move(out));
-  }
-  if (const ordered_json* t = field(j, "tools")) {
-    if (!t->is_array()) throw RequestError("tools", fmt::format("'tools' must be an array, got {}", t->type_name()));
-    for (size_t i = 0; i < t->size(); ++i) {
-      const std::string at = fmt::format("tools[{}]", i);
-      if (!(*t)[i].is_object()) throw RequestError(at, fmt::format("'{}' must be an object, got {}", at, (*t)[i].type_name()));
-      if (chat_nesting_too_deep((*t)[i]))
-        throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
-      check_tool((*t)[i], at);
-    }
-    r.tools = ordered_json::array();
-    for (const ordered_json& tool : *t) r.tools.push_back(template_tool(tool));
-  }
+  for (size_t i = 0; i < m->size(); ++i) r.messages.push_back(template_message((*m)[i], i));
+  if (const ordered_json* t = field(j, "tools")) r.tools = template_tools(t);
   if (const ordered_json* a = field(j, "add_generation_prompt")) {
     if (!a->is_boolean())
       throw RequestError("add_generation_prompt", fmt::format("'add_generation_prompt' must be a boolean, got {}", a->type_name()));
@@ -471,6 +484,17 @@ ChatRequest parse_chat_request(const std::string& body) {
         throw RequestError(at, fmt::format("'{}' nests more than {} levels deep", at, kMaxChatNesting));
     }
     r.template_kwargs = *k;
+  }
+  // OpenAI's reasoning_effort reaches the template as the variable of that name, as
+  // transformers' apply_chat_template(reasoning_effort=...) passes it (gpt-oss's template reads
+  // it; a template that does not is unchanged by it); chat_template_kwargs' own value wins.
+  if (const ordered_json* e = field(j, "reasoning_effort"); e && !e->is_null()) {
+    static constexpr const char* kEfforts[] = {"none", "minimal", "low", "medium", "high"};
+    if (!e->is_string() || std::find(std::begin(kEfforts), std::end(kEfforts), e->get<std::string>()) == std::end(kEfforts))
+      throw RequestError("reasoning_effort",
+                         fmt::format("'reasoning_effort' must be \"none\", \"minimal\", \"low\", \"medium\" or \"high\", got {}",
+                                     e->is_string() || e->is_number() ? e->dump() : std::string(e->type_name())));
+    if (!r.template_kwargs.contains("reasoning_effort")) r.template_kwargs["reasoning_effort"] = *e;
   }
   return r;
 }

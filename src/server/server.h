@@ -21,6 +21,7 @@
 #include "chat/chat_template.h"
 #include "server/cors.h"
 #include "server/engine.h"
+#include "server/request.h"
 
 namespace httplib {
 class Server;
@@ -90,6 +91,9 @@ class Server {
   void install_routes();
   void install_info_routes();
   void install_generation_routes();
+  /// One POST /v1/completions or /v1/chat/completions with its body read: prepared, handed to
+  /// the engine and answered whole or streamed (generation_routes.cpp).
+  void handle_generation(Endpoint kind, const httplib::Request& req, const std::string& body, httplib::Response& res);
   void install_error_handlers();
   /// Answers a CORS preflight (true), or leaves the request to the routes (false).
   bool answer_preflight(const httplib::Request& req, httplib::Response& res) const;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -27,6 +28,7 @@ enum class Kind {
   array_empty,      // array; []
   response_format,  // {"type": string}; {"type": "text"}
   tool_choice,      // "none" | "auto" | "required" | {"type": "function", ...}; "none" or "auto"
+  text_only,        // array of strings; only "text" in it (modalities: ["text"])
   anything,         // any value asks for the feature; only null (absent) is accepted
 };
 
@@ -74,6 +76,8 @@ constexpr Rule kRules[] = {
     {"documents", chat, Kind::anything, "the chat template gets no documents"},
     {"add_special_tokens", completion, Kind::flag_true, "a text prompt gets the special tokens the model expects"},
     {"add_special_tokens", chat, Kind::flag, "the rendered chat prompt is encoded as the template wrote it"},
+    {"modalities", chat, Kind::text_only, "the reply is text"},
+    {"audio", chat, Kind::anything, "the reply is text, never audio"},
 };
 
 const char* default_text(Kind k) {
@@ -87,6 +91,7 @@ const char* default_text(Kind k) {
     case Kind::array_empty: return "[]";
     case Kind::response_format: return "{\"type\": \"text\"}";
     case Kind::tool_choice: return "\"auto\" or \"none\"";
+    case Kind::text_only: return "[\"text\"]";
     case Kind::count_asks: case Kind::anything: return "null";
   }
   return "null";
@@ -157,6 +162,11 @@ bool is_default(const Rule& r, const json& v) {
                                              "function, got {}",
                                              name, v.is_string() || v.is_number() ? v.dump() : std::string(v.type_name())));
       return v != "required";
+    case Kind::text_only:
+      if (!v.is_array()) wrong_type(name, "an array", v);
+      for (const json& m : v)
+        if (!m.is_string()) wrong_type(name, "an array of strings", v);
+      return std::all_of(v.begin(), v.end(), [](const json& m) { return m == "text"; });
     case Kind::anything: return false;
   }
   return false;

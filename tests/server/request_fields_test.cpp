@@ -53,6 +53,7 @@ const FieldCase kChatOnly[] = {
     {"functions", R"([{"name":"add"}])", "[]", "{}"},
     {"continue_final_message", "true", "false", R"("yes")"},
     {"add_special_tokens", "true", "false", R"("yes")"},
+    {"modalities", R"(["text","audio"])", R"(["text"])", R"("text")"},
 };
 
 std::string completion_with(const char* field, const char* value) {
@@ -137,6 +138,8 @@ TEST(UnsupportedFields, RefusalsSayWhatIsAccepted) {
             "tool_choice");
   EXPECT_EQ(param_of([] { parse_completion_request(completion_with("guided_json", "{}")); }), "guided_json");
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("guided_choice", R"(["a","b"])")); }), "guided_choice");
+  // Audio output (with modalities ["text", "audio"]): any value asks for it; it was answered in text.
+  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("audio", R"({"voice":"alloy","format":"wav"})")); }), "audio");
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("tool_choice", R"("none")")); }), "<no error>");
 }
 
@@ -173,6 +176,24 @@ TEST(UnsupportedFields, ZeroLogprobsAskForTheSampledTokensLogprob) {
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("top_logprobs", "0")); }), "<no error>");
 }
 
+// reasoning_effort reaches the template as its variable (transformers' apply_chat_template
+// passes it so); it was accepted and dropped. chat_template_kwargs' own value wins.
+TEST(ChatFields, ReasoningEffortIsATemplateVariable) {
+  EXPECT_EQ(parse_chat_request(chat_with("reasoning_effort", R"("high")")).template_kwargs,
+            nlohmann::ordered_json({{"reasoning_effort", "high"}}));
+  EXPECT_TRUE(parse_chat_request(chat_with("reasoning_effort", "null")).template_kwargs.empty());
+  const ChatRequest both = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"a"}],"reasoning_effort":"low",)"
+      R"("chat_template_kwargs":{"reasoning_effort":"medium"}})");
+  EXPECT_EQ(both.template_kwargs, nlohmann::ordered_json({{"reasoning_effort", "medium"}}));
+  for (const char* bad : {R"("extreme")", "3", "true"}) {
+    const std::string m = message_of([&] { parse_chat_request(chat_with("reasoning_effort", bad)); });
+    EXPECT_EQ(m, std::string("'reasoning_effort' must be \"none\", \"minimal\", \"low\", \"medium\" or \"high\", got ") +
+                     (std::string(bad) == "true" ? "boolean" : bad))
+        << bad;
+  }
+}
+
 TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
   // OpenAI clients send these; the answer is the same with or without them.
   EXPECT_NO_THROW(parse_completion_request(
@@ -181,7 +202,8 @@ TEST(UnsupportedFields, FieldsThatDoNotChangeTheAnswerStayAccepted) {
       R"("logit_bias":null})"));
   EXPECT_NO_THROW(parse_chat_request(
       R"({"messages":[{"role":"user","content":"a"}],"user":"u1","metadata":{},"parallel_tool_calls":true,)"
-      R"("logprobs":false,"top_logprobs":0,"response_format":{"type":"text"},"tool_choice":"auto","logit_bias":{}})"));
+      R"("logprobs":false,"top_logprobs":0,"response_format":{"type":"text"},"tool_choice":"auto","logit_bias":{},)"
+      R"("modalities":["text"],"prediction":{"type":"content","content":"x"}})"));
   // Fields of the other endpoint are not this one's: chat's top_logprobs on completions, and
   // completions' suffix / best_of on chat, are unknown there (and ignored, as any unknown field).
   EXPECT_NO_THROW(parse_completion_request(completion_with("top_logprobs", "2")));

@@ -336,6 +336,28 @@ TEST_F(ServerTest, StopStringCutsTheTextInBothModes) {
   const auto [text, finish] = post_stream("/v1/completions", body);
   EXPECT_EQ(text, full.substr(0, at));
   EXPECT_EQ(finish, "stop");
+  // Tokens held back while a stop string may be starting send no empty chunks (vLLM sends none;
+  // they went out as "text": ""). A stop string of the whole text before the cut and a snowman
+  // holds back every token up to "number", which then releases them.
+  json streamed = body;
+  streamed["stream"] = true;
+  streamed["stop"].push_back(full.substr(0, at) + "\xe2\x98\x83");  // U+2603
+  const auto r2 = post("/v1/completions", streamed.dump());
+  ASSERT_TRUE(r2);
+  const auto events = sse_events(r2->body);
+  ASSERT_GE(events.size(), 2u) << r2->body;
+  std::string streamed_text;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json ev = json::parse(events[i]);
+    if (!ev["choices"].empty()) streamed_text += ev["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(streamed_text, full.substr(0, at)) << r2->body;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json choice = json::parse(events[i])["choices"].at(0);
+    if (choice["finish_reason"].is_null()) {
+      EXPECT_NE(choice["text"], "") << r2->body;
+    }
+  }
 }
 
 // skip_special_tokens (vLLM's; default true): the text leaves out the tokens tokenizer.json's
