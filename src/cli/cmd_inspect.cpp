@@ -34,6 +34,7 @@
 #include "runtime/model_source.h"
 #include "support/dtype.h"
 #include "support/error.h"
+#include "tokenizer/model_fit.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -41,13 +42,17 @@ namespace {
 using lg::model::ModelDir;
 using Json = nlohmann::ordered_json;
 
-/// Adds the tokenizer's eos token to the ids shown, as lg run, serve and batch stop on it. The
+/// Adds the tokenizer's eos token to the ids shown, as lg run, serve and batch stop on it, and
+/// warns where the tokenizer does not fit the checkpoint (tokenizer/model_fit.h). The
 /// summary does not need the tokenizer otherwise: one lanegraph cannot read is a warning here
 /// (lg run names the same error), and the ids of the two configs are shown.
-void add_tokenizer_eos(lg::model::GenerationConfig& generation, const std::optional<std::filesystem::path>& tokenizer) {
+void add_tokenizer_eos(lg::model::GenerationConfig& generation, const std::optional<std::filesystem::path>& tokenizer,
+                       int64_t model_vocab) {
   if (!tokenizer) return;
   try {
-    lg::model::add_eos_token_id(generation, lg::tokenizer::Tokenizer::from_file(*tokenizer).eos_id());
+    const auto tok = lg::tokenizer::Tokenizer::from_file(*tokenizer);
+    lg::tokenizer::warn_model_fit(tok, *tokenizer, model_vocab);
+    lg::model::add_eos_token_id(generation, tok.eos_id());
   } catch (const lg::Error& e) {
     fmt::print(stderr, "lg: warning: {} (the eos ids shown are config.json's and generation_config.json's only)\n",
                e.what());
@@ -418,7 +423,7 @@ int inspect_shape(const std::filesystem::path& dir, bool as_json) {
   const uint64_t decode_bytes = lg::model::decode_weight_bytes(config);
   const std::optional<std::filesystem::path> tokenizer =
       std::filesystem::exists(dir / "tokenizer.json") ? std::optional(dir / "tokenizer.json") : std::nullopt;
-  add_tokenizer_eos(generation, tokenizer);
+  add_tokenizer_eos(generation, tokenizer, config.vocab_size);
   // Weights in a form lanegraph does not read (a PyTorch pickle, a GGUF) are named, as lg run names them.
   const std::optional<std::string> unread = lg::model::unread_weights(dir);
   const std::string no_weights = unread ? "no *.safetensors in this directory: " + *unread
@@ -489,7 +494,7 @@ LG_COMMAND("inspect", [](CLI::App& app) {
       return inspect_shape(*dir, *json);
     }
     ModelDir m = ModelDir::open(*dir);
-    add_tokenizer_eos(m.generation, m.tokenizer_json);
+    add_tokenizer_eos(m.generation, m.tokenizer_json, m.config.vocab_size);
     // The shapes config.json implies are what the model's program declares for it: lowered
     // (no weight bytes read) and its params compared with the tensors.
     // The program's report is its view of the config: its dims and consts under its own names.

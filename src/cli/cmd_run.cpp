@@ -25,6 +25,7 @@
 #include "support/error.h"
 #include "support/startup_clock.h"
 #include "support/text_input.h"
+#include "tokenizer/model_fit.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -168,6 +169,7 @@ int run(RunOpts o) {
   startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
   if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
   const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
+  lg::tokenizer::warn_model_fit(tok, *dir.tokenizer_json, dir.config.vocab_size);
   // Generation stops on the tokenizer's eos token too (tokenizer_config.json's), as in lg serve.
   lg::model::add_eos_token_id(dir.generation, tok.eos_id());
   const std::vector<int32_t> prompt = encode_prompt(o, tok, prompt_text, dir);

@@ -13,6 +13,7 @@
 #include "runtime/scheduler.h"
 #include "server/stop_strings.h"
 #include "support/count_noun.h"
+#include "tokenizer/model_fit.h"
 
 namespace lg::server {
 
@@ -22,9 +23,12 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 // None without a tokenizer.json: the model then takes token-id prompts only, as random weights do.
+// A tokenizer that does not fit the checkpoint is a start-up warning (tokenizer/model_fit.h).
 std::optional<tokenizer::Tokenizer> load_tokenizer(const model::ModelDir& dir) {
   if (!dir.tokenizer_json) return std::nullopt;
-  return tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
+  tokenizer::warn_model_fit(tok, *dir.tokenizer_json, dir.config.vocab_size);
+  return tok;
 }
 
 // The KV cache is allocated once for the server's life, so the default context is capped:
