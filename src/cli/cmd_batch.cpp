@@ -202,6 +202,9 @@ int run_batch(const BatchOpts& o) {
   // Before the model loads (seconds to minutes), not after: a directory opens as no file at all.
   if (std::error_code ec; o.output != "-" && std::filesystem::is_directory(o.output, ec))
     throw lg::Error(o.output + ": is a directory; -o takes the results file");
+  if (const std::filesystem::path parent = std::filesystem::path(o.output).parent_path();
+      o.output != "-" && !parent.empty() && !std::filesystem::is_directory(parent))
+    throw lg::Error(o.output + ": no such folder " + parent.string() + " (lg batch writes the file, not its folder)");
   lg::server::EngineOptions eo;
   eo.lane = o.lane;
   eo.max_seq = o.max_seq;

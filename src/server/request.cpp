@@ -147,15 +147,14 @@ GenerationRequest parse_common(const json& j, bool chat) {
   }
   parse_penalties(j, g);
   if (const json* v = field(j, "seed")) {
-    // Any 64-bit unsigned seed, as `lg run --seed` takes (a seed past 2^63 was refused here only).
+    // Any 64-bit unsigned seed, as `lg run --seed` takes (a seed past 2^63 was refused here only),
+    // and any negative 64-bit one, as OpenAI's API and vLLM take (its bits: -1 seeds as 2^64 - 1).
     if (v->is_number_unsigned()) {
       g.seed = v->get<uint64_t>();
     } else if (integral_float(*v) && v->get<double>() >= kTwo63 && v->get<double>() < kTwo64) {
       g.seed = static_cast<uint64_t>(v->get<double>());
     } else {
-      const int64_t s = integer(*v, "seed");
-      if (s < 0) throw RequestError("seed", fmt::format("'seed' must be >= 0, got {}", s));
-      g.seed = static_cast<uint64_t>(s);
+      g.seed = static_cast<uint64_t>(integer(*v, "seed"));
     }
   }
   if (const json* v = field(j, "n")) {

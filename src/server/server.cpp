@@ -35,6 +35,18 @@ constexpr int64_t kMaxWaitingThreads = 4096;
 constexpr size_t kKeptThreads = 16;
 constexpr std::chrono::seconds kThreadIdleExit{30};
 
+// Tells the client to close the connection after this answer: where the request's framing is
+// lost (its body's end unknown, its bytes not HTTP), the next bytes on the connection are no
+// request. Set on the request (httplib's own non-const object, handed to the hooks as const):
+// httplib then writes one "Connection: close" and no Keep-Alive, where a header set on the
+// response came beside its own (twice "Connection: close", or with "Keep-Alive: timeout=2").
+void close_connection(const httplib::Request& req, httplib::Response& res) {
+  auto& r = const_cast<httplib::Request&>(req);
+  r.headers.erase("Connection");
+  r.set_header("Connection", "close");
+  res.headers.erase("Connection");
+}
+
 // The method each route answers; another method on one of these paths is a 405, not a 404.
 std::optional<std::string> allowed_method(const std::string& path) {
   static const std::vector<std::pair<std::string, std::string>> routes = {
@@ -52,8 +64,10 @@ std::optional<std::string> allowed_method(const std::string& path) {
 // not be read (a malformed chunked encoding on a path without a route of ours).
 std::string unparsed_request_message(const httplib::Request& req) {
   if (req.remote_addr.empty())
-    return "the request is not valid HTTP/1.1: its request line or headers could not be parsed (expected a line "
-           "such as 'POST /v1/completions HTTP/1.1', then 'Name: value' headers, each ending in CRLF)";
+    return fmt::format("the request is not valid HTTP/1.1: its request line or headers could not be parsed (expected "
+                       "a line such as 'POST /v1/completions HTTP/1.1', then 'Name: value' headers, each ending in "
+                       "CRLF; a header line longer than {} bytes is refused too)",
+                       CPPHTTPLIB_HEADER_MAX_LENGTH);
   return fmt::format("the body of {} {} could not be read (its Content-Length or chunked encoding is malformed)",
                      req.method, req.path);
 }
@@ -150,7 +164,7 @@ void Server::install_routes() {
     // connection, which a load balancer sends elsewhere.
     if (!draining_ || res.get_header_value("Connection") == "close") return;
     res.headers.erase("Keep-Alive");
-    res.set_header("Connection", "close");
+    res.set_header("Connection", "close");  // httplib's headers are set by now: close_connection is too late
   });
 }
 
@@ -202,7 +216,7 @@ void Server::install_error_handlers() {
                                                 : httplib::Server::HandlerResponse::Unhandled;
     // The body's end is unknown: the client is told to drop the connection (httplib 0.11 keeps
     // reading it, and would take the body for the next request).
-    res.set_header("Connection", "close");
+    close_connection(req, res);
     send_json(res, 400, error_body(*bad, "invalid_request_error", ""));
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -228,6 +242,9 @@ void Server::install_error_handlers() {
                            "invalid_request_error", ""));
       return;
     }
+    // httplib's own 400 and 414: the request's bytes were not all read, so what follows on the
+    // connection is no request.
+    if (res.status == 400 || res.status == 414) close_connection(req, res);
     if (res.status == 404)
       send_json(res, 404, error_body(fmt::format("no route {} {}", req.method, req.path), "NotFoundError", ""));
     else if (res.status == 413)
@@ -255,7 +272,7 @@ bool Server::answer_transfer_encoding(const httplib::Request& req, httplib::Resp
   std::transform(coding.begin(), coding.end(), coding.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (coding != "chunked") {
-    res.set_header("Connection", "close");
+    close_connection(req, res);
     send_json(res, 501,
               error_body(fmt::format("Transfer-Encoding '{}' is not supported: send the body with a Content-Length "
                                      "or 'Transfer-Encoding: chunked'",
@@ -265,7 +282,7 @@ bool Server::answer_transfer_encoding(const httplib::Request& req, httplib::Resp
   }
   const bool reads_body = req.method == "POST" && allowed_method(req.path) == "POST";  // the POST routes
   if (!reads_body) {
-    res.set_header("Connection", "close");
+    close_connection(req, res);
     auto& bodyless = const_cast<httplib::Request&>(req);  // httplib's own object, as above
     bodyless.headers.erase("Transfer-Encoding");
     bodyless.headers.erase("Content-Length");
@@ -293,7 +310,7 @@ bool Server::answer_preflight(const httplib::Request& req, httplib::Response& re
   // have the body taken for its next request.
   if ((req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0") ||
       req.has_header("Transfer-Encoding"))
-    res.set_header("Connection", "close");
+    close_connection(req, res);
   return true;
 }
 

@@ -330,6 +330,11 @@ TEST(LgBatch, FilesItCannotUseAreErrors) {
   EXPECT_NE(out_dir.out.find(fs::temp_directory_path().string() + ": is a directory; -o takes the results file"),
             std::string::npos)
       << out_dir.out;
+  // A file in a folder that does not exist: named before the model loads (it said "cannot write").
+  const std::string nowhere = (fs::temp_directory_path() / "lg_no_such_folder" / "out.jsonl").string();
+  const CliRun no_folder = run_lg("batch --model " + model + " -i " + in.string() + " -o " + nowhere);
+  EXPECT_EQ(no_folder.code, 1) << no_folder.out;
+  EXPECT_NE(no_folder.out.find(nowhere + ": no such folder "), std::string::npos) << no_folder.out;
   if (fs::exists("/dev/full")) {
     const CliRun full = run_lg("batch --model " + model + " -i " + in.string() + " -o /dev/full");
     EXPECT_EQ(full.code, 1) << full.out;

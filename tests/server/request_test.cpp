@@ -29,6 +29,9 @@ TEST(CompletionRequest, ParsesTheFields) {
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","top_k":-1.0})").gen.top_k, 0);
   // Seeds past 2^63 as `lg run --seed` takes them.
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":18446744073709551615})").gen.seed, UINT64_MAX);
+  // A negative seed (OpenAI's API and vLLM take any 64-bit integer) seeds by its bits.
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":-1})").gen.seed, UINT64_MAX);
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":-9223372036854775808})").gen.seed, uint64_t{1} << 63);
   EXPECT_EQ(r.gen.stop, (std::vector<std::string>{"\n\n", "END"}));
   EXPECT_TRUE(r.gen.stream);
   EXPECT_TRUE(r.gen.include_usage);
@@ -64,7 +67,6 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","top_p":1.5})"), "top_p");
   EXPECT_EQ(p(R"({"prompt":"x","top_k":-2})"), "top_k");
   EXPECT_EQ(p(R"({"prompt":"x","top_k":2.5})"), "top_k");
-  EXPECT_EQ(p(R"({"prompt":"x","seed":-1})"), "seed");
   EXPECT_EQ(p(R"({"prompt":"x","seed":18446744073709551616})"), "seed");  // 2^64: past uint64
   EXPECT_EQ(p(R"({"prompt":"x","seed":7.5})"), "seed");
   EXPECT_EQ(p(R"({"prompt":"x","stop":5})"), "stop");

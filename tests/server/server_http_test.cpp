@@ -234,7 +234,16 @@ TEST_F(ServerTest, BytesThatAreNotHttpAre400WithAJsonError) {
     ASSERT_NO_THROW(j = json::parse(r.body)) << got;
     EXPECT_EQ(j["error"]["type"], "invalid_request_error");
     EXPECT_NE(j["error"]["message"].get<std::string>().find("not valid HTTP/1.1"), std::string::npos) << r.body;
+    // What follows on the connection is no request: the client is told to close it, once, and
+    // not to keep it alive (it was "Keep-Alive: timeout=2").
+    EXPECT_EQ(lg::test::response_header(got, "Connection").value_or(""), "close") << got;
+    EXPECT_EQ(got.find("Keep-Alive"), std::string::npos) << got;
   }
+  // A header line past httplib's 8,192 bytes is such a request; the message says so.
+  const std::string long_header =
+      lg::test::exchange(port_, "GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(8300, 'a') + "\r\n\r\n", 10s);
+  EXPECT_EQ(lg::test::first_response(long_header).status, 400) << long_header;
+  EXPECT_NE(long_header.find("a header line longer than 8192 bytes is refused too"), std::string::npos) << long_header;
   EXPECT_EQ(client().Get("/health")->status, 200);
 }
 
@@ -274,6 +283,12 @@ TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
   const auto r = lg::test::first_response(differ);
   EXPECT_EQ(r.status, 400) << differ;
   EXPECT_EQ(lg::test::response_header(differ, "Connection").value_or(""), "close") << differ;
+  // Once, also when the client asked to close (it came twice, httplib's and ours).
+  const std::string asked = lg::test::exchange(
+      port_, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: -5\r\n\r\n{}", 20s);
+  EXPECT_EQ(lg::test::first_response(asked).status, 400) << asked;
+  const std::string head = asked.substr(0, asked.find("\r\n\r\n"));
+  EXPECT_EQ(head.find("Connection: close"), head.rfind("Connection: close")) << head;
   EXPECT_NE(r.body.find(fmt::format("two Content-Length headers that differ ({} and 5)", body.size())), std::string::npos)
       << r.body;
   const std::string same = lg::test::exchange(port_, twice(std::to_string(body.size())), 20s);
