@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "lang/source.h"
@@ -150,6 +151,10 @@ struct FnDecl {
 struct Module {
   std::vector<FnDecl> fns;
   std::vector<Model> models;
+  /// Names that statements dropped at a syntax error would have bound (`x = embed[tokens` with
+  /// its ')' missing drops the statement, and the parser's resync may skip a whole block): later
+  /// uses of them read as unknown, which says nothing new (Elaborator::unknown_name).
+  std::unordered_set<std::string> dropped_names;
 };
 
 }  // namespace lg::lang

@@ -6,9 +6,11 @@
 namespace lg::lang {
 
 void Diagnostics::error(const Span& span, std::string message, std::vector<Diagnostic::Note> notes) {
+  // One error a position: a second at the same place is the first one's echo (the block and the
+  // model both missing their '}' at the end of the file), or the same error met again (a layer's
+  // statement elaborated once a layer).
   for (const auto& d : list_)
-    if (d.span.file == span.file && d.span.line == span.line && d.span.col == span.col && d.message == message)
-      return;
+    if (d.span.file == span.file && d.span.line == span.line && d.span.col == span.col) return;
   ++count_;
   if (list_.size() < limit_) list_.push_back({span, std::move(message), std::move(notes)});
 }

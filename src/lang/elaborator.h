@@ -195,6 +195,9 @@ class Elaborator {
 
   // ---- diagnostics
   Value err(const Span& span, const std::string& message);
+  /// "unknown name 'NAME'" at span, or nothing for a name a statement dropped at a syntax error
+  /// would have bound (Module::dropped_names); returns Value::error() either way.
+  Value unknown_name(const Span& span, const std::string& name);
   std::string show(const Value& v) const { return describe(v, sym_names_); }
   std::string show(const ir::Shape& s) const { return format_shape(s, sym_names_); }
   std::string show(DType t, const ir::Shape& s) const { return format_type(t, s, sym_names_); }

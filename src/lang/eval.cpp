@@ -259,7 +259,7 @@ Value Elaborator::lookup(const std::string& name, const Span& span) {
     if (is_model_name)
       return err(span, "fn '" + frames_.back().fn->name + "' uses '" + name +
                            "' of the model: fns are pure, pass it as an argument");
-    return err(span, "unknown name '" + name + "'");
+    return unknown_name(span, name);
   }
   if (auto it = globals_.find(name); it != globals_.end()) return it->second;
   if (auto it = params_.find(name); it != params_.end()) return param_value(it->second, span);
@@ -268,7 +268,7 @@ Value Elaborator::lookup(const std::string& name, const Span& span) {
     return state_value(it->second);
   }
   if (p_.fns.count(name) || is_primitive(name)) return err(span, "'" + name + "' is a function: call it with (...)");
-  return err(span, "unknown name '" + name + "'");
+  return unknown_name(span, name);
 }
 
 Value Elaborator::unary(const Expr& e) {

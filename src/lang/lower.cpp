@@ -143,6 +143,14 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
   return Value::error();
 }
 
+// After a syntax error, a name the dropped statement would have bound (`x = embed[tokens` with
+// its ')' missing) reads as unknown further on: such errors say nothing new, and are left out
+// until the syntax error is fixed. Other unknown names are still reported in the same run.
+Value Elaborator::unknown_name(const Span& span, const std::string& name) {
+  if (p_.main.dropped_names.count(name)) return Value::error();
+  return err(span, "unknown name '" + name + "'");
+}
+
 void Elaborator::exec_let(const Stmt& s) {
   bool in_fn = frames_.back().fn != nullptr;
   const std::vector<std::string> names = s.names.empty() ? std::vector<std::string>{s.name} : s.names;
@@ -262,7 +270,7 @@ void Elaborator::exec_write(const Stmt& s) {
     if (known)
       err(base.span, "cannot write to '" + base.text + "': it is not a state (only `state` declarations can be written)");
     else
-      err(base.span, "unknown name '" + base.text + "'");
+      unknown_name(base.span, base.text);
     return;
   }
   StateSlot& st = sit->second;

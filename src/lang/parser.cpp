@@ -1,5 +1,7 @@
 #include "lang/parser.h"
 
+#include <string>
+#include <unordered_set>
 #include <utility>
 
 namespace lg::lang {
@@ -37,6 +39,7 @@ class Parser {
       }
     } catch (const TooDeep&) {
     }
+    m.dropped_names = std::move(dropped_);
     return m;
   }
 
@@ -94,6 +97,17 @@ class Parser {
         return;
       }
       take();
+    }
+  }
+  /// The names assigned (`NAME =`, `A, B =`) among tokens [from, to): what statements dropped at
+  /// a syntax error would have bound (Module::dropped_names).
+  void note_dropped_names(size_t from, size_t to) {
+    for (size_t k = from; k + 1 < to && k + 1 < toks_.size(); ++k) {
+      if (toks_[k].kind != Tok::Ident) continue;
+      size_t j = k + 1;
+      while (j + 1 < to && toks_[j].kind == Tok::Comma && toks_[j + 1].kind == Tok::Ident) j += 2;
+      if (toks_[j].kind != Tok::Assign) continue;
+      for (size_t i = k; i < j; i += 2) dropped_.insert(toks_[i].text);
     }
   }
   /// After an error at the top level: skip to the next 'model' or 'fn' that starts a line.
@@ -355,11 +369,13 @@ class Parser {
     skip_newlines();
     std::vector<Stmt> body;
     while (!at(Tok::RBrace) && !at(Tok::End)) {
+      const size_t start = pos_;
       try {
         body.push_back(stmt());
         end_of_item();
       } catch (const SyntaxError&) {
         sync_item();
+        note_dropped_names(start, pos_);
       }
     }
     if (end_span) *end_span = cur().span;
@@ -646,6 +662,7 @@ class Parser {
   Diagnostics& diags_;
   size_t pos_ = 0;
   int depth_ = 0;
+  std::unordered_set<std::string> dropped_;  ///< Module::dropped_names
 };
 
 }  // namespace

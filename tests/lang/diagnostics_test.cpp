@@ -255,6 +255,36 @@ TEST(Diagnostics, IndependentErrorsAreAllReportedInOneRun) {
   EXPECT_NE(out.rendered.find("4 errors"), std::string::npos);
 }
 
+// A statement dropped at a syntax error leaves its names unbound: their later uses were each an
+// "unknown name" that said nothing new (a new user's pass: a missing ')' at one line, "unknown
+// name 'x'" at another). Names no dropped statement binds are still reported.
+TEST(Diagnostics, NamesADroppedStatementWouldBindAreNotUnknown) {
+  std::string src = program("",
+                            "    y, v = e[t] +\n"     // line 7: the expression ends early
+                            "    u = y * v\n"         // y and v were dropped: no error
+                            "    z = w * u\n",        // line 9: w is unknown
+                            "    return z\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 2u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 7) << out.rendered;
+  EXPECT_EQ(out.diagnostics[1].span.line, 9) << out.rendered;
+  EXPECT_EQ(out.diagnostics[1].message, "unknown name 'w'");
+  // An unclosed bracket takes the lines after it into the dropped statement, up to the block's
+  // end (newlines do not end a statement inside brackets): names bound there are dropped too.
+  src = program("", "    y = e[t\n    a = y * 2\n", "    return a\n");
+  out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 8) << out.rendered;
+}
+
+// A file cut short misses both the block's and the model's '}' at its end: one error there.
+TEST(Diagnostics, OneErrorAPosition) {
+  const std::string src = "model m {\n  forward(t: i32[T]) -> f32[T] {\n    return t\n";
+  auto out = lg::lang::check_source("cut.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message, "expected '}' to close the block, found end of file") << out.rendered;
+}
+
 TEST(Diagnostics, ErrorsInsideAFnNoteTheCallSite) {
   std::string src = program("", "    y = g(x)\n", kReturn, "fn g(a) = a @ a\n");
   auto out = lg::lang::check_source("bad.lg", src, config(), {});
