@@ -47,6 +47,22 @@ void close_connection(const httplib::Request& req, httplib::Response& res) {
   res.headers.erase("Connection");
 }
 
+// A request target in absolute form (`GET http://host:port/health HTTP/1.1`, as a client sends it
+// through a forward proxy) is routed by its path: servers must accept that form (RFC 9112
+// 3.2.2), where httplib took the whole URL for the path (404 "no route").
+void route_absolute_form(const httplib::Request& req) {
+  std::string& path = const_cast<httplib::Request&>(req).path;  // httplib's own object, as above
+  for (const std::string scheme : {"http://", "https://"}) {
+    if (path.size() < scheme.size() ||
+        !std::equal(scheme.begin(), scheme.end(), path.begin(),
+                    [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+      continue;
+    const size_t slash = path.find('/', scheme.size());
+    path = slash == std::string::npos ? "/" : path.substr(slash);
+    return;
+  }
+}
+
 // The method each route answers; another method on one of these paths is a 405, not a 404.
 std::optional<std::string> allowed_method(const std::string& path) {
   static const std::vector<std::pair<std::string, std::string>> routes = {
@@ -209,6 +225,7 @@ void Server::install_error_handlers() {
     // 415). The Request is httplib's own non-const object, handed to this hook as const.
     if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
       const_cast<httplib::Request&>(req).set_header("Content-Length", "0");
+    route_absolute_form(req);
     if (req.has_header("Transfer-Encoding") && answer_transfer_encoding(req, res))
       return httplib::Server::HandlerResponse::Handled;
     const auto bad = bad_content_length(req);

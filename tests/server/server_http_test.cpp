@@ -96,6 +96,25 @@ TEST_F(ServerTest, UnknownPathsAndModelsAre404) {
   EXPECT_EQ(json::parse(m->body)["error"]["param"], "model");
 }
 
+// A request target in absolute form, as sent through a forward proxy, is routed by its path (RFC
+// 9112 3.2.2: servers must accept it); it was a 404 "no route GET http://...".
+TEST_F(ServerTest, AbsoluteFormTargetsAreRoutedByTheirPath) {
+  using namespace std::chrono_literals;
+  const std::string host = "127.0.0.1:" + std::to_string(port_);
+  const std::string health =
+      lg::test::exchange(port_, "GET http://" + host + "/health HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 10s);
+  EXPECT_EQ(lg::test::first_response(health).status, 200) << health;
+  const std::string body = R"({"prompt": "x", "max_tokens": 1})";
+  const std::string completion = lg::test::exchange(
+      port_, "POST HTTP://" + host + "/v1/completions HTTP/1.1\r\nHost: " + host +
+                 "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+      20s);
+  EXPECT_EQ(lg::test::first_response(completion).status, 200) << completion;
+  const std::string root = lg::test::exchange(port_, "GET http://" + host + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n", 10s);
+  EXPECT_EQ(lg::test::first_response(root).status, 404) << root;  // "/": no route, as it would be
+  EXPECT_NE(root.find("no route GET /\""), std::string::npos) << root;
+}
+
 TEST_F(ServerTest, UnknownModelIs404BeforeThePromptIsRead) {
   // A client pointed at the wrong model hears that first, as vLLM checks the model before the
   // prompt: a prompt too long for the context, or messages the template cannot render, answered
