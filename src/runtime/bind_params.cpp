@@ -5,6 +5,8 @@
 #include <cstring>
 #include <set>
 #include <map>
+#include <regex>
+#include <utility>
 #include <string>
 
 #include "support/error.h"
@@ -194,12 +196,74 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
   return problems;
 }
 
+namespace {
+
+/// A problem with its layer index written as {l} (in "layers.N." of a tensor name and the "lN."
+/// of a param name), and the index; -1 for a problem of no layer or of several.
+std::pair<std::string, int64_t> layer_form(const std::string& problem) {
+  static const std::regex layer(R"((layers\.|\bl)(\d+)\.)");
+  std::string form;
+  int64_t index = -1;
+  bool one = true;
+  auto it = std::sregex_iterator(problem.begin(), problem.end(), layer);
+  size_t at = 0;
+  for (; it != std::sregex_iterator(); ++it) {
+    const int64_t n = std::stoll((*it)[2].str());
+    one = one && (index < 0 || index == n);
+    index = n;
+    form += problem.substr(at, static_cast<size_t>(it->position(2)) - at) + "{l}";
+    at = static_cast<size_t>(it->position(2) + it->length(2));
+  }
+  if (index < 0 || !one) return {problem, -1};
+  return {form + problem.substr(at), index};
+}
+
+/// The problems, one line each, where the same problem in every one of several layers is one line
+/// naming the layers ("in layers 0-7: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is ...").
+/// A config with a wrong head_dim listed 6 lines a layer, 48 for the 22M model.
+std::vector<std::string> grouped_by_layer(const std::vector<std::string>& problems) {
+  struct Group {
+    std::string form, first;      // the problem with {l}, and as first met
+    std::vector<int64_t> layers;  // empty: a problem of no one layer
+  };
+  std::vector<Group> groups;  // in first-seen order
+  std::map<std::string, size_t> at;
+  for (const std::string& p : problems) {
+    auto [form, index] = layer_form(p);
+    if (index < 0) {
+      groups.push_back({p, p, {}});
+      continue;
+    }
+    auto [it, fresh] = at.emplace(form, groups.size());
+    if (fresh) groups.push_back({form, p, {}});
+    groups[it->second].layers.push_back(index);
+  }
+  std::vector<std::string> out;
+  for (const Group& g : groups) {
+    if (g.layers.size() < 2) {
+      out.push_back(g.first);
+      continue;
+    }
+    std::string list;
+    if (std::is_sorted(g.layers.begin(), g.layers.end()) &&
+        g.layers.back() - g.layers.front() + 1 == static_cast<int64_t>(g.layers.size())) {
+      list = std::to_string(g.layers.front()) + "-" + std::to_string(g.layers.back());
+    } else {
+      for (int64_t l : g.layers) list += (list.empty() ? "" : ", ") + std::to_string(l);
+    }
+    out.push_back("in layers " + list + ": " + g.form);
+  }
+  return out;
+}
+
+}  // namespace
+
 void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   const std::vector<std::string> problems = param_problems(graph, checkpoint);
   if (problems.empty()) return;
   std::string msg = checkpoint.source().string() + ": the checkpoint does not fit the " + graph.model + " program (" +
                     std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
-  for (const auto& p : problems) msg += "\n  " + p;
+  for (const auto& p : grouped_by_layer(problems)) msg += "\n  " + p;
   throw Error(msg);
 }
 

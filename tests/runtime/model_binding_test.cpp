@@ -71,6 +71,23 @@ TEST(BindParams, OneErrorListsEveryMissingAndMismatchedTensor) {
   EXPECT_NE(m.find("tensor \"model.norm.weight\" is [64], param norm declares [65]"), std::string::npos) << m;
 }
 
+// The same mismatch in several layers (a config.json with a wrong head_dim: 6 a layer, 48 lines
+// for the 22M model) is one line naming the layers; the count stays the problems'.
+TEST(BindParams, TheSameProblemInSeveralLayersIsOneLine) {
+  const model::Checkpoint ck = model::Checkpoint::open(kShared + "/fixtures/tiny-qwen3");
+  using ir::Dim;
+  const ir::Graph g = graph_with_params({
+      {"l0.wq", "model.layers.0.self_attn.q_proj.weight", DType::BF16, {Dim::constant(256), Dim::constant(64)}},
+      {"l1.wq", "model.layers.1.self_attn.q_proj.weight", DType::BF16, {Dim::constant(256), Dim::constant(64)}},
+      {"l0.wk", "model.layers.0.self_attn.k_proj.weigth", DType::BF16, {Dim::constant(64), Dim::constant(64)}},
+  });
+  const std::string m = error_of([&] { check_params(g, ck); });
+  EXPECT_NE(m.find("problems):\n  in layers 0-1: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is [128,64], "
+                   "param l{l}.wq declares [256,64]\n  missing tensor \"model.layers.0.self_attn.k_proj.weigth\""),
+            std::string::npos)
+      << m;
+}
+
 // A config.json that says the head is untied, for a checkpoint that ties it (no lm_head.weight),
 // names the config field (new-user pass, session 22).
 TEST(BindParams, AMissingLmHeadBesideAnEmbeddingNamesTieWordEmbeddings) {
