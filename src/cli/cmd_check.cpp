@@ -139,7 +139,7 @@ LG_COMMAND("check", [](CLI::App& app) {
       const auto problems = lg::runtime::param_problems_as_loaded(r.graph, lg::model::Checkpoint::open(dir));
       if (!problems.empty()) {
         fmt::print("\nnote: the params do not fit the checkpoint in {} (`lg run` would refuse it):\n", dir.string());
-        for (const auto& p : problems) fmt::print("  {}\n", p);
+        for (const auto& p : lg::runtime::group_by_layer(problems)) fmt::print("  {}\n", p);
       }
     }
     return 0;

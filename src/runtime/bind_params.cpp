@@ -218,10 +218,9 @@ std::pair<std::string, int64_t> layer_form(const std::string& problem) {
   return {form + problem.substr(at), index};
 }
 
-/// The problems, one line each, where the same problem in every one of several layers is one line
-/// naming the layers ("in layers 0-7: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is ...").
-/// A config with a wrong head_dim listed 6 lines a layer, 48 for the 22M model.
-std::vector<std::string> grouped_by_layer(const std::vector<std::string>& problems) {
+}  // namespace
+
+std::vector<std::string> group_by_layer(const std::vector<std::string>& problems) {
   struct Group {
     std::string form, first;      // the problem with {l}, and as first met
     std::vector<int64_t> layers;  // empty: a problem of no one layer
@@ -256,14 +255,12 @@ std::vector<std::string> grouped_by_layer(const std::vector<std::string>& proble
   return out;
 }
 
-}  // namespace
-
 void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   const std::vector<std::string> problems = param_problems(graph, checkpoint);
   if (problems.empty()) return;
   std::string msg = checkpoint.source().string() + ": the checkpoint does not fit the " + graph.model + " program (" +
                     std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") + "):";
-  for (const auto& p : grouped_by_layer(problems)) msg += "\n  " + p;
+  for (const auto& p : group_by_layer(problems)) msg += "\n  " + p;
   throw Error(msg);
 }
 

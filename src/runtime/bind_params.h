@@ -37,7 +37,13 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
 /// what `lg run` would refuse, for the commands that only report it (lg check's note, lg inspect).
 std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::Checkpoint& checkpoint);
 
-/// Throws one lg::Error listing all param_problems (naming the params, their tensors and the
+/// `problems` (param_problems') one line each, where the same problem in each of several layers
+/// is one line naming them: "in layers 0-7: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is
+/// [512,128], param l{l}.wq declares [1024,128]" (a wrong head_dim listed 6 lines a layer). In
+/// first-seen order.
+std::vector<std::string> group_by_layer(const std::vector<std::string>& problems);
+
+/// Throws one lg::Error listing all param_problems (grouped by group_by_layer) (naming the params, their tensors and the
 /// checkpoint). The params' dtypes in the .lg are storage hints for the GPU lanes: any float dtype
 /// in the checkpoint is accepted, widened exactly to fp32.
 void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint);
