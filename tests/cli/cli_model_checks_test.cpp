@@ -87,11 +87,16 @@ TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
                        "embed declares [522,64]"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("tensor \"model.layers.0.self_attn.q_proj.weight\" is [128,64], param l0.wq declares [256,64]"),
+  // The same mismatch in each of the 3 layers: one line (runtime::group_by_layer); the JSON lists each.
+  EXPECT_NE(r.out.find("in layers 0-2: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is [128,64], param "
+                       "l{l}.wq declares [256,64]"),
             std::string::npos)
       << r.out;
   const CliRun j = run_lg("inspect --json " + m.dir.string() + " 2>/dev/null");
   EXPECT_NE(j.out.find("\"config_mismatches\": ["), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("tensor \"model.layers.2.self_attn.q_proj.weight\" is [128,64], param l2.wq declares [256,64]"),
+            std::string::npos)
+      << j.out;
 }
 
 // A program that does not check against the config (qwen3.lg implements silu only) used to be
