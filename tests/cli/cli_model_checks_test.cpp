@@ -94,8 +94,7 @@ TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
       << r.out;
   const CliRun j = run_lg("inspect --json " + m.dir.string() + " 2>/dev/null");
   EXPECT_NE(j.out.find("\"config_mismatches\": ["), std::string::npos) << j.out;
-  EXPECT_NE(j.out.find("tensor \"model.layers.2.self_attn.q_proj.weight\" is [128,64], param l2.wq declares [256,64]"),
-            std::string::npos)
+  EXPECT_NE(j.out.find("is [128,64], param l2.wq declares [256,64]"), std::string::npos)
       << j.out;
 }
 
