@@ -44,12 +44,28 @@ json piece_choice(const PreparedRequest& p, const EnginePiece& piece, const json
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-// The media type of a Content-Type value: lowercased, parameters (`; charset=utf-8`) dropped.
-std::string media_type(const std::string& content_type) {
-  std::string t = content_type.substr(0, content_type.find(';'));
+std::string lowercase_unspaced(std::string t) {
   t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return t;
+}
+
+// The media type of a Content-Type value: lowercased, parameters (`; charset=utf-8`) dropped.
+std::string media_type(const std::string& content_type) {
+  return lowercase_unspaced(content_type.substr(0, content_type.find(';')));
+}
+
+// The charset parameter of a Content-Type value, lowercased and unquoted; empty when none.
+std::string charset(const std::string& content_type) {
+  for (size_t at = content_type.find(';'); at != std::string::npos; at = content_type.find(';', at + 1)) {
+    const size_t end = content_type.find(';', at + 1);
+    std::string param = lowercase_unspaced(content_type.substr(at + 1, end == std::string::npos ? end : end - at - 1));
+    if (param.rfind("charset=", 0) != 0) continue;
+    param.erase(0, 8);
+    param.erase(std::remove(param.begin(), param.end(), '"'), param.end());
+    return param;
+  }
+  return "";
 }
 
 // Writes a running request's events to `sink` until it ends (or the client goes: a failed write,
@@ -143,6 +159,16 @@ std::optional<std::string> read_json_body(const httplib::Request& req, const htt
                                      "header 'Content-Type: application/json' (curl: -H 'Content-Type: "
                                      "application/json')",
                                      content_type.empty() ? "(none)" : content_type),
+                         "invalid_request_error", ""));
+    return std::nullopt;
+  }
+  // JSON is UTF-8 on the wire (RFC 8259 8.1): a body declared in another charset (UTF-16 from a
+  // Windows client) was read as UTF-8 and refused as "not valid JSON at column 2".
+  if (const std::string cs = charset(content_type); !cs.empty() && cs != "utf-8" && cs != "utf8") {
+    send_json(res, 415,
+              error_body(fmt::format("Unsupported charset '{}': the JSON body must be UTF-8 (send it as UTF-8, with "
+                                     "'Content-Type: application/json' or '; charset=utf-8')",
+                                     cs),
                          "invalid_request_error", ""));
     return std::nullopt;
   }

@@ -211,6 +211,18 @@ TEST_F(ServerTest, NonJsonContentTypeIs415AtAnySize) {
   auto charset = client().Post("/v1/completions", small, "Application/JSON; charset=utf-8");
   ASSERT_TRUE(charset);
   EXPECT_EQ(charset->status, 200) << charset->body;
+  auto quoted = client().Post("/v1/completions", small, "application/json;charset=\"UTF-8\"");
+  ASSERT_TRUE(quoted);
+  EXPECT_EQ(quoted->status, 200) << quoted->body;
+  // Another charset (a UTF-16 body) is a 415 naming it; it was "not valid JSON at column 2".
+  std::string utf16 = "\xff\xfe";
+  for (char c : small) utf16 += std::string{c, '\0'};
+  auto wide = client().Post("/v1/completions", utf16, "application/json; charset=utf-16");
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->status, 415) << wide->body;
+  EXPECT_NE(json::parse(wide->body)["error"]["message"].get<std::string>().find("Unsupported charset 'utf-16'"),
+            std::string::npos)
+      << wide->body;
   // The server's own cap (ServerOptions::max_body_bytes, 4 MiB) still holds for JSON.
   auto huge = client().Post("/v1/completions", small + std::string(5 * 1024 * 1024, ' '), "application/json");
   ASSERT_TRUE(huge);
