@@ -131,6 +131,74 @@ bool Elaborator::eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, 
   return ok;
 }
 
+// The checkpoint tensor name of param `d` from its template `tmpl`: {layer var} is `layer`; in
+// an experts block, {expert var} stays in the returned name (for messages) and each expert's own
+// name goes to `parts`. Reports a bad or missing placeholder and an empty name, and then returns
+// nullopt.
+std::optional<std::string> Elaborator::tensor_name(const Decl& d, const std::string& tmpl, int64_t layer,
+                                                   const ExpertRange* experts, std::vector<std::string>& parts) {
+  std::string tensor = tmpl;
+  bool ok = true;
+  // Expand the layer template: "{l}" is the layer index; any other placeholder is a mistake.
+  std::string out;
+  bool has_index = false;
+  for (size_t k = 0; k < tensor.size(); ++k) {
+    if (tensor[k] != '{') {
+      out += tensor[k];
+      continue;
+    }
+    size_t close = tensor.find('}', k);
+    if (close == std::string::npos) {
+      err(d.value->span, "unclosed '{' in tensor name \"" + tensor + "\": a placeholder is {name}");
+      ok = false;
+      break;
+    }
+    std::string key = tensor.substr(k + 1, close - k - 1);
+    if (layer >= 0 && key == layer_var_) {
+      out += std::to_string(layer);
+      has_index = true;
+      k = close;
+    } else if (experts && key == experts->var) {
+      out += '\x01';  // the expert index, expanded per part below
+      k = close;
+    } else {
+      err(d.value->span, layer >= 0 ? "unknown placeholder '{" + key + "}' in tensor name \"" + tensor +
+                                          "\": the layer index is {" + layer_var_ + "}"
+                                    : "placeholder '{" + key + "}' in tensor name \"" + tensor +
+                                          "\" outside a layers block");
+      ok = false;
+      break;
+    }
+  }
+  if (ok && layer >= 0 && !has_index) {
+    err(d.value->span, "param template \"" + tensor + "\" names no layer index: write {" + layer_var_ +
+                           "} where the layer number goes");
+    ok = false;
+  }
+  tensor = out;
+  if (experts && ok) {
+    // Stacked: one checkpoint tensor per expert, the template keeps `{e}` for messages.
+    if (out.find('\x01') == std::string::npos) {
+      err(d.value->span, "param template \"" + tmpl + "\" names no expert index: write {" + experts->var +
+                             "} where the expert number goes");
+      ok = false;
+    }
+    tensor.clear();
+    for (char c : out) tensor += c == '\x01' ? "{" + experts->var + "}" : std::string(1, c);
+    for (int64_t x = experts->lo; x < experts->hi && ok; ++x) {
+      std::string part;
+      for (char c : out) part += c == '\x01' ? std::to_string(x) : std::string(1, c);
+      parts.push_back(std::move(part));
+    }
+  }
+  if (tensor.empty()) {
+    err(d.value->span, "empty tensor name");
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return tensor;
+}
+
 void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t layer,
                             std::unordered_map<std::string, ParamSlot>& into, const ExpertRange* experts) {
   ParamSlot slot;
@@ -162,64 +230,10 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
   if (name.kind == Value::Kind::Null) {
     slot.absent = true;
   } else if (name.kind == Value::Kind::Str) {
-    tensor = name.s;
-    // Expand the layer template: "{l}" is the layer index; any other placeholder is a mistake.
-    std::string out;
-    bool has_index = false;
-    for (size_t k = 0; k < tensor.size(); ++k) {
-      if (tensor[k] != '{') {
-        out += tensor[k];
-        continue;
-      }
-      size_t close = tensor.find('}', k);
-      if (close == std::string::npos) {
-        err(d.value->span, "unclosed '{' in tensor name \"" + tensor + "\": a placeholder is {name}");
-        ok = false;
-        break;
-      }
-      std::string key = tensor.substr(k + 1, close - k - 1);
-      if (layer >= 0 && key == layer_var_) {
-        out += std::to_string(layer);
-        has_index = true;
-        k = close;
-      } else if (experts && key == experts->var) {
-        out += '\x01';  // the expert index, expanded per part below
-        k = close;
-      } else {
-        err(d.value->span, layer >= 0 ? "unknown placeholder '{" + key + "}' in tensor name \"" + tensor +
-                                            "\": the layer index is {" + layer_var_ + "}"
-                                      : "placeholder '{" + key + "}' in tensor name \"" + tensor +
-                                            "\" outside a layers block");
-        ok = false;
-        break;
-      }
-    }
-    if (ok && layer >= 0 && !has_index) {
-      err(d.value->span, "param template \"" + tensor + "\" names no layer index: write {" + layer_var_ +
-                             "} where the layer number goes");
-      ok = false;
-    }
-    tensor = out;
-    if (experts && ok) {
-      // Stacked: one checkpoint tensor per expert, the template keeps `{e}` for messages.
-      if (out.find('\x01') == std::string::npos) {
-        err(d.value->span, "param template \"" + name.s + "\" names no expert index: write {" + experts->var +
-                               "} where the expert number goes");
-        ok = false;
-      }
-      tensor.clear();
-      for (char c : out) tensor += c == '\x01' ? "{" + experts->var + "}" : std::string(1, c);
-      for (int64_t x = experts->lo; x < experts->hi && ok; ++x) {
-        std::string part;
-        for (char c : out) part += c == '\x01' ? std::to_string(x) : std::string(1, c);
-        parts.push_back(std::move(part));
-      }
-      if (ok) slot.shape.insert(slot.shape.begin(), ir::Dim::constant(experts->hi - experts->lo));
-    }
-    if (tensor.empty()) {
-      err(d.value->span, "empty tensor name");
-      ok = false;
-    }
+    const std::optional<std::string> t = tensor_name(d, name.s, layer, experts, parts);
+    ok = ok && t.has_value();
+    if (t) tensor = *t;
+    if (ok && experts) slot.shape.insert(slot.shape.begin(), ir::Dim::constant(experts->hi - experts->lo));
   } else if (!name.is_error()) {
     err(d.value->span, "expected a tensor name (a string, or none if absent), found " + show(name));
     ok = false;

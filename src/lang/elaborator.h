@@ -90,6 +90,8 @@ class Elaborator {
   };
   void bind_param(const Decl& d, const std::string& display, int64_t layer, std::unordered_map<std::string, ParamSlot>& into,
                   const ExpertRange* experts = nullptr);
+  std::optional<std::string> tensor_name(const Decl& d, const std::string& tmpl, int64_t layer, const ExpertRange* experts,
+                                         std::vector<std::string>& parts);
   void bind_experts(const Decl& d, int64_t layer, std::unordered_map<std::string, ParamSlot>& into);
   bool eval_type(const TypeExpr& t, bool allow_runtime, DType& dtype, ir::Shape& shape);
   std::optional<DType> resolve_dtype(const std::string& name) const;
