@@ -29,19 +29,23 @@ inline std::string config_note(const std::string& config) {
   return "note: the config read is " + lg::model::config_json_path(config).string();
 }
 
-/// The warning lg check and lg compile give for a --max-seq past config.json's context (its
-/// max_position_embeddings), the same words from both: a checker checks and a compiler emits what
-/// it is asked for, but lg run, serve and batch refuse such a length, and lg check said nothing
-/// where lg compile warned. Empty when there is nothing to say (no --max-seq, no context stated, or
-/// a length within it).
+/// The warning lg check, lg ir and lg compile give for a --max-seq past config.json's context (its
+/// max_position_embeddings, or GPT-2's n_positions: positions past it index no row of its position
+/// table), the same words from each: a checker checks and a compiler emits what it is asked for,
+/// but lg run, serve and batch refuse such a length, and lg check said nothing where lg compile
+/// warned. Empty when there is nothing to say (no --max-seq, no context stated, or a length
+/// within it).
 inline std::string max_seq_past_context(const nlohmann::json& config, int64_t max_seq) {
-  const auto it = config.find("max_position_embeddings");
-  if (max_seq <= 0 || it == config.end() || !it->is_number_integer()) return {};
-  const int64_t context = it->get<int64_t>();
-  if (context <= 0 || max_seq <= context) return {};
-  return fmt::format("--max-seq {} is above the model's context of {} tokens (max_position_embeddings); lg run, "
-                     "serve and batch refuse it",
-                     max_seq, context);
+  if (max_seq <= 0) return {};
+  for (const char* key : {"max_position_embeddings", "n_positions"}) {
+    const auto it = config.find(key);
+    if (it == config.end() || !it->is_number_integer()) continue;
+    const int64_t context = it->get<int64_t>();
+    if (context <= 0 || max_seq <= context) return {};
+    return fmt::format("--max-seq {} is above the model's context of {} tokens ({}); lg run, serve and batch refuse it",
+                       max_seq, context, key);
+  }
+  return {};
 }
 
 /// Lowers with `lower` (a callable returning the graph); a program's errors (a failed `require`,

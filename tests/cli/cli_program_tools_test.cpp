@@ -97,6 +97,12 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
     const CliRun within = run_lg(cmd + " " + kQwen3 + " -c " + kTiny + " --max-seq 1024");
     EXPECT_EQ(within.out.find("warning"), std::string::npos) << within.out.substr(0, 2000);
   }
+  // GPT-2's context is its n_positions (no max_position_embeddings): positions past it index no
+  // row of its position table, and the same warning names that key (it said nothing).
+  const CliRun gpt2 = run_lg("check " + kSource + "/models/gpt2.lg -c " + kShared + "/fixtures/tiny-gpt2 --max-seq 2048");
+  EXPECT_NE(gpt2.out.find("warning: --max-seq 2048 is above the model's context of 1024 tokens (n_positions)"),
+            std::string::npos)
+      << gpt2.out.substr(0, 2000);
   const CliRun mlp = run_lg("compile " + kSource + "/models/examples/cc_mlp.lg -c " + kTiny + " --explain");
   EXPECT_NE(mlp.out.find("launches per decode layer: 2\n"), std::string::npos) << mlp.out;
   const std::string flat = ::testing::TempDir() + "/lg_compile_no_layers.lg";
