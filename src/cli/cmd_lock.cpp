@@ -95,6 +95,18 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
   return lock;
 }
 
+/// The model path a new lock records for `-m model` (read from the current directory, as every
+/// command reads -m): an absolute one as given; a relative one rewritten relative to the lock
+/// file's folder's parent, where lg lock check and update read it (resolve_model). Recorded as
+/// typed, `lg lock new -m ../x -o deep/L/a.lock.json` wrote a lock that check could not find.
+std::string lock_model_path(const std::string& model, const std::string& out) {
+  const fs::path m(model);
+  if (m.is_absolute()) return model;
+  const fs::path from = fs::absolute(out).lexically_normal().parent_path().parent_path();
+  const fs::path rel = fs::absolute(m).lexically_normal().lexically_relative(from);
+  return rel.empty() ? fs::absolute(m).lexically_normal().generic_string() : rel.generic_string();
+}
+
 int run_new(const LockOptions& o) {
   const nlohmann::json g = read_json_file(o.golden);
   std::vector<std::vector<int32_t>> prompts;
@@ -132,7 +144,11 @@ int run_new(const LockOptions& o) {
                               dir.context));
     prompts.push_back(std::move(p));
   }
-  auto lock = record(dir, o.model, prompts, o.new_tokens);
+  const std::string model = lock_model_path(o.model, o.out);
+  if (model != o.model)
+    fmt::print("lg lock new: the lock records the model as {} (relative to {}, where lg lock check reads it)\n", model,
+               fs::absolute(o.out).lexically_normal().parent_path().parent_path().string());
+  auto lock = record(dir, model, prompts, o.new_tokens);
   locks::write_lock(o.out, lock);
   fmt::print("wrote {}: {} case{} x {} token{}, weights {}\n", o.out, lock.cases.size(), lock.cases.size() == 1 ? "" : "s",
              lock.new_tokens, lock.new_tokens == 1 ? "" : "s", lock.weights_hash);
@@ -244,7 +260,10 @@ LG_COMMAND("lock", [](CLI::App& app) {
   lock->require_subcommand(1);
   auto* add = lock->add_subcommand("new", "Record a lock with the CPU reference lane from a golden.json's prompts");
   // -m as lg run, serve, batch and template take it: `lg lock new -m DIR` said "--model is required".
-  add->add_option("--model,-m", o->model, "model directory (as it should be written in the lock)")->required();
+  add->add_option("--model,-m", o->model,
+                  "model directory (a relative one is recorded relative to the lock's folder's parent, where lg lock "
+                  "check reads it)")
+      ->required();
   add->add_option("--golden", o->golden, "JSON file with cases[].prompt_ids")->required();
   add->add_option("--new-tokens", o->new_tokens, "greedy tokens per prompt")->capture_default_str()->check(at_least_one());
   auto* out = add->add_option("-o,--out", o->out, "lock file to write")->required();

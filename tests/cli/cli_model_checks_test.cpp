@@ -330,6 +330,24 @@ TEST(CliModelChecks, LockNewNamesTheGoldenPromptIdOutsideTheVocabulary) {
   fs::remove(golden);
 }
 
+// A relative -m is read from the current directory and recorded relative to the lock's folder's
+// parent, where lg lock check reads it: recorded as typed, a lock written from another directory
+// failed its first check ("its model ... is not at ...").
+TEST(CliModelChecks, ALockWrittenFromAnyDirectoryChecks) {
+  const fs::path work = fs::temp_directory_path() / ("lg_cli_lockdir_" + std::to_string(std::random_device{}()));
+  fs::create_directories(work / "deep" / "L");
+  const std::string model = fs::relative(kShared + "/fixtures/tiny-qwen3", work).string();
+  const CliRun made = run_lg("lock new -m " + model + " --golden " + kShared + "/fixtures/tiny-qwen3/golden.json " +
+                                 "--new-tokens 2 -o deep/L/rel.lock.json",
+                             "cd " + work.string() + " && ");
+  EXPECT_EQ(made.code, 0) << made.out;
+  EXPECT_NE(made.out.find("the lock records the model as ../"), std::string::npos) << made.out;
+  const CliRun checked = run_lg("lock check --lane cpu --locks deep/L", "cd " + work.string() + " && ");
+  EXPECT_EQ(checked.code, 0) << checked.out;
+  EXPECT_NE(checked.out.find("ok   rel.lock.json"), std::string::npos) << checked.out;
+  fs::remove_all(work);
+}
+
 // A golden prompt longer than the model's context failed making the lane for the longest prompt,
 // naming no case; the case is named, as a lock file's is (lg lock check).
 TEST(CliModelChecks, LockNewNamesTheGoldenPromptLongerThanTheContext) {
