@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/lane_options.h"
@@ -13,6 +15,7 @@
 #include "locks/lock.h"
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
+#include "runtime/model_source.h"
 #include "support/count_noun.h"
 #include "support/error.h"
 #include "support/json_file.h"
@@ -63,10 +66,20 @@ model::ModelDir open_model(const fs::path& path, const LockOptions& o, int64_t p
   return dir;
 }
 
+/// --locks' default: ./locks when there is one (the repository root), else the locks/ beside the
+/// source tree's models/ this lg was built from (runtime::builtin_model_source_dirs), so that
+/// `lg lock check` works from any directory; "locks" when neither is there (lock_files refuses it).
+std::string default_locks_dir() {
+  if (fs::is_directory("locks")) return "locks";
+  for (const fs::path& models : runtime::builtin_model_source_dirs())
+    if (fs::is_directory(models.parent_path() / "locks")) return (models.parent_path() / "locks").string();
+  return "locks";
+}
+
 std::vector<fs::path> lock_files(const std::string& dir) {
   if (!fs::is_directory(dir))
-    throw Error(dir + ": no such locks folder (--locks DIR; a relative path is taken from the current directory, and the "
-                      "default, locks, is the repository's)");
+    throw Error(dir + ": no such locks folder (--locks DIR; a relative path is taken from the current directory; the "
+                      "default is ./locks, else the source tree's locks/)");
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().string().ends_with(".lock.json")) files.push_back(e.path());
@@ -283,8 +296,10 @@ LG_COMMAND("lock", [](CLI::App& app) {
     // Checked as lg run's is: a missing file was an ERROR line for every lock in the folder.
     sub->add_option("--program", o->program, "the .lg program to run the model with " + lg::cli::program_default_help())
         ->check(CLI::ExistingFile);
+  std::vector<CLI::Option*> locks_options;
   for (auto* sub : {update, check}) {
-    sub->add_option("--locks", o->locks_dir, "folder of *.lock.json")->capture_default_str();
+    locks_options.push_back(sub->add_option("--locks", o->locks_dir,
+                                            "folder of *.lock.json (default: ./locks, else the source tree's locks/)"));
     sub->add_option("--shared", o->shared_dir, "folder that replaces a model path's leading ../shared/");
   }
   check->add_option("--lane", o->lane, "lane: cpu, compiled, handwritten")
@@ -299,7 +314,9 @@ LG_COMMAND("lock", [](CLI::App& app) {
   check->add_option("--threshold", o->threshold,
                     "margin below which a differing token is excused (default: by lane, docs/locks.md)")
       ->check(non_negative_number());
-  return [o, add, update, check]() {
+  return [o, add, update, check, locks_options]() {
+    if (std::none_of(locks_options.begin(), locks_options.end(), [](const CLI::Option* l) { return l->count() > 0; }))
+      o->locks_dir = default_locks_dir();
     if (add->parsed()) return run_new(*o);
     if (update->parsed()) return run_update(*o);
     if (check->parsed()) return run_check(*o);
