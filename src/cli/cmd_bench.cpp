@@ -110,7 +110,7 @@ lg::runtime::SamplingOptions bench_sampling(const BenchOpts& o) {
   try {
     lg::runtime::Sampler checked(sampling);
   } catch (const lg::Error& e) {
-    // The Sampler names a request's fields (--temperature, --top-p, repetition_penalty, ...).
+    // The Sampler names the value by its request field (temperature, top_p, repetition_penalty, ...).
     throw lg::Error(fmt::format("lg bench: --sample-params {},{},{} / --sample-penalties {},{},{}: {}", tkp[0], tkp[1],
                                 tkp[2], rpf[0], rpf[1], rpf[2], e.what()));
   }

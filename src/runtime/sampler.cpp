@@ -1,5 +1,7 @@
 #include "runtime/sampler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -19,10 +21,10 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) {
-  if (!(options.temperature >= 0)) throw Error("--temperature must be >= 0, got " + std::to_string(options.temperature));
-  if (options.top_k < 0) throw Error("--top-k must be >= 0, got " + std::to_string(options.top_k));
-  if (!(options.top_p > 0 && options.top_p <= 1)) throw Error("--top-p must be in (0, 1], got " + std::to_string(options.top_p));
-  if (!(options.min_p >= 0 && options.min_p <= 1)) throw Error("min_p must be in [0, 1], got " + std::to_string(options.min_p));
+  if (!(options.temperature >= 0)) throw Error(fmt::format("temperature must be >= 0, got {}", options.temperature));
+  if (options.top_k < 0) throw Error(fmt::format("top_k must be >= 0, got {}", options.top_k));
+  if (!(options.top_p > 0 && options.top_p <= 1)) throw Error(fmt::format("top_p must be in (0, 1], got {}", options.top_p));
+  if (!(options.min_p >= 0 && options.min_p <= 1)) throw Error(fmt::format("min_p must be in [0, 1], got {}", options.min_p));
   check_penalties(options.penalties);
 }
 

@@ -23,17 +23,19 @@ LaneLimits resolve_limits(const LaneOptions& o, int64_t max_seq, int64_t default
   l.max_seq = max_seq;
   l.block_size = o.block_size;
   const int64_t pool = o.kv_tokens > 0 ? o.kv_tokens : std::max<int64_t>(default_pool, 1);
+  // Named as it came: --kv-tokens only when given (a default pool follows from the context).
+  const std::string pool_origin = o.kv_tokens > 0 ? "(--kv-tokens)" : "(the default, with no --kv-tokens)";
   // A sequence alone must be able to reach the end of its context: with less, the scheduler
   // could only preempt it and run it again, forever (vLLM refuses such a cache at start too).
   if (pool < max_seq)
-    throw Error("a KV cache of " + std::to_string(pool) + " tokens (--kv-tokens) holds less than one context of " +
+    throw Error("a KV cache of " + std::to_string(pool) + " tokens " + pool_origin + " holds less than one context of " +
                 std::to_string(max_seq) + " tokens (--max-seq): give at least " + std::to_string(max_seq) +
                 ", or a smaller --max-seq");
   // Block ids are int32 in the block tables.
   const int64_t blocks = pool / l.block_size + (pool % l.block_size != 0 ? 1 : 0);
   if (blocks > std::numeric_limits<int32_t>::max())
-    throw Error("a KV cache of " + std::to_string(pool) + " tokens (--kv-tokens) is more than 2^31 blocks of " +
-                std::to_string(l.block_size));
+    throw Error("a KV cache of " + std::to_string(pool) + " tokens " + pool_origin + " is more than 2^31 blocks of " +
+                std::to_string(l.block_size) + (o.kv_tokens > 0 ? "" : ": give a smaller --max-seq"));
   l.num_blocks = blocks;
   l.max_tokens = o.max_tokens > 0 ? o.max_tokens
                                   // One chunk of a long prompt, but a decode token for every sequence of a full batch.

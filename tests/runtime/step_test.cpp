@@ -42,10 +42,16 @@ TEST(LaneLimits, PoolsThatCannotWorkAreRefused) {
   const std::string small = error_of({.kv_tokens = 32}, 128, 0);
   EXPECT_NE(small.find("--kv-tokens"), std::string::npos) << small;
   EXPECT_NE(small.find("one context of 128 tokens"), std::string::npos) << small;
-  EXPECT_NE(error_of({}, 128, 100).find("one context"), std::string::npos);  // a lane's default too
+  // A lane's default too, named as the default (it named --kv-tokens, which was not given).
+  EXPECT_NE(error_of({}, 128, 100).find("100 tokens (the default, with no --kv-tokens) holds less than one context"),
+            std::string::npos);
   EXPECT_NO_THROW(resolve_limits({.kv_tokens = 128}, 128, 0));
   const std::string huge = error_of({.kv_tokens = INT64_MAX}, 128, 0);
-  EXPECT_NE(huge.find("2^31 blocks"), std::string::npos) << huge;
+  EXPECT_NE(huge.find("tokens (--kv-tokens) is more than 2^31 blocks"), std::string::npos) << huge;
+  const std::string huge_default = error_of({}, int64_t{1} << 40, int64_t{1} << 40);
+  EXPECT_NE(huge_default.find("(the default, with no --kv-tokens) is more than 2^31 blocks of 16: give a smaller --max-seq"),
+            std::string::npos)
+      << huge_default;
   EXPECT_NE(error_of({.kv_tokens = -1}, 128, 0).find(">= 0"), std::string::npos);
   EXPECT_NE(error_of({.block_size = 0}, 128, 256).find("block size"), std::string::npos);
 }

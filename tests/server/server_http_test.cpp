@@ -43,7 +43,7 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   expect_400(c, R"({"prompt": "x", "temperature": -0.5})", "temperature");
   expect_400(c, R"({"prompt": "x", "top_p": 2})", "top_p");
   expect_400(c, R"({"prompt": "x", "top_k": "a"})", "top_k");
-  expect_400(c, R"({"prompt": "x", "seed": -4})", "seed");
+  expect_400(c, R"({"prompt": "x", "seed": 1.5})", "seed");  // any 64-bit integer is a seed, negative too
   expect_400(c, R"({"prompt": "x", "stop": {"a": 1}})", "stop");
   expect_400(c, R"({"prompt": "x", "stream": 1})", "stream");
   expect_400(c, R"({"prompt": "x", "skip_special_tokens": "false"})", "skip_special_tokens", "must be a boolean");
