@@ -49,7 +49,7 @@ LG_COMMAND("check", [](CLI::App& app) {
                                           "dims, params, state and the type of every forward statement");
   lg::cli::add_program_options(sub, opts->file, opts->config);
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
-      ->check(lg::cli::at_least_one());
+      ->check(lg::cli::context_length());
   sub->add_flag("--quiet,-q", opts->quiet, "print nothing when the program checks");
   return [opts]() -> int {
     nlohmann::json config = lg::model::read_config_json(opts->config);

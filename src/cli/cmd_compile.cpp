@@ -109,7 +109,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
   auto* out_opt = sub->add_option("-o,--out", opts->out, "output directory (created)");
   sub->add_option("--max-seq", opts->max_seq,
                   "S, the KV-cache capacity and largest T (default: config max_position_embeddings, at most 4096)")
-      ->check(lg::cli::at_least_one());
+      ->check(lg::cli::context_length());
   auto* explain_flag = sub->add_flag("--explain", opts->explain, "print the stages, the source lines each covers, and launches per layer");
   sub->add_flag("--no-fuse", opts->no_fuse, "lift without fusion (one stage per compute node)");
   auto* one = sub->add_flag("--one-sequence", opts->one_sequence,

@@ -23,7 +23,7 @@ LG_COMMAND("ir", [](CLI::App& app) {
   auto* sub = app.add_subcommand("ir", "Lower an .lg program against a model's config.json and print the tensor IR");
   lg::cli::add_program_options(sub, opts->file, opts->config);
   sub->add_option("--max-seq", opts->max_seq, "S, the KV-cache capacity (default: config max_position_embeddings)")
-      ->check(lg::cli::at_least_one());
+      ->check(lg::cli::context_length());
   return [opts]() -> int {
     const nlohmann::json config = lg::model::read_config_json(opts->config);
     lg::lang::BindOptions bind;

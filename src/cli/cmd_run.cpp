@@ -278,7 +278,7 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda")
       ->check(lg::cli::lane_name());
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
-  sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::at_least_one());
+  sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::context_length());
   lg::cli::add_lane_options(sub, o->lane_options);
   // Sampling values are checked while parsing, before the model loads: inf/nan would turn every
   // probability into NaN or a uniform draw, and above 1000 the draw is uniform anyway.

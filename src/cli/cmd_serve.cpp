@@ -221,7 +221,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));
   sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")
-      ->check(lg::cli::at_least_one());
+      ->check(lg::cli::context_length());
   sub->add_option("--chat-template", o->chat_template,
                   "Jinja2 chat template file to use instead of the model's own (tokenizer_config.json)")
       ->check(CLI::ExistingFile);

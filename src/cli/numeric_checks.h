@@ -39,6 +39,10 @@ inline CLI::Validator int_in_range(int64_t lo, int64_t hi = INT64_MAX) {
 /// An integer option >= 1 (token counts, context lengths, steps).
 inline CLI::Validator at_least_one() { return int_in_range(1); }
 
+/// --max-seq: a context of 1 to 2^31 - 1 positions (positions are int32 in every program and lane;
+/// lg ir printed a cache of 999999999999 positions and exited 0).
+inline CLI::Validator context_length() { return int_in_range(1, INT32_MAX); }
+
 /// How a whole option value reads as a double (std::stod over all of it).
 enum class NumberText { kNumber, kNotANumber, kPastDouble };
 inline NumberText read_whole_double(const std::string& s, double& v) {

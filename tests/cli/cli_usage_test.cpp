@@ -29,17 +29,21 @@ TEST(CliUsage, AnEmptyLaneIsAUsageErrorOnEveryCommand) {
 TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
   expect_usage_error("run -m " + kModel + " -p hi --max-tokens 0", "--max-tokens: must be at least 1, got 0");
   expect_usage_error("run -m " + kModel + " -p hi -n -4", "--max-tokens: must be at least 1, got -4");
-  expect_usage_error("run -m " + kModel + " -p hi --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("run -m " + kModel + " -p hi --max-seq 0", "--max-seq: must be between 1 and 2147483647, got 0");
   expect_usage_error("lock new --model " + kTiny + " --golden " + kTiny + "/golden.json -o /dev/null --new-tokens 0",
                      "--new-tokens: must be at least 1, got 0");
   expect_usage_error("lock check --threshold=-0.5", "--threshold: must be a number >= 0, got -0.5");
-  expect_usage_error("check " + kQwen3 + " -c " + kTiny + " --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("check " + kQwen3 + " -c " + kTiny + " --max-seq 0", "--max-seq: must be between 1 and 2147483647, got 0");
   expect_usage_error("check " + kQwen3 + " -c " + kTiny + " --max-seq abc",
-                     "--max-seq: must be an integer at least 1, got 'abc'");
-  expect_usage_error("ir " + kQwen3 + " -c " + kTiny + " --max-seq 0", "--max-seq: must be at least 1, got 0");
-  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 0", "--max-seq: must be at least 1, got 0");
+                     "--max-seq: must be an integer between 1 and 2147483647, got 'abc'");
+  expect_usage_error("ir " + kQwen3 + " -c " + kTiny + " --max-seq 0", "--max-seq: must be between 1 and 2147483647, got 0");
+  expect_usage_error("compile " + kQwen3 + " -c " + kTiny + " --explain --max-seq 0", "--max-seq: must be between 1 and 2147483647, got 0");
+  // Positions are int32: lg ir lowered a cache of 999999999999 positions and exited 0.
+  for (const std::string cmd : {"ir", "check"})
+    expect_usage_error(cmd + " " + kQwen3 + " -c " + kTiny + " --max-seq 999999999999",
+                       "--max-seq: must be between 1 and 2147483647, got 999999999999");
   expect_usage_error("serve -m " + kModel + " --port 0", "--port: must be between 1 and 65535, got 0");
-  expect_usage_error("serve -m " + kModel + " --max-seq 0", "--max-seq: must be at least 1, got 0");
+  expect_usage_error("serve -m " + kModel + " --max-seq 0", "--max-seq: must be between 1 and 2147483647, got 0");
   expect_usage_error("serve -m " + kModel + " --max-waiting 0", "--max-waiting: must be at least 1, got 0");
   expect_usage_error("serve -m " + kModel + " --shutdown-timeout=-1", "--shutdown-timeout: must be a number >= 0, got -1");
   expect_usage_error("bench --decode-tokens 1", "--decode-tokens: must be between 2 and 1048576, got 1");
