@@ -405,7 +405,7 @@ LG_COMMAND("bench", [](CLI::App& app) {
                                           "bf16 weights) or a model directory, next to the bandwidth and tensor-core floors");
   sub->add_option("--shape", o->shape, "qwen3-0.6b, qwen3-8b, a model directory, or a directory holding only a "
                                        "config.json (random weights at its shape)")->capture_default_str();
-  sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory (default: handwritten where its templates take the shape, else compiled)")
+  sub->add_option("--lane", o->lane, "lane to time: handwritten or compiled (random weights at a preset shape, or a model directory); cpu with a model directory, on a machine with a GPU (default: handwritten where its templates take the shape, else compiled)")
       ->check(lg::cli::lane_name());
   sub->add_option("--prompt-len", o->prompt_lens, "prefill lengths to time")
       ->delimiter(',')

@@ -121,7 +121,7 @@ LG_COMMAND("template", [](CLI::App& app) -> std::function<int()> {
       text = tmpl.render(in);
     } catch (const lg::chat::ChatTemplateError& e) {
       if (e.kind() == lg::chat::ChatTemplateError::Kind::failed)
-        throw lg::Error(fmt::format("the chat template ({}) refused {}: {}", tmpl.origin(), args->messages, e.what()));
+        throw lg::Error(fmt::format("the chat template ({}) failed on {}: {}", tmpl.origin(), args->messages, e.what()));
       throw;
     }
     // Exactly the rendered text: no newline added, so the output compares byte for byte.

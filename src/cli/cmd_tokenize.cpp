@@ -79,12 +79,16 @@ struct DetokenizeArgs {
   std::string model;
   std::vector<std::string> ids;
   bool skip_special_tokens = false;  // off, as HF's decode(ids) defaults to skip_special_tokens=False
+  bool no_newline = false;           // --no-newline: the text alone
 };
 
 LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<DetokenizeArgs>();
   auto* sub = app.add_subcommand("detokenize", "Decode token ids with a model directory's tokenizer.json");
   sub->add_option("--model,-m", args->model, "Hugging Face model directory (holds tokenizer.json)")->required();
+  sub->add_flag("--no-newline", args->no_newline,
+                "print the text alone, byte for byte (by default a newline follows it, so a text's own last "
+                "newline reads as two)");
   sub->add_flag("--skip-special-tokens", args->skip_special_tokens,
                 "leave out the special tokens (tokenizer.json's added tokens marked special: <|endoftext|>, "
                 "<|im_start|>, ...), as lg run and lg serve show generated text; default: shown, as HF's decode");
@@ -122,7 +126,7 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
         ids.push_back(static_cast<int32_t>(v));
       }
     }
-    std::cout << tok.decode(ids, args->skip_special_tokens) << "\n";
+    std::cout << tok.decode(ids, args->skip_special_tokens) << (args->no_newline ? "" : "\n");
     return 0;
   };
 });

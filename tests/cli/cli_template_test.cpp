@@ -72,7 +72,7 @@ TEST(CliTemplate, ExplainsWhatIsWrong) {
   // Gemma's template refuses two user turns in a row (its raise_exception).
   r = run_template(kTokenizers / "gemma3", R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("refused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(") failed on "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Conversation roles must alternate user/assistant/user/assistant/..."), std::string::npos)
       << r.out;
   r = run_template(kTokenizers / "gemma3", "[{\"role\": ");

@@ -60,6 +60,10 @@ TEST(CliDetokenize, SkipSpecialTokensLeavesThemOut) {
   const CliRun skipped = run_lg("detokenize --skip-special-tokens --model " + kModel + ids);
   EXPECT_EQ(skipped.code, 0) << skipped.out;
   EXPECT_EQ(skipped.out, "def(t\n");
+  // --no-newline: the text alone, byte for byte.
+  const CliRun bare = run_lg("detokenize --no-newline --skip-special-tokens --model " + kModel + ids);
+  EXPECT_EQ(bare.code, 0) << bare.out;
+  EXPECT_EQ(bare.out, "def(t");
   const CliRun help = run_lg("detokenize --help");
   EXPECT_NE(help.out.find("--skip-special-tokens"), std::string::npos) << help.out;
 }
