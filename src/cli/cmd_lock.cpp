@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/command.h"
@@ -169,8 +170,17 @@ int run_new(const LockOptions& o) {
 }
 
 int run_update(const LockOptions& o) {
+  // Every lock is read, and its model found, before any is rewritten: a malformed lock or a missing
+  // model stopped the update after it had rewritten the locks before it.
+  std::vector<std::pair<fs::path, locks::Lock>> all;
   for (auto& file : lock_files(o.locks_dir)) {
-    auto old = locks::read_lock(file);
+    auto lock = locks::read_lock(file);
+    if (!fs::is_directory(resolve_model(lock, o)))
+      throw Error(file.string() + ": its model " + lock.model + " is not at " + resolve_model(lock, o).string() +
+                  " (no lock was updated)");
+    all.emplace_back(file, std::move(lock));
+  }
+  for (auto& [file, old] : all) {
     auto dir = open_model(resolve_model(old, o), o, needed_seq(old));
     // The prompts are run again; the old tokens are replaced, whatever they were.
     locks::check_lock_fits(old, file.string(), dir.vocab, dir.context, /*tokens=*/false);

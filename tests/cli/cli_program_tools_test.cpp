@@ -315,6 +315,17 @@ TEST(CliUsage, LockCheckAwayFromTheRepoNamesLocksAndShared) {
   const CliRun shared = run_lg("lock check --lane cpu --locks " + dir.string() + " --shared " + kShared);
   EXPECT_EQ(shared.code, 0) << shared.out;
   EXPECT_NE(shared.out.find("ok   tiny-qwen3.lock.json"), std::string::npos) << shared.out;
+  // lg lock update reads every lock before it rewrites one: beside a malformed lock (sorted after
+  // it) the good one is left as it was (it was rewritten before the update stopped).
+  std::ofstream(dir / "zz.lock.json") << R"({"bad": 1})";
+  std::ifstream before_in(dir / "tiny-qwen3.lock.json");
+  const std::string before((std::istreambuf_iterator<char>(before_in)), std::istreambuf_iterator<char>());
+  const CliRun update = run_lg("lock update --locks " + dir.string() + " --shared " + kShared);
+  EXPECT_EQ(update.code, 1) << update.out;
+  EXPECT_NE(update.out.find("zz.lock.json: missing field 'format'"), std::string::npos) << update.out;
+  std::ifstream after_in(dir / "tiny-qwen3.lock.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), std::istreambuf_iterator<char>()), before);
+  EXPECT_EQ(update.out.find("updated"), std::string::npos) << update.out;
   std::filesystem::remove_all(dir.parent_path());
 }
 
