@@ -94,6 +94,14 @@ std::string one_row_forms(const lg::emit::cuda::CudaProgram& cuda) {
          lg::count_noun(blocks, "block") + " an SM\n";
 }
 
+/// ", KV pool N tokens in blocks of B" for --explain's summary; empty for a program with no state
+/// (models/examples/cc_mlp.lg), which has no cache to pool.
+std::string kv_pool_text(const lg::ir::Graph& graph) {
+  if (graph.states.empty()) return "";
+  return ", KV pool " + std::to_string(graph.batching.num_blocks * graph.batching.block_size) + " tokens in blocks of " +
+         std::to_string(graph.batching.block_size);
+}
+
 }  // namespace
 
 LG_COMMAND("compile", [](CLI::App& app) {
@@ -166,10 +174,7 @@ LG_COMMAND("compile", [](CLI::App& app) {
                           std::to_string(cuda.max_t) +
                           (opts->one_sequence ? ""
                                               : ", B = " + std::to_string(cuda.max_b) + " (context " +
-                                                    std::to_string(graph.batching.max_seq) + ", KV pool " +
-                                                    std::to_string(graph.batching.num_blocks * graph.batching.block_size) +
-                                                    " tokens in blocks of " + std::to_string(graph.batching.block_size) +
-                                                    ")") +
+                                                    std::to_string(graph.batching.max_seq) + kv_pool_text(graph) + ")") +
                           "\nlaunches per decode layer: " + std::to_string(per_layer) +
                           (layers == 0 ? " (no launch repeats: one layer or none, every launch counted)" : "") + "\n" +
                           prefill_forms(cuda) + one_row_forms(cuda);

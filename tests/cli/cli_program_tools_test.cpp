@@ -112,6 +112,8 @@ TEST(CliUsage, CompileSizesForTheModelsContext) {
   const CliRun none = run_lg("compile " + flat + " -c " + kTiny + " --explain");
   EXPECT_NE(none.out.find("(no launch repeats: one layer or none, every launch counted)"), std::string::npos) << none.out;
   EXPECT_EQ(none.out.find("prefill forms"), std::string::npos) << none.out;  // no GEMM, no attention
+  // A program with no state has no KV cache to pool: its summary names none.
+  EXPECT_NE(none.out.find("B = 256 (context 1024)\n"), std::string::npos) << none.out;
 }
 
 // The summary names the launches that run another form at steps of many tokens: at the
