@@ -130,7 +130,9 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
 
 json response_body(const PreparedRequest& p, const EngineResult& r) {
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
-  if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  // refusal null, as OpenAI's ChatCompletionMessage always carries it (and vLLM's): clients that
+  // validate the schema find it.
+  if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};
   else choice["text"] = r.text;
   if (p.token_ids) choice["token_ids"] = r.token_ids;
   return {{"id", p.id},

@@ -546,6 +546,7 @@ TEST_F(ServerTest, ChatCompletionRendersTheModelsTemplate) {
   EXPECT_EQ(r["object"], "chat.completion");
   EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
   ASSERT_TRUE(r["choices"][0]["message"]["content"].is_string());
+  EXPECT_TRUE(r["choices"][0]["message"].contains("refusal") && r["choices"][0]["message"]["refusal"].is_null()) << r;
   const std::string finish = r["choices"][0]["finish_reason"];
   EXPECT_TRUE(finish == "stop" || finish == "length") << finish;
   EXPECT_EQ(r["usage"]["prompt_tokens"], prompt_ids.size());
