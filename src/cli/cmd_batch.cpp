@@ -105,9 +105,9 @@ void install_batch_stop() {
 
 /// Reads every line of `in` (`in_name` in messages), prepares each request and starts it on the
 /// engine at once. Lines are capped as a whole file is (support/text_input.h: `-i /dev/zero` is
-/// one endless line): a line past the cap is that line's error and the lines around it run; when no line end follows
-/// within the next cap either, reading stops there and `input_error` says why (the command fails
-/// after answering the lines before).
+/// one endless line): a line past the cap is that line's error and the lines around it run; when
+/// no line end follows within the next cap either, reading stops there and `input_error` says
+/// why (the command fails after answering the lines before).
 std::vector<Line> read_lines(std::istream& in, const std::string& in_name, lg::server::Engine& engine,
                              const lg::chat::ChatTemplate& tmpl, std::string& input_error) {
   std::vector<Line> lines;

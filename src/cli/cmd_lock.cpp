@@ -72,8 +72,12 @@ model::ModelDir open_model(const fs::path& path, const LockOptions& o, int64_t p
 /// `lg lock check` works from any directory; "locks" when neither is there (lock_files refuses it).
 std::string default_locks_dir() {
   if (fs::is_directory("locks")) return "locks";
-  for (const fs::path& models : runtime::builtin_model_source_dirs())
-    if (fs::is_directory(models.parent_path() / "locks")) return (models.parent_path() / "locks").string();
+  for (const fs::path& models : runtime::builtin_model_source_dirs()) {
+    const fs::path locks = models.parent_path() / "locks";
+    if (!fs::is_directory(locks)) continue;
+    fmt::print(stderr, "lg lock: no ./locks here: the locks of {}\n", locks.string());
+    return locks.string();
+  }
   return "locks";
 }
 
@@ -325,7 +329,8 @@ LG_COMMAND("lock", [](CLI::App& app) {
                     "margin below which a differing token is excused (default: by lane, docs/locks.md)")
       ->check(non_negative_number());
   return [o, add, update, check, locks_options]() {
-    if (std::none_of(locks_options.begin(), locks_options.end(), [](const CLI::Option* l) { return l->count() > 0; }))
+    if (!add->parsed() &&
+        std::none_of(locks_options.begin(), locks_options.end(), [](const CLI::Option* l) { return l->count() > 0; }))
       o->locks_dir = default_locks_dir();
     if (add->parsed()) return run_new(*o);
     if (update->parsed()) return run_update(*o);
