@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <set>
 #include <map>
 #include <regex>
-#include <utility>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "support/error.h"
 

@@ -43,8 +43,8 @@ std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::
 /// first-seen order.
 std::vector<std::string> group_by_layer(const std::vector<std::string>& problems);
 
-/// Throws one lg::Error listing all param_problems (grouped by group_by_layer) (naming the params, their tensors and the
-/// checkpoint). The params' dtypes in the .lg are storage hints for the GPU lanes: any float dtype
+/// Throws one lg::Error listing all param_problems, grouped by group_by_layer (naming the params,
+/// their tensors and the checkpoint). The params' dtypes in the .lg are storage hints for the GPU lanes: any float dtype
 /// in the checkpoint is accepted, widened exactly to fp32.
 void check_params(const ir::Graph& graph, const model::Checkpoint& checkpoint);
 

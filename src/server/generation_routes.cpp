@@ -44,6 +44,7 @@ json piece_choice(const PreparedRequest& p, const EnginePiece& piece, const json
 
 std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
+// `t` lowercased, without its spaces (header values compare so).
 std::string lowercase_unspaced(std::string t) {
   t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
