@@ -214,17 +214,15 @@ void ChatTemplate::load_config_template(const nlohmann::json& ct, const fs::path
 void ChatTemplate::throw_if_unusable() const {
   // A problem first: with tokenizer_config.json unreadable, "no template" may not be true.
   if (!problem_.empty()) throw ChatTemplateError(Kind::broken, "the model's chat template cannot be used: " + problem_);
-  if (templates_.empty())
-  {
-    std::error_code ec;
-    const fs::path config = dir_ / "tokenizer_config.json";
-    throw ChatTemplateError(
-        Kind::missing,
-        fmt::format("this model has no chat template ({} {} and there is no {}): give one with --chat-template "
-                    "FILE, or send a prompt in the model's own format (lg serve: to /v1/completions)",
-                    config.string(), fs::exists(config, ec) ? "has no 'chat_template'" : "does not exist",
-                    (dir_ / "chat_template.jinja").string()));
-  }
+  if (!templates_.empty()) return;
+  std::error_code ec;
+  const fs::path config = dir_ / "tokenizer_config.json";
+  throw ChatTemplateError(
+      Kind::missing,
+      fmt::format("this model has no chat template ({} {} and there is no {}): give one with --chat-template "
+                  "FILE, or send a prompt in the model's own format (lg serve: to /v1/completions)",
+                  config.string(), fs::exists(config, ec) ? "has no 'chat_template'" : "does not exist",
+                  (dir_ / "chat_template.jinja").string()));
 }
 
 const std::string& ChatTemplate::select(const ChatInput& input, std::string* name) const {

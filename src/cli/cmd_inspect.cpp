@@ -519,7 +519,8 @@ LG_COMMAND("inspect", [](CLI::App& app) {
     std::cout.flush();
     std::fflush(stdout);
     if (!program.error.empty()) std::cerr << "lg: error: " << program.error << "\n";
-    for (const auto& s : lg::runtime::group_by_layer(mismatches)) std::cerr << "lg: error: " << m.dir.string() << ": " << s << "\n";
+    for (const auto& s : lg::runtime::group_by_layer(mismatches))
+      std::cerr << "lg: error: " << m.dir.string() << ": " << s << "\n";
     for (const auto& t : bad)
       std::cerr << fmt::format("lg: error: {}: tensor {} has {} NaN and {} Inf values (first at flat index {}): the "
                                "forward would give non-finite logits\n",
