@@ -2,15 +2,14 @@
 // [--skip-special-tokens] IDS...`: the model directory's tokenizer.json (and tokenizer_config.json)
 // from the command line: byte-level BPE (Qwen, Llama 3) or SentencePiece-style BPE (Llama 2,
 // Mistral, Gemma). TEXT "-" reads stdin.
-#include <charconv>
 #include <cstdint>
 #include <iostream>
 #include <iterator>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/token_id_args.h"
 #include "support/error.h"
 #include "support/text_input.h"
 #include "tokenizer/tokenizer.h"
@@ -95,37 +94,16 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   sub->add_option("ids", args->ids, "token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
   return [args] {
     const auto tok = load(args->model);
-    std::vector<int32_t> ids;
-    for (size_t a = 0; a < args->ids.size(); ++a) {
-      const std::string& arg = args->ids[a];
-      // An empty argument or item ('', "1,,2", "1,") used to be skipped: an unset shell variable
-      // or a lost id then decoded silently to less than was asked for.
-      if (arg.empty())
-        throw lg::Error("detokenize: argument " + std::to_string(a + 1) + " is empty, not a token id");
-      size_t start = 0;
-      for (size_t position = 1; start <= arg.size(); ++position) {
-        size_t end = arg.find(',', start);
-        if (end == std::string::npos) end = arg.size();
-        const std::string item = arg.substr(start, end - start);
-        start = end + 1;
-        if (item.empty())
-          throw lg::Error("detokenize: \"" + arg + "\" has an empty item at position " + std::to_string(position) +
-                          " (ids are separated by one comma)");
-        // Digits only: stoll also took "+5" and " 12", so a stray sign or space passed for an id.
-        if (item.find_first_not_of("0123456789") != std::string::npos)
-          throw lg::Error("detokenize: \"" + item + "\" is not a token id (ids are non-negative decimal integers)");
-        uint64_t v = 0;
-        const bool fits = std::from_chars(item.data(), item.data() + item.size(), v).ec == std::errc();
-        // The library skips ids without a token, as the reference does; on the command line an
-        // unknown id is more likely a typo, so it is an error.
-        if (!fits || v > std::numeric_limits<int32_t>::max() || !tok.id_to_token(static_cast<int32_t>(v)))
-          throw lg::Error("detokenize: id " + item + " has no token (the tokenizer has ids 0.." +
-                          std::to_string(tok.vocab_size() - 1) +
-                          "; a model's LM head may have more rows, padding whose ids lg run and lg serve decode to "
-                          "nothing)");
-        ids.push_back(static_cast<int32_t>(v));
-      }
-    }
+    // The library skips ids without a token, as the reference does; on the command line an
+    // unknown id is more likely a typo, so it is an error.
+    const std::vector<int32_t> ids =
+        lg::cli::parse_token_id_args(args->ids, "detokenize", [&tok](int64_t id, const std::string& item) {
+          if (id < 0 || !tok.id_to_token(static_cast<int32_t>(id)))
+            throw lg::Error("detokenize: id " + item + " has no token (the tokenizer has ids 0.." +
+                            std::to_string(tok.vocab_size() - 1) +
+                            "; a model's LM head may have more rows, padding whose ids lg run and lg serve decode to "
+                            "nothing)");
+        });
     std::cout << tok.decode(ids, args->skip_special_tokens) << (args->no_newline ? "" : "\n");
     return 0;
   };
