@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/token_id_args.h"
 #include "lanes/factory.h"
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
@@ -32,6 +33,7 @@ namespace {
 
 struct RunOpts {
   std::string model, prompt, prompt_file, device, lane;
+  std::vector<std::string> prompt_ids;  // --prompt-ids: the prompt as token ids, the output as ids
   std::string program;  // --program FILE.lg
   bool no_echo = false;
   bool fallback_cpu = false;
@@ -105,6 +107,61 @@ std::vector<int32_t> encode_prompt(const RunOpts& o, const lg::tokenizer::Tokeni
   return prompt;
 }
 
+/// --prompt-ids' ids, each checked against the checkpoint's vocabulary (dir.vocab, the width of its
+/// logits). Throws lg::Error naming the item (cli/token_id_args.h).
+std::vector<int32_t> prompt_from_ids(const RunOpts& o, const lg::model::ModelDir& dir) {
+  return lg::cli::parse_token_id_args(o.prompt_ids, "--prompt-ids", [&dir](int64_t id, const std::string& item) {
+    if (id < 0 || id >= dir.vocab)
+      throw lg::Error(fmt::format("--prompt-ids: id {} is outside the model's vocabulary of {} ids (vocab_size in "
+                                  "config.json)",
+                                  item, dir.vocab));
+  });
+}
+
+/// Where a run's tokens go on stdout. Text: the prompt's text (unless --no-echo), then the
+/// generated text as it streams, end-of-sequence tokens left out, byte for byte. Ids
+/// (--prompt-ids): the prompt's ids (unless --no-echo), then every generated id as it comes, eos
+/// included, space-separated, and a newline at the end; no tokenizer needed (`lg detokenize`
+/// reads them back).
+class RunOutput {
+ public:
+  RunOutput(const RunOpts& o, const lg::tokenizer::Tokenizer* tok, const std::vector<int32_t>& prompt,
+            const std::string& prompt_text, const std::vector<int64_t>& eos_ids)
+      : ids_(!o.prompt_ids.empty()), eos_ids_(eos_ids) {
+    if (!ids_) {
+      // Special tokens (tokenizer.json's added tokens marked "special") are not shown, as vLLM's
+      // default skip_special_tokens leaves them out of the text.
+      stream_.emplace(*tok, /*skip_special_tokens=*/true);
+      stream_->prime(prompt);  // generated text continues the echoed prompt (keeps a SentencePiece "▁" space)
+      if (!o.no_echo) std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
+    } else if (!o.no_echo) {
+      for (int32_t id : prompt) id_out(id);
+    }
+    std::fflush(stdout);
+  }
+
+  void token(int32_t id) {
+    if (ids_) {
+      id_out(id);
+    } else {
+      for (int64_t e : eos_ids_)
+        if (e == id) return;  // end-of-sequence tokens stop generation; they are not text
+      write(stream_->push(id));
+    }
+    std::fflush(stdout);
+  }
+
+  void finish() { write(ids_ ? "\n" : stream_->finish()); }
+
+ private:
+  void write(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+  void id_out(int32_t id) { write((first_ ? "" : " ") + std::to_string(id)), first_ = false; }
+
+  bool ids_, first_ = true;
+  std::vector<int64_t> eos_ids_;
+  std::optional<lg::tokenizer::StreamDecoder> stream_;
+};
+
 /// The KV positions this run needs for an n-token prompt: the context is the model's (or
 /// --max-seq), and prompt plus generated tokens stay within it. Throws lg::Error for a --max-seq
 /// past the model's context or a prompt that fills it; warns of a --max-tokens it cannot hold.
@@ -156,8 +213,10 @@ lg::runtime::SamplingOptions run_sampling(const RunOpts& o, const lg::model::Gen
 int run(RunOpts o) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string lane_name = choose_lane(o);
-  const std::string prompt_text = read_prompt(o);
-  if (prompt_text.empty()) throw lg::Error("the prompt is empty: give --prompt some text (or -f FILE)");
+  const bool from_ids = !o.prompt_ids.empty();
+  const std::string prompt_text = from_ids ? "" : read_prompt(o);
+  if (!from_ids && prompt_text.empty())
+    throw lg::Error("the prompt is empty: give --prompt some text (or -f FILE, or --prompt-ids)");
   // LG_STARTUP_TIMES=1: each start-up phase on stderr (the lanes add their own inside make_lane).
   lg::StartupClock startup("lg run");
   lg::model::ModelDir dir = lg::model::ModelDir::open(o.model);
@@ -167,12 +226,17 @@ int run(RunOpts o) {
   // sliding_window).
   lg::runtime::resolve_program(dir, o.program, o.max_seq);
   startup.mark("open model directory", std::to_string(dir.checkpoint.names().size()) + " tensors");
-  if (!dir.tokenizer_json) throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt");
-  const auto tok = lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json);
-  lg::tokenizer::warn_model_fit(tok, *dir.tokenizer_json, dir.config.vocab_size);
-  // Generation stops on the tokenizer's eos token too (tokenizer_config.json's), as in lg serve.
-  lg::model::add_eos_token_id(dir.generation, tok.eos_id());
-  const std::vector<int32_t> prompt = encode_prompt(o, tok, prompt_text, dir);
+  if (!dir.tokenizer_json && !from_ids)
+    throw lg::Error(o.model + ": no tokenizer.json; lg run needs one to read the prompt (or give the prompt as "
+                              "token ids: --prompt-ids)");
+  std::optional<lg::tokenizer::Tokenizer> tok;
+  if (dir.tokenizer_json) {
+    tok.emplace(lg::tokenizer::Tokenizer::from_file(*dir.tokenizer_json));
+    lg::tokenizer::warn_model_fit(*tok, *dir.tokenizer_json, dir.config.vocab_size);
+    // Generation stops on the tokenizer's eos token too (tokenizer_config.json's), as in lg serve.
+    lg::model::add_eos_token_id(dir.generation, tok->eos_id());
+  }
+  const std::vector<int32_t> prompt = from_ids ? prompt_from_ids(o, dir) : encode_prompt(o, *tok, prompt_text, dir);
   startup.mark("tokenizer");
   // generation_config.json's max_new_tokens is the default -n, as vLLM's default max_tokens.
   if (!o.max_tokens_given && dir.generation.max_new_tokens) o.max_tokens = *dir.generation.max_new_tokens;
@@ -204,14 +268,7 @@ int run(RunOpts o) {
   gen.eos_ids = dir.generation.eos_token_ids;
   // Sampling defaults come from generation_config.json; flags override.
   gen.sampling = run_sampling(o, dir.generation);
-  // Special tokens (tokenizer.json's added tokens marked "special") are not shown, as vLLM's
-  // default skip_special_tokens leaves them out of the text.
-  lg::tokenizer::StreamDecoder stream(tok, /*skip_special_tokens=*/true);
-  stream.prime(prompt);  // generated text continues the echoed prompt (keeps a SentencePiece "▁" space)
-  // stdout is the prompt (unless --no-echo) and the generated text, byte for byte: a pipe or a
-  // file gets exactly that, with no newline added.
-  if (!o.no_echo) std::fwrite(prompt_text.data(), 1, prompt_text.size(), stdout);
-  std::fflush(stdout);
+  RunOutput out(o, tok ? &*tok : nullptr, prompt, prompt_text, gen.eos_ids);
   int64_t produced = 0;
   gen.on_token = [&](int32_t id) {
     // The first steps pay for lazy module loading, cuBLASLt's set-up and a GPU lane's decode graph
@@ -221,12 +278,7 @@ int run(RunOpts o) {
       startup.mark_later(first ? "first step (prefill, warm-up)" : "first decode step",
                          !first && lane->name() != "cpu" ? "decode graph capture" : "");
     }
-    // End-of-sequence tokens stop generation; they are not part of the text.
-    for (int64_t e : gen.eos_ids)
-      if (e == id) return;
-    const std::string text = stream.push(id);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    out.token(id);
   };
   // A write to stdout that failed (a full disk, a closed stdout) ends generation: the text is lost.
   gen.should_stop = [] { return std::ferror(stdout) != 0; };
@@ -238,8 +290,7 @@ int run(RunOpts o) {
     std::fputs("\n", stderr);  // the error starts a line of its own on a terminal
     throw;
   }
-  const std::string rest = stream.finish();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  out.finish();
   // Exit status 0 with the text not written (`lg run ... > out.txt` on a full disk) is a silent
   // loss: refused, as lg batch refuses a failed write of its results.
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
@@ -265,7 +316,12 @@ LG_COMMAND("run", [](CLI::App& app) {
   lg::cli::add_model_options(sub, o->model, o->program);
   auto* prompt = sub->add_option("--prompt,-p", o->prompt, "prompt text ('-': read it from stdin, byte for byte: a trailing newline stays)");
   auto* file = sub->add_option("--file,-f", o->prompt_file, "read the prompt from a file ('-': stdin), byte for byte");
+  auto* ids = sub->add_option("--prompt-ids", o->prompt_ids,
+                              "the prompt as token ids (5 12 7, or 5,12,7; no tokenizer needed): stdout is then the "
+                              "prompt's and the generated ids, space-separated, eos included")
+                  ->expected(1, -1);
   prompt->excludes(file);
+  ids->excludes(prompt)->excludes(file);
   sub->add_flag("--no-echo", o->no_echo, "print only the generated text, not the prompt before it");
   auto* max_tokens = sub->add_option("--max-tokens,-n", o->max_tokens, "new tokens to generate at most (default: "
                                      "generation_config.json's max_new_tokens, else 128; more than the context "
@@ -306,8 +362,9 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--seed", o->seed, "seed of the sampler (default: a random one; a sampled run's speed line names it)")
       ->check(lg::cli::unsigned_integer());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
-  return [o, prompt, file, max_tokens]() -> int {
-    if (prompt->count() == 0 && file->count() == 0) throw lg::Error("lg run needs a prompt: --prompt TEXT, --prompt - (stdin) or -f FILE");
+  return [o, prompt, file, ids, max_tokens]() -> int {
+    if (prompt->count() == 0 && file->count() == 0 && ids->count() == 0)
+      throw lg::Error("lg run needs a prompt: --prompt TEXT, --prompt - (stdin), -f FILE or --prompt-ids IDS");
     o->max_tokens_given = max_tokens->count() > 0;
     return run(*o);
   };

@@ -187,5 +187,37 @@ TEST(CliGeneration, LgRunStartupTimesOfTheFirstStepsFollowTheText) {
   EXPECT_NE(r.out.find("lg: startup: lg run: make lane"), std::string::npos) << r.out;  // the others as before
 }
 
+// --prompt-ids runs a model with no tokenizer.json (the fixtures): stdout is the ids. On
+// tiny-qwen3 they are transformers' greedy ids (golden.json): the smallest margin between the top
+// two logits there is 3.5e-4, the fp32 CPU lane within about 1e-5 of transformers' logits. Its
+// `generate` masked token id 0 as padding, so the prompt is sent as it attended to it, without
+// the zeros (tests/lanes_qwen/test_util.h, prompt_generate_attended).
+TEST(CliGeneration, LgRunPromptIdsGivesTransformersGreedyIds) {
+  const nlohmann::json golden = nlohmann::json::parse(std::ifstream(kTiny + "/golden.json"));
+  for (const auto& c : golden["cases"]) {
+    std::string ids, want;
+    for (const auto& id : c["prompt_ids"])
+      if (id.get<int>() != 0) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+    for (const auto& id : c["greedy_ids"]) want += (want.empty() ? "" : " ") + std::to_string(id.get<int>());
+    const CliRun r = run_lg("run -m " + kTiny + " --prompt-ids " + ids + " -n " +
+                            std::to_string(c["greedy_ids"].size()) + " --no-echo -q --temperature 0");
+    EXPECT_EQ(r.code, 0) << r.out;
+    // stdout's line, then stderr's speeds (run_lg reads both).
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), want + "\n") << "prompt " << ids;
+    EXPECT_NE(r.out.find("\nlg: prefill "), std::string::npos) << r.out;
+  }
+  // With echo, the prompt's ids come first; an id past the vocabulary is named.
+  const CliRun echoed = run_lg("run -m " + kTiny + " --prompt-ids 175 -n 2 -q --temperature 0");
+  EXPECT_EQ(echoed.out.substr(0, echoed.out.find('\n') + 1), "175 342 342\n") << echoed.out;
+  const CliRun bad = run_lg("run -m " + kTiny + " --prompt-ids 5,512");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("--prompt-ids: id 512 is outside the model's vocabulary of 512 ids"), std::string::npos) << bad.out;
+  const CliRun text = run_lg("run -m " + kTiny + " -p hi");
+  EXPECT_NE(text.out.find("no tokenizer.json; lg run needs one to read the prompt (or give the prompt as token ids: "
+                          "--prompt-ids)"),
+            std::string::npos)
+      << text.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test
