@@ -87,6 +87,7 @@ TEST(QwenMixedAttention, DecodeBatchRowMapReadsAndWritesItsRows) {
     if (attention_decode_long_supports(c.H, c.KV, c.Dh)) {
       plans.push_back({BatchAttnForm::kRows, splits});
       plans.push_back({BatchAttnForm::kTcRows, splits, c.H / c.KV, 4});
+      plans.push_back({BatchAttnForm::kTcRows, splits, c.H / c.KV, 2});
     }
     auto scratch = poisoned_f32(decode_attention_batch_scratch_floats(c.H, c.KV, c.Dh, B));
     auto counters = to_device(std::vector<int>(size_t(B) * c.H, 0));

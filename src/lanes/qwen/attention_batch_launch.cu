@@ -94,9 +94,13 @@ struct TcRowsKernel {
 };
 
 /// f(TcRowsKernel<...>{}) for a shape attention_decode_long_supports takes (a group of 2 or 4,
-/// head_dim 64 or 128) and blocks of `warps` (4 or 8) warps.
+/// head_dim 64 or 128) and blocks of `warps` (2, 4 or 8) warps.
 template <typename F>
 void with_tc_rows_kernel(int G, int Dh, int warps, F&& f) {
+  if (warps == 2) {
+    if (Dh == 64) return G == 2 ? f(TcRowsKernel<64, 2, 2>{}) : f(TcRowsKernel<64, 4, 2>{});
+    return G == 2 ? f(TcRowsKernel<128, 2, 2>{}) : f(TcRowsKernel<128, 4, 2>{});
+  }
   if (warps == 4) {
     if (Dh == 64) return G == 2 ? f(TcRowsKernel<64, 2, 4>{}) : f(TcRowsKernel<64, 4, 4>{});
     return G == 2 ? f(TcRowsKernel<128, 2, 4>{}) : f(TcRowsKernel<128, 4, 4>{});
@@ -112,11 +116,25 @@ int tc_rows_mode() {
   return mode;
 }
 
-/// v10's plan for `batch` sequences: 8-warp blocks while the batch's (sequence, KV head) items fit
-/// one on each SM, else 4-warp blocks (two an SM); splits of v8's split length covering
+/// v10's blocks' warps (knob LG_QWEN_V10_WARPS: 2, 4 or 8; else the rule): 8 while the batch's
+/// (sequence, KV head) items fit one on each SM, 4 (two an SM) while they fit in one wave of
+/// those, else 2 (four an SM). Every form holds 8 warps an SM; fewer a block keeps the launch one
+/// wave, where 4-warp blocks took two at 48-64 sequences of the 8B shape (512 items over the
+/// H100's 264), paying the prologue and first round trips twice (bench/RESULTS.md, session 37,
+/// calls 6-7, H100: the kernel at 64 x 256 44.6 -> 38.8 us; the step at 48 sequences of
+/// 1,024-4,096 positions -3.4 to -5.3%, at 64 -0.5 to -1.2%; not yet measured on an H200, which
+/// has as many SMs).
+int tc_rows_warps(int items) {
+  static const int forced = lab_knob("LG_QWEN_V10_WARPS", 0);
+  if (forced == 2 || forced == 4 || forced == 8) return forced;
+  if (items <= cuda::sm_count()) return 8;
+  return items <= 2 * cuda::sm_count() ? 4 : 2;
+}
+
+/// v10's plan for `batch` sequences: tc_rows_warps' blocks; splits of v8's split length covering
 /// split_len, no more than one wave of blocks over the items.
 BatchAttnPlan tc_rows_plan(int H, int KV, int Dh, int batch, int split_len) {
-  const int items = KV * batch, warps = items <= cuda::sm_count() ? 8 : 4;
+  const int items = KV * batch, warps = tc_rows_warps(items);
   BatchAttnPlan plan{BatchAttnForm::kTcRows, 1, H / KV, warps};
   with_tc_rows_kernel(H / KV, Dh, warps, [&](auto k) {
     using K = decltype(k);
@@ -280,8 +298,8 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
     if (!attention_decode_long_supports(r.H, r.KV, r.Dh))
       throw Error("hand-written attention: v10 takes 2 or 4 query heads a KV head and head_dim 64 or 128, not " +
                   std::to_string(r.H / r.KV) + " and " + std::to_string(r.Dh));
-    if (plan.warps != 4 && plan.warps != 8)
-      throw Error("hand-written attention: v10 takes blocks of 4 or 8 warps, not " + std::to_string(plan.warps));
+    if (plan.warps != 2 && plan.warps != 4 && plan.warps != 8)
+      throw Error("hand-written attention: v10 takes blocks of 2, 4 or 8 warps, not " + std::to_string(plan.warps));
     const dev::DecodeAttnParams p =
         batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
     // Launched without PDL: its blocks start when the QKV projection has ended. Started early,

@@ -81,8 +81,8 @@ __device__ __forceinline__ void warp_rows_state(float (&m)[QG], float (&l)[QG], 
   }
 }
 
-/// The prologue of a block serving query heads h0 .. h0 + QG - 1 of KV head kvh (v8, v10): warp
-/// g < QG forms query head h0 + g from the raw projection (bias, q-norm, RoPE at `pos`) into s_q;
+/// The prologue of a block serving query heads h0 .. h0 + QG - 1 of KV head kvh (v8, v10): warp w
+/// forms query heads h0 + w, h0 + w + NW, ... from the raw projection (bias, q-norm, RoPE at `pos`) into s_q;
 /// in split 0 (holds_pos) warp QG % NW forms this position's K and V, which the writer block (one
 /// per KV head) stores to the caches at pool row pos_row, and leaves them in s_kv rounded to bf16
 /// as the cache holds them (the other blocks of split 0 may not see the cache rows yet). Every
@@ -103,8 +103,8 @@ __device__ __forceinline__ void form_block_queries(const DecodeAttnParams& p, in
       qn[e] = p.q_norm ? p.q_norm[d] : 1.f;
       kn[e] = p.k_norm ? p.k_norm[d] : 1.f;
     }
-    if (warp < QG) {
-      const size_t row = static_cast<size_t>(h0 + warp) * DH;
+    for (int g = warp; g < QG; g += NW) {  // more heads than warps: v10's 2-warp blocks at a group of 4
+      const size_t row = static_cast<size_t>(h0 + g) * DH;
       float q[EPL], bq[EPL];
 #pragma unroll
       for (int e = 0; e < EPL; ++e) {
@@ -113,7 +113,7 @@ __device__ __forceinline__ void form_block_queries(const DecodeAttnParams& p, in
       }
       rope_head_slice<DH>(q, bq, qn, p.q_norm != nullptr, cs, sn, p.eps);
 #pragma unroll
-      for (int e = 0; e < EPL; ++e) s_q[warp][lane * EPL + e] = q[e];
+      for (int e = 0; e < EPL; ++e) s_q[g][lane * EPL + e] = q[e];
     }
     if (holds_pos && warp == kv_warp) {
       const size_t krow = static_cast<size_t>(p.H + kvh) * DH, vrow = static_cast<size_t>(p.H + p.KV + kvh) * DH;

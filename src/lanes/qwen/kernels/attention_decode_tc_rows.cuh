@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(NW * 32, 8 / NW) attn_decode_tc_rows_kernel(co
   constexpr int KS = DH / 16;  // k-steps of the scores; m-tiles of P V
   constexpr int CU = DH / 32;  // uint4 of a lane's quarter row
   static_assert(DH == 64 || DH == 128, "quarters of 16 or 32 elements");
-  static_assert(G >= 1 && G <= 8 && G <= NW, "the queries are the 8 columns of S^T; a warp forms each");
+  static_assert(G >= 1 && G <= 8, "the queries are the 8 columns of S^T");
   __shared__ __align__(16) float s_q[G][DH];
   __shared__ float s_kv[2][DH];
   __shared__ float s_m[NW][G], s_l[NW][G], s_o[NW][G][DH];
