@@ -117,12 +117,19 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
 /// command reads -m): an absolute one as given; a relative one rewritten relative to the lock
 /// file's folder's parent, where lg lock check and update read it (resolve_model). Recorded as
 /// typed, `lg lock new -m ../x -o deep/L/a.lock.json` wrote a lock that check could not find.
+/// The path is rewritten as text (keeping a "../shared/" that --shared replaces), and kept only
+/// when it names the same directory from there: through a symlink and "..", text and file system
+/// disagree, and the canonical path relative to there is recorded instead.
 std::string lock_model_path(const std::string& model, const std::string& out) {
   const fs::path m(model);
   if (m.is_absolute()) return model;
   const fs::path from = fs::absolute(out).lexically_normal().parent_path().parent_path();
   const fs::path rel = fs::absolute(m).lexically_normal().lexically_relative(from);
-  return rel.empty() ? fs::absolute(m).lexically_normal().generic_string() : rel.generic_string();
+  std::error_code ec;
+  if (!rel.empty() && fs::equivalent(from / rel, m, ec)) return rel.generic_string();
+  const fs::path real = fs::weakly_canonical(m, ec);
+  const fs::path real_rel = real.lexically_relative(fs::weakly_canonical(from, ec));
+  return real_rel.empty() ? real.generic_string() : real_rel.generic_string();
 }
 
 int run_new(const LockOptions& o) {
@@ -174,20 +181,27 @@ int run_new(const LockOptions& o) {
 }
 
 int run_update(const LockOptions& o) {
-  // Every lock is read, and its model found, before any is rewritten: a malformed lock or a missing
-  // model stopped the update after it had rewritten the locks before it.
-  std::vector<std::pair<fs::path, locks::Lock>> all;
+  // Every lock is read, its model opened and its prompts checked against it before any lock is
+  // rewritten: a malformed lock, a missing model or a prompt id past the vocabulary stopped the
+  // update after it had rewritten the locks before it.
+  struct Ready {
+    fs::path file;
+    locks::Lock lock;
+    model::ModelDir dir;
+  };
+  std::vector<Ready> all;
   for (auto& file : lock_files(o.locks_dir)) {
-    auto lock = locks::read_lock(file);
-    if (!fs::is_directory(resolve_model(lock, o)))
-      throw Error(file.string() + ": its model " + lock.model + " is not at " + resolve_model(lock, o).string() +
-                  " (no lock was updated)");
-    all.emplace_back(file, std::move(lock));
+    try {
+      auto lock = locks::read_lock(file);
+      auto dir = open_model(resolve_model(lock, o), o, needed_seq(lock));
+      // The prompts are run again; the old tokens are replaced, whatever they were.
+      locks::check_lock_fits(lock, file.string(), dir.vocab, dir.context, /*tokens=*/false);
+      all.push_back({file, std::move(lock), std::move(dir)});
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + " (no lock was updated)");
+    }
   }
-  for (auto& [file, old] : all) {
-    auto dir = open_model(resolve_model(old, o), o, needed_seq(old));
-    // The prompts are run again; the old tokens are replaced, whatever they were.
-    locks::check_lock_fits(old, file.string(), dir.vocab, dir.context, /*tokens=*/false);
+  for (auto& [file, old, dir] : all) {
     std::vector<std::vector<int32_t>> prompts;
     for (auto& c : old.cases) prompts.push_back(c.prompt_ids);
     auto lock = record(dir, old.model, prompts, old.new_tokens);

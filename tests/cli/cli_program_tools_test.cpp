@@ -327,7 +327,16 @@ TEST(CliUsage, LockCheckAwayFromTheRepoNamesLocksAndShared) {
   EXPECT_NE(update.out.find("zz.lock.json: missing field 'format'"), std::string::npos) << update.out;
   std::ifstream after_in(dir / "tiny-qwen3.lock.json");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), std::istreambuf_iterator<char>()), before);
-  EXPECT_EQ(update.out.find("updated"), std::string::npos) << update.out;
+  EXPECT_NE(update.out.find("(no lock was updated)"), std::string::npos) << update.out;
+  EXPECT_EQ(update.out.rfind("updated ", 0), std::string::npos) << update.out;
+  // A well-formed lock whose prompt is past its model's vocabulary is found before any rewrite too.
+  nlohmann::json bad = nlohmann::json::parse(before);
+  bad["cases"][0]["prompt_ids"][0] = 99999;
+  std::ofstream(dir / "zz.lock.json") << bad.dump();
+  const CliRun past = run_lg("lock update --locks " + dir.string() + " --shared " + kShared);
+  EXPECT_EQ(past.code, 1) << past.out;
+  EXPECT_NE(past.out.find("is 99999, outside the model's vocabulary of 512 ids"), std::string::npos) << past.out;
+  EXPECT_EQ(past.out.rfind("updated ", 0), std::string::npos) << past.out;
   std::filesystem::remove_all(dir.parent_path());
 }
 
