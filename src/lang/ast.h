@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "lang/source.h"
@@ -148,13 +147,27 @@ struct FnDecl {
 };
 
 /// One parsed file.
+/// A name that a statement or declaration dropped at a syntax error would have bound (`x =
+/// embed[tokens` with its ')' missing drops the statement, and the parser's resync may skip a
+/// whole block), and where: from the dropped text to the end of the model or fn holding it.
+struct DroppedName {
+  std::string name;
+  Span from, until;
+};
+
 struct Module {
   std::vector<FnDecl> fns;
   std::vector<Model> models;
-  /// Names that statements dropped at a syntax error would have bound (`x = embed[tokens` with
-  /// its ')' missing drops the statement, and the parser's resync may skip a whole block): later
-  /// uses of them read as unknown, which says nothing new (Elaborator::unknown_name).
-  std::unordered_set<std::string> dropped_names;
+  std::vector<DroppedName> dropped;
+  /// Whether `name` used at `at` may be one a dropped statement before it would have bound: its
+  /// "unknown name" says nothing new (Elaborator::unknown_name). A use before the dropped text,
+  /// or in another fn or model, is still unknown.
+  bool dropped_before(const std::string& name, const Span& at) const {
+    auto before = [](const Span& a, const Span& b) { return a.line < b.line || (a.line == b.line && a.col < b.col); };
+    for (const DroppedName& d : dropped)
+      if (d.name == name && d.from.file == at.file && before(d.from, at) && !before(d.until, at)) return true;
+    return false;
+  }
 };
 
 }  // namespace lg::lang

@@ -198,7 +198,7 @@ class Elaborator {
   // ---- diagnostics
   Value err(const Span& span, const std::string& message);
   /// "unknown name 'NAME'" at span, or nothing for a name a statement dropped at a syntax error
-  /// would have bound (Module::dropped_names); returns Value::error() either way.
+  /// before it would have bound (Module::dropped_before); returns Value::error() either way.
   Value unknown_name(const Span& span, const std::string& name);
   std::string show(const Value& v) const { return describe(v, sym_names_); }
   std::string show(const ir::Shape& s) const { return format_shape(s, sym_names_); }

@@ -145,9 +145,10 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
 
 // After a syntax error, a name the dropped statement would have bound (`x = embed[tokens` with
 // its ')' missing) reads as unknown further on: such errors say nothing new, and are left out
-// until the syntax error is fixed. Other unknown names are still reported in the same run.
+// until the syntax error is fixed. Other unknown names, and uses before the dropped statement,
+// are still reported in the same run.
 Value Elaborator::unknown_name(const Span& span, const std::string& name) {
-  if (p_.main.dropped_names.count(name)) return Value::error();
+  if (p_.main.dropped_before(name, span)) return Value::error();
   return err(span, "unknown name '" + name + "'");
 }
 
@@ -228,6 +229,7 @@ void Elaborator::exec_for(const Stmt& s) {
   }
   if (!has_layers_) {
     if (layers_failed_) return;  // the layers block's own error says why
+    if (p_.main.dropped_before("layers", s.range_span)) return;  // a syntax error swallowed it
     err(s.range_span, "the model has no layers block to iterate");
     return;
   }

@@ -1,8 +1,8 @@
 #include "lang/parser.h"
 
 #include <string>
-#include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace lg::lang {
 namespace {
@@ -35,11 +35,12 @@ class Parser {
         } catch (const SyntaxError&) {
           sync_top();
         }
+        close_dropped(m);
         skip_newlines();
       }
     } catch (const TooDeep&) {
     }
-    m.dropped_names = std::move(dropped_);
+    close_dropped(m);
     return m;
   }
 
@@ -99,16 +100,35 @@ class Parser {
       take();
     }
   }
-  /// The names assigned (`NAME =`, `A, B =`) among tokens [from, to): what statements dropped at
-  /// a syntax error would have bound (Module::dropped_names).
+  /// The names bound among tokens [from, to), which a syntax error dropped (Module::dropped):
+  /// assigned (`NAME =`, `A, B =`) or declared (`const NAME`, `param NAME`, `state NAME`, `dtype
+  /// NAME`), and "layers" where the text held that keyword (a layers block swallowed by an open
+  /// bracket). Their scope ends with the model or fn holding them (close_dropped).
   void note_dropped_names(size_t from, size_t to) {
+    const Span start = toks_[from].span;
     for (size_t k = from; k + 1 < to && k + 1 < toks_.size(); ++k) {
-      if (toks_[k].kind != Tok::Ident) continue;
+      const Tok kind = toks_[k].kind;
+      if (kind == Tok::KwLayers) open_dropped_.push_back({"layers", start, {}});  // a layers block, maybe
+      if ((kind == Tok::KwConst || kind == Tok::KwParam || kind == Tok::KwState || kind == Tok::KwDtype) &&
+          toks_[k + 1].kind == Tok::Ident) {
+        open_dropped_.push_back({toks_[k + 1].text, start, {}});
+        continue;
+      }
+      if (kind != Tok::Ident) continue;
       size_t j = k + 1;
       while (j + 1 < to && toks_[j].kind == Tok::Comma && toks_[j + 1].kind == Tok::Ident) j += 2;
       if (toks_[j].kind != Tok::Assign) continue;
-      for (size_t i = k; i < j; i += 2) dropped_.insert(toks_[i].text);
+      for (size_t i = k; i < j; i += 2) open_dropped_.push_back({toks_[i].text, start, {}});
     }
+  }
+  /// Ends the scope of the names dropped in the model or fn just parsed at its last token.
+  void close_dropped(Module& m) {
+    const Span until = toks_[pos_ > 0 ? pos_ - 1 : 0].span;
+    for (DroppedName& d : open_dropped_) {
+      d.until = until;
+      m.dropped.push_back(std::move(d));
+    }
+    open_dropped_.clear();
   }
   /// After an error at the top level: skip to the next 'model' or 'fn' that starts a line.
   void sync_top() {
@@ -151,11 +171,13 @@ class Parser {
     expect(Tok::LBrace);
     skip_newlines();
     while (!at(Tok::RBrace) && !at(Tok::End)) {
+      const size_t start = pos_;
       try {
         model_item(m);
         end_of_item();
       } catch (const SyntaxError&) {
         sync_item();
+        note_dropped_names(start, pos_);
       }
     }
     expect(Tok::RBrace, "'}' to close the model");
@@ -169,6 +191,7 @@ class Parser {
         expect(Tok::LBrace);
         skip_newlines();
         while (!at(Tok::RBrace) && !at(Tok::End)) {
+          const size_t start = pos_;
           try {
             Decl d;
             d.kind = DeclKind::Dim;
@@ -181,6 +204,7 @@ class Parser {
             end_of_item();
           } catch (const SyntaxError&) {
             sync_item();
+            note_dropped_names(start, pos_);
           }
         }
         expect(Tok::RBrace);
@@ -662,7 +686,7 @@ class Parser {
   Diagnostics& diags_;
   size_t pos_ = 0;
   int depth_ = 0;
-  std::unordered_set<std::string> dropped_;  ///< Module::dropped_names
+  std::vector<DroppedName> open_dropped_;  ///< dropped in the model or fn being parsed (close_dropped)
 };
 
 }  // namespace

@@ -141,7 +141,7 @@ class FnNameCheck {
     if (bound_.count(n) || dtypes.count(n)) return;
     if (model_names_.count(n) || n == "S")
       p_.diags.error(e.span, "fn '" + fn_.name + "' uses '" + n + "' of the model: fns are pure, pass it as an argument");
-    else if (!p_.fns.count(n) && !is_primitive(n) && !p_.main.dropped_names.count(n))  // Elaborator::unknown_name
+    else if (!p_.fns.count(n) && !is_primitive(n) && !p_.main.dropped_before(n, e.span))  // Elaborator::unknown_name
       p_.diags.error(e.span, "unknown name '" + n + "'");
   }
   Program& p_;

@@ -277,6 +277,25 @@ TEST(Diagnostics, NamesADroppedStatementWouldBindAreNotUnknown) {
   EXPECT_EQ(out.diagnostics[0].span.line, 8) << out.rendered;
 }
 
+// The hiding is scoped: a use before the dropped statement, or in a fn when the forward dropped
+// the name, is still unknown (a third new-user pass found both hidden); a model-level declaration
+// dropped with an open bracket (which swallows the layers block too) hides its own name and the
+// missing layers block, nothing else.
+TEST(Diagnostics, DroppedNamesHideOnlyLaterUsesInTheirModelOrFn) {
+  std::string src = program("", "    u = x * w\n    w = x +\n", "    return u\n");  // w used at line 7, dropped at 8
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 2u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[1].message, "unknown name 'w'") << out.rendered;
+  EXPECT_EQ(out.diagnostics[1].span.line, 7) << out.rendered;
+  src = program("", "    h2 = x +\n", kReturn, "fn g(a) = a * h2\n");
+  out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 2u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[1].message, "unknown name 'h2'") << out.rendered;
+  src = program("  const k = (config.rms_norm_eps ?? 1e-6\n" + std::string(kLayers), "    for l in layers {\n      x = x * k\n    }\n");
+  out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+}
+
 // A file cut short misses both the block's and the model's '}' at its end: one error there.
 TEST(Diagnostics, OneErrorAPosition) {
   const std::string src = "model m {\n  forward(t: i32[T]) -> f32[T] {\n    return t\n";
