@@ -4,6 +4,7 @@
 // Mistral, Gemma). TEXT "-" reads stdin.
 #include <cstdint>
 #include <iostream>
+#include <sstream>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -91,9 +92,20 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--skip-special-tokens", args->skip_special_tokens,
                 "leave out the special tokens (tokenizer.json's added tokens marked special: <|endoftext|>, "
                 "<|im_start|>, ...), as lg run and lg serve show generated text; default: shown, as HF's decode");
-  sub->add_option("ids", args->ids, "token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits only")->required();
+  sub->add_option("ids", args->ids,
+                  "token ids: separate arguments (5 12 7), or comma-separated in one (5,12,7); plain decimal digits "
+                  "only; - reads them from stdin")
+      ->required();
   return [args] {
     const auto tok = load(args->model);
+    // `-`: the ids from standard input, split at spaces and newlines (`lg run --prompt-ids ... |
+    // lg detokenize -m DIR -`).
+    if (args->ids == std::vector<std::string>{"-"}) {
+      std::istringstream in(read_stdin());
+      args->ids.clear();
+      for (std::string word; in >> word;) args->ids.push_back(word);
+      if (args->ids.empty()) throw lg::Error("detokenize: standard input holds no token ids");
+    }
     // The library skips ids without a token, as the reference does; on the command line an
     // unknown id is more likely a typo, so it is an error.
     const std::vector<int32_t> ids =

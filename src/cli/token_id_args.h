@@ -36,7 +36,10 @@ inline std::vector<int32_t> parse_token_id_args(const std::vector<std::string>& 
                     " (ids are separated by one comma)");
       // Digits only: stoll also took "+5" and " 12", so a stray sign or space passed for an id.
       if (item.find_first_not_of("0123456789") != std::string::npos)
-        throw Error(what + ": \"" + item + "\" is not a token id (ids are non-negative decimal integers)");
+        throw Error(what + ": \"" + item + "\" is not a token id (ids are non-negative decimal integers" +
+                    (item.find_first_of(" \t\n") != std::string::npos
+                         ? "; ids in one argument are separated by commas, or give them as separate arguments)"
+                         : ")"));
       uint64_t v = 0;
       const bool fits = std::from_chars(item.data(), item.data() + item.size(), v).ec == std::errc() &&
                         v <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max());

@@ -212,6 +212,16 @@ TEST(CliGeneration, LgRunPromptIdsGivesTransformersGreedyIds) {
   const CliRun bad = run_lg("run -m " + kTiny + " --prompt-ids 5,512");
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("--prompt-ids: id 512 is outside the model's vocabulary of 512 ids"), std::string::npos) << bad.out;
+  // Piped into lg detokenize (`-`: ids from stdin), the ids are the text lg run prints for the prompt.
+  const CliRun piped = run_lg("detokenize --no-newline -m " + kModel + " -",
+                              std::string(LG_BINARY) + " run -m " + kModel +
+                                  " --prompt-ids 750,282 -n 6 -q --temperature 0 2>/dev/null | ");
+  const CliRun as_text = run_lg("run -m " + kModel + " -p 'def f' -n 6 -q --temperature 0 2>/dev/null");
+  EXPECT_EQ(piped.code, 0) << piped.out;
+  // (run_lg reads stderr too: lg run's speed line follows its text, after a newline of its own.)
+  EXPECT_EQ(piped.out, as_text.out.substr(0, as_text.out.find("\nlg: prefill"))) << "the ids of 'def f' are 750 282";
+  const CliRun spaced = run_lg("run -m " + kTiny + " --prompt-ids '1 2'");
+  EXPECT_NE(spaced.out.find("ids in one argument are separated by commas"), std::string::npos) << spaced.out;
   const CliRun text = run_lg("run -m " + kTiny + " -p hi");
   EXPECT_NE(text.out.find("no tokenizer.json; lg run needs one to read the prompt (or give the prompt as token ids: "
                           "--prompt-ids)"),
