@@ -63,7 +63,7 @@ std::string charset(const std::string& content_type) {
     std::string param = lowercase_unspaced(content_type.substr(at + 1, end == std::string::npos ? end : end - at - 1));
     if (param.rfind("charset=", 0) != 0) continue;
     param.erase(0, 8);
-    param.erase(std::remove(param.begin(), param.end(), '"'), param.end());
+    param.erase(std::remove_if(param.begin(), param.end(), [](char c) { return c == '"' || c == '\''; }), param.end());
     return param;
   }
   return "";
@@ -165,7 +165,9 @@ std::optional<std::string> read_json_body(const httplib::Request& req, const htt
   }
   // JSON is UTF-8 on the wire (RFC 8259 8.1): a body declared in another charset (UTF-16 from a
   // Windows client) was read as UTF-8 and refused as "not valid JSON at column 2".
-  if (const std::string cs = charset(content_type); !cs.empty() && cs != "utf-8" && cs != "utf8") {
+  // ASCII is UTF-8's first 128 code points: a body declared us-ascii reads the same.
+  if (const std::string cs = charset(content_type);
+      !cs.empty() && cs != "utf-8" && cs != "utf8" && cs != "us-ascii" && cs != "ascii") {
     send_json(res, 415,
               error_body(fmt::format("Unsupported charset '{}': the JSON body must be UTF-8 (send it as UTF-8, with "
                                      "'Content-Type: application/json' or '; charset=utf-8')",
