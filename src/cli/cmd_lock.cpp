@@ -67,9 +67,9 @@ model::ModelDir open_model(const fs::path& path, const LockOptions& o, int64_t p
   return dir;
 }
 
-/// --locks' default: ./locks when there is one (the repository root), else the locks/ beside the
-/// source tree's models/ this lg was built from (runtime::builtin_model_source_dirs), so that
-/// `lg lock check` works from any directory; "locks" when neither is there (lock_files refuses it).
+/// lg lock check's --locks default: ./locks when there is one (the repository root), else the
+/// locks/ beside the source tree's models/ this lg was built from (runtime::builtin_model_source_dirs),
+/// so that it works from any directory; "locks" when neither is there (lock_files refuses it).
 std::string default_locks_dir() {
   if (fs::is_directory("locks")) return "locks";
   for (const fs::path& models : runtime::builtin_model_source_dirs()) {
@@ -84,7 +84,7 @@ std::string default_locks_dir() {
 std::vector<fs::path> lock_files(const std::string& dir) {
   if (!fs::is_directory(dir))
     throw Error(dir + ": no such locks folder (--locks DIR; a relative path is taken from the current directory; the "
-                      "default is ./locks, else the source tree's locks/)");
+                      "default is ./locks, and for lg lock check else the source tree's locks/)");
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().string().ends_with(".lock.json")) files.push_back(e.path());
@@ -327,7 +327,9 @@ LG_COMMAND("lock", [](CLI::App& app) {
   std::vector<CLI::Option*> locks_options;
   for (auto* sub : {update, check}) {
     locks_options.push_back(sub->add_option("--locks", o->locks_dir,
-                                            "folder of *.lock.json (default: ./locks, else the source tree's locks/)"));
+                                            sub == check ? "folder of *.lock.json (default: ./locks, else the source "
+                                                           "tree's locks/)"
+                                                         : "folder of *.lock.json (default: ./locks)"));
     sub->add_option("--shared", o->shared_dir, "folder that replaces a model path's leading ../shared/");
   }
   check->add_option("--lane", o->lane, "lane: cpu, compiled, handwritten")
@@ -343,7 +345,9 @@ LG_COMMAND("lock", [](CLI::App& app) {
                     "margin below which a differing token is excused (default: by lane, docs/locks.md)")
       ->check(non_negative_number());
   return [o, add, update, check, locks_options]() {
-    if (!add->parsed() &&
+    // Only check falls back to the source tree's locks: update rewrites them, which from an
+    // unrelated directory is more likely a mistake than a wish.
+    if (check->parsed() &&
         std::none_of(locks_options.begin(), locks_options.end(), [](const CLI::Option* l) { return l->count() > 0; }))
       o->locks_dir = default_locks_dir();
     if (add->parsed()) return run_new(*o);
