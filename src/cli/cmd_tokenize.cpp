@@ -4,8 +4,8 @@
 // Mistral, Gemma). TEXT "-" reads stdin.
 #include <cstdint>
 #include <iostream>
-#include <sstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 

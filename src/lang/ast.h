@@ -146,7 +146,6 @@ struct FnDecl {
   std::vector<Stmt> body;  ///< `fn f(x) = e` is parsed as a body of one Return
 };
 
-/// One parsed file.
 /// A name that a statement or declaration dropped at a syntax error would have bound (`x =
 /// embed[tokens` with its ')' missing drops the statement, and the parser's resync may skip a
 /// whole block), and where: from the dropped text to the end of the model or fn holding it.
@@ -155,6 +154,7 @@ struct DroppedName {
   Span from, until;
 };
 
+/// One parsed file.
 struct Module {
   std::vector<FnDecl> fns;
   std::vector<Model> models;
