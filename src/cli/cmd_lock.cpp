@@ -113,6 +113,9 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
   return lock;
 }
 
+/// The folder a lock file's relative model path is read from: its folder's parent.
+fs::path lock_base(const std::string& out) { return fs::absolute(out).lexically_normal().parent_path().parent_path(); }
+
 /// The model path a new lock records for `-m model` (read from the current directory, as every
 /// command reads -m): an absolute one as given; a relative one rewritten relative to the lock
 /// file's folder's parent, where lg lock check and update read it (resolve_model). Recorded as
@@ -123,7 +126,7 @@ locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
 std::string lock_model_path(const std::string& model, const std::string& out) {
   const fs::path m(model);
   if (m.is_absolute()) return model;
-  const fs::path from = fs::absolute(out).lexically_normal().parent_path().parent_path();
+  const fs::path from = lock_base(out);
   const fs::path rel = fs::absolute(m).lexically_normal().lexically_relative(from);
   std::error_code ec;
   if (!rel.empty() && fs::equivalent(from / rel, m, ec)) return rel.generic_string();
@@ -172,7 +175,7 @@ int run_new(const LockOptions& o) {
   const std::string model = lock_model_path(o.model, o.out);
   if (model != o.model)
     fmt::print("lg lock new: the lock records the model as {} (relative to {}, where lg lock check reads it)\n", model,
-               fs::absolute(o.out).lexically_normal().parent_path().parent_path().string());
+               lock_base(o.out).string());
   auto lock = record(dir, model, prompts, o.new_tokens);
   locks::write_lock(o.out, lock);
   fmt::print("wrote {}: {} case{} x {} token{}, weights {}\n", o.out, lock.cases.size(), lock.cases.size() == 1 ? "" : "s",
