@@ -128,14 +128,45 @@ std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::
   return param_problems(graph, checkpoint);
 }
 
+namespace {
+/// The layer index of a tensor name's "layers.N." (GPT-2's "h.N."); -1 where it names none.
+int64_t tensor_layer(const std::string& name) {
+  static const std::regex layer(R"((?:^|\.)(?:layers|h)\.(\d+)\.)");
+  std::smatch m;
+  return std::regex_search(name, m, layer) ? std::stoll(m[1].str()) : -1;
+}
+
+/// Layer indices as people write them: "36-39" where they run on, else "1, 4, 9".
+std::string layer_list(const std::vector<int64_t>& layers) {
+  if (layers.size() > 1 && std::is_sorted(layers.begin(), layers.end()) &&
+      layers.back() - layers.front() + 1 == static_cast<int64_t>(layers.size()))
+    return std::to_string(layers.front()) + "-" + std::to_string(layers.back());
+  std::string list;
+  for (int64_t l : layers) list += (list.empty() ? "" : ", ") + std::to_string(l);
+  return list;
+}
+}  // namespace
+
 std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint) {
   std::vector<std::string> problems;
+  // Layers the program reads and the checkpoint holds no tensor of (a config.json from a deeper
+  // model) are one problem, not one a tensor of each such layer.
+  std::set<int64_t> held_layers, absent_layers;
+  for (const std::string& name : checkpoint.names())
+    if (const int64_t l = tensor_layer(name); l >= 0) held_layers.insert(l);
+  auto in_absent_layer = [&](const std::string& tensor) {
+    const int64_t l = tensor_layer(tensor);
+    if (l < 0 || held_layers.empty() || held_layers.count(l)) return false;
+    absent_layers.insert(l);
+    return true;
+  };
   for (const ir::ParamInfo& p : graph.params) {
     std::vector<int64_t> want = declared(p);
     if (!p.parts.empty()) {
       // Stacked experts: every part is one slice [shape[1:]] of the param.
       const std::vector<int64_t> slice(want.begin() + 1, want.end());
       for (const std::string& part : p.parts) {
+        if (!checkpoint.contains(part) && in_absent_layer(part)) continue;
         if (!checkpoint.contains(part)) {
           std::string near;
           for (const auto& n : checkpoint.nearest_names(part)) near += (near.empty() ? "" : ", ") + n;
@@ -154,6 +185,7 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
       continue;
     }
     if (p.transposed) std::reverse(want.begin(), want.end());  // stored [in, out]
+    if (!checkpoint.contains(p.tensor) && in_absent_layer(p.tensor)) continue;
     if (!checkpoint.contains(p.tensor)) {
       std::string near;
       for (const auto& n : checkpoint.nearest_names(p.tensor)) near += (near.empty() ? "" : ", ") + n;
@@ -193,6 +225,14 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
                        form + "\" (a config.json from a shallower model: num_hidden_layers?)");
   }
   for (std::string& p : unread_siblings(graph, checkpoint, bound, forms)) problems.push_back(std::move(p));
+  if (!absent_layers.empty()) {
+    const std::vector<int64_t> absent(absent_layers.begin(), absent_layers.end()),
+        held(held_layers.begin(), held_layers.end());
+    problems.push_back("layer" + std::string(absent.size() > 1 ? "s " : " ") + layer_list(absent) +
+                       " of the program: the checkpoint holds no tensor of " + (absent.size() > 1 ? "them" : "it") +
+                       " (its layers are " + layer_list(held) +
+                       "; a config.json from a deeper model: num_hidden_layers?)");
+  }
   return problems;
 }
 
@@ -243,14 +283,7 @@ std::vector<std::string> group_by_layer(const std::vector<std::string>& problems
       out.push_back(g.first);
       continue;
     }
-    std::string list;
-    if (std::is_sorted(g.layers.begin(), g.layers.end()) &&
-        g.layers.back() - g.layers.front() + 1 == static_cast<int64_t>(g.layers.size())) {
-      list = std::to_string(g.layers.front()) + "-" + std::to_string(g.layers.back());
-    } else {
-      for (int64_t l : g.layers) list += (list.empty() ? "" : ", ") + std::to_string(l);
-    }
-    out.push_back("in layers " + list + ": " + g.form);
+    out.push_back("in layers " + layer_list(g.layers) + ": " + g.form);
   }
   return out;
 }

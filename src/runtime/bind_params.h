@@ -28,7 +28,8 @@ std::vector<std::string> drop_absent_base_prefix(ir::Graph& graph, const model::
 /// Where `checkpoint` does not fit `graph`'s params, one sentence each: a missing tensor (with the
 /// nearest names present), a shape other than the param declares, a dtype that cannot be computed
 /// with, and tensors of a bound name form ("model.layers.#.mlp.up_proj.weight") that no param
-/// binds (a config with fewer layers than the checkpoint), and tensors no param binds beside tensors
+/// binds (a config with fewer layers than the checkpoint), layers the checkpoint holds no tensor of
+/// (a config with more: one problem naming them, not one a tensor), and tensors no param binds beside tensors
 /// the program does read (a q_norm or a bias the forward would run without: a config.json whose
 /// model_type names another architecture). Empty when it fits. Shapes only: no weight bytes are read.
 std::vector<std::string> param_problems(const ir::Graph& graph, const model::Checkpoint& checkpoint);

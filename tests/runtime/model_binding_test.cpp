@@ -164,6 +164,23 @@ TEST(ParamProblems, ConfigFromAnotherSizeIsReportedByTensorAndParam) {
   }
 }
 
+// A config.json from a deeper model: the layers past the checkpoint's are one problem naming them
+// (each of their tensors was a line of its own, eleven a layer, with a "nearest present" of
+// another layer's), and the layers the checkpoint holds still fit.
+TEST(ParamProblems, LayersTheCheckpointLacksAreOneProblem) {
+  auto m = model::ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3");
+  nlohmann::json j = m.config.raw;
+  const int64_t layers = j["num_hidden_layers"].get<int64_t>();
+  j["num_hidden_layers"] = layers + 2;
+  j.erase("layer_types");  // one entry per layer
+  const auto fg = forward_graph(model::parse_config(j, "config.json"), 0, program_source(m));
+  const std::string first = std::to_string(layers), last = std::to_string(layers + 1);
+  EXPECT_EQ(param_problems(fg.graph, m.checkpoint),
+            std::vector<std::string>{"layers " + first + "-" + last + " of the program: the checkpoint holds no tensor "
+                                     "of them (its layers are 0-" + std::to_string(layers - 1) +
+                                     "; a config.json from a deeper model: num_hidden_layers?)"});
+}
+
 // A checkpoint whose config.json names another family that reads a subset of its tensors is
 // refused, naming the tensors the forward would run without: a Qwen3 checkpoint labelled
 // model_type "llama" ran as Llama, its q/k norms silently unread, and answered with other tokens.
