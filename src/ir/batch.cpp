@@ -93,8 +93,14 @@ class StatePaging {
         trace(u, v, axis);
       }
     }
-    for (auto& [att, seen] : attention_)
-      if (seen != 3) refuse(g_, att, "its k and v must both be read from per-sequence states (the KV cache)");
+    // Attention over k or v that no state holds (this step's projections, say) would let the
+    // tokens of one sequence attend to another's in a step of several, a silently wrong answer.
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      if (g_.nodes[k].op != Op::Attention) continue;
+      const auto it = attention_.find(static_cast<ValueId>(k));
+      if (it == attention_.end() || it->second != 3)
+        refuse(g_, static_cast<ValueId>(k), "its k and v must both be read from per-sequence states (the KV cache)");
+    }
   }
 
   const std::vector<int32_t>& axes() const { return axis_; }

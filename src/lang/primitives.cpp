@@ -435,8 +435,12 @@ Value Elaborator::attention(const std::vector<Arg>& args, const Expr& e) {
   if (!(k.shape == v.shape)) return err(pos_args[2]->span, "shape mismatch in attention: k " + show(k.shape) + " and v " + show(v.shape) + " differ");
   if (!(q.shape[0] == pos.shape[0])) return err(pos_args[3]->span, "shape mismatch in attention: q " + show(q.shape) + " has " + format_dim(q.shape[0], sym_names_) + " tokens, pos " + show(pos.shape));
   if (!(q.shape[2] == k.shape[2])) return err(pos_args[1]->span, "shape mismatch in attention: head dims of q " + show(q.shape) + " and k " + show(k.shape) + " differ");
-  if (!q.shape[1].is_const() || !k.shape[0].is_const() || !k.shape[2].is_const())
-    return err(e.span, "attention's heads and head dim must be constants");
+  // k and v are the KV cache as a state holds it, [KV, S, Dh]: a [T, KV, Dh] projection put here
+  // (the likeliest first try) has the tokens where the KV heads go.
+  if (!k.shape[0].is_const() || !k.shape[2].is_const())
+    return err(pos_args[1]->span, "attention's k and v must be [KV, S, Dh] with constant KV heads and head dim (a "
+                                  "state such as kcache[l], written with this step's keys), found " + show(k));
+  if (!q.shape[1].is_const()) return err(pos_args[0]->span, "attention's q must be [T, H, Dh] with constant H, found " + show(q));
   int64_t H = q.shape[1].coeff, KV = k.shape[0].coeff, Dh = q.shape[2].coeff;
   if (H % KV != 0) return err(e.span, fmt::format("attention: {} query heads are not a multiple of {} KV heads", H, KV));
   // The IR keeps the group in an int32: a larger one would wrap and the checked program then fail

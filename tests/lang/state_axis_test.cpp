@@ -79,4 +79,40 @@ TEST(StateAxis, TheBatchingRewriteRefusesAStateAxisOtherThanS) {
   EXPECT_NO_THROW(lg::ir::make_batched(g, {.block_size = 16, .num_blocks = 8}));
 }
 
+// Attention over this step's keys and values rather than the cache checks (a program of one
+// sequence's prefill may mean it) but cannot be batched: in a step of several sequences their
+// tokens would attend to one another's. The rewrite refused only attention that read a state
+// some other way; this one ran under lg batch and answered a request with another's tokens
+// mixed in. It is refused at the attention, and the type checker says what k and v are where
+// the projection is passed as it comes, [T, KV, Dh].
+TEST(StateAxis, AttentionOverThisStepsKeysIsRefusedByTheRewrite) {
+  std::string text = qwen3_text();
+  const std::string call = "attention(q, kcache[l], vcache[l], pos)";
+  const size_t at = text.find(call);
+  ASSERT_NE(at, std::string::npos);
+  std::string direct = text;
+  direct.replace(at, call.size(), "attention(q, k.transpose(0, 1), v.transpose(0, 1), pos)");
+  const auto out = lg::lang::check_source("qwen3.lg", direct, tiny_qwen3_config(), {.max_seq = 64});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  lg::ir::Graph g = out.report.graph;
+  int line = 1;
+  for (size_t c = 0; c < at; ++c) line += text[c] == '\n';
+  try {
+    lg::ir::make_batched(g, {.block_size = 16, .num_blocks = 8});
+    ADD_FAILURE() << "batched";
+  } catch (const lg::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("qwen3.lg:" + std::to_string(line) + ":"), std::string::npos) << m;
+    EXPECT_NE(m.find("its k and v must both be read from per-sequence states (the KV cache)"), std::string::npos) << m;
+  }
+  std::string as_projected = text;
+  as_projected.replace(at, call.size(), "attention(q, k, v, pos)");
+  const auto typed = lg::lang::check_source("qwen3.lg", as_projected, tiny_qwen3_config(), {.max_seq = 64});
+  ASSERT_FALSE(typed.ok);
+  EXPECT_NE(typed.rendered.find("attention's k and v must be [KV, S, Dh] with constant KV heads and head dim (a state "
+                                "such as kcache[l], written with this step's keys), found tensor f32[T, 2, 32]"),
+            std::string::npos)
+      << typed.rendered;
+}
+
 }  // namespace
