@@ -1,7 +1,9 @@
 #include "lang/diagnostics.h"
 
 #include <algorithm>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace lg::lang {
 
@@ -21,9 +23,10 @@ namespace {
 constexpr size_t kWindow = 160;
 
 /// The source line as shown, and the caret line's padding up to byte `col`: printable ASCII,
-/// tabs and valid UTF-8 as they are; other bytes as \xNN (so a binary file cannot put raw
-/// control bytes on the terminal), with the padding widened to match. `col` is clamped to the
-/// text; `width` (caret + tildes) is clamped to the shown part.
+/// tabs and valid UTF-8 as they are; other bytes (C1 controls' UTF-8 too) as \xNN (so a binary
+/// file cannot put raw control bytes on the terminal), with the padding widened to match. At most kWindow columns
+/// are shown, as printed (an escaped byte takes four), around `col`, "..." where the line was cut.
+/// `col` is clamped to the text; `width` (caret + tildes) is clamped to the shown part.
 struct Shown {
   std::string line, pad;
   size_t width;
@@ -31,35 +34,51 @@ struct Shown {
 
 Shown show_line(std::string_view text, size_t col, size_t width) {
   col = std::min(col, text.size());
-  size_t begin = 0, end = text.size();
-  if (text.size() > kWindow) {
-    begin = col > kWindow / 2 ? col - kWindow / 2 : 0;
-    end = std::min(text.size(), begin + kWindow);
-    begin = end - kWindow;
-    // Do not start inside a UTF-8 sequence (it would show as escaped bytes).
-    for (int k = 0; k < 3 && begin > 0 && begin < col && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80; ++k)
-      ++begin;
-  }
-  Shown s{begin > 0 ? "..." : "", begin > 0 ? "   " : "", 0};
-  const size_t last = std::min(end, col + std::max<size_t>(width, 1));  // one past the marked bytes
-  for (size_t i = begin; i < end;) {
+  struct Unit {
+    size_t at, n, cols;  // first byte, bytes, columns printed
+    std::string text;
+  };
+  // The characters within kWindow bytes of col, each at most one column a byte or four: enough
+  // for any window of kWindow columns, and bounded work on a minified line of megabytes.
+  size_t from = col > kWindow ? col - kWindow : 0;
+  // Do not start inside a UTF-8 sequence (it would show as escaped bytes).
+  for (int k = 0; k < 3 && from > 0 && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80; ++k) --from;
+  const size_t to = std::min(text.size(), col + kWindow + 1);
+  std::vector<Unit> units;
+  size_t at_col = 0;  // the unit holding col (units.size() when col is the end of the text)
+  for (size_t i = from; i < to;) {
     const auto c = static_cast<unsigned char>(text[i]);
-    std::string unit;
-    size_t n = 1;
-    if (c == '\t' || (c >= 0x20 && c < 0x7F)) unit = std::string(1, static_cast<char>(c));
-    else if ((n = utf8_len(text, i)) > 0) unit = std::string(text.substr(i, n));
-    else {
+    Unit u{i, 1, 1, {}};
+    if (c == '\t' || (c >= 0x20 && c < 0x7F)) {
+      u.text = std::string(1, static_cast<char>(c));
+    } else if (const size_t n = utf8_len(text, i);
+               n > 0 && !(c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0)) {  // not C1 controls
+      u.n = n;
+      u.text = std::string(text.substr(i, n));
+    } else {
       static const char* hex = "0123456789abcdef";
-      unit = std::string("\\x") + hex[c >> 4] + hex[c & 15];
-      n = 1;
+      u.text = std::string("\\x") + hex[c >> 4] + hex[c & 15];
+      u.cols = 4;
     }
-    const size_t cols = n > 1 ? 1 : unit.size();
-    if (i < col) s.pad += c == '\t' ? std::string("\t") : std::string(cols, ' ');
-    else if (i < last) s.width += cols;
-    s.line += unit;
-    i += n;
+    if (i <= col) at_col = units.size() + (i + u.n <= col ? 1 : 0);
+    units.push_back(std::move(u));
+    i += units.back().n;
   }
-  if (end < text.size()) s.line += "...";
+  // Grow the shown span from the caret's unit, half the window before it, the rest after.
+  size_t lo = std::min(at_col, units.size()), hi = lo, cols = 0;
+  while (lo > 0 && cols + units[lo - 1].cols <= kWindow / 2) cols += units[--lo].cols;
+  while (hi < units.size() && cols + units[hi].cols <= kWindow) cols += units[hi++].cols;
+  while (lo > 0 && cols + units[lo - 1].cols <= kWindow) cols += units[--lo].cols;
+  const size_t first = lo < units.size() ? units[lo].at : to, stop = hi < units.size() ? units[hi].at : to;
+  Shown s{first > 0 ? "..." : "", first > 0 ? "   " : "", 0};
+  const size_t last = std::min(stop, col + std::max<size_t>(width, 1));  // one past the marked bytes
+  for (size_t k = lo; k < hi; ++k) {
+    const Unit& u = units[k];
+    if (u.at < col) s.pad += u.text == "\t" ? std::string("\t") : std::string(u.cols, ' ');
+    else if (u.at < last) s.width += u.cols;
+    s.line += u.text;
+  }
+  if (stop < text.size()) s.line += "...";
   s.width = std::max<size_t>(s.width, 1);
   return s;
 }

@@ -300,8 +300,12 @@ Value Elaborator::view(const Value& x, const std::vector<Arg>& dims, const Expr&
   if (!cin.ok || !cout.ok) return err(e.span, "view of " + show(x) + " as " + show(out) + " mixes runtime dims or overflows");
   if (infer >= 0) {
     bool sym_ok = cout.power == cin.power || (cout.power + 1 == cin.power);
-    if (cout.coeff == 0 || cin.coeff % cout.coeff != 0 || !sym_ok || (cout.power > 0 && cin.power > 0 && cout.sym != cin.sym))
-      return err(e.span, "cannot view " + show(x) + " with a -1 in " + show(out) + ": the sizes do not divide");
+    if (cout.coeff == 0 || cin.coeff % cout.coeff != 0 || !sym_ok || (cout.power > 0 && cin.power > 0 && cout.sym != cin.sym)) {
+      std::string written = "[";  // the dims as written: the -1 where out holds a 1 for it
+      for (size_t k = 0; k < out.size(); ++k)
+        written += (k ? ", " : "") + (static_cast<int>(k) == infer ? std::string("-1") : format_dim(out[k], sym_names_));
+      return err(e.span, "cannot view " + show(x) + " as " + written + "]: the sizes do not divide");
+    }
     int64_t q = cin.coeff / cout.coeff;
     out[static_cast<size_t>(infer)] = cout.power == cin.power ? ir::Dim::constant(q) : ir::Dim::symbol(cin.sym, q);
     cout = count_of(out);

@@ -154,8 +154,20 @@ class FnNameCheck {
 
 std::unique_ptr<Program> load_program(std::string name, std::string text) {
   auto p = std::make_unique<Program>();
+  // A NUL byte is no text a person wrote (a binary, a file of zeros): one error for the file, not
+  // one a stray byte, each quoting a line of escapes.
+  const size_t nul = text.find('\0');
   int32_t main_file = p->sources.add(std::move(name), std::move(text));
   int32_t prelude_file = p->sources.add("<prelude>", std::string(prelude_source()));
+  if (nul != std::string::npos) {
+    const SourceFile& f = p->sources.file(main_file);
+    const auto line = static_cast<int32_t>(std::upper_bound(f.line_starts.begin(), f.line_starts.end(), nul) -
+                                           f.line_starts.begin());
+    const auto col = static_cast<int32_t>(nul - f.line_starts[static_cast<size_t>(line) - 1]) + 1;
+    p->diags.error({main_file, line, col, line, col + 1}, "not a text file: a NUL byte (0x00) here; a .lg program is UTF-8 text");
+    p->syntax_errors = p->diags.count();
+    return p;
+  }
   p->main = parse(lex(p->sources, main_file, p->diags), p->diags);
   p->prelude = parse(lex(p->sources, prelude_file, p->diags), p->diags);
 

@@ -91,6 +91,17 @@ const Mistake kCases[] = {
    5, 23, "invalid UTF-8 byte 0xff (a .lg file is UTF-8 text)"},
   {"CutUtf8SequenceAtTheEndOfAComment", program("", "    y = x  # caf\xc3\n"),
    7, 17, "invalid UTF-8 byte 0xc3 (a .lg file is UTF-8 text)"},
+  // Outside them a character past ASCII is named as typed, with its code point (it was "byte 206").
+  {"NonAsciiLetter", program("", "    y = x + \xce\xb1\n"),
+   7, 13, "unexpected character '\xce\xb1' (U+03B1; names and operators are ASCII, other characters may stand in "
+          "strings and comments)"},
+  {"SmartQuote", program("", "    y = x + \xe2\x80\x9c\n"),
+   7, 13, "unexpected character '\xe2\x80\x9c' (U+201C; names and operators are ASCII, other characters may stand in "
+          "strings and comments)"},
+  {"ByteNotUtf8", program("", "    y = x + \xff\n"),
+   7, 13, "unexpected character byte 0xff (not UTF-8: a .lg file is UTF-8 text)"},
+  {"ControlByte", program("", "    y = x + \x07\n"),
+   7, 13, "unexpected character byte 0x07 (a control character)"},
   {"ForWithoutIn", program("", "    for l layers {\n    }\n"),
    7, 11, "expected 'in', found 'layers'"},
   {"UnknownName", program("", "    y = z + x\n"),
@@ -396,6 +407,11 @@ TEST(Diagnostics, NonPrintableBytesInTheQuotedLineAreEscaped) {
   EXPECT_NE(bin.rendered.find(" 1 | \\x00\\xff\\xfe model x\n"), std::string::npos) << bin.rendered;
   for (char c : bin.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 
+  // UTF-8 of a C1 control (U+009B, a terminal's CSI) is escaped as the bytes it is.
+  auto c1 = lg::lang::check_source("bad.lg", program("", "    y = x \xc2\x9b $\n"), config(), {});
+  ASSERT_FALSE(c1.ok);
+  EXPECT_NE(c1.rendered.find("y = x \\xc2\\x9b $"), std::string::npos) << c1.rendered;
+
   // Valid UTF-8 (a comment, one column per character) stays as it is; a bad byte before the fault
   // is escaped and the caret moves with it.
   auto utf8 = lg::lang::check_source("bad.lg", program("", "    y = x # h\xc3\xa9\n    z = \x01 $\n"), config(), {});
@@ -405,6 +421,37 @@ TEST(Diagnostics, NonPrintableBytesInTheQuotedLineAreEscaped) {
   EXPECT_NE(src.find("z = \\x01 $"), std::string::npos) << utf8.rendered;
   ASSERT_NE(caret.find('^'), std::string::npos) << utf8.rendered;
   EXPECT_EQ(src.substr(caret.find('^'), 4), "\\x01") << src << "\n" << caret;
+}
+
+// A binary file (NULs, controls, bytes that are no UTF-8) is one error at its first NUL, and its
+// quoted line stays within the window as printed: it was 50 errors, one a stray byte, each quoting
+// a line of up to 640 columns of escapes (3 KB of random bytes: 31 KB of output). (Its bytes are
+// ASCII or 0xff, one byte a character, so that the quoted line's bytes are its columns.)
+TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
+  std::string bytes;
+  uint32_t state = 12345;
+  for (int k = 0; k < 3000; ++k) {
+    state = state * 1664525u + 1013904223u;
+    bytes += static_cast<char>((state >> 16) & 1 ? 0xff : (state >> 24) & 0x7f);
+  }
+  const size_t nul = bytes.find('\0');
+  ASSERT_NE(nul, std::string::npos);
+  auto out = lg::lang::check_source("bin.lg", bytes, config(), {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message, "not a text file: a NUL byte (0x00) here; a .lg program is UTF-8 text");
+  const auto [src, caret] = quoted_lines(out.rendered);
+  EXPECT_LE(src.size(), 6u + 3 + 160 + 3) << src;
+  ASSERT_NE(caret.find('^'), std::string::npos) << out.rendered;
+  EXPECT_EQ(src.substr(caret.find('^'), 4), "\\x00") << src << "\n" << caret;
+  for (char c : out.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
+}
+
+// A UTF-8 byte-order mark (Windows editors write one) starts a file as Python allows it; it was
+// "unexpected character byte 239" at 1:1.
+TEST(Diagnostics, AByteOrderMarkIsSkipped) {
+  auto ok = lg::lang::check_source("bom.lg", "\xEF\xBB\xBF" + program("", ""), config(), {});
+  EXPECT_TRUE(ok.ok) << ok.rendered;
 }
 
 // UTF-8 characters of two, three and four bytes stay accepted in comments and strings.
