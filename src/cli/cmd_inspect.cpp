@@ -11,6 +11,7 @@
 // the config and its program give: the facts, the program's parameter count and bytes, and the bf16 bytes a
 // decode token reads (lg bench --shape's floor), with a line saying there are no weights.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -398,18 +399,25 @@ void print_program(const ProgramView& p) {
 /// them once).
 struct ParamTotals {
   uint64_t count = 0, bytes = 0;
+  bool overflow = false;  ///< past 2^64 - 1 (a config of absurd sizes): count and bytes mean nothing
 };
 
 ParamTotals program_params(const lg::ir::Graph& graph) {
   ParamTotals t;
   for (const auto& p : graph.params) {
-    uint64_t n = 1;
-    for (const auto& d : p.shape) n *= d.is_const() ? static_cast<uint64_t>(d.coeff) : 0;
-    t.count += n;
-    t.bytes += n * lg::dtype_size(p.dtype);
+    uint64_t n = 1, b = 0;
+    for (const auto& d : p.shape)
+      t.overflow |= __builtin_mul_overflow(n, d.is_const() ? static_cast<uint64_t>(d.coeff) : 0, &n);
+    t.overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(lg::dtype_size(p.dtype)), &b);
+    t.overflow |= __builtin_add_overflow(t.count, n, &t.count);
+    t.overflow |= __builtin_add_overflow(t.bytes, b, &t.bytes);
   }
   return t;
 }
+
+/// What a count past 2^64 - 1 (ParamTotals::overflow; decode_weight_bytes saturates there) prints
+/// as, rather than a wrapped or saturated number read as a size.
+constexpr const char* kPast64 = "more than 2^64 (the config's sizes overflow)";
 
 /// `lg inspect` of a directory with a config.json and no weights (bench/shapes/*, which lg bench
 /// --shape runs on random weights): what the config and the program say, and that no weights
@@ -440,9 +448,10 @@ int inspect_shape(const std::filesystem::path& dir, bool as_json) {
     j["bos_token_id"] = generation.bos_token_id ? Json(*generation.bos_token_id) : nullptr;
     j["weights"] = nullptr;
     j["weights_note"] = no_weights;
-    j["parameters"] = program.report ? Json(params.count) : nullptr;  // the program's, at this config
-    j["parameter_bytes"] = program.report ? Json(params.bytes) : nullptr;
-    j["decode_weight_bytes"] = decode_bytes;
+    // The program's, at this config; null too where they pass 2^64 (a config of absurd sizes).
+    j["parameters"] = program.report && !params.overflow ? Json(params.count) : nullptr;
+    j["parameter_bytes"] = program.report && !params.overflow ? Json(params.bytes) : nullptr;
+    j["decode_weight_bytes"] = decode_bytes == UINT64_MAX ? Json(nullptr) : Json(decode_bytes);
     j["tokenizer_json"] = tokenizer ? Json(tokenizer->string()) : nullptr;
     add_program_json(j, program);
     std::cout << j.dump(2) << "\n";
@@ -452,13 +461,18 @@ int inspect_shape(const std::filesystem::path& dir, bool as_json) {
     fmt::print("tokens:       eos [{}], bos {}\n", fmt::join(generation.eos_token_ids, ", "),
                generation.bos_token_id ? fmt::format("{}", *generation.bos_token_id) : "none");
     fmt::print("weights:      none: {}\n", no_weights);
-    if (program.report)
+    if (program.report && params.overflow)
+      fmt::print("parameters:   {}\n", kPast64);
+    else if (program.report)
       fmt::print("parameters:   {} (the program's params at this config; {} bytes in its dtypes)\n", params.count,
                  params.bytes);
     else
       fmt::print("parameters:   (no program to count them)\n");
-    fmt::print("decode bytes: {} ({:.2f} GB of bf16 weights a decode token reads: lg bench's floor)\n", decode_bytes,
-               static_cast<double>(decode_bytes) / 1e9);
+    if (decode_bytes == UINT64_MAX)
+      fmt::print("decode bytes: {}\n", kPast64);
+    else
+      fmt::print("decode bytes: {} ({:.2f} GB of bf16 weights a decode token reads: lg bench's floor)\n", decode_bytes,
+                 static_cast<double>(decode_bytes) / 1e9);
     fmt::print("tokenizer:    {}\n", tokenizer ? tokenizer->string() : "(no tokenizer.json)");
     print_program(program);
   }

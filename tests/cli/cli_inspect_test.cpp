@@ -232,6 +232,30 @@ TEST(CliInspect, Gemma3WithoutHeadDimShowsItsConfigClassDefault) {
   std::filesystem::remove_all(dir);
 }
 
+// Sizes whose counts pass 2^64 (each within the 2^40 a config field may hold): the count was
+// printed wrapped (mod 2^64) and the saturated decode bytes as a size; both say they overflow,
+// and the JSON holds null rather than a wrong number.
+TEST(CliInspect, CountsPast64BitsSaySoRatherThanWrap) {
+  const auto dir = std::filesystem::temp_directory_path() / "lg_inspect_past_2_64";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = config_of("tiny-qwen3");
+  config["hidden_size"] = int64_t{1} << 40;
+  config["vocab_size"] = int64_t{1} << 40;  // the embedding alone holds 2^80 elements
+  std::ofstream(dir / "config.json") << config.dump();
+  const CliRun r = run_lg("inspect " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("parameters:   more than 2^64 (the config's sizes overflow)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decode bytes: more than 2^64 (the config's sizes overflow)\n"), std::string::npos) << r.out;
+  const CliRun js = run_lg("inspect --json " + dir.string());
+  ASSERT_EQ(js.code, 0) << js.out;
+  const auto j = nlohmann::json::parse(js.out);
+  EXPECT_TRUE(j["parameters"].is_null()) << j["parameters"];
+  EXPECT_TRUE(j["parameter_bytes"].is_null()) << j["parameter_bytes"];
+  EXPECT_TRUE(j["decode_weight_bytes"].is_null()) << j["decode_weight_bytes"];
+  std::filesystem::remove_all(dir);
+}
+
 // A directory with a config.json and no weights (bench/shapes/*, lg bench --shape's input) is
 // described from its config and program, saying there are no weights, instead of being refused for
 // lacking model.safetensors. Llama 3.1 8B's count is checked against its published 8,030,261,248
