@@ -47,7 +47,8 @@ std::filesystem::path find_model_source(const model::ModelConfig& config) {
     searched += "\n  " + file.string();
   }
   throw Error("no .lg program covers " + what + "; lanegraph knows the architectures with a <model_type>.lg file, looked for:" +
-              searched + "\n(set LG_MODELS_DIR to a folder holding " + type + ".lg to add one)");
+              searched + "\n(write one and pass it with --program FILE.lg, or set LG_MODELS_DIR to a folder holding " + type +
+              ".lg)");
 }
 
 }  // namespace lg::runtime

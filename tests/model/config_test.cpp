@@ -198,6 +198,10 @@ TEST(Config, WrongTypesAndValuesAreNamed) {
             "config.json: field 'num_hidden_layers' must be an integer, got float 8.0: transformers sizes the model's "
             "modules by it (range(), nn.Linear), which refuse a float (write 8)");
   EXPECT_HAS(bad("hidden_size", 128.5), "field 'hidden_size' must be an integer, got float 128.5: transformers");
+  // An integer past 64 bits, which JSON reads as a float, is too large rather than "a float".
+  EXPECT_EQ(bad("vocab_size", json::parse("123456789012345678901234567890")),
+            "config.json: field 'vocab_size' is 1.2345678901234568e+29, past the 64-bit integers: far too large for a "
+            "size");
   {
     TempDir dir;
     auto j = qwen3_22m();
