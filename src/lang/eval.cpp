@@ -601,7 +601,12 @@ Value Elaborator::slice_axes(const Value& base, const std::vector<IndexItem>& pe
       start = it.start ? clampi(*it.start) : 0;
       stop = it.stop ? clampi(*it.stop) : n;
       step = it.step;
-      if (stop <= start) return err(it.span, fmt::format("empty slice {}:{} of a dim of size {}", start, stop, n));
+      if (stop <= start) {
+        // As written ("100:"), then as Python clamps it: a tensor has no zero-size dims here.
+        const std::string written = (it.start ? std::to_string(*it.start) : "") + ":" + (it.stop ? std::to_string(*it.stop) : "");
+        return err(it.span, fmt::format("empty slice {} of a dim of size {} (clamped, {}:{}); a dim of size 0 is an "
+                                        "error here", written, n, start, stop));
+      }
     }
     int64_t len = ir::slice_length(start, stop, step);
     ir::Attrs a;

@@ -447,6 +447,18 @@ TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
   for (char c : out.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 }
 
+// A slice that Python's clamping leaves empty is named as written ("empty slice 16:16" was all
+// `q[..., 100:]` said), with the bounds it clamped to.
+TEST(Diagnostics, AnEmptySliceIsNamedAsWritten) {
+  auto out = lg::lang::check_source("bad.lg", program("", "    y = x[..., 100000:]\n"), config(), {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  const int64_t D = config()["hidden_size"].get<int64_t>();
+  EXPECT_EQ(out.diagnostics[0].message, "empty slice 100000: of a dim of size " + std::to_string(D) + " (clamped, " +
+                                            std::to_string(D) + ":" + std::to_string(D) +
+                                            "); a dim of size 0 is an error here");
+}
+
 // A UTF-8 byte-order mark (Windows editors write one) starts a file as Python allows it; it was
 // "unexpected character byte 239" at 1:1.
 TEST(Diagnostics, AByteOrderMarkIsSkipped) {
