@@ -101,7 +101,7 @@ class Parser {
     }
   }
   /// The names bound among tokens [from, to), which a syntax error dropped (Module::dropped):
-  /// assigned (`NAME =`, `A, B =`) or declared (`const NAME`, `param NAME`, `state NAME`, `dtype
+  /// assigned (`NAME =`, `A, B =`, or `NAME ==` opening the statement) or declared (`const NAME`, `param NAME`, `state NAME`, `dtype
   /// NAME`), and "layers" where the text held that keyword (a layers block swallowed by an open
   /// bracket). Their scope ends with the model or fn holding them (close_dropped).
   void note_dropped_names(size_t from, size_t to) {
@@ -117,7 +117,8 @@ class Parser {
       if (kind != Tok::Ident) continue;
       size_t j = k + 1;
       while (j + 1 < to && toks_[j].kind == Tok::Comma && toks_[j + 1].kind == Tok::Ident) j += 2;
-      if (toks_[j].kind != Tok::Assign) continue;
+      // `NAME ==` opening the statement is a typo of `NAME =` (a comparison is no statement).
+      if (toks_[j].kind != Tok::Assign && !(k == from && toks_[j].kind == Tok::Eq)) continue;
       for (size_t i = k; i < j; i += 2) open_dropped_.push_back({toks_[i].text, start, {}});
     }
   }

@@ -447,6 +447,15 @@ TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
   for (char c : out.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 }
 
+// `h == ...` for `h = ...` is one error: its uses after it were each "unknown name 'h'" too.
+TEST(Diagnostics, AnAssignmentTypedAsEqualsIsOneError) {
+  auto out = lg::lang::check_source("bad.lg", program("", "    h == x + 1.0\n    y = h * 2.0\n", "    return y + h\n"),
+                                    config(), {});
+  ASSERT_FALSE(out.ok);
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 7) << out.rendered;
+}
+
 // A slice that Python's clamping leaves empty is named as written ("empty slice 16:16" was all
 // `q[..., 100:]` said), with the bounds it clamped to.
 TEST(Diagnostics, AnEmptySliceIsNamedAsWritten) {
