@@ -356,7 +356,7 @@ void Elaborator::bind_max_seq() {
       err(m.span,
           "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given "
           "(give one with --max-seq, or declare `S = ...` in the dims block)");
-      S = 0;
+      S = -1;  // reported
     } else {
       S = it->get<int64_t>();
     }
@@ -365,7 +365,9 @@ void Elaborator::bind_max_seq() {
     globals_["S"] = Value::of_int(S);
     report_.dims.push_back({"S", std::to_string(S)});
   } else {
-    if (S != 0)
+    // max_position_embeddings 0 too: every other dim of size 0 is an error (it checked clean, with
+    // its states of 0 positions, and only lg run refused it).
+    if (S != -1)
       err(m.span, "max sequence length " + std::to_string(S) + (s_given_ ? " (--max-seq)" : " (config max_position_embeddings)") +
                       " is out of range: it must be between 1 and " + std::to_string(kMaxDim));
     globals_["S"] = Value::error();

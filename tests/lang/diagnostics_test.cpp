@@ -447,6 +447,19 @@ TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
   for (char c : out.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 }
 
+// max_position_embeddings 0 is refused as every other dim of size 0 is; it checked clean with
+// states of 0 positions and a note, and only lg run refused it.
+TEST(Diagnostics, AContextOfZeroPositionsIsRefused) {
+  nlohmann::json c = config();
+  c["max_position_embeddings"] = 0;
+  auto out = lg::lang::check_source("m.lg", program("", ""), c, {});
+  ASSERT_FALSE(out.ok);
+  EXPECT_NE(out.rendered.find("max sequence length 0 (config max_position_embeddings) is out of range: it must be "
+                              "between 1 and "),
+            std::string::npos)
+      << out.rendered;
+}
+
 // `h == ...` for `h = ...` is one error: its uses after it were each "unknown name 'h'" too.
 TEST(Diagnostics, AnAssignmentTypedAsEqualsIsOneError) {
   auto out = lg::lang::check_source("bad.lg", program("", "    h == x + 1.0\n    y = h * 2.0\n", "    return y + h\n"),
