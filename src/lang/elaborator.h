@@ -118,6 +118,7 @@ class Elaborator {
     bool null = false;                       ///< a step (`key`) is null
     bool null_leaf = false;                  ///< ... and it is the last one (the key is present)
     bool failed = false;                     ///< a step is not an object: reported
+    const nlohmann::json* parent = nullptr;  ///< the object a missing step was looked for in
   };
   /// Walks config.a.b. A step that exists but is not an object (`"rope_parameters": "x"`) is an
   /// error naming the key and its type (reported once per key); absent and null steps are not.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lang/elaborator.h"
+#include "support/did_you_mean.h"
 
 namespace lg::lang {
 
@@ -144,7 +145,10 @@ Elaborator::ConfigLookup Elaborator::config_lookup(const Expr& e) {
     }
     r.key += (r.key.empty() ? "" : ".") + part;
     const auto it = j->find(part);
-    if (it == j->end()) return r;
+    if (it == j->end()) {
+      r.parent = j;
+      return r;
+    }
     if (it->is_null()) {
       r.null = true;
       r.null_leaf = k + 1 == e.path.size();
@@ -161,8 +165,15 @@ Value Elaborator::config_value(const Expr& e, bool allow_missing) {
   if (r.failed) return Value::error();
   if (r.value) return config_json_value(*r.value, r.key, e.span);
   if (allow_missing) return Value::null();
+  std::string near;  // a typo of a key the object holds: "hiden_size"
+  if (!r.null && r.parent) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : r.parent->items()) keys.push_back(k);
+    const size_t dot = r.key.rfind('.');
+    near = did_you_mean(dot == std::string::npos ? r.key : r.key.substr(dot + 1), std::move(keys));
+  }
   return err(e.span, "config key '" + r.key + "' is " + (r.null ? "null" : "missing") +
-                         " in config.json and has no default (write `config." + r.key + " ?? <default>`)");
+                         " in config.json and has no default (write `config." + r.key + " ?? <default>`)" + near);
 }
 
 // has(config.a.b): whether config.json holds the key, whatever its value (null included). `??`
@@ -417,7 +428,11 @@ Value Elaborator::member(const Expr& e) {
   if (self.kind == K::Layer) {
     auto& layer = layer_params_[static_cast<size_t>(self.i - layer_lo_)];
     auto it = layer.find(f);
-    if (it == layer.end()) return err(e.span, "layers have no param '" + f + "'");
+    if (it == layer.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, p] : layer) names.push_back(n);
+      return err(e.span, "layers have no param '" + f + "'" + did_you_mean(f, std::move(names)));
+    }
     return param_value(it->second, e.span);
   }
   if (self.kind == K::Tensor) {
@@ -663,7 +678,9 @@ Value Elaborator::call(const Expr& e) {
   }
   if (local || globals_.count(name) || params_.count(name) || states_.count(name))
     return err(callee.span, "'" + name + "' is not a function");
-  return err(callee.span, "unknown function '" + name + "'");
+  std::vector<std::string> fns = primitive_names();
+  for (const auto& [n, f] : p_.fns) fns.push_back(n);
+  return err(callee.span, "unknown function '" + name + "'" + did_you_mean(name, std::move(fns)));
 }
 
 Value Elaborator::call_fn(const FnDecl& fn, const std::vector<Arg>& args, const Expr& call) {

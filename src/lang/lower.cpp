@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lang/elaborator.h"
+#include "support/did_you_mean.h"
 #include "support/error.h"
 #include "support/text_input.h"
 
@@ -149,7 +150,16 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
 // are still reported in the same run.
 Value Elaborator::unknown_name(const Span& span, const std::string& name) {
   if (p_.main.dropped_before(name, span)) return Value::error();
-  return err(span, "unknown name '" + name + "'");
+  // Suggested from what the name could have been here: a fn sees its own names only.
+  std::vector<std::string> near;
+  if (!frames_.empty())
+    for (const auto& [n, v] : frames_.back().vars) near.push_back(n);
+  if (frames_.empty() || !frames_.back().fn) {
+    for (const auto& [n, v] : globals_) near.push_back(n);
+    for (const auto& [n, p] : params_) near.push_back(n);
+    for (const auto& [n, st] : states_) near.push_back(n);
+  }
+  return err(span, "unknown name '" + name + "'" + did_you_mean(name, std::move(near)));
 }
 
 void Elaborator::exec_let(const Stmt& s) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "lang/elaborator.h"
+#include "support/did_you_mean.h"
 
 namespace lg::lang {
 
@@ -56,7 +57,8 @@ Count count_of(const ir::Shape& s) {
 
 }  // namespace
 
-bool is_primitive(std::string_view name) {
+namespace {
+const std::set<std::string_view>& primitive_set() {
   static const std::set<std::string_view> names = [] {
     std::set<std::string_view> r = {"where", "sum", "mean", "max", "softmax", "concat", "arange", "attention",
                                       "topk", "moe", "contains", "has"};
@@ -65,7 +67,14 @@ bool is_primitive(std::string_view name) {
       if (op.flags & ir::kLangFn) r.insert(op.name);  // exp, ..., maximum, minimum
     return r;
   }();
-  return names.count(name) > 0;
+  return names;
+}
+}  // namespace
+
+bool is_primitive(std::string_view name) { return primitive_set().count(name) > 0; }
+
+std::vector<std::string> primitive_names() {
+  return std::vector<std::string>(primitive_set().begin(), primitive_set().end());
 }
 
 // ---- IR emission
@@ -640,7 +649,12 @@ Value Elaborator::call_method(const Value& self, const std::string& name, const 
     }
     return Value::tensor(reshape(self.id, out), self.dtype, out);
   }
-  return err(e.span, "tensors have no method '" + name + "'");
+  // `x.mean(-1)`, torch's spelling: the language's reductions and maps are functions of x.
+  if (is_primitive(name))
+    return err(e.span, "tensors have no method '" + name + "': it is a function, " + name + "(x, ...)" +
+                           (name == "sum" || name == "mean" || name == "max" || name == "softmax" ? " with axis=k" : ""));
+  return err(e.span, "tensors have no method '" + name + "'" +
+                         did_you_mean(name, {"to", "view", "reshape", "transpose", "permute", "unsqueeze", "squeeze"}));
 }
 
 }  // namespace lg::lang

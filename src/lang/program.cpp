@@ -5,6 +5,7 @@
 
 #include "lang/lexer.h"
 #include "lang/parser.h"
+#include "support/did_you_mean.h"
 
 namespace lg::lang {
 namespace {
@@ -128,8 +129,11 @@ class FnNameCheck {
       }
       if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) {
         const std::string& f = e.args[0]->text;
-        if (!bound_.count(f) && !p_.fns.count(f) && !is_primitive(f) && !model_names_.count(f))
-          p_.diags.error(e.args[0]->span, "unknown function '" + f + "'");
+        if (!bound_.count(f) && !p_.fns.count(f) && !is_primitive(f) && !model_names_.count(f)) {
+          std::vector<std::string> fns = primitive_names();
+          for (const auto& [n, fn] : p_.fns) fns.push_back(n);
+          p_.diags.error(e.args[0]->span, "unknown function '" + f + "'" + did_you_mean(f, std::move(fns)));
+        }
         return 1;
       }
       return 0;
@@ -142,7 +146,8 @@ class FnNameCheck {
     if (model_names_.count(n) || n == "S")
       p_.diags.error(e.span, "fn '" + fn_.name + "' uses '" + n + "' of the model: fns are pure, pass it as an argument");
     else if (!p_.fns.count(n) && !is_primitive(n) && !p_.main.dropped_before(n, e.span))  // Elaborator::unknown_name
-      p_.diags.error(e.span, "unknown name '" + n + "'");
+      p_.diags.error(e.span, "unknown name '" + n + "'" +
+                                 did_you_mean(n, std::vector<std::string>(bound_.begin(), bound_.end())));
   }
   Program& p_;
   const FnDecl& fn_;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
@@ -18,6 +19,8 @@ std::string_view prelude_source();
 
 /// Names of the primitives (exp, sum, attention, ...): a `fn` may not redefine them.
 bool is_primitive(std::string_view name);
+/// The primitives' names (is_primitive's), sorted: the candidates of an unknown function's suggestion.
+std::vector<std::string> primitive_names();
 
 struct Program {
   SourceManager sources;

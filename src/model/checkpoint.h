@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "support/did_you_mean.h"
 
 namespace lg::model {
 
@@ -86,7 +87,6 @@ class Checkpoint {
   std::unordered_map<std::string, Location> index_;
 };
 
-/// Levenshtein distance between two strings (used for "did you mean" lists).
-size_t edit_distance(std::string_view a, std::string_view b);
+using ::lg::edit_distance;  // support/did_you_mean.h: the nearest names of a missing tensor
 
 }  // namespace lg::model

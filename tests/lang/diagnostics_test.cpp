@@ -447,6 +447,40 @@ TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
   for (char c : out.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << static_cast<int>(c);
 }
 
+// A typo of a name that exists is suggested (as rustc and clang do); a name far from every other,
+// or of one or two letters, is not.
+TEST(Diagnostics, TyposOfExistingNamesAreSuggested) {
+  struct Case {
+    std::string decls, body, message;
+  };
+  const std::vector<Case> cases = {
+      {"", "    y = rms_nrom(x, x, 1e-6)\n", "unknown function 'rms_nrom'; did you mean 'rms_norm'?"},
+      {"", "    y = x + hiden\n", "unknown name 'hiden'"},
+      {"  const hidden = 2.0\n", "    y = x * hiden\n", "unknown name 'hiden'; did you mean 'hidden'?"},
+      {"  const eps = config.rms_norm_epsilon\n", "", "config key 'rms_norm_epsilon' is missing in config.json and has "
+                                                     "no default (write `config.rms_norm_epsilon ?? <default>`); did "
+                                                     "you mean 'rms_norm_eps'?"},
+      {"", "    y = x.mean(-1)\n", "tensors have no method 'mean': it is a function, mean(x, ...) with axis=k"},
+      {"", "    y = x.veiw(-1)\n", "tensors have no method 'veiw'; did you mean 'view'?"},
+  };
+  for (const Case& c : cases) {
+    auto out = lg::lang::check_source("typo.lg", program(c.decls, c.body), config(), {});
+    ASSERT_FALSE(out.ok) << c.body;
+    ASSERT_FALSE(out.diagnostics.empty());
+    EXPECT_EQ(out.diagnostics[0].message, c.message) << out.rendered;
+  }
+  // A layer's param.
+  const std::string layered = "model m {\n  dims { D = config.hidden_size; V = config.vocab_size }\n"
+                              "  param e: f32[V, D] = \"model.embed_tokens.weight\"\n  state c: f32[2, S, D]\n"
+                              "  layers l in 0..2 {\n    param wq: f32[D, D] = \"model.layers.{l}.self_attn.q_proj.weight\"\n  }\n"
+                              "  forward(t: i32[T], pos: i32[T]) -> f32[T, D] {\n    x = e[t]\n"
+                              "    for l in layers {\n      x = x @ l.wqq.T\n    }\n    c[0, pos, :] = x\n"
+                              "    return x\n  }\n}\n";
+  auto out = lg::lang::check_source("typo.lg", layered, config(), {});
+  ASSERT_FALSE(out.ok);
+  EXPECT_EQ(out.diagnostics[0].message, "layers have no param 'wqq'; did you mean 'wq'?") << out.rendered;
+}
+
 // max_position_embeddings 0 is refused as every other dim of size 0 is; it checked clean with
 // states of 0 positions and a note, and only lg run refused it.
 TEST(Diagnostics, AContextOfZeroPositionsIsRefused) {
