@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "model/checkpoint.h"
+#include "support/did_you_mean.h"
 #include "support/error.h"
 
 namespace lg::cli {
@@ -72,7 +72,7 @@ std::optional<std::string> unknown_command_message(const std::string& given, con
   std::string closest;
   size_t best = 3;  // at most two edits away: a typo, not another word
   for (const auto& n : names)
-    if (const size_t d = lg::model::edit_distance(lower, n); d < best && d < n.size()) best = d, closest = n;
+    if (const size_t d = lg::edit_distance(lower, n); d < best && d < n.size()) best = d, closest = n;
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   return "lg: '" + given + "' is not a command" + (closest.empty() ? "" : "; did you mean '" + closest + "'?") +
