@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "lang/lexer.h"
 #include "lang/parser.h"
 #include "support/did_you_mean.h"
@@ -161,9 +163,16 @@ std::unique_ptr<Program> load_program(std::string name, std::string text) {
   auto p = std::make_unique<Program>();
   // A NUL byte is no text a person wrote (a binary, a file of zeros): one error for the file, not
   // one a stray byte, each quoting a line of escapes.
-  const size_t nul = text.find('\0');
+  const size_t nul = text.find('\0'), bytes = text.size();
   int32_t main_file = p->sources.add(std::move(name), std::move(text));
   int32_t prelude_file = p->sources.add("<prelude>", std::string(prelude_source()));
+  if (bytes > kMaxProgramBytes) {
+    p->diags.error({main_file, 1, 1, 1, 2},
+                   fmt::format("the program is {} bytes; lanegraph reads .lg programs of at most {} MiB", bytes,
+                               kMaxProgramBytes >> 20));
+    p->syntax_errors = p->diags.count();
+    return p;
+  }
   if (nul != std::string::npos) {
     const SourceFile& f = p->sources.file(main_file);
     const auto line = static_cast<int32_t>(std::upper_bound(f.line_starts.begin(), f.line_starts.end(), nul) -

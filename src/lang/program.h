@@ -2,6 +2,7 @@
 // one model, with the checks that need the whole program (duplicate names, recursion).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,6 +14,11 @@
 #include "lang/diagnostics.h"
 
 namespace lg::lang {
+
+/// The largest .lg program read: 1 MiB, a hundred times the shipped ones (~10 KB). A legal
+/// 40 MB program of one-line statements took 24 s and 3.5 GB before the IR node bound refused
+/// it; past this size it is refused before it is lexed.
+inline constexpr size_t kMaxProgramBytes = size_t{1} << 20;
 
 /// The prelude (src/lang/prelude.lg), compiled into the library: rms_norm, silu, rope, ...
 std::string_view prelude_source();
