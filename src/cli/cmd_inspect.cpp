@@ -415,9 +415,9 @@ ParamTotals program_params(const lg::ir::Graph& graph) {
   return t;
 }
 
-/// What a count past 2^64 - 1 (ParamTotals::overflow; decode_weight_bytes saturates there) prints
+/// What a count of 2^64 - 1 or more (ParamTotals::overflow; decode_weight_bytes saturates there) prints
 /// as, rather than a wrapped or saturated number read as a size.
-constexpr const char* kPast64 = "more than 2^64 (the config's sizes overflow)";
+constexpr const char* kPast64 = "2^64 or more (the config's sizes overflow)";
 
 /// `lg inspect` of a directory with a config.json and no weights (bench/shapes/*, which lg bench
 /// --shape runs on random weights): what the config and the program say, and that no weights

@@ -343,6 +343,7 @@ void Elaborator::bind_max_seq() {
   global_kind_["S"] = "dim";
   if (!s_given_ && program_s) return;  // bound where the dims block declares it
   int64_t S = opts_.max_seq;
+  bool reported = false;  // the config's key is missing: said, not said again as out of range
   if (S <= 0) {
     auto it = config_.find("max_position_embeddings");
     // 4096.0, an integer some exporters write as a float, counts as the config reader
@@ -356,7 +357,7 @@ void Elaborator::bind_max_seq() {
       err(m.span,
           "config key 'max_position_embeddings' is missing or not an integer, and no max sequence length was given "
           "(give one with --max-seq, or declare `S = ...` in the dims block)");
-      S = -1;  // reported
+      reported = true;
     } else {
       S = it->get<int64_t>();
     }
@@ -367,7 +368,7 @@ void Elaborator::bind_max_seq() {
   } else {
     // max_position_embeddings 0 too: every other dim of size 0 is an error (it checked clean, with
     // its states of 0 positions, and only lg run refused it).
-    if (S != -1)
+    if (!reported)
       err(m.span, "max sequence length " + std::to_string(S) + (s_given_ ? " (--max-seq)" : " (config max_position_embeddings)") +
                       " is out of range: it must be between 1 and " + std::to_string(kMaxDim));
     globals_["S"] = Value::error();

@@ -23,10 +23,11 @@ namespace {
 constexpr size_t kWindow = 160;
 
 /// The source line as shown, and the caret line's padding up to byte `col`: printable ASCII,
-/// tabs and valid UTF-8 as they are; other bytes (C1 controls' UTF-8 too) as \xNN (so a binary
-/// file cannot put raw control bytes on the terminal), with the padding widened to match. At most kWindow columns
-/// are shown, as printed (an escaped byte takes four), around `col`, "..." where the line was cut.
-/// `col` is clamped to the text; `width` (caret + tildes) is clamped to the shown part.
+/// tabs and valid UTF-8 as they are; other bytes, and the UTF-8 of characters that act on a
+/// terminal (acts_on_terminal), as \xNN, with the padding widened to match. At most kWindow
+/// columns are shown around `col`, counted as printed (an escaped byte takes four, a character
+/// one), "..." where the line was cut; `col` is clamped to the text; `width` (caret + tildes) is
+/// clamped to the shown part.
 struct Shown {
   std::string line, pad;
   size_t width;
@@ -38,12 +39,14 @@ Shown show_line(std::string_view text, size_t col, size_t width) {
     size_t at, n, cols;  // first byte, bytes, columns printed
     std::string text;
   };
-  // The characters within kWindow bytes of col, each at most one column a byte or four: enough
-  // for any window of kWindow columns, and bounded work on a minified line of megabytes.
-  size_t from = col > kWindow ? col - kWindow : 0;
+  // The characters within 4 kWindow bytes of col (a character is at most 4 bytes, and takes at
+  // least one column): enough for any window of kWindow columns, and bounded work on a minified
+  // line of megabytes.
+  constexpr size_t kReach = 4 * kWindow;
+  size_t from = col > kReach ? col - kReach : 0;
   // Do not start inside a UTF-8 sequence (it would show as escaped bytes).
   for (int k = 0; k < 3 && from > 0 && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80; ++k) --from;
-  const size_t to = std::min(text.size(), col + kWindow + 1);
+  const size_t to = std::min(text.size(), col + kReach + 1);
   std::vector<Unit> units;
   size_t at_col = 0;  // the unit holding col (units.size() when col is the end of the text)
   for (size_t i = from; i < to;) {
@@ -51,8 +54,7 @@ Shown show_line(std::string_view text, size_t col, size_t width) {
     Unit u{i, 1, 1, {}};
     if (c == '\t' || (c >= 0x20 && c < 0x7F)) {
       u.text = std::string(1, static_cast<char>(c));
-    } else if (const size_t n = utf8_len(text, i);
-               n > 0 && !(c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0)) {  // not C1 controls
+    } else if (const size_t n = utf8_len(text, i); n > 0 && !acts_on_terminal(utf8_code_point(text, i, n))) {
       u.n = n;
       u.text = std::string(text.substr(i, n));
     } else {

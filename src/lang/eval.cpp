@@ -617,10 +617,12 @@ Value Elaborator::slice_axes(const Value& base, const std::vector<IndexItem>& pe
       stop = it.stop ? clampi(*it.stop) : n;
       step = it.step;
       if (stop <= start) {
-        // As written ("100:"), then as Python clamps it: a tensor has no zero-size dims here.
-        const std::string written = (it.start ? std::to_string(*it.start) : "") + ":" + (it.stop ? std::to_string(*it.stop) : "");
-        return err(it.span, fmt::format("empty slice {} of a dim of size {} (clamped, {}:{}); a dim of size 0 is an "
-                                        "error here", written, n, start, stop));
+        // The bounds given ("100:"), and where Python's clamping took them if it did: a tensor
+        // has no zero-size dims here.
+        const std::string given = (it.start ? std::to_string(*it.start) : "") + ":" + (it.stop ? std::to_string(*it.stop) : "");
+        const bool clamped = (it.start && *it.start != start) || (it.stop && *it.stop != stop);
+        return err(it.span, fmt::format("empty slice {} of a dim of size {}{}; a dim of size 0 is an error here", given, n,
+                                        clamped ? fmt::format(" (clamped to {}:{})", start, stop) : std::string()));
       }
     }
     int64_t len = ir::slice_length(start, stop, step);
@@ -678,9 +680,7 @@ Value Elaborator::call(const Expr& e) {
   }
   if (local || globals_.count(name) || params_.count(name) || states_.count(name))
     return err(callee.span, "'" + name + "' is not a function");
-  std::vector<std::string> fns = primitive_names();
-  for (const auto& [n, f] : p_.fns) fns.push_back(n);
-  return err(callee.span, "unknown function '" + name + "'" + did_you_mean(name, std::move(fns)));
+  return err(callee.span, "unknown function '" + name + "'" + did_you_mean(name, p_.function_names()));
 }
 
 Value Elaborator::call_fn(const FnDecl& fn, const std::vector<Arg>& args, const Expr& call) {

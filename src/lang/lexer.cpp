@@ -106,8 +106,6 @@ class Lexer {
 
   std::vector<Token> run() {
     std::vector<Token> out;
-    // A UTF-8 byte-order mark (editors on Windows write one) starts the file as Python allows it.
-    if (src_.starts_with("\xEF\xBB\xBF")) pos_ = 3;
     while (true) {
       skip_space_and_comments(out);
       if (pos_ >= src_.size()) break;
@@ -230,24 +228,16 @@ class Lexer {
     Token bad = make(Tok::Invalid, line, col);
     if (u >= 32 && u < 127)
       bad.text = std::string("'") + c + "'";
-    else if (n > 1 && code_point(seq) < 0xA0)  // a C1 control: not put raw into the message
-      bad.text = fmt::format("U+{:04X} (a control character)", code_point(seq));
+    else if (n > 1 && acts_on_terminal(utf8_code_point(seq, 0, n)))  // not put raw into the message
+      bad.text = fmt::format("U+{:04X} (a control or invisible formatting character)", utf8_code_point(seq, 0, n));
     else if (n > 1)  // named, as the user typed it: a Greek letter, a smart quote, a no-break space
       bad.text = fmt::format("'{}' (U+{:04X}; names and operators are ASCII, other characters may stand in strings and "
-                             "comments)", seq, code_point(seq));
+                             "comments)", seq, utf8_code_point(seq, 0, n));
     else if (n == 0)
       bad.text = fmt::format("byte 0x{:02x} (not UTF-8: a .lg file is UTF-8 text)", u);
     else
       bad.text = fmt::format("byte 0x{:02x} (a control character)", u);
     return bad;
-  }
-
-  /// The code point of one whole UTF-8 sequence (utf8_len's).
-  static uint32_t code_point(const std::string& seq) {
-    const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(seq[k])); };
-    uint32_t cp = seq.size() == 2 ? b(0) & 0x1F : seq.size() == 3 ? b(0) & 0x0F : b(0) & 0x07;
-    for (size_t k = 1; k < seq.size(); ++k) cp = (cp << 6) | (b(k) & 0x3F);
-    return cp;
   }
 
   Token number(int32_t line, int32_t col) {

@@ -650,9 +650,13 @@ Value Elaborator::call_method(const Value& self, const std::string& name, const 
     return Value::tensor(reshape(self.id, out), self.dtype, out);
   }
   // `x.mean(-1)`, torch's spelling: the language's reductions and maps are functions of x.
-  if (is_primitive(name))
-    return err(e.span, "tensors have no method '" + name + "': it is a function, " + name + "(x, ...)" +
-                           (name == "sum" || name == "mean" || name == "max" || name == "softmax" ? " with axis=k" : ""));
+  if (name == "sum" || name == "mean" || name == "max" || name == "softmax")
+    return err(e.span, "tensors have no method '" + name + "': it is a function, " + name + "(x, axis=k)");
+  if (name == "topk") return err(e.span, "tensors have no method 'topk': it is a function, topk(x, k, axis)");
+  for (const ir::OpInfo& op : ir::all_ops())
+    if ((op.flags & ir::kLangFn) && op.name == name)  // exp, rsqrt, maximum, ...
+      return err(e.span, "tensors have no method '" + name + "': it is a function, " + name + "(x" +
+                             (op.arity == 2 ? ", y)" : ")"));
   return err(e.span, "tensors have no method '" + name + "'" +
                          did_you_mean(name, {"to", "view", "reshape", "transpose", "permute", "unsqueeze", "squeeze"}));
 }

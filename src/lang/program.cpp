@@ -132,9 +132,7 @@ class FnNameCheck {
       if (e.kind == ExprKind::Call && e.args[0]->kind == ExprKind::Name) {
         const std::string& f = e.args[0]->text;
         if (!bound_.count(f) && !p_.fns.count(f) && !is_primitive(f) && !model_names_.count(f)) {
-          std::vector<std::string> fns = primitive_names();
-          for (const auto& [n, fn] : p_.fns) fns.push_back(n);
-          p_.diags.error(e.args[0]->span, "unknown function '" + f + "'" + did_you_mean(f, std::move(fns)));
+          p_.diags.error(e.args[0]->span, "unknown function '" + f + "'" + did_you_mean(f, p_.function_names()));
         }
         return 1;
       }
@@ -161,12 +159,15 @@ class FnNameCheck {
 
 std::unique_ptr<Program> load_program(std::string name, std::string text) {
   auto p = std::make_unique<Program>();
+  // A UTF-8 byte-order mark (editors on Windows write one) is dropped, as Python drops it: the
+  // lexer and the quoted lines then count the same columns.
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
   // A NUL byte is no text a person wrote (a binary, a file of zeros): one error for the file, not
   // one a stray byte, each quoting a line of escapes.
   const size_t nul = text.find('\0'), bytes = text.size();
   int32_t main_file = p->sources.add(std::move(name), std::move(text));
   int32_t prelude_file = p->sources.add("<prelude>", std::string(prelude_source()));
-  if (bytes > kMaxProgramBytes) {
+  if (bytes > kMaxProgramBytes && nul == std::string::npos) {
     p->diags.error({main_file, 1, 1, 1, 2},
                    fmt::format("the program is {} bytes; lanegraph reads .lg programs of at most {} MiB", bytes,
                                kMaxProgramBytes >> 20));

@@ -25,7 +25,7 @@ std::string_view prelude_source();
 
 /// Names of the primitives (exp, sum, attention, ...): a `fn` may not redefine them.
 bool is_primitive(std::string_view name);
-/// The primitives' names (is_primitive's), sorted: the candidates of an unknown function's suggestion.
+/// The primitives' names (is_primitive's), sorted.
 std::vector<std::string> primitive_names();
 
 struct Program {
@@ -37,6 +37,14 @@ struct Program {
   std::unordered_map<std::string, const FnDecl*> fns;    ///< the file's fns shadow the prelude's
   std::unordered_set<std::string> recursive;             ///< fns on a call cycle (already reported)
   size_t syntax_errors = 0;  ///< errors from lexing and parsing: later checks skip what they may cause
+
+  /// Every name a call may use: the primitives, the prelude's fns and the file's (an unknown
+  /// function's suggestion is drawn from them).
+  std::vector<std::string> function_names() const {
+    std::vector<std::string> names = primitive_names();
+    for (const auto& [n, f] : fns) names.push_back(n);
+    return names;
+  }
 };
 
 /// Lexes and parses `text` (shown as `name` in diagnostics) and the prelude, resolves the function

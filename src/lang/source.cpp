@@ -32,6 +32,18 @@ size_t utf8_len(std::string_view text, size_t i) {
   return n;
 }
 
+uint32_t utf8_code_point(std::string_view text, size_t i, size_t n) {
+  const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(text[i + k])); };
+  uint32_t cp = n == 2 ? b(0) & 0x1F : n == 3 ? b(0) & 0x0F : b(0) & 0x07;
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(k) & 0x3F);
+  return cp;
+}
+
+bool acts_on_terminal(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0xAD || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB);
+}
+
 std::string_view SourceFile::line(int32_t n) const {
   if (n < 1 || static_cast<size_t>(n) > line_starts.size()) return {};
   size_t begin = line_starts[static_cast<size_t>(n) - 1];

@@ -25,6 +25,15 @@ Span join(const Span& a, const Span& b);
 /// The lexer refuses a source that is not UTF-8 by it; diagnostics quote such bytes escaped.
 size_t utf8_len(std::string_view text, size_t i);
 
+/// The code point of the whole UTF-8 sequence of `n` bytes (utf8_len's) at text[i].
+uint32_t utf8_code_point(std::string_view text, size_t i, size_t n);
+
+/// Whether code point cp would act on a terminal rather than show: a C1 control (U+0080-U+009F,
+/// U+009B is a CSI), or an invisible formatting character (U+00AD, U+200B-U+200F, U+202A-U+202E
+/// bidirectional overrides, U+2060-U+206F, U+FEFF, U+FFF9-U+FFFB). Diagnostics name these by
+/// number and show their bytes escaped.
+bool acts_on_terminal(uint32_t cp);
+
 /// One source file: its name as shown in diagnostics and its text.
 struct SourceFile {
   std::string name;

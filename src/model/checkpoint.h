@@ -87,6 +87,5 @@ class Checkpoint {
   std::unordered_map<std::string, Location> index_;
 };
 
-using ::lg::edit_distance;  // support/did_you_mean.h: the nearest names of a missing tensor
 
 }  // namespace lg::model

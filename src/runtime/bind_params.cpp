@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <regex>
@@ -129,11 +130,18 @@ std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::
 }
 
 namespace {
+/// Digits as an index; -1 past int64 (a checkpoint may name "layers.99999999999999999999.").
+int64_t index_of(const std::string& digits) {
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  return ec == std::errc() && end == digits.data() + digits.size() ? v : -1;
+}
+
 /// The layer index of a tensor name's "layers.N." (GPT-2's "h.N."); -1 where it names none.
 int64_t tensor_layer(const std::string& name) {
   static const std::regex layer(R"((?:^|\.)(?:layers|h)\.(\d+)\.)");
   std::smatch m;
-  return std::regex_search(name, m, layer) ? std::stoll(m[1].str()) : -1;
+  return std::regex_search(name, m, layer) ? index_of(m[1].str()) : -1;
 }
 
 /// Layer indices as people write them: "36-39" where they run on, else "1, 4, 9".
@@ -231,7 +239,7 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
     problems.push_back("layer" + std::string(absent.size() > 1 ? "s " : " ") + layer_list(absent) +
                        " of the program: the checkpoint holds no tensor of " + (absent.size() > 1 ? "them" : "it") +
                        " (its layers are " + layer_list(held) +
-                       "; a config.json from a deeper model: num_hidden_layers?)");
+                       "; a config.json from a deeper model: num_hidden_layers, GPT-2's n_layer?)");
   }
   return problems;
 }
@@ -248,7 +256,8 @@ std::pair<std::string, int64_t> layer_form(const std::string& problem) {
   auto it = std::sregex_iterator(problem.begin(), problem.end(), layer);
   size_t at = 0;
   for (; it != std::sregex_iterator(); ++it) {
-    const int64_t n = std::stoll((*it)[2].str());
+    const int64_t n = index_of((*it)[2].str());
+    if (n < 0) return {problem, -1};
     one = one && (index < 0 || index == n);
     index = n;
     form += problem.substr(at, static_cast<size_t>(it->position(2)) - at) + "{l}";

@@ -245,8 +245,8 @@ TEST(CliInspect, CountsPast64BitsSaySoRatherThanWrap) {
   std::ofstream(dir / "config.json") << config.dump();
   const CliRun r = run_lg("inspect " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("parameters:   more than 2^64 (the config's sizes overflow)\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("decode bytes: more than 2^64 (the config's sizes overflow)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters:   2^64 or more (the config's sizes overflow)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decode bytes: 2^64 or more (the config's sizes overflow)\n"), std::string::npos) << r.out;
   const CliRun js = run_lg("inspect --json " + dir.string());
   ASSERT_EQ(js.code, 0) << js.out;
   const auto j = nlohmann::json::parse(js.out);

@@ -461,7 +461,15 @@ TEST(Diagnostics, TyposOfExistingNamesAreSuggested) {
       {"  const eps = config.rms_norm_epsilon\n", "", "config key 'rms_norm_epsilon' is missing in config.json and has "
                                                      "no default (write `config.rms_norm_epsilon ?? <default>`); did "
                                                      "you mean 'rms_norm_eps'?"},
-      {"", "    y = x.mean(-1)\n", "tensors have no method 'mean': it is a function, mean(x, ...) with axis=k"},
+      {"", "    y = x.mean(-1)\n", "tensors have no method 'mean': it is a function, mean(x, axis=k)"},
+      {"", "    y = x.exp()\n", "tensors have no method 'exp': it is a function, exp(x)"},
+      {"", "    y = x.has()\n", "tensors have no method 'has'"},
+      {"  const h = config.hiden_size\n", "", "config key 'hiden_size' is missing in config.json and has no default "
+                                              "(write `config.hiden_size ?? <default>`); did you mean 'hidden_size'?"},
+      // Another word, not a typo: a different first letter (no suggestion of intermediate_size).
+      {"  const f = config.moe_intermediate_size\n", "", "config key 'moe_intermediate_size' is missing in config.json "
+                                                         "and has no default (write `config.moe_intermediate_size ?? "
+                                                         "<default>`)"},
       {"", "    y = x.veiw(-1)\n", "tensors have no method 'veiw'; did you mean 'view'?"},
   };
   for (const Case& c : cases) {
@@ -482,17 +490,29 @@ TEST(Diagnostics, TyposOfExistingNamesAreSuggested) {
   EXPECT_EQ(out.diagnostics[0].message, "layers have no param 'wqq'; did you mean 'wq'?") << out.rendered;
 }
 
+// A view's -1 is shown as written (it was shown as the 1 held in its place).
+TEST(Diagnostics, AViewThatDoesNotDivideShowsItsMinusOne) {
+  auto out = lg::lang::check_source("bad.lg", program("", "    y = x.view(T, 7, -1)\n"), config(), {});
+  ASSERT_FALSE(out.ok);
+  const int64_t D = config()["hidden_size"].get<int64_t>();
+  ASSERT_NE(D % 7, 0) << "the test needs a hidden size that 7 does not divide";
+  EXPECT_EQ(out.diagnostics[0].message,
+            "cannot view tensor f32[T, " + std::to_string(D) + "] as [T, 7, -1]: the sizes do not divide");
+}
+
 // max_position_embeddings 0 is refused as every other dim of size 0 is; it checked clean with
 // states of 0 positions and a note, and only lg run refused it.
 TEST(Diagnostics, AContextOfZeroPositionsIsRefused) {
   nlohmann::json c = config();
-  c["max_position_embeddings"] = 0;
-  auto out = lg::lang::check_source("m.lg", program("", ""), c, {});
-  ASSERT_FALSE(out.ok);
-  EXPECT_NE(out.rendered.find("max sequence length 0 (config max_position_embeddings) is out of range: it must be "
-                              "between 1 and "),
-            std::string::npos)
-      << out.rendered;
+  for (const int64_t bad : {0, -1}) {  // -1 too: a sentinel of the first fix let it through
+    c["max_position_embeddings"] = bad;
+    auto out = lg::lang::check_source("m.lg", program("", ""), c, {});
+    ASSERT_FALSE(out.ok) << bad;
+    EXPECT_NE(out.rendered.find("max sequence length " + std::to_string(bad) +
+                                " (config max_position_embeddings) is out of range: it must be between 1 and "),
+              std::string::npos)
+        << out.rendered;
+  }
 }
 
 // `h == ...` for `h = ...` is one error: its uses after it were each "unknown name 'h'" too.
@@ -511,9 +531,13 @@ TEST(Diagnostics, AnEmptySliceIsNamedAsWritten) {
   ASSERT_FALSE(out.ok);
   ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
   const int64_t D = config()["hidden_size"].get<int64_t>();
-  EXPECT_EQ(out.diagnostics[0].message, "empty slice 100000: of a dim of size " + std::to_string(D) + " (clamped, " +
+  EXPECT_EQ(out.diagnostics[0].message, "empty slice 100000: of a dim of size " + std::to_string(D) + " (clamped to " +
                                             std::to_string(D) + ":" + std::to_string(D) +
                                             "); a dim of size 0 is an error here");
+  auto reversed = lg::lang::check_source("bad.lg", program("", "    y = x[..., 3:2]\n"), config(), {});
+  ASSERT_FALSE(reversed.ok);
+  EXPECT_EQ(reversed.diagnostics[0].message, "empty slice 3:2 of a dim of size " + std::to_string(D) +
+                                                 "; a dim of size 0 is an error here");
 }
 
 // A program past kMaxProgramBytes is one error before it is lexed: a legal 40 MB program of
@@ -533,6 +557,25 @@ TEST(Diagnostics, AProgramPastTheSizeCapIsRefusedAtOnce) {
 TEST(Diagnostics, AByteOrderMarkIsSkipped) {
   auto ok = lg::lang::check_source("bom.lg", "\xEF\xBB\xBF" + program("", ""), config(), {});
   EXPECT_TRUE(ok.ok) << ok.rendered;
+  // An error on line 1 has its column and caret where they are without the mark.
+  auto bad = lg::lang::check_source("bom.lg", "\xEF\xBB\xBFmodel m $ {\n}\n", config(), {});
+  ASSERT_FALSE(bad.ok);
+  EXPECT_EQ(bad.diagnostics[0].span.col, 9) << bad.rendered;
+  const auto [src, caret] = quoted_lines(bad.rendered);
+  ASSERT_NE(caret.find('^'), std::string::npos) << bad.rendered;
+  EXPECT_EQ(src[caret.find('^')], '$') << src << "\n" << caret;
+}
+
+// Characters that act on a terminal (a C1 control's UTF-8, a right-to-left override, a zero-width
+// space) are named by number outside strings, never put raw into a message or a quoted line.
+TEST(Diagnostics, CharactersThatActOnATerminalAreNamedByNumber) {
+  for (const auto& [bytes, cp] : std::vector<std::pair<std::string, std::string>>{
+           {"\xc2\x85", "U+0085"}, {"\xe2\x80\xae", "U+202E"}, {"\xe2\x80\x8b", "U+200B"}}) {
+    auto out = lg::lang::check_source("bad.lg", program("", "    y = x + " + bytes + "\n"), config(), {});
+    ASSERT_FALSE(out.ok);
+    EXPECT_EQ(out.diagnostics[0].message, "unexpected character " + cp + " (a control or invisible formatting character)");
+    for (char c : out.rendered) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << cp << ": " << static_cast<int>(c);
+  }
 }
 
 // UTF-8 characters of two, three and four bytes stay accepted in comments and strings.

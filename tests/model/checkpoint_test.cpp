@@ -350,12 +350,5 @@ TEST(Checkpoint, RequireListsEveryProblemAtOnce) {
   EXPECT_HAS(msg, "missing tensor 'lm_head.weight'");
 }
 
-TEST(EditDistance, Basics) {
-  EXPECT_EQ(edit_distance("", ""), 0u);
-  EXPECT_EQ(edit_distance("abc", ""), 3u);
-  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
-  EXPECT_EQ(edit_distance("weight", "weigth"), 2u);
-}
-
 }  // namespace
 }  // namespace lg::model

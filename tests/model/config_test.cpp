@@ -200,8 +200,12 @@ TEST(Config, WrongTypesAndValuesAreNamed) {
   EXPECT_HAS(bad("hidden_size", 128.5), "field 'hidden_size' must be an integer, got float 128.5: transformers");
   // An integer past 64 bits, which JSON reads as a float, is too large rather than "a float".
   EXPECT_EQ(bad("vocab_size", json::parse("123456789012345678901234567890")),
-            "config.json: field 'vocab_size' is 1.2345678901234568e+29, past the 64-bit integers: far too large for a "
-            "size");
+            "config.json: field 'vocab_size' is 1.2345678901234568e+29, out of the 64-bit integers' range");
+  // One in [2^63, 2^64) reads as unsigned: the same words (it was "must be an integer, got number").
+  EXPECT_EQ(bad("vocab_size", json::parse("10000000000000000000")),
+            "config.json: field 'vocab_size' is 10000000000000000000, out of the 64-bit integers' range");
+  EXPECT_HAS(bad("max_position_embeddings", json::parse("-1e30")), "field 'max_position_embeddings' is -1e+30, out of "
+                                                                  "the 64-bit integers' range");
   {
     TempDir dir;
     auto j = qwen3_22m();

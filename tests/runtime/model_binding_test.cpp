@@ -178,7 +178,7 @@ TEST(ParamProblems, LayersTheCheckpointLacksAreOneProblem) {
   EXPECT_EQ(param_problems(fg.graph, m.checkpoint),
             std::vector<std::string>{"layers " + first + "-" + last + " of the program: the checkpoint holds no tensor "
                                      "of them (its layers are 0-" + std::to_string(layers - 1) +
-                                     "; a config.json from a deeper model: num_hidden_layers?)"});
+                                     "; a config.json from a deeper model: num_hidden_layers, GPT-2's n_layer?)"});
 }
 
 // A checkpoint whose config.json names another family that reads a subset of its tensors is
