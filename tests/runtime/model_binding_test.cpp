@@ -5,8 +5,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
+
+#include <unistd.h>
 
 #include "model/model_dir.h"
+#include "model/safetensors.h"
 #include "runtime/bind_params.h"
 #include "runtime/forward_graph.h"
 #include "runtime/model_source.h"
@@ -179,6 +183,24 @@ TEST(ParamProblems, LayersTheCheckpointLacksAreOneProblem) {
             std::vector<std::string>{"layers " + first + "-" + last + " of the program: the checkpoint holds no tensor "
                                      "of them (its layers are 0-" + std::to_string(layers - 1) +
                                      "; a config.json from a deeper model: num_hidden_layers, GPT-2's n_layer?)"});
+}
+
+// A checkpoint tensor whose layer index passes int64 ("layers.99999999999999999999.") is one more
+// problem, not a crash: the layer parse was std::stoll, which threw past the catch that names the
+// checkpoint ("internal error (a bug...)").
+TEST(ParamProblems, ALayerIndexPastInt64IsNoCrash) {
+  auto m = model::ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3");
+  const auto dir = std::filesystem::temp_directory_path() / ("lg_huge_layer_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<model::OwnedTensor> ts{
+      {"model.layers.99999999999999999999.mlp.up_proj.weight", DType::F32, {2}, std::vector<std::byte>(8)}};
+  model::write_safetensors(dir / "model.safetensors", ts);
+  const model::Checkpoint ck = model::Checkpoint::open(dir / "model.safetensors");
+  const auto fg = forward_graph(m.config, 0, program_source(m));
+  std::vector<std::string> problems;
+  EXPECT_NO_THROW(problems = group_by_layer(param_problems(fg.graph, ck)));
+  EXPECT_FALSE(problems.empty());
+  std::filesystem::remove_all(dir);
 }
 
 // A checkpoint whose config.json names another family that reads a subset of its tensors is
