@@ -548,7 +548,7 @@ TEST(Diagnostics, AProgramPastTheSizeCapIsRefusedAtOnce) {
   auto out = lg::lang::check_source("big.lg", program("", body), config(), {});
   ASSERT_FALSE(out.ok);
   ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered.substr(0, 2000);
-  EXPECT_NE(out.diagnostics[0].message.find("lanegraph reads .lg programs of at most 1 MiB"), std::string::npos)
+  EXPECT_NE(out.diagnostics[0].message.find("lanegraph reads .lg programs of at most 4 MiB"), std::string::npos)
       << out.diagnostics[0].message;
 }
 
