@@ -451,10 +451,10 @@ TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
 // A typo of a name that exists is suggested (as rustc and clang do); a name far from every other,
 // or of one or two letters, is not.
 TEST(Diagnostics, TyposOfExistingNamesAreSuggested) {
-  struct Case {
+  struct Typo {  // (not `Case`: lower_test.cpp's, in the same unity file)
     std::string decls, body, message;
   };
-  const std::vector<Case> cases = {
+  const std::vector<Typo> cases = {
       {"", "    y = rms_nrom(x, x, 1e-6)\n", "unknown function 'rms_nrom'; did you mean 'rms_norm'?"},
       {"", "    y = x + hiden\n", "unknown name 'hiden'"},
       {"  const hidden = 2.0\n", "    y = x * hiden\n", "unknown name 'hiden'; did you mean 'hidden'?"},
@@ -472,7 +472,7 @@ TEST(Diagnostics, TyposOfExistingNamesAreSuggested) {
                                                          "<default>`)"},
       {"", "    y = x.veiw(-1)\n", "tensors have no method 'veiw'; did you mean 'view'?"},
   };
-  for (const Case& c : cases) {
+  for (const Typo& c : cases) {
     auto out = lg::lang::check_source("typo.lg", program(c.decls, c.body), config(), {});
     ASSERT_FALSE(out.ok) << c.body;
     ASSERT_FALSE(out.diagnostics.empty());
