@@ -44,9 +44,8 @@ void refuse_float_sizes(const nlohmann::json& j, const std::string& src) {
     if (!v || !v->is_number_float()) continue;
     const double d = v->get<double>();
     // JSON reads an integer past 64 bits as a float (123456789012345678901234567890 was "got
-    // float 1.2345678901234568e+29"): out of range, as json_fields' opt_int says of any integer.
-    if (std::fabs(d) > 9.0e18)
-      throw Error(fmt::format("{}: field '{}' is {}, out of the 64-bit integers' range", src, field, v->dump()));
+    // float 1.2345678901234568e+29"): out of range, as opt_int says of any integer field.
+    if (std::fabs(d) > 9.0e18) out_of_int64_range(src, field, *v);
     const std::string hint =
         d >= 1 && d <= 9.0e18 && d == std::floor(d) ? fmt::format(" (write {})", static_cast<int64_t>(d)) : "";
     throw Error(fmt::format("{}: field '{}' must be an integer, got float {}: transformers sizes the model's modules "

@@ -34,18 +34,18 @@ const nlohmann::json* find(const nlohmann::json& obj, const std::string& key) {
   return &*it;
 }
 
+void out_of_int64_range(const std::string& source, const std::string& field, const nlohmann::json& got) {
+  throw Error(fmt::format("{}: field '{}' is {}, out of the 64-bit integers' range", source, field, got.dump()));
+}
+
 std::optional<int64_t> opt_int(const nlohmann::json& obj, const std::string& key, const std::string& source,
                                const std::string& path) {
   const auto* v = find(obj, key);
   if (!v) return std::nullopt;
-  // An integer past int64 (read as unsigned up to 2^64, as a float beyond) is out of range, not
-  // of the wrong type: it was "must be an integer, got number 10000000000000000000".
-  const auto out_of_range = [&] {
-    throw Error(fmt::format("{}: field '{}' is {}, out of the 64-bit integers' range", source, name_of(key, path),
-                            v->dump()));
-  };
+  // Past int64 is out of range, not of the wrong type: it was "must be an integer, got number
+  // 10000000000000000000".
   if (v->is_number_unsigned()) {
-    if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) out_of_range();
+    if (v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) out_of_int64_range(source, name_of(key, path), *v);
     return static_cast<int64_t>(v->get<uint64_t>());
   }
   if (v->is_number_integer()) return v->get<int64_t>();
@@ -54,7 +54,7 @@ std::optional<int64_t> opt_int(const nlohmann::json& obj, const std::string& key
     // In range before the cast: converting 1e300 to int64 is undefined behaviour, not a refusal.
     const double d = v->get<double>();
     if (d >= -9.0e18 && d <= 9.0e18 && d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
-    if (std::fabs(d) > 9.0e18) out_of_range();
+    if (std::fabs(d) > 9.0e18) out_of_int64_range(source, name_of(key, path), *v);
   }
   wrong_type(source, name_of(key, path), "an integer", *v);
 }

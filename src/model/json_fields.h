@@ -34,6 +34,10 @@ std::vector<int64_t> int_or_list(const nlohmann::json& obj, const std::string& k
 [[noreturn]] void wrong_type(const std::string& source, const std::string& field, std::string_view want,
                              const nlohmann::json& got);
 
+/// lg::Error "<source>: field '<field>' is <value>, out of the 64-bit integers' range": an integer
+/// past int64 (JSON reads it as unsigned up to 2^64, as a float beyond), not a wrong type.
+[[noreturn]] void out_of_int64_range(const std::string& source, const std::string& field, const nlohmann::json& got);
+
 /// Required reads: lg::Error "<source>: missing required field '<key>'" only when absent (or null),
 /// and wrong_type's message when present with another type: a field that is there is never
 /// reported missing.
