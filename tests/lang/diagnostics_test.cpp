@@ -610,6 +610,16 @@ TEST(Diagnostics, NoInputCanNestWithoutBound) {
   EXPECT_EQ(out.diagnostics[0].message, "nesting too deep: more than 200 levels");
 }
 
+// docs/language.md: an operand in parentheses takes two of the 200 levels, so about 100 nested
+// parentheses are the most a statement holds.
+TEST(Diagnostics, AboutAHundredNestedParenthesesAreTheBound) {
+  auto paren = [](int n) { return "    y = " + std::string(n, '(') + "x" + std::string(n, ')') + "\n"; };
+  EXPECT_TRUE(lg::lang::check_source("ok.lg", program("", paren(90)), config(), {}).ok);
+  auto deep = lg::lang::check_source("bad.lg", program("", paren(110)), config(), {});
+  ASSERT_FALSE(deep.ok);
+  EXPECT_EQ(deep.diagnostics[0].message, "nesting too deep: more than 200 levels");
+}
+
 TEST(Diagnostics, UnrollingPastTheNodeBoundIsAnError) {
   lg::lang::BindOptions opts;
   opts.max_nodes = 20;
