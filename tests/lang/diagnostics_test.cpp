@@ -426,8 +426,8 @@ TEST(Diagnostics, NonPrintableBytesInTheQuotedLineAreEscaped) {
 
 // A binary file (NULs, controls, bytes that are no UTF-8) is one error at its first NUL, and its
 // quoted line stays within the window as printed: it was 50 errors, one a stray byte, each quoting
-// a line of up to 640 columns of escapes (3 KB of random bytes: 31 KB of output). (Its bytes are
-// ASCII or 0xff, one byte a character, so that the quoted line's bytes are its columns.)
+// a line of up to 640 columns of escapes. (Its bytes are ASCII or 0xff, one byte a character, so
+// that the quoted line's bytes are its columns.)
 TEST(Diagnostics, ABinaryFileIsOneErrorNotATextFile) {
   std::string bytes;
   uint32_t state = 12345;
@@ -540,8 +540,8 @@ TEST(Diagnostics, AnEmptySliceIsNamedAsWritten) {
                                                  "; a dim of size 0 is an error here");
 }
 
-// A program past kMaxProgramBytes is one error before it is lexed: a legal 40 MB program of
-// one-line statements took 24 s and 3.5 GB before the IR node bound refused it.
+// A program past kMaxProgramBytes is one error before it is lexed, rather than read until the IR
+// node bound refuses it (what the cap bounds is measured at kMaxProgramBytes).
 TEST(Diagnostics, AProgramPastTheSizeCapIsRefusedAtOnce) {
   std::string body;
   while (body.size() <= lg::lang::kMaxProgramBytes) body += "    x = x + 1.0\n";
