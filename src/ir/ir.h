@@ -87,7 +87,8 @@ struct InputInfo { std::string name; DType dtype; Shape shape; };
 /// sees `shape` and `x @ w.T` runs the same GEMM as an nn.Linear weight.
 /// A param declared in an `experts e in 0..E` block is stacked: `parts[e]` names the checkpoint
 /// tensor of slice e along axis 0 (each of shape shape[1:]), `tensor` the template with `{e}`
-/// (for messages), and loaders concatenate the parts once at load time.
+/// (for messages), and loaders concatenate the parts once at load time. `span` is the declaration
+/// (its first, for params tied to one tensor), so a checkpoint that does not fit names its line.
 struct ParamInfo {
   std::string name;
   std::string tensor;
@@ -95,6 +96,7 @@ struct ParamInfo {
   Shape shape;
   bool transposed = false;
   std::vector<std::string> parts = {};
+  Span span = {};
 };
 struct StateInfo { std::string name; DType dtype; Shape shape; };
 /// A runtime dim; `max` bounds it (T <= max sequence length).

@@ -72,6 +72,12 @@ std::string type_string(const Graph& g, DType dtype, const Shape& shape) {
   return out + "]";
 }
 
+std::string span_text(const Graph& g, const Span& span) {
+  const bool known = span.file >= 0 && static_cast<size_t>(span.file) < g.files.size();
+  return (known ? g.files[static_cast<size_t>(span.file)] : std::string("<unknown>")) + ":" +
+         std::to_string(span.line) + ":" + std::to_string(span.col);
+}
+
 std::string span_string(const Graph& g, const Span& span) {
   if (span.file < 0 || static_cast<size_t>(span.file) >= g.files.size()) return "<unknown>";
   std::string_view file = g.files[static_cast<size_t>(span.file)];

@@ -256,7 +256,8 @@ void Elaborator::bind_param(const Decl& d, const std::string& display, int64_t l
     } else {
       slot.index = static_cast<int32_t>(g_.params.size());
       tensor_to_param_[key] = slot.index;
-      g_.params.push_back({display, tensor, slot.dtype, slot.shape, transposed, std::move(parts)});
+      g_.params.push_back({display, tensor, slot.dtype, slot.shape, transposed, std::move(parts),
+                           {d.span.file, d.span.line, d.span.col, d.span.end_line, d.span.end_col}});
     }
   }
   if (slot.ok) report_.params.push_back({display, slot.absent ? "" : tensor, slot.dtype, slot.shape});

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lift/stage_merger.h"
+#include "ir/print.h"
 #include "support/error.h"
 
 namespace lg::lift {

@@ -57,13 +57,6 @@ int64_t numel(const ir::Shape& shape, const std::vector<int64_t>& symbols) {
   return n;
 }
 
-std::string span_text(const ir::Graph& g, const ir::Span& span) {
-  std::string file = span.file >= 0 && static_cast<size_t>(span.file) < g.files.size()
-                         ? g.files[static_cast<size_t>(span.file)]
-                         : std::string("<unknown>");
-  return file + ":" + std::to_string(span.line) + ":" + std::to_string(span.col);
-}
-
 bool merge_races_on_state(const StagedProgram& p, int32_t a, int32_t b) {
   const ir::Graph& g = p.graph;
   std::set<ir::ValueId> read, overwritten;

@@ -95,8 +95,6 @@ std::set<std::pair<int32_t, int32_t>> stage_line_set(const StagedProgram& p, con
 /// The same as "file:line" strings.
 std::vector<std::string> stage_lines(const StagedProgram& p, const Stage& s, const std::vector<bool>* constant = nullptr);
 
-/// "file:line:col" of a span ("<unknown>" when the graph has no file for it).
-std::string span_text(const ir::Graph& g, const ir::Span& span);
 
 /// The runtime symbol a stage's loops run over: 0 (T, the tokens of the step) for nearly every
 /// stage; 1 (B, the sequences) for the stages of a batched graph (ir/batch.h) that compute the

@@ -10,6 +10,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "ir/print.h"
 #include "support/error.h"
 
 namespace lg::lift {

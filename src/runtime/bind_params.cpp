@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "ir/print.h"
 #include "support/error.h"
 
 namespace lg::runtime {
@@ -27,6 +28,11 @@ std::vector<int64_t> declared(const ir::ParamInfo& p) {
     s.push_back(d.coeff);
   }
   return s;
+}
+// " at models/llama.lg:31:3": where the program declares p, for a problem a user fixes in either
+// the checkpoint or the .lg; "" for a param no declaration made.
+std::string declared_at(const ir::Graph& g, const ir::ParamInfo& p) {
+  return p.span.file < 0 ? "" : " at " + ir::span_text(g, p.span);
 }
 }  // namespace
 
@@ -184,17 +190,18 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
         if (!checkpoint.contains(part)) {
           std::string near;
           for (const auto& n : checkpoint.nearest_names(part)) near += (near.empty() ? "" : ", ") + n;
-          problems.push_back("missing tensor \"" + part + "\" (an expert of param " + p.name + " " + shape_str(want) + ")" +
+          problems.push_back("missing tensor \"" + part + "\" (an expert of param " + p.name + " " + shape_str(want) +
+                             declared_at(graph, p) + ")" +
                              (near.empty() ? "" : "; nearest present: " + near));
           continue;
         }
         const auto& info = checkpoint.info(part);
         if (info.shape != slice)
-          problems.push_back("tensor \"" + part + "\" is " + shape_str(info.shape) + ", an expert of param " + p.name +
-                             " " + shape_str(want) + " is " + shape_str(slice));
+          problems.push_back("tensor \"" + part + "\" is " + shape_str(info.shape) + ", an expert of param " + p.name + " " +
+                             shape_str(want) + declared_at(graph, p) + ", is " + shape_str(slice));
         else if (!is_float(info.dtype))
           problems.push_back("tensor \"" + part + "\" has dtype " + std::string(dtype_name(info.dtype)) +
-                             ", which param " + p.name + " cannot be computed with");
+                             ", which param " + p.name + declared_at(graph, p) + " cannot be computed with");
       }
       continue;
     }
@@ -208,7 +215,8 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
       const bool untied_head = p.tensor.ends_with("lm_head.weight") &&
                                std::any_of(names.begin(), names.end(),
                                            [](const std::string& n) { return n.ends_with("embed_tokens.weight"); });
-      problems.push_back("missing tensor \"" + p.tensor + "\" (param " + p.name + " " + shape_str(want) + ")" +
+      problems.push_back("missing tensor \"" + p.tensor + "\" (param " + p.name + " " + shape_str(want) +
+                         declared_at(graph, p) + ")" +
                          (near.empty() ? "" : "; nearest present: " + near) +
                          (untied_head ? "; a checkpoint with its LM head tied to the embedding has none: is config.json's "
                                         "tie_word_embeddings false where it should be true?"
@@ -217,11 +225,12 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
     }
     const auto& info = checkpoint.info(p.tensor);
     if (info.shape != want)
-      problems.push_back("tensor \"" + p.tensor + "\" is " + shape_str(info.shape) + ", param " + p.name + " declares " +
-                         shape_str(want) + (p.transposed ? " (stored transposed)" : ""));
+      problems.push_back("tensor \"" + p.tensor + "\" is " + shape_str(info.shape) + ", param " + p.name +
+                         declared_at(graph, p) + " declares " + shape_str(want) +
+                         (p.transposed ? " (stored transposed)" : ""));
     else if (!is_float(info.dtype) && info.dtype != DType::I32)
       problems.push_back("tensor \"" + p.tensor + "\" has dtype " + std::string(dtype_name(info.dtype)) +
-                         ", which param " + p.name + " cannot be computed with");
+                         ", which param " + p.name + declared_at(graph, p) + " cannot be computed with");
   }
   // Tensors of a bound form that no param binds: the layers of a deeper model of the family (a
   // config.json with fewer layers than the checkpoint). One sentence per form.

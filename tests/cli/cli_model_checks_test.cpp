@@ -11,6 +11,7 @@
 
 #include "cli_run.h"
 #include "common/model_copy.h"
+#include "common/source_position.h"
 #include "common/safetensors_patch.h"
 
 namespace lg::cli_test {
@@ -82,19 +83,21 @@ TEST(CliModelChecks, InspectReportsConfigDimsThatDisagreeWithTheWeights) {
   const CliRun r = run_lg("inspect " + m.dir.string());
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("tensors ("), std::string::npos) << "the listing is still printed\n" << r.out;
-  // The shapes the config implies are the ones the program's params declare for it.
+  // The shapes the config implies are the ones the program's params declare for it, at their lines.
+  const std::string qwen3 = kSource + "/models/qwen3.lg";
   EXPECT_NE(r.out.find("lg: error: " + m.dir.string() + ": tensor \"model.embed_tokens.weight\" is [512,64], param "
-                       "embed declares [522,64]"),
+                       "embed at " + lg::test::source_position(qwen3, "param embed:") + " declares [522,64]"),
             std::string::npos)
       << r.out;
   // The same mismatch in each of the 3 layers: one line (runtime::group_by_layer); the JSON lists each.
+  const std::string wq_at = " at " + lg::test::source_position(qwen3, "param wq:");
   EXPECT_NE(r.out.find("in layers 0-2: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is [128,64], param "
-                       "l{l}.wq declares [256,64]"),
+                       "l{l}.wq" + wq_at + " declares [256,64]"),
             std::string::npos)
       << r.out;
   const CliRun j = run_lg("inspect --json " + m.dir.string() + " 2>/dev/null");
   EXPECT_NE(j.out.find("\"config_mismatches\": ["), std::string::npos) << j.out;
-  EXPECT_NE(j.out.find("is [128,64], param l2.wq declares [256,64]"), std::string::npos)
+  EXPECT_NE(j.out.find("is [128,64], param l2.wq" + wq_at + " declares [256,64]"), std::string::npos)
       << j.out;
 }
 
@@ -265,7 +268,10 @@ TEST(CliModelChecks, InspectAndCheckFitACheckpointWithoutTheBasePrefix) {
   bare.rename_tensors([](const std::string& name) { return name == "h.2.ln_2.bias" ? "" : name; });
   const CliRun holed = run_lg("inspect " + bare.dir.string());
   EXPECT_EQ(holed.code, 1) << holed.out;
-  EXPECT_NE(holed.out.find("missing tensor \"h.2.ln_2.bias\" (param l2.ln2_b [64])"), std::string::npos) << holed.out;
+  EXPECT_NE(holed.out.find("missing tensor \"h.2.ln_2.bias\" (param l2.ln2_b [64] at " +
+                           lg::test::source_position(kSource + "/models/gpt2.lg", "param ln2_b:") + ")"),
+            std::string::npos)
+      << holed.out;
   const CliRun noted = run_lg(check);
   EXPECT_NE(noted.out.find("do not fit the checkpoint"), std::string::npos) << noted.out;
   EXPECT_NE(noted.out.find("missing tensor \"h.2.ln_2.bias\""), std::string::npos) << noted.out;
@@ -394,7 +400,9 @@ TEST(CliModelChecks, RunAndLockReportConfigDimsThatDisagreeWithTheWeightsFirst) 
   CopiedModel m(kSource + "/models/qwen3-pycode-22m");
   m.edit_config([](nlohmann::json& j) { j["vocab_size"] = 1000; });
   const std::string want = "the checkpoint does not fit the qwen3 program (1 problem):\n  tensor "
-                           "\"model.embed_tokens.weight\" is [151936,128], param embed declares [1000,128]";
+                           "\"model.embed_tokens.weight\" is [151936,128], param embed at " +
+                           lg::test::source_position(kSource + "/models/qwen3.lg", "param embed:") +
+                           " declares [1000,128]";
   const CliRun r = run_lg("run -q -m " + m.dir.string() + " -p 'import os' -n 2");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find(want), std::string::npos) << r.out;

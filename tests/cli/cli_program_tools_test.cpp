@@ -12,6 +12,7 @@
 
 #include "cli_run.h"
 #include "common/model_copy.h"
+#include "common/source_position.h"
 
 namespace lg::cli_test {
 namespace {
@@ -195,7 +196,9 @@ TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
   // weights, a note says `lg run` would refuse it (new-user pass, session 22: a misspelt tensor
   // name checked clean).
   EXPECT_NE(r.out.find("note: the params do not fit the checkpoint in " + kTiny), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("missing tensor \"w\" (param w [64,64])"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing tensor \"w\" (param w [64,64] at " + lg::test::source_position(file, "param w:") + ")"),
+            std::string::npos)
+      << r.out;
   // A config alone (no checkpoint beside it) gets no such note.
   const CliRun shape = run_lg("check " + kSource + "/models/qwen3_moe.lg -c " + kSource + "/bench/shapes/qwen3-30b-a3b");
   EXPECT_EQ(shape.code, 0) << shape.out;

@@ -16,6 +16,7 @@
 #include "runtime/model_source.h"
 #include "support/error.h"
 #include "common/model_copy.h"
+#include "common/source_position.h"
 
 namespace lg::runtime {
 namespace {
@@ -152,8 +153,12 @@ TEST(ParamProblems, ConfigFromAnotherSizeIsReportedByTensorAndParam) {
       if (i.find(s) != std::string::npos) return true;
     return false;
   };
-  EXPECT_TRUE(has("tensor \"model.embed_tokens.weight\" is [512,64], param embed declares [519,64]"));
-  EXPECT_TRUE(has("tensor \"model.layers.0.self_attn.q_proj.weight\" is [128,64], param l0.wq declares [256,64]"));
+  // Each names the param's declaration, where a user would fix the program instead.
+  const std::string lg = program_source(m).string();
+  EXPECT_TRUE(has("tensor \"model.embed_tokens.weight\" is [512,64], param embed at " +
+                  test::source_position(lg, "param embed:") + " declares [519,64]"));
+  EXPECT_TRUE(has("tensor \"model.layers.0.self_attn.q_proj.weight\" is [128,64], param l0.wq at " +
+                  test::source_position(lg, "param wq:") + " declares [256,64]"));
   EXPECT_TRUE(has("model.layers.0.self_attn.o_proj.weight"));
   EXPECT_FALSE(has("model.layers.0.self_attn.k_proj")) << "num_key_value_heads did not change";
   EXPECT_TRUE(has("tensor \"model.layers.2.input_layernorm.weight\" is bound by no param"));
@@ -323,8 +328,9 @@ TEST(ResolveProgram, ACheckpointWithoutTheBasePrefixStillNamesATensorItLacks) {
   auto m = model::ModelDir::open(bare.dir);
   const std::string e = error_of([&] { resolve_program(m); });
   EXPECT_NE(e.find("the checkpoint does not fit the gpt2 program (1 problem):"), std::string::npos) << e;
-  EXPECT_NE(e.find("missing tensor \"h.1.mlp.c_fc.weight\" (param l1.w_fc [64,256]); nearest present: "
-                   "h.0.mlp.c_fc.weight, h.2.mlp.c_fc.weight"),
+  EXPECT_NE(e.find("missing tensor \"h.1.mlp.c_fc.weight\" (param l1.w_fc [64,256] at " +
+                   test::source_position(program_source(m).string(), "param w_fc:") +
+                   "); nearest present: h.0.mlp.c_fc.weight, h.2.mlp.c_fc.weight"),
             std::string::npos)
       << e;
   // The graph the lanes run names the checkpoint's tensors.
