@@ -104,7 +104,7 @@ class Elaborator {
   void exec_let(const Stmt& s);
   void exec_write(const Stmt& s);
   void exec_for(const Stmt& s);
-  void exec_require(const Stmt& s);
+  bool exec_require(const Stmt& s);
   void record(const Stmt& s, const std::string& target, const std::string& type);
 
   // ---- expressions (eval.cpp)

@@ -102,7 +102,11 @@ Value Elaborator::exec_block(const std::vector<Stmt>& body, bool top_level_forwa
     if (!in_fn) stmt_span_ = s.span;
     switch (s.kind) {
       case StmtKind::Let: exec_let(s); break;
-      case StmtKind::Require: exec_require(s); break;
+      case StmtKind::Require:
+        // A fn whose requirement fails ends there, its value an error: what its body would go on
+        // to compute could only fail because of it (the prelude's rope on an odd head dim).
+        if (!exec_require(s) && in_fn) return Value::error();
+        break;
       case StmtKind::Write:
         if (in_fn) {
           err(s.span, "fn '" + frames_.back().fn->name + "' writes state: fns are pure, write state in forward");
@@ -215,14 +219,15 @@ void Elaborator::exec_let(const Stmt& s) {
 
 // `require cond, "message"` in a body: a compile-time check of this point of the program (in a
 // layer body, of this layer: `require kind == "sliding_attention" || kind == "full_attention"`).
-void Elaborator::exec_require(const Stmt& s) {
+// Returns whether it holds (false too where its condition is an error, already reported).
+bool Elaborator::exec_require(const Stmt& s) {
   Value c = eval(*s.value);
-  if (c.is_error()) return;
+  if (c.is_error()) return false;
   if (c.kind != K::Bool) {
     err(s.value->span, "require needs a compile-time bool condition, found " + show(c));
-    return;
+    return false;
   }
-  if (c.b) return;
+  if (c.b) return true;
   std::string msg = "requirement failed";
   if (cur_layer_ >= 0) msg += fmt::format(" in layer {}", cur_layer_ + layer_lo_);
   if (s.message) {
@@ -230,6 +235,7 @@ void Elaborator::exec_require(const Stmt& s) {
     if (mv.kind == K::Str) msg += ": " + mv.s;
   }
   err(s.span, msg);
+  return false;
 }
 
 void Elaborator::exec_for(const Stmt& s) {

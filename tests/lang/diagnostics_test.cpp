@@ -178,6 +178,10 @@ const Mistake kCases[] = {
    7, 9, "sum needs axis="},
   {"RequireFails", program("  require D == 65, \"hidden size must be 65\"\n", ""),
    5, 3, "requirement failed: hidden size must be 65"},
+  // A fn whose require fails ends there: its `x @ x` would only add a shape mismatch.
+  {"RequireFailsInAFn", program("", "    y = odd_only(x)\n", kReturn,
+                                "fn odd_only(x) {\n  require x.shape[-1] % 2 == 1, \"odd widths only\"\n  return x @ x\n}\n"),
+   12, 3, "requirement failed: odd widths only"},
   {"DimNotInteger", program("  dims { Z = config.rms_norm_eps }\n", ""),
    5, 14, "dim 'Z' must be a positive integer of at most 2^40, found float 1e-06 (config.rms_norm_eps)"},
   {"DimAboveTheLimit", program("  dims { Z = 2000000000000 }\n", ""),
@@ -740,6 +744,18 @@ TEST(Diagnostics, AnAttentionGroupPastInt32IsRefused) {
   ASSERT_FALSE(out.diagnostics.empty());
   EXPECT_EQ(out.diagnostics[0].message, "attention: 4294967297 query heads per KV head (4294967297 / 1) is more than the 2147483647 supported")
       << out.rendered;
+}
+
+// RoPE on an odd head dim (a config's head_dim 33) is the prelude's one require, at the rope call
+// of the program: it was two shape mismatches inside the prelude's rope_freq.
+TEST(Diagnostics, RopeOnAnOddHeadDimIsOneError) {
+  const std::string src = program("", "    y = rope(x.view(T, H, 16)[..., :15], pos, 10000.0)\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message,
+            "requirement failed: RoPE rotates pairs of channels: the head dim (x.shape[-1]) must be even")
+      << out.rendered;
+  EXPECT_NE(out.rendered.find("bad.lg:7:9: note: in fn 'rope', inlined here"), std::string::npos) << out.rendered;
 }
 
 // The requires that read only the config are checked first; a failed one ends the check, so the
