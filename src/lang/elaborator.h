@@ -103,6 +103,7 @@ class Elaborator {
   Value exec_block(const std::vector<Stmt>& body, bool top_level_forward);
   void exec_let(const Stmt& s);
   void exec_write(const Stmt& s);
+  bool write_state(const Stmt& s, StateSlot& st);
   void exec_for(const Stmt& s);
   bool exec_require(const Stmt& s);
   void record(const Stmt& s, const std::string& target, const std::string& type);

@@ -293,7 +293,14 @@ void Elaborator::exec_write(const Stmt& s) {
   }
   StateSlot& st = sit->second;
   stmt_name_ = (cur_layer_ >= 0 ? "l" + std::to_string(cur_layer_ + layer_lo_) + "." : "") + st.name;
-  if (!st.ok) return;
+  // A write that fails leaves the state unwritten: its reads further on are error values, silent,
+  // not mismatches that only repeat this one (attention over a cache declared [.., D] for Dh).
+  if (st.ok && !write_state(s, st)) st.ok = false;
+}
+
+// The checks and the StateWrite node of `state[...] = value` into st; false after an error.
+bool Elaborator::write_state(const Stmt& s, StateSlot& st) {
+  const Expr& t = *s.target;
   // state[i0, .., :, pos, :] = value: leading constant indices, one i32 position vector, ':' elsewhere.
   const char* form = "unsupported state write: write `state[i, ..., :, pos, :] = value` (constant leading indices, one i32 index vector, ':' elsewhere)";
   std::vector<int64_t> fixed;
@@ -302,23 +309,23 @@ void Elaborator::exec_write(const Stmt& s) {
     const Expr& x = *t.args[k];
     if (x.kind == ExprKind::Slice || x.kind == ExprKind::Ellipsis) break;
     Value v = eval(x);
-    if (v.is_error()) return;
+    if (v.is_error()) return false;
     if (v.kind == K::Tensor) break;
     if (v.kind != K::Int && v.kind != K::Layer) {
       err(x.span, "expected an integer index, ':' or an i32 index vector, found " + show(v));
-      return;
+      return false;
     }
     ir::Dim d = st.shape[std::min(fixed.size(), st.shape.size() - 1)];
     if (fixed.size() >= st.shape.size() || v.i < 0 || v.i >= d.coeff) {
       err(x.span, fmt::format("index {} is out of range for state {} {}", v.i, st.name, show(st.dtype, st.shape)));
-      return;
+      return false;
     }
     fixed.push_back(v.i);
   }
   size_t remaining = st.shape.size() - std::min(fixed.size(), st.shape.size());
   if (t.args.size() - k != remaining || remaining == 0) {
     err(t.span, form + std::string(fmt::format(" ({} is rank {})", st.name, st.shape.size())));
-    return;
+    return false;
   }
   int32_t axis = -1;
   Value idx;
@@ -328,20 +335,20 @@ void Elaborator::exec_write(const Stmt& s) {
     if (x.kind == ExprKind::Slice && !x.args[0] && !x.args[1] && !x.args[2]) continue;
     if (x.kind == ExprKind::Slice || x.kind == ExprKind::Ellipsis || axis >= 0) {
       err(x.span, form);
-      return;
+      return false;
     }
     idx = eval(x);
-    if (idx.is_error()) return;
+    if (idx.is_error()) return false;
     if (!idx.is_tensor() || idx.dtype != DType::I32 || idx.shape.size() != 1) {
       err(x.span, "a state write index must be an i32 vector, found " + show(idx));
-      return;
+      return false;
     }
     axis = static_cast<int32_t>(j - k);
     idx_span = x.span;
   }
   if (axis < 0) {
     err(t.span, form);
-    return;
+    return false;
   }
   // Batched steps page a state along the axis its writes scatter on, one row per position of the
   // sequence (docs/language.md, "Batched steps"), so that axis holds S positions. One of another
@@ -353,26 +360,28 @@ void Elaborator::exec_write(const Stmt& s) {
                              "positions along an axis of size S = {} (the KV-cache capacity)",
                              st.name, format_dim(positions, sym_names_), S.i),
                  {{st.span, "state " + st.name + " " + show(st.dtype, st.shape) + " is declared here"}});
-    return;
+    return false;
   }
   ir::Shape expect(st.shape.begin() + static_cast<std::ptrdiff_t>(fixed.size()), st.shape.end());
   expect[static_cast<size_t>(axis)] = idx.shape[0];
   Value v = eval(*s.value);
-  if (v.is_error()) return;
+  if (v.is_error()) return false;
   if (!v.is_tensor()) {
     err(s.value->span, "a state write needs a tensor value, found " + show(v));
-    return;
+    return false;
   }
   // A write stores in the state's dtype: floats convert (as torch's index_copy_ does); other
   // dtypes must match.
   if (v.dtype != st.dtype && !(is_float(v.dtype) && is_float(st.dtype))) {
     err(s.value->span, "dtype mismatch in state write: " + show(v) + " into " + st.name + " " + show(st.dtype, st.shape));
-    return;
+    return false;
   }
   if (!(v.shape == expect)) {
-    err(s.value->span, "state write value has shape " + show(v.shape) + ", expected " + show(expect) + " for " +
-                           st.name + " " + show(st.dtype, st.shape));
-    return;
+    diags_.error(s.value->span,
+                 "state write value has shape " + show(v.shape) + ", expected " + show(expect) + " for " + st.name +
+                     " " + show(st.dtype, st.shape),
+                 {{st.span, "state " + st.name + " is declared here"}});
+    return false;
   }
   Value cur = state_value(st);
   ir::Attrs a;
@@ -380,6 +389,7 @@ void Elaborator::exec_write(const Stmt& s) {
   a.axis = axis;
   st.version = emit(ir::Op::StateWrite, st.dtype, st.shape, {cur.id, cast(v.id, st.dtype), idx.id}, a);
   record(s, stmt_name_, "write " + show(st.dtype, expect));
+  return true;
 }
 
 // ---- public API

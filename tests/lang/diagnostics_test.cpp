@@ -758,6 +758,20 @@ TEST(Diagnostics, RopeOnAnOddHeadDimIsOneError) {
   EXPECT_NE(out.rendered.find("bad.lg:7:9: note: in fn 'rope', inlined here"), std::string::npos) << out.rendered;
 }
 
+// A state declared [.., D] where the program writes [.., Dh] rows: the write is the one error, with
+// a note at the declaration; attention reading the state after it added "k and v differ".
+TEST(Diagnostics, AStateOfTheWrongSizeIsOneErrorAtItsWrite) {
+  const std::string src = program("  state k2: f32[H, S, D]\n",
+                                  "    k = x.view(T, H, 16).transpose(0, 1)\n    k2[:, pos, :] = k\n"
+                                  "    y = attention(k.transpose(0, 1), k2, k2, pos)\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 9) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].message, "state write value has shape [4, T, 16], expected [4, T, 64] for k2 f32[4, 1024, 64]")
+      << out.rendered;
+  EXPECT_NE(out.rendered.find("bad.lg:5:3: note: state k2 is declared here"), std::string::npos) << out.rendered;
+}
+
 // The requires that read only the config are checked first; a failed one ends the check, so the
 // dims, params and forward that follow it (which read keys such a config lacks) add nothing.
 TEST(Diagnostics, AFailedConfigRequireIsReportedFirstAndAlone) {
