@@ -5,7 +5,8 @@
 // tensors present, the .lg program's dims and consts for this config, the checkpoint's parameter count and bytes, and every
 // tensor with its dtype and shape, from the headers alone (an 8B checkpoint lists at once);
 // `--hash` adds the weights hash, which reads every weight. `--json` prints the same as one JSON object.
-// It also checks the tensors against the params of the model's .lg program for this config, and with `--check` scans
+// It also checks the tensors against the params of the model's .lg program for this config (`--program FILE.lg` in
+// place of the <model_type>.lg lg run would find, as lg run takes it), and with `--check` scans
 // every weight for NaN/Inf; either finding, or a program that does not check against the config, is printed as
 // `lg: error: ...` and exits 1. A directory with a config.json and no weights (a shape, bench/shapes/*) gets what
 // the config and its program give: the facts, the program's parameter count and bytes, and the bf16 bytes a
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/lane_options.h"
 #include "cli/path_checks.h"
 #include "ir/verify.h"
 #include "lang/lower.h"
@@ -340,12 +342,13 @@ int64_t largest_checking_length(const std::filesystem::path& source, const nlohm
   return lo;
 }
 
+/// `program`: the --program given, or "" for the one model_type names (runtime::find_model_source).
 ProgramView view_program(const std::filesystem::path& dir, const lg::model::ModelConfig& config,
-                         const lg::model::Checkpoint* weights) {
+                         const lg::model::Checkpoint* weights, const std::string& program) {
   ProgramView v;
   std::optional<std::filesystem::path> source;
   try {
-    source = lg::runtime::find_model_source(config);
+    source = program.empty() ? lg::runtime::find_model_source(config) : std::filesystem::path(program);
     try {
       v.report = lg::lang::check_file(*source, config.raw, {});
     } catch (const lg::Error&) {
@@ -422,11 +425,11 @@ constexpr const char* kPast64 = "2^64 or more (the config's sizes overflow)";
 /// `lg inspect` of a directory with a config.json and no weights (bench/shapes/*, which lg bench
 /// --shape runs on random weights): what the config and the program say, and that no weights
 /// are there, rather than refusing the directory for lacking a checkpoint.
-int inspect_shape(const std::filesystem::path& dir, bool as_json) {
+int inspect_shape(const std::filesystem::path& dir, bool as_json, const std::string& program_file) {
   const lg::model::ModelConfig config = lg::model::load_config(dir / "config.json");
   lg::model::GenerationConfig generation = lg::model::load_generation_config(dir / "generation_config.json", config);
   const auto groups = facts(config, nullptr);
-  const ProgramView program = view_program(dir, config, nullptr);
+  const ProgramView program = view_program(dir, config, nullptr, program_file);
   const ParamTotals params = program.report ? program_params(program.report->graph) : ParamTotals{};
   const uint64_t decode_bytes = lg::model::decode_weight_bytes(config);
   const std::optional<std::filesystem::path> tokenizer =
@@ -494,25 +497,29 @@ LG_COMMAND("inspect", [](CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto check = std::make_shared<bool>(false);
   auto hash = std::make_shared<bool>(false);
+  auto program_file = std::make_shared<std::string>();
   sub->add_option("dir", *dir, "model directory (config.json + safetensors, or a config.json alone)")->required();
   sub->add_flag("--json", *json, "print one JSON object instead of text");
   sub->add_flag("--check", *check, "also scan every weight for NaN/Inf (reads the whole checkpoint once)");
   sub->add_flag("--hash", *hash, "also print the weights hash a lock is tied to (reads every weight once); "
                                  "without it only the headers are read");
-  return [dir, json, check, hash]() {
+  sub->add_option("--program", *program_file,
+                  "the .lg program to check the config and weights against " + lg::cli::program_default_help())
+      ->check(CLI::ExistingFile);
+  return [dir, json, check, hash, program_file]() {
     if (lg::cli::config_only_dir(*dir)) {
       if (*check || *hash)
         throw lg::Error(fmt::format("{}: {} has no weights to {}: the directory holds a config.json and no "
                                     "*.safetensors (`lg inspect {}` shows what the config gives)",
                                     *dir, *check ? "--check" : "--hash", *check ? "scan" : "hash", *dir));
-      return inspect_shape(*dir, *json);
+      return inspect_shape(*dir, *json, *program_file);
     }
     ModelDir m = ModelDir::open(*dir);
     add_tokenizer_eos(m.generation, m.tokenizer_json, m.config.vocab_size);
     // The shapes config.json implies are what the model's program declares for it: lowered
     // (no weight bytes read) and its params compared with the tensors.
     // The program's report is its view of the config: its dims and consts under its own names.
-    const ProgramView program = view_program(m.dir, m.config, &m.checkpoint);
+    const ProgramView program = view_program(m.dir, m.config, &m.checkpoint, *program_file);
     const std::vector<std::string>& mismatches = program.mismatches;
     std::vector<lg::model::NonFiniteTensor> bad;
     if (*check) bad = lg::model::find_non_finite(m.checkpoint);

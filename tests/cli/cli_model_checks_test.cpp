@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -123,6 +124,23 @@ TEST(CliModelChecks, InspectExitsOneWhenTheProgramDoesNotCheck) {
   const CliRun none = run_lg("inspect " + m.dir.string());
   EXPECT_EQ(none.code, 0) << none.out;
   EXPECT_NE(none.out.find("program:      (none: no .lg program covers"), std::string::npos) << none.out;
+  // The note says to pass --program, which inspect takes as lg run does: the program's dims, and
+  // the weights checked against its params (a new family's .lg, tried before it runs).
+  std::ifstream in(kQwen3);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("== \"qwen3\", \"qwen3.lg is");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 10, "== \"no_such_family\"");
+  const std::string program = (m.dir / "family.lg").string();
+  std::ofstream(program) << text;
+  const CliRun given = run_lg("inspect " + m.dir.string() + " --program " + program);
+  EXPECT_EQ(given.code, 0) << given.out;
+  EXPECT_NE(given.out.find("program:      " + program + "\n  its dims:   S 1024, V 512, D 64"), std::string::npos)
+      << given.out;
+  m.edit_config([](nlohmann::json& j) { j["intermediate_size"] = 100; });
+  const CliRun misfit = run_lg("inspect " + m.dir.string() + " --program " + program);
+  EXPECT_EQ(misfit.code, 1) << misfit.out;
+  EXPECT_NE(misfit.out.find("param l{l}.wg at " + program + ":"), std::string::npos) << misfit.out;
 }
 
 TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
