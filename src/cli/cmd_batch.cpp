@@ -31,6 +31,7 @@
 #include "cli/command.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
+#include "cli/openai_options.h"
 #include "cli/path_checks.h"
 #include "chat/chat_template.h"
 #include "chat/jinja_renderer.h"
@@ -48,6 +49,8 @@ using nlohmann::json;
 struct BatchOpts {
   std::string model, input, output, lane = "cpu";
   std::string program;  // --program FILE.lg
+  std::string chat_template;  // --chat-template FILE
+  std::vector<std::string> served_model_names;  // --served-model-name NAME...
   int64_t max_seq = 0;
   lg::LaneOptions lane_options;
   bool quiet = false;
@@ -212,13 +215,18 @@ int run_batch(const BatchOpts& o) {
   eo.max_waiting = INT64_MAX;  // every line is handed over at once: offline, nothing to refuse
   eo.prefix_cache = !o.no_prefix_cache;
   eo.program = o.program;
+  eo.served_model_names = o.served_model_names;
   lg::server::Engine engine(o.model, eo);
   if (const std::string d = lg::model::sampling_defaults(engine.generation()); !d.empty() && !o.quiet)
     std::fprintf(stderr, "lg batch: defaults from generation_config.json for requests that leave them out: %s\n",
                  d.c_str());
-  // The chat requests render the model's own chat template, as lg serve's chat endpoint does.
-  const auto tmpl = lg::chat::ChatTemplate::load(engine.model_dir(), std::nullopt,
-                                                 std::make_shared<lg::chat::JinjaRenderer>());
+  // The chat requests render the model's own chat template (or --chat-template's), as lg serve's
+  // chat endpoint does.
+  if (!o.chat_template.empty() && !engine.has_tokenizer())
+    throw lg::Error("lg batch: --chat-template needs a tokenizer, and " + o.model + " has no tokenizer.json");
+  const auto tmpl = lg::chat::ChatTemplate::load(
+      engine.model_dir(), o.chat_template.empty() ? std::nullopt : std::optional<std::filesystem::path>(o.chat_template),
+      std::make_shared<lg::chat::JinjaRenderer>());
   std::ofstream out_file;
   if (o.output != "-") {
     out_file.open(o.output, std::ios::binary | std::ios::trunc);
@@ -275,10 +283,13 @@ LG_COMMAND("batch", [](CLI::App& app) {
   sub->add_flag("-q,--quiet", o->quiet, "no progress bar or summary on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
                 "do not share the KV cache of equal prompt prefixes between requests");
+  lg::cli::add_chat_template(sub, o->chat_template);
+  lg::cli::add_served_model_names(sub, o->served_model_names);
   // An empty path (an unset shell variable) is a usage error naming the option, not ": cannot read".
   sub->callback([o, input, output] {
     lg::cli::refuse_empty_path(input, o->input, "a requests file or '-'");
     lg::cli::refuse_empty_path(output, o->output, "a results file or '-'");
+    lg::cli::check_served_model_names(o->served_model_names);
   });
   return [o]() -> int { return run_batch(*o); };
 });

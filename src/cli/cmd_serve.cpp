@@ -19,6 +19,7 @@
 
 #include "cli/command.h"
 #include "cli/lane_options.h"
+#include "cli/openai_options.h"
 #include "cli/numeric_checks.h"
 #include "cli/preset_shapes.h"
 #include "lanes/factory.h"
@@ -222,9 +223,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));
   sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")
       ->check(lg::cli::context_length());
-  sub->add_option("--chat-template", o->chat_template,
-                  "Jinja2 chat template file to use instead of the model's own (tokenizer_config.json)")
-      ->check(CLI::ExistingFile);
+  lg::cli::add_chat_template(sub, o->chat_template);
   sub->add_option("--max-waiting", o->max_waiting,
                   "requests waiting to run beyond which new ones are answered 503 with Retry-After")
       ->capture_default_str()
@@ -233,10 +232,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
                   "seconds running requests may take to finish after SIGINT/SIGTERM before they are cut")
       ->capture_default_str()
       ->check(lg::cli::non_negative_number());
-  sub->add_option("--served-model-name", o->served_model_names,
-                  "the names requests may give as 'model', each listed by /v1/models (the first is the id answers "
-                  "carry; each name once); default: the model directory's name, and the directory as given")
-      ->expected(1, -1);
+  lg::cli::add_served_model_names(sub, o->served_model_names);
   sub->add_flag("-q,--quiet", o->quiet, "no log line per finished request on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,
                 "do not share the KV cache of equal prompt prefixes between requests");
@@ -258,11 +254,6 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_flag("--allow-credentials", o->cors.allow_credentials,
                 "let such pages send cookies and HTTP authentication (answers then name the page's origin, never '*')");
   lg::cli::add_lane_options(sub, o->lane_options);
-  // A usage error (exit 2) while parsing, before the model loads: `--served-model-name a a` listed
-  // `a` twice in GET /v1/models.
-  sub->callback([o] {
-    if (const auto problem = lg::server::served_names_problem(o->served_model_names))
-      throw CLI::ValidationError("--served-model-name: " + *problem);
-  });
+  sub->callback([o] { lg::cli::check_served_model_names(o->served_model_names); });
   return [o]() -> int { return serve(*o); };
 });

@@ -47,7 +47,9 @@ std::string model_not_found(const Engine& engine, const std::string& name) {
   const std::vector<std::string> names = engine.served_names();
   std::string served;
   for (const std::string& n : names) served += (served.empty() ? "'" : ", '") + n + "'";
-  return fmt::format("The model '{}' does not exist; this server serves {}", name, served);
+  // Said by lg serve and lg batch alike (a batch file written for another server names its model).
+  return fmt::format("The model '{}' does not exist; the names served here are {} (--served-model-name sets them)",
+                     name, served);
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

@@ -158,7 +158,7 @@ GenerationRequest parse_common(const json& j, bool chat) {
     }
   }
   if (const json* v = field(j, "n")) {
-    if (integer(*v, "n") != 1) throw RequestError("n", "'n' must be 1: lg serve returns one choice per request");
+    if (integer(*v, "n") != 1) throw RequestError("n", "'n' must be 1: lg serve and lg batch return one choice per request");
   }
   if (const json* v = field(j, "stop")) {
     std::vector<json> items;

@@ -409,6 +409,42 @@ TEST(LgBatch, ModelWithoutTokenizerTakesTokenIdPrompts) {
   EXPECT_NE(s.out.find("--chat-template needs a tokenizer"), std::string::npos) << s.out;
 }
 
+// A batch file written for a server that names its model ("model": "Qwen/Qwen3-0.6B") runs under
+// that name with --served-model-name, and chat lines render --chat-template, as lg serve takes
+// both (new-user pass: both flags were refused, every such line a 404).
+TEST(LgBatch, ServedModelNameAndChatTemplateAreServesOptions) {
+  const std::string in = ::testing::TempDir() + "/lg_batch_named.jsonl", tmpl = ::testing::TempDir() + "/lg_batch.jinja";
+  std::ofstream(tmpl) << "def {{ messages[0]['content'] }}(a, b):";
+  std::ofstream(in) << R"({"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions", "body": {"model": )"
+                    << R"("Qwen/Qwen3-0.6B", "messages": [{"role": "user", "content": "add"}], "max_tokens": 8, "temperature": 0}})"
+                    << "\n"
+                    << R"({"custom_id": "plain", "method": "POST", "url": "/v1/completions", "body": {"model": )"
+                    << R"("Qwen/Qwen3-0.6B", "prompt": "def add(a, b):", "max_tokens": 8, "temperature": 0}})" << "\n";
+  auto results = [](const CliRun& r) {
+    std::vector<nlohmann::json> lines;
+    std::istringstream ss(r.out);
+    for (std::string line; std::getline(ss, line);)
+      if (!line.empty() && line[0] == '{') lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  };
+  const auto named = results(run_lg("batch --model " + kModel + " -i " + in + " -o - -q --served-model-name Qwen/Qwen3-0.6B "
+                                    "--chat-template " + tmpl));
+  ASSERT_EQ(named.size(), 2u);
+  ASSERT_EQ(named[0]["response"]["status_code"], 200) << named[0].dump();
+  ASSERT_EQ(named[1]["response"]["status_code"], 200) << named[1].dump();
+  EXPECT_EQ(named[1]["response"]["body"]["model"], "Qwen/Qwen3-0.6B") << named[1].dump();
+  // The template made the chat's prompt the completion's: the same greedy text.
+  EXPECT_EQ(named[0]["response"]["body"]["choices"][0]["message"]["content"],
+            named[1]["response"]["body"]["choices"][0]["text"])
+      << named[0].dump() << "\n" << named[1].dump();
+  const auto unnamed = results(run_lg("batch --model " + kModel + " -i " + in + " -o - -q"));
+  ASSERT_EQ(unnamed.size(), 2u);
+  EXPECT_EQ(unnamed[1]["response"]["status_code"], 404) << unnamed[1].dump();
+  EXPECT_NE(unnamed[1].dump().find("--served-model-name"), std::string::npos) << unnamed[1].dump();
+  const CliRun twice = run_lg("batch --model " + kModel + " -i " + in + " -o - --served-model-name a a");
+  EXPECT_EQ(twice.code, 2) << twice.out;
+}
+
 // phi3.lg binds only where config.sliding_window covers the context (Phi-3-mini-4k: a window of
 // 2047 positions, max_position_embeddings 4096) and asks for --max-seq at most the window; lg
 // batch, run and serve lowered the program at the config's context before reading --max-seq, so

@@ -139,7 +139,7 @@ TEST(EngineServedNames, TheFirstIsTheIdAndOnlyTheyAreServed) {
   const auto other = c.Get("/v1/models/qwen3-pycode-22m");
   ASSERT_TRUE(other);
   EXPECT_EQ(other->status, 404);
-  EXPECT_NE(json::parse(other->body)["error"]["message"].get<std::string>().find("this server serves 'coder', 'coder-v2'"),
+  EXPECT_NE(json::parse(other->body)["error"]["message"].get<std::string>().find("the names served here are 'coder', 'coder-v2'"),
             std::string::npos)
       << other->body;
   eo.served_model_names = {""};
