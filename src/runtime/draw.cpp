@@ -19,28 +19,25 @@ int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
   if (!(p.min_p >= 0 && p.min_p <= 1)) throw Error("a sampled draw needs min_p in [0, 1], got " + std::to_string(p.min_p));
   if (!(p.top_p > 0 && p.top_p <= 1)) throw Error("a sampled draw needs top_p in (0, 1], got " + std::to_string(p.top_p));
   if (p.top_k < 0) throw Error("a sampled draw needs top_k >= 0, got " + std::to_string(p.top_k));
-  if (!(p.u >= 0 && p.u < 1)) throw Error("a sampled draw needs its uniform in [0, 1), got " + std::to_string(p.u));
   const float top = *std::max_element(logits.begin(), logits.end());
-  // min_p: the candidates, each with its fixed-point weight.
+  // min_p: the candidates, each with its weight and the weight in fixed point.
+  std::vector<float> weight(V);
   std::vector<uint64_t> fixed(V);
   std::vector<int32_t> kept;
   kept.reserve(p.min_p > 0 ? 1024 : V);
   for (size_t i = 0; i < V; ++i) {
-    const float w = draw::weight(logits[i], top, p.inv_temperature);
-    fixed[i] = draw::fixed(w);
-    if (w >= p.min_p) kept.push_back(static_cast<int32_t>(i));
+    weight[i] = draw::weight(logits[i], top, p.inv_temperature);
+    fixed[i] = draw::fixed(weight[i]);
+    if (weight[i] >= p.min_p) kept.push_back(static_cast<int32_t>(i));
   }
   auto first = [&](int32_t a, int32_t b) {
     return draw::key(logits[static_cast<size_t>(a)], a) > draw::key(logits[static_cast<size_t>(b)], b);
   };
-  bool reordered = false;
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < kept.size()) {
-    reordered = true;
     std::nth_element(kept.begin(), kept.begin() + (p.top_k - 1), kept.end(), first);
     kept.resize(static_cast<size_t>(p.top_k));
   }
   if (p.top_p < 1) {
-    reordered = true;
     uint64_t mass = 0;
     for (const int32_t id : kept) mass += fixed[static_cast<size_t>(id)];
     const uint64_t need = draw::nucleus_need(p.top_p, mass);
@@ -57,17 +54,17 @@ int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
     }
     kept.resize(n);
   }
-  // The draw, in id order over the nucleus.
-  if (reordered) std::sort(kept.begin(), kept.end());
-  uint64_t mass = 0;
-  for (const int32_t id : kept) mass += fixed[static_cast<size_t>(id)];
-  const uint64_t target = draw::draw_target(p.u, mass);
-  uint64_t running = 0;
+  // The draw: the race over the nucleus (draw::race_place), its tokens of weight zero in fixed
+  // point left out as they weigh nothing in the cuts. Its winner does not depend on the order the
+  // places are met in; the likeliest token first sets a low bound early.
+  const auto likeliest = std::max_element(kept.begin(), kept.end(), [&](int32_t a, int32_t b) { return first(b, a); });
+  std::iter_swap(kept.begin(), likeliest);
+  uint64_t best = ~0ull;
   for (const int32_t id : kept) {
-    running += fixed[static_cast<size_t>(id)];
-    if (running > target) return id;
+    if (fixed[static_cast<size_t>(id)] == 0) continue;
+    best = std::min(best, draw::race_place_below(weight[static_cast<size_t>(id)], p.key, id, best));
   }
-  return kept.back();  // unreachable: the largest logit weighs 2^40 and is always kept
+  return static_cast<int32_t>(static_cast<uint32_t>(best));  // the largest logit weighs 2^40 and is always kept
 }
 
 int32_t draw_token(std::span<const float> logits, const DrawParams& p, const PenaltyParams& pen,

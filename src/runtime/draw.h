@@ -3,8 +3,13 @@
 // the kernel). In vLLM's order (vllm/v1/sample/sampler.py): weights w = e^((l - max) / T); min_p
 // keeps the tokens with w >= min_p; top-k the k first of those in the order by logit (ties: lower
 // id first); top-p the shortest head of that order whose mass reaches top_p of the kept mass;
-// then the draw: the first token, in id order, whose running mass passes u times the nucleus'
-// mass (any fixed order gives the same distribution; id order needs no sort on a GPU).
+// then the draw: the exponential race over the nucleus (as vLLM's sampler divides the
+// probabilities by Exp(1) variates and takes the argmax): token i's place is E_i / w_i, E_i
+// drawn from the request's key and i alone (draw::race_place), and the least place wins. Each
+// token wins with its share of the nucleus' mass, as an inverse CDF would draw it, and the pick
+// stays put when the logits round slightly otherwise (a batched step against a run alone)
+// unless its two best places nearly tie: an inverse CDF's moves with the sum of every weight
+// before it, often in a flat nucleus of thousands of tokens.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +22,7 @@ namespace lg::runtime {
 
 /// The token `p` draws from f32[V] logits (finite: the caller checks). Costs O(V) plus a sort of
 /// the kept head when top-k or top-p cut. Throws lg::Error for empty logits, a temperature
-/// inverse that is not positive, or min_p, top_p, top_k or u outside their ranges (DrawParams).
+/// inverse that is not positive, or min_p, top_p or top_k outside their ranges (DrawParams).
 int32_t draw_token(std::span<const float> logits, const DrawParams& p);
 
 /// draw_token over `logits` penalised by `edits` and `pen` first (runtime/penalty_math.h), as a

@@ -2,8 +2,9 @@
 // kernel (runtime/cuda/row_draws.cu) so that both pick the same token from the same logits row,
 // bit for bit. Floating point that could differ between a CPU and a GPU is avoided: the softmax
 // weights use an exp of our own made of correctly rounded IEEE operations (no library expf, no
-// contraction into FMAs the other side would not make), and every sum, comparison and cut is on
-// 40-bit fixed-point integers. C++17: nvcc compiles this header too.
+// contraction into FMAs the other side would not make), every sum, comparison and cut is on
+// 40-bit fixed-point integers, and the race that draws the token uses a logarithm of our own
+// and integer random bits. C++17: nvcc compiles this header too.
 #pragma once
 
 #include <cmath>
@@ -19,13 +20,13 @@
 namespace lg {
 
 /// What a sampled pick needs once the penalties are applied (runtime/sampler.h builds it): vLLM's
-/// sampler order, temperature, then min_p, top-k, top-p, then a draw with the uniform `u`.
+/// sampler order, temperature, then min_p, top-k, top-p, then the race of the random `key`.
 struct DrawParams {
   float inv_temperature = 1;  ///< 1 / temperature, > 0 (inf for a temperature whose inverse overflows)
   int32_t top_k = 0;          ///< keep the k likeliest; 0: off
   float min_p = 0;            ///< drop tokens whose weight (probability over the likeliest's) is below; 0: off
   double top_p = 1;           ///< the shortest head of the order by logit holding this much mass; 1: off
-  double u = 0;               ///< the draw's uniform in [0, 1), from the sequence's seeded generator
+  uint64_t key = 0;           ///< the draw's random key, from the sequence's seeded generator (race_uniform)
 };
 
 namespace draw {
@@ -56,6 +57,14 @@ LG_DRAW_HD float fma(float a, float b, float c) {
   return __fmaf_rn(a, b, c);
 #else
   return std::fma(a, b, c);
+#endif
+}
+
+LG_DRAW_HD float div(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
 #endif
 }
 
@@ -128,12 +137,71 @@ LG_DRAW_HD uint64_t nucleus_need(double top_p, uint64_t mass) {
   return need < 1 ? 1 : (need > mass ? mass : need);
 }
 
-/// The draw's point in [0, mass): floor(u * mass); the token is the first (by id) whose running
-/// sum of weights passes it.
-LG_DRAW_HD uint64_t draw_target(double u, uint64_t mass) {
-  const double t = u * static_cast<double>(mass);
-  const uint64_t target = t >= static_cast<double>(mass) ? mass - 1 : static_cast<uint64_t>(t);
-  return target >= mass ? mass - 1 : target;
+/// Token `id`'s uniform for the draw of `key`: (j + 1/2) / 2^23 for j the top 23 bits of
+/// SplitMix64 (Steele et al. 2014) of key + (id + 1) * 2^64/phi, so in (0, 1), exact in float, as is
+/// 1 - u. Every token of a draw gets its own, from the key alone: a counter-based stream.
+LG_DRAW_HD float race_uniform(uint64_t key, int32_t id) {
+  uint64_t z = key + static_cast<uint64_t>(static_cast<uint32_t>(id) + 1u) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(2 * (z >> 41) + 1) * 5.9604644775390625e-08f;  // 2^-24
+}
+
+/// -ln(u) for u in (0, 1) (an Exp(1) variate of a uniform), to a few ulp: u = m 2^e with m in
+/// [sqrt(1/2), sqrt(2)), ln m = 2 atanh(f / (2 + f)) for f = m - 1 (exact) by its series to s^13
+/// (error below 2^-36), e ln2 in two parts. Correctly rounded operations only, as exp_nonpositive.
+LG_DRAW_HD float neg_log_unit(float u) {
+  uint32_t bits;
+  std::memcpy(&bits, &u, sizeof bits);
+  int e = static_cast<int>(bits >> 23) - 127;
+  bits = (bits & 0x7FFFFFu) | 0x3F800000u;
+  float m;
+  std::memcpy(&m, &bits, sizeof m);
+  if (m > 1.41421354f) {
+    m = mul(m, 0.5f);
+    ++e;
+  }
+  const float f = sub(m, 1.f);
+  const float s = div(f, 2.f + f);
+  const float z = mul(s, s);
+  float p = 1.f / 13.f;
+  p = fma(p, z, 1.f / 11.f);
+  p = fma(p, z, 1.f / 9.f);
+  p = fma(p, z, 1.f / 7.f);
+  p = fma(p, z, 1.f / 5.f);
+  p = fma(p, z, 1.f / 3.f);
+  const float two_s = 2.f * s;  // exact
+  const float ln_m = fma(two_s, mul(z, p), two_s);
+  const float fe = static_cast<float>(e);
+  const float t = fma(fe, -1.42860677e-06f, -ln_m);
+  return fma(fe, -0.693145751953125f, t);  // e * ln2's high part is exact (16 bits times 5)
+}
+
+/// A token's place in the race that draws it (the exponential race, i.e. the Gumbel-max trick):
+/// E / w for E = -ln(race_uniform) and w its weight, packed with its id so that the smallest
+/// packed value is the drawn token, the lower id on a tie. The token with the least E_i / w_i is
+/// token i with probability w_i / sum(w), as an inverse CDF draws it; but where an inverse CDF's
+/// pick moves when any weight before it in its order rounds otherwise (the logits of a batch
+/// against a run alone), the race's moves only when its two best places nearly tie.
+LG_DRAW_HD uint64_t race_place(float w, uint64_t key, int32_t id) {
+  const float place = div(neg_log_unit(race_uniform(key, id)), w);
+  uint32_t b;
+  std::memcpy(&b, &place, sizeof b);  // positive: its bits order as the values do
+  return (static_cast<uint64_t>(b) << 32) | static_cast<uint32_t>(id);
+}
+
+/// race_place(w, key, id), or ~0 (never the least) when a bound shows it above `best`, a place
+/// already met (the skip does not change the race's winner): -ln u >= 1 - u, and neg_log_unit is
+/// within 2^-17 of -ln u, so (1 - u)(1 - 2^-16) / w is at most the place. Most tokens of a row
+/// are skipped before their logarithm once a likely one has run.
+LG_DRAW_HD uint64_t race_place_below(float w, uint64_t key, int32_t id, uint64_t best) {
+  const float u = race_uniform(key, id);
+  const float floor_place = div(mul(sub(1.f, u), 0.9999847412109375f), w);
+  uint32_t b;
+  std::memcpy(&b, &floor_place, sizeof b);
+  if ((static_cast<uint64_t>(b) << 32) > best) return ~0ull;
+  return race_place(w, key, id);
 }
 
 }  // namespace draw

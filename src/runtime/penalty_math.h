@@ -29,14 +29,6 @@ struct PenaltyParams {
 
 namespace draw {
 
-LG_DRAW_HD float div(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
 /// Logit `l` of a token seen as `count` says, penalised in vLLM's order: divided by the
 /// repetition penalty when positive, multiplied by it otherwise; then, for a generated token,
 /// minus frequency x count, minus presence. A non-finite `l` is returned as it is (the caller

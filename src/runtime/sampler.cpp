@@ -56,7 +56,7 @@ DrawParams Sampler::next_draw() {
   d.top_k = static_cast<int32_t>(std::min<int64_t>(options_.top_k, INT32_MAX));
   d.min_p = static_cast<float>(options_.min_p);
   d.top_p = options_.top_p;
-  d.u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;  // 53 random bits: uniform in [0, 1)
+  d.key = rng_();  // the race's key: each token's uniform is drawn from it (draw::race_uniform)
   return d;
 }
 

@@ -1,7 +1,7 @@
 // Picking the next token from logits, as users of llama.cpp / vLLM / transformers expect, in the
 // order of vLLM's sampler (vllm/v1/sample/sampler.py): first the penalties (penalties.h), then
 // temperature 0 is greedy (argmax, lowest id on a tie); otherwise a draw as runtime/draw.h
-// defines it (temperature, min_p, top-k, top-p), with one uniform a pick from a seeded generator,
+// defines it (temperature, min_p, top-k, top-p), with one key a pick from a seeded generator,
 // so a run is reproducible, and a lane can make the same draw on its device (SeqStep::draw).
 #pragma once
 
@@ -43,10 +43,10 @@ class Sampler {
   /// next_draw(), penalty_edits()): every pick that reads the logits row, sampled or greedy over
   /// penalised logits. The f32[V] row then never leaves the lane.
   bool lane_draws() const { return needs_logits(); }
-  /// The next pick's draw: sampled, with a fresh uniform (each call is one pick: pick() calls it
+  /// The next pick's draw: sampled, with a fresh key (each call is one pick: pick() calls it
   /// when it samples, so a sequence draws the same tokens whether the lane or the host makes its
   /// draws); greedy, the draw of the likeliest token (top-k 1, which keeps the lowest id of a
-  /// tie, as argmax), which takes no uniform.
+  /// tie, as argmax), which takes no key.
   DrawParams next_draw();
   /// The penalties' factors and the tokens they edit for the next pick of a sequence whose prompt
   /// is `prompt` and whose generated tokens are `output` (empty when no penalty is active): what a

@@ -69,7 +69,7 @@ DrawParams random_params(std::mt19937_64& g, int64_t V) {
   p.top_k = static_cast<int32_t>(std::array<int64_t, 8>{0, 0, 1, 5, 50, 1024, V - 1, V + 5}[g() % 8]);
   p.top_p = std::array<double, 6>{1, 1, 0.95, 0.5, 0.1, 0.9999}[g() % 6];
   p.min_p = std::array<float, 5>{0, 0, 0.05f, 0.5f, 1.f}[g() % 5];
-  p.u = static_cast<double>(g() >> 11) * 0x1.0p-53;
+  p.key = g();
   return p;
 }
 
@@ -151,7 +151,7 @@ TEST(RowDraws, DeviceDrawsEqualTheHostReference) {
       cut += params[r].top_k > 0 || params[r].top_p < 1 || params[r].min_p > 0;
       EXPECT_EQ(got[r], want) << "V " << V << ", draw " << r << " (row " << rows[r] << "): 1/T "
                               << params[r].inv_temperature << ", top_k " << params[r].top_k << ", top_p "
-                              << params[r].top_p << ", min_p " << params[r].min_p << ", u " << params[r].u;
+                              << params[r].top_p << ", min_p " << params[r].min_p << ", key " << params[r].key;
     }
     std::printf("[ row draws ] V %lld: %d draws, %d with a cut, equal to the host's\n", static_cast<long long>(V), R, cut);
   }

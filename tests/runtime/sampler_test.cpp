@@ -122,7 +122,7 @@ TEST(Sampler, NucleusWiderThanTheSortedHeadIsExact) {
 
 // A greedy request's draw, as a lane makes it when penalties make the pick read the row: top-k 1
 // keeps the likeliest token, the lowest id of a tie (-0 and +0 are one logit), as argmax does; it
-// takes no uniform from the generator.
+// takes no key from the generator.
 TEST(Sampler, AGreedyDrawIsTheArgmax) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -135,7 +135,7 @@ TEST(Sampler, AGreedyDrawIsTheArgmax) {
       for (float& x : l) x = x == 0 ? (g() % 2 ? -0.0f : 0.0f) : x;
     const DrawParams d = greedy.next_draw();
     EXPECT_EQ(d.top_k, 1);
-    EXPECT_EQ(d.u, 0);
+    EXPECT_EQ(d.key, 0u);
     ASSERT_EQ(draw_token(l, d), argmax(l)) << "trial " << trial;
   }
 }

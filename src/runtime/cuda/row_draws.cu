@@ -5,8 +5,8 @@
 // holds a top-k's k tokens; else a pass counts what eleven such bounds hold and picks the highest
 // that holds the cut's tokens within 4,096 places). Where no bound does (a flat row's nucleus of
 // many thousand tokens), radix selects over the 64-bit keys (8 bits a pass) find top-k's and
-// top-p's bounds. The draw itself: each thread sums the kept masses of a contiguous run of ids, a
-// block scan finds the run holding the target, and its thread walks it. Every weight, key and
+// top-p's bounds. The draw itself is the race (draw::race_place): each thread's least place over
+// its tokens of the nucleus, then the block's least. Every weight, key and
 // sum is runtime/draw_math.h's, as in the host's draw_token.
 #include "runtime/cuda/row_draws_kernel.h"
 
@@ -87,18 +87,28 @@ __device__ unsigned long long block_sum(unsigned long long v, Shared& sh) {
   return total;
 }
 
-/// Sorts keys a[0 .. P) (P a power of two) largest first: by the whole key (the order by logit),
-/// or by_id by its low word (0xFFFFFFFF - id: ascending ids). Bitonic: the block's threads share
-/// each step's compare-exchanges.
-__device__ void sort_descending(unsigned long long* a, int P, bool by_id) {
-  const unsigned long long m = by_id ? 0xFFFFFFFFull : ~0ull;
+/// The block's least of one value a thread (every thread gets it).
+__device__ unsigned long long block_min(unsigned long long v, Shared& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(kAll, v, o));
+  if (lane == 0) sh.warp_u64[warp] = v;
+  __syncthreads();
+  unsigned long long m = sh.warp_u64[0];
+  for (int w = 1; w < kWarps; ++w) m = min(m, sh.warp_u64[w]);
+  __syncthreads();
+  return m;
+}
+
+/// Sorts keys a[0 .. P) (P a power of two) largest first (the order by logit). Bitonic: the
+/// block's threads share each step's compare-exchanges.
+__device__ void sort_descending(unsigned long long* a, int P) {
   for (int k = 2; k <= P; k <<= 1)
     for (int j = k >> 1; j > 0; j >>= 1) {
       for (int i = threadIdx.x; i < P; i += kThreads) {
         const int ixj = i ^ j;
         if (ixj <= i) continue;
         const unsigned long long x = a[i], y = a[ixj];
-        if ((i & k) == 0 ? (x & m) < (y & m) : (x & m) > (y & m)) {
+        if ((i & k) == 0 ? x < y : x > y) {
           a[i] = y;
           a[ixj] = x;
         }
@@ -167,7 +177,7 @@ __device__ bool draw_gathered(const float* row, int V, float top, const DrawPara
   while (P < n) P <<= 1;
   for (int i = n + static_cast<int>(threadIdx.x); i < P; i += kThreads) sh.list[i] = 0;
   __syncthreads();
-  sort_descending(sh.list, P, false);
+  sort_descending(sh.list, P);
   // Thread t holds tokens t * kPerThread .. of the order; the first `kept` are top-k's.
   const int kept = cut_k ? min(n, p.top_k) : n, first = static_cast<int>(threadIdx.x) * kPerThread;
   uint64_t keys[kPerThread];
@@ -183,21 +193,15 @@ __device__ bool draw_gathered(const float* row, int V, float top, const DrawPara
   for (int e = 0; e < kPerThread; ++e) in += first + e < kept && (p.top_p >= 1 || excl[e] < need);
   // (block_sum's barriers also keep the list until every thread holds its keys.)
   const int N = static_cast<int>(block_sum(static_cast<unsigned long long>(in), sh));
-  // The draw runs in id order: the nucleus (a head of the order) sorted by id.
-  int Q = 1;
-  while (Q < N) Q <<= 1;
+  // The race over the nucleus (a head of the order): each thread's tokens of it, then the block's
+  // least place. The likeliest tokens come first in a thread's run, and bound the rest.
+  unsigned long long best = ~0ull;
   for (int e = 0; e < kPerThread; ++e)
-    if (first + e < Q) sh.list[first + e] = first + e < N ? keys[e] : 0;
-  __syncthreads();
-  sort_descending(sh.list, Q, true);
-  for (int e = 0; e < kPerThread; ++e) {
-    keys[e] = first + e < N ? sh.list[first + e] : 0;
-    w[e] = first + e < N ? draw::fixed(draw::weight(key_logit(keys[e]), top, p.inv_temperature)) : 0;
-  }
-  const unsigned long long total = block_scan_chunks(w, excl, sh);
-  const unsigned long long target = draw::draw_target(p.u, total);
-  for (int e = 0; e < kPerThread; ++e)
-    if (excl[e] <= target && target < excl[e] + w[e]) *token = key_id(keys[e]);
+    if (first + e < N && w[e] != 0)
+      best = min(best, static_cast<unsigned long long>(draw::race_place_below(
+                           draw::weight(key_logit(keys[e]), top, p.inv_temperature), p.key, key_id(keys[e]), best)));
+  best = block_min(best, sh);
+  if (threadIdx.x == 0) *token = static_cast<int32_t>(static_cast<uint32_t>(best));
   return true;
 }
 
@@ -366,7 +370,7 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
     // otherwise a pass counts what each of eleven bounds holds.
     sh.list[threadIdx.x] = thread_max;
     __syncthreads();
-    sort_descending(sh.list, kThreads, false);
+    sort_descending(sh.list, kThreads);
     bool cut_k = true;
     unsigned long long mass_c = 0;
     uint64_t bound = 0;
@@ -400,29 +404,17 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
     const unsigned long long mass = block_sum(m, sh);
     lower = radix_select(row, V, top, p, lower, draw::nucleus_need(p.top_p, mass), true, sh);
   }
-  // The draw: thread t sums ids [t * run, (t + 1) * run), a block scan places the target.
-  const int run = (V + kThreads - 1) / kThreads;
-  const int begin = min(V, static_cast<int>(threadIdx.x) * run), end = min(V, begin + run);
-  unsigned long long own = 0;
-  for (int i = begin; i < end; ++i) {
+  // The race over the candidates at or above `lower` (the nucleus): each thread's least place
+  // over a strided share of the ids, then the block's.
+  unsigned long long best = ~0ull;
+  for (int i = threadIdx.x; i < V; i += kThreads) {
     uint64_t key, fixed;
-    if (candidate(row, i, top, p, lower, 0, 0, key, fixed)) own += fixed;
+    if (!candidate(row, i, top, p, lower, 0, 0, key, fixed) || fixed == 0) continue;
+    best = min(best, static_cast<unsigned long long>(
+                         draw::race_place_below(draw::weight(row[i], top, p.inv_temperature), p.key, i, best)));
   }
-  unsigned long long excl, mass;
-  block_scan(own, excl, mass, sh);
-  const unsigned long long target = draw::draw_target(p.u, mass);
-  if (excl <= target && target < excl + own) {
-    unsigned long long running = excl;
-    for (int i = begin; i < end; ++i) {
-      uint64_t key, fixed;
-      if (!candidate(row, i, top, p, lower, 0, 0, key, fixed)) continue;
-      running += fixed;
-      if (running > target) {
-        tokens[blockIdx.x] = i;
-        break;
-      }
-    }
-  }
+  best = block_min(best, sh);
+  if (threadIdx.x == 0) tokens[blockIdx.x] = static_cast<int32_t>(static_cast<uint32_t>(best));
 }
 
 __global__ void __launch_bounds__(256) row_penalties_kernel(float* __restrict__ logits, int V,
