@@ -359,8 +359,10 @@ LG_COMMAND("run", [](CLI::App& app) {
   sub->add_option("--frequency-penalty", o->frequency_penalty,
                   "subtract this times its count so far from each generated token's logit (0 = off)")
       ->check(lg::cli::finite_number_in(-2, 2));
-  sub->add_option("--seed", o->seed, "seed of the sampler (default: a random one; a sampled run's speed line names it)")
-      ->check(lg::cli::unsigned_integer());
+  sub->add_option("--seed", o->seed,
+                  "seed of the sampler, in [-2^63, 2^64) as a request's (a negative one by its 64 bits; default: a "
+                  "random one; a sampled run's speed line names it)")
+      ->transform(lg::cli::seed_value());
   sub->add_flag("--quiet,-q", o->quiet, "no loading messages (speeds are still printed)");
   return [o, prompt, file, ids, max_tokens]() -> int {
     if (prompt->count() == 0 && file->count() == 0 && ids->count() == 0)

@@ -100,20 +100,28 @@ inline CLI::Validator positive_finite_number() {
       "NUMBER > 0");
 }
 
-/// An unsigned integer option (seeds): CLI11 would wrap "-1" to 2^64-1 without a word, so a
-/// sign is refused: "must be an integer >= 0, got -1".
-inline CLI::Validator unsigned_integer() {
+/// A seed option: an integer in [-2^63, 2^64), as a request's "seed" is (server/request.cpp: a
+/// negative one seeds by its 64 bits, -1 as 2^64 - 1, as OpenAI's API and vLLM take it), rewritten
+/// to its unsigned value for the uint64_t option.
+inline CLI::Validator seed_value() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        uint64_t v = 0;
         const char* end = s.data() + s.size();
+        if (!s.empty() && s[0] == '-') {
+          int64_t v = 0;
+          auto [p, ec] = std::from_chars(s.data(), end, v);
+          if (ec == std::errc::result_out_of_range) return "must be an integer in [-2^63, 2^64), got " + s;
+          if (ec != std::errc() || p != end) return "must be an integer, got '" + s + "'";
+          s = std::to_string(static_cast<uint64_t>(v));
+          return {};
+        }
+        uint64_t v = 0;
         auto [p, ec] = std::from_chars(s.data(), end, v);
-        if (!s.empty() && s[0] == '-') return "must be an integer >= 0, got " + s;
-        if (ec == std::errc::result_out_of_range) return "must be an integer below 2^64, got " + s;
-        if (ec != std::errc() || p != end || s.empty()) return "must be an integer >= 0, got '" + s + "'";
+        if (ec == std::errc::result_out_of_range) return "must be an integer in [-2^63, 2^64), got " + s;
+        if (ec != std::errc() || p != end || s.empty()) return "must be an integer, got '" + s + "'";
         return {};
       },
-      "UINT");
+      "INT");
 }
 
 }  // namespace lg::cli

@@ -80,7 +80,7 @@ TEST(CliUsage, ServeServedModelNamesAreDistinctAndNonEmpty) {
 // inf, nan and 1e30 used to be accepted as temperatures, and --seed -1 silently became 2^64-1.
 // Every bad sampling value is the same usage error (exit 2, "--option: must be ..., got X"): a
 // new-user pass found --seed -1 exit 2 but --top-k -3 exit 1 with another wording.
-TEST(CliUsage, SamplingOptionsMustBeFiniteAndSeedsUnsigned) {
+TEST(CliUsage, SamplingOptionsMustBeFiniteAndSeedsSixtyFourBit) {
   const std::string run = "run -m " + kModel + " -p hi -n 2 ";
   for (const std::string t : {"inf", "nan", "-1", "1e30", "1e400"})
     expect_usage_error(run + "--temperature=" + t, "--temperature: must be a number in [0, 1000], got " + t);
@@ -101,10 +101,19 @@ TEST(CliUsage, SamplingOptionsMustBeFiniteAndSeedsUnsigned) {
   }
   for (const std::string p : {"1.5", "-0.1"})
     expect_usage_error(run + "--min-p " + p, "--min-p: must be a number in [0, 1], got " + p);
-  expect_usage_error("run -m " + kModel + " -p hi --seed -1", "--seed: must be an integer >= 0, got -1");
   expect_usage_error("run -m " + kModel + " -p hi --seed 99999999999999999999999",
-                     "--seed: must be an integer below 2^64, got 99999999999999999999999");
-  expect_usage_error("run -m " + kModel + " -p hi --seed x", "--seed: must be an integer >= 0, got 'x'");
+                     "--seed: must be an integer in [-2^63, 2^64), got 99999999999999999999999");
+  expect_usage_error("run -m " + kModel + " -p hi --seed -9999999999999999999",
+                     "--seed: must be an integer in [-2^63, 2^64), got -9999999999999999999");
+  expect_usage_error("run -m " + kModel + " -p hi --seed x", "--seed: must be an integer, got 'x'");
+  // A negative seed is its 64 bits, as a request's "seed" is (lg run refused -1 that serve took).
+  const std::string sampled = "run -q -m " + kModel + " -p 'def add(' -n 12 --temperature 1.2 --seed ";
+  const CliRun minus_one = run_lg(sampled + "-1"), top = run_lg(sampled + "18446744073709551615");
+  EXPECT_EQ(minus_one.code, 0) << minus_one.out;
+  auto text = [](const std::string& out) { return out.substr(0, out.find("lg: prefill")); };
+  EXPECT_EQ(text(minus_one.out), text(top.out));
+  EXPECT_FALSE(text(minus_one.out).empty()) << minus_one.out;
+  EXPECT_NE(minus_one.out.find("seed 18446744073709551615"), std::string::npos) << minus_one.out;
 }
 
 // "prefill 1 tokens" / "decode 1 tokens" read wrong.
