@@ -10,6 +10,39 @@
 
 namespace lg::runtime {
 
+namespace {
+
+/// Moves the shortest head of `ids` in the order `first` whose fixed-point mass reaches `need`
+/// (need <= their whole mass) to the front, in no particular order, and returns its length: a
+/// selection by mass, partitioning around pivots (expected O(n); the order is total, ids break
+/// ties, so any pivots give the same head). A flat nucleus of 10^5 tokens took ~40 ms a draw when
+/// its head was sorted a piece at a time.
+template <class First>
+size_t nucleus_head(std::vector<int32_t>& ids, const std::vector<uint64_t>& fixed, uint64_t need, const First& first) {
+  size_t lo = 0, hi = ids.size();  // ids[0, lo) are in the head, and it ends within [lo, hi)
+  uint64_t head = 0;               // their mass, below need
+  uint64_t pick = 0x9E3779B97F4A7C15ull;
+  for (;;) {
+    pick = pick * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG: the pivot's place
+    const auto at = [&ids](size_t k) { return ids.begin() + static_cast<std::ptrdiff_t>(k); };
+    const int32_t pivot = ids[lo + static_cast<size_t>((pick >> 33) % (hi - lo))];
+    const auto mid = std::partition(at(lo), at(hi), [&](int32_t id) { return first(id, pivot); });
+    std::iter_swap(mid, std::find(mid, at(hi), pivot));
+    const size_t m = static_cast<size_t>(mid - ids.begin());
+    uint64_t before = 0;
+    for (size_t k = lo; k < m; ++k) before += fixed[static_cast<size_t>(ids[k])];
+    if (head + before >= need) {
+      hi = m;  // the head ends among the tokens before the pivot (there are some: head < need)
+      continue;
+    }
+    head += before + fixed[static_cast<size_t>(pivot)];
+    lo = m + 1;
+    if (head >= need) return lo;
+  }
+}
+
+}  // namespace
+
 int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
   const size_t V = logits.size();
   if (V == 0) throw Error("a sampled draw over empty logits");
@@ -41,18 +74,7 @@ int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
     uint64_t mass = 0;
     for (const int32_t id : kept) mass += fixed[static_cast<size_t>(id)];
     const uint64_t need = draw::nucleus_need(p.top_p, mass);
-    // The head of the order is sorted a piece at a time: a nucleus is usually far shorter than V.
-    uint64_t head = 0;
-    size_t n = 0, sorted = 0;
-    while (head < need) {
-      if (n == sorted) {
-        const size_t more = std::min(kept.size(), std::max<size_t>(2 * sorted, 1024));
-        std::partial_sort(kept.begin() + static_cast<long>(sorted), kept.begin() + static_cast<long>(more), kept.end(), first);
-        sorted = more;
-      }
-      head += fixed[static_cast<size_t>(kept[n++])];
-    }
-    kept.resize(n);
+    kept.resize(nucleus_head(kept, fixed, need, first));
   }
   // The draw: the race over the nucleus (draw::race_place), its tokens of weight zero in fixed
   // point left out as they weigh nothing in the cuts. Its winner does not depend on the order the

@@ -20,8 +20,8 @@
 
 namespace lg::runtime {
 
-/// The token `p` draws from f32[V] logits (finite: the caller checks). Costs O(V) plus a sort of
-/// the kept head when top-k or top-p cut. Throws lg::Error for empty logits, a temperature
+/// The token `p` draws from f32[V] logits (finite: the caller checks). Costs O(V) (expected: top-k
+/// and top-p are selections, not sorts). Throws lg::Error for empty logits, a temperature
 /// inverse that is not positive, or min_p, top_p or top_k outside their ranges (DrawParams).
 int32_t draw_token(std::span<const float> logits, const DrawParams& p);
 

@@ -144,6 +144,34 @@ TEST(Draw, TheRaceDrawsEachNucleusTokenWithItsShare) {
   }
 }
 
+// A nucleus of tens of thousands of tokens (a flat row: the host selects top-p's head by mass,
+// not by sorting it) is the plain one: each draw is the least place over plain_nucleus's tokens.
+TEST(Draw, AWideNucleusIsThePlainOne) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<float> l(20000 + g() % 20000);
+    for (float& x : l) x = trial % 3 == 0 ? std::round(4 * d(g)) / 4 : d(g);  // ties among many
+    DrawParams p;
+    p.inv_temperature = 1 / 1.5f;
+    p.top_p = std::array<double, 4>{0.5, 0.9, 0.99, 0.999}[trial % 4];
+    p.top_k = trial % 5 == 4 ? 15000 : 0;
+    const std::vector<int32_t> nucleus = plain_nucleus(l, p);
+    const float top = *std::max_element(l.begin(), l.end());
+    for (int j = 0; j < 30; ++j) {
+      p.key = g();
+      uint64_t least = ~0ull;
+      for (int32_t id : nucleus)
+        if (draw::fixed(draw::weight(l[id], top, p.inv_temperature)) > 0)
+          least = std::min(least, draw::race_place(draw::weight(l[id], top, p.inv_temperature), p.key, id));
+      ASSERT_EQ(draw_token(l, p), static_cast<int32_t>(static_cast<uint32_t>(least)))
+          << "trial " << trial << ", V " << l.size() << ", nucleus " << nucleus.size();
+    }
+  }
+}
+
 // What the race is for: logits that round slightly otherwise (a batched step against a run alone)
 // move the pick only where its two best places nearly tie, with odds about the change over the
 // temperature, whatever the row. An inverse CDF's pick moves with the sum of the changes before
