@@ -153,6 +153,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
       g.seed = v->get<uint64_t>();
     } else if (integral_float(*v) && v->get<double>() >= kTwo63 && v->get<double>() < kTwo64) {
       g.seed = static_cast<uint64_t>(v->get<double>());
+    } else if (integral_float(*v) && (v->get<double>() >= kTwo64 || v->get<double>() < -kTwo63)) {
+      // An integer past them parsed as a double (2^64 reads 1.8446744073709552e+19): say the range.
+      throw RequestError("seed", fmt::format("'seed' must be an integer in [-2^63, 2^64), got {}", v->dump()));
     } else {
       g.seed = static_cast<uint64_t>(integer(*v, "seed"));
     }

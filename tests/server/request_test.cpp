@@ -161,7 +161,10 @@ TEST(CompletionRequest, HugeNumbersSayTooLarge) {
   // A seed is any uint64, written as an integer or as an integral float below 2^64.
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":1e19})").gen.seed, 10000000000000000000u);
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":9.2e18})").gen.seed, 9200000000000000000u);
-  EXPECT_EQ(message(R"({"prompt":"x","seed":1.9e19})"), "'seed' is too large: 1.9e+19");
+  EXPECT_EQ(message(R"({"prompt":"x","seed":1.9e19})"), "'seed' must be an integer in [-2^63, 2^64), got 1.9e+19");
+  EXPECT_EQ(message(R"({"prompt":"x","seed":18446744073709551616})"),
+            "'seed' must be an integer in [-2^63, 2^64), got 1.8446744073709552e+19");
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":-1})").gen.seed, UINT64_MAX);
   // Token ids as integral floats, as every integer field.
   EXPECT_EQ(parse_completion_request(R"({"prompt":[474.0,2643]})").prompt_ids, (std::vector<int32_t>{474, 2643}));
   EXPECT_EQ(message(R"({"prompt":[474.5]})"), "'prompt[0]' must be a token id (an integer), got 474.5");
