@@ -29,6 +29,7 @@
 
 #include "cli/batch_line.h"
 #include "cli/command.h"
+#include "cli/first_signal.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "cli/openai_options.h"
@@ -97,14 +98,6 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_batch_stop(int sig) { g_stop = sig; }
 
-void install_batch_stop() {
-  struct sigaction sa {};
-  sa.sa_handler = on_batch_stop;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-}
 
 /// Reads every line of `in` (`in_name` in messages), prepares each request and starts it on the
 /// engine at once. Lines are capped as a whole file is (support/text_input.h: `-i /dev/zero` is
@@ -238,7 +231,7 @@ int run_batch(const BatchOpts& o) {
   std::vector<Line> lines = read_lines(in, o.input == "-" ? "standard input" : o.input, engine, tmpl, input_error);
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   int64_t ok = 0, failed = 0;
-  install_batch_stop();
+  lg::cli::on_first_signal(on_batch_stop, {SIGINT, SIGTERM});
   Waiter waiter(engine, bar, t0);
   for (size_t k = 0; k < lines.size(); ++k) {
     Line& l = lines[k];

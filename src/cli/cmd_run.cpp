@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <random>
 
 #include "cli/command.h"
+#include "cli/first_signal.h"
 #include "cli/lane_options.h"
 #include "cli/numeric_checks.h"
 #include "cli/token_id_args.h"
@@ -210,6 +212,11 @@ lg::runtime::SamplingOptions run_sampling(const RunOpts& o, const lg::model::Gen
   return s;
 }
 
+/// Set by the first SIGINT during generation (the handler then resets itself: a second one
+/// terminates, as a stuck step would otherwise hold the terminal).
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_run_interrupt(int) { g_interrupted = 1; }
+
 int run(RunOpts o) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string lane_name = choose_lane(o);
@@ -281,7 +288,10 @@ int run(RunOpts o) {
     out.token(id);
   };
   // A write to stdout that failed (a full disk, a closed stdout) ends generation: the text is lost.
-  gen.should_stop = [] { return std::ferror(stdout) != 0; };
+  // Ctrl-C (SIGINT) ends it at the next token with the speed line printed, as llama.cpp prints its
+  // timings; a second one stops at once.
+  lg::cli::on_first_signal(on_run_interrupt, {SIGINT});
+  gen.should_stop = [] { return std::ferror(stdout) != 0 || g_interrupted != 0; };
   lg::runtime::Generation g;
   try {
     g = lg::runtime::generate(*lane, prompt, gen);
@@ -295,6 +305,7 @@ int run(RunOpts o) {
   // loss: refused, as lg batch refuses a failed write of its results.
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     throw lg::Error("standard output: write failed: the generated text was not all written");
+  const bool interrupted = g_interrupted != 0 && g.stats.stop == "caller";
   const auto& s = g.stats;
   const std::string seed_note = gen.sampling.temperature > 0 ? fmt::format(" | seed {}", gen.sampling.seed) : "";
   auto tokens = [](int64_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); };
@@ -302,10 +313,10 @@ int run(RunOpts o) {
                "\nlg: prefill %s in %.1f ms (%.1f tok/s) | time to first token %.1f ms | decode %s in "
                "%.1f ms (%.1f tok/s) | stop: %s%s\n",
                tokens(s.prompt_tokens).c_str(), s.prefill_s * 1e3, s.prefill_tokens_per_s(), s.first_token_s * 1e3,
-               tokens(s.decode_steps).c_str(), s.decode_s * 1e3, s.decode_tokens_per_s(), s.stop.c_str(),
-               seed_note.c_str());
+               tokens(s.decode_steps).c_str(), s.decode_s * 1e3, s.decode_tokens_per_s(),
+               interrupted ? "interrupted (SIGINT)" : s.stop.c_str(), seed_note.c_str());
   startup.flush();
-  return 0;
+  return interrupted ? 130 : 0;
 }
 
 }  // namespace

@@ -2,14 +2,18 @@
 // exit codes for bad input (prompt longer than the context or filling it, empty prompt, an
 // architecture no .lg program covers).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 namespace {
@@ -306,6 +310,37 @@ TEST(LgRun, SampledRunsDrawTheirSeedAndNameIt) {
   const Result greedy = run_lg({"run", "--model", kModel, "--prompt", "def f(x):", "-n", "4"});
   ASSERT_EQ(greedy.code, 0) << greedy.err;
   EXPECT_EQ(seed_of(greedy.err), "") << greedy.err;
+}
+
+// Ctrl-C ends generation at the next token with the speed line printed ("stop: interrupted"), as
+// llama.cpp prints its timings, and exit status 130 (it died of the signal, with no line).
+TEST(LgRun, SigintStopsWithTheSpeedLine) {
+  const fs::path dir = fs::temp_directory_path() / ("lg_run_sigint_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    // 'def add(' runs greedy to 3,000 tokens without an eos (~27 s here): the signal comes first.
+    const std::string cmd = "exec " + quote(LG_BINARY) + " run -q -m " + quote(kModel) +
+                            " -p 'def add(' -n 3000 --temperature 0 >" + quote((dir / "out").string()) + " 2>" +
+                            quote((dir / "err").string());
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (slurp(dir / "out").size() < 40 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const std::string err = slurp(dir / "err"), out = slurp(dir / "out");
+  fs::remove_all(dir);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal; stderr: " << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_NE(err.find("stop: interrupted (SIGINT)"), std::string::npos) << err;
+  EXPECT_EQ(err.find("decode 2999 tokens"), std::string::npos) << err;
+  EXPECT_EQ(out.rfind("def add(", 0), 0u) << out;  // the text so far was written
 }
 
 TEST(LgRun, ArchitectureWithoutAnLgProgramIsNamed) {
