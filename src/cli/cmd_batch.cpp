@@ -98,7 +98,6 @@ Line read_line(const std::string& text, size_t n, const lg::server::Engine& engi
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_batch_stop(int sig) { g_stop = sig; }
 
-
 /// Reads every line of `in` (`in_name` in messages), prepares each request and starts it on the
 /// engine at once. Lines are capped as a whole file is (support/text_input.h: `-i /dev/zero` is
 /// one endless line): a line past the cap is that line's error and the lines around it run; when
