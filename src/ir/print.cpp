@@ -72,17 +72,26 @@ std::string type_string(const Graph& g, DType dtype, const Shape& shape) {
   return out + "]";
 }
 
+namespace {
+// The span's file as the program was loaded from it, or its last component; "" for a span
+// without one (a node or param a rewrite made).
+std::string span_file(const Graph& g, const Span& span, bool basename) {
+  if (span.file < 0 || static_cast<size_t>(span.file) >= g.files.size()) return "";
+  std::string_view file = g.files[static_cast<size_t>(span.file)];
+  if (const size_t slash = file.rfind('/'); basename && slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  return std::string(file);
+}
+}  // namespace
+
 std::string span_text(const Graph& g, const Span& span) {
-  const bool known = span.file >= 0 && static_cast<size_t>(span.file) < g.files.size();
-  return (known ? g.files[static_cast<size_t>(span.file)] : std::string("<unknown>")) + ":" +
-         std::to_string(span.line) + ":" + std::to_string(span.col);
+  const std::string file = span_file(g, span, false);
+  return (file.empty() ? "<unknown>" : file) + ":" + std::to_string(span.line) + ":" + std::to_string(span.col);
 }
 
 std::string span_string(const Graph& g, const Span& span) {
-  if (span.file < 0 || static_cast<size_t>(span.file) >= g.files.size()) return "<unknown>";
-  std::string_view file = g.files[static_cast<size_t>(span.file)];
-  if (const size_t slash = file.rfind('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-  return std::string(file) + ":" + std::to_string(span.line) + ":" + std::to_string(span.col);
+  const std::string file = span_file(g, span, true);
+  if (file.empty()) return "<unknown>";
+  return file + ":" + std::to_string(span.line) + ":" + std::to_string(span.col);
 }
 
 std::string node_string(const Graph& g, ValueId id) {

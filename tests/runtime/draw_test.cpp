@@ -177,8 +177,8 @@ TEST(Draw, AWideNucleusIsThePlainOne) {
 // temperature, whatever the row. An inverse CDF's pick moves with the sum of the changes before
 // it, odds growing with the square root of the nucleus: over this flat row of 5,000 tokens at
 // temperature 1.5 with every logit moved by up to 1e-3, a simulation (Python, rows drawn alike)
-// put it at 10.6 moves in 1,000 draws, ~42 expected of these 4,000, and the race at ~0.3-0.45 in
-// 1,000 (about the mean change of two logits over the temperature; 1.8 expected at most). 10 moves
+// put it at 10.6 moves in 1,000 draws, ~42 expected of these 4,000, and the race at 0.33 in 1,000
+// (2 of 6,000; about the mean change of two logits over the temperature; 1.8 expected at most). 10 moves
 // allow the race's with odds of a false failure under 3e-6, and not the inverse CDF's.
 TEST(Draw, ARoundingChangeOfTheLogitsRarelyMovesTheDraw) {
   const unsigned seed = std::random_device{}();
