@@ -103,9 +103,12 @@ TEST(Draw, NegLogIsWithinFourUlpsOfLibm) {
   EXPECT_LT(worst, 4 * 0x1p-23) << "worst relative error " << worst;
 }
 
-// Over N random keys the race draws each nucleus token for its share of the mass (a binomial
-// count: within 6 standard deviations, one chance in 5e8 each), and nothing outside the nucleus;
-// the places it skips (race_place_below) never hide the least one.
+// Over N random keys the race draws each nucleus token for its share of the mass, and nothing
+// outside the nucleus; the places it skips (race_place_below) never hide the least one. A token's
+// count is binomial: within t = 6 sd + 16 of its mean, as Bernstein's inequality
+// P(|X - mu| >= t) <= 2 exp(-t^2 / (2 (sd^2 + t / 3))) puts under 1e-8 for every sd here. A 6 sd
+// bound alone is the normal approximation, wrong for a token of mean 0.006 drawn once (one CI run
+// failed so).
 TEST(Draw, TheRaceDrawsEachNucleusTokenWithItsShare) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -139,7 +142,7 @@ TEST(Draw, TheRaceDrawsEachNucleusTokenWithItsShare) {
     for (const auto& [id, n] : hits) ASSERT_TRUE(mass.count(id)) << "trial " << trial << ": token " << id << " is outside the nucleus";
     for (const auto& [id, m] : mass) {
       const double share = m / total, sd = std::sqrt(N * share * (1 - share));
-      EXPECT_NEAR(hits[id], share * N, 6 * sd + 1e-9) << "trial " << trial << " token " << id;
+      EXPECT_NEAR(hits[id], share * N, 6 * sd + 16) << "trial " << trial << " token " << id;
     }
   }
 }
