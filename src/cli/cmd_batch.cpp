@@ -8,7 +8,8 @@
 // endpoint refuses gets the 400 answer lg serve would give. SIGINT or SIGTERM cuts the requests
 // still running, as lg serve's drain does when its time runs out: their lines are still written
 // (finish_reason "abort", the text so far), so an interrupted run keeps every answer it finished;
-// the exit code is then 130. A second signal stops at once.
+// the exit code is then 128 + the signal (130 for SIGINT, 143 for SIGTERM, as a shell reports a
+// command the signal ended). A second signal stops at once.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -165,12 +166,15 @@ class Waiter {
   }
 
   bool cut() const { return cut_; }
+  /// 128 + the signal that cut the run (the shell's status for a command that signal ended), 0 if none.
+  int exit_status() const { return cut_ ? 128 + signal_ : 0; }
   int64_t completion_tokens = 0;
 
  private:
   void cut_on_signal() {
     if (cut_ || !g_stop) return;
     cut_ = true;
+    signal_ = g_stop;
     engine_.cancel_all();
     std::fprintf(stderr, "%slg batch: %s: cutting the requests still running (their lines end with finish_reason "
                          "\"abort\"; a second signal stops at once)\n",
@@ -181,6 +185,7 @@ class Waiter {
   bool bar_;
   std::chrono::steady_clock::time_point t0_;
   bool cut_ = false;
+  int signal_ = 0;
 };
 
 int run_batch(const BatchOpts& o) {
@@ -254,7 +259,7 @@ int run_batch(const BatchOpts& o) {
                  s > 0 ? static_cast<double>(waiter.completion_tokens) / s : 0.0,
                  waiter.cut() ? "; interrupted: the requests still running then were cut (finish_reason \"abort\")" : "");
   if (!input_error.empty()) throw lg::Error(input_error);  // after every line read was answered
-  return waiter.cut() ? 130 : 0;
+  return waiter.exit_status();
 }
 
 }  // namespace

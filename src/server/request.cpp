@@ -67,11 +67,13 @@ bool integral_float(const json& v) {
 
 int64_t integer(const json& v, const char* name) {
   // JSON has one number type: an integer past the 64-bit ones (1e20, 100000000000000000000)
-  // parses as a double, and is too large (or small) rather than "not an integer".
+  // parses as a double, and is too large (or small) rather than "not an integer". A double of
+  // exactly -2^63 is one of those too: -2^63 itself parses as an integer, and -2^63 - 1 (to
+  // -2^63 - 1024) rounds to that double.
   if (integral_float(v)) {
     const double d = v.get<double>();
     if (d >= kTwo63) throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
-    if (d < -kTwo63) throw RequestError(name, fmt::format("'{}' is too small: {}", name, v.dump()));
+    if (d <= -kTwo63) throw RequestError(name, fmt::format("'{}' is too small: {}", name, v.dump()));
     return static_cast<int64_t>(d);
   }
   if (!v.is_number_integer())
@@ -153,8 +155,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
       g.seed = v->get<uint64_t>();
     } else if (integral_float(*v) && v->get<double>() >= kTwo63 && v->get<double>() < kTwo64) {
       g.seed = static_cast<uint64_t>(v->get<double>());
-    } else if (integral_float(*v) && (v->get<double>() >= kTwo64 || v->get<double>() < -kTwo63)) {
-      // An integer past them parsed as a double (2^64 reads 1.8446744073709552e+19): say the range.
+    } else if (integral_float(*v) && (v->get<double>() >= kTwo64 || v->get<double>() <= -kTwo63)) {
+      // An integer past them parsed as a double (2^64 reads 1.8446744073709552e+19, -2^63 - 1
+      // reads -2^63 as a double, where -2^63 itself is an integer): say the range.
       throw RequestError("seed", fmt::format("'seed' must be an integer in [-2^63, 2^64), got {}", v->dump()));
     } else {
       g.seed = static_cast<uint64_t>(integer(*v, "seed"));

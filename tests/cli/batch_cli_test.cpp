@@ -541,15 +541,16 @@ TEST(LgBatch, KvCacheSmallerThanAContextIsRefused) {
 // for all sequences in a step. CPU time, not wall time, so that other tests running beside this
 // one on the CI machine do not decide it; the cost of loading the model and the tokenizer (an
 // empty batch file) is the same either way and is taken off both.
-// Ctrl-C (SIGINT) on a batch keeps what it finished: the request running then is cut at its next
-// token and its line still written (finish_reason "abort", the tokens so far), the exit code 130.
-// Before, the process died at once and its output file, truncated when opened, held only the lines
-// already written (none while the first one ran).
-TEST(LgBatch, SigintWritesEveryLineTheRunningOnesCut) {
+// Ctrl-C (SIGINT) or SIGTERM on a batch keeps what it finished: the request running then is cut at
+// its next token and its line still written (finish_reason "abort", the tokens so far), the exit
+// code 128 + the signal, as a shell reports it. Before, the process died at once and its output
+// file, truncated when opened, held only the lines already written (none while the first one ran).
+void expect_signal_cuts_the_running_line(int sig, const std::string& name) {
   const json g = golden();
-  const fs::path in = fs::temp_directory_path() / ("lg_batch_sigint_" + std::to_string(::getpid()) + ".jsonl");
-  const fs::path out = fs::temp_directory_path() / ("lg_batch_sigint_" + std::to_string(::getpid()) + ".out");
-  const fs::path log = fs::temp_directory_path() / ("lg_batch_sigint_" + std::to_string(::getpid()) + ".log");
+  const std::string stem = "lg_batch_" + name + "_" + std::to_string(::getpid());
+  const fs::path in = fs::temp_directory_path() / (stem + ".jsonl");
+  const fs::path out = fs::temp_directory_path() / (stem + ".out");
+  const fs::path log = fs::temp_directory_path() / (stem + ".log");
   {
     std::ofstream f(in);
     const std::string prompt = g["cases"][0]["prompt"];
@@ -577,14 +578,14 @@ TEST(LgBatch, SigintWritesEveryLineTheRunningOnesCut) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (read_results(out).empty() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  ASSERT_EQ(::kill(pid, sig), 0);
   int status = 0;
   ::waitpid(pid, &status, 0);
   std::ifstream lf(log);
   const std::string err((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal; stderr: " << err;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
-  EXPECT_NE(err.find("lg batch: SIGINT: cutting the requests still running"), std::string::npos) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig) << err;
+  EXPECT_NE(err.find("lg batch: " + name + ": cutting the requests still running"), std::string::npos) << err;
   const std::vector<json> r = read_results(out);
   ASSERT_EQ(r.size(), 2u) << err;
   EXPECT_EQ(r[0]["custom_id"], "short");
@@ -597,6 +598,10 @@ TEST(LgBatch, SigintWritesEveryLineTheRunningOnesCut) {
   fs::remove(out);
   fs::remove(log);
 }
+
+TEST(LgBatch, SigintWritesEveryLineTheRunningOnesCut) { expect_signal_cuts_the_running_line(SIGINT, "SIGINT"); }
+
+TEST(LgBatch, SigtermWritesEveryLineTheRunningOnesCut) { expect_signal_cuts_the_running_line(SIGTERM, "SIGTERM"); }
 
 TEST(LgBatch, ThirtyTwoRequestsTogetherCostWellUnderHalfOfOneByOne) {
   const fs::path in = write_requests("lg_batch_time_", {});
