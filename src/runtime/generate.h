@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/lane.h"
+#include "runtime/logprobs.h"
 #include "runtime/sampler.h"
 
 namespace lg::runtime {
@@ -24,6 +25,13 @@ struct GenerateOptions {
   std::vector<int64_t> eos_ids;
   /// Called with every new token as soon as it is picked (the eos token included).
   std::function<void(int32_t)> on_token;
+  /// -1: no log probabilities. n in [0, kMaxTopLogprobs]: each new token's log probability and
+  /// those of the n likeliest tokens at its position (runtime/logprobs.h), into
+  /// Generation::logprobs and on_logprobs. The lane then returns the token's logits row to the
+  /// host, which makes the pick (the same pick a lane's own draw makes).
+  int32_t logprobs = -1;
+  /// With logprobs >= 0: called with each new token's log probabilities just before on_token.
+  std::function<void(const TokenLogprobs&)> on_logprobs;
   /// Asked before the request starts (true: it never runs) and after each new token (after
   /// on_token); true ends generation with stop "caller" (a server's stop string matched, or its
   /// client went away). Empty: never.
@@ -43,6 +51,7 @@ struct GenerationStats {
 
 struct Generation {
   std::vector<int32_t> tokens;  ///< the new tokens, the stopping eos included
+  std::vector<TokenLogprobs> logprobs;  ///< one per token when GenerateOptions::logprobs >= 0, else empty
   GenerationStats stats;
 };
 

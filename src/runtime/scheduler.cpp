@@ -12,8 +12,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// Whether `lane` picks this sequence's tokens from its logits itself (SeqStep::draw, sampled or
-/// penalised): step() asks it to, and advance() takes SeqResult::drawn, by the same rule.
-bool drawn_on_lane(const Lane& lane, const Sampler& sampler) { return lane.draws() && sampler.lane_draws(); }
+/// penalised): step() asks it to, and advance() takes SeqResult::drawn, by the same rule. Not for
+/// a request that asks for log probabilities: its logits row comes to the host (a lane's draw
+/// keeps the row on the lane), which picks there, Sampler::pick making the lane's draw.
+bool drawn_on_lane(const Lane& lane, const Sampler& sampler, const GenerateOptions& o) {
+  return lane.draws() && sampler.lane_draws() && o.logprobs < 0;
+}
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 }  // namespace
 
@@ -57,6 +61,9 @@ int64_t Scheduler::submit(Request request) {
   if (n == 0) throw Error("the prompt is empty: generation needs at least one prompt token");
   if (request.options.max_new_tokens < 1)
     throw Error("max new tokens must be >= 1, got " + std::to_string(request.options.max_new_tokens));
+  if (request.options.logprobs < -1 || request.options.logprobs > kMaxTopLogprobs)
+    throw Error("logprobs must be -1 (none) or in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
+                std::to_string(request.options.logprobs));
   if (n > limits_.max_seq)
     throw Error("the prompt has " + std::to_string(n) + " tokens, more than the context of " +
                 std::to_string(limits_.max_seq) + " tokens");
@@ -210,17 +217,25 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   const GenerateOptions& o = s.req.options;
   int32_t tok = r.argmax;
   const int64_t position = static_cast<int64_t>(s.tokens.size()) - 1;
-  if (drawn_on_lane(lane_, s.sampler)) {  // step() set SeqStep::draw
+  if (drawn_on_lane(lane_, s.sampler, o)) {  // step() set SeqStep::draw
     if (r.drawn == -1) throw_non_finite_logits(position, prefill, lane_.name());
     if (r.drawn < 0)
       throw Error("lane " + lane_.name() + ": internal error: the step drew no token for a sequence that asked (" +
                   std::to_string(r.drawn) + ")");
     tok = r.drawn;
-  } else if (s.sampler.needs_logits()) {  // sampled, or greedy over penalised logits, on the host
+  } else if (s.sampler.needs_logits() || o.logprobs >= 0) {
+    // Sampled, greedy over penalised logits, or with log probabilities: the row is on the host.
     check_finite_logits(r.logits, position, prefill, lane_.name());
-    const std::span<const int32_t> all(s.tokens);
-    const auto prompt_len = static_cast<size_t>(s.prompt_len);
-    tok = s.sampler.pick(r.logits, all.first(prompt_len), all.subspan(prompt_len));
+    if (s.sampler.needs_logits()) {
+      const std::span<const int32_t> all(s.tokens);
+      const auto prompt_len = static_cast<size_t>(s.prompt_len);
+      tok = s.sampler.pick(r.logits, all.first(prompt_len), all.subspan(prompt_len));
+    }
+    if (o.logprobs >= 0) {  // of the raw row: pick() penalises a copy of it
+      TokenLogprobs lp = token_logprobs(r.logits, tok, o.logprobs);
+      if (o.on_logprobs) o.on_logprobs(lp);
+      s.gen.logprobs.push_back(std::move(lp));
+    }
   }
   ++stats_.generated_tokens;
   const auto now = Clock::now();
@@ -283,7 +298,7 @@ bool Scheduler::step() {
     // Plain greedy requests take the lane's argmax, and the others (sampled, or penalised) the
     // lane's own draw where it makes one: no f32[V] row comes back for them.
     if (s.computed + p.n == static_cast<int64_t>(s.tokens.size())) {
-      if (drawn_on_lane(lane_, s.sampler)) {
+      if (drawn_on_lane(lane_, s.sampler, s.req.options)) {
         const std::span<const int32_t> all(s.tokens);
         const auto prompt_len = static_cast<size_t>(s.prompt_len);
         // The edits first: next_draw() takes the pick's uniform, which nothing may then undo.
@@ -291,7 +306,7 @@ bool Scheduler::step() {
         st.penalty = s.sampler.penalty();
         st.draw = s.sampler.next_draw();
       } else {
-        st.want_logits = s.sampler.needs_logits();
+        st.want_logits = s.sampler.needs_logits() || s.req.options.logprobs >= 0;
       }
     }
     steps.push_back(st);

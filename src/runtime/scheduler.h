@@ -73,9 +73,9 @@ class Scheduler {
   ~Scheduler();
 
   /// Queues a request (first come, first served) and returns its id. Throws lg::Error, queuing
-  /// nothing, for an empty prompt, a negative token id in it, max_new_tokens < 1, a prompt longer
-  /// than the lane's context, or one the whole KV pool could not hold (the message names both
-  /// sizes), and for sampling options the Sampler refuses.
+  /// nothing, for an empty prompt, a negative token id in it, max_new_tokens < 1, logprobs outside
+  /// [-1, kMaxTopLogprobs], a prompt longer than the lane's context, or one the whole KV pool could
+  /// not hold (the message names both sizes), and for sampling options the Sampler refuses.
   int64_t submit(Request request);
 
   /// Runs one step. Returns false, doing nothing, when no request is waiting or running.

@@ -65,6 +65,8 @@ struct JobState {
   int64_t prompt_tokens = 0;
   Clock::time_point started, last_token;
   bool has_token = false;
+  /// The log probabilities of the token on_token gets next (runtime::GenerateOptions::on_logprobs).
+  std::optional<runtime::TokenLogprobs> next_logprobs;
 
   JobState(std::vector<std::string> stop_strings) : stops(std::move(stop_strings)) {}
 
@@ -74,6 +76,7 @@ struct JobState {
       std::lock_guard<std::mutex> lock(job->mu_);
       job->pending_.text += piece.text;
       job->pending_.token_ids.insert(job->pending_.token_ids.end(), piece.token_ids.begin(), piece.token_ids.end());
+      for (auto& lp : piece.logprobs) job->pending_.logprobs.push_back(std::move(lp));
       job->result_.text += piece.text;
     }
     job->cv_.notify_all();
@@ -91,6 +94,8 @@ struct JobState {
     last_token = now;
     EnginePiece piece;
     piece.token_ids.push_back(token);
+    if (next_logprobs) piece.logprobs.push_back(std::move(*next_logprobs));
+    next_logprobs.reset();
     const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
     if (decoder && !is_eos) piece.text = stops.push(decoder->push(token));
     emit(std::move(piece));
@@ -110,6 +115,7 @@ struct JobState {
       std::lock_guard<std::mutex> lock(job->mu_);
       EngineResult& r = job->result_;
       r.token_ids = g.tokens;
+      r.logprobs = std::move(g.logprobs);
       r.completion_tokens = static_cast<int64_t>(g.tokens.size());
       // Cut by the server (a shutdown's drain ran out, the client went away): "abort", as vLLM
       // reports it, not "length", which says max_tokens or the context was reached.
@@ -294,6 +300,7 @@ bool EngineJob::wait(EnginePiece& piece, std::chrono::milliseconds timeout) {
   cv_.wait_for(lock, timeout, [&] { return done_ || !pending_.empty(); });
   piece.text += pending_.text;
   piece.token_ids.insert(piece.token_ids.end(), pending_.token_ids.begin(), pending_.token_ids.end());
+  for (auto& lp : pending_.logprobs) piece.logprobs.push_back(std::move(lp));
   pending_ = {};
   return done_;
 }
@@ -355,6 +362,9 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
     state->decoder.emplace(*tokenizer_, request.skip_special_tokens);
     state->decoder->prime(prompt_ids);  // the completion continues the prompt's text (a SentencePiece "▁" keeps its space)
   }
+  gen.logprobs = request.logprobs;
+  if (request.logprobs >= 0)
+    gen.on_logprobs = [state](const runtime::TokenLogprobs& lp) { state->next_logprobs = lp; };
   gen.on_token = [state](int32_t token) { state->on_token(token); };
   gen.should_stop = [state] { return state->should_stop(); };
   req->on_done = [state](runtime::Generation&& g, const std::string& error) { state->on_done(std::move(g), error); };

@@ -22,6 +22,7 @@
 
 #include "model/model_dir.h"
 #include "runtime/lane.h"
+#include "runtime/logprobs.h"
 #include "server/request.h"
 #include "server/serve_metrics.h"
 #include "support/error.h"
@@ -86,6 +87,8 @@ struct EngineResult {
   /// With ignore_eos an eos token is text like any other (shown with skip_special_tokens false).
   std::string text;
   std::vector<int32_t> token_ids;  ///< every generated id, the eos included (as completion_tokens counts)
+  /// One per token id when the request asked for log probabilities (GenerationRequest::logprobs).
+  std::vector<runtime::TokenLogprobs> logprobs;
   /// "stop" (eos or stop string), "length" (max_tokens or context full) or "abort" (cancelled:
   /// the client went away, or a shutdown cut it), as vLLM names them.
   std::string finish_reason;
@@ -100,6 +103,7 @@ struct EngineResult {
 struct EnginePiece {
   std::string text;
   std::vector<int32_t> token_ids;
+  std::vector<runtime::TokenLogprobs> logprobs;  ///< one per token id, when the request asked
   bool empty() const { return text.empty() && token_ids.empty(); }
 };
 

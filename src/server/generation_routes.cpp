@@ -29,14 +29,14 @@ json chunk_json(const PreparedRequest& p, const json& choice) {
           {"choices", json::array({choice})}};
 }
 
-json piece_choice(const PreparedRequest& p, const EnginePiece& piece, const json& finish) {
+json piece_choice(const PreparedRequest& p, const EnginePiece& piece, const json& finish, json logprobs) {
   json choice;
   if (p.kind == Endpoint::chat) {
     json delta = json::object();
     if (!piece.text.empty()) delta["content"] = piece.text;
-    choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    choice = {{"index", 0}, {"delta", delta}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
   } else {
-    choice = {{"index", 0}, {"text", piece.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    choice = {{"index", 0}, {"text", piece.text}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
   }
   if (p.token_ids) choice["token_ids"] = piece.token_ids;
   return choice;
@@ -78,6 +78,15 @@ void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& 
   auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
   const auto prompt_tokens = static_cast<int64_t>(p.prompt_ids.size());
   int64_t generated = 0;
+  // The logprobs of tokens whose chunk is not written yet (their text held back), and completions'
+  // characters before them: each chunk carries the logprobs of the tokens it brings.
+  std::vector<runtime::TokenLogprobs> held;
+  int64_t text_offset = 0;
+  auto logprobs = [&]() -> json {
+    json j = held.empty() ? json(nullptr) : choice_logprobs(p, held, text_offset);
+    held.clear();
+    return j;
+  };
   auto chunk = [&](const json& choice) {
     json c = chunk_json(p, choice);
     if (p.gen.continuous_usage_stats) c["usage"] = usage_json(prompt_tokens, generated);
@@ -97,14 +106,15 @@ void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& 
     const EngineResult r = job.follow(
         [&](const EnginePiece& piece) {
           generated += static_cast<int64_t>(piece.token_ids.size());
+          held.insert(held.end(), piece.logprobs.begin(), piece.logprobs.end());
           // Tokens whose text is held back (a stop string may be starting) send no empty chunk,
           // as vLLM sends none; with return_token_ids the chunk still carries their ids.
           if (piece.text.empty() && !p.token_ids) return true;
-          return write(chunk(piece_choice(p, piece, nullptr)));
+          return write(chunk(piece_choice(p, piece, nullptr, logprobs())));
         },
         [&watch] { return watch.gone(); });
     generated = r.completion_tokens;
-    ok = write(chunk(piece_choice(p, EnginePiece{}, r.finish_reason)));
+    ok = write(chunk(piece_choice(p, EnginePiece{}, r.finish_reason, logprobs())));
     if (ok && p.gen.include_usage) {
       json last = chunk_json(p, nullptr);
       last["choices"] = json::array();

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "server/logprobs_json.h"
 #include "support/error.h"
 
 namespace lg::server {
@@ -123,6 +124,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
   engine.check_max_tokens(static_cast<int64_t>(p.prompt_ids.size()), p.gen);
   p.token_ids = p.gen.return_token_ids || !engine.has_tokenizer();
+  if (engine.has_tokenizer()) p.tokenizer = &engine.tokenizer();
   // OpenAI's completions default is 16 tokens (vLLM's too, whatever the generation config says);
   // chat runs to generation_config.json's max_new_tokens, else to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;
@@ -130,8 +132,14 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
   return p;
 }
 
+json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens, int64_t& text_offset) {
+  if (p.gen.logprobs < 0) return nullptr;
+  return p.kind == Endpoint::chat ? chat_logprobs(p.tokenizer, tokens) : completion_logprobs(p.tokenizer, tokens, text_offset);
+}
+
 json response_body(const PreparedRequest& p, const EngineResult& r) {
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
+  int64_t text_offset = 0;
+  json choice = {{"index", 0}, {"logprobs", choice_logprobs(p, r.logprobs, text_offset)}, {"finish_reason", r.finish_reason}};
   // refusal null, as OpenAI's ChatCompletionMessage always carries it (and vLLM's): clients that
   // validate the schema find it.
   if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct PreparedRequest {
   /// chat: generation_config.json's max_new_tokens, else the rest of the context (Engine::start)
   int64_t default_max = 0;
   bool token_ids = false;     ///< answers carry `token_ids` (asked for, or no tokenizer to make text)
+  /// The engine's tokenizer, which shows the tokens of `logprobs`; null without one (random weights).
+  const tokenizer::Tokenizer* tokenizer = nullptr;
 };
 
 /// A request for another model than the one served: answered with 404.
@@ -46,6 +49,11 @@ std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& reque
 PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& tmpl, Endpoint kind,
                                 const std::string& body);
 
+/// The logprobs of `tokens` in the endpoint's shape (logprobs_json.h); null when the request did
+/// not ask for them. `text_offset`: completions' characters before these tokens, advanced.
+nlohmann::json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens,
+                               int64_t& text_offset);
+
 /// The 404 message for a `model` the engine does not serve, naming every name it does serve.
 std::string model_not_found(const Engine& engine, const std::string& name);
 
@@ -56,7 +64,8 @@ nlohmann::json usage_json(const EngineResult& r);
 /// {"prompt_tokens", "completion_tokens", "total_tokens"}: a request's usage so far.
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 /// The whole answer of a request that did not stream ("text_completion" / "chat.completion"),
-/// with `choices[0].token_ids` when p.token_ids.
+/// with `choices[0].token_ids` when p.token_ids and `choices[0].logprobs` when the request asked
+/// for them (server/logprobs_json.h), else null.
 nlohmann::json response_body(const PreparedRequest& p, const EngineResult& r);
 /// JSON text; invalid UTF-8 is replaced, never thrown on.
 std::string dump(const nlohmann::json& j);

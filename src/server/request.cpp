@@ -1,5 +1,7 @@
 #include "server/request.h"
 
+#include "runtime/logprobs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -104,6 +106,33 @@ void parse_penalties(const json& j, GenerationRequest& g) {
     if (!(p >= 0 && p <= 1)) throw RequestError("min_p", fmt::format("'min_p' must be in [0, 1], got {}", p));
     g.min_p = p;
   }
+}
+
+// Log probabilities as each endpoint asks for them: completions `logprobs` N (0: the sampled
+// token's alone), chat `logprobs` true with `top_logprobs` N. Up to kMaxTopLogprobs alternatives
+// (OpenAI's limit on top_logprobs, vLLM's default max_logprobs). Chat's top_logprobs above 0
+// without logprobs true is a 400, as vLLM answers it; 0 asks for nothing (clients send it).
+void parse_logprobs(const json& j, bool chat, GenerationRequest& g) {
+  const json* lp = field(j, "logprobs");
+  const char* count_name = chat ? "top_logprobs" : "logprobs";
+  const json* count = field(j, count_name);
+  auto alternatives = [&] {
+    const int64_t n = integer(*count, count_name);
+    if (n < 0 || n > runtime::kMaxTopLogprobs)
+      throw RequestError(count_name, fmt::format("'{}' must be in [0, {}], got {}", count_name,
+                                                 runtime::kMaxTopLogprobs, n));
+    return static_cast<int32_t>(n);
+  };
+  if (!chat) {
+    if (lp) g.logprobs = alternatives();
+    return;
+  }
+  if (lp && !lp->is_boolean())
+    throw RequestError("logprobs", fmt::format("'logprobs' must be a boolean, got {}", lp->is_number() ? lp->dump() : lp->type_name()));
+  const int32_t n = count ? alternatives() : 0;
+  const bool asked = lp && lp->get<bool>();
+  if (n > 0 && !asked) throw RequestError("top_logprobs", "'top_logprobs' needs 'logprobs' to be true");
+  if (asked) g.logprobs = n;
 }
 
 GenerationRequest parse_common(const json& j, bool chat) {
@@ -213,8 +242,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (!g.stream)
       throw RequestError("stream_options", "'stream_options' is only allowed when 'stream' is true");
   }
-  // logprobs, logit_bias, echo, ...: a value that would change the answer is refused,
-  // never ignored (a 200 that silently answers another question).
+  parse_logprobs(j, chat, g);
+  // echo, logit_bias, best_of, ...: a value that would change the answer is refused, never
+  // ignored (a 200 that silently answers another question).
   refuse_unsupported_fields(j, chat);
   return g;
 }

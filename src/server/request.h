@@ -53,6 +53,9 @@ struct GenerationRequest {
   bool continuous_usage_stats = false;
   bool ignore_eos = false;            ///< vLLM's extension: generate past the eos token (benchmarks)
   bool return_token_ids = false;      ///< vLLM's extension: the generated ids beside the text
+  /// -1: no log probabilities; n >= 0: each generated token's and the n likeliest at its position
+  /// (completions' `logprobs`; chat's `top_logprobs` with `logprobs` true), runtime/logprobs.h.
+  int32_t logprobs = -1;
   /// vLLM's extension: the text leaves out special tokens (tokenizer.json's added tokens marked
   /// "special"), as vLLM's default does; false shows them. token_ids are unaffected.
   bool skip_special_tokens = true;

@@ -44,9 +44,6 @@ struct Rule {
 // OpenAI's fields first (API reference, completions and chat completions), then vLLM's extensions
 // that change the answer (vLLM's protocol.py). Types and defaults are OpenAI's / vLLM's.
 constexpr Rule kRules[] = {
-    {"logprobs", completion, Kind::count_asks, "log probabilities are not computed"},
-    {"logprobs", chat, Kind::flag, "log probabilities are not computed"},
-    {"top_logprobs", chat, Kind::count, "log probabilities are not computed"},
     {"echo", both, Kind::flag, "the answer does not repeat the prompt"},
     {"suffix", completion, Kind::string_empty, "there is no fill-in-the-middle insertion"},
     {"best_of", completion, Kind::count_from_one, "one sequence is generated per request"},
@@ -60,7 +57,7 @@ constexpr Rule kRules[] = {
     {"stop_token_ids", both, Kind::array_empty, "'stop' strings are supported, stop token ids are not"},
     {"include_stop_str_in_output", both, Kind::flag, "the text is always cut before the stop string"},
     {"use_beam_search", both, Kind::flag, "there is no beam search"},
-    {"prompt_logprobs", both, Kind::count_asks, "log probabilities are not computed"},
+    {"prompt_logprobs", both, Kind::count_asks, "log probabilities are computed for generated tokens only"},
     {"allowed_token_ids", both, Kind::array_empty, "the vocabulary is not restricted"},
     {"bad_words", both, Kind::array_empty, "the vocabulary is not restricted"},
     {"guided_json", both, Kind::anything, "the output is not constrained"},

@@ -40,14 +40,11 @@ const FieldCase kBothEndpoints[] = {
     {"bad_words", R"(["x"])", "[]", R"("x")"},
 };
 const FieldCase kCompletionOnly[] = {
-    {"logprobs", "3", "null", "true"},  // 0 asks too (TEST below)
     {"suffix", R"("return x")", R"("")", "5"},
     {"best_of", "3", "1.0", "0"},
     {"add_special_tokens", "false", "true", "1"},  // vLLM's default is true here
 };
 const FieldCase kChatOnly[] = {
-    {"logprobs", "true", "false", "3"},
-    {"top_logprobs", "2", "0", "-1"},
     {"tool_choice", R"("required")", R"("auto")", R"("always")"},
     {"function_call", R"({"name":"add"})", R"("none")", "3"},
     {"functions", R"([{"name":"add"}])", "[]", "{}"},
@@ -156,24 +153,40 @@ TEST(UnsupportedFields, ChatTemplateAndDocumentsOfARequestAreRefused) {
   EXPECT_EQ(param_of([] { parse_completion_request(completion_with("chat_template", R"("x")")); }), "<no error>");
 }
 
-// Completions' logprobs: 0 is the sampled token's logprob (OpenAI's API: "the API will always
-// return the logprob of the sampled token"; vLLM answers a logprobs object for any non-null
-// value), and prompt_logprobs: 0 the prompt tokens' (vLLM): both were taken for the default and
-// answered with "logprobs": null. Only null (or absence) is the default.
-TEST(UnsupportedFields, ZeroLogprobsAskForTheSampledTokensLogprob) {
-  for (const char* field : {"logprobs", "prompt_logprobs"}) {
-    for (const char* zero : {"0", "0.0"}) {
-      const std::string m = message_of([&] { parse_completion_request(completion_with(field, zero)); });
-      EXPECT_NE(m.find("'" + std::string(field) + "' is not supported by lg serve"), std::string::npos) << m;
-      EXPECT_NE(m.find("leave it out or send null"), std::string::npos) << m;
-    }
-    EXPECT_EQ(param_of([&] { parse_completion_request(completion_with(field, "-1")); }), field);
-    EXPECT_EQ(message_of([&] { parse_completion_request(completion_with(field, "-1")); }).find("not supported"),
-              std::string::npos);
+// Log probabilities of the generated tokens: completions' `logprobs` N, chat's `logprobs` true
+// with `top_logprobs` N (OpenAI's API; 0 is the sampled token's alone, which OpenAI's API "will
+// always return"), up to 20 alternatives; prompt_logprobs (vLLM's, the prompt's) is refused, 0
+// included (vLLM answers them for any non-null value).
+TEST(LogprobsFields, EachEndpointAsksAsOpenAIsAPIDoes) {
+  EXPECT_EQ(parse_completion_request(completion_with("logprobs", "0")).gen.logprobs, 0);
+  EXPECT_EQ(parse_completion_request(completion_with("logprobs", "5.0")).gen.logprobs, 5);
+  EXPECT_EQ(parse_completion_request(completion_with("logprobs", "20")).gen.logprobs, 20);
+  EXPECT_EQ(parse_completion_request(completion_with("logprobs", "null")).gen.logprobs, -1);
+  EXPECT_EQ(parse_completion_request(completion_with("user", R"("u")")).gen.logprobs, -1);
+  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("logprobs", "21")); }),
+            "'logprobs' must be in [0, 20], got 21");
+  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("logprobs", "-1")); }),
+            "'logprobs' must be in [0, 20], got -1");
+  EXPECT_EQ(param_of([] { parse_completion_request(completion_with("logprobs", "true")); }), "logprobs");
+  const auto chat = [](const char* fields) {
+    return parse_chat_request(std::string(R"({"messages":[{"role":"user","content":"a"}],)") + fields + "}").gen.logprobs;
+  };
+  EXPECT_EQ(chat(R"("logprobs":true)"), 0);
+  EXPECT_EQ(chat(R"("logprobs":true,"top_logprobs":3)"), 3);
+  EXPECT_EQ(chat(R"("logprobs":false,"top_logprobs":0)"), -1);
+  EXPECT_EQ(chat(R"("top_logprobs":0)"), -1);  // asks for nothing: clients send it with their defaults
+  EXPECT_EQ(chat(R"("logprobs":null)"), -1);
+  const auto chat_error = [&](const char* fields) { return message_of([&] { chat(fields); }); };
+  EXPECT_EQ(chat_error(R"("top_logprobs":2)"), "'top_logprobs' needs 'logprobs' to be true");
+  EXPECT_EQ(chat_error(R"("logprobs":false,"top_logprobs":2)"), "'top_logprobs' needs 'logprobs' to be true");
+  EXPECT_EQ(chat_error(R"("logprobs":true,"top_logprobs":21)"), "'top_logprobs' must be in [0, 20], got 21");
+  EXPECT_EQ(chat_error(R"("logprobs":3)"), "'logprobs' must be a boolean, got 3");
+  for (const char* zero : {"0", "0.0"}) {
+    const std::string m = message_of([&] { parse_completion_request(completion_with("prompt_logprobs", zero)); });
+    EXPECT_NE(m.find("'prompt_logprobs' is not supported by lg serve"), std::string::npos) << m;
+    EXPECT_NE(m.find("leave it out or send null"), std::string::npos) << m;
   }
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("prompt_logprobs", "0")); }), "prompt_logprobs");
-  // Chat's top_logprobs: 0 without logprobs asks for nothing, and stays accepted.
-  EXPECT_EQ(param_of([] { parse_chat_request(chat_with("top_logprobs", "0")); }), "<no error>");
 }
 
 // reasoning_effort reaches the template as its variable (transformers' apply_chat_template

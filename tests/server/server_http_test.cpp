@@ -52,15 +52,16 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   // Fields the server does not implement are refused when they would change the answer (the
   // bias would forbid a token the answer has), streamed or not; a wrong type is named too.
   expect_400(c, R"({"prompt": "x", "logit_bias": {"2643": -100}})", "logit_bias", "is not supported by lg serve");
-  expect_400(c, R"({"prompt": "x", "logprobs": 3, "stream": true})", "logprobs", "is not supported by lg serve");
+  expect_400(c, R"({"prompt": "x", "echo": true, "stream": true})", "echo", "is not supported by lg serve");
+  expect_400(c, R"({"prompt": "x", "logprobs": 21, "stream": true})", "logprobs", "must be in [0, 20]");
   expect_400(c, R"({"prompt": "x", "presence_penalty": "abc"})", "presence_penalty", "must be a number");
   // The penalties and min_p out of vLLM's ranges, named (streamed too).
   expect_400(c, R"({"prompt": "x", "repetition_penalty": 0, "stream": true})", "repetition_penalty", "must be > 0");
   expect_400(c, R"({"prompt": "x", "min_p": 1.5})", "min_p", "must be in [0, 1]");
   expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "frequency_penalty": -2.5})", "frequency_penalty",
              "must be in [-2, 2]");
-  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 2})", "logprobs",
-             "is not supported by lg serve");
+  expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "top_logprobs",
+             "needs 'logprobs' to be true");
   expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "tool_choice",
              "is not supported by lg serve");
   // A prompt longer than the context: the message gives both lengths. The stream flag must not
