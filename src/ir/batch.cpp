@@ -162,6 +162,70 @@ class StatePaging {
   std::map<ValueId, int> attention_;  ///< 1: k seen, 2: v seen
 };
 
+/// The axes of `s` whose size is a runtime dim (T, or a multiple of it after a reshape).
+std::vector<size_t> token_axes(const Shape& s) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < s.size(); ++k)
+    if (!s[k].is_const()) out.push_back(k);
+  return out;
+}
+
+/// Refuses a node whose value at one token reads other tokens of the step (states and attention
+/// aside, which StatePaging pages per sequence): a reduction, contraction, gather, slice, concat,
+/// top-k or reshape along the token axis, or a shape holding it twice ([T, T]). In a step of many
+/// sequences such a value mixes sequences, and a prompt prefilled in chunks (or from the prefix
+/// cache) would see other tokens than prefilled whole: answers that change with the batch. The
+/// compiled lane refuses these too (lift.cpp); the cpu lane ran them and answered differently at
+/// every --max-step-tokens.
+void check_tokens_stay_apart(const Graph& g) {
+  const std::string why = ": the tokens of a step belong to many sequences and to chunks of one prompt, so a "
+                          "value that mixes them changes with the batch (the KV cache, through attention, is how "
+                          "a token reads the others)";
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& n = g.nodes[k];
+    const auto v = static_cast<ValueId>(k);
+    if (n.op == Op::State || n.op == Op::StateWrite || n.op == Op::Attention) continue;
+    if (token_axes(n.shape).size() > 1) refuse(g, v, "its shape holds the token axis twice" + why);
+    if (n.operands.empty()) continue;
+    const Shape& in = g.at(n.operands[0]).shape;
+    auto along_tokens = [&](int32_t axis) {
+      const int32_t a = positive_axis(axis, in.size());
+      return a >= 0 && static_cast<size_t>(a) < in.size() && !in[static_cast<size_t>(a)].is_const();
+    };
+    switch (n.op) {
+      case Op::ReduceSum:
+      case Op::ReduceMax:
+        if (along_tokens(n.attrs.axis)) refuse(g, v, "it reduces over the token axis" + why);
+        break;
+      case Op::TopK:
+      case Op::ArgTopK:
+        if (along_tokens(n.attrs.axis)) refuse(g, v, "it selects along the token axis" + why);
+        break;
+      case Op::MatMul:
+        if (!in.empty() && !in.back().is_const()) refuse(g, v, "it contracts over the token axis" + why);
+        break;
+      case Op::Gather:
+        if (along_tokens(0)) refuse(g, v, "it gathers rows of the token axis by index" + why);
+        break;
+      case Op::Slice:
+        if (along_tokens(n.attrs.axis)) refuse(g, v, "it slices the token axis" + why);
+        break;
+      case Op::Concat:
+        if (along_tokens(n.attrs.axis)) refuse(g, v, "it joins values along the token axis" + why);
+        break;
+      case Op::Reshape: {
+        // Splitting or merging other axes keeps each token's elements its own; moving the token
+        // axis into another (a [T, D] viewed as [D, T] or [T * D]) does not.
+        const auto a = token_axes(in), b = token_axes(n.shape);
+        if (a.size() == 1 && (b.size() != 1 || n.shape[b[0]] != in[a[0]] || product(n.shape, b[0]) != product(in, a[0])))
+          refuse(g, v, "it reshapes the token axis into others" + why);
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
 /// Inserts `count` nodes before node 0 (ids shift by `count`).
 void shift_nodes(Graph& g, const std::vector<Node>& front) {
   const auto count = static_cast<ValueId>(front.size());
@@ -280,6 +344,7 @@ void make_batched(Graph& g, const BatchOptions& opts) {
   if (opts.block_size < 1 || opts.num_blocks < 1 || opts.max_batch < 1 || opts.max_tokens < 0)
     throw Error("batched steps need a block size, a pool of blocks and a batch size >= 1");
   if (g.symbols.size() != 1) throw Error("cannot make batched steps of a forward with runtime dims other than T");
+  check_tokens_stay_apart(g);
   StatePaging paging(g);
   paging.run();
   const int64_t S = g.states.empty() ? g.symbols[0].max : paging.max_seq();
