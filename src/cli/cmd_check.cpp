@@ -21,6 +21,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "runtime/bind_params.h"
+#include "runtime/forward_graph.h"
 #include "runtime/step.h"
 #include "support/count_noun.h"
 #include "support/error.h"
@@ -113,14 +114,21 @@ LG_COMMAND("check", [](CLI::App& app) {
     // refused by lg run, serve and batch at load, on the cpu lane too: say so here, where it
     // checked clean and said nothing, as the refusal of a statement the compiler cannot lift is.
     bool batches = true;
-    try {
-      lg::ir::Graph batched = r.graph;
-      const int64_t S = r.graph.symbols.empty() ? 0 : r.graph.symbols[0].max;
-      const lg::LaneLimits l = lg::resolve_limits({}, S, S);
-      lg::ir::make_batched(batched, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
-    } catch (const lg::Error& e) {
+    if (const auto problem = lg::runtime::forward_inputs_problem(r.graph)) {
       batches = false;
-      fmt::print("\nnote: no lane would run this program (lg run, serve and batch refuse it at load):\n  {}\n", e.what());
+      fmt::print("\nnote: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n  "
+                 "the forward {}\n", *problem);
+    }
+    if (batches) {
+      try {
+        lg::ir::Graph batched = r.graph;
+        const int64_t S = r.graph.symbols.empty() ? 0 : r.graph.symbols[0].max;
+        const lg::LaneLimits l = lg::resolve_limits({}, S, S);
+        lg::ir::make_batched(batched, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
+      } catch (const lg::Error& e) {
+        batches = false;
+        fmt::print("\nnote: no lane would run this program (lg run, serve and batch refuse it at load):\n  {}\n", e.what());
+      }
     }
     // A program can be well typed and still have a statement no stage kind expresses (a matmul
     // over the tokens of a step): say so here rather than only at `lg compile`. The CPU lane
@@ -135,13 +143,27 @@ LG_COMMAND("check", [](CLI::App& app) {
     // `lg run` will require (a misspelt tensor name checked clean here and failed only there).
     // A note, not a failure: the check is of the program against the config.
     const fs::path cfg(opts->config), dir = fs::is_directory(cfg) ? cfg : cfg.parent_path();
+    // Weights declared and never read, or a checkpoint's tensors no param binds: what `lg run`
+    // warns of at load (unused_weight_warnings), said here too.
+    std::vector<std::string> unused;
+    const std::string program = fs::path(opts->file).filename().string();
     if (fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json")) {
-      const auto problems = lg::runtime::param_problems_as_loaded(r.graph, lg::model::Checkpoint::open(dir));
+      const lg::model::Checkpoint checkpoint = lg::model::Checkpoint::open(dir);
+      const auto problems = lg::runtime::param_problems_as_loaded(r.graph, checkpoint);
       if (!problems.empty()) {
         fmt::print("\nnote: the params do not fit the checkpoint in {} (`lg run` would refuse it):\n", dir.string());
         for (const auto& p : lg::runtime::group_by_layer(problems)) fmt::print("  {}\n", p);
+      } else {
+        lg::ir::Graph loaded = r.graph;
+        lg::runtime::drop_absent_base_prefix(loaded, checkpoint);
+        const auto tie = config.find("tie_word_embeddings");
+        const bool tied = tie != config.end() && tie->is_boolean() && tie->get<bool>();
+        unused = lg::runtime::unused_weight_warnings(loaded, &checkpoint, tied, program);
       }
+    } else {
+      unused = lg::runtime::unused_weight_warnings(r.graph, nullptr, false, program);
     }
+    for (const std::string& note : unused) fmt::print("\nnote: {}\n", note);
     return 0;
   };
 });

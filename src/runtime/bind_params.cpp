@@ -259,6 +259,72 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
   return problems;
 }
 
+std::vector<size_t> unread_params(const ir::Graph& graph) {
+  std::vector<char> live(graph.nodes.size(), 0);
+  for (ir::ValueId o : graph.outputs) live[static_cast<size_t>(o)] = 1;
+  for (ir::ValueId o : graph.final_states) live[static_cast<size_t>(o)] = 1;
+  std::vector<char> read(graph.params.size(), 0);
+  for (size_t k = graph.nodes.size(); k-- > 0;) {
+    if (!live[k]) continue;
+    const ir::Node& n = graph.nodes[k];
+    if (n.op == ir::Op::Param) read[static_cast<size_t>(n.attrs.index)] = 1;
+    for (ir::ValueId o : n.operands) live[static_cast<size_t>(o)] = 1;
+  }
+  std::vector<size_t> out;
+  for (size_t p = 0; p < read.size(); ++p)
+    if (!read[p]) out.push_back(p);
+  return out;
+}
+
+std::vector<std::string> unbound_tensors(const ir::Graph& graph, const model::Checkpoint& checkpoint, bool tied_head) {
+  std::set<std::string> bound;
+  for (const ir::ParamInfo& p : graph.params) {
+    if (p.parts.empty()) bound.insert(p.tensor);
+    for (const std::string& part : p.parts) bound.insert(part);
+  }
+  // Buffers, not weights: RoPE's inverse frequencies and GPT-2's causal-mask constants, which old
+  // checkpoints saved and transformers' models drop on load (_keys_to_ignore_on_load_unexpected).
+  static const std::regex buffer(R"((^|\.)(inv_freq|masked_bias)$|(^|\.)h\.\d+\.attn\.bias$)");
+  std::vector<std::string> out;
+  for (const std::string& name : checkpoint.names())
+    if (!bound.count(name) && !std::regex_search(name, buffer) && !(tied_head && name == "lm_head.weight"))
+      out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> unused_weight_warnings(const ir::Graph& graph, const model::Checkpoint* checkpoint,
+                                                bool tied_head, const std::string& source) {
+  std::vector<std::string> out;
+  // One entry per declaration (a `for` body's param is one declaration for every layer).
+  std::vector<std::pair<std::string, std::string>> groups;  // names, where declared
+  size_t unread = 0;
+  for (const size_t k : unread_params(graph)) {
+    const ir::ParamInfo& p = graph.params[k];
+    const std::string at = declared_at(graph, p);
+    ++unread;
+    if (!groups.empty() && groups.back().second == at) groups.back().first += ", " + p.name;
+    else groups.emplace_back(p.name, at);
+  }
+  if (unread > 0) {
+    std::string list;
+    for (const auto& [names, at] : groups) list += (list.empty() ? "" : "; ") + names + at;
+    out.push_back(source + ": the forward never reads param" + (unread > 1 ? "s " : " ") + list +
+                  " (declared and loaded, but no statement that reaches the logits uses " +
+                  (unread > 1 ? "them" : "it") + ")");
+  }
+  const std::vector<std::string> unbound = checkpoint ? unbound_tensors(graph, *checkpoint, tied_head) : std::vector<std::string>{};
+  if (!unbound.empty()) {
+    std::string list;
+    for (size_t k = 0; k < unbound.size() && k < 8; ++k) list += (k ? ", " : "") + unbound[k];
+    if (unbound.size() > 8) list += ", and " + std::to_string(unbound.size() - 8) + " more";
+    out.push_back(source + " binds no param to " + std::to_string(unbound.size()) + " of the checkpoint's " +
+                  std::to_string(checkpoint->names().size()) + " tensors: " + list + " (the model runs without " +
+                  (unbound.size() > 1 ? "them" : "it") +
+                  ", as transformers warns: \"Some weights of the model checkpoint were not used\")");
+  }
+  return out;
+}
+
 namespace {
 
 /// A problem with its layer index written as {l} (in "layers.N." of a tensor name and the "lN."

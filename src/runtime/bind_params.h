@@ -38,6 +38,26 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
 /// what `lg run` would refuse, for the commands that only report it (lg check's note, lg inspect).
 std::vector<std::string> param_problems_as_loaded(ir::Graph graph, const model::Checkpoint& checkpoint);
 
+/// The params of `graph` that no output or final state depends on: declared (their tensors bound
+/// and loaded) but never read by the forward. A `return x @ head.T` that skipped the final norm, an
+/// `h = x` where a layer norm was meant: the program runs and answers without them. Indices into
+/// graph.params.
+std::vector<size_t> unread_params(const ir::Graph& graph);
+
+/// The checkpoint's tensors that no param binds (its names as the params name them after
+/// drop_absent_base_prefix), sorted; left out: buffers transformers itself never loads as weights
+/// (`*.inv_freq`, GPT-2's `h.N.attn.bias` / `attn.masked_bias`), and with `tied_head` (config.json's
+/// tie_word_embeddings) a saved `lm_head.weight`, which transformers ties to the embedding.
+/// transformers warns of the others ("Some weights of the model checkpoint were not used"): a
+/// program that binds its head to the embedding of an untied checkpoint runs, and answers without
+/// the checkpoint's LM head.
+std::vector<std::string> unbound_tensors(const ir::Graph& graph, const model::Checkpoint& checkpoint, bool tied_head);
+
+/// What unread_params and (with a checkpoint) unbound_tensors find, one warning sentence each
+/// (none when the program and the checkpoint fit exactly). `source` names the program in them.
+std::vector<std::string> unused_weight_warnings(const ir::Graph& graph, const model::Checkpoint* checkpoint,
+                                                bool tied_head, const std::string& source);
+
 /// `problems` (param_problems') one line each, where the same problem in each of several layers
 /// is one line naming them: "in layers 0-7: tensor \"model.layers.{l}.self_attn.q_proj.weight\" is
 /// [512,128], param l{l}.wq declares [1024,128]" (a wrong head_dim listed 6 lines a layer). In

@@ -1,5 +1,7 @@
 #include "runtime/forward_graph.h"
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "ir/print.h"
@@ -56,6 +58,7 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
   const std::string where = source.string() + ": the forward";
   if (g.symbols.empty())
     throw Error(where + " has no runtime token count T: a model's forward takes tokens: i32[T], pos: i32[T]");
+  if (const auto problem = forward_inputs_problem(g)) throw Error(where + " " + *problem);
   if (g.outputs.size() != 1)
     throw Error(where + " returns " + std::to_string(g.outputs.size()) + " values; a model's forward returns one, the logits [T, V]");
   const ir::Shape& shape = g.at(g.outputs[0]).shape;
@@ -69,6 +72,19 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
 }
 
 }  // namespace
+
+std::optional<std::string> forward_inputs_problem(const ir::Graph& g) {
+  const ir::Dim T = ir::Dim::symbol(0);
+  bool ok = g.inputs.size() == 2 && g.inputs[0].name != g.inputs[1].name;
+  for (const ir::InputInfo& in : g.inputs)
+    ok = ok && (in.name == "tokens" || in.name == "pos") && in.dtype == DType::I32 && in.shape == ir::Shape{T};
+  if (ok) return std::nullopt;
+  std::string declared;
+  for (const ir::InputInfo& in : g.inputs)
+    declared += (declared.empty() ? "" : ", ") + in.name + ": " + ir::type_string(g, in.dtype, in.shape);
+  return "is declared forward(" + declared +
+         "); every lane feeds a model's forward(tokens: i32[T], pos: i32[T]), the step's token ids and their positions";
+}
 
 void resolve_program(model::ModelDir& dir, const std::filesystem::path& program, int64_t max_seq) {
   if (!program.empty()) {
@@ -84,6 +100,9 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program,
   check_logits_output(g, source, dir.config);
   drop_absent_base_prefix(g, dir.checkpoint);
   check_params(g, dir.checkpoint);
+  // Weights loaded and never read, or never loaded: the program runs, and answers without them.
+  for (const std::string& w : unused_weight_warnings(g, &dir.checkpoint, dir.config.tie_word_embeddings, source.filename().string()))
+    fmt::print(stderr, "lg: warning: {}\n", w);
   dir.context = context_of(g);
   dir.vocab = g.at(g.outputs.at(0)).shape.back().coeff;
 }

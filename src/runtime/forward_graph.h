@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "ir/ir.h"
@@ -17,6 +18,11 @@ struct ForwardGraph {
   int64_t max_seq = 0;           ///< KV-cache capacity S the graph was bound with
 };
 
+/// Why the runtime cannot feed `g` (a lowered forward of one sequence): its inputs are not
+/// `tokens: i32[T], pos: i32[T]`, which every lane gives a model's forward. nullopt when they are.
+/// The message starts "is declared forward(...)", to follow the program's name.
+std::optional<std::string> forward_inputs_problem(const ir::Graph& g);
+
 /// The .lg program of `dir`: dir.program when set (`--program`), else the one its model_type names.
 std::filesystem::path program_source(const model::ModelDir& dir);
 
@@ -28,7 +34,8 @@ std::filesystem::path program_source(const model::ModelDir& dir);
 /// sliding_window below max_position_embeddings, a config without max_position_embeddings) is
 /// lowered at `max_seq`, which is then dir.context. Throws lg::Error as forward_graph, and for a
 /// forward that does not return one [T, V] output with V = config.json's vocab_size (the logits
-/// the runtime samples from; the message names the program and the shape).
+/// the runtime samples from; the message names the program and the shape). Params the forward
+/// never reads and checkpoint tensors no param binds are warnings on stderr (unused_weight_warnings).
 void resolve_program(model::ModelDir& dir, const std::filesystem::path& program = {}, int64_t max_seq = 0);
 
 /// Where dir.context (after resolve_program) comes from, for a message about it: "max_position_embeddings

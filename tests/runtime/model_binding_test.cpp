@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <vector>
 
 #include <unistd.h>
@@ -296,6 +297,18 @@ TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
   EXPECT_NE(e.find("the forward returns f32[T]; a model's forward returns the logits [T, V]"), std::string::npos) << e;
   e = error_for(fixed);
   EXPECT_NE(e.find("the forward has no runtime token count T"), std::string::npos) << e;
+  // Inputs the runtime does not feed: named there (lg check notes the same), not at the cpu lane.
+  const auto renamed = tmp / "renamed.lg";
+  std::ofstream(renamed) << "model x {\n  dims {\n    V = config.vocab_size\n    D = config.hidden_size\n  }\n"
+                            "  param embed: bf16[V, D] = \"model.embed_tokens.weight\"\n"
+                            "  param norm: bf16[D] = \"model.norm.weight\"\n"
+                            "  forward(ids: i32[T], pos: i32[T]) -> f32[T, V] {\n"
+                            "    return embed[ids].to(f32) @ embed.T\n  }\n}\n";
+  e = error_for(renamed);
+  EXPECT_NE(e.find(renamed.string() + ": the forward is declared forward(ids: i32[T], pos: i32[T]); every lane feeds a "
+                   "model's forward(tokens: i32[T], pos: i32[T])"),
+            std::string::npos)
+      << e;
   std::filesystem::remove_all(tmp);
 }
 
@@ -344,6 +357,54 @@ TEST(ResolveProgram, ACheckpointWithoutTheBasePrefixStillNamesATensorItLacks) {
   auto h = model::ModelDir::open(holed.dir);
   const std::string he = error_of([&] { resolve_program(h); });
   EXPECT_NE(he.find("(1 problem):\n  missing tensor \"transformer.h.1.mlp.c_fc.weight\""), std::string::npos) << he;
+}
+
+// Weights loaded and never read, or never loaded: the program runs and answers without them, so
+// lg run warns at load and lg check notes it. Every shipped program reads every tensor of its
+// fixture; a llama.lg that skips its final norm, or binds its head to the embedding of an untied
+// checkpoint (which answered 511 511 511 with lm_head.weight unread), is named.
+TEST(UnusedWeights, ShippedProgramsReadEveryTensorAndAMutationIsNamed) {
+  for (const char* name : {"tiny-qwen3", "tiny-qwen3-untied-mqa", "tiny-qwen2", "tiny-llama3", "tiny-mistral",
+                           "tiny-phi3", "tiny-gpt2", "tiny-gemma3", "tiny-qwen3-moe"}) {
+    auto m = model::ModelDir::open(kShared + "/fixtures/" + name);
+    ForwardGraph fg = forward_graph(m.config, 0, program_source(m));
+    drop_absent_base_prefix(fg.graph, m.checkpoint);
+    EXPECT_EQ(unused_weight_warnings(fg.graph, &m.checkpoint, m.config.tie_word_embeddings, name),
+              std::vector<std::string>{})
+        << name;
+  }
+  std::ifstream in(std::string(LG_SOURCE_DIR) + "/models/llama.lg");
+  const std::string llama((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto m = model::ModelDir::open(kShared + "/fixtures/tiny-llama3");
+  auto graph_of = [&](const std::string& from, const std::string& to) {
+    std::string text = llama;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    const auto path = std::filesystem::temp_directory_path() / ("lg_unused_" + std::to_string(::getpid()) + ".lg");
+    std::ofstream(path) << text;
+    ForwardGraph fg = forward_graph(m.config, 0, path);
+    std::filesystem::remove(path);
+    return fg.graph;
+  };
+  auto warnings_of = [&](const std::string& from, const std::string& to) {
+    return unused_weight_warnings(graph_of(from, to), &m.checkpoint, m.config.tie_word_embeddings, "llama.lg");
+  };
+  const std::string final_norm = "rms_norm(x, norm, eps) @ head.T";
+  const auto skipped = warnings_of(final_norm, "x @ head.T");
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("llama.lg: the forward never reads param norm at "), std::string::npos) << skipped[0];
+  const auto head_at = llama.find("param head");
+  ASSERT_NE(head_at, std::string::npos);
+  const std::string head_line = llama.substr(head_at, llama.find('\n', head_at) - head_at);
+  const std::string tied_head = "param head: W[V, D] = \"model.embed_tokens.weight\"";
+  const auto tied = warnings_of(head_line, tied_head);
+  ASSERT_EQ(tied.size(), 1u);
+  EXPECT_EQ(tied[0], "llama.lg binds no param to 1 of the checkpoint's 30 tensors: lm_head.weight (the model runs "
+                     "without it, as transformers warns: \"Some weights of the model checkpoint were not used\")");
+  // A tied checkpoint (tie_word_embeddings) that also saved its head: transformers ties that to
+  // the embedding, unread, and says nothing.
+  EXPECT_EQ(unbound_tensors(graph_of(head_line, tied_head), m.checkpoint, true), std::vector<std::string>{});
 }
 
 }  // namespace
