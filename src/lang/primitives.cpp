@@ -1,5 +1,6 @@
 // The primitives of the language (elementwise math, reductions, softmax, matmul, gather, views,
 // concat, arange, attention) and the IR emission helpers that make casts and broadcasts explicit.
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -579,9 +580,12 @@ Value Elaborator::call_primitive(const std::string& name, const std::vector<Arg>
 }
 
 Value Elaborator::call_method(const Value& self, const std::string& name, const std::vector<Arg>& args, const Expr& e) {
-  for (const auto& a : args)
-    if (!a.name.empty()) return err(a.span, "method " + name + " takes positional arguments only");
+  // The tensor methods; any other name is answered below (a function such as sum, or a typo).
+  static const std::vector<std::string> kMethods = {"to", "view", "reshape", "transpose", "permute", "unsqueeze", "squeeze"};
   if (!self.is_tensor()) return err(e.span, show(self) + " has no method '" + name + "'");
+  const bool method = std::find(kMethods.begin(), kMethods.end(), name) != kMethods.end();
+  for (const auto& a : args)
+    if (method && !a.name.empty()) return err(a.span, "method " + name + " takes positional arguments only");
   size_t rank = self.shape.size();
   auto want = [&](size_t n) {
     if (args.size() == n) return true;
@@ -657,8 +661,7 @@ Value Elaborator::call_method(const Value& self, const std::string& name, const 
     if ((op.flags & ir::kLangFn) && op.name == name)  // exp, rsqrt, maximum, ...
       return err(e.span, "tensors have no method '" + name + "': it is a function, " + name + "(x" +
                              (op.arity == 2 ? ", y)" : ")"));
-  return err(e.span, "tensors have no method '" + name + "'" +
-                         did_you_mean(name, {"to", "view", "reshape", "transpose", "permute", "unsqueeze", "squeeze"}));
+  return err(e.span, "tensors have no method '" + name + "'" + did_you_mean(name, kMethods));
 }
 
 }  // namespace lg::lang

@@ -55,6 +55,11 @@ std::string_view SourceFile::line(int32_t n) const {
 }
 
 int32_t SourceManager::add(std::string name, std::string text) {
+  // A CR alone ends a line, as in files saved with classic Mac line ends (Python's universal
+  // newlines, clang): read as one line, such a file was one comment, "expected a `model` block".
+  // Same length, so every offset stays; CRLF keeps its CR, which the lexer skips.
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) text[i] = '\n';
   SourceFile f{std::move(name), std::move(text), {0}};
   for (size_t i = 0; i < f.text.size(); ++i)
     if (f.text[i] == '\n') f.line_starts.push_back(i + 1);

@@ -466,6 +466,9 @@ TEST(Diagnostics, TyposOfExistingNamesAreSuggested) {
                                                      "no default (write `config.rms_norm_epsilon ?? <default>`); did "
                                                      "you mean 'rms_norm_eps'?"},
       {"", "    y = x.mean(-1)\n", "tensors have no method 'mean': it is a function, mean(x, axis=k)"},
+      // torch's keyword spelling gets the same answer (it said "method sum takes positional arguments only").
+      {"", "    y = x.sum(axis=1)\n", "tensors have no method 'sum': it is a function, sum(x, axis=k)"},
+      {"", "    y = x.view(shape=2)\n", "method view takes positional arguments only"},
       {"", "    y = x.exp()\n", "tensors have no method 'exp': it is a function, exp(x)"},
       {"", "    y = x.has()\n", "tensors have no method 'has'"},
       {"  const h = config.hiden_size\n", "", "config key 'hiden_size' is missing in config.json and has no default "

@@ -3,7 +3,9 @@
 // graph must pass the IR verifier, and its structure must follow the program (layers unrolled).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -189,6 +191,41 @@ TEST(Lower, RopeThetaAtTopLevelOrInRopeParameters) {
 
 TEST(Lower, MissingFileIsAnError) {
   EXPECT_THROW(lg::lang::lower_file("/nonexistent.lg", nlohmann::json::object(), {}), lg::Error);
+}
+
+}  // namespace
+
+namespace {
+
+// Line ends: LF, CRLF and a CR alone (classic Mac) read the same program, and a diagnostic names
+// the same line in each. A CR-only file was one line, the first comment swallowing the rest:
+// "expected a `model` block, found none".
+TEST(Lower, EveryLineEndReadsTheSameProgram) {
+  std::ifstream in(kSource + "/models/qwen3.lg");
+  const std::string lf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto with_ends = [&](const std::string& text, const std::string& end) {
+    std::string out;
+    for (const char c : text) out += c == '\n' ? end : std::string(1, c);
+    return out;
+  };
+  const auto config = lg::lang_test::tiny_qwen3_config();
+  const auto want = lg::lang::check_source("qwen3.lg", lf, config, {.max_seq = 64});
+  ASSERT_TRUE(want.ok) << want.rendered;
+  for (const std::string end : {"\r\n", "\r"}) {
+    SCOPED_TRACE(end == "\r" ? "CR" : "CRLF");
+    const auto got = lg::lang::check_source("qwen3.lg", with_ends(lf, end), config, {.max_seq = 64});
+    ASSERT_TRUE(got.ok) << got.rendered;
+    EXPECT_EQ(got.report.graph.nodes.size(), want.report.graph.nodes.size());
+    // A typo on the line of the first layer norm is reported at that line.
+    std::string typo = lf;
+    const size_t at = typo.find("rms_norm(x, l.ln1, eps)");
+    ASSERT_NE(at, std::string::npos);
+    typo.replace(at, 8, "rms_nrom");
+    const int line = 1 + static_cast<int>(std::count(lf.begin(), lf.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const auto bad = lg::lang::check_source("qwen3.lg", with_ends(typo, end), config, {.max_seq = 64});
+    ASSERT_FALSE(bad.ok);
+    EXPECT_NE(bad.rendered.find("qwen3.lg:" + std::to_string(line) + ":"), std::string::npos) << bad.rendered;
+  }
 }
 
 }  // namespace
