@@ -180,14 +180,16 @@ bool gemv_rows_supports(int N, int K);
 /// The largest batch bucket whose batched decode graph runs its projections on launch_gemv_rows
 /// (the hand-written lane; larger buckets, and every bucket at 0, on cuBLASLt). Knob
 /// LG_QWEN_GEMV_ROWS: 0 = none, 1 = the register form up to 16, 2 = the TMA form up to 32; unset,
-/// the card's default: the TMA form up to 16 on an H100, none elsewhere. Why (bench/RESULTS.md,
-/// 8B / 0.6B step ms at 2 / 8 / 16 / 32 sequences of 512 positions, TMA form against cuBLASLt):
-/// H100, thirty-fifth session (K splits summed in a fixed order, o_proj's and down's by the next
-/// RMSNorm): 8B 5.98 / 6.16 / 6.48 / 7.41 against 6.40 / 6.68 / 6.95 / 7.57, 0.6B 1.16 / 1.32 /
-/// 1.58 / 2.13 against 1.19 / 1.35 / 1.59 / 1.92 (so not at 32). H200, thirty-first session (8 or
-/// 4 stages, atomic split sums; the current form not yet measured there): 8B 5.96 / 6.14 / 5.37 /
-/// 5.97 against 4.77 / 5.19 / 5.26 / 5.69. (The register form streams W at 1.8-2.2 TB/s on the
-/// H200, sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
+/// the card's default: the TMA form up to 16 on an H100 or H200, none elsewhere. Why
+/// (bench/RESULTS.md, 8B / 0.6B step ms at 2 / 8 / 16 / 32 sequences of 512 positions, TMA form
+/// against cuBLASLt): H100, thirty-fifth session (K splits summed in a fixed order, o_proj's and
+/// down's by the next RMSNorm): 8B 5.98 / 6.16 / 6.48 / 7.41 against 6.40 / 6.68 / 6.95 / 7.57,
+/// 0.6B 1.16 / 1.32 / 1.58 / 2.13 against 1.19 / 1.35 / 1.59 / 1.92 (so not at 32). H200,
+/// fortieth session (that form; 4 stages at 2-8 rows, 3 at 16, as tma_stages picks): 8B 4.64 /
+/// 4.85 / 5.11 / 5.95 against 4.77 / 5.17 / 5.25 / 5.68, 0.6B 1.02 / 1.16 / 1.38 / 1.82 against
+/// 1.06 / 1.18 / 1.38 / 1.63 (the thirty-first session's form, 8 stages and atomic split sums,
+/// lost there at 2-8: 5.96 / 6.14). (The register form streams W at 1.8-2.2 TB/s on the H200,
+/// sixth session: B = 2..16 steps took 8.6-9.0 ms against cuBLASLt's 5.6-5.7.)
 int gemv_rows_batch_limit();
 /// The form launch_gemv_rows takes for GemvRowsForm::kDefault: kRegisters when
 /// LG_QWEN_GEMV_ROWS=1, else kTma (the kernel tests' and LG_QWEN_GEMV_ROWS=2's form).
