@@ -93,6 +93,23 @@ class StatePaging {
         trace(u, v, axis);
       }
     }
+    // A sequence's rows are addressed by its tokens' positions: a write at another index (pos +
+    // 40, a token id) would land in other rows of the sequence's blocks or past its table, and
+    // attention at other positions would see other keys than its token's (it failed mid-run with
+    // "position 40 is past the block table's 1 blocks").
+    auto is_pos = [&](ValueId x) {
+      const Node& n = g_.at(x);
+      return n.op == Op::Input && g_.inputs.at(static_cast<size_t>(n.attrs.index)).name == "pos";
+    };
+    for (ValueId w : writes_)
+      if (!is_pos(g_.at(w).operands[2]))
+        refuse(g_, w, "a state is written at the tokens' positions, `pos` itself (each sequence's KV cache is paged by "
+                      "position), not at " + node_string(g_, g_.at(w).operands[2]));
+    for (size_t k = 0; k < g_.nodes.size(); ++k)
+      if (g_.nodes[k].op == Op::Attention && !is_pos(g_.nodes[k].operands[3]))
+        refuse(g_, static_cast<ValueId>(k), "attention runs at the tokens' positions, `pos` itself (query t sees "
+                                            "positions 0 ..= pos[t] of its sequence), not at " +
+                                                node_string(g_, g_.nodes[k].operands[3]));
     // Attention over k or v that no state holds (this step's projections, say) would let the
     // tokens of one sequence attend to another's in a step of several, a silently wrong answer.
     for (size_t k = 0; k < g_.nodes.size(); ++k) {

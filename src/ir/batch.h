@@ -29,7 +29,8 @@ struct BatchOptions {
 /// states written along an axis of size S) in place into the batched graph, and verifies it.
 /// Symbol 1 is B; inputs seq, block_table and rows are appended; g.batching is set. Throws
 /// lg::Error naming the state or node for a graph it cannot page: a state never written, written
-/// along different axes, or read other than whole by attention; a node that mixes the tokens of
+/// along different axes or at other positions than the input pos, or read other than whole by
+/// attention; attention at other positions than pos; a node that mixes the tokens of
 /// the step (a reduction, contraction, gather, slice, concat, top-k or reshape along T, or a
 /// shape with T twice: a token may read the others only through the KV cache); an output without
 /// T rows; bad options.

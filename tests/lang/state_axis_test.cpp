@@ -7,6 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "ir/batch.h"
 #include "lang/lower.h"
@@ -113,6 +114,39 @@ TEST(StateAxis, AttentionOverThisStepsKeysIsRefusedByTheRewrite) {
                                 "such as kcache[l], written with this step's keys), found tensor f32[T, 2, 32]"),
             std::string::npos)
       << typed.rendered;
+}
+
+}  // namespace
+
+namespace {
+
+// A state is written, and attention runs, at the tokens' positions: `pos` itself. A write at
+// pos + 1 checked and failed mid-run ("position 40 is past the block table's 1 blocks"), or wrote
+// into the rows of the sequence's next token; the rewrite refuses both at the statement.
+TEST(StateAxis, WritesAndAttentionAtOtherThanPosAreRefusedByTheRewrite) {
+  for (const auto& [from, to, says] : {
+           std::tuple<std::string, std::string, std::string>{"kcache[l, :, pos, :]", "kcache[l, :, pos + 1, :]",
+                                                             "a state is written at the tokens' positions, `pos` itself"},
+           {"attention(q, kcache[l], vcache[l], pos)", "attention(q, kcache[l], vcache[l], pos - 1)",
+            "attention runs at the tokens' positions, `pos` itself"}}) {
+    std::string text = qwen3_text();
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    int line = 1;
+    for (size_t c = 0; c < at; ++c) line += text[c] == '\n';
+    const auto out = lg::lang::check_source("qwen3.lg", text, tiny_qwen3_config(), {.max_seq = 64});
+    ASSERT_TRUE(out.ok) << out.rendered;
+    lg::ir::Graph g = out.report.graph;
+    try {
+      lg::ir::make_batched(g, {.block_size = 16, .num_blocks = 8});
+      ADD_FAILURE() << "batched: " << to;
+    } catch (const lg::Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("qwen3.lg:" + std::to_string(line) + ":"), std::string::npos) << m;
+      EXPECT_NE(m.find(says), std::string::npos) << m;
+    }
+  }
 }
 
 }  // namespace
