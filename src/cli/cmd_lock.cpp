@@ -100,9 +100,10 @@ int64_t needed_seq(const locks::Lock& lock) {
 }
 
 locks::Lock record(const model::ModelDir& dir, const std::string& model_field,
-                   const std::vector<std::vector<int32_t>>& prompts, int64_t new_tokens) {
+                   const std::vector<std::vector<int32_t>>& prompts, int64_t new_tokens, const std::string& program) {
   locks::Lock lock;
   lock.model = model_field;
+  if (!program.empty()) lock.program = fs::path(program).filename().string();
   lock.weights_hash = dir.checkpoint.weights_hash();
   lock.new_tokens = new_tokens;
   size_t longest = 0;
@@ -176,11 +177,21 @@ int run_new(const LockOptions& o) {
   if (model != o.model)
     fmt::print("lg lock new: the lock records the model as {} (relative to {}, where lg lock check reads it)\n", model,
                lock_base(o.out).string());
-  auto lock = record(dir, model, prompts, o.new_tokens);
+  auto lock = record(dir, model, prompts, o.new_tokens, o.program);
   locks::write_lock(o.out, lock);
   fmt::print("wrote {}: {} case{} x {} token{}, weights {}\n", o.out, lock.cases.size(), lock.cases.size() == 1 ? "" : "s",
              lock.new_tokens, lock.new_tokens == 1 ? "" : "s", lock.weights_hash);
   return 0;
+}
+
+/// A lock recorded with --program X holds X's tokens: checked with another program its
+/// differences would read as a lane's FAIL, and updated with one it would silently become that
+/// program's lock. Throws lg::Error naming the lock and both programs.
+void refuse_other_program(const locks::Lock& lock, const fs::path& file, const LockOptions& o) {
+  const std::string running = o.program.empty() ? "" : fs::path(o.program).filename().string();
+  if (!lock.program.empty() && lock.program != running)
+    throw Error(file.string() + ": recorded with --program " + lock.program + (running.empty() ? "" : ", not " + running) +
+                "; run it with that program (--program PATH/" + lock.program + ")");
 }
 
 int run_update(const LockOptions& o) {
@@ -196,6 +207,7 @@ int run_update(const LockOptions& o) {
   for (auto& file : lock_files(o.locks_dir)) {
     try {
       auto lock = locks::read_lock(file);
+      refuse_other_program(lock, file, o);
       auto dir = open_model(resolve_model(lock, o), o, needed_seq(lock));
       // The prompts are run again; the old tokens are replaced, whatever they were.
       locks::check_lock_fits(lock, file.string(), dir.vocab, dir.context, /*tokens=*/false);
@@ -207,7 +219,7 @@ int run_update(const LockOptions& o) {
   for (auto& [file, old, dir] : all) {
     std::vector<std::vector<int32_t>> prompts;
     for (auto& c : old.cases) prompts.push_back(c.prompt_ids);
-    auto lock = record(dir, old.model, prompts, old.new_tokens);
+    auto lock = record(dir, old.model, prompts, old.new_tokens, o.program);
     locks::write_lock(file, lock);
     fmt::print("updated {}\n", file.string());
   }
@@ -219,6 +231,7 @@ int run_update(const LockOptions& o) {
 /// other weights).
 bool check_one(const fs::path& file, const LockOptions& o, float threshold, bool& printed_provenance) {
   auto lock = locks::read_lock(file);
+  refuse_other_program(lock, file, o);
   const fs::path model_path = resolve_model(lock, o);
   if (!fs::is_directory(model_path))
     throw Error(file.string() + ": its model " + lock.model + " is not at " + model_path.string() +

@@ -80,6 +80,7 @@ Lock read_lock(const std::filesystem::path& file) {
   if (lock.new_tokens < 1)
     throw Error(where + ": field 'new_tokens' must be at least 1, got " + std::to_string(lock.new_tokens));
   if (j.contains("made_by") && !j["made_by"].is_null()) lock.made_by = field<std::string>(j, "made_by", where);
+  if (j.contains("program") && !j["program"].is_null()) lock.program = field<std::string>(j, "program", where);
   const auto cases = field<json>(j, "cases", where);
   if (!cases.is_array() || cases.empty()) throw Error(where + ": field 'cases' must be a non-empty array");
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -130,6 +131,7 @@ void write_lock(const std::filesystem::path& file, const Lock& lock) {
   j["weights_hash"] = lock.weights_hash;
   j["new_tokens"] = lock.new_tokens;
   j["made_by"] = lock.made_by;
+  if (!lock.program.empty()) j["program"] = lock.program;
   j["cases"] = json::array();
   for (const auto& c : lock.cases) {
     std::vector<double> margins;

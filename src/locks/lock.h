@@ -27,6 +27,10 @@ struct Lock {
   int64_t new_tokens = 0;
   std::string made_by;       ///< lane and provenance that produced it ("cpu / Reference")
   std::vector<LockCase> cases;
+  /// The file name of the .lg program it was recorded with when that was `--program`'s, not the
+  /// model's `<model_type>.lg`; empty otherwise (field `program`, absent then). `lg lock check`
+  /// runs such a lock only with a --program of that name.
+  std::string program;
 };
 
 /// Reads a lock file; lg::Error names the file and the field at fault ("FILE: cases[0].prompt_ids[2]

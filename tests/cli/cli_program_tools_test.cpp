@@ -371,5 +371,43 @@ TEST(CliLock, AProgramThatBindsOnlyBelowTheConfigsContextIsCheckedAtTheLocksLeng
   std::filesystem::remove_all(dir.parent_path());
 }
 
+// A lock recorded with --program names the program's file, and is run only with that program: a
+// check without it printed a lane's FAIL at its first difference (the default program's tokens
+// are other tokens), and an update would have made it the default program's lock silently.
+TEST(CliLock, ALockRecordedWithAProgramRunsOnlyWithThatProgram) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "lg_program_locks";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "locks");
+  // llama.lg with the final norm's epsilon far off: another program, other tokens.
+  std::ifstream in(kSource + "/models/llama.lg");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string final_norm = "rms_norm(x, norm, eps)";
+  const size_t at = text.find(final_norm);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, final_norm.size(), "rms_norm(x * 0.5 + 1.0, norm, eps)");
+  const std::filesystem::path program = dir / "shifted.lg";
+  std::ofstream(program) << text;
+  const std::filesystem::path lock = dir / "locks" / "shifted.lock.json";
+  const CliRun made = run_lg("lock new --model " + kShared + "/fixtures/tiny-llama3 --golden " + kShared +
+                             "/fixtures/tiny-llama3/golden.json --new-tokens 8 --program " + program.string() + " -o " +
+                             lock.string());
+  ASSERT_EQ(made.code, 0) << made.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(lock))["program"], "shifted.lg");
+  const CliRun with = run_lg("lock check --lane cpu --locks " + (dir / "locks").string() + " --program " + program.string());
+  EXPECT_EQ(with.code, 0) << with.out;
+  EXPECT_NE(with.out.find("ok   shifted.lock.json"), std::string::npos) << with.out;
+  const CliRun without = run_lg("lock check --lane cpu --locks " + (dir / "locks").string());
+  EXPECT_NE(without.code, 0) << without.out;
+  EXPECT_EQ(without.out.find("FAIL"), std::string::npos) << "not a lane's failure: " << without.out;
+  EXPECT_NE(without.out.find("recorded with --program shifted.lg; run it with that program"), std::string::npos)
+      << without.out;
+  const std::string before = nlohmann::json::parse(std::ifstream(lock)).dump();
+  const CliRun update = run_lg("lock update --locks " + (dir / "locks").string());
+  EXPECT_NE(update.code, 0) << update.out;
+  EXPECT_NE(update.out.find("recorded with --program shifted.lg"), std::string::npos) << update.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(lock)).dump(), before) << "the update left the lock as it was";
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lg::cli_test

@@ -126,10 +126,11 @@ TEST(Lock, ComparingWithAReferenceMeasuresTheLogitDifference) {
 TEST(Lock, FileRoundTripsAndBadFilesNameTheField) {
   const fs::path dir = fs::temp_directory_path() / ("lg_lock_test_" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  Lock lock{"models/x", "0123456789abcdef", 2, "toy / Reference", {{{1, 2}, {3, 4}, {0.5f, 0.25f}}}};
+  Lock lock{"models/x", "0123456789abcdef", 2, "toy / Reference", {{{1, 2}, {3, 4}, {0.5f, 0.25f}}}, "variant.lg"};
   write_lock(dir / "a.lock.json", lock);
   const Lock back = read_lock(dir / "a.lock.json");
   EXPECT_EQ(back.model, lock.model);
+  EXPECT_EQ(back.program, "variant.lg");
   EXPECT_EQ(back.cases.at(0).tokens, lock.cases[0].tokens);
   EXPECT_FLOAT_EQ(back.cases[0].margins[1], 0.25f);
 
@@ -193,7 +194,7 @@ TEST(Lock, MalformedIdsAndLengthsNameTheCaseAndField) {
   EXPECT_EQ(read_error(R"({"tokens": [1, 2], "margins": [0, 0]})"), f + ": cases[1]: missing field 'prompt_ids'");
 
   // Against the model: ids below its vocabulary, prompt + new_tokens within its context.
-  const Lock lock{"m", "h", 2, "", {{{1, 2, 3}, {4, 5}, {0, 0}}, {{6, 7}, {8, 9}, {0, 0}}}};
+  const Lock lock{"m", "h", 2, "", {{{1, 2, 3}, {4, 5}, {0, 0}}, {{6, 7}, {8, 9}, {0, 0}}}, ""};
   auto fits_error = [&](int64_t vocab, int64_t context, bool tokens = true) {
     try {
       check_lock_fits(lock, "L.lock.json", vocab, context, tokens);
