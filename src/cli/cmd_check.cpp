@@ -127,7 +127,8 @@ LG_COMMAND("check", [](CLI::App& app) {
         lg::ir::make_batched(batched, {l.block_size, l.num_blocks, l.max_batch, l.max_tokens});
       } catch (const lg::Error& e) {
         batches = false;
-        fmt::print("\nnote: no lane would run this program (lg run, serve and batch refuse it at load):\n  {}\n", e.what());
+        fmt::print("\nnote: no lane would run this program (lg run, serve and batch refuse it at load):\n  {}\n",
+                   e.what());
       }
     }
     // A program can be well typed and still have a statement no stage kind expresses (a matmul

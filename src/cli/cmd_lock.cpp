@@ -190,8 +190,9 @@ int run_new(const LockOptions& o) {
 void refuse_other_program(const locks::Lock& lock, const fs::path& file, const LockOptions& o) {
   const std::string running = o.program.empty() ? "" : fs::path(o.program).filename().string();
   if (!lock.program.empty() && lock.program != running)
-    throw Error(file.string() + ": recorded with --program " + lock.program + (running.empty() ? "" : ", not " + running) +
-                "; run it with that program (--program PATH/" + lock.program + ")");
+    throw Error(file.string() + ": recorded with --program " + lock.program +
+                (running.empty() ? "" : ", not " + running) + "; run it with that program (--program PATH/" +
+                lock.program + ")");
 }
 
 int run_update(const LockOptions& o) {

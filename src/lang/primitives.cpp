@@ -581,7 +581,8 @@ Value Elaborator::call_primitive(const std::string& name, const std::vector<Arg>
 
 Value Elaborator::call_method(const Value& self, const std::string& name, const std::vector<Arg>& args, const Expr& e) {
   // The tensor methods; any other name is answered below (a function such as sum, or a typo).
-  static const std::vector<std::string> kMethods = {"to", "view", "reshape", "transpose", "permute", "unsqueeze", "squeeze"};
+  static const std::vector<std::string> kMethods = {"to",      "view",      "reshape", "transpose",
+                                                     "permute", "unsqueeze", "squeeze"};
   if (!self.is_tensor()) return err(e.span, show(self) + " has no method '" + name + "'");
   const bool method = std::find(kMethods.begin(), kMethods.end(), name) != kMethods.end();
   for (const auto& a : args)

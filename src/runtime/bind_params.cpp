@@ -312,7 +312,8 @@ std::vector<std::string> unused_weight_warnings(const ir::Graph& graph, const mo
                   " (declared and loaded, but no statement that reaches the logits uses " +
                   (unread > 1 ? "them" : "it") + ")");
   }
-  const std::vector<std::string> unbound = checkpoint ? unbound_tensors(graph, *checkpoint, tied_head) : std::vector<std::string>{};
+  const std::vector<std::string> unbound =
+      checkpoint ? unbound_tensors(graph, *checkpoint, tied_head) : std::vector<std::string>{};
   if (!unbound.empty()) {
     std::string list;
     for (size_t k = 0; k < unbound.size() && k < 8; ++k) list += (k ? ", " : "") + unbound[k];

@@ -101,7 +101,8 @@ void resolve_program(model::ModelDir& dir, const std::filesystem::path& program,
   drop_absent_base_prefix(g, dir.checkpoint);
   check_params(g, dir.checkpoint);
   // Weights loaded and never read, or never loaded: the program runs, and answers without them.
-  for (const std::string& w : unused_weight_warnings(g, &dir.checkpoint, dir.config.tie_word_embeddings, source.filename().string()))
+  const std::string name = source.filename().string();
+  for (const std::string& w : unused_weight_warnings(g, &dir.checkpoint, dir.config.tie_word_embeddings, name))
     fmt::print(stderr, "lg: warning: {}\n", w);
   dir.context = context_of(g);
   dir.vocab = g.at(g.outputs.at(0)).shape.back().coeff;

@@ -12,7 +12,8 @@ namespace lg::runtime {
 
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t chosen, int32_t top) {
   const auto v = static_cast<int64_t>(logits.size());
-  if (chosen < 0 || chosen >= v) throw Error(fmt::format("logprobs: token {} is outside the vocabulary of {}", chosen, v));
+  if (chosen < 0 || chosen >= v)
+    throw Error(fmt::format("logprobs: token {} is outside the vocabulary of {}", chosen, v));
   if (top < 0 || top > kMaxTopLogprobs)
     throw Error(fmt::format("logprobs: {} alternatives asked, at most {}", top, kMaxTopLogprobs));
   // The largest logit first, so that every exp is at most 1 (no overflow) and the sum at least 1.

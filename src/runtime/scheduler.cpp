@@ -296,7 +296,8 @@ bool Scheduler::step() {
     st.start_pos = s.computed;
     st.blocks = s.table;
     // Plain greedy requests take the lane's argmax, and the others (sampled, or penalised) the
-    // lane's own draw where it makes one: no f32[V] row comes back for them.
+    // lane's own draw where it makes one: no f32[V] row comes back for them, unless the request
+    // asks for log probabilities.
     if (s.computed + p.n == static_cast<int64_t>(s.tokens.size())) {
       if (drawn_on_lane(lane_, s.sampler, s.req.options)) {
         const std::span<const int32_t> all(s.tokens);

@@ -134,12 +134,15 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
 
 json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens, int64_t& text_offset) {
   if (p.gen.logprobs < 0) return nullptr;
-  return p.kind == Endpoint::chat ? chat_logprobs(p.tokenizer, tokens) : completion_logprobs(p.tokenizer, tokens, text_offset);
+  return p.kind == Endpoint::chat ? chat_logprobs(p.tokenizer, tokens)
+                                   : completion_logprobs(p.tokenizer, tokens, text_offset);
 }
 
 json response_body(const PreparedRequest& p, const EngineResult& r) {
   int64_t text_offset = 0;
-  json choice = {{"index", 0}, {"logprobs", choice_logprobs(p, r.logprobs, text_offset)}, {"finish_reason", r.finish_reason}};
+  json choice = {{"index", 0},
+                 {"logprobs", choice_logprobs(p, r.logprobs, text_offset)},
+                 {"finish_reason", r.finish_reason}};
   // refusal null, as OpenAI's ChatCompletionMessage always carries it (and vLLM's): clients that
   // validate the schema find it.
   if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};

@@ -128,7 +128,8 @@ void parse_logprobs(const json& j, bool chat, GenerationRequest& g) {
     return;
   }
   if (lp && !lp->is_boolean())
-    throw RequestError("logprobs", fmt::format("'logprobs' must be a boolean, got {}", lp->is_number() ? lp->dump() : lp->type_name()));
+    throw RequestError("logprobs", fmt::format("'logprobs' must be a boolean, got {}",
+                                               lp->is_number() ? lp->dump() : lp->type_name()));
   const int32_t n = count ? alternatives() : 0;
   const bool asked = lp && lp->get<bool>();
   if (n > 0 && !asked) throw RequestError("top_logprobs", "'top_logprobs' needs 'logprobs' to be true");
