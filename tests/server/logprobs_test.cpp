@@ -26,18 +26,11 @@ using lg::test::ServerTest;
 /// suite's context, no eos, with `top` alternatives a token.
 lg::runtime::Generation runtime_generation(const std::vector<int32_t>& prompt, int64_t n, int32_t top,
                                            const lg::runtime::SamplingOptions& sampling) {
-  static const auto dir =
-      std::make_unique<lg::model::ModelDir>(lg::model::ModelDir::open(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m"));
-  static const std::unique_ptr<lg::Lane> lane = [] {
-    lg::LaneOptions lo;
-    lo.max_seq = kContext;
-    return lg::make_lane("cpu", *dir, lo);
-  }();
   lg::runtime::GenerateOptions o;
   o.max_new_tokens = n;
   o.sampling = sampling;
   o.logprobs = top;
-  return lg::runtime::generate(*lane, prompt, o);
+  return lg::test::runtime_generation(prompt, o);
 }
 
 /// The JSON number a float logprob becomes (json_logprob: the float as a double).

@@ -34,16 +34,10 @@ const std::string kModel = std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22
 /// 22M model at the suite's context, with no eos (the requests below send ignore_eos).
 std::vector<int32_t> runtime_tokens(const std::vector<int32_t>& prompt, int64_t n,
                                     const lg::runtime::SamplingOptions& sampling) {
-  static const auto dir = std::make_unique<lg::model::ModelDir>(lg::model::ModelDir::open(kModel));
-  static const std::unique_ptr<lg::Lane> lane = [] {
-    lg::LaneOptions lo;
-    lo.max_seq = kContext;
-    return lg::make_lane("cpu", *dir, lo);
-  }();
   lg::runtime::GenerateOptions o;
   o.max_new_tokens = n;
   o.sampling = sampling;
-  return lg::runtime::generate(*lane, prompt, o).tokens;
+  return lg::test::runtime_generation(prompt, o).tokens;
 }
 
 /// A greedy completion of the golden prompt's ids, 16 tokens past any eos, with its ids.

@@ -8,11 +8,15 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "lanes/factory.h"
+#include "model/model_dir.h"
+#include "runtime/generate.h"
 #include "served_model.h"
 #include "server/engine.h"
 
@@ -24,6 +28,20 @@ struct Golden {
   std::string prompt;
   std::vector<int32_t> prompt_ids, greedy_ids;
 };
+
+/// The runtime's generation after `prompt` on a cpu lane of the served 22M model at the suite's
+/// context (one lane for the test binary): what a request to the server must answer.
+inline lg::runtime::Generation runtime_generation(const std::vector<int32_t>& prompt,
+                                                  const lg::runtime::GenerateOptions& options) {
+  static const auto dir = std::make_unique<lg::model::ModelDir>(
+      lg::model::ModelDir::open(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m"));
+  static const std::unique_ptr<lg::Lane> lane = [] {
+    lg::LaneOptions lo;
+    lo.max_seq = kContext;
+    return lg::make_lane("cpu", *dir, lo);
+  }();
+  return lg::runtime::generate(*lane, prompt, options);
+}
 
 inline Golden first_golden() {
   std::ifstream f(std::string(LG_SHARED_DIR) + "/fixtures/qwen3-pycode-22m-golden.json");
