@@ -35,6 +35,7 @@ def _reply(obj):
 
 # A bound on the address space, so that a template building a huge string ('x' * 10**10) ends
 # in a MemoryError reported for that request instead of exhausting the machine.
+_limit = 0
 try:
     import resource
 
@@ -133,11 +134,15 @@ def _render(req):
         text = "".join(pieces)
         if len(text.encode("utf-8")) > max_bytes > 0:
             raise _TooLarge()
-    except (_TooLarge, MemoryError):
+    except _TooLarge:
         pieces = None
-        return {"ok": False, "kind": "too_large",
-                "message": "the rendered prompt is larger than %d bytes" % max_bytes if max_bytes
-                else "the template ran out of memory"}
+        return {"ok": False, "kind": "too_large", "message": "the rendered prompt is larger than %d bytes" % max_bytes}
+    except MemoryError:
+        # A value the template builds on the way (`"x" * 3000000000`) can pass the renderer's
+        # address-space limit whatever the size of what it prints: say that, not "larger than".
+        pieces = None
+        limit = " (the renderer's limit is %d MiB)" % (_limit >> 20) if _limit > 0 else ""
+        return {"ok": False, "kind": "too_large", "message": "the template ran out of memory building a value" + limit}
     except jinja2.exceptions.TemplateError as e:
         # raise_exception(...) lands here with the template's own message.
         return {"ok": False, "kind": "template", "message": str(e)}

@@ -96,6 +96,11 @@ TEST(JinjaRenderer, AHugeOutputIsStoppedAtTheSizeBound) {
   EXPECT_NE(msg.find("larger than 1048576 bytes"), std::string::npos) << msg;
   // A single huge string: one piece over the bound, or a MemoryError under RLIMIT_AS.
   EXPECT_EQ(render_error_kind([&] { r.render("{{ 'x' * 4000000000 }}", json::object()); }, &msg), Kind::too_large) << msg;
+  // A huge value the template only measures: its output is 10 bytes, so the message is the
+  // memory's, not the output's size (it said "larger than 1048576 bytes").
+  EXPECT_EQ(render_error_kind([&] { r.render("{{ ('x' * 3000000000)|length }}", json::object()); }, &msg),
+            Kind::too_large);
+  EXPECT_NE(msg.find("the template ran out of memory building a value"), std::string::npos) << msg;
   // Just under the bound is fine.
   EXPECT_EQ(r.render("{{ 'y' * 1048576 }}", json::object()).size(), 1048576u);
 }
