@@ -33,7 +33,7 @@ int64_t code_points(const std::string& s) {
 }  // namespace
 
 json completion_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const runtime::TokenLogprobs> tokens,
-                         int64_t& text_offset) {
+                         bool skip_special, int64_t& text_offset) {
   json texts = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
   for (const runtime::TokenLogprobs& lp : tokens) {
     const TokenText chosen = token_text(tokenizer, lp.chosen.id);
@@ -47,7 +47,7 @@ json completion_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const 
     }
     tops.push_back(std::move(top));
     offsets.push_back(text_offset);
-    text_offset += code_points(chosen.text);
+    if (!(skip_special && tokenizer && tokenizer->is_special(lp.chosen.id))) text_offset += code_points(chosen.text);
   }
   return {{"tokens", std::move(texts)},
           {"token_logprobs", std::move(values)},

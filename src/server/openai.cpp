@@ -124,7 +124,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
     throw RequestError("stop", "'stop' needs a tokenizer to match text; this model is served without one");
   engine.check_max_tokens(static_cast<int64_t>(p.prompt_ids.size()), p.gen);
   p.token_ids = p.gen.return_token_ids || !engine.has_tokenizer();
-  if (engine.has_tokenizer()) p.tokenizer = &engine.tokenizer();
+  if (engine.has_tokenizer() && !p.gen.tokens_as_ids) p.tokenizer = &engine.tokenizer();
   // OpenAI's completions default is 16 tokens (vLLM's too, whatever the generation config says);
   // chat runs to generation_config.json's max_new_tokens, else to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;
@@ -135,7 +135,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
 json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens, int64_t& text_offset) {
   if (p.gen.logprobs < 0) return nullptr;
   return p.kind == Endpoint::chat ? chat_logprobs(p.tokenizer, tokens)
-                                   : completion_logprobs(p.tokenizer, tokens, text_offset);
+                                   : completion_logprobs(p.tokenizer, tokens, p.gen.skip_special_tokens, text_offset);
 }
 
 json response_body(const PreparedRequest& p, const EngineResult& r) {

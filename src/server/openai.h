@@ -26,7 +26,8 @@ struct PreparedRequest {
   /// chat: generation_config.json's max_new_tokens, else the rest of the context (Engine::start)
   int64_t default_max = 0;
   bool token_ids = false;     ///< answers carry `token_ids` (asked for, or no tokenizer to make text)
-  /// The engine's tokenizer, which shows the tokens of `logprobs`; null without one (random weights).
+  /// The engine's tokenizer, which shows the tokens of `logprobs`; null without one (random
+  /// weights) or with `return_tokens_as_token_ids`: tokens are then shown as "token_id:ID".
   const tokenizer::Tokenizer* tokenizer = nullptr;
 };
 

@@ -215,7 +215,8 @@ GenerationRequest parse_common(const json& j, bool chat) {
     g.stream = v->get<bool>();
   }
   for (auto [name, flag] : {std::pair{"ignore_eos", &g.ignore_eos}, std::pair{"return_token_ids", &g.return_token_ids},
-                            std::pair{"skip_special_tokens", &g.skip_special_tokens}}) {
+                            std::pair{"skip_special_tokens", &g.skip_special_tokens},
+                            std::pair{"return_tokens_as_token_ids", &g.tokens_as_ids}}) {
     if (const json* v = field(j, name)) {
       if (!v->is_boolean()) throw RequestError(name, fmt::format("'{}' must be a boolean, got {}", name, v->type_name()));
       *flag = v->get<bool>();

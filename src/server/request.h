@@ -56,6 +56,8 @@ struct GenerationRequest {
   /// -1: no log probabilities; n >= 0: each generated token's and the n likeliest at its position
   /// (completions' `logprobs`; chat's `top_logprobs` with `logprobs` true), runtime/logprobs.h.
   int32_t logprobs = -1;
+  /// vLLM's `return_tokens_as_token_ids`: logprobs show each token as "token_id:ID", not its text.
+  bool tokens_as_ids = false;
   /// vLLM's extension: the text leaves out special tokens (tokenizer.json's added tokens marked
   /// "special"), as vLLM's default does; false shows them. token_ids are unaffected.
   bool skip_special_tokens = true;

@@ -12,6 +12,7 @@
 #include "lanes/factory.h"
 #include "model/model_dir.h"
 #include "runtime/generate.h"
+#include "server/logprobs_json.h"
 #include "server_test_fixture.h"
 
 namespace {
@@ -145,6 +146,46 @@ TEST_F(ServerTest, ChatLogprobsCarryTheBytesAndTheLikeliest) {
   ASSERT_EQ(alone.size(), ids.size());
   EXPECT_TRUE(alone[0]["top_logprobs"].empty());
   EXPECT_EQ(alone[0]["logprob"], content[0]["logprob"]);
+}
+
+// vLLM's return_tokens_as_token_ids: each token shown as "token_id:ID" (it was accepted and
+// ignored, the texts shown).
+TEST_F(ServerTest, TokensAsTokenIdsShowEachTokensId) {
+  const Golden g = first_golden();
+  const json body = {{"prompt", g.prompt_ids}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true},
+                     {"return_token_ids", true}, {"logprobs", 2}, {"return_tokens_as_token_ids", true}};
+  const json choice = post_ok("/v1/completions", body)["choices"][0];
+  const auto ids = choice["token_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(choice["logprobs"]["tokens"].size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(choice["logprobs"]["tokens"][i], "token_id:" + std::to_string(ids[i]));
+  json chat = {{"messages", {{{"role", "user"}, {"content", "x = "}}}}, {"max_tokens", 2}, {"temperature", 0},
+               {"return_token_ids", true}, {"logprobs", true}, {"return_tokens_as_token_ids", true}};
+  const json c = post_ok("/v1/chat/completions", chat)["choices"][0];
+  EXPECT_EQ(c["logprobs"]["content"][0]["token"], "token_id:" + std::to_string(c["token_ids"][0].get<int32_t>()));
+  chat["return_tokens_as_token_ids"] = "yes";
+  expect_400("/v1/chat/completions", chat.dump(), "return_tokens_as_token_ids", "must be a boolean");
+}
+
+// text_offset counts the answer's text: a special token that skip_special_tokens leaves out of it
+// moves no later offset (they pointed 13 characters past their tokens after an <|endoftext|>).
+TEST_F(ServerTest, ASkippedSpecialTokenMovesNoTextOffset) {
+  const auto& tok = engine_->tokenizer();
+  const auto eos = tok.token_to_id("<|endoftext|>");
+  const auto word = tok.token_to_id("from");
+  ASSERT_TRUE(eos && word);
+  std::vector<lg::runtime::TokenLogprobs> tokens(3);
+  tokens[0].chosen = {*word, -0.5f};
+  tokens[1].chosen = {*eos, -1.f};
+  tokens[2].chosen = {*word, -0.25f};
+  int64_t offset = 0;
+  const json skipped = lg::server::completion_logprobs(&tok, tokens, /*skip_special=*/true, offset);
+  EXPECT_EQ(skipped["text_offset"], json({0, 4, 4}));
+  EXPECT_EQ(offset, 8);
+  EXPECT_EQ(skipped["tokens"], json({"from", "<|endoftext|>", "from"}));
+  offset = 0;
+  const json shown = lg::server::completion_logprobs(&tok, tokens, /*skip_special=*/false, offset);
+  EXPECT_EQ(shown["text_offset"], json({0, 4, 17}));
 }
 
 }  // namespace
