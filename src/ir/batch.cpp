@@ -333,7 +333,7 @@ void select_rows(Graph& g, ValueId rows, const Dim& B) {
 
 }  // namespace
 
-void remove_dead_nodes(Graph& g) {
+std::vector<char> live_nodes(const Graph& g) {
   const size_t n = g.nodes.size();
   std::vector<char> live(n, 0);
   for (ValueId o : g.outputs) live[static_cast<size_t>(o)] = 1;
@@ -343,6 +343,12 @@ void remove_dead_nodes(Graph& g) {
   for (size_t k = n; k-- > 0;)
     if (live[k])
       for (ValueId o : g.nodes[k].operands) live[static_cast<size_t>(o)] = 1;
+  return live;
+}
+
+void remove_dead_nodes(Graph& g) {
+  const size_t n = g.nodes.size();
+  const std::vector<char> live = live_nodes(g);
   std::vector<ValueId> id(n, -1);
   std::vector<Node> kept;
   for (size_t k = 0; k < n; ++k) {

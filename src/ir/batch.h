@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -35,6 +36,9 @@ struct BatchOptions {
 /// shape with T twice: a token may read the others only through the KV cache); an output without
 /// T rows; bad options.
 void make_batched(Graph& g, const BatchOptions& opts);
+
+/// Per node, whether an output or a final state depends on it (inputs always count as live).
+std::vector<char> live_nodes(const Graph& g);
 
 /// Removes the nodes that neither an output nor a final state depends on, renumbering the rest
 /// (topological order kept).

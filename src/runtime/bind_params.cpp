@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "ir/batch.h"
 #include "ir/print.h"
 #include "support/error.h"
 
@@ -260,16 +261,10 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
 }
 
 std::vector<size_t> unread_params(const ir::Graph& graph) {
-  std::vector<char> live(graph.nodes.size(), 0);
-  for (ir::ValueId o : graph.outputs) live[static_cast<size_t>(o)] = 1;
-  for (ir::ValueId o : graph.final_states) live[static_cast<size_t>(o)] = 1;
+  const std::vector<char> live = ir::live_nodes(graph);
   std::vector<char> read(graph.params.size(), 0);
-  for (size_t k = graph.nodes.size(); k-- > 0;) {
-    if (!live[k]) continue;
-    const ir::Node& n = graph.nodes[k];
-    if (n.op == ir::Op::Param) read[static_cast<size_t>(n.attrs.index)] = 1;
-    for (ir::ValueId o : n.operands) live[static_cast<size_t>(o)] = 1;
-  }
+  for (size_t k = 0; k < graph.nodes.size(); ++k)
+    if (live[k] && graph.nodes[k].op == ir::Op::Param) read[static_cast<size_t>(graph.nodes[k].attrs.index)] = 1;
   std::vector<size_t> out;
   for (size_t p = 0; p < read.size(); ++p)
     if (!read[p]) out.push_back(p);

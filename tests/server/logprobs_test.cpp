@@ -20,7 +20,6 @@ namespace {
 using nlohmann::json;
 using lg::test::first_golden;
 using lg::test::Golden;
-using lg::test::kContext;
 using lg::test::ServerTest;
 
 /// The runtime's generation of `n` tokens after `prompt` on a cpu lane of the 22M model at the

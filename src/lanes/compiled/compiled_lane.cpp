@@ -50,9 +50,8 @@ class CompiledLane : public Lane {
   CompiledLane(runtime::ForwardGraph fg, const model::Checkpoint* ckpt, uint64_t seed, const LaneOptions& options,
                StartupClock& clock) {
     if (!cuda::cuda_device_available()) throw Error("compiled lane: no CUDA device");
-    for (const auto& in : fg.graph.inputs)
-      if (in.name != "tokens" && in.name != "pos")
-        throw Error("compiled lane: the forward takes input `" + in.name + "`; the lane feeds tokens and pos");
+    if (const auto problem = runtime::forward_inputs_problem(fg.graph))
+      throw Error("compiled lane: the forward " + *problem);
     limits_ = resolve_limits(options, fg.max_seq, default_pool(fg, options));
     // One block more than the scheduler hands out: the pad rows of a decode graph's bucket write
     // and read only it (step_inputs.h).

@@ -28,11 +28,7 @@ size_t input_named(const ir::Graph& g, const std::string& name) {
 }
 
 const ir::Graph& checked(const ir::Graph& g) {
-  input_named(g, "tokens");
-  input_named(g, "pos");
-  if (g.inputs.size() != 2)
-    throw Error("the " + g.model + " forward takes " + std::to_string(g.inputs.size()) +
-                " inputs; the cpu lane gives it tokens and pos");
+  if (const auto problem = runtime::forward_inputs_problem(g)) throw Error("the " + g.model + " forward " + *problem);
   if (g.outputs.size() != 1 || g.at(g.outputs[0]).shape.size() != 2)
     throw Error("the " + g.model + " forward must return one value, logits f32[T, V]");
   return g;
