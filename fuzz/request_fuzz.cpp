@@ -3,7 +3,8 @@
 // the body. Parsing must give a request or throw RequestError, which the server answers 400
 // naming the field; any other exception escaping (the server's 500), a crash, a hang or a
 // sanitizer report is a bug. A parsed request must hold what request.h promises: a prompt, the
-// sampling fields in their ranges, at most 16 non-empty stop strings, token ids in [0, 2^31).
+// sampling fields in their ranges (logit_bias, min_tokens, stop_token_ids and n too), at most 16
+// non-empty stop strings, token ids in [0, 2^31).
 // Seeds in fuzz/corpus/request_fuzz/ (valid bodies of both endpoints and near misses).
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +28,17 @@ void check(const lg::server::GenerationRequest& g) {
   if (g.stop.size() > 16) fail("more than 16 stop strings accepted");
   for (const auto& s : g.stop)
     if (s.empty()) fail("an empty stop string accepted");
+  if (g.n < 1 || g.n > lg::server::kMaxChoices) fail("n outside [1, 128] accepted");
+  if (g.min_tokens < 0) fail("a negative min_tokens accepted");
+  for (const int32_t id : g.stop_token_ids)
+    if (id < 0) fail("a negative stop token id accepted");
+  for (size_t i = 0; i < g.logit_bias.size(); ++i) {
+    const auto [id, bias] = g.logit_bias[i];
+    if (id < 0) fail("a negative logit_bias id accepted");
+    if (!(bias >= -100 && bias <= 100)) fail("a logit_bias outside [-100, 100] accepted");
+    for (size_t k = 0; k < i; ++k)
+      if (g.logit_bias[k].first == id) fail("a logit_bias id given twice accepted");
+  }
 }
 
 }  // namespace

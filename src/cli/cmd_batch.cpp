@@ -37,6 +37,7 @@
 #include "cli/path_checks.h"
 #include "chat/chat_template.h"
 #include "chat/jinja_renderer.h"
+#include "server/choices.h"
 #include "server/engine.h"
 #include "server/request.h"
 #include "server/openai.h"
@@ -63,7 +64,7 @@ struct BatchOpts {
 struct Line {
   json custom_id = nullptr;
   std::optional<lg::server::PreparedRequest> request;
-  std::shared_ptr<lg::server::EngineJob> job;
+  std::optional<lg::server::Choices> choices;  // running: the request's n choices
   json response = nullptr;  // set when the line is answered without running (a 400)
   json error = nullptr;     // set when the line is not a request at all
 };
@@ -125,7 +126,7 @@ std::vector<Line> read_lines(std::istream& in, const std::string& in_name, lg::s
     if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are no requests
     lines.push_back(read_line(text, n, engine, tmpl, seen));
     Line& l = lines.back();
-    if (l.request) l.job = engine.start(l.request->prompt_ids, l.request->gen, l.request->default_max);
+    if (l.request) l.choices = lg::server::start_choices(engine, *l.request);
   }
   return lines;
 }
@@ -141,24 +142,23 @@ class Waiter {
   /// Waits for line `k` of `n` to finish and sets its response: 200 with the body lg serve would
   /// send, or a 500 naming what failed in the engine.
   void finish(Line& l, size_t k, size_t n) {
-    std::string ignored;
-    // The job wakes the wait for every piece of text.
+    // Polled while the choices run (every 50 ms at most): a signal cuts the run, the bar redraws.
     auto drawn = std::chrono::steady_clock::time_point{};
-    while (!l.job->wait(ignored, std::chrono::milliseconds(200))) {
-      ignored.clear();
+    const auto poll = [&] {
       cut_on_signal();
       const auto now = std::chrono::steady_clock::now();
-      if (now - drawn < std::chrono::milliseconds(200)) continue;
-      drawn = now;
-      if (bar_)
+      if (bar_ && now - drawn >= std::chrono::milliseconds(200)) {
+        drawn = now;
         std::fprintf(stderr, "\r\033[Klg batch: %zu/%zu requests answered, %.1f s", k, n,
                      std::chrono::duration<double>(now - t0_).count());
-    }
+      }
+      return false;
+    };
     try {
-      const lg::server::EngineResult r = l.job->result();
-      completion_tokens += r.completion_tokens;
+      const std::vector<lg::server::EngineResult> results = lg::server::follow_choices(*l.choices, nullptr, poll);
+      for (const auto& r : results) completion_tokens += r.completion_tokens;
       l.response = {{"status_code", 200}, {"request_id", l.request->id},
-                    {"body", lg::server::response_body(*l.request, r)}};
+                    {"body", lg::server::response_body(*l.request, results)}};
     } catch (const lg::Error& e) {
       l.response = {{"status_code", 500}, {"request_id", l.request->id},
                     {"body", lg::server::error_body(e.what(), "server_error", "")}};
@@ -239,7 +239,7 @@ int run_batch(const BatchOpts& o) {
   Waiter waiter(engine, bar, t0);
   for (size_t k = 0; k < lines.size(); ++k) {
     Line& l = lines[k];
-    if (l.job) waiter.finish(l, k, lines.size());
+    if (l.choices) waiter.finish(l, k, lines.size());
     const bool good = l.response.is_object() && l.response["status_code"] == 200;
     (good ? ok : failed) += 1;
     json line = {{"id", fmt::format("batch_req_{}", k)},

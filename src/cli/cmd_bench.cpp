@@ -185,7 +185,7 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       if (sample == "lane") {
         q.draw = samplers[k].next_draw();
         q.penalty = samplers[k].penalty();
-        q.penalty_edits = samplers[k].penalty_edits(prompts[k], outputs[k]);
+        q.logit_edits = samplers[k].logit_edits(prompts[k], outputs[k]);
       }
     }
     const auto res = lane.step(batch);

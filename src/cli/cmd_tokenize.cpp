@@ -99,12 +99,16 @@ LG_COMMAND("detokenize", [](CLI::App& app) -> std::function<int()> {
   return [args] {
     const auto tok = load(args->model);
     // `-`: the ids from standard input, split at spaces and newlines (`lg run --prompt-ids ... |
-    // lg detokenize -m DIR -`).
+    // lg detokenize -m DIR -`). None decode to "", as HF's decode([]) (a pipe that carried no
+    // ids is not an error).
     if (args->ids == std::vector<std::string>{"-"}) {
       std::istringstream in(read_stdin());
       args->ids.clear();
       for (std::string word; in >> word;) args->ids.push_back(word);
-      if (args->ids.empty()) throw lg::Error("detokenize: standard input holds no token ids");
+      if (args->ids.empty()) {
+        std::cout << (args->no_newline ? "" : "\n");
+        return 0;
+      }
     }
     // The library skips ids without a token, as the reference does; on the command line an
     // unknown id is more likely a typo, so it is an error.

@@ -90,11 +90,11 @@ int32_t draw_token(std::span<const float> logits, const DrawParams& p) {
 }
 
 int32_t draw_token(std::span<const float> logits, const DrawParams& p, const PenaltyParams& pen,
-                   std::span<const PenaltyEdit> edits) {
+                   std::span<const LogitEdit> edits) {
   std::vector<float> row;
   if (!edits.empty()) {
     row.assign(logits.begin(), logits.end());
-    apply_penalty_edits(row, pen, edits);
+    apply_logit_edits(row, pen, edits);
     logits = row;
   }
   if (!std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); })) return -1;

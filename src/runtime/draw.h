@@ -25,11 +25,11 @@ namespace lg::runtime {
 /// inverse that is not positive, or min_p, top_p or top_k outside their ranges (DrawParams).
 int32_t draw_token(std::span<const float> logits, const DrawParams& p);
 
-/// draw_token over `logits` penalised by `edits` and `pen` first (runtime/penalty_math.h), as a
-/// lane's device draw makes it (SeqStep::draw, penalty, penalty_edits): the host's form for lanes
+/// draw_token over `logits` edited by `edits` and `pen` first (runtime/penalty_math.h), as a
+/// lane's device draw makes it (SeqStep::draw, penalty, logit_edits): the host's form for lanes
 /// without a device. Returns -1 for a row that holds a NaN or Inf (as the device draw does).
 /// Throws lg::Error as draw_token does, and for an edit's id outside [0, V).
 int32_t draw_token(std::span<const float> logits, const DrawParams& p, const PenaltyParams& pen,
-                   std::span<const PenaltyEdit> edits);
+                   std::span<const LogitEdit> edits);
 
 }  // namespace lg::runtime

@@ -44,6 +44,14 @@ LG_DRAW_HD float mul(float a, float b) {
 #endif
 }
 
+LG_DRAW_HD float add(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
 LG_DRAW_HD float sub(float a, float b) {
 #ifdef __CUDA_ARCH__
   return __fsub_rn(a, b);

@@ -32,13 +32,13 @@ void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, s
   PenaltyHistory().apply(logits, prompt, output, p);
 }
 
-void apply_penalty_edits(std::span<float> logits, const PenaltyParams& p, std::span<const PenaltyEdit> edits) {
-  for (const PenaltyEdit& e : edits)
+void apply_logit_edits(std::span<float> logits, const PenaltyParams& p, std::span<const LogitEdit> edits) {
+  for (const LogitEdit& e : edits)
     if (e.id < 0 || static_cast<size_t>(e.id) >= logits.size())
-      throw Error(fmt::format("penalties: token id {} is outside the logits' vocabulary of {} ids", e.id, logits.size()));
-  for (const PenaltyEdit& e : edits) {
+      throw Error(fmt::format("logit edits: token id {} is outside the logits' vocabulary of {} ids", e.id, logits.size()));
+  for (const LogitEdit& e : edits) {
     float& l = logits[static_cast<size_t>(e.id)];
-    l = draw::penalised(l, p, e.count);
+    l = draw::edited(l, p, e);
   }
 }
 
@@ -69,7 +69,7 @@ void PenaltyHistory::sync(std::span<const int32_t> prompt, std::span<const int32
   }
 }
 
-std::span<const PenaltyEdit> PenaltyHistory::edits(std::span<const int32_t> prompt, std::span<const int32_t> output,
+std::span<const LogitEdit> PenaltyHistory::edits(std::span<const int32_t> prompt, std::span<const int32_t> output,
                                                    const Penalties& p) {
   // Without a repetition penalty a prompt id's edit (count 0) changes nothing: none is sent.
   sync(p.repetition != 1 ? prompt : std::span<const int32_t>{}, output);
@@ -79,7 +79,7 @@ std::span<const PenaltyEdit> PenaltyHistory::edits(std::span<const int32_t> prom
 void PenaltyHistory::apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                            const Penalties& p) {
   if (!p.active()) return;
-  apply_penalty_edits(logits, penalty_params(p), edits(prompt, output, p));
+  apply_logit_edits(logits, penalty_params(p), edits(prompt, output, p));
 }
 
 }  // namespace lg::runtime

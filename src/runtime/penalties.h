@@ -46,10 +46,10 @@ PenaltyParams penalty_params(const Penalties& p);
 void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
                      const Penalties& p);
 
-/// Applies `edits` (PenaltyHistory::edits) with `p` in place to f32[V] logits, one edit at a
-/// time by draw::penalised: the arithmetic a lane's device draw applies. Throws lg::Error for an
-/// edit's id outside [0, V).
-void apply_penalty_edits(std::span<float> logits, const PenaltyParams& p, std::span<const PenaltyEdit> edits);
+/// Applies `edits` (PenaltyHistory::edits, Sampler::logit_edits) with `p` in place to f32[V]
+/// logits, one edit at a time by draw::edited: the arithmetic a lane's device draw applies.
+/// Throws lg::Error for an edit's id outside [0, V).
+void apply_logit_edits(std::span<float> logits, const PenaltyParams& p, std::span<const LogitEdit> edits);
 
 /// The tokens one sequence has seen, kept across its steps as the penalties read them: the
 /// prompt's distinct ids are found once and the output's counts kept as its tokens are appended,
@@ -58,14 +58,14 @@ void apply_penalty_edits(std::span<float> logits, const PenaltyParams& p, std::s
 /// (another prompt, a shorter or changed output) is read afresh.
 class PenaltyHistory {
  public:
-  /// apply_penalty_edits of this history's edits: the same floats as vLLM's apply_penalties,
-  /// up to the range clamp draw::penalised documents.
+  /// apply_logit_edits of this history's edits: the same floats as vLLM's apply_penalties,
+  /// up to the range clamp draw::edited documents.
   void apply(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output,
              const Penalties& p);
   /// The edits `p` makes: every distinct id of `output`, and of `prompt` when the repetition
   /// penalty is on (the only one that reads the prompt), each with how often `output` holds it, in
   /// first seen order. Valid until the next call. Throws lg::Error for a negative id.
-  std::span<const PenaltyEdit> edits(std::span<const int32_t> prompt, std::span<const int32_t> output,
+  std::span<const LogitEdit> edits(std::span<const int32_t> prompt, std::span<const int32_t> output,
                                      const Penalties& p);
 
  private:
@@ -77,7 +77,7 @@ class PenaltyHistory {
   int32_t prompt_last_ = -1;          ///< its last id (a cheap check that it is the same prompt)
   size_t output_n_ = 0;               ///< output tokens counted
   int32_t output_last_ = -1;          ///< the last of them
-  std::vector<PenaltyEdit> edits_;    ///< the distinct ids seen, with their output counts
+  std::vector<LogitEdit> edits_;    ///< the distinct ids seen, with their output counts
   std::unordered_map<int32_t, size_t> slot_;  ///< id -> its index in edits_
 };
 

@@ -70,7 +70,7 @@ int64_t Scheduler::submit(Request request) {
   if (blocks_.blocks_for(n) > blocks_.num_blocks())
     throw Error("the prompt has " + std::to_string(n) + " tokens, more than the KV cache holds (" +
                 std::to_string(limits_.pool_tokens()) + " tokens)");
-  // The penalties read the history before the lane sees it (Sampler::penalty_edits as the step is
+  // The penalties read the history before the lane sees it (Sampler::logit_edits as the step is
   // planned), so a negative id is refused here, not in the middle of a step. Ids past the
   // vocabulary are the lane's to refuse (only it knows V).
   for (size_t k = 0; k < request.prompt.size(); ++k)
@@ -224,7 +224,7 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
                   std::to_string(r.drawn) + ")");
     tok = r.drawn;
   } else if (s.sampler.needs_logits() || o.logprobs >= 0) {
-    // Sampled, greedy over penalised logits, or with log probabilities: the row is on the host.
+    // Sampled, greedy over edited logits, or with log probabilities: the row is on the host.
     check_finite_logits(r.logits, position, prefill, lane_.name());
     if (s.sampler.needs_logits()) {
       const std::span<const int32_t> all(s.tokens);
@@ -295,7 +295,7 @@ bool Scheduler::step() {
     st.tokens = std::span<const int32_t>(s.tokens.data() + s.computed, static_cast<size_t>(p.n));
     st.start_pos = s.computed;
     st.blocks = s.table;
-    // Plain greedy requests take the lane's argmax, and the others (sampled, or penalised) the
+    // Plain greedy requests take the lane's argmax, and the others (sampled, or edited logits) the
     // lane's own draw where it makes one: no f32[V] row comes back for them, unless the request
     // asks for log probabilities.
     if (s.computed + p.n == static_cast<int64_t>(s.tokens.size())) {
@@ -303,7 +303,7 @@ bool Scheduler::step() {
         const std::span<const int32_t> all(s.tokens);
         const auto prompt_len = static_cast<size_t>(s.prompt_len);
         // The edits first: next_draw() takes the pick's uniform, which nothing may then undo.
-        st.penalty_edits = s.sampler.penalty_edits(all.first(prompt_len), all.subspan(prompt_len));
+        st.logit_edits = s.sampler.logit_edits(all.first(prompt_len), all.subspan(prompt_len));
         st.penalty = s.sampler.penalty();
         st.draw = s.sampler.next_draw();
       } else {

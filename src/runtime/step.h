@@ -26,11 +26,12 @@ struct SeqStep {
   /// Draw the next token from the last token's logits as runtime/draw.h defines it, into
   /// SeqResult::drawn (only asked of a lane whose draws() is true): the logits stay on the lane.
   std::optional<DrawParams> draw;
-  /// With `draw`: the penalties applied to the row first (runtime/penalty_math.h), one edit a
-  /// distinct token the sequence has seen (runtime::Sampler::penalty_edits); none when empty. A lane may
-  /// apply them to its row in place, so a step must not ask for the same row's logits too.
+  /// With `draw`: the edits applied to the row first (runtime/penalty_math.h), one a token the
+  /// sequence has seen, biases or holds back (runtime::Sampler::logit_edits), with the penalties'
+  /// factors; none when empty. A lane may apply them to its row in place, so a step must not ask
+  /// for the same row's logits too.
   PenaltyParams penalty{};
-  std::span<const PenaltyEdit> penalty_edits{};
+  std::span<const LogitEdit> logit_edits{};
 };
 
 /// What a step gives back for one sequence: about its last new token.

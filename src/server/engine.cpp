@@ -57,6 +57,9 @@ struct JobState {
   /// on past them and they are text like any token (a special one's shown with skip_special_tokens
   /// false), as vLLM detokenizes them.
   std::vector<int64_t> eos;
+  /// vLLM's min_tokens: a stop string must end in the text of a later token.
+  int64_t min_tokens = 0;
+  int64_t tokens = 0;  ///< generated so far
   const std::atomic<bool>* stopping = nullptr;
   std::atomic<int64_t>* in_flight = nullptr;
   ServeMetrics* metrics = nullptr;
@@ -80,6 +83,7 @@ struct JobState {
       job->result_.text += piece.text;
     }
     job->cv_.notify_all();
+    if (job->group_) job->group_->notify();
   }
 
   void on_token(int32_t token) {
@@ -97,7 +101,8 @@ struct JobState {
     if (next_logprobs) piece.logprobs.push_back(std::move(*next_logprobs));
     next_logprobs.reset();
     const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
-    if (decoder && !is_eos) piece.text = stops.push(decoder->push(token));
+    ++tokens;
+    if (decoder && !is_eos) piece.text = stops.push(decoder->push(token), /*match=*/tokens > min_tokens);
     emit(std::move(piece));
   }
 
@@ -138,6 +143,7 @@ struct JobState {
       job->done_ = true;
     }
     job->cv_.notify_all();
+    if (job->group_) job->group_->notify();
   }
 };
 
@@ -295,6 +301,60 @@ void Engine::check_max_tokens(int64_t prompt_tokens, const GenerationRequest& re
                                           field, max, count_noun(prompt_tokens, "token"), limits().pool_tokens()));
 }
 
+int64_t Engine::max_new_tokens(int64_t prompt_tokens, const GenerationRequest& request,
+                               int64_t default_max_tokens) const {
+  // The room after the prompt, in the context and in the KV pool (a request alone always fits):
+  // usage then never counts past the context (check_prompt leaves at least one token).
+  const int64_t room = std::max<int64_t>(std::min(context_, limits().pool_tokens()) - prompt_tokens, 1);
+  // Without a default of the endpoint's own (chat), generation_config.json's max_new_tokens is
+  // the default, as vLLM's `--generation-config auto` makes it; else the rest of the context.
+  const int64_t fallback_max =
+      default_max_tokens > 0 ? default_max_tokens : generation_.max_new_tokens.value_or(room);
+  return std::min(request.max_tokens.value_or(fallback_max), room);
+}
+
+void Engine::check_sampling(int64_t prompt_tokens, const GenerationRequest& request, int64_t default_max_tokens) const {
+  const int64_t V = config_.vocab_size;
+  for (const auto& [id, bias] : request.logit_bias)
+    if (id >= V)
+      throw RequestError("logit_bias", fmt::format("'logit_bias' names token id {}, outside the model's vocabulary of "
+                                                   "{} ids (0 to {})",
+                                                   id, V, V - 1));
+  for (size_t i = 0; i < request.stop_token_ids.size(); ++i)
+    if (request.stop_token_ids[i] >= V) {
+      const std::string at = fmt::format("stop_token_ids[{}]", i);
+      throw RequestError(at, fmt::format("'{}' is token id {}, outside the model's vocabulary of {} ids (0 to {})", at,
+                                         request.stop_token_ids[i], V, V - 1));
+    }
+  if (request.min_tokens > 0) {
+    const int64_t most = max_new_tokens(prompt_tokens, request, default_max_tokens);
+    if (request.min_tokens > most)
+      throw RequestError("min_tokens",
+                         fmt::format("'min_tokens' is {}, more than the {} this request may generate ({})",
+                                     request.min_tokens, count_noun(most, "token"),
+                                     request.max_tokens ? "its " + request.max_tokens_field
+                                                        : "the default max_tokens, cut to the room the context leaves"));
+  }
+}
+
+uint64_t JobGroup::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+void JobGroup::wait_past(uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return events_ != seen; });
+}
+
+void JobGroup::notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++events_;
+  }
+  cv_.notify_all();
+}
+
 bool EngineJob::wait(EnginePiece& piece, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, timeout, [&] { return done_ || !pending_.empty(); });
@@ -319,21 +379,22 @@ EngineResult EngineJob::result() const {
 }
 
 std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                                         int64_t default_max_tokens, const std::string& id) {
+                                         int64_t default_max_tokens, const std::string& id,
+                                         std::shared_ptr<JobGroup> group) {
   const auto& gc = generation_;
   auto job = std::make_shared<EngineJob>();
+  job->group_ = std::move(group);
   auto req = std::make_unique<runtime::Request>();
   req->prompt = prompt_ids;
   runtime::GenerateOptions& gen = req->options;
-  // The room after the prompt, in the context and in the KV pool (a request alone always fits):
-  // usage then never counts past the context (check_prompt leaves at least one token).
   const auto n = static_cast<int64_t>(prompt_ids.size());
-  const int64_t room = std::max<int64_t>(std::min(context_, limits().pool_tokens()) - n, 1);
-  // Without a default of the endpoint's own (chat), generation_config.json's max_new_tokens is
-  // the default, as vLLM's `--generation-config auto` makes it; else the rest of the context.
-  const int64_t fallback_max = default_max_tokens > 0 ? default_max_tokens : gc.max_new_tokens.value_or(room);
-  gen.max_new_tokens = std::min(request.max_tokens.value_or(fallback_max), room);
-  if (!request.ignore_eos) gen.eos_ids = gc.eos_token_ids;
+  gen.max_new_tokens = max_new_tokens(n, request, default_max_tokens);
+  // The ids that end the request: the model's eos (unless ignore_eos) and the request's
+  // stop_token_ids; min_tokens holds back those the vocabulary has until it is reached.
+  std::vector<int64_t> stop_ids;
+  if (!request.ignore_eos) stop_ids = gc.eos_token_ids;
+  stop_ids.insert(stop_ids.end(), request.stop_token_ids.begin(), request.stop_token_ids.end());
+  gen.eos_ids = stop_ids;
   // Absent fields take generation_config.json's defaults, as vLLM does and as `lg run` does.
   gen.sampling.temperature = request.temperature.value_or(gc.do_sample ? gc.temperature : 0.0);
   gen.sampling.top_k = request.top_k.value_or(gc.top_k);
@@ -345,12 +406,18 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
   gen.sampling.penalties.presence = request.presence_penalty.value_or(0.0);
   gen.sampling.penalties.frequency = request.frequency_penalty.value_or(0.0);
   gen.sampling.seed = request.seed ? *request.seed : std::random_device{}();
+  gen.sampling.logit_bias = request.logit_bias;
+  gen.sampling.min_tokens = request.min_tokens;
+  for (const int64_t stop_id : stop_ids)
+    if (stop_id >= 0 && stop_id < config_.vocab_size)
+      gen.sampling.min_tokens_held.push_back(static_cast<int32_t>(stop_id));
   job->result_.prompt_tokens = n;
 
   // The request's state lives with its callbacks, which run on the worker only.
   auto state = std::make_shared<JobState>(request.stop);
   state->job = job;
-  if (!request.ignore_eos) state->eos = gc.eos_token_ids;
+  state->eos = stop_ids;
+  state->min_tokens = request.min_tokens;
   state->stopping = &stopping_;
   state->in_flight = &in_flight_;
   state->metrics = &metrics_;

@@ -107,6 +107,23 @@ struct EnginePiece {
   bool empty() const { return text.empty() && token_ids.empty(); }
 };
 
+/// A wake-up shared by several jobs (the choices of a request with n > 1): each piece of output
+/// and each end of one of them wakes a thread that waits on the group, so one thread can follow
+/// them all (follow_choices, server/openai.h).
+class JobGroup {
+ public:
+  /// Events so far: read before looking at the jobs, then wait_past() it.
+  uint64_t events() const;
+  /// Waits up to `timeout` until an event after the first `seen`.
+  void wait_past(uint64_t seen, std::chrono::milliseconds timeout);
+  void notify();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t events_ = 0;
+};
+
 /// A request handed to the engine: its text arrives in pieces until it is done.
 class EngineJob {
  public:
@@ -136,6 +153,7 @@ class EngineJob {
   EngineResult result_;
   std::string error_;
   std::atomic<bool> cancelled_{false};
+  std::shared_ptr<JobGroup> group_;  ///< woken with cv_, when the job is one of several choices
 };
 
 class Engine {
@@ -196,6 +214,15 @@ class Engine {
   /// request.max_tokens_field, the prompt's length, max_tokens and the context. An absent
   /// max_tokens passes: its default is cut to the room left (start()).
   void check_max_tokens(int64_t prompt_tokens, const GenerationRequest& request) const;
+  /// Checks what the request's sampling fields name against the model: every logit_bias and
+  /// stop_token_ids id in the vocabulary, and min_tokens at most the tokens the request may
+  /// generate after a prompt of `prompt_tokens` (max_new_tokens()), as vLLM's SamplingParams
+  /// requires. Throws RequestError naming the field.
+  void check_sampling(int64_t prompt_tokens, const GenerationRequest& request, int64_t default_max_tokens) const;
+  /// The most tokens a request may generate after a prompt of `prompt_tokens`: its max_tokens, else
+  /// `default_max_tokens` (when 0: generation_config.json's max_new_tokens, else the rest of the
+  /// context), cut to the room the context and the KV pool leave after the prompt.
+  int64_t max_new_tokens(int64_t prompt_tokens, const GenerationRequest& request, int64_t default_max_tokens) const;
 
   /// Hands a request to the worker; it joins the running batch at the next step.
   /// `default_max_tokens` applies when the request has none (when 0: generation_config.json's
@@ -203,10 +230,12 @@ class Engine {
   /// generation_config.json's values (temperature, top_k, top_p, min_p, repetition_penalty);
   /// either is cut to the room the context and the KV pool leave after the prompt, so usage never
   /// counts past the context (an explicit max_tokens that does not fit is refused before, by
-  /// check_max_tokens, which prepare_request calls). `id` names the request in metrics and logs. Throws EngineBusy when
-  /// max_waiting requests are already waiting or the engine is shutting down.
+  /// check_max_tokens, which prepare_request calls). `id` names the request in metrics and logs;
+  /// `group`, when given, is woken with the job (JobGroup). Throws EngineBusy when max_waiting
+  /// requests are already waiting or the engine is shutting down.
   std::shared_ptr<EngineJob> start(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
-                                   int64_t default_max_tokens, const std::string& id = "");
+                                   int64_t default_max_tokens, const std::string& id = "",
+                                   std::shared_ptr<JobGroup> group = nullptr);
 
   /// start(), then EngineJob::follow(). Throws lg::Error when the request failed in the lane,
   /// EngineBusy as start().

@@ -10,6 +10,7 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "server/choices.h"
 #include "server/connection_watch.h"
 #include "server/http_json.h"
 #include "server/openai.h"
@@ -29,14 +30,15 @@ json chunk_json(const PreparedRequest& p, const json& choice) {
           {"choices", json::array({choice})}};
 }
 
-json piece_choice(const PreparedRequest& p, const EnginePiece& piece, const json& finish, json logprobs) {
+json piece_choice(const PreparedRequest& p, size_t index, const EnginePiece& piece, const json& finish,
+                  json logprobs) {
   json choice;
   if (p.kind == Endpoint::chat) {
     json delta = json::object();
     if (!piece.text.empty()) delta["content"] = piece.text;
-    choice = {{"index", 0}, {"delta", delta}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
+    choice = {{"index", index}, {"delta", delta}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
   } else {
-    choice = {{"index", 0}, {"text", piece.text}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
+    choice = {{"index", index}, {"text", piece.text}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
   }
   if (p.token_ids) choice["token_ids"] = piece.token_ids;
   return choice;
@@ -69,22 +71,26 @@ std::string charset(const std::string& content_type) {
   return "";
 }
 
-// Writes a running request's events to `sink` until it ends (or the client goes: a failed write,
-// or `watch` seeing the socket closed while nothing is written, as while the request waits).
+// Writes a running request's events to `sink` until every choice ends (or the client goes: a
+// failed write, or `watch` seeing the socket closed while nothing is written, as while the request
+// waits). Each chunk carries one choice's output (its `index`), a choice's finish_reason in a chunk
+// of its own as it ends, as vLLM streams n > 1; chat starts with a role chunk for every choice.
 // With stream_options.continuous_usage_stats every chunk that carries a choice also carries the
-// usage so far, as vLLM's do: the prompt's tokens and the tokens generated up to that chunk (0 in
-// chat's first, the total in the one with the finish_reason).
-void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& sink, const ConnectionWatch& watch) {
+// usage so far, as vLLM's do: the prompt's tokens and the tokens generated up to that chunk, all
+// choices together (0 in chat's first, the total in the last finish_reason's).
+void stream_events(const PreparedRequest& p, const Choices& choices, httplib::DataSink& sink,
+                   const ConnectionWatch& watch) {
   auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
   const auto prompt_tokens = static_cast<int64_t>(p.prompt_ids.size());
+  const size_t n = choices.jobs.size();
   int64_t generated = 0;
-  // The logprobs of tokens whose chunk is not written yet (their text held back), and completions'
-  // characters before them: each chunk carries the logprobs of the tokens it brings.
-  std::vector<runtime::TokenLogprobs> held;
-  int64_t text_offset = 0;
-  auto logprobs = [&]() -> json {
-    json j = held.empty() ? json(nullptr) : choice_logprobs(p, held, text_offset);
-    held.clear();
+  // Per choice, the logprobs of tokens whose chunk is not written yet (their text held back), and
+  // completions' characters before them: each chunk carries the logprobs of the tokens it brings.
+  std::vector<std::vector<runtime::TokenLogprobs>> held(n);
+  std::vector<int64_t> text_offset(n, 0), counted(n, 0);
+  auto logprobs = [&](size_t i) -> json {
+    json j = held[i].empty() ? json(nullptr) : choice_logprobs(p, held[i], text_offset[i]);
+    held[i].clear();
     return j;
   };
   auto chunk = [&](const json& choice) {
@@ -94,31 +100,36 @@ void stream_events(const PreparedRequest& p, EngineJob& job, httplib::DataSink& 
   };
   try {
     bool ok = true;
-    if (p.kind == Endpoint::chat) {
-      json first = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+    for (size_t i = 0; ok && p.kind == Endpoint::chat && i < n; ++i) {
+      json first = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                     {"finish_reason", nullptr}};
       ok = write(chunk(first));
     }
     if (!ok) {
-      job.cancel();
+      choices.cancel();
       return;
     }
-    const EngineResult r = job.follow(
-        [&](const EnginePiece& piece) {
-          generated += static_cast<int64_t>(piece.token_ids.size());
-          held.insert(held.end(), piece.logprobs.begin(), piece.logprobs.end());
+    const std::vector<EngineResult> results = follow_choices(
+        choices,
+        [&](size_t i, const EnginePiece& piece, const EngineResult* finished) {
+          counted[i] += static_cast<int64_t>(piece.token_ids.size());
+          // A choice's finish chunk counts all its tokens (completion_tokens), whatever its
+          // pieces carried.
+          generated += static_cast<int64_t>(piece.token_ids.size()) + (finished ? finished->completion_tokens - counted[i] : 0);
+          held[i].insert(held[i].end(), piece.logprobs.begin(), piece.logprobs.end());
           // Tokens whose text is held back (a stop string may be starting) send no empty chunk,
           // as vLLM sends none; with return_token_ids the chunk still carries their ids.
-          if (piece.text.empty() && !p.token_ids) return true;
-          return write(chunk(piece_choice(p, piece, nullptr, logprobs())));
+          if (!piece.empty() && (!piece.text.empty() || p.token_ids) &&
+              !write(chunk(piece_choice(p, i, piece, nullptr, logprobs(i)))))
+            return false;
+          return !finished || write(chunk(piece_choice(p, i, EnginePiece{}, finished->finish_reason, logprobs(i))));
         },
         [&watch] { return watch.gone(); });
-    generated = r.completion_tokens;
-    ok = write(chunk(piece_choice(p, EnginePiece{}, r.finish_reason, logprobs())));
-    if (ok && p.gen.include_usage) {
+    ok = true;
+    if (p.gen.include_usage) {
       json last = chunk_json(p, nullptr);
       last["choices"] = json::array();
-      last["usage"] = usage_json(r);
+      last["usage"] = usage_json(results);
       ok = write(sse(last));
     }
     if (ok) write("data: [DONE]\n\n");
@@ -209,9 +220,9 @@ void Server::handle_generation(Endpoint kind, const httplib::Request& req, const
     send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
     return;
   }
-  std::shared_ptr<EngineJob> job;
+  auto choices = std::make_shared<Choices>();
   try {
-    job = engine_.start(p->prompt_ids, p->gen, p->default_max, p->id);
+    *choices = start_choices(engine_, *p);
   } catch (const EngineBusy& e) {
     send_unavailable(res, e.what());
     return;
@@ -226,8 +237,8 @@ void Server::handle_generation(Endpoint kind, const httplib::Request& req, const
     // generation stops at the next token and its blocks go to the other requests. The answer
     // below is then written to a closed socket, which httplib tolerates.
     const ConnectionWatch watch(req);
-    const EngineResult r = job->follow(nullptr, [&watch] { return watch.gone(); });
-    send_json(res, 200, response_body(*p, r));
+    const std::vector<EngineResult> results = follow_choices(*choices, nullptr, [&watch] { return watch.gone(); });
+    send_json(res, 200, response_body(*p, results));
     return;
   }
   res.set_header("Cache-Control", "no-cache");
@@ -238,13 +249,13 @@ void Server::handle_generation(Endpoint kind, const httplib::Request& req, const
   auto watch = std::make_shared<const ConnectionWatch>(req);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [p, job, watch](size_t, httplib::DataSink& sink) {
-        stream_events(*p, *job, sink, *watch);
+      [p, choices, watch](size_t, httplib::DataSink& sink) {
+        stream_events(*p, *choices, sink, *watch);
         return true;
       },
       // Called when the response is done with, also when httplib never got to stream (the
       // client left before the headers went out): the request must not run on unwatched.
-      [job, answering](bool) { job->cancel(); });
+      [choices, answering](bool) { choices->cancel(); });
 }
 
 void Server::install_generation_routes() {

@@ -68,6 +68,12 @@ json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
 
 json usage_json(const EngineResult& r) { return usage_json(r.prompt_tokens, r.completion_tokens); }
 
+json usage_json(std::span<const EngineResult> choices) {
+  int64_t completion = 0;
+  for (const EngineResult& r : choices) completion += r.completion_tokens;
+  return usage_json(choices.empty() ? 0 : choices.front().prompt_tokens, completion);
+}
+
 std::string render_chat(const chat::ChatTemplate& tmpl, const ChatRequest& r) {
   chat::ChatInput in;
   in.messages = r.messages;
@@ -128,6 +134,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
   // OpenAI's completions default is 16 tokens (vLLM's too, whatever the generation config says);
   // chat runs to generation_config.json's max_new_tokens, else to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;
+  engine.check_sampling(static_cast<int64_t>(p.prompt_ids.size()), p.gen, p.default_max);
   p.id = new_id(kind == Endpoint::chat ? "chatcmpl" : "cmpl");
   return p;
 }
@@ -138,22 +145,27 @@ json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLog
                                    : completion_logprobs(p.tokenizer, tokens, p.gen.skip_special_tokens, text_offset);
 }
 
-json response_body(const PreparedRequest& p, const EngineResult& r) {
-  int64_t text_offset = 0;
-  json choice = {{"index", 0},
-                 {"logprobs", choice_logprobs(p, r.logprobs, text_offset)},
-                 {"finish_reason", r.finish_reason}};
-  // refusal null, as OpenAI's ChatCompletionMessage always carries it (and vLLM's): clients that
-  // validate the schema find it.
-  if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};
-  else choice["text"] = r.text;
-  if (p.token_ids) choice["token_ids"] = r.token_ids;
+json response_body(const PreparedRequest& p, std::span<const EngineResult> choices) {
+  json out = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const EngineResult& r = choices[i];
+    int64_t text_offset = 0;
+    json choice = {{"index", i},
+                   {"logprobs", choice_logprobs(p, r.logprobs, text_offset)},
+                   {"finish_reason", r.finish_reason}};
+    // refusal null, as OpenAI's ChatCompletionMessage always carries it (and vLLM's): clients
+    // that validate the schema find it.
+    if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};
+    else choice["text"] = r.text;
+    if (p.token_ids) choice["token_ids"] = r.token_ids;
+    out.push_back(std::move(choice));
+  }
   return {{"id", p.id},
           {"object", p.kind == Endpoint::chat ? "chat.completion" : "text_completion"},
           {"created", p.created},
           {"model", p.model},
-          {"choices", json::array({choice})},
-          {"usage", usage_json(r)}};
+          {"choices", std::move(out)},
+          {"usage", usage_json(choices)}};
 }
 
 }  // namespace lg::server

@@ -62,12 +62,15 @@ int64_t now_unix();
 /// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
 nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param);
 nlohmann::json usage_json(const EngineResult& r);
+/// The usage of a request's choices together: its prompt once, their generated tokens summed (as
+/// OpenAI and vLLM count a request with n > 1).
+nlohmann::json usage_json(std::span<const EngineResult> choices);
 /// {"prompt_tokens", "completion_tokens", "total_tokens"}: a request's usage so far.
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
-/// The whole answer of a request that did not stream ("text_completion" / "chat.completion"),
-/// with `choices[0].token_ids` when p.token_ids and `choices[0].logprobs` when the request asked
-/// for them (server/logprobs_json.h), else null.
-nlohmann::json response_body(const PreparedRequest& p, const EngineResult& r);
+/// The whole answer of a request that did not stream ("text_completion" / "chat.completion"): a
+/// choice for each result, in order (`index` i), with `token_ids` when p.token_ids and `logprobs`
+/// when the request asked for them (server/logprobs_json.h), else null.
+nlohmann::json response_body(const PreparedRequest& p, std::span<const EngineResult> choices);
 /// JSON text; invalid UTF-8 is replaced, never thrown on.
 std::string dump(const nlohmann::json& j);
 

@@ -12,6 +12,8 @@
 
 #include "chat/chat_template.h"
 #include "chat/ordered_json.h"
+#include "server/json_fields.h"
+#include "server/sampling_fields.h"
 #include "server/unsupported_fields.h"
 #include "support/json_file.h"
 
@@ -44,68 +46,6 @@ json parse_object(const std::string& body) {
   }
   if (!j.is_object()) throw RequestError("", "the body must be a JSON object");
   return j;
-}
-
-// JSON null counts as absent, as OpenAI clients send explicit nulls for defaults.
-template <typename Json>
-const Json* field(const Json& j, const char* name) {
-  auto it = j.find(name);
-  return it == j.end() || it->is_null() ? nullptr : &*it;
-}
-
-double number(const json& v, const char* name) {
-  if (!v.is_number()) throw RequestError(name, fmt::format("'{}' must be a number, got {}", name, v.type_name()));
-  return v.get<double>();
-}
-
-// 2^63 and 2^64 as doubles: the bounds of int64 and uint64 for a JSON number that parsed as one.
-constexpr double kTwo63 = 9223372036854775808.0, kTwo64 = 18446744073709551616.0;
-
-/// v is a float with an integral value: an integer field takes it as that integer (3.0 is 3, as
-/// OpenAI-compatible servers built on pydantic's lax mode do).
-bool integral_float(const json& v) {
-  return v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::trunc(v.get<double>());
-}
-
-int64_t integer(const json& v, const char* name) {
-  // JSON has one number type: an integer past the 64-bit ones (1e20, 100000000000000000000)
-  // parses as a double, and is too large (or small) rather than "not an integer". A double of
-  // exactly -2^63 is one of those too: -2^63 itself parses as an integer, and -2^63 - 1 (to
-  // -2^63 - 1024) rounds to that double.
-  if (integral_float(v)) {
-    const double d = v.get<double>();
-    if (d >= kTwo63) throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
-    if (d <= -kTwo63) throw RequestError(name, fmt::format("'{}' is too small: {}", name, v.dump()));
-    return static_cast<int64_t>(d);
-  }
-  if (!v.is_number_integer())
-    throw RequestError(name, fmt::format("'{}' must be an integer, got {}", name, v.is_number() ? v.dump() : v.type_name()));
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-    throw RequestError(name, fmt::format("'{}' is too large: {}", name, v.dump()));
-  return v.get<int64_t>();
-}
-
-// The penalties and min_p, in the ranges vLLM's SamplingParams checks (a 400 naming the field,
-// as vLLM answers its ValueError). Absent ones take generation_config.json's defaults (Engine::start).
-void parse_penalties(const json& j, GenerationRequest& g) {
-  if (const json* v = field(j, "repetition_penalty")) {
-    const double p = number(*v, "repetition_penalty");
-    if (!(p > 0)) throw RequestError("repetition_penalty", fmt::format("'repetition_penalty' must be > 0, got {}", p));
-    g.repetition_penalty = p;
-  }
-  for (auto [name, out] : {std::pair{"presence_penalty", &g.presence_penalty},
-                           std::pair{"frequency_penalty", &g.frequency_penalty}}) {
-    if (const json* v = field(j, name)) {
-      const double p = number(*v, name);
-      if (!(p >= -2 && p <= 2)) throw RequestError(name, fmt::format("'{}' must be in [-2, 2], got {}", name, p));
-      *out = p;
-    }
-  }
-  if (const json* v = field(j, "min_p")) {
-    const double p = number(*v, "min_p");
-    if (!(p >= 0 && p <= 1)) throw RequestError("min_p", fmt::format("'min_p' must be in [0, 1], got {}", p));
-    g.min_p = p;
-  }
 }
 
 // Log probabilities as each endpoint asks for them: completions `logprobs` N (0: the sampled
@@ -177,7 +117,7 @@ GenerationRequest parse_common(const json& j, bool chat) {
     if (k < -1) throw RequestError("top_k", fmt::format("'top_k' must be >= 0 (or -1 for off), got {}", k));
     g.top_k = k < 0 ? 0 : k;
   }
-  parse_penalties(j, g);
+  parse_sampling_fields(j, g);
   if (const json* v = field(j, "seed")) {
     // Any 64-bit unsigned seed, as `lg run --seed` takes (a seed past 2^63 was refused here only),
     // and any negative 64-bit one, as OpenAI's API and vLLM take (its bits: -1 seeds as 2^64 - 1).
@@ -194,7 +134,10 @@ GenerationRequest parse_common(const json& j, bool chat) {
     }
   }
   if (const json* v = field(j, "n")) {
-    if (integer(*v, "n") != 1) throw RequestError("n", "'n' must be 1: lg serve and lg batch return one choice per request");
+    const int64_t n = integer(*v, "n");
+    if (n < 1 || n > kMaxChoices)
+      throw RequestError("n", fmt::format("'n' must be in [1, {}], got {}", kMaxChoices, n));
+    g.n = n;
   }
   if (const json* v = field(j, "stop")) {
     std::vector<json> items;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,9 @@ class RequestError : public std::runtime_error {
 
 /// What both endpoints share. Absent sampling fields fall back to generation_config.json (its
 /// temperature, top_k, top_p, min_p and repetition_penalty), as vLLM's defaults do.
+/// The most choices one request may ask for (`n`): OpenAI's limit.
+inline constexpr int64_t kMaxChoices = 128;
+
 struct GenerationRequest {
   std::optional<std::string> model;  ///< must name the served model when given (not null or "")
   /// >= 1; absent: 16 for completions, for chat generation_config.json's max_new_tokens, else the
@@ -46,6 +50,18 @@ struct GenerationRequest {
   std::optional<double> frequency_penalty;   ///< OpenAI's; in [-2, 2]; absent: 0 (off)
   std::optional<uint64_t> seed;       ///< seeds sampling; absent: a fresh random seed
   std::vector<std::string> stop;      ///< stop strings (non-empty, at most 16)
+  /// OpenAI's logit_bias: (token id, bias in [-100, 100]) in the order sent, added to the logits
+  /// before the penalties (runtime::SamplingOptions::logit_bias).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  /// vLLM's min_tokens: until this many tokens are generated the eos and stop_token_ids cannot be
+  /// picked and stop strings do not match (one must end in later text); at most max_tokens.
+  int64_t min_tokens = 0;
+  /// vLLM's stop_token_ids: generation also ends after one of these, which, as an eos token, is
+  /// in token_ids and logprobs but not in the text; they end it with ignore_eos too.
+  std::vector<int32_t> stop_token_ids;
+  /// Choices to generate, 1..kMaxChoices: n sequences from the same prompt, each with its own draw
+  /// (seed + i for choice i when `seed` is given, as vLLM seeds them; greedy choices are equal).
+  int64_t n = 1;
   bool stream = false;
   bool include_usage = false;         ///< stream_options.include_usage: a last chunk with usage
   /// vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far (with

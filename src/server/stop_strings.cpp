@@ -6,14 +6,16 @@ namespace lg::server {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
 
-std::string StopMatcher::push(const std::string& text) {
+std::string StopMatcher::push(const std::string& text, bool match) {
   if (stopped_) return {};
   pending_ += text;
+  if (!match) unmatched_ = pending_.size();
   // The stop that completes first wins (smallest end; on a tie the longer one, which starts
   // earlier): the only rule a stream can apply that gives the same cut however text is split.
+  // Only a stop that ends past the unmatched bytes counts.
   size_t cut = std::string::npos, cut_end = std::string::npos;
   for (const auto& s : stops_) {
-    const size_t at = pending_.find(s);
+    const size_t at = pending_.find(s, unmatched_ >= s.size() ? unmatched_ - s.size() + 1 : 0);
     if (at == std::string::npos) continue;
     const size_t end = at + s.size();
     if (end < cut_end || (end == cut_end && at < cut)) {
@@ -39,12 +41,14 @@ std::string StopMatcher::push(const std::string& text) {
   }
   std::string out = pending_.substr(0, pending_.size() - hold);
   pending_.erase(0, pending_.size() - hold);
+  unmatched_ -= std::min(unmatched_, out.size());
   return out;
 }
 
 std::string StopMatcher::finish() {
   std::string out = stopped_ ? std::string() : pending_;
   pending_.clear();
+  unmatched_ = 0;
   return out;
 }
 

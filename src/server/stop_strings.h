@@ -14,8 +14,10 @@ namespace lg::server {
 class StopMatcher {
  public:
   explicit StopMatcher(std::vector<std::string> stops);
-  /// Appends `text`; returns the part now safe to emit (never past a stop string).
-  std::string push(const std::string& text);
+  /// Appends `text`; returns the part now safe to emit (never past a stop string). With `match`
+  /// false no stop string ends in `text` (vLLM's min_tokens: the text of the first tokens does not
+  /// stop the request), though one may start in it and end in text pushed later.
+  std::string push(const std::string& text, bool match = true);
   /// After the last push: releases what was held back (nothing once stopped).
   std::string finish();
   /// True once a stop string appeared; later pushes return nothing.
@@ -24,6 +26,7 @@ class StopMatcher {
  private:
   std::vector<std::string> stops_;
   std::string pending_;  // text not yet emitted: a possible prefix of a stop string
+  size_t unmatched_ = 0;  // the first bytes of pending_ pushed with match false: no stop ends in them
   bool stopped_ = false;
 };
 

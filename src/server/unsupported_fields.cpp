@@ -19,11 +19,9 @@ using nlohmann::json;
 enum class Kind {
   flag,             // boolean; false
   flag_true,        // boolean; true
-  count,            // integer >= 0; 0
   count_from_one,   // integer >= 1; 1
   count_asks,       // integer >= 0; only null (absent) is the default: 0 asks too (logprobs: 0 is the
                     // sampled token's logprob in OpenAI's API and vLLM, prompt_logprobs: 0 the prompt's)
-  object_empty,     // object; {}
   string_empty,     // string; ""
   array_empty,      // array; []
   response_format,  // {"type": string}; {"type": "text"}
@@ -46,15 +44,12 @@ struct Rule {
 constexpr Rule kRules[] = {
     {"echo", both, Kind::flag, "the answer does not repeat the prompt"},
     {"suffix", completion, Kind::string_empty, "there is no fill-in-the-middle insertion"},
-    {"best_of", completion, Kind::count_from_one, "one sequence is generated per request"},
-    {"logit_bias", both, Kind::object_empty, "logits are not biased"},
+    {"best_of", completion, Kind::count_from_one, "no choices are generated to be ranked and dropped (send n for several)"},
     {"response_format", both, Kind::response_format, "the output is not constrained to a format"},
     {"tool_choice", chat, Kind::tool_choice, "tool calls are neither forced nor parsed; the reply is text"},
     {"function_call", chat, Kind::tool_choice, "tool calls are neither forced nor parsed; the reply is text"},
     {"functions", chat, Kind::array_empty, "the deprecated 'functions' are not given to the model; send 'tools'"},
     // vLLM's extensions
-    {"min_tokens", both, Kind::count, "the end-of-sequence token is never held back"},
-    {"stop_token_ids", both, Kind::array_empty, "'stop' strings are supported, stop token ids are not"},
     {"include_stop_str_in_output", both, Kind::flag, "the text is always cut before the stop string"},
     {"use_beam_search", both, Kind::flag, "there is no beam search"},
     {"prompt_logprobs", both, Kind::count_asks, "log probabilities are computed for generated tokens only"},
@@ -81,9 +76,7 @@ const char* default_text(Kind k) {
   switch (k) {
     case Kind::flag: return "false";
     case Kind::flag_true: return "true";
-    case Kind::count: return "0";
     case Kind::count_from_one: return "1";
-    case Kind::object_empty: return "{}";
     case Kind::string_empty: return "\"\"";
     case Kind::array_empty: return "[]";
     case Kind::response_format: return "{\"type\": \"text\"}";
@@ -107,7 +100,6 @@ bool is_default(const Rule& r, const json& v) {
     case Kind::flag_true:
       if (!v.is_boolean()) wrong_type(name, "a boolean", v);
       return v.get<bool>() == (r.kind == Kind::flag_true);
-    case Kind::count:
     case Kind::count_asks:
     case Kind::count_from_one: {
       const int64_t least = r.kind == Kind::count_from_one ? 1 : 0;
@@ -134,9 +126,6 @@ bool is_default(const Rule& r, const json& v) {
       if (v.get<int64_t>() < least) wrong_type(name, expected, v);
       return v.get<int64_t>() == least;
     }
-    case Kind::object_empty:
-      if (!v.is_object()) wrong_type(name, "an object", v);
-      return v.empty();
     case Kind::string_empty:
       if (!v.is_string()) wrong_type(name, "a string", v);
       return v.get_ref<const std::string&>().empty();

@@ -78,8 +78,8 @@ TEST(LgBatch, EveryRequestGetsTransformersTextAndBadLinesTheirOwnErrors) {
       R"({"custom_id": "s", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": true}})",
       R"({"custom_id": "t", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": -3}})",
       R"([1, 2, 3])",
-      // A field lg batch does not implement, asking for what it would change: refused, not ignored.
-      R"({"custom_id": "lb", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "logit_bias": {"2643": -100}}})",
+      // A bias outside OpenAI's range: refused naming the field, not clamped.
+      R"({"custom_id": "lb", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "logit_bias": {"2643": -150}}})",
       // A stream that is not a boolean: the parser's 400 naming it (lg batch aborted on it before).
       R"({"custom_id": "sy", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "stream": "yes"}})",
       // Nested past the parser's limit: an error line (100,000 levels crashed lg batch copying it).

@@ -220,6 +220,10 @@ TEST(CliGeneration, LgRunPromptIdsGivesTransformersGreedyIds) {
   EXPECT_EQ(piped.code, 0) << piped.out;
   // (run_lg reads stderr too: lg run's speed line follows its text, after a newline of its own.)
   EXPECT_EQ(piped.out, as_text.out.substr(0, as_text.out.find("\nlg: prefill"))) << "the ids of 'def f' are 750 282";
+  // No ids on stdin decode to "", as HF's decode([]).
+  const CliRun none = run_lg("detokenize -m " + kModel + " -", "printf '  \\n' | ");
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_EQ(none.out, "\n");
   const CliRun spaced = run_lg("run -m " + kTiny + " --prompt-ids '1 2'");
   EXPECT_NE(spaced.out.find("ids in one argument are separated by commas"), std::string::npos) << spaced.out;
   const CliRun text = run_lg("run -m " + kTiny + " -p hi");

@@ -70,7 +70,7 @@ class PoolLane : public Lane {
         r.logits.assign(kPoolLaneVocab, 0.0f);
         for (int32_t v = 0; v < kPoolLaneVocab; ++v) r.logits[v] = static_cast<float>((h >> (v % 40)) % 7);
         r.logits[r.argmax] = 10.0f;
-        if (s.draw) r.drawn = runtime::draw_token(r.logits, *s.draw, s.penalty, s.penalty_edits);
+        if (s.draw) r.drawn = runtime::draw_token(r.logits, *s.draw, s.penalty, s.logit_edits);
         if (!s.want_logits) r.logits.clear();
       }
       out.push_back(std::move(r));

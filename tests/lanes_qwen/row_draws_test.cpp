@@ -202,7 +202,7 @@ TEST(RowDraws, BatchedSampledRequestsDrawOnTheDeviceAsOnTheHost) {
 // its draw, against the host's lane form of the same pick (draw_token with the edits), on fresh
 // random rows, histories and parameters, greedy (top-k 1) among them, tie-heavy rows too; rows
 // without penalties in the same launch. The penalised rows themselves must be the host's
-// apply_penalty_edits bit for bit, with factors whose products round (not multiples of 1/2), and
+// apply_logit_edits bit for bit, with factors whose products round (not multiples of 1/2), and
 // logits of +-0, subnormals and values the penalties push past f32's range; a row whose sequence
 // draws nothing is left as it was. check() refuses what launch() cannot do.
 TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
@@ -220,7 +220,7 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
       for (int k = 0; k < 6; ++k) logits[static_cast<size_t>(r * V + (k * 5) % V)] = odd[static_cast<size_t>(k)];
     const std::vector<float> host = logits;  // the kernel edits the device's copy in place
     std::vector<DrawParams> params(static_cast<size_t>(R));
-    std::vector<std::vector<PenaltyEdit>> edits(static_cast<size_t>(R));
+    std::vector<std::vector<LogitEdit>> edits(static_cast<size_t>(R));
     std::vector<SeqStep> batch(static_cast<size_t>(R));
     const std::vector<int32_t> token = {0};
     for (int r = 0; r < R; ++r) {
@@ -238,7 +238,15 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
         std::shuffle(ids.begin(), ids.end(), g);
-        for (const int32_t id : ids) edits[r].push_back({id, static_cast<int32_t>(g() % 3 == 0 ? 0 : g() % 50)});
+        // Some unseen (a logit_bias alone), some biased (by amounts whose sums round), some held
+        // (min_tokens).
+        for (const int32_t id : ids) {
+          LogitEdit e{id, static_cast<int32_t>(g() % 3 == 0 ? 0 : g() % 50)};
+          if (g() % 10 == 0) e.count = LogitEdit::kUnseen;
+          if (g() % 4 == 0) e.bias = static_cast<float>(factor(g) * 50.3);
+          if (g() % 20 == 0) e.bias = LogitEdit::kHeld;
+          edits[r].push_back(e);
+        }
       }
       batch[r].tokens = token;
       batch[r].draw = params[r];
@@ -246,7 +254,7 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
       if (r % 9 == 1) pen.repetition = 1e-300;  // every positive logit seen past f32's range
       if (r % 9 == 2) pen.repetition = 1e300;   // every negative one
       batch[r].penalty = runtime::penalty_params(pen);
-      batch[r].penalty_edits = edits[r];
+      batch[r].logit_edits = edits[r];
     }
     batch[1].draw.reset();  // a sequence that draws nothing: its edits are not applied
     cuda::DeviceBuffer d_logits(logits.size() * 4);
@@ -264,7 +272,7 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
     for (int r = 0; r < R; ++r) {
       const std::span<const float> row(host.data() + r * V, static_cast<size_t>(V));
       std::vector<float> want_row(row.begin(), row.end());
-      if (batch[r].draw) runtime::apply_penalty_edits(want_row, batch[r].penalty, edits[r]);
+      if (batch[r].draw) runtime::apply_logit_edits(want_row, batch[r].penalty, edits[r]);
       ASSERT_EQ(std::memcmp(want_row.data(), edited.data() + r * V, static_cast<size_t>(V) * 4), 0)
           << "V " << V << ", row " << r << ": the device's penalised row differs from the host's";
       ++rows_checked;
@@ -284,15 +292,15 @@ TEST(RowDraws, PenalisedDrawsEqualTheHostReference) {
   }
   // check() refuses, before anything runs: an edit outside the vocabulary, a penalised draw that
   // also asks for its logits (which the edits would change), more draws than the rows made for.
-  std::vector<PenaltyEdit> bad = {{5, 1}, {37, 0}}, fine = {{5, 1}};
+  std::vector<LogitEdit> bad = {{5, 1}, {37, 0}}, fine = {{5, 1}};
   std::vector<SeqStep> one(1);
   const std::vector<int32_t> token = {0};
   one[0].tokens = token;
   one[0].draw = DrawParams{.top_k = 1};
-  one[0].penalty_edits = bad;
+  one[0].logit_edits = bad;
   cuda::RowDraws draws(1);
   EXPECT_THROW(draws.check(one, 37), Error);
-  one[0].penalty_edits = fine;
+  one[0].logit_edits = fine;
   one[0].want_logits = true;
   EXPECT_THROW(draws.check(one, 37), Error);
   one[0].want_logits = false;
@@ -313,5 +321,11 @@ TEST(RowDraws, PenalisedRequestsDrawOnTheDeviceAsOnTheHost) {
     o.sampling.penalties = std::array<runtime::Penalties, 4>{runtime::Penalties{1.3, 0, 0}, runtime::Penalties{1, 0.5, 0.3},
                                                             runtime::Penalties{1.1, 1.5, 0},
                                                             runtime::Penalties{1, 0, 1.0}}[(i / 4 + i) % 4];
+    // logit_bias and min_tokens on some: edits of unseen tokens, and held ones, on the device too.
+    if (i % 3 == 0) o.sampling.logit_bias = {{static_cast<int32_t>(100 + r() % 4900), 7.5f}, {11, -100.0f}, {13, 3.25f}};
+    if (i % 3 == 1) {
+      o.sampling.min_tokens = 12;
+      o.sampling.min_tokens_held = {static_cast<int32_t>(r() % 5000), 11, 13, 198};
+    }
   });
 }

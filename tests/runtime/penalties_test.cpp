@@ -191,23 +191,23 @@ TEST(Penalties, EditsHoldEachSeenIdOnceWithItsOutputCount) {
   const Penalties all{1.2, 0.5, 0.5}, no_repetition{1, 0.5, 0.5};
   const std::vector<int32_t> prompt = {5, 3, 5, 9}, output = {3, 7, 7, 7, 5};
   std::map<int32_t, int32_t> got;
-  for (const PenaltyEdit& e : h.edits(prompt, output, all)) EXPECT_TRUE(got.emplace(e.id, e.count).second) << "id " << e.id;
+  for (const LogitEdit& e : h.edits(prompt, output, all)) EXPECT_TRUE(got.emplace(e.id, e.count).second) << "id " << e.id;
   EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 0}}));
   // One more generated token extends the counts without reading the history again.
   const std::vector<int32_t> longer = {3, 7, 7, 7, 5, 9};
   got.clear();
-  for (const PenaltyEdit& e : h.edits(prompt, longer, all)) got[e.id] = e.count;
+  for (const LogitEdit& e : h.edits(prompt, longer, all)) got[e.id] = e.count;
   EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 1}}));
   // Without a repetition penalty the prompt's ids change nothing: only the output's are edits.
   PenaltyHistory o;
   got.clear();
-  for (const PenaltyEdit& e : o.edits(prompt, output, no_repetition)) got[e.id] = e.count;
+  for (const LogitEdit& e : o.edits(prompt, output, no_repetition)) got[e.id] = e.count;
   EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}}));
   // A negative id is refused, and the history is read afresh next time (not half built).
   // (The same history as before the refusal would otherwise pass for one it extends.)
   EXPECT_THROW(h.edits(std::vector<int32_t>{2, -4}, {}, all), Error);
   got.clear();
-  for (const PenaltyEdit& e : h.edits(prompt, longer, all)) got[e.id] = e.count;
+  for (const LogitEdit& e : h.edits(prompt, longer, all)) got[e.id] = e.count;
   EXPECT_EQ(got, (std::map<int32_t, int32_t>{{3, 1}, {5, 1}, {7, 3}, {9, 1}}));
 }
 
@@ -239,7 +239,7 @@ TEST(Penalties, TheLanesPenalisedPickEqualsTheHostsPick) {
     for (int pick = 0; pick < 3; ++pick) {
       const int32_t want = host.pick(l, prompt, output);
       const DrawParams d = lane.next_draw();
-      const int32_t got = draw_token(l, d, lane.penalty(), lane.penalty_edits(prompt, output));
+      const int32_t got = draw_token(l, d, lane.penalty(), lane.logit_edits(prompt, output));
       ASSERT_EQ(got, want) << "trial " << trial << ", pick " << pick << ", temperature " << o.temperature;
       moved += got != plain.pick(l);
       output.push_back(got);
@@ -255,12 +255,12 @@ TEST(Penalties, AFiniteLogitStaysFiniteANonFiniteOneStaysAsItIs) {
   const PenaltyParams tiny = penalty_params({1e-300, 0, 0}), huge = penalty_params({1e300, 0, 0});
   EXPECT_EQ(tiny.repetition, FLT_TRUE_MIN);
   EXPECT_EQ(huge.repetition, FLT_MAX);
-  EXPECT_EQ(draw::penalised(2.0f, tiny, 0), FLT_MAX);
-  EXPECT_EQ(draw::penalised(-2.0f, huge, 0), -FLT_MAX);
-  EXPECT_EQ(draw::penalised(0.0f, huge, 0), 0.0f);
-  EXPECT_EQ(draw::penalised(-FLT_MAX, penalty_params({1, 2, 2}), 3), -FLT_MAX);
-  EXPECT_EQ(draw::penalised(INFINITY, tiny, 1), INFINITY);
-  EXPECT_TRUE(std::isnan(draw::penalised(NAN, huge, 1)));
+  EXPECT_EQ(draw::edited(2.0f, tiny, {0, 0}), FLT_MAX);
+  EXPECT_EQ(draw::edited(-2.0f, huge, {0, 0}), -FLT_MAX);
+  EXPECT_EQ(draw::edited(0.0f, huge, {0, 0}), 0.0f);
+  EXPECT_EQ(draw::edited(-FLT_MAX, penalty_params({1, 2, 2}), {0, 3}), -FLT_MAX);
+  EXPECT_EQ(draw::edited(INFINITY, tiny, {0, 1}), INFINITY);
+  EXPECT_TRUE(std::isnan(draw::edited(NAN, huge, {0, 1})));
   // The host's pick over such a row: the lowest id of the tie at FLT_MAX.
   std::vector<float> l = {1.0f, 3.0f, 2.0f, -1.0f};
   SamplingOptions o;
@@ -270,7 +270,7 @@ TEST(Penalties, AFiniteLogitStaysFiniteANonFiniteOneStaysAsItIs) {
   // A row with a NaN: the lane form reports it as a device draw does (-1).
   l[3] = NAN;
   Sampler lane(o);
-  EXPECT_EQ(draw_token(l, lane.next_draw(), lane.penalty(), lane.penalty_edits(std::vector<int32_t>{0}, {})), -1);
+  EXPECT_EQ(draw_token(l, lane.next_draw(), lane.penalty(), lane.logit_edits(std::vector<int32_t>{0}, {})), -1);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "request_errors.h"
 #include "server/request.h"
@@ -28,11 +30,8 @@ struct FieldCase {
 
 // OpenAI's fields of both endpoints and vLLM's extensions the server refuses.
 const FieldCase kBothEndpoints[] = {
-    {"logit_bias", R"({"2643":-100})", "{}", "[1]"},
     {"echo", "true", "false", "1"},
     {"response_format", R"({"type":"json_object"})", R"({"type":"text"})", R"("json")"},
-    {"min_tokens", "4", "0.0", "-1"},  // an integral float is its integer, here the default
-    {"stop_token_ids", "[2643]", "[]", "2643"},
     {"include_stop_str_in_output", "true", "false", R"("no")"},
     {"use_beam_search", "true", "false", "0"},
     {"prompt_logprobs", "1", "null", "1.5"},  // 0 asks too (TEST below)
@@ -114,6 +113,50 @@ TEST(SamplingFields, PenaltiesAndMinPAreTakenInVllmsRanges) {
   }
 }
 
+// logit_bias (OpenAI's: decimal token ids to biases in [-100, 100]), min_tokens and
+// stop_token_ids (vLLM's) on both endpoints: taken as sent, null is absent, a wrong type, range or
+// key is a 400 naming the field (ids against the vocabulary: the engine, server_http_test.cpp).
+TEST(SamplingFields, LogitBiasMinTokensAndStopTokenIdsAreTakenAndChecked) {
+  for (const bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completions");
+    const auto parse = [&](const char* field, const char* value) {
+      return chat ? parse_chat_request(chat_with(field, value)).gen : parse_completion_request(completion_with(field, value)).gen;
+    };
+    const GenerationRequest b = parse("logit_bias", R"({"2643": -100, "11": 2.5, "0": 100})");
+    ASSERT_EQ(b.logit_bias.size(), 3u);
+    EXPECT_EQ(b.logit_bias[0], (std::pair<int32_t, float>{0, 100.0f}));  // nlohmann orders an object's keys
+    EXPECT_EQ(b.logit_bias[1], (std::pair<int32_t, float>{11, 2.5f}));
+    EXPECT_EQ(b.logit_bias[2], (std::pair<int32_t, float>{2643, -100.0f}));
+    EXPECT_TRUE(parse("logit_bias", "{}").logit_bias.empty());
+    EXPECT_TRUE(parse("logit_bias", "null").logit_bias.empty());
+    EXPECT_EQ(parse("min_tokens", "4").min_tokens, 4);
+    EXPECT_EQ(parse("min_tokens", "3.0").min_tokens, 3);
+    EXPECT_EQ(parse("stop_token_ids", "[5, 2643]").stop_token_ids, (std::vector<int32_t>{5, 2643}));
+    EXPECT_TRUE(parse("stop_token_ids", "[]").stop_token_ids.empty());
+    for (const auto& [field, value, param, says] : {
+             std::tuple{"logit_bias", "[1]", "logit_bias", "'logit_bias' must be an object mapping token ids to biases, got array"},
+             std::tuple{"logit_bias", R"({"2643": 101})", "logit_bias", "'logit_bias' gives token 2643 the bias 101, outside [-100, 100]"},
+             std::tuple{"logit_bias", R"({"7": "1"})", "logit_bias", "'logit_bias' maps token 7 to string; a bias must be a number in [-100, 100]"},
+             std::tuple{"logit_bias", R"({"x": 1})", "logit_bias",
+                        "'logit_bias' maps token ids (decimal strings such as \"50256\") to biases; \"x\" is not a token id"},
+             std::tuple{"logit_bias", R"({"-3": 1})", "logit_bias",
+                        "'logit_bias' maps token ids (decimal strings such as \"50256\") to biases; \"-3\" is not a token id"},
+             std::tuple{"logit_bias", R"({"99999999999": 1})", "logit_bias",
+                        "'logit_bias' maps token ids (decimal strings such as \"50256\") to biases; \"99999999999\" is not a token id"},
+             std::tuple{"logit_bias", R"({"7": 1, "07": 2})", "logit_bias",
+                        "'logit_bias' names token 7 twice (\"7\" is another spelling of it)"},
+             std::tuple{"min_tokens", "-1", "min_tokens", "'min_tokens' must be >= 0, got -1"},
+             std::tuple{"min_tokens", "1.5", "min_tokens", "'min_tokens' must be an integer, got 1.5"},
+             std::tuple{"stop_token_ids", "2643", "stop_token_ids", "'stop_token_ids' must be an array of token ids, got number"},
+             std::tuple{"stop_token_ids", "[1, -2]", "stop_token_ids[1]", "'stop_token_ids[1]' is -2, not a token id"},
+             std::tuple{"stop_token_ids", R"([1, "2"])", "stop_token_ids[1]", "'stop_token_ids[1]' must be an integer, got string"}}) {
+      const RequestError e = error_of([&] { parse(field, value); });
+      EXPECT_EQ(e.param(), param) << value;
+      EXPECT_EQ(std::string(e.what()), says);
+    }
+  }
+}
+
 TEST(UnsupportedFields, CompletionsRefuseWhatWouldChangeTheAnswer) {
   for (const FieldCase& c : kBothEndpoints) expect_refused_accepted_typed(c, false);
   for (const FieldCase& c : kCompletionOnly) expect_refused_accepted_typed(c, false);
@@ -125,8 +168,9 @@ TEST(UnsupportedFields, ChatRefusesWhatWouldChangeTheAnswer) {
 }
 
 TEST(UnsupportedFields, RefusalsSayWhatIsAccepted) {
-  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("logit_bias", R"({"2643":-100})")); }),
-            "'logit_bias' is not supported by lg serve or lg batch (logits are not biased); leave it out or send {}");
+  EXPECT_EQ(message_of([] { parse_completion_request(completion_with("echo", "true")); }),
+            "'echo' is not supported by lg serve or lg batch (the answer does not repeat the prompt); leave it out or "
+            "send false");
   EXPECT_EQ(message_of([] { parse_completion_request(completion_with("presence_penalty", R"("abc")")); }),
             "'presence_penalty' must be a number, got string");
   EXPECT_EQ(param_of([] { parse_chat_request(chat_with("response_format", "{}")); }), "response_format.type");

@@ -77,7 +77,12 @@ TEST(CompletionRequest, BadBodiesNameTheField) {
   EXPECT_EQ(p(R"({"prompt":"x","stop":["a",1]})"), "stop[1]");
   EXPECT_EQ(p(R"({"prompt":"x","stream":"yes"})"), "stream");
   EXPECT_EQ(p(R"({"prompt":"x","stream_options":{"include_usage":1}})"), "stream_options.include_usage");
-  EXPECT_EQ(p(R"({"prompt":"x","n":2})"), "n");
+  EXPECT_EQ(p(R"({"prompt":"x","n":0})"), "n");
+  EXPECT_EQ(p(R"({"prompt":"x","n":129})"), "n");  // OpenAI's limit is 128
+  EXPECT_EQ(p(R"({"prompt":"x","n":"2"})"), "n");
+  EXPECT_EQ(message_of([] { parse_completion_request(R"({"prompt":"x","n":0})"); }), "'n' must be in [1, 128], got 0");
+  EXPECT_EQ(parse_completion_request(R"({"prompt":"x","n":3})").gen.n, 3);
+  EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"n":128})").gen.n, 128);
   EXPECT_EQ(p(R"({"prompt":"x","model":3})"), "model");
   // An empty name is the served model, as null is (vLLM's _is_model_supported); it was a 404.
   EXPECT_FALSE(parse_completion_request(R"({"prompt":"x","model":""})").gen.model.has_value());

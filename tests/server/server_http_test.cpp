@@ -49,9 +49,14 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   expect_400(c, R"({"prompt": "x", "skip_special_tokens": "false"})", "skip_special_tokens", "must be a boolean");
   expect_400(chat, R"({"messages": [{"role": "user", "content": "x"}], "skip_special_tokens": 0, "stream": true})",
              "skip_special_tokens", "must be a boolean");
-  // Fields the server does not implement are refused when they would change the answer (the
-  // bias would forbid a token the answer has), streamed or not; a wrong type is named too.
-  expect_400(c, R"({"prompt": "x", "logit_bias": {"2643": -100}})", "logit_bias", "is not supported by lg serve");
+  // Fields the server does not implement are refused when they would change the answer, streamed
+  // or not; a wrong type is named too. Token ids past the vocabulary, and a min_tokens past what
+  // the request may generate, are named too.
+  expect_400(c, R"({"prompt": "x", "logit_bias": {"2643": 150}})", "logit_bias", "outside [-100, 100]");
+  expect_400(c, R"({"prompt": "x", "logit_bias": {"999999": 1}})", "logit_bias", "outside the model's vocabulary");
+  expect_400(c, R"({"prompt": "x", "stop_token_ids": [1, 999999]})", "stop_token_ids[1]", "outside the model's vocabulary");
+  expect_400(c, R"({"prompt": "x", "min_tokens": 17})", "min_tokens", "more than the 16 tokens this request may generate");
+  expect_400(c, R"({"prompt": "x", "min_tokens": 9, "max_tokens": 8, "stream": true})", "min_tokens", "its max_tokens");
   expect_400(c, R"({"prompt": "x", "echo": true, "stream": true})", "echo", "is not supported by lg serve");
   expect_400(c, R"({"prompt": "x", "logprobs": 21, "stream": true})", "logprobs", "must be in [0, 20]");
   expect_400(c, R"({"prompt": "x", "presence_penalty": "abc"})", "presence_penalty", "must be a number");

@@ -76,7 +76,7 @@ std::vector<SeqResult> CpuLane::step(std::span<const SeqStep> batch) {
     runtime::check_finite_logits(row, last, batch[b].tokens.size() > 1 || batch[b].start_pos == 0, "cpu");
     out[b].argmax = runtime::argmax(row);
     if (batch[b].want_logits) out[b].logits.assign(row.begin(), row.end());
-    if (batch[b].draw) out[b].drawn = runtime::draw_token(row, *batch[b].draw, batch[b].penalty, batch[b].penalty_edits);
+    if (batch[b].draw) out[b].drawn = runtime::draw_token(row, *batch[b].draw, batch[b].penalty, batch[b].logit_edits);
   }
   return out;
 }

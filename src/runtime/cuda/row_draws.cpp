@@ -55,13 +55,13 @@ void RowDraws::check(std::span<const SeqStep> batch, int64_t V) const {
     if (!s.draw) continue;
     if (++n > max_rows_)
       throw Error("row draws: more than " + std::to_string(max_rows_) + " sequences of a step ask for a draw");
-    if (s.penalty_edits.empty()) continue;
+    if (s.logit_edits.empty()) continue;
     if (s.want_logits)
       throw Error("row draws: sequence " + std::to_string(b) +
                   " asks for its logits and for a penalised draw, which edits them in place");
-    for (const PenaltyEdit& e : s.penalty_edits)
+    for (const LogitEdit& e : s.logit_edits)
       if (e.id < 0 || e.id >= V)
-        throw Error("row draws: sequence " + std::to_string(b) + "'s penalties name token id " + std::to_string(e.id) +
+        throw Error("row draws: sequence " + std::to_string(b) + "'s logit edits name token id " + std::to_string(e.id) +
                     ", outside the vocabulary of " + std::to_string(V));
   }
 }
@@ -76,7 +76,7 @@ bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, 
     params_[n] = *batch[b].draw;
     rows_[n] = static_cast<int32_t>(b);
     tokens_[n] = -2;  // poison: a draw the kernel skipped shows
-    edits += batch[b].penalty_edits.size();
+    edits += batch[b].logit_edits.size();
     ++n;
   }
   if (n == 0) return false;
@@ -88,17 +88,17 @@ bool RowDraws::launch(float* logits, int64_t V, std::span<const SeqStep> batch, 
       if (edits_) LG_CUDA_CHECK(cudaFreeHost(edits_));
       edits_ = nullptr;
       edits_cap_ = 0;
-      LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&edits_), cap * sizeof(PenaltyEdit), cudaHostAllocMapped));
+      LG_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&edits_), cap * sizeof(LogitEdit), cudaHostAllocMapped));
       edits_cap_ = cap;
     }
     size_t at = 0;
     for (size_t b = 0; b < batch.size(); ++b) {
       const SeqStep& s = batch[b];
-      if (!s.draw || s.penalty_edits.empty()) continue;
-      std::copy(s.penalty_edits.begin(), s.penalty_edits.end(), edits_ + at);
-      penalty_rows_[penalised++] = {s.penalty, static_cast<int32_t>(b), static_cast<int32_t>(s.penalty_edits.size()),
+      if (!s.draw || s.logit_edits.empty()) continue;
+      std::copy(s.logit_edits.begin(), s.logit_edits.end(), edits_ + at);
+      penalty_rows_[penalised++] = {s.penalty, static_cast<int32_t>(b), static_cast<int32_t>(s.logit_edits.size()),
                                     static_cast<int64_t>(at)};
-      at += s.penalty_edits.size();
+      at += s.logit_edits.size();
     }
     launch_row_penalties(logits, V, device_view(penalty_rows_), device_view(edits_), penalised, stream);
   }

@@ -419,21 +419,21 @@ __global__ void __launch_bounds__(kThreads) row_draws_kernel(const float* __rest
 
 __global__ void __launch_bounds__(256) row_penalties_kernel(float* __restrict__ logits, int V,
                                                            const PenaltyRow* __restrict__ rows,
-                                                           const PenaltyEdit* __restrict__ edits) {
+                                                           const LogitEdit* __restrict__ edits) {
   // The run's description sits in mapped host memory: read across the bus once.
   __shared__ PenaltyRow r;
   if (threadIdx.x == 0) r = rows[blockIdx.x];
   __syncthreads();
   float* row = logits + static_cast<int64_t>(r.row) * V;
   for (int i = threadIdx.x; i < r.count; i += blockDim.x) {
-    const PenaltyEdit e = edits[r.begin + i];
-    if (e.id >= 0 && e.id < V) row[e.id] = draw::penalised(row[e.id], r.p, e.count);
+    const LogitEdit e = edits[r.begin + i];
+    if (e.id >= 0 && e.id < V) row[e.id] = draw::edited(row[e.id], r.p, e);
   }
 }
 
 }  // namespace
 
-void launch_row_penalties(float* logits, int64_t V, const PenaltyRow* rows, const PenaltyEdit* edits, int n,
+void launch_row_penalties(float* logits, int64_t V, const PenaltyRow* rows, const LogitEdit* edits, int n,
                           cudaStream_t stream) {
   if (V < 1 || V > INT32_MAX) throw Error("row penalties: a vocabulary of " + std::to_string(V) + " tokens is outside 1..2^31 - 1");
   if (n <= 0) return;

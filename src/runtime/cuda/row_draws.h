@@ -27,14 +27,14 @@ class RowDraws {
   RowDraws& operator=(const RowDraws&) = delete;
 
   /// Throws lg::Error, naming the sequence, for what launch() cannot draw: more drawing sequences
-  /// than max_rows, a penalty edit's id outside [0, V), a sequence asking for both a penalised
-  /// draw (which edits its row in place) and its logits. A lane calls it before it enqueues the
+  /// than max_rows, an edit's id outside [0, V), a sequence asking for both an edited draw
+  /// (which edits its row in place) and its logits. A lane calls it before it enqueues the
   /// step's work, so a refused step leaves nothing running that reads this object's memory.
   void check(std::span<const SeqStep> batch, int64_t V) const;
   /// Enqueues on `stream` the draws the sequences of `batch` ask for (SeqStep::draw) over logits
   /// f32[>= batch.size(), V], row b being sequence b's last token; one block a drawn row. The
-  /// draws with penalties (SeqStep::penalty_edits) first edit their rows in place (one launch,
-  /// one block a row). Returns whether there were any draws. The rows must be written by work
+  /// draws with edits (SeqStep::logit_edits: penalties, biases, held tokens) first edit their rows
+  /// in place (one launch, one block a row). Returns whether there were any draws. The rows must be written by work
   /// already enqueued on `stream`; `batch` must have passed check(). Throws lg::Error for more
   /// drawing sequences than max_rows, a V outside 1..2^31 - 1, or a launch failure.
   bool launch(float* logits, int64_t V, std::span<const SeqStep> batch, cudaStream_t stream);
@@ -50,7 +50,7 @@ class RowDraws {
   int32_t* rows_ = nullptr;       ///< [max_rows] logits row of each draw, mapped pinned
   int32_t* tokens_ = nullptr;     ///< [max_rows] the drawn tokens, mapped pinned
   PenaltyRow* penalty_rows_ = nullptr;  ///< [max_rows] penalised draws' runs of edits, mapped pinned
-  PenaltyEdit* edits_ = nullptr;  ///< [edits_cap_] their edits, mapped pinned, made on first use
+  LogitEdit* edits_ = nullptr;  ///< [edits_cap_] their edits, mapped pinned, made on first use
   size_t edits_cap_ = 0;
 };
 

@@ -26,12 +26,12 @@ struct PenaltyRow {
   int64_t begin = 0;   ///< its first edit's index
 };
 
-/// Applies rows[k]'s edits to logits row rows[k].row in place (draw::penalised), one block a
+/// Applies rows[k]'s edits to logits row rows[k].row in place (draw::edited), one block a
 /// row, its threads each an edit: a run names each id at most once (PenaltyHistory's edits do),
 /// else two threads would race on a logit. An edit whose id is outside [0, V) is skipped
 /// (RowDraws::check refuses them first). Enqueued on
 /// `stream`; nothing for n <= 0. Throws lg::Error for a launch failure.
-void launch_row_penalties(float* logits, int64_t V, const PenaltyRow* rows, const PenaltyEdit* edits, int n,
+void launch_row_penalties(float* logits, int64_t V, const PenaltyRow* rows, const LogitEdit* edits, int n,
                           cudaStream_t stream);
 
 }  // namespace lg::cuda

@@ -1,0 +1,65 @@
+#include "server/choices.h"
+
+#include <chrono>
+
+namespace lg::server {
+
+void Choices::cancel() const {
+  for (const auto& job : jobs) job->cancel();
+}
+
+Choices start_choices(Engine& engine, const PreparedRequest& p) {
+  Choices c;
+  GenerationRequest gen = p.gen;
+  try {
+    for (int64_t i = 0; i < p.gen.n; ++i) {
+      if (p.gen.seed) gen.seed = *p.gen.seed + static_cast<uint64_t>(i);
+      c.jobs.push_back(engine.start(p.prompt_ids, gen, p.default_max, p.id, c.group));
+    }
+  } catch (...) {
+    c.cancel();  // a queued choice that is cancelled never runs
+    throw;
+  }
+  return c;
+}
+
+std::vector<EngineResult> follow_choices(const Choices& c, const ChoiceEvent& on_event,
+                                         const std::function<bool()>& cancelled) {
+  const size_t n = c.jobs.size();
+  std::vector<char> done(n, 0);
+  size_t left = n;
+  bool client_gone = false;
+  // A choice that failed in the lane throws from result(): the others end too.
+  struct CancelUnlessDone {
+    const Choices& c;
+    const size_t& left;
+    ~CancelUnlessDone() {
+      if (left > 0) c.cancel();
+    }
+  } cancel_on_throw{c, left};
+  while (left > 0) {
+    // Read before looking at the jobs: an event after it ends the wait below at once.
+    const uint64_t seen = c.group->events();
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i]) continue;
+      EnginePiece piece;
+      done[i] = c.jobs[i]->wait(piece, std::chrono::milliseconds(0));
+      if (!done[i] && piece.empty()) continue;
+      EngineResult finished;
+      if (done[i]) {
+        --left;
+        finished = c.jobs[i]->result();
+      }
+      if (!client_gone && on_event && !on_event(i, piece, done[i] ? &finished : nullptr)) client_gone = true;
+    }
+    if (!client_gone && cancelled && cancelled()) client_gone = true;
+    if (client_gone) c.cancel();
+    if (left > 0) c.group->wait_past(seen, std::chrono::milliseconds(50));
+  }
+  std::vector<EngineResult> results;
+  results.reserve(n);
+  for (const auto& job : c.jobs) results.push_back(job->result());
+  return results;
+}
+
+}  // namespace lg::server
