@@ -65,7 +65,7 @@ struct Line {
   json custom_id = nullptr;
   std::optional<lg::server::PreparedRequest> request;
   std::optional<lg::server::Choices> choices;  // running: the request's n choices
-  json response = nullptr;  // set when the line is answered without running (a 400)
+  nlohmann::ordered_json response = nullptr;  // the answer's status and body (as lg serve orders its keys)
   json error = nullptr;     // set when the line is not a request at all
 };
 
@@ -242,7 +242,7 @@ int run_batch(const BatchOpts& o) {
     if (l.choices) waiter.finish(l, k, lines.size());
     const bool good = l.response.is_object() && l.response["status_code"] == 200;
     (good ? ok : failed) += 1;
-    json line = {{"id", fmt::format("batch_req_{}", k)},
+    nlohmann::ordered_json line = {{"id", fmt::format("batch_req_{}", k)},
                  {"custom_id", l.custom_id},
                  {"response", l.response},
                  {"error", l.error}};

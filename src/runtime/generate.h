@@ -21,7 +21,8 @@ namespace lg::runtime {
 struct GenerateOptions {
   int64_t max_new_tokens = 128;  ///< >= 1
   SamplingOptions sampling;      ///< temperature 0: greedy
-  /// Stop after producing one of these (config.json's, generation_config.json's and the tokenizer's eos).
+  /// Stop after producing one of these (config.json's, generation_config.json's and the tokenizer's
+  /// eos; a server adds a request's stop_token_ids), once sampling.min_tokens tokens are generated.
   std::vector<int64_t> eos_ids;
   /// Called with every new token as soon as it is picked (the eos token included).
   std::function<void(int32_t)> on_token;

@@ -250,7 +250,11 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
   s.gen.tokens.push_back(tok);
   if (o.on_token) o.on_token(tok);
   auto& stop = s.gen.stats.stop;
-  if (std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end()) stop = "eos";
+  // An eos id ends the sequence once it has min_tokens tokens (vLLM's check_stop), even where the
+  // hold could not keep one out (every token of the vocabulary held).
+  if (std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end() &&
+      static_cast<int64_t>(s.gen.tokens.size()) >= o.sampling.min_tokens)
+    stop = "eos";
   else if (o.should_stop && o.should_stop()) stop = "caller";
   else if (static_cast<int64_t>(s.gen.tokens.size()) >= o.max_new_tokens) stop = "max_tokens";
   else if (static_cast<int64_t>(s.tokens.size()) > limits_.max_seq) stop = "context";

@@ -1,6 +1,7 @@
 #include "server/choices.h"
 
 #include <chrono>
+#include <string>
 
 namespace lg::server {
 
@@ -14,7 +15,10 @@ Choices start_choices(Engine& engine, const PreparedRequest& p) {
   try {
     for (int64_t i = 0; i < p.gen.n; ++i) {
       if (p.gen.seed) gen.seed = *p.gen.seed + static_cast<uint64_t>(i);
-      c.jobs.push_back(engine.start(p.prompt_ids, gen, p.default_max, p.id, c.group));
+      // Choice i's log line and metrics name it "i_ID" when there are several, as vLLM names a
+      // parent request's children.
+      const std::string id = p.gen.n == 1 ? p.id : std::to_string(i) + "_" + p.id;
+      c.jobs.push_back(engine.start(p.prompt_ids, gen, p.default_max, id, c.group));
     }
   } catch (...) {
     c.cancel();  // a queued choice that is cancelled never runs

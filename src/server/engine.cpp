@@ -57,6 +57,8 @@ struct JobState {
   /// on past them and they are text like any token (a special one's shown with skip_special_tokens
   /// false), as vLLM detokenizes them.
   std::vector<int64_t> eos;
+  /// The request's stop_token_ids that are not the model's eos: the stop_reason they give.
+  std::vector<int64_t> stop_token_ids;
   /// vLLM's min_tokens: a stop string must end in the text of a later token.
   int64_t min_tokens = 0;
   int64_t tokens = 0;  ///< generated so far
@@ -126,6 +128,10 @@ struct JobState {
       // reports it, not "length", which says max_tokens or the context was reached.
       r.aborted = g.stats.stop == "caller" && !stops.stopped();
       r.finish_reason = r.aborted ? "abort" : (g.stats.stop == "eos" || stops.stopped()) ? "stop" : "length";
+      if (stops.stopped()) r.stop_string = stops.matched();
+      if (g.stats.stop == "eos" && !g.tokens.empty() &&
+          std::find(stop_token_ids.begin(), stop_token_ids.end(), g.tokens.back()) != stop_token_ids.end())
+        r.stop_token = g.tokens.back();
       r.total_s = seconds(started, Clock::now());
       job->error_ = error;
       record = {id, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.ttft_s, r.total_s};
@@ -417,6 +423,9 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
   auto state = std::make_shared<JobState>(request.stop);
   state->job = job;
   state->eos = stop_ids;
+  for (const int32_t t : request.stop_token_ids)
+    if (request.ignore_eos || std::find(gc.eos_token_ids.begin(), gc.eos_token_ids.end(), t) == gc.eos_token_ids.end())
+      state->stop_token_ids.push_back(t);
   state->min_tokens = request.min_tokens;
   state->stopping = &stopping_;
   state->in_flight = &in_flight_;

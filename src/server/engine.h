@@ -92,6 +92,10 @@ struct EngineResult {
   /// "stop" (eos or stop string), "length" (max_tokens or context full) or "abort" (cancelled:
   /// the client went away, or a shutdown cut it), as vLLM names them.
   std::string finish_reason;
+  /// What vLLM calls stop_reason, with finish_reason "stop": the stop string that cut the text, or
+  /// the id of the request's stop_token_ids that ended it (one of the model's eos ids: neither).
+  std::optional<std::string> stop_string;
+  std::optional<int32_t> stop_token;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;  ///< tokens generated, the eos token included
   bool aborted = false;           ///< ended early because it was cancelled (client gone, shutdown)

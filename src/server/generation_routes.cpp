@@ -20,7 +20,9 @@ namespace lg::server {
 
 namespace {
 
-using nlohmann::json;
+// Ordered: chunks keep OpenAI's key order (id, object, created, model, choices), and a
+// top_logprobs object its rank order (logprobs_json.h).
+using json = nlohmann::ordered_json;
 
 json chunk_json(const PreparedRequest& p, const json& choice) {
   return {{"id", p.id},
@@ -73,17 +75,16 @@ std::string charset(const std::string& content_type) {
 
 // Writes a running request's events to `sink` until every choice ends (or the client goes: a
 // failed write, or `watch` seeing the socket closed while nothing is written, as while the request
-// waits). Each chunk carries one choice's output (its `index`), a choice's finish_reason in a chunk
-// of its own as it ends, as vLLM streams n > 1; chat starts with a role chunk for every choice.
+// waits). Each chunk carries one choice's output (its `index`), a choice's finish_reason (and
+// stop_reason) in a chunk of its own as it ends; chat starts with a role chunk for every choice.
 // With stream_options.continuous_usage_stats every chunk that carries a choice also carries the
-// usage so far, as vLLM's do: the prompt's tokens and the tokens generated up to that chunk, all
-// choices together (0 in chat's first, the total in the last finish_reason's).
+// usage so far, as vLLM's do: the prompt's tokens and the tokens that choice generated up to that
+// chunk (0 in chat's first, its total in its finish_reason's); the last usage chunk sums them.
 void stream_events(const PreparedRequest& p, const Choices& choices, httplib::DataSink& sink,
                    const ConnectionWatch& watch) {
   auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
   const auto prompt_tokens = static_cast<int64_t>(p.prompt_ids.size());
   const size_t n = choices.jobs.size();
-  int64_t generated = 0;
   // Per choice, the logprobs of tokens whose chunk is not written yet (their text held back), and
   // completions' characters before them: each chunk carries the logprobs of the tokens it brings.
   std::vector<std::vector<runtime::TokenLogprobs>> held(n);
@@ -93,7 +94,8 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
     held[i].clear();
     return j;
   };
-  auto chunk = [&](const json& choice) {
+  // A chunk of choice i's, with that choice's usage so far (vLLM's previous_num_tokens[i]).
+  auto chunk = [&](const json& choice, int64_t generated) {
     json c = chunk_json(p, choice);
     if (p.gen.continuous_usage_stats) c["usage"] = usage_json(prompt_tokens, generated);
     return sse(c);
@@ -103,7 +105,7 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
     for (size_t i = 0; ok && p.kind == Endpoint::chat && i < n; ++i) {
       json first = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                     {"finish_reason", nullptr}};
-      ok = write(chunk(first));
+      ok = write(chunk(first, 0));
     }
     if (!ok) {
       choices.cancel();
@@ -113,16 +115,19 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
         choices,
         [&](size_t i, const EnginePiece& piece, const EngineResult* finished) {
           counted[i] += static_cast<int64_t>(piece.token_ids.size());
-          // A choice's finish chunk counts all its tokens (completion_tokens), whatever its
-          // pieces carried.
-          generated += static_cast<int64_t>(piece.token_ids.size()) + (finished ? finished->completion_tokens - counted[i] : 0);
           held[i].insert(held[i].end(), piece.logprobs.begin(), piece.logprobs.end());
           // Tokens whose text is held back (a stop string may be starting) send no empty chunk,
           // as vLLM sends none; with return_token_ids the chunk still carries their ids.
           if (!piece.empty() && (!piece.text.empty() || p.token_ids) &&
-              !write(chunk(piece_choice(p, i, piece, nullptr, logprobs(i)))))
+              !write(chunk(piece_choice(p, i, piece, nullptr, logprobs(i)), counted[i])))
             return false;
-          return !finished || write(chunk(piece_choice(p, i, EnginePiece{}, finished->finish_reason, logprobs(i))));
+          // A choice's finish chunk counts all its tokens (completion_tokens), whatever its
+          // pieces carried.
+          if (finished) counted[i] = finished->completion_tokens;
+          if (!finished) return true;
+          json last = piece_choice(p, i, EnginePiece{}, finished->finish_reason, logprobs(i));
+          last["stop_reason"] = stop_reason_json(*finished);
+          return write(chunk(last, counted[i]));
         },
         [&watch] { return watch.gone(); });
     ok = true;

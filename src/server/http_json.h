@@ -11,7 +11,9 @@
 
 namespace lg::server {
 
-inline void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
+/// `body` as the response, its keys in the order they were written (a generation answer's are
+/// OpenAI's order, openai.h; a nlohmann::json converts with its keys sorted).
+inline void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body) {
   res.status = status;
   res.set_content(dump(body), "application/json");
 }

@@ -4,7 +4,9 @@
 
 namespace lg::server {
 
-using nlohmann::json;
+// Ordered: a top_logprobs object keeps the chosen token first, then the likeliest in rank order,
+// as vLLM's dict does (nlohmann::json would sort the texts).
+using json = nlohmann::ordered_json;
 
 TokenText token_text(const tokenizer::Tokenizer* tokenizer, int32_t id) {
   TokenText t;

@@ -29,17 +29,19 @@ double json_logprob(float logprob);
 
 /// Completions' logprobs of `tokens` (one TokenLogprobs a token): each token's text and logprob,
 /// the chosen token with the alternatives as {text: logprob} (OpenAI's top_logprobs: the chosen
-/// token and the likeliest; a text two tokens share appears once), and each token's offset in the
+/// token first, then the likeliest in rank order, as vLLM's dict; a text two tokens share appears
+/// once), and each token's offset in the
 /// answer's text, in characters (code points, as Python's len), from `text_offset` (the
 /// characters of the tokens before these: a stream's earlier chunks). With `skip_special` (the
 /// request's skip_special_tokens) a special token, left out of the answer's text, adds nothing
 /// to the offsets after it. `text_offset` is advanced past these tokens.
-nlohmann::json completion_logprobs(const tokenizer::Tokenizer* tokenizer,
-                                   std::span<const runtime::TokenLogprobs> tokens, bool skip_special,
-                                   int64_t& text_offset);
+nlohmann::ordered_json completion_logprobs(const tokenizer::Tokenizer* tokenizer,
+                                           std::span<const runtime::TokenLogprobs> tokens, bool skip_special,
+                                           int64_t& text_offset);
 
 /// Chat's logprobs of `tokens`: {"content": [{"token", "logprob", "bytes", "top_logprobs":
 /// [{"token", "logprob", "bytes"}...]}]}, top_logprobs the likeliest, likeliest first.
-nlohmann::json chat_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const runtime::TokenLogprobs> tokens);
+nlohmann::ordered_json chat_logprobs(const tokenizer::Tokenizer* tokenizer,
+                                     std::span<const runtime::TokenLogprobs> tokens);
 
 }  // namespace lg::server

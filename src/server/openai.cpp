@@ -13,6 +13,7 @@
 namespace lg::server {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 int64_t now_unix() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -54,21 +55,22 @@ std::string model_not_found(const Engine& engine, const std::string& name) {
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
 json error_body(const std::string& message, const std::string& type, const std::string& param) {
   return {{"error",
            {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+ordered_json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json usage_json(const EngineResult& r) { return usage_json(r.prompt_tokens, r.completion_tokens); }
+ordered_json usage_json(const EngineResult& r) { return usage_json(r.prompt_tokens, r.completion_tokens); }
 
-json usage_json(std::span<const EngineResult> choices) {
+ordered_json usage_json(std::span<const EngineResult> choices) {
   int64_t completion = 0;
   for (const EngineResult& r : choices) completion += r.completion_tokens;
   return usage_json(choices.empty() ? 0 : choices.front().prompt_tokens, completion);
@@ -135,28 +137,43 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
   // chat runs to generation_config.json's max_new_tokens, else to eos or the end of the context.
   p.default_max = kind == Endpoint::completion ? 16 : 0;
   engine.check_sampling(static_cast<int64_t>(p.prompt_ids.size()), p.gen, p.default_max);
+  // Each choice is a sequence: more than the batch and the waiting queue hold together would be a
+  // 503 on an idle server, which a client retries forever.
+  // (lg batch waits without a limit: max_waiting is INT64_MAX there.)
+  if (p.gen.n > engine.limits().max_batch && p.gen.n - engine.limits().max_batch > engine.max_waiting())
+    throw RequestError("n", fmt::format("'n' is {}, more choices than this server holds at once ({} running "
+                                        "(--max-batch) and {} waiting (--max-waiting))",
+                                        p.gen.n, engine.limits().max_batch, engine.max_waiting()));
   p.id = new_id(kind == Endpoint::chat ? "chatcmpl" : "cmpl");
   return p;
 }
 
-json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens, int64_t& text_offset) {
+ordered_json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens,
+                             int64_t& text_offset) {
   if (p.gen.logprobs < 0) return nullptr;
   return p.kind == Endpoint::chat ? chat_logprobs(p.tokenizer, tokens)
                                    : completion_logprobs(p.tokenizer, tokens, p.gen.skip_special_tokens, text_offset);
 }
 
-json response_body(const PreparedRequest& p, std::span<const EngineResult> choices) {
-  json out = json::array();
+ordered_json stop_reason_json(const EngineResult& r) {
+  if (r.stop_string) return *r.stop_string;
+  if (r.stop_token) return *r.stop_token;
+  return nullptr;
+}
+
+ordered_json response_body(const PreparedRequest& p, std::span<const EngineResult> choices) {
+  ordered_json out = ordered_json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const EngineResult& r = choices[i];
     int64_t text_offset = 0;
-    json choice = {{"index", i},
-                   {"logprobs", choice_logprobs(p, r.logprobs, text_offset)},
-                   {"finish_reason", r.finish_reason}};
-    // refusal null, as OpenAI's ChatCompletionMessage always carries it (and vLLM's): clients
-    // that validate the schema find it.
+    ordered_json choice = {{"index", i}};
     if (p.kind == Endpoint::chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};
     else choice["text"] = r.text;
+    choice["logprobs"] = choice_logprobs(p, r.logprobs, text_offset);
+    choice["finish_reason"] = r.finish_reason;
+    choice["stop_reason"] = stop_reason_json(r);
+    // refusal null (above), as OpenAI's ChatCompletionMessage always carries it (and vLLM's):
+    // clients that validate the schema find it.
     if (p.token_ids) choice["token_ids"] = r.token_ids;
     out.push_back(std::move(choice));
   }

@@ -52,7 +52,7 @@ PreparedRequest prepare_request(const Engine& engine, const chat::ChatTemplate& 
 
 /// The logprobs of `tokens` in the endpoint's shape (logprobs_json.h); null when the request did
 /// not ask for them. `text_offset`: completions' characters before these tokens, advanced.
-nlohmann::json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens,
+nlohmann::ordered_json choice_logprobs(const PreparedRequest& p, std::span<const runtime::TokenLogprobs> tokens,
                                int64_t& text_offset);
 
 /// The 404 message for a `model` the engine does not serve, naming every name it does serve.
@@ -61,17 +61,22 @@ std::string model_not_found(const Engine& engine, const std::string& name);
 int64_t now_unix();
 /// OpenAI's error body: {"error": {"message", "type", "param", "code"}}.
 nlohmann::json error_body(const std::string& message, const std::string& type, const std::string& param);
-nlohmann::json usage_json(const EngineResult& r);
+nlohmann::ordered_json usage_json(const EngineResult& r);
 /// The usage of a request's choices together: its prompt once, their generated tokens summed (as
 /// OpenAI and vLLM count a request with n > 1).
-nlohmann::json usage_json(std::span<const EngineResult> choices);
+nlohmann::ordered_json usage_json(std::span<const EngineResult> choices);
 /// {"prompt_tokens", "completion_tokens", "total_tokens"}: a request's usage so far.
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+nlohmann::ordered_json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+/// vLLM's stop_reason of a choice: the stop string that cut it, or the stop token id that ended it
+/// (EngineResult::stop_string, stop_token); null otherwise (eos, length, abort).
+nlohmann::ordered_json stop_reason_json(const EngineResult& r);
 /// The whole answer of a request that did not stream ("text_completion" / "chat.completion"): a
 /// choice for each result, in order (`index` i), with `token_ids` when p.token_ids and `logprobs`
-/// when the request asked for them (server/logprobs_json.h), else null.
-nlohmann::json response_body(const PreparedRequest& p, std::span<const EngineResult> choices);
+/// when the request asked for them (server/logprobs_json.h), else null. Its keys in OpenAI's order
+/// (id, object, created, model, choices, usage), as vLLM's answers carry them.
+nlohmann::ordered_json response_body(const PreparedRequest& p, std::span<const EngineResult> choices);
 /// JSON text; invalid UTF-8 is replaced, never thrown on.
 std::string dump(const nlohmann::json& j);
+std::string dump(const nlohmann::ordered_json& j);
 
 }  // namespace lg::server

@@ -50,8 +50,8 @@ struct GenerationRequest {
   std::optional<double> frequency_penalty;   ///< OpenAI's; in [-2, 2]; absent: 0 (off)
   std::optional<uint64_t> seed;       ///< seeds sampling; absent: a fresh random seed
   std::vector<std::string> stop;      ///< stop strings (non-empty, at most 16)
-  /// OpenAI's logit_bias: (token id, bias in [-100, 100]) in the order sent, added to the logits
-  /// before the penalties (runtime::SamplingOptions::logit_bias).
+  /// OpenAI's logit_bias: (token id, bias in [-100, 100]) sorted by id, ids distinct, added to the
+  /// logits before the penalties (runtime::SamplingOptions::logit_bias).
   std::vector<std::pair<int32_t, float>> logit_bias;
   /// vLLM's min_tokens: until this many tokens are generated the eos and stop_token_ids cannot be
   /// picked and stop strings do not match (one must end in later text); at most max_tokens.

@@ -14,6 +14,7 @@ std::string StopMatcher::push(const std::string& text, bool match) {
   // earlier): the only rule a stream can apply that gives the same cut however text is split.
   // Only a stop that ends past the unmatched bytes counts.
   size_t cut = std::string::npos, cut_end = std::string::npos;
+  const std::string* cut_by = nullptr;
   for (const auto& s : stops_) {
     const size_t at = pending_.find(s, unmatched_ >= s.size() ? unmatched_ - s.size() + 1 : 0);
     if (at == std::string::npos) continue;
@@ -21,10 +22,12 @@ std::string StopMatcher::push(const std::string& text, bool match) {
     if (end < cut_end || (end == cut_end && at < cut)) {
       cut = at;
       cut_end = end;
+      cut_by = &s;
     }
   }
   if (cut != std::string::npos) {
     stopped_ = true;
+    matched_ = *cut_by;
     std::string out = pending_.substr(0, cut);
     pending_.clear();
     return out;

@@ -22,12 +22,15 @@ class StopMatcher {
   std::string finish();
   /// True once a stop string appeared; later pushes return nothing.
   bool stopped() const { return stopped_; }
+  /// The stop string that cut the text (empty until stopped()).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string pending_;  // text not yet emitted: a possible prefix of a stop string
   size_t unmatched_ = 0;  // the first bytes of pending_ pushed with match false: no stop ends in them
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace lg::server

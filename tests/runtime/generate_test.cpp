@@ -61,6 +61,35 @@ TEST(Generate, StopsAtEosIncludingIt) {
   EXPECT_EQ(g.stats.stop, "eos");
 }
 
+// min_tokens holds the eos ids back (their logits held under every other), and an eos id that
+// still comes (every id of the vocabulary held: the lowest wins the tie of -FLT_MAX) does not end
+// the sequence before min_tokens tokens, as vLLM's check_stop.
+TEST(Generate, MinTokensHoldsEosBackAndNeverStopsBeforeIt) {
+  CountingLane lane(100);
+  GenerateOptions o;
+  o.max_new_tokens = 40;
+  o.eos_ids = {12};
+  o.sampling.min_tokens = 5;
+  o.sampling.min_tokens_held = {12};
+  const std::vector<int32_t> prompt = {9};
+  const Generation held = generate(lane, prompt, o);
+  // 12 is held at the third token: the lane's logits put every other id at 0, so id 0 wins; the
+  // count then runs on from 0 and meets 12 again well past min_tokens.
+  EXPECT_EQ(held.tokens, (std::vector<int32_t>{10, 11, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(held.stats.stop, "eos");
+  GenerateOptions all = o;
+  all.eos_ids.clear();
+  all.sampling.min_tokens = 2;
+  all.sampling.min_tokens_held.clear();
+  for (int32_t id = 0; id < 50; ++id) {
+    all.eos_ids.push_back(id);
+    all.sampling.min_tokens_held.push_back(id);
+  }
+  const Generation every = generate(lane, prompt, all);
+  EXPECT_EQ(every.tokens, (std::vector<int32_t>{0, 0}));
+  EXPECT_EQ(every.stats.stop, "eos");
+}
+
 TEST(Generate, StopsWhenTheCallerAsks) {
   CountingLane lane(100);
   GenerateOptions o;

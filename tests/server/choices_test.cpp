@@ -43,7 +43,7 @@ TEST_F(ServerTest, EachOfNChoicesIsTheAnswerOfItsOwnRequest) {
   // Streamed: each chunk carries one choice; every choice's text and ids add up to its answer,
   // and its finish_reason comes once, last for it; the usage chunk counts them all.
   three["stream"] = true;
-  three["stream_options"] = {{"include_usage", true}};
+  three["stream_options"] = {{"include_usage", true}, {"continuous_usage_stats", true}};
   auto r = post("/v1/completions", three.dump());
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -65,6 +65,8 @@ TEST_F(ServerTest, EachOfNChoicesIsTheAnswerOfItsOwnRequest) {
     text[i] += c["text"].get<std::string>();
     for (const int32_t id : c["token_ids"]) ids[i].push_back(id);
     if (!c["finish_reason"].is_null()) ++finishes[i];
+    // Each chunk's usage is its own choice's so far (vLLM's previous_num_tokens[i]).
+    EXPECT_EQ(ev["usage"]["completion_tokens"], ids[i].size()) << e;
   }
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(text[i], answer["choices"][static_cast<size_t>(i)]["text"]) << "choice " << i;

@@ -348,6 +348,17 @@ TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
     EXPECT_EQ(j["error"]["type"], "service_unavailable");
     EXPECT_NE(j["error"]["message"].get<std::string>().find("--max-waiting 2"), std::string::npos) << r->body;
   }
+  // More choices than the batch (1) and the queue (2) hold together could never run: a 400
+  // naming `n`, not a 503 a client would retry forever.
+  json many = body;
+  many["n"] = 4;
+  auto r = c.Post("/v1/completions", many.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error"]["param"], "n");
+  EXPECT_NE(r->body.find("more choices than this server holds at once (1 running (--max-batch) and 2 waiting"),
+            std::string::npos)
+      << r->body;
   auto h = c.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);

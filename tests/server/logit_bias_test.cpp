@@ -68,6 +68,7 @@ TEST_F(ServerTest, StopTokenIdsEndTheAnswerAndMinTokensHoldsThemBack) {
   const json stopped = post_ok("/v1/completions", greedy_body(g, 16, {{"stop_token_ids", {stop_id}}}));
   EXPECT_EQ(token_ids(stopped), std::vector<int32_t>(g.greedy_ids.begin(), g.greedy_ids.begin() + static_cast<long>(k) + 1));
   EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(stopped["choices"][0]["stop_reason"], stop_id);  // vLLM's: the id that stopped it
   if (k > 0) {
     const json before = post_ok("/v1/completions", greedy_body(g, static_cast<int>(k), json::object()));
     EXPECT_EQ(stopped["choices"][0]["text"], before["choices"][0]["text"]);
@@ -105,9 +106,11 @@ TEST_F(ServerTest, MinTokensKeepsAStopStringInTheFirstTokensFromMatching) {
   const json cut = post_ok("/v1/completions", greedy_body(g, 8, {{"stop", stop}}));
   EXPECT_EQ(cut["choices"][0]["text"], "");
   EXPECT_EQ(cut["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(cut["choices"][0]["stop_reason"], stop);
   const json kept = post_ok("/v1/completions", greedy_body(g, 8, {{"stop", stop}, {"min_tokens", 8}}));
   EXPECT_EQ(kept["choices"][0]["text"], text);
   EXPECT_EQ(kept["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(kept["choices"][0]["stop_reason"].is_null());
   EXPECT_EQ(post_stream("/v1/completions", greedy_body(g, 8, {{"stop", stop}, {"min_tokens", 8}})).first, text);
 }
 

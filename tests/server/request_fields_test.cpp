@@ -124,7 +124,7 @@ TEST(SamplingFields, LogitBiasMinTokensAndStopTokenIdsAreTakenAndChecked) {
     };
     const GenerationRequest b = parse("logit_bias", R"({"2643": -100, "11": 2.5, "0": 100})");
     ASSERT_EQ(b.logit_bias.size(), 3u);
-    EXPECT_EQ(b.logit_bias[0], (std::pair<int32_t, float>{0, 100.0f}));  // nlohmann orders an object's keys
+    EXPECT_EQ(b.logit_bias[0], (std::pair<int32_t, float>{0, 100.0f}));  // sorted by id
     EXPECT_EQ(b.logit_bias[1], (std::pair<int32_t, float>{11, 2.5f}));
     EXPECT_EQ(b.logit_bias[2], (std::pair<int32_t, float>{2643, -100.0f}));
     EXPECT_TRUE(parse("logit_bias", "{}").logit_bias.empty());
@@ -144,7 +144,7 @@ TEST(SamplingFields, LogitBiasMinTokensAndStopTokenIdsAreTakenAndChecked) {
              std::tuple{"logit_bias", R"({"99999999999": 1})", "logit_bias",
                         "'logit_bias' maps token ids (decimal strings such as \"50256\") to biases; \"99999999999\" is not a token id"},
              std::tuple{"logit_bias", R"({"7": 1, "07": 2})", "logit_bias",
-                        "'logit_bias' names token 7 twice (\"7\" is another spelling of it)"},
+                        "'logit_bias' names token 7 twice (spelled with leading zeros once)"},
              std::tuple{"min_tokens", "-1", "min_tokens", "'min_tokens' must be >= 0, got -1"},
              std::tuple{"min_tokens", "1.5", "min_tokens", "'min_tokens' must be an integer, got 1.5"},
              std::tuple{"stop_token_ids", "2643", "stop_token_ids", "'stop_token_ids' must be an array of token ids, got number"},
