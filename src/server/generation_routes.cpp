@@ -22,21 +22,21 @@ namespace {
 
 // Ordered: chunks keep OpenAI's key order (id, object, created, model, choices), and a
 // top_logprobs object its rank order (logprobs_json.h).
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
-json chunk_json(const PreparedRequest& p, const json& choice) {
+ordered_json chunk_json(const PreparedRequest& p, const ordered_json& choice) {
   return {{"id", p.id},
           {"object", p.kind == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
           {"created", p.created},
           {"model", p.model},
-          {"choices", json::array({choice})}};
+          {"choices", ordered_json::array({choice})}};
 }
 
-json piece_choice(const PreparedRequest& p, size_t index, const EnginePiece& piece, const json& finish,
-                  json logprobs) {
-  json choice;
+ordered_json piece_choice(const PreparedRequest& p, size_t index, const EnginePiece& piece,
+                          const ordered_json& finish, ordered_json logprobs) {
+  ordered_json choice;
   if (p.kind == Endpoint::chat) {
-    json delta = json::object();
+    ordered_json delta = ordered_json::object();
     if (!piece.text.empty()) delta["content"] = piece.text;
     choice = {{"index", index}, {"delta", delta}, {"logprobs", std::move(logprobs)}, {"finish_reason", finish}};
   } else {
@@ -46,7 +46,7 @@ json piece_choice(const PreparedRequest& p, size_t index, const EnginePiece& pie
   return choice;
 }
 
-std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+std::string sse(const ordered_json& j) { return "data: " + dump(j) + "\n\n"; }
 
 // `t` lowercased, without its spaces (header values compare so).
 std::string lowercase_unspaced(std::string t) {
@@ -89,21 +89,21 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
   // completions' characters before them: each chunk carries the logprobs of the tokens it brings.
   std::vector<std::vector<runtime::TokenLogprobs>> held(n);
   std::vector<int64_t> text_offset(n, 0), counted(n, 0);
-  auto logprobs = [&](size_t i) -> json {
-    json j = held[i].empty() ? json(nullptr) : choice_logprobs(p, held[i], text_offset[i]);
+  auto logprobs = [&](size_t i) -> ordered_json {
+    ordered_json j = held[i].empty() ? ordered_json(nullptr) : choice_logprobs(p, held[i], text_offset[i]);
     held[i].clear();
     return j;
   };
   // A chunk of choice i's, with that choice's usage so far (vLLM's previous_num_tokens[i]).
-  auto chunk = [&](const json& choice, int64_t generated) {
-    json c = chunk_json(p, choice);
+  auto chunk = [&](const ordered_json& choice, int64_t generated) {
+    ordered_json c = chunk_json(p, choice);
     if (p.gen.continuous_usage_stats) c["usage"] = usage_json(prompt_tokens, generated);
     return sse(c);
   };
   try {
     bool ok = true;
     for (size_t i = 0; ok && p.kind == Endpoint::chat && i < n; ++i) {
-      json first = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+      ordered_json first = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                     {"finish_reason", nullptr}};
       ok = write(chunk(first, 0));
     }
@@ -125,15 +125,15 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
           // pieces carried.
           if (finished) counted[i] = finished->completion_tokens;
           if (!finished) return true;
-          json last = piece_choice(p, i, EnginePiece{}, finished->finish_reason, logprobs(i));
+          ordered_json last = piece_choice(p, i, EnginePiece{}, finished->finish_reason, logprobs(i));
           last["stop_reason"] = stop_reason_json(*finished);
           return write(chunk(last, counted[i]));
         },
         [&watch] { return watch.gone(); });
     ok = true;
     if (p.gen.include_usage) {
-      json last = chunk_json(p, nullptr);
-      last["choices"] = json::array();
+      ordered_json last = chunk_json(p, nullptr);
+      last["choices"] = ordered_json::array();
       last["usage"] = usage_json(results);
       ok = write(sse(last));
     }

@@ -6,7 +6,7 @@ namespace lg::server {
 
 // Ordered: a top_logprobs object keeps the chosen token first, then the likeliest in rank order,
 // as vLLM's dict does (nlohmann::json would sort the texts).
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 TokenText token_text(const tokenizer::Tokenizer* tokenizer, int32_t id) {
   TokenText t;
@@ -34,14 +34,15 @@ int64_t code_points(const std::string& s) {
 }
 }  // namespace
 
-json completion_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const runtime::TokenLogprobs> tokens,
-                         bool skip_special, int64_t& text_offset) {
-  json texts = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+ordered_json completion_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const runtime::TokenLogprobs> tokens,
+                                 bool skip_special, int64_t& text_offset) {
+  ordered_json texts = ordered_json::array(), values = ordered_json::array(), tops = ordered_json::array(),
+               offsets = ordered_json::array();
   for (const runtime::TokenLogprobs& lp : tokens) {
     const TokenText chosen = token_text(tokenizer, lp.chosen.id);
     texts.push_back(chosen.text);
     values.push_back(json_logprob(lp.chosen.logprob));
-    json top = json::object();
+    ordered_json top = ordered_json::object();
     top[chosen.text] = json_logprob(lp.chosen.logprob);
     for (const runtime::TokenLogprob& alt : lp.top) {
       const std::string text = token_text(tokenizer, alt.id).text;
@@ -57,15 +58,16 @@ json completion_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const 
           {"text_offset", std::move(offsets)}};
 }
 
-json chat_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const runtime::TokenLogprobs> tokens) {
+ordered_json chat_logprobs(const tokenizer::Tokenizer* tokenizer, std::span<const runtime::TokenLogprobs> tokens) {
   auto entry = [&](const runtime::TokenLogprob& t) {
     TokenText text = token_text(tokenizer, t.id);
-    return json{{"token", std::move(text.text)}, {"logprob", json_logprob(t.logprob)}, {"bytes", std::move(text.bytes)}};
+    return ordered_json{
+        {"token", std::move(text.text)}, {"logprob", json_logprob(t.logprob)}, {"bytes", std::move(text.bytes)}};
   };
-  json content = json::array();
+  ordered_json content = ordered_json::array();
   for (const runtime::TokenLogprobs& lp : tokens) {
-    json e = entry(lp.chosen);
-    json top = json::array();
+    ordered_json e = entry(lp.chosen);
+    ordered_json top = ordered_json::array();
     for (const runtime::TokenLogprob& alt : lp.top) top.push_back(entry(alt));
     e["top_logprobs"] = std::move(top);
     content.push_back(std::move(e));
