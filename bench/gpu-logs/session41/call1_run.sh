@@ -13,8 +13,8 @@ ab_rounds ab_16x512.txt 2 "--shape qwen3-8b --lane handwritten --prompt-len 8 --
   default: v10:LG_QWEN_ATTN_V10=2 rowshead:LG_QWEN_ROWS_HEAD=1 norows:LG_QWEN_ATTN_ROWS=0
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 args="--shape qwen3-8b --lane handwritten --prompt-len 8 --decode-tokens 24 --batch 16 --context 512 --kv-tokens 40000"
-timeout 300 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-  --launch-skip 3000 --launch-count 600 $lg bench $args > "$out/ncu_16x512.csv" 2>&1
+timeout 150 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+  --launch-skip 3000 --launch-count 300 $lg bench $args > "$out/ncu_16x512.csv" 2>&1
 echo "ncu rc $?"
 python3 - "$out/ncu_16x512.csv" <<'PY' | tee "$out/ncu_16x512_summary.txt"
 import csv, sys, collections
