@@ -53,9 +53,10 @@ struct JobState {
   /// keeps them (skip_special_tokens), so stop strings are matched in the text the client gets.
   std::optional<tokenizer::StreamDecoder> decoder;
   StopMatcher stops;
-  /// The eos ids that end the request: never shown as text. None with ignore_eos: generation goes
-  /// on past them and they are text like any token (a special one's shown with skip_special_tokens
-  /// false), as vLLM detokenizes them.
+  /// The ids that end the request (the model's eos, the request's stop_token_ids): never shown as
+  /// text, as vLLM's detokenizer leaves out the token that stopped it. With ignore_eos the model's
+  /// eos ids are not among them: generation goes on past them and they are text like any token (a
+  /// special one's shown with skip_special_tokens false), as vLLM detokenizes them.
   std::vector<int64_t> eos;
   /// The request's stop_token_ids that are not the model's eos: the stop_reason they give.
   std::vector<int64_t> stop_token_ids;

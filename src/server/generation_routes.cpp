@@ -103,8 +103,10 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
   try {
     bool ok = true;
     for (size_t i = 0; ok && p.kind == Endpoint::chat && i < n; ++i) {
-      ordered_json first = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-                    {"finish_reason", nullptr}};
+      ordered_json first = {{"index", i},
+                            {"delta", {{"role", "assistant"}, {"content", ""}}},
+                            {"logprobs", nullptr},
+                            {"finish_reason", nullptr}};
       ok = write(chunk(first, 0));
     }
     if (!ok) {
@@ -120,18 +122,15 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
           // as vLLM sends none; with return_token_ids the chunk still carries their ids.
           if (!piece.empty() && (!piece.text.empty() || p.token_ids) &&
               !write(chunk(piece_choice(p, i, piece, nullptr, logprobs(i)), counted[i])))
-            return false;
-          // A choice's finish chunk counts all its tokens (completion_tokens), whatever its
-          // pieces carried.
-          if (finished) counted[i] = finished->completion_tokens;
+            return ok = false;
           if (!finished) return true;
+          counted[i] = finished->completion_tokens;  // all its tokens, whatever its pieces carried
           ordered_json last = piece_choice(p, i, EnginePiece{}, finished->finish_reason, logprobs(i));
           last["stop_reason"] = stop_reason_json(*finished);
-          return write(chunk(last, counted[i]));
+          return ok = write(chunk(last, counted[i]));
         },
         [&watch] { return watch.gone(); });
-    ok = true;
-    if (p.gen.include_usage) {
+    if (ok && p.gen.include_usage) {
       ordered_json last = chunk_json(p, nullptr);
       last["choices"] = ordered_json::array();
       last["usage"] = usage_json(results);
