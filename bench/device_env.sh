@@ -24,6 +24,9 @@
 #                        (8B, 0.6B) and issue 13's 8B bars at the default and on the TMA form
 #   attn_ncu_32k LABEL LANE [ENV=VALUE...]  Nsight duration and instructions of that step's decode
 #                        attention kernel (what session 21's calls 1, 2, 4 and 6 each spelled out)
+#   ncu_durations FILE COUNT "BENCH ARGS"  Nsight Compute's duration of COUNT kernels of an `lg bench`
+#                        run's graph replays (caches as they run), summed by kernel name into
+#                        FILE_summary.txt (what session 37's call 1 spelled out)
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -211,4 +214,30 @@ h200_rows_and_bars() {
       env ${envs//,/ } timeout 90 $lg bench $bench --lane handwritten 2>&1 | grep -E "^ +[0-9]+ +\+?[0-9]+ |bandwidth"
     done
   } | tee "$out/bench_8b.txt"
+}
+
+# ncu_durations FILE COUNT "BENCH ARGS": $out/FILE.csv of Nsight Compute's gpu__time_duration for
+# COUNT kernels past the first 3,000 launches (the prefill's and the first steps'), clocks and
+# caches as they run, and $out/FILE_summary.txt, printed: per kernel name the count, sum, min,
+# median and max.
+ncu_durations() {
+  local file=$1 count=$2 args=$3
+  local ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  # shellcheck disable=SC2086  # the bench arguments split
+  timeout 150 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    --launch-skip 3000 --launch-count "$count" $lg bench $args > "$out/$file.csv" 2>&1
+  echo "ncu rc $?"
+  python3 - "$out/$file.csv" <<'PY' | tee "$out/${file}_summary.txt"
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10 and r[-3] == "gpu__time_duration.sum"]
+by = collections.defaultdict(list)
+for r in rows:
+    by[r[4][:60]].append(float(r[-1].replace(",", "")))
+unit = rows[0][-2] if rows else "?"
+print(len(rows), "kernels, unit", unit)
+for k, v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+    v.sort()
+    print(f"{k:60s} n {len(v):4d} sum {sum(v):10.1f} min {v[0]:8.1f} med {v[len(v)//2]:8.1f} max {v[-1]:8.1f}")
+PY
 }

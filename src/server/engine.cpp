@@ -279,15 +279,20 @@ std::vector<int32_t> Engine::encode_prompt(const std::string& prompt, const std:
   return ids;
 }
 
+namespace {
+// The 400 for element i of a request's array of token ids (`prompt`, `stop_token_ids`) that the
+// vocabulary of V ids does not hold, naming it (`prompt[2]`).
+RequestError id_outside_vocab(const std::string& field, size_t i, int64_t id, int64_t V) {
+  const std::string at = fmt::format("{}[{}]", field, i);
+  return RequestError(at, fmt::format("'{}' is token id {}, outside the model's vocabulary of {} ids (0 to {})", at, id,
+                                      V, V - 1));
+}
+}  // namespace
+
 void Engine::check_prompt(const std::vector<int32_t>& ids, const std::string& param) const {
   if (ids.empty()) throw RequestError(param, fmt::format("'{}' is empty", param));
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
-      const std::string at = fmt::format("{}[{}]", param, i);
-      throw RequestError(at, fmt::format("'{}' is token id {}, outside the model's vocabulary of {} ids (0 to {})", at,
-                                         ids[i], config_.vocab_size, config_.vocab_size - 1));
-    }
-  }
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size) throw id_outside_vocab(param, i, ids[i], config_.vocab_size);
   const auto n = static_cast<int64_t>(ids.size());
   if (auto e = runtime::prompt_context_error(n, context_, "'" + param + "'")) throw RequestError(param, std::move(*e));
   if (n >= limits().pool_tokens())
@@ -328,11 +333,7 @@ void Engine::check_sampling(int64_t prompt_tokens, const GenerationRequest& requ
                                                    "{} ids (0 to {})",
                                                    id, V, V - 1));
   for (size_t i = 0; i < request.stop_token_ids.size(); ++i)
-    if (request.stop_token_ids[i] >= V) {
-      const std::string at = fmt::format("stop_token_ids[{}]", i);
-      throw RequestError(at, fmt::format("'{}' is token id {}, outside the model's vocabulary of {} ids (0 to {})", at,
-                                         request.stop_token_ids[i], V, V - 1));
-    }
+    if (request.stop_token_ids[i] >= V) throw id_outside_vocab("stop_token_ids", i, request.stop_token_ids[i], V);
   if (request.min_tokens > 0) {
     const int64_t most = max_new_tokens(prompt_tokens, request, default_max_tokens);
     if (request.min_tokens > most)
