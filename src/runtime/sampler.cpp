@@ -60,37 +60,41 @@ std::span<const LogitEdit> Sampler::logit_edits(std::span<const int32_t> prompt,
   std::span<const LogitEdit> seen;
   if (options_.penalties.active()) seen = history_.edits(prompt, output, options_.penalties);
   if (bias.empty() && !hold) return seen;
-  // The seen tokens' edits, each biased or held where the request says, then the biased and held
-  // tokens not seen (ids sorted at construction: a binary search each).
-  edits_.assign(seen.begin(), seen.end());
-  met_.assign(bias.size() + held.size(), 0);
-  const auto bias_at = [&](int32_t id) {
-    const auto it = std::lower_bound(bias.begin(), bias.end(), std::pair<int32_t, float>(id, -INFINITY));
-    return it != bias.end() && it->first == id ? static_cast<size_t>(it - bias.begin()) : bias.size();
-  };
-  const auto held_at = [&](int32_t id) {
-    const auto it = std::lower_bound(held.begin(), held.end(), id);
-    return hold && it != held.end() && *it == id ? static_cast<size_t>(it - held.begin()) : held.size();
-  };
-  const auto mark = [&](LogitEdit& e) {
-    if (const size_t b = bias_at(e.id); b < bias.size()) {
-      e.bias = bias[b].second;
-      met_[b] = 1;
+  // The biased and held ids, sorted, merged once per hold state (a whole-vocabulary bias is 150k
+  // of them: re-merged every step they cost the step ~18 ms of host time, bench/RESULTS.md).
+  if (fixed_hold_ != static_cast<int>(hold)) {
+    edits_.clear();
+    size_t i = 0, j = 0;
+    while (i < bias.size() || (hold && j < held.size())) {
+      const int32_t bid = i < bias.size() ? bias[i].first : INT32_MAX;
+      const int32_t hid = hold && j < held.size() ? held[j] : INT32_MAX;
+      const int32_t id = std::min(bid, hid);
+      LogitEdit e{id, LogitEdit::kUnseen, id == hid ? LogitEdit::kHeld : bias[i].second};
+      i += id == bid;
+      j += id == hid;
+      edits_.push_back(e);
     }
-    if (const size_t h = held_at(e.id); h < held.size()) {
-      e.bias = LogitEdit::kHeld;
-      met_[bias.size() + h] = 1;
-    }
-  };
-  for (LogitEdit& e : edits_) mark(e);
-  for (size_t b = 0; b < bias.size(); ++b) {
-    if (met_[b]) continue;
-    LogitEdit e{bias[b].first, LogitEdit::kUnseen, 0};
-    mark(e);
-    edits_.push_back(e);
+    fixed_n_ = edits_.size();
+    fixed_hold_ = static_cast<int>(hold);
+    touched_.clear();
   }
-  for (size_t h = 0; hold && h < held.size(); ++h)
-    if (!met_[bias.size() + h]) edits_.push_back({held[h], LogitEdit::kUnseen, LogitEdit::kHeld});
+  // Then the seen ids: a biased or held one takes its count in place, the others follow. The
+  // history can restart (another prompt), so last step's counts are undone first, not kept.
+  for (size_t k : touched_) edits_[k].count = LogitEdit::kUnseen;
+  touched_.clear();
+  edits_.resize(fixed_n_);
+  edits_.reserve(fixed_n_ + seen.size());  // no reallocation below: the iterators stay valid
+  const auto fixed_end = edits_.begin() + static_cast<std::ptrdiff_t>(fixed_n_);
+  for (const LogitEdit& e : seen) {
+    const auto it = std::lower_bound(edits_.begin(), fixed_end, e.id,
+                                     [](const LogitEdit& f, int32_t id) { return f.id < id; });
+    if (it != fixed_end && it->id == e.id) {
+      it->count = e.count;
+      touched_.push_back(static_cast<size_t>(it - edits_.begin()));
+    } else {
+      edits_.push_back(e);
+    }
+  }
   return edits_;
 }
 

@@ -86,8 +86,12 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<float> edited_;      ///< the edited copy of the logits, kept to reuse its memory
   PenaltyHistory history_;        ///< the ids this sequence has seen, kept across its picks
-  std::vector<LogitEdit> edits_;  ///< the history's edits with the biases and holds merged in
-  std::vector<char> met_;         ///< per logit_bias entry, then per held id: already among edits_
+  /// The biased and held ids in id order ([0, fixed_n_), merged for the hold state fixed_hold_:
+  /// -1 none yet), then the seen ids that are neither: what logit_edits returns.
+  std::vector<LogitEdit> edits_;
+  size_t fixed_n_ = 0;
+  int fixed_hold_ = -1;
+  std::vector<size_t> touched_;  ///< the fixed edits whose count the last step's history set
 };
 
 }  // namespace lg::runtime

@@ -10,6 +10,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -145,6 +146,52 @@ TEST(LogitBias, WorkedExamples) {
   const auto later = both.logit_edits(prompt, std::vector<int32_t>{2, 2});
   ASSERT_EQ(later.size(), 3u);  // 1 and 0 from the prompt, 2 from the output
   EXPECT_EQ(later[0].bias, 50.0f);
+}
+
+// The edits one Sampler returns step after step (its merged biases and holds kept across steps)
+// equal the definition's, id by id: the seen ids with their output counts (the prompt's when the
+// repetition penalty reads it), each biased id with its bias, each held id held while min_tokens
+// holds. Histories grow, restart with another prompt (a preempted sequence's replay, or a caller
+// reusing the Sampler), and cross min_tokens; biases cover from none to most of the vocabulary.
+TEST(LogitBias, EditsKeptAcrossStepsEqualTheDefinition) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto uni = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto V = static_cast<int32_t>(uni(20, 300));
+    SamplingOptions o = random_options(rng, V);
+    if (uni(0, 3) == 0) {  // most of the vocabulary biased
+      o.logit_bias.clear();
+      for (int32_t id = 0; id < V; ++id)
+        if (uni(0, 9) > 0) o.logit_bias.emplace_back(id, static_cast<float>(uni(-100, 100)));
+    }
+    Sampler s(o);
+    std::vector<int32_t> prompt, output;
+    for (int step = 0; step < 12; ++step) {
+      SCOPED_TRACE("trial " + std::to_string(trial) + ", step " + std::to_string(step));
+      if (step == 0 || uni(0, 5) == 0) {  // a fresh history
+        prompt.assign(static_cast<size_t>(uni(1, 15)), 0);
+        for (int32_t& t : prompt) t = static_cast<int32_t>(uni(0, V - 1));
+        output.clear();
+      }
+      std::map<int32_t, std::pair<int32_t, float>> want;  // id -> (count, bias)
+      if (o.penalties.active()) {
+        if (o.penalties.repetition != 1)
+          for (int32_t t : prompt) want[t] = {0, 0.0f};
+        for (int32_t t : output) ++want.try_emplace(t, 0, 0.0f).first->second.first;
+      }
+      for (const auto& [id, b] : o.logit_bias) want.try_emplace(id, LogitEdit::kUnseen, 0.0f).first->second.second = b;
+      if (static_cast<int64_t>(output.size()) < o.min_tokens)
+        for (int32_t id : o.min_tokens_held)
+          want.try_emplace(id, LogitEdit::kUnseen, 0.0f).first->second.second = LogitEdit::kHeld;
+      std::map<int32_t, std::pair<int32_t, float>> got;
+      for (const LogitEdit& e : s.logit_edits(prompt, output))
+        ASSERT_TRUE(got.emplace(e.id, std::make_pair(e.count, e.bias)).second) << "id " << e.id << " edited twice";
+      ASSERT_EQ(got, want);
+      output.push_back(static_cast<int32_t>(uni(0, V - 1)));
+    }
+  }
 }
 
 TEST(LogitBias, BadOptionsNameTheField) {
