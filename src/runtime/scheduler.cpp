@@ -190,14 +190,21 @@ bool Scheduler::plan_running(std::vector<Planned>& plan, int64_t& budget) {
   return true;
 }
 
+// In arrival order, except that a request whose prompt a running prefill is writing waits
+// (awaits_prefix) while the ones behind it may go.
 void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
-  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(plan.size()) < options_.max_batch) {
-    Seq& s = *waiting_.front();
+  for (size_t i = 0; i < waiting_.size() && budget > 0 && static_cast<int64_t>(plan.size()) < options_.max_batch;) {
+    Seq& s = *waiting_[i];
     const int64_t cached = take_cached_prefix(s);
-    const int64_t n = fits(s, std::min(s.remaining(), budget));
+    const bool awaits = awaits_prefix(s);
+    const int64_t n = awaits ? 0 : fits(s, std::min(s.remaining(), budget));
     if (n < 1) {  // it waits, holding nothing
       blocks_.release(s.table);
       s.computed = s.named = 0;
+      if (awaits) {
+        ++i;
+        continue;
+      }
       break;
     }
     if (!s.looked_up) {
@@ -206,11 +213,26 @@ void Scheduler::admit_waiting(std::vector<Planned>& plan, int64_t& budget) {
       stats_.prefix_cache_hits += cached;
     }
     blocks_.grow(s.table, s.computed + n);
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+    running_.push_back(std::move(waiting_[i]));
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     plan.push_back({&s, n});
     budget -= n;
   }
+}
+
+bool Scheduler::awaits_prefix(const Seq& s) const {
+  if (!options_.prefix_cache) return false;
+  const int64_t bs = limits_.block_size;
+  const int64_t most = (static_cast<int64_t>(s.tokens.size()) - 1) / bs;  // what take_cached_prefix may take
+  if (most <= s.named) return false;
+  for (const auto& r : running_) {
+    if (r->remaining() <= 1) continue;  // a decode: its full blocks are named already
+    const int64_t span = std::min(most * bs, static_cast<int64_t>(r->tokens.size()));
+    const auto end = s.tokens.begin() + span;
+    const int64_t shared = (std::mismatch(s.tokens.begin(), end, r->tokens.begin()).first - s.tokens.begin()) / bs;
+    if (shared > s.named && r->named < shared) return true;
+  }
+  return false;
 }
 
 bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {

@@ -8,7 +8,9 @@
 //
 // With the prefix cache (on by default, SchedulerOptions::prefix_cache) a request admitted to
 // the batch first takes the cached KV blocks its tokens start with (kv_blocks.h) and prefills
-// only the rest; the blocks each step fills are named for later requests once full.
+// only the rest; the blocks each step fills are named for later requests once full. A request
+// whose prompt starts with blocks another request's prefill is writing waits for them (the
+// requests behind it may go first) rather than computing them a second time.
 #pragma once
 
 #include <chrono>
@@ -114,6 +116,11 @@ class Scheduler {
   /// With the prefix cache: `s` (not running, no blocks) takes the cached blocks its tokens start
   /// with, all but its last token at most. Returns the tokens they hold.
   int64_t take_cached_prefix(Seq& s);
+  /// With the prefix cache: whether a running prefill is writing full blocks of `s`'s tokens
+  /// beyond the cached ones `s` took, so that `s` waiting for them to be named saves computing
+  /// them twice (n choices of one prompt, a system prompt many requests start with at once).
+  /// Never for a decoding sequence's blocks (they are named as they fill).
+  bool awaits_prefix(const Seq& s) const;
   /// Requests whose caller stopped them (should_stop: a client that went away, a shutdown's cut)
   /// leave before a step is planned, wherever they are: a waiting one never runs (anywhere in
   /// the queue, not only at its front), a running one frees its blocks now, not after its next

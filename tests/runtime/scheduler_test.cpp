@@ -249,6 +249,98 @@ TEST(Scheduler, ARepeatedPromptComputesOnlyItsLastBlockOrTail) {
   }
 }
 
+// Requests that start with blocks another request's prefill is writing wait for them to be named
+// instead of computing them again: n choices of one prompt, a system prompt many requests begin
+// with at once. Each still gets its solo tokens; the ones behind a waiting request go on.
+TEST(Scheduler, ARequestWaitsForTheBlocksARunningPrefillIsWriting) {
+  const auto prompt_of = [](int64_t len, int32_t salt) {
+    std::vector<int32_t> p(static_cast<size_t>(len));
+    for (int64_t i = 0; i < len; ++i) p[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37 + salt) % kVocab);
+    return p;
+  };
+  struct Run {
+    std::vector<std::vector<int32_t>> out;
+    SchedulerStats st;
+  };
+  const auto run = [&](const std::vector<std::vector<int32_t>>& prompts, bool cache) {
+    PoolLane lane(128, 1024, 8, 16, 256);
+    Scheduler sched(lane, SchedulerOptions{.prefix_cache = cache});
+    lane.watch = &sched.blocks();
+    Run r;
+    r.out.resize(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      Request q;
+      q.prompt = prompts[i];
+      q.options.max_new_tokens = 6;
+      q.on_done = [&r, i](Generation&& g, const std::string&) { r.out[i] = g.tokens; };
+      sched.submit(std::move(q));
+    }
+    sched.run();
+    r.st = sched.stats();
+    EXPECT_EQ(r.st.kv_blocks_used, 0);
+    return r;
+  };
+  // Eight choices of a 35-token prompt: the first computes it, the others its last 3 tokens
+  // (4 full blocks of 8 shared).
+  const std::vector<std::vector<int32_t>> same(8, prompt_of(35, 11));
+  const Run shared = run(same, true), alone = run(same, false);
+  EXPECT_EQ(shared.out, alone.out);
+  EXPECT_EQ(shared.st.prompt_tokens_computed, 35 + 7 * 3);
+  EXPECT_EQ(alone.st.prompt_tokens_computed, 8 * 35);
+  // A 40-token system prompt and tails of their own: 45 computed, then 5 for each of the others.
+  std::vector<std::vector<int32_t>> tails;
+  for (int32_t k = 0; k < 4; ++k) {
+    tails.push_back(prompt_of(40, 5));
+    const auto tail = prompt_of(5, 60 + k);
+    tails.back().insert(tails.back().end(), tail.begin(), tail.end());
+  }
+  const Run system = run(tails, true);
+  EXPECT_EQ(system.out, run(tails, false).out);
+  EXPECT_EQ(system.st.prompt_tokens_computed, 45 + 3 * 5);
+
+  // The one behind a waiting request is admitted at once; the waiting one at the next step.
+  PoolLane lane(128, 1024, 8, 16, 32);
+  Scheduler sched(lane);
+  std::vector<int64_t> first_token_step(3, -1);
+  int64_t steps = 0;
+  for (const auto& [k, p] : std::vector<std::pair<int, std::vector<int32_t>>>{
+           {0, prompt_of(20, 3)}, {1, prompt_of(20, 3)}, {2, prompt_of(5, 9)}}) {
+    Request q;
+    q.prompt = p;
+    q.options.max_new_tokens = 3;
+    q.options.on_token = [&, k](int32_t) {
+      if (first_token_step[static_cast<size_t>(k)] < 0) first_token_step[static_cast<size_t>(k)] = steps;
+    };
+    sched.submit(std::move(q));
+  }
+  while (sched.step()) ++steps;
+  EXPECT_EQ(first_token_step, (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(sched.stats().prompt_tokens_computed, 20 + 4 + 5);
+
+  // A decoding request's blocks never hold one back: a prompt that continues another's output
+  // (a chat's next turn) starts at the next step though that block is still filling.
+  PoolLane lane2(128, 1024, 8, 16, 64);
+  Scheduler sched2(lane2);
+  std::vector<int32_t> first_out;
+  Request a;
+  a.prompt = prompt_of(12, 4);
+  a.options.max_new_tokens = 8;
+  a.options.on_token = [&](int32_t t) { first_out.push_back(t); };
+  sched2.submit(std::move(a));
+  sched2.step();
+  sched2.step();
+  ASSERT_EQ(first_out.size(), 2u);
+  Request b;
+  b.prompt = prompt_of(12, 4);
+  b.prompt.insert(b.prompt.end(), first_out.begin(), first_out.end());
+  b.options.max_new_tokens = 2;
+  sched2.submit(std::move(b));
+  sched2.step();
+  EXPECT_EQ(sched2.running(), 2);
+  EXPECT_EQ(sched2.waiting(), 0);
+  sched2.run();
+}
+
 TEST(Scheduler, RefusesWhatCanNeverRun) {
   PoolLane lane(32, 64, 4, 8, 16);
   Scheduler sched(lane);
