@@ -1,6 +1,7 @@
 // The choices of one request (OpenAI's `n`): n jobs on the engine from the same prompt, each its
-// own sequence with its own draw, followed together by one thread (an HTTP handler, lg batch). The
-// prefix cache shares their prompt's KV blocks once one has computed them (runtime/scheduler.h).
+// own sequence with its own draw, followed together by one thread (an HTTP handler, lg batch). One
+// of them prefills the prompt; the others wait for its KV blocks and take them from the prefix
+// cache (runtime/scheduler.h), computing only the prompt's last partial block.
 #pragma once
 
 #include <cstddef>
