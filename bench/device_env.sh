@@ -27,6 +27,11 @@
 #   ncu_durations FILE COUNT "BENCH ARGS"  Nsight Compute's duration of COUNT kernels of an `lg bench`
 #                        run's graph replays (caches as they run), summed by kernel name into
 #                        FILE_summary.txt (what session 37's call 1 spelled out)
+#   ncu_last_step FILE FIRST LAST "BENCH ARGS"  Nsight Compute's duration of every kernel of an
+#                        `lg bench` run, then the launches of its last step alone (from the last
+#                        kernel matching LAST back to the kernel matching FIRST before it), summed
+#                        by kernel name and grid into FILE_summary.txt: a mixed step's kernels
+#                        (--prefill-chunk runs them last), which no launch-skip count finds
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -239,5 +244,35 @@ print(len(rows), "kernels, unit", unit)
 for k, v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
     v.sort()
     print(f"{k:60s} n {len(v):4d} sum {sum(v):10.1f} min {v[0]:8.1f} med {v[len(v)//2]:8.1f} max {v[-1]:8.1f}")
+PY
+}
+
+ncu_last_step() {
+  local file=$1 first=$2 last=$3 args=$4
+  local ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  # shellcheck disable=SC2086  # the bench arguments split
+  timeout 420 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    $lg bench $args > "$out/$file.csv" 2>&1
+  echo "ncu rc $?"
+  python3 - "$out/$file.csv" "$first" "$last" <<'PY' | tee "$out/${file}_summary.txt"
+import csv, re, sys, collections
+lines = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = next(r for r in lines if "Kernel Name" in r)
+col = {name: i for i, name in enumerate(head)}
+rows = [r for r in lines if r[col["Metric Name"]] == "gpu__time_duration.sum"]
+name = lambda r: r[col["Kernel Name"]]
+end = max(i for i, r in enumerate(rows) if re.search(sys.argv[3], name(r)))
+start = max(i for i in range(end + 1) if re.search(sys.argv[2], name(rows[i])))
+step = rows[start:end + 1]
+unit = step[0][col["Metric Unit"]]
+by = collections.defaultdict(list)
+for r in step:
+    by[(name(r)[:70], r[col["Grid Size"]])].append(float(r[col["Metric Value"]].replace(",", "")))
+total = sum(sum(v) for v in by.values())
+print(f"{len(rows)} kernels profiled; the last step: launches {start}..{end} ({len(step)}), sum {total:.1f} {unit}")
+for (k, grid), v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+    v.sort()
+    print(f"{k:70s} {grid:>16s} n {len(v):4d} sum {sum(v):10.1f} ({100 * sum(v) / total:4.1f}%) med {v[len(v)//2]:8.1f}")
 PY
 }

@@ -1,6 +1,7 @@
 // `lg bench`: times a lane at a real model shape on the GPU, next to its floors.
 //   lg bench --shape qwen3-0.6b|qwen3-8b|MODEL_DIR|SHAPE_DIR [--lane handwritten|compiled] [--prompt-len 512,2048]
-//            [--batch 1,16,64,128] [--context 512,8192,32768] [--decode-tokens 128] [--json]
+//            [--batch 1,16,64,128] [--context 512,8192,32768] [--decode-tokens 128] [--prefill-chunk 512]
+//            [--json]
 // A preset shape, or a directory holding only a config.json (bench/shapes/qwen3-30b-a3b), gets
 // deterministic random bf16 weights made on the device (hand-written and compiled lanes; no
 // checkpoint of many GB has to exist or travel); a model directory is loaded as is. Reports the device-to-device copy bandwidth (bytes read + written, as shared/peers/hf_peer.py
@@ -10,6 +11,10 @@
 // the lane's step call, its copies and the token round trip), generated tokens/s, and the step's
 // floor: max(weight bytes + the B sequences' K/V bytes over the copy bandwidth, FLOPs over the
 // tensor-core rate).
+// --prefill-chunk N,... also times, at every (context, batch), the mixed step continuous batching
+// runs while a prompt is prefilled: the B decodes plus an N-token prompt chunk of one more sequence
+// (its first N positions, rewritten each step), next to the same floor for that step's rows and
+// with the chunk's cost over the decode step a prompt token.
 // --sample lane|host times sampled decode (--sample-params T,K,P; Qwen3's generation_config by
 // default: temperature 0.6, top-k 20, top-p 0.95): `lane` has every sequence draw its token on the lane (SeqStep::draw, what the
 // scheduler asks of a GPU lane), `host` brings every logits row back and draws there (what a lane
@@ -59,6 +64,7 @@ struct BenchOpts {
   int64_t decode_tokens = 128;
   std::vector<int64_t> batches{1};
   std::vector<int64_t> contexts{32};
+  std::vector<int64_t> chunks;  ///< --prefill-chunk: prompt chunks timed with each decode batch
   bool json = false;
   std::string sample = "none";  ///< none (greedy argmax), lane or host: see the top of the file
   std::vector<double> sample_params{0.6, 20, 0.95};  ///< temperature, top-k, top-p of --sample
@@ -146,15 +152,20 @@ struct DecodeTiming {
 /// its own (see the top of the file); nullopt when the pool cannot hold them. Two untimed steps
 /// first (graph capture, cuBLASLt's algorithm choice). Sampled (`sample` lane or host), each
 /// sequence picks with a copy of `sampling`'s Sampler; with a penalty its history is `context`
-/// random prompt ids and the tokens it drew, as a request's.
-std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t steps, int32_t vocab,
-                                        const std::string& sample, const lg::runtime::SamplingOptions& sampling,
-                                        std::mt19937& rng) {
+/// random prompt ids and the tokens it drew, as a request's. `chunk` > 0 makes every step a mixed
+/// one: one more sequence, last in the batch, prefills positions 0 .. chunk - 1 of a random prompt
+/// in blocks of its own (greedy; its pick is not used).
+std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t context, int64_t chunk, int64_t steps,
+                                        int32_t vocab, const std::string& sample,
+                                        const lg::runtime::SamplingOptions& sampling, std::mt19937& rng) {
   using clock = std::chrono::steady_clock;
   const lg::LaneLimits& lim = lane.limits();
   const int64_t warm = 2, last = context + warm + steps;  // positions context .. last - 1 are decoded
   const int64_t per_seq = (last + lim.block_size - 1) / lim.block_size;
-  if (B * per_seq > lim.num_blocks || last > lim.max_seq) return std::nullopt;
+  const int64_t chunk_blocks = (chunk + lim.block_size - 1) / lim.block_size;
+  if (B * per_seq + chunk_blocks > lim.num_blocks || last > lim.max_seq || chunk > lim.max_seq ||
+      B + chunk > lim.max_tokens)
+    return std::nullopt;
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(B));
   std::vector<int32_t> tokens(static_cast<size_t>(B));
   std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
@@ -171,7 +182,16 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
     if (sampling.penalties.active())
       for (int64_t k = 0; k < context; ++k) prompts[static_cast<size_t>(b)].push_back(tok(rng));
   }
-  std::vector<lg::SeqStep> batch(static_cast<size_t>(B));
+  std::vector<int32_t> chunk_tokens(static_cast<size_t>(chunk)), chunk_table(static_cast<size_t>(chunk_blocks));
+  for (auto& t : chunk_tokens) t = tok(rng);
+  for (int64_t j = 0; j < chunk_blocks; ++j) chunk_table[static_cast<size_t>(j)] = static_cast<int32_t>(B * per_seq + j);
+  std::vector<lg::SeqStep> batch(static_cast<size_t>(B + (chunk > 0 ? 1 : 0)));
+  if (chunk > 0) {
+    lg::SeqStep& q = batch.back();
+    q.tokens = chunk_tokens;
+    q.start_pos = 0;
+    q.blocks = chunk_table;
+  }
   std::vector<double> ms;
   for (int64_t i = 0; i < warm + steps; ++i) {
     const auto t0 = clock::now();  // the host's share of a pick (the penalties' edits) counts too
@@ -214,11 +234,23 @@ lg::LaneOptions bench_lane_options(const BenchOpts& o) {
   // max_batch x max_seq positions.
   const int64_t bs = o.lane_options.block_size > 0 ? o.lane_options.block_size : 16;
   lg::LaneOptions lane_options = o.lane_options;
-  lane_options.max_seq = (std::max(max_prompt, max_context + o.decode_tokens + 2) + 8 + bs - 1) / bs * bs;
+  const int64_t max_chunk = o.chunks.empty() ? 0 : *std::max_element(o.chunks.begin(), o.chunks.end());
+  lane_options.max_seq =
+      (std::max({max_prompt, max_chunk, max_context + o.decode_tokens + 2}) + 8 + bs - 1) / bs * bs;
   if (lane_options.max_batch == 0) lane_options.max_batch = std::max<int64_t>(max_batch, 1);
   if (lane_options.max_batch < max_batch)
     throw lg::Error("lg bench: --batch " + std::to_string(max_batch) + " needs --max-batch of at least that (got " +
                     std::to_string(lane_options.max_batch) + ")");
+  // A mixed step holds the largest batch's decodes and the largest chunk (resolve_limits' default
+  // budget is a 2,048-token chunk or a full batch).
+  if (max_chunk > 0) {
+    if (lane_options.max_tokens == 0)
+      lane_options.max_tokens = std::max(std::min<int64_t>(lane_options.max_seq, 2048), max_batch + max_chunk);
+    else if (lane_options.max_tokens < max_batch + max_chunk)
+      throw lg::Error(fmt::format("lg bench: --batch {} with --prefill-chunk {} needs --max-step-tokens of at least {} "
+                                  "(got {})",
+                                  max_batch, max_chunk, max_batch + max_chunk, lane_options.max_tokens));
+  }
   return lane_options;
 }
 
@@ -246,44 +278,87 @@ void time_prefills(lg::Lane& lane, const BenchOpts& o, int32_t vocab, std::mt199
   seq.restart();  // its blocks back: the decode timings place sequences in the pool themselves
 }
 
-/// The decode step of every (--context, --batch) next to its floor: max(the step's weight bytes
-/// (a mixture of experts: the union of its B tokens' experts) + the B sequences' K/V bytes at
-/// the middle of the timed positions over `bw` bytes/s, FLOPs over `tc_rate` FLOP/s). Returns the
-/// entries (r["decode"]); what the pool cannot hold goes to `skipped`.
+/// The floors of the decode (and mixed) steps lg bench times: the bytes a step must read and the
+/// FLOPs it must do, from the config alone.
+struct StepFloor {
+  const lg::model::ModelConfig& config;
+  double bw, tc_rate;  ///< copy bandwidth (bytes/s), bf16 tensor-core rate (FLOP/s)
+
+  double kv_bytes_per_position() const {  // K and V, bf16, every layer
+    return 2.0 * 2.0 * static_cast<double>(config.num_hidden_layers) *
+           static_cast<double>(config.num_key_value_heads * config.head_dim);
+  }
+  double attn_flops_per_position() const {  // q.k and p.v of every query head
+    return 4.0 * static_cast<double>(config.num_hidden_layers) *
+           static_cast<double>(config.num_attention_heads * config.head_dim);
+  }
+  /// ms: max(the weights the step's rows read (a mixture of experts: the union of their experts)
+  /// + the decodes' K/V at `ctx` positions each over bw, FLOPs over tc_rate). B decode rows and
+  /// `chunk` prompt rows; 2 FLOPs per bf16 weight a row reads (bytes = FLOPs), the LM head for
+  /// each sequence's last row only, a causal chunk's attention N (N + 1) / 2 positions.
+  double ms(int64_t B, double ctx, int64_t chunk) const {
+    const double Bd = static_cast<double>(B), N = static_cast<double>(chunk);
+    const double row_bytes = static_cast<double>(lg::model::decode_weight_bytes(config));
+    const double head_bytes = 2.0 * static_cast<double>(config.vocab_size * config.hidden_size);
+    const double kv_bytes = Bd * ctx * kv_bytes_per_position() + N * kv_bytes_per_position();
+    const double weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config, B + chunk));
+    double flops = Bd * row_bytes + Bd * ctx * attn_flops_per_position();
+    if (chunk > 0) flops += row_bytes + (N - 1) * (row_bytes - head_bytes) + 0.5 * N * (N + 1) * attn_flops_per_position();
+    return std::max((weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
+  }
+};
+
+/// The decode step of every (--context, --batch) next to its floor (StepFloor, the K/V at the
+/// middle of the timed positions), and with each --prefill-chunk the mixed step (its "mixed"
+/// entries). Returns the entries (r["decode"]); what the pool or the step's token budget cannot
+/// hold goes to `skipped`.
 nlohmann::json time_decodes(lg::Lane& lane, const BenchOpts& o, const lg::model::ModelConfig& config,
                             const lg::runtime::SamplingOptions& sampling, double bw, double tc_rate,
                             std::mt19937& rng, std::vector<std::string>& skipped) {
-  const double weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config));
-  const double kv_bytes_per_position = 2.0 * 2.0 * static_cast<double>(config.num_hidden_layers) *
-                                       static_cast<double>(config.num_key_value_heads * config.head_dim);  // K, V bf16
-  const double attn_flops_per_position = 4.0 * static_cast<double>(config.num_hidden_layers) *
-                                         static_cast<double>(config.num_attention_heads * config.head_dim);
+  const StepFloor floor{config, bw, tc_rate};
+  const auto vocab = static_cast<int32_t>(config.vocab_size);
+  const auto timing_json = [](const DecodeTiming& m, double floor_ms) {
+    nlohmann::json e;
+    e["steps"] = m.steps;
+    e["step_ms"] = m.median_ms;
+    e["p10_ms"] = m.p10_ms;
+    e["p90_ms"] = m.p90_ms;
+    e["floor_ms"] = floor_ms;
+    e["over_floor"] = m.median_ms / floor_ms;
+    return e;
+  };
   nlohmann::json decode = nlohmann::json::array();
   for (int64_t C : o.contexts) {
     for (int64_t B : o.batches) {
-      auto m = time_decode(lane, B, C, o.decode_tokens, static_cast<int32_t>(config.vocab_size), o.sample, sampling,
-                           rng);
+      auto m = time_decode(lane, B, C, 0, o.decode_tokens, vocab, o.sample, sampling, rng);
       if (!m) {
         skipped.push_back(fmt::format("batch {} at context {}: needs {} KV positions, the pool has {}", B, C,
                                       B * (C + o.decode_tokens + 2), lane.limits().pool_tokens()));
         continue;
       }
       const double Bd = static_cast<double>(B), ctx = static_cast<double>(C) + 0.5 * static_cast<double>(o.decode_tokens);
-      const double kv_bytes = Bd * ctx * kv_bytes_per_position;
-      const double flops = Bd * weight_bytes + Bd * ctx * attn_flops_per_position;  // 2 FLOPs per bf16 weight
-      const double step_weight_bytes = static_cast<double>(lg::model::decode_weight_bytes(config, B));
-      const double floor_ms = std::max((step_weight_bytes + kv_bytes) / bw, flops / tc_rate) * 1e3;
-      nlohmann::json e;
+      nlohmann::json e = timing_json(*m, floor.ms(B, ctx, 0));
       e["batch"] = B;
       e["context"] = C;
-      e["steps"] = m->steps;
-      e["step_ms"] = m->median_ms;
-      e["p10_ms"] = m->p10_ms;
-      e["p90_ms"] = m->p90_ms;
       e["tok_per_s"] = Bd / (m->median_ms / 1e3);
-      e["kv_GB"] = kv_bytes / 1e9;
-      e["floor_ms"] = floor_ms;
-      e["over_floor"] = m->median_ms / floor_ms;
+      e["kv_GB"] = Bd * ctx * floor.kv_bytes_per_position() / 1e9;
+      nlohmann::json mixed = nlohmann::json::array();
+      for (int64_t N : o.chunks) {
+        const auto mm = time_decode(lane, B, C, N, o.decode_tokens, vocab, o.sample, sampling, rng);
+        if (!mm) {
+          skipped.push_back(fmt::format("batch {} at context {} with a {}-token chunk: needs {} KV positions and {} "
+                                        "tokens a step, the pool has {} and the step {}",
+                                        B, C, N, B * (C + o.decode_tokens + 2) + N, B + N,
+                                        lane.limits().pool_tokens(), lane.limits().max_tokens));
+          continue;
+        }
+        nlohmann::json x = timing_json(*mm, floor.ms(B, ctx, N));
+        x["chunk"] = N;
+        // What each prompt token of the chunk adds to the decode step (vs. its own prefill rate).
+        x["chunk_us_per_token"] = (mm->median_ms - m->median_ms) * 1e3 / static_cast<double>(N);
+        mixed.push_back(x);
+      }
+      if (!o.chunks.empty()) e["mixed"] = mixed;
       decode.push_back(e);
     }
   }
@@ -322,6 +397,16 @@ void print_bench(const BenchOpts& o, const lg::runtime::SamplingOptions& samplin
                              e["batch"].get<int64_t>(), e["context"].get<int64_t>(), e["step_ms"].get<double>(),
                              e["p10_ms"].get<double>(), e["p90_ms"].get<double>(), e["tok_per_s"].get<double>(),
                              e["floor_ms"].get<double>(), e["over_floor"].get<double>());
+  if (!o.chunks.empty()) {
+    std::cout << "  mixed    batch  context  chunk   step ms  (p10 .. p90)    us/chunk token   floor ms  step/floor\n";
+    for (const auto& e : r["decode"])
+      for (const auto& x : e["mixed"])
+        std::cout << fmt::format("         {:6} {:8} {:6} {:9.3f}  ({:.3f} .. {:.3f}) {:14.2f} {:10.3f} {:10.2f}\n",
+                                 e["batch"].get<int64_t>(), e["context"].get<int64_t>(), x["chunk"].get<int64_t>(),
+                                 x["step_ms"].get<double>(), x["p10_ms"].get<double>(), x["p90_ms"].get<double>(),
+                                 x["chunk_us_per_token"].get<double>(), x["floor_ms"].get<double>(),
+                                 x["over_floor"].get<double>());
+  }
   for (const auto& sk : r["decode_skipped"]) std::cout << "  skipped: " << sk.get<std::string>() << " (--kv-tokens)\n";
   std::cout << "json: " << r.dump() << "\n";
 }
@@ -422,6 +507,11 @@ LG_COMMAND("bench", [](CLI::App& app) {
       ->delimiter(',')
       ->check(lg::cli::int_in_range(1, int64_t{1} << 20))
       ->capture_default_str();
+  sub->add_option("--prefill-chunk", o->chunks,
+                  "also time each decode batch with an N-token prompt chunk in its step (continuous batching's "
+                  "mixed step)")
+      ->delimiter(',')
+      ->check(lg::cli::int_in_range(1, int64_t{1} << 20));
   sub->add_option("--sample", o->sample,
                   "decode steps greedy (none), or sampling every token (temperature 0.6, top-k 20, top-p 0.95) "
                   "drawn on the lane (lane) or on the host from each logits row (host)")
