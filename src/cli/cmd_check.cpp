@@ -114,11 +114,12 @@ LG_COMMAND("check", [](CLI::App& app) {
     // refused by lg run, serve and batch at load, on the cpu lane too: say so here, where it
     // checked clean and said nothing, as the refusal of a statement the compiler cannot lift is.
     bool batches = true;
-    if (const auto problem = lg::runtime::forward_inputs_problem(r.graph)) {
-      batches = false;
-      fmt::print("\nnote: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n  "
-                 "the forward {}\n", *problem);
-    }
+    for (const auto& problem : {lg::runtime::forward_inputs_problem(r.graph), lg::runtime::forward_logits_problem(r.graph)})
+      if (problem && batches) {
+        batches = false;
+        fmt::print("\nnote: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n  "
+                   "the forward {}\n", *problem);
+      }
     if (batches) {
       try {
         lg::ir::Graph batched = r.graph;

@@ -51,7 +51,7 @@ ir::Graph lower_at_context(const std::filesystem::path& source, const model::Mod
 }
 
 // The runtime feeds a forward T tokens per step and samples from one row of logits per token, so
-// a program that runs a model must return one [T, V] output with V = config.json's vocab_size:
+// a program that runs a model must return one f32[T, V] output with V = config.json's vocab_size:
 // without this a program returning [T, D] (or a fixed T) ran, sampled ids from the wrong row width
 // and blamed the tokenizer, or reported a context of 0 tokens.
 void check_logits_output(const ir::Graph& g, const std::filesystem::path& source, const model::ModelConfig& config) {
@@ -59,19 +59,25 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
   if (g.symbols.empty())
     throw Error(where + " has no runtime token count T: a model's forward takes tokens: i32[T], pos: i32[T]");
   if (const auto problem = forward_inputs_problem(g)) throw Error(where + " " + *problem);
-  if (g.outputs.size() != 1)
-    throw Error(where + " returns " + std::to_string(g.outputs.size()) + " values; a model's forward returns one, the logits [T, V]");
+  if (const auto problem = forward_logits_problem(g)) throw Error(where + " " + *problem);
   const ir::Shape& shape = g.at(g.outputs[0]).shape;
-  const bool t_rows = shape.size() == 2 && shape[0] == ir::Dim::symbol(0) && shape[1].is_const() && shape[1].coeff > 0;
-  if (!t_rows)
-    throw Error(where + " returns " + ir::type_string(g, g.at(g.outputs[0]).dtype, shape) +
-                "; a model's forward returns the logits [T, V], one row per token");
   if (config.vocab_size > 0 && shape[1].coeff != config.vocab_size)
     throw Error(where + " returns logits [T, " + std::to_string(shape[1].coeff) + "], but " + config.source +
                 " has vocab_size " + std::to_string(config.vocab_size) + ": the logits must have one column per token id");
 }
 
 }  // namespace
+
+std::optional<std::string> forward_logits_problem(const ir::Graph& g) {
+  if (g.outputs.size() != 1)
+    return "returns " + std::to_string(g.outputs.size()) + " values; a model's forward returns one, the logits f32[T, V]";
+  const ir::Shape& shape = g.at(g.outputs[0]).shape;
+  const bool t_rows = shape.size() == 2 && shape[0] == ir::Dim::symbol(0) && shape[1].is_const() && shape[1].coeff > 0;
+  // Every lane reads the logits as f32 (an i32 or bool output was read as floats past its end).
+  if (t_rows && g.at(g.outputs[0]).dtype == DType::F32) return std::nullopt;
+  return "returns " + ir::type_string(g, g.at(g.outputs[0]).dtype, shape) +
+         "; a model's forward returns the logits f32[T, V], one row per token";
+}
 
 std::optional<std::string> forward_inputs_problem(const ir::Graph& g) {
   const ir::Dim T = ir::Dim::symbol(0);

@@ -22,6 +22,10 @@ struct ForwardGraph {
 /// `tokens: i32[T], pos: i32[T]`, which every lane gives a model's forward. nullopt when they are.
 /// The message starts "is declared forward(...)", to follow the program's name.
 std::optional<std::string> forward_inputs_problem(const ir::Graph& g);
+/// Why the runtime cannot sample from `g`'s output: it is not one f32[T, V] (V a positive
+/// constant), the logits a row per token every lane reads. nullopt when it is. The message starts
+/// "returns ...", to follow "the forward".
+std::optional<std::string> forward_logits_problem(const ir::Graph& g);
 
 /// The .lg program of `dir`: dir.program when set (`--program`), else the one its model_type names.
 std::filesystem::path program_source(const model::ModelDir& dir);

@@ -178,6 +178,32 @@ TEST(CliUsage, CheckNotesAProgramNoLaneCanBatch) {
   EXPECT_NE(batch.out.find("it slices the position axis of a state"), std::string::npos) << batch.out;
 }
 
+// Logits of a dtype other than f32 check as a program but no lane samples them: lg check says so,
+// and lg run refuses the program at load (it read an i32 output as floats and crashed: a new-user
+// pass).
+TEST(CliUsage, CheckNotesLogitsThatAreNotF32) {
+  std::ifstream in(kQwen3);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t sig = text.find("-> f32[T, V]");
+  ASSERT_NE(sig, std::string::npos) << "qwen3.lg's forward signature moved";
+  text.replace(sig, 12, "-> i32[T, V]");
+  const std::string logits = "return rms_norm(x, norm, eps) @ head.T";
+  const size_t ret = text.find(logits, sig);
+  ASSERT_NE(ret, std::string::npos) << "qwen3.lg's return statement moved";
+  text.replace(ret, logits.size(), "return (rms_norm(x, norm, eps) @ head.T).to(i32)");
+  const std::string file = ::testing::TempDir() + "/lg_check_int_logits.lg";
+  std::ofstream(file) << text;
+  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n"
+                       "  the forward returns i32[T,"),
+            std::string::npos)
+      << r.out;
+  const CliRun run = run_lg("run --lane cpu --model " + kTiny + " --program " + file + " --prompt-ids 5 -n 1");
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("a model's forward returns the logits f32[T, V]"), std::string::npos) << run.out;
+}
+
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
 // refuse it, naming the statement.
 TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {

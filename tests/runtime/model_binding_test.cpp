@@ -281,6 +281,9 @@ TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
   const auto narrow = program("narrow", "tokens: i32[T], pos: i32[T]) -> f32[T, D]", "x");
   const auto rank1 = program("rank1", "tokens: i32[T], pos: i32[T]) -> f32[T]", "(x @ embed.T)[:, 0]");
   const auto fixed = program("fixed", "tokens: i32[4], pos: i32[4]) -> f32[4, V]", "x @ embed.T");
+  // Logits of another dtype were read as f32 past their end (a segfault on the cpu lane).
+  const auto ints = program("ints", "tokens: i32[T], pos: i32[T]) -> i32[T, V]", "(x @ embed.T).to(i32)");
+  const auto bools = program("bools", "tokens: i32[T], pos: i32[T]) -> bool[T, V]", "(x @ embed.T) > 0.0");
   auto error_for = [&](const std::filesystem::path& p) {
     auto m = model::ModelDir::open(kShared + "/fixtures/tiny-qwen3");
     return error_of([&] { resolve_program(m, p); });
@@ -294,7 +297,13 @@ TEST(ResolveProgram, RefusesAForwardThatDoesNotReturnLogitsOfTheVocabulary) {
   EXPECT_NE(e.find(narrow.string() + ": the forward returns logits [T, 64], but"), std::string::npos) << e;
   EXPECT_NE(e.find("has vocab_size 512"), std::string::npos) << e;
   e = error_for(rank1);
-  EXPECT_NE(e.find("the forward returns f32[T]; a model's forward returns the logits [T, V]"), std::string::npos) << e;
+  EXPECT_NE(e.find("the forward returns f32[T]; a model's forward returns the logits f32[T, V]"), std::string::npos) << e;
+  e = error_for(ints);
+  EXPECT_NE(e.find("the forward returns i32[T,512]; a model's forward returns the logits f32[T, V]"), std::string::npos)
+      << e;
+  e = error_for(bools);
+  EXPECT_NE(e.find("the forward returns bool[T,512]; a model's forward returns the logits f32[T, V]"), std::string::npos)
+      << e;
   e = error_for(fixed);
   EXPECT_NE(e.find("the forward has no runtime token count T"), std::string::npos) << e;
   // Inputs the runtime does not feed: named there (lg check notes the same), not at the cpu lane.
