@@ -27,8 +27,9 @@
 #   ncu_durations FILE COUNT "BENCH ARGS"  Nsight Compute's duration of COUNT kernels of an `lg bench`
 #                        run's graph replays (caches as they run), summed by kernel name into
 #                        FILE_summary.txt (what session 37's call 1 spelled out)
-#   ncu_last_step FILE FIRST LAST "BENCH ARGS"  Nsight Compute's duration of every kernel of an
-#                        `lg bench` run, then the launches of its last step alone (from the last
+#   ncu_last_step FILE FIRST LAST "BENCH ARGS" [SKIP]  Nsight Compute's duration of every kernel
+#                        of an `lg bench` run past its first SKIP launches (default 0), then the
+#                        launches of its last step alone (from the last
 #                        kernel matching LAST back to the kernel matching FIRST before it), summed
 #                        by kernel name and grid into FILE_summary.txt: a mixed step's kernels
 #                        (--prefill-chunk runs them last), which no launch-skip count finds
@@ -248,12 +249,12 @@ PY
 }
 
 ncu_last_step() {
-  local file=$1 first=$2 last=$3 args=$4
+  local file=$1 first=$2 last=$3 args=$4 skip=${5:-0}
   local ncu
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   # shellcheck disable=SC2086  # the bench arguments split
-  timeout 420 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-    $lg bench $args > "$out/$file.csv" 2>&1
+  timeout 300 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    --launch-skip "$skip" $lg bench $args > "$out/$file.csv" 2>&1
   echo "ncu rc $?"
   python3 - "$out/$file.csv" "$first" "$last" <<'PY' | tee "$out/${file}_summary.txt"
 import csv, re, sys, collections

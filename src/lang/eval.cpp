@@ -655,6 +655,12 @@ Value Elaborator::call(const Expr& e) {
       err(e.args[k]->span, "positional argument after a keyword argument");
       failed = true;
     }
+    // As Python: a repeated keyword was taken as its last value, silently.
+    if (!kw.empty() && std::find(e.arg_names.begin(), e.arg_names.begin() + static_cast<std::ptrdiff_t>(k - 1), kw) !=
+                           e.arg_names.begin() + static_cast<std::ptrdiff_t>(k - 1)) {
+      err(e.args[k]->span, "keyword argument '" + kw + "' repeated");
+      failed = true;
+    }
     seen_kw = seen_kw || !kw.empty();
     Value v = eval(*e.args[k]);
     failed = failed || v.is_error();

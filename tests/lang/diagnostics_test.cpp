@@ -214,6 +214,8 @@ const Mistake kCases[] = {
    7, 9, "mean over the runtime dim T is not supported"},
   {"PositionalAfterKeyword", program("", "    y = sum(axis=0, x)\n"),
    7, 21, "positional argument after a keyword argument"},
+  {"RepeatedKeyword", program("", "    y = sum(x, axis=1, axis=0)\n"),
+   7, 29, "keyword argument 'axis' repeated"},
   {"NotAFunction", program("", "    y = x(1)\n"),
    7, 9, "'x' is not a function"},
   {"StatementWithoutAssign", program("", "    x + 1\n"),
