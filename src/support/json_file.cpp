@@ -8,6 +8,9 @@
 namespace lg {
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  // A directory opens as a stream that reads nothing ("malformed JSON: unexpected end of input").
+  if (std::filesystem::is_directory(path, ec)) throw Error(path.string() + ": is a directory, not a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string() + ": cannot open (missing or unreadable)");
   return parse_json_text(read_text_input(in, path.string()), path.string());

@@ -173,11 +173,11 @@ void Tokenizer::Impl::load(TokenizerJson& file) {
 namespace {
 
 TokenizerJson parse_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  // A directory opens as a stream that fails mid-read (an "internal error" before).
+  if (std::filesystem::is_directory(path, ec)) throw Error(path.string() + ": is a directory, not a tokenizer.json file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    throw Error(path.string() + (std::filesystem::exists(path, ec) ? ": cannot open" : ": no such file"));
-  }
+  if (!in) throw Error(path.string() + (std::filesystem::exists(path, ec) ? ": cannot open" : ": no such file"));
   return TokenizerJson::parse(in, path.string());
 }
 
@@ -195,9 +195,11 @@ Tokenizer Tokenizer::from_files(const std::filesystem::path& tokenizer_json,
 Tokenizer Tokenizer::from_file(const std::filesystem::path& tokenizer_json) {
   const auto config = tokenizer_json.parent_path() / "tokenizer_config.json";
   std::error_code ec;
-  return from_files(tokenizer_json, std::filesystem::is_regular_file(config, ec)
-                                        ? std::optional<std::filesystem::path>(config)
-                                        : std::nullopt);
+  const bool present = std::filesystem::exists(config, ec);
+  // Read where it is a file; anything else there is an error, not a file to skip silently.
+  if (present && !std::filesystem::is_regular_file(config, ec))
+    throw Error(config.string() + ": not a regular file, not a tokenizer_config.json");
+  return from_files(tokenizer_json, present ? std::optional<std::filesystem::path>(config) : std::nullopt);
 }
 
 Tokenizer Tokenizer::from_json_text(std::string_view json_text, const std::string& name) {

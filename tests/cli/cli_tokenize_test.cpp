@@ -89,6 +89,33 @@ TEST(CliTokenize, EachTokenIsOneRowWithItsTextEscaped) {
   EXPECT_EQ(text, "a\\tb\\nc\\\\d") << r.out;
 }
 
+// A model directory whose tokenizer.json, config.json or tokenizer_config.json is a directory:
+// named so (an "internal error" from the stream, "malformed JSON: unexpected end of input", a
+// tokenizer_config.json skipped in lg run but refused by lg template: a new-user pass).
+TEST(CliTokenize, ModelFilesThatAreDirectoriesAreNamedSo) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "lg_model_file_dirs";
+  fs::remove_all(root);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"tokenizer.json", "tokenizer.json: is a directory, not a tokenizer.json file"},
+      {"config.json", "config.json: is a directory, not a JSON file"},
+      {"tokenizer_config.json", "tokenizer_config.json: not a regular file, not a tokenizer_config.json"},
+  };
+  for (const auto& [file, message] : cases) {
+    const fs::path dir = root / file;
+    fs::create_directories(dir);
+    for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+      if (file != f) fs::copy_file(fs::path(kModel) / f, dir / f);
+    fs::create_directories(dir / file);
+    const std::string cmd = (file == "config.json" ? "run --lane cpu -n 1 --prompt hi --model " : "tokenize --model ") +
+                            dir.string() + (file == "config.json" ? "" : " hi");
+    const CliRun r = run_lg(cmd);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("lg: error: " + (dir / message).string()), std::string::npos) << cmd << "\n" << r.out;
+  }
+  fs::remove_all(root);
+}
+
 // -m naming a file, a missing folder, or a folder without tokenizer.json: each says which.
 TEST(CliTokenize, ModelPathErrorsSayWhatIsMissing) {
   const std::string missing = ::testing::TempDir() + "lg_tokenize_no_such_dir";
