@@ -183,7 +183,7 @@ Value Elaborator::has(const Expr& e) {
   if (e.args.size() != 2 || !e.arg_names[0].empty())
     return err(e.span, "has takes one config key: has(config.key)");
   const Expr& key = *e.args[1];
-  if (key.kind != ExprKind::Config) return err(key.span, "has' argument must be a config key (config.key)");
+  if (key.kind != ExprKind::Config) return err(key.span, "has's argument must be a config key (config.key)");
   const ConfigLookup r = config_lookup(key);
   if (r.failed) return Value::error();
   // A key under a null object is absent: `"rope_scaling": null` holds no factor.

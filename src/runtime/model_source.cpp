@@ -1,5 +1,6 @@
 #include "runtime/model_source.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <system_error>
@@ -24,9 +25,17 @@ std::vector<fs::path> builtin_model_source_dirs() {
 }
 
 std::vector<fs::path> model_source_dirs() {
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) dirs.emplace_back(env);
-  for (fs::path& d : builtin_model_source_dirs()) dirs.push_back(std::move(d));
+  std::vector<fs::path> dirs, seen;
+  const auto add = [&](fs::path d) {  // once each (LG_MODELS_DIR is often a built-in one)
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(d, ec);
+    if (ec) key = d.lexically_normal();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return;
+    seen.push_back(std::move(key));
+    dirs.push_back(std::move(d));
+  };
+  if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) add(env);
+  for (fs::path& d : builtin_model_source_dirs()) add(std::move(d));
   return dirs;
 }
 

@@ -122,6 +122,10 @@ class Sax : public nlohmann::json_sax<json> {
     if (mode_ == Mode::vocab) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= Vocab::kMaxId)
         fail(capture_field(), "id must be an integer in [0, 2^24)");
+      // Two texts of one id: the first lost its id, and the load failed later for a missing byte.
+      if (const std::string* other = out_.vocab.text(v.get<int32_t>()); other && *other != vocab_key_)
+        fail(capture_field(), "id " + std::to_string(v.get<int32_t>()) + " is model.vocab[" + json(*other).dump() +
+                                  "]'s too (an id names one token)");
       out_.vocab.add(std::move(vocab_key_), v.get<int32_t>());
       return true;
     }

@@ -67,9 +67,9 @@ void expect_one_error(const std::string& text, const nlohmann::json& config, int
 
 TEST(ConfigKeys, HasTakesExactlyOneConfigKey) {
   const auto config = tiny_qwen3_config();
-  expect_one_error(program("  const a = has(1)\n"), config, 2, 17, "has' argument must be a config key (config.key)");
+  expect_one_error(program("  const a = has(1)\n"), config, 2, 17, "has's argument must be a config key (config.key)");
   expect_one_error(program("  const a = has(config.layer_types[0])\n"), config, 2, 17,
-                   "has' argument must be a config key (config.key)");
+                   "has's argument must be a config key (config.key)");
   expect_one_error(program("  const a = has(config.a, config.b)\n"), config, 2, 13, "has takes one config key: has(config.key)");
   expect_one_error(program("  const a = has()\n"), config, 2, 13, "has takes one config key: has(config.key)");
   expect_one_error(program("  const a = has(key=config.a)\n"), config, 2, 13, "has takes one config key: has(config.key)");

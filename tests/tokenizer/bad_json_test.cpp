@@ -134,6 +134,11 @@ TEST(TokenizerJson, MalformedEntriesNameTheirField) {
   expect_refused([](json& j) { j["model"]["merges"][0] = 7; }, "model.merges[0]");
   expect_refused([](json& j) { j["model"]["vocab"].erase("a"); }, "model.vocab");
   expect_refused([](json& j) { j["model"]["vocab"]["he"] = "x"; }, "model.vocab[\"he\"]");
+  // Two tokens of one id (the first lost it, and the load failed later: "no token for byte ...").
+  expect_refused([](json& j) { j["model"]["vocab"]["zz"] = j["model"]["vocab"]["he"]; },
+                 "model.vocab[\"zz\"]: id " );
+  expect_refused([](json& j) { j["model"]["vocab"]["zz"] = j["model"]["vocab"]["he"]; },
+                 " is model.vocab[\"he\"]'s too");
   expect_refused([](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(\\p{L}"; },
                  "pre_tokenizer.pretokenizers[0].pattern.Regex");
   expect_refused([](json& j) { j["added_tokens"][0].erase("id"); }, "added_tokens[0].id");
