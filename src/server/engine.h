@@ -191,6 +191,8 @@ class Engine {
   std::vector<std::string> served_names() const;
   /// Context length in tokens (prompt + completion).
   int64_t context() const { return context_; }
+  /// The model's vocabulary size (config.json's vocab_size): token ids are below it.
+  int64_t vocab_size() const { return config_.vocab_size; }
   /// Whether prompts can be text (false for random weights: token ids only).
   bool has_tokenizer() const { return tokenizer_.has_value(); }
   /// The tokenizer. Throws lg::Error when there is none (has_tokenizer()).

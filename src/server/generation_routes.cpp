@@ -1,5 +1,6 @@
 // POST /v1/completions and /v1/chat/completions: the body read and checked, the request handed to
-// the engine, and its answer whole or streamed as Server-Sent Events. Every check (the body, the
+// the engine, and its answer whole or streamed as Server-Sent Events; POST /tokenize and
+// /detokenize read their bodies alike. Every check (the body, the
 // prompt, a full waiting queue) answers before any byte of a stream is sent.
 #include <fmt/format.h>
 #include <httplib.h>
@@ -15,6 +16,7 @@
 #include "server/http_json.h"
 #include "server/openai.h"
 #include "server/server.h"
+#include "server/tokenize.h"
 
 namespace lg::server {
 
@@ -286,6 +288,24 @@ void Server::install_generation_routes() {
               [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
                 read_and_handle(Endpoint::chat, req, res, reader);
               });
+  // vLLM's /tokenize and /detokenize (server/tokenize.h): their bodies read the same way, answered
+  // on the connection's thread (no generation: nothing to wait for, even while draining).
+  const auto answer = [this, max_bytes = options_.max_body_bytes](const httplib::Request& req, httplib::Response& res,
+                                                                   const httplib::ContentReader& reader, bool tokenize) {
+    const std::optional<std::string> body = read_json_body(req, reader, max_bytes, res);
+    if (!body) return;
+    try {
+      send_json(res, 200, tokenize ? tokenize_body(engine_, chat_template_, *body) : detokenize_body(engine_, *body));
+    } catch (const ModelNotFound& e) {
+      send_json(res, 404, error_body(e.what(), "NotFoundError", e.param()));
+    } catch (const RequestError& e) {
+      send_json(res, 400, error_body(e.what(), "invalid_request_error", e.param()));
+    }
+  };
+  http_->Post("/tokenize", [answer](const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& reader) { answer(req, res, reader, true); });
+  http_->Post("/detokenize", [answer](const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) { answer(req, res, reader, false); });
 }
 
 }  // namespace lg::server

@@ -102,6 +102,8 @@ TEST_F(TokenOnlyTest, TextChatAndStopStringsAre400) {
              "send token ids to /v1/completions");
   expect_400("/v1/completions", {{"prompt", {1, 2}}, {"stop", "x"}}, "stop", "needs a tokenizer");
   expect_400("/v1/completions", {{"prompt", {1, 512}}}, "prompt[1]", "vocabulary of 512 ids");
+  expect_400("/tokenize", {{"prompt", "def f():"}}, "prompt", "/tokenize needs a tokenizer");
+  expect_400("/detokenize", {{"tokens", {1, 2}}}, "tokens", "/detokenize needs a tokenizer");
 }
 
 }  // namespace
