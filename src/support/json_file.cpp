@@ -46,6 +46,9 @@ std::string json_error_text(const nlohmann::json::exception& e) {
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& source_name) {
+  // nlohmann stops at a NUL byte and calls it "unexpected end of input" (a binary file read as JSON).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    throw Error(source_name + ": malformed JSON: a NUL byte at offset " + std::to_string(nul) + " (not a text file)");
   const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
     if (depth > kMaxJsonFileDepth)
       throw Error(source_name + ": the JSON is nested more than " + std::to_string(kMaxJsonFileDepth) +

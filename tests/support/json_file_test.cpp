@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "support/error.h"
 #include "support/json_file.h"
 
 namespace {
@@ -49,6 +50,22 @@ TEST(JsonErrorText, ALongTokenKeepsOnlyItsTail) {
   const size_t dots = wide.find("'...");
   ASSERT_NE(dots, std::string::npos) << wide;
   EXPECT_EQ(wide.substr(dots + 4, 2), "\xc3\xa9") << wide;
+}
+
+}  // namespace
+
+namespace {
+
+// A binary file read as JSON (a config.json of NUL bytes): nlohmann stops at the NUL and called it
+// "unexpected end of input"; the message now says what the file holds.
+TEST(JsonFile, ANulByteIsNamedAsSuch) {
+  try {
+    lg::parse_json_text(std::string("{\"a\": 1\0\0\0}", 11), "config.json");
+    ADD_FAILURE() << "parsed";
+  } catch (const lg::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: malformed JSON: a NUL byte at offset 7 (not a text file)");
+  }
+  EXPECT_EQ(lg::parse_json_text("{\"a\": \"\\u0000\"}", "x.json")["a"], std::string(1, '\0'));  // escaped: text
 }
 
 }  // namespace
