@@ -325,14 +325,10 @@ void launch_attention_decode_rope_batch(const float* qkv, const QkvRopeArgs& r, 
                   std::to_string(r.Dh) + " and " + std::to_string(plan.heads));
     const dev::DecodeAttnParams p =
         batch_attention_params(qkv, r, r.Dh, table_stride, eps, scratch, counters, out, rows);
-    const auto launch = [&](auto k) {
+    return with_long_kernel<true>(r.H / r.KV, r.Dh, plan.heads, [&](auto k) {
       using K = decltype(k);
       launch_pdl(K::kernel, dim3(r.KV * K::kParts, splits, batch), dim3(K::kWarps * 32), 0, s, p, pos);
-    };
-    // LG_QWEN_ROWS_EARLY=1 (lab): the kernel's EARLY_KEYS form.
-    static const bool early_keys = lab_knob("LG_QWEN_ROWS_EARLY", 0) == 1;
-    if (early_keys) return with_long_kernel<true, true>(r.H / r.KV, r.Dh, plan.heads, launch);
-    return with_long_kernel<true>(r.H / r.KV, r.Dh, plan.heads, launch);
+    });
   }
   const bool tc = plan.form == BatchAttnForm::kTensorCores;
   switch (r.Dh) {

@@ -111,12 +111,11 @@ inline void set_rope_fields(dev::DecodeAttnParams& p, const QkvRopeArgs& r, floa
   p.eps = eps;
 }
 
-/// v8's instance (attn_decode_long_kernel) for head_dim DH, a group of G, QG query heads a block
-/// (EARLY_KEYS: the kernel's lab form).
-template <int DH, int G, int QG, bool BATCH, bool EARLY_KEYS = false>
+/// v8's instance (attn_decode_long_kernel) for head_dim DH, a group of G, QG query heads a block.
+template <int DH, int G, int QG, bool BATCH>
 struct LongKernel {
   static constexpr int kWarps = 8, kParts = G / QG;  // blocks of a KV head in a split
-  static constexpr auto kernel = dev::attn_decode_long_kernel<DH, G, QG, kWarps, BATCH, EARLY_KEYS>;
+  static constexpr auto kernel = dev::attn_decode_long_kernel<DH, G, QG, kWarps, BATCH>;
   /// Blocks of it resident on the device at once.
   static int resident() {
     static const int n = resident_blocks(kernel, kWarps * 32);
@@ -126,11 +125,11 @@ struct LongKernel {
 
 /// f(LongKernel<...>{}) for a shape attention_decode_long_supports takes, with `heads` (2 or 4)
 /// query heads a block where the group is 4 and head_dim 128, else 2.
-template <bool BATCH, bool EARLY_KEYS = false, typename F>
+template <bool BATCH, typename F>
 inline void with_long_kernel(int G, int Dh, int heads, F&& f) {
-  if (Dh == 64) return G == 2 ? f(LongKernel<64, 2, 2, BATCH, EARLY_KEYS>{}) : f(LongKernel<64, 4, 2, BATCH, EARLY_KEYS>{});
-  if (G == 4 && heads == 4) return f(LongKernel<128, 4, 4, BATCH, EARLY_KEYS>{});
-  return G == 2 ? f(LongKernel<128, 2, 2, BATCH, EARLY_KEYS>{}) : f(LongKernel<128, 4, 2, BATCH, EARLY_KEYS>{});
+  if (Dh == 64) return G == 2 ? f(LongKernel<64, 2, 2, BATCH>{}) : f(LongKernel<64, 4, 2, BATCH>{});
+  if (G == 4 && heads == 4) return f(LongKernel<128, 4, 4, BATCH>{});
+  return G == 2 ? f(LongKernel<128, 2, 2, BATCH>{}) : f(LongKernel<128, 4, 2, BATCH>{});
 }
 
 }  // namespace lg::qwen::attn_launch

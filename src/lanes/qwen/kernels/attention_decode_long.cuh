@@ -178,11 +178,7 @@ __device__ __forceinline__ void merge_block_outputs(const DecodeAttnParams& p, i
 /// (rope_head_slice), and handed to the row layout through shared memory. Registers: 8 QG for
 /// the accumulators, 8 more for the queries at 2 heads, 8 R for the rounds' raw K/V (twice at 4
 /// heads: PIPE); bounded for 2 blocks of 8 warps an SM (128 registers).
-/// EARLY_KEYS (a lab form, LG_QWEN_ROWS_EARLY=1): each warp's first keys' loads are issued before the
-/// queries are formed (after the PDL wait: the cache rows they read are older steps'), so their
-/// round trip overlaps the prologue; the position's own key, which the prologue writes, is put in
-/// from s_kv after it.
-template <int DH, int G, int QG, int NW, bool BATCH = false, bool EARLY_KEYS = false>
+template <int DH, int G, int QG, int NW, bool BATCH = false>
 __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const DecodeAttnParams p0, const int* pos0) {
   // Rounds of loads a warp's iteration: 4 at 2 heads a block, 2 at 4, whose next iteration's are
   // in flight too (PIPE below; ptxas: 124-128 registers at DH = 128, no spill).
@@ -208,26 +204,6 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   grid_dependency_wait();
   launch_dependents();
 
-  // The warp's R rounds of keys from j0 (past the chunk: its last key, masked when used), as the
-  // cache holds them: lane slice ln's 16 bytes of key sub of each warp-wide load.
-  auto load_raw = [&](int j0, uint4 (&kr)[R], uint4 (&vr)[R]) {
-    const int sub = lane / LK, ln = lane % LK;
-    const size_t base = static_cast<size_t>(kvh) * static_cast<size_t>(p.rows) * DH + ln * 8;
-    int prow[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j0 + r * KPW + sub, k1 - 1), p.block_shift);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const size_t row = base + static_cast<size_t>(prow[r]) * DH;
-      kr[r] = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + row));
-      vr[r] = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + row));
-    }
-  };
-  const int j_first = k0 + warp * KPW * R;
-  [[maybe_unused]] uint4 kr0[R], vr0[R];  // EARLY_KEYS: the first rounds, in flight through the prologue
-  if constexpr (EARLY_KEYS)
-    if (j_first < k1) load_raw(j_first, kr0, vr0);
-
   form_block_queries<DH, QG, NW>(p, pos, pos_row, kvh, h0, holds_pos, h0 == kvh * G, s_q, s_kv);
 
   // The lane's slice: elements ln * 8 .. ln * 8 + 7 of key sub of each warp-wide load. PIPE (4
@@ -252,16 +228,19 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   uint4 kpos = make_uint4(0u, 0u, 0u, 0u), vpos = kpos;  // this position's slices (split 0)
   if (holds_pos) position_slices<DH>(s_kv, ln, kpos, vpos);
   const int key_in_smem = holds_pos ? pos : -1;
-  // The rounds' keys that are this position take its K/V as formed (the cache row may not be
-  // written yet, or was read before it was).
-  auto put_position = [&](int j0, uint4 (&kr)[R], uint4 (&vr)[R]) {
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-      if (min(j0 + r * KPW + sub, k1 - 1) == key_in_smem) kr[r] = kpos, vr[r] = vpos;
-  };
+  const size_t base = static_cast<size_t>(kvh) * static_cast<size_t>(p.rows) * DH + ln * 8;
+  // The warp's R rounds of keys from j0 (past the chunk: its last key, masked when used).
   auto load_rounds = [&](int j0, uint4 (&kr)[R], uint4 (&vr)[R]) {
-    load_raw(j0, kr, vr);
-    put_position(j0, kr, vr);
+    int prow[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) prow[r] = paged_row(p.block_table, min(j0 + r * KPW + sub, k1 - 1), p.block_shift);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int key = min(j0 + r * KPW + sub, k1 - 1);
+      const size_t row = base + static_cast<size_t>(prow[r]) * DH;
+      kr[r] = key == key_in_smem ? kpos : __ldcg(reinterpret_cast<const uint4*>(p.k_cache + row));
+      vr[r] = key == key_in_smem ? vpos : __ldcg(reinterpret_cast<const uint4*>(p.v_cache + row));
+    }
   };
   // The online softmax of every head over those keys, in base-2 units: scale times log2(e) in the
   // score's multiply and ex2.approx for the exponentials (each __expf adds a multiply and a
@@ -309,17 +288,9 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
   };
   constexpr int kStep = NW * KPW * R;  // keys of one iteration of the block's warps
   if constexpr (PIPE) {
-    int j0 = j_first;
+    int j0 = k0 + warp * KPW * R;
     uint4 kr[R], vr[R];
-    if (j0 < k1) {
-      if constexpr (EARLY_KEYS) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) kr[r] = kr0[r], vr[r] = vr0[r];
-        put_position(j0, kr, vr);
-      } else {
-        load_rounds(j0, kr, vr);
-      }
-    }
+    if (j0 < k1) load_rounds(j0, kr, vr);
     for (; j0 < k1; j0 += kStep) {
       uint4 kn[R], vn[R];
       if (j0 + kStep < k1) load_rounds(j0 + kStep, kn, vn);
@@ -328,18 +299,9 @@ __global__ void __launch_bounds__(NW * 32, 2) attn_decode_long_kernel(const Deco
       for (int r = 0; r < R; ++r) kr[r] = kn[r], vr[r] = vn[r];
     }
   } else {
-    for (int j0 = j_first; j0 < k1; j0 += kStep) {
+    for (int j0 = k0 + warp * KPW * R; j0 < k1; j0 += kStep) {
       uint4 kr[R], vr[R];
-      bool loaded = false;
-      if constexpr (EARLY_KEYS) {
-        if (j0 == j_first) {
-#pragma unroll
-          for (int r = 0; r < R; ++r) kr[r] = kr0[r], vr[r] = vr0[r];
-          put_position(j0, kr, vr);
-          loaded = true;
-        }
-      }
-      if (!loaded) load_rounds(j0, kr, vr);
+      load_rounds(j0, kr, vr);
       use_rounds(j0, kr, vr);
     }
   }
