@@ -210,6 +210,8 @@ void Server::install_info_routes() {
     const bool listed = std::find(names.begin(), names.end(), id) != names.end();
     send_json(res, 200, model_json(engine_, listed ? id : engine_.model_id()));
   });
+  // vLLM's /version: the server's own version (a client checks what it talks to).
+  h.Get("/version", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"version", LG_VERSION}}); });
   h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(engine_.metrics().render(engine_.stats()), "text/plain; version=0.0.4; charset=utf-8");
   });

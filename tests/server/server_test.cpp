@@ -45,6 +45,10 @@ TEST_F(ServerTest, HealthAndModels) {
   ASSERT_EQ(j["data"].size(), 1u);
   EXPECT_EQ(j["data"][0]["id"], "qwen3-pycode-22m");
   EXPECT_EQ(j["data"][0]["max_model_len"], kContext);
+  auto v = client().Get("/version");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, 200);
+  EXPECT_EQ(json::parse(v->body), json({{"version", LG_VERSION}}));
 }
 
 TEST_F(ServerTest, GreedyCompletionMatchesTransformers) {
