@@ -194,7 +194,9 @@ int serve(const ServeOpts& o) {
   const int port = server.bind();
   // A URL to paste into a client: an IPv6 address goes in brackets (RFC 3986), http://[::1]:8000.
   const std::string url_host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-  std::fprintf(stderr, "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions; GET /metrics)\n",
+  std::fprintf(stderr,
+               "lg: listening on http://%s:%d (POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; "
+               "GET /v1/models, /health, /metrics, /version)\n",
                url_host.c_str(), port);
   // From here on SIGINT/SIGTERM drain the server; while the model loads, Ctrl-C simply stops lg.
   install_stop_signals();

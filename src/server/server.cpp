@@ -66,8 +66,8 @@ void route_absolute_form(const httplib::Request& req) {
 // The method each route answers; another method on one of these paths is a 405, not a 404.
 std::optional<std::string> allowed_method(const std::string& path) {
   static const std::vector<std::pair<std::string, std::string>> routes = {
-      {"/health", "GET"}, {"/metrics", "GET"}, {"/v1/models", "GET"}, {"/v1/completions", "POST"},
-      {"/v1/chat/completions", "POST"}};
+      {"/health", "GET"},          {"/metrics", "GET"},   {"/v1/models", "GET"},     {"/version", "GET"},
+      {"/v1/completions", "POST"}, {"/tokenize", "POST"}, {"/detokenize", "POST"}, {"/v1/chat/completions", "POST"}};
   for (const auto& [p, method] : routes)
     if (p == path) return method;
   if (path.rfind("/v1/models/", 0) == 0) return "GET";

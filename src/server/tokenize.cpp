@@ -58,6 +58,8 @@ ordered_json tokenize_body(const Engine& engine, const chat::ChatTemplate& tmpl,
   const json j = parse_body(body);
   check_model_field(engine, j);
   const bool chat = field(j, "messages") != nullptr;
+  if (chat && field(j, "prompt"))
+    throw RequestError("prompt", "'prompt' and 'messages' cannot both be given: a body is vLLM's completion form or its chat form");
   // vLLM's defaults: a completion prompt gets the model's special tokens, a rendered chat prompt
   // is encoded as the template wrote it (it holds them already).
   const bool special = flag(j, "add_special_tokens", !chat);

@@ -256,6 +256,9 @@ TEST_F(ServerTest, WrongMethodOnAKnownPathIs405) {
   expect_405(client().Put("/v1/chat/completions", "{}", "application/json"), "POST");
   expect_405(client().Post("/health", "{}", "application/json"), "GET");
   expect_405(client().Post("/v1/models", "{}", "application/json"), "GET");
+  expect_405(client().Get("/tokenize"), "POST");
+  expect_405(client().Get("/detokenize"), "POST");
+  expect_405(client().Post("/version", "{}", "application/json"), "GET");
   auto head = client().Head("/health");
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 200);
@@ -411,6 +414,12 @@ TEST_F(ServerTest, ChunkedBodiesAreCappedOrNotReadAtAll) {
                             chunk(R"("max_tokens": 1})") + "0\r\n\r\n";
   const std::string ok = lg::test::exchange(port_, whole, 20s);
   EXPECT_EQ(lg::test::first_response(ok).status, 200) << ok;
+  // So are /tokenize's and /detokenize's (they were read as empty bodies: a new-user pass).
+  for (const auto& [path, body] : std::vector<std::pair<std::string, std::string>>{
+           {"/tokenize", R"({"prompt": "def f():"})"}, {"/detokenize", R"({"tokens": [750, 282]})"}}) {
+    const std::string got = lg::test::exchange(port_, head("POST", path, "chunked") + chunk(body) + "0\r\n\r\n", 20s);
+    EXPECT_EQ(lg::test::first_response(got).status, 200) << path << ": " << got;
+  }
   EXPECT_EQ(client().Get("/health")->status, 200);
 }
 

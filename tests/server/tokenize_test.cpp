@@ -66,6 +66,7 @@ TEST_F(ServerTest, TokenizeAChatGivesThePromptTheChatEndpointGenerates) {
 
 TEST_F(ServerTest, TokenizeAndDetokenizeRefuseBadBodiesNamingTheField) {
   expect_400("/tokenize", "{}", "prompt", "'prompt' or 'messages' is required");
+  expect_400("/tokenize", R"({"prompt": "x", "messages": [{"role": "user", "content": "y"}]})", "prompt", "both");
   expect_400("/tokenize", R"({"prompt": 5})", "prompt", "must be a string");
   expect_400("/tokenize", R"({"prompt": "x", "add_special_tokens": "yes"})", "add_special_tokens", "boolean");
   expect_400("/tokenize", R"({"messages": []})", "messages", "empty");
