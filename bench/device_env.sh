@@ -253,7 +253,7 @@ ncu_last_step() {
   local ncu
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   # shellcheck disable=SC2086  # the bench arguments split
-  timeout 300 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+  timeout 200 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     --launch-skip "$skip" $lg bench $args > "$out/$file.csv" 2>&1
   echo "ncu rc $?"
   python3 - "$out/$file.csv" "$first" "$last" <<'PY' | tee "$out/${file}_summary.txt"
