@@ -249,7 +249,7 @@ void Server::install_error_handlers() {
     }
     send_json(res, 500, error_body(what, "server_error", ""));
   });
-  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler already wrote its own error body
     // httplib answers a known path with another method 404 (GET, HEAD) or 400 (POST, PUT, ...
     // without a handler); both are a 405 naming the allowed method, as vLLM (Starlette) answers.
@@ -267,7 +267,9 @@ void Server::install_error_handlers() {
     if (res.status == 404)
       send_json(res, 404, error_body(fmt::format("no route {} {}", req.method, req.path), "NotFoundError", ""));
     else if (res.status == 413)
-      send_json(res, 413, error_body("the request body is too large", "invalid_request_error", ""));
+      send_json(res, 413,
+                error_body(fmt::format("the request body is too large: more than {} bytes", options_.max_body_bytes),
+                           "invalid_request_error", ""));
     else if (res.status == 400)
       send_json(res, 400, error_body(unparsed_request_message(req), "invalid_request_error", ""));
     else if (res.status == 414)
