@@ -30,16 +30,11 @@ nlohmann::json parse_json_limited(const std::string& text) {
 
 std::string json_error_message(const nlohmann::json::exception& e) { return json_error_text(e); }
 
-namespace {
-
-using nlohmann::json;
-using nlohmann::ordered_json;
-
-json parse_object(const std::string& body) {
-  json j;
+nlohmann::json parse_body_object(const std::string& body) {
+  nlohmann::json j;
   try {
     j = parse_json_limited(body);
-  } catch (const json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     // parse_error for broken syntax, out_of_range for a number beyond double (1e309): both are
     // the client's body, so a 400, not the 500 of an escaped exception.
     throw RequestError("", "the body is not valid JSON: " + json_error_message(e));
@@ -47,6 +42,11 @@ json parse_object(const std::string& body) {
   if (!j.is_object()) throw RequestError("", "the body must be a JSON object");
   return j;
 }
+
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
 
 // Log probabilities as each endpoint asks for them: completions `logprobs` N (0: the sampled
 // token's alone), chat `logprobs` true with `top_logprobs` N. Up to kMaxTopLogprobs alternatives
@@ -302,7 +302,7 @@ std::optional<ordered_json> template_tool_calls(const ordered_json& calls, const
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body) {
-  const json j = parse_object(body);
+  const json j = parse_body_object(body);
   CompletionRequest r;
   r.gen = parse_common(j, false);
   const json* p = field(j, "prompt");
@@ -435,7 +435,7 @@ ordered_json template_tools(const ordered_json* t) {
 
 ChatRequest parse_chat_request(const std::string& body) {
   ChatRequest r;
-  r.gen = parse_common(parse_object(body), true);
+  r.gen = parse_common(parse_body_object(body), true);
   // Parsed again keeping the order of object keys, as Python's json does: the template sees the
   // messages and tools as the client wrote them (its tojson writes keys in that order). The
   // body already parsed above, so this cannot fail.

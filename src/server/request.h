@@ -130,6 +130,10 @@ inline constexpr int kMaxJsonDepth = 10000;
 /// malformed JSON and RequestError (no param) for deeper nesting.
 nlohmann::json parse_json_limited(const std::string& text);
 
+/// A request body parsed as parse_json_limited does; RequestError (no param) for malformed JSON
+/// ("the body is not valid JSON: ...") or a body that is not a JSON object.
+nlohmann::json parse_body_object(const std::string& body);
+
 /// nlohmann's message for a JSON error without its "[json.exception.parse_error.101] " prefix
 /// (the library's internal id, which tells a client nothing): "parse error at line 1, column 5:
 /// syntax error while parsing value - invalid literal; last read: 'tru}'" (a long token cut to

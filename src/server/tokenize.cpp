@@ -17,17 +17,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-json parse_body(const std::string& body) {
-  json j;
-  try {
-    j = parse_json_limited(body);
-  } catch (const json::exception& e) {
-    throw RequestError("", "the body is not valid JSON: " + json_error_message(e));
-  }
-  if (!j.is_object()) throw RequestError("", "the body must be a JSON object");
-  return j;
-}
-
 // A `model` naming another model is a 404 before anything else is read, as for generation.
 void check_model_field(const Engine& engine, const json& j) {
   const json* m = field(j, "model");
@@ -55,7 +44,7 @@ const tokenizer::Tokenizer& tokenizer_of(const Engine& engine, const char* what,
 }  // namespace
 
 ordered_json tokenize_body(const Engine& engine, const chat::ChatTemplate& tmpl, const std::string& body) {
-  const json j = parse_body(body);
+  const json j = parse_body_object(body);
   check_model_field(engine, j);
   const bool chat = field(j, "messages") != nullptr;
   if (chat && field(j, "prompt"))
@@ -96,7 +85,7 @@ ordered_json tokenize_body(const Engine& engine, const chat::ChatTemplate& tmpl,
 }
 
 ordered_json detokenize_body(const Engine& engine, const std::string& body) {
-  const json j = parse_body(body);
+  const json j = parse_body_object(body);
   check_model_field(engine, j);
   const json* t = field(j, "tokens");
   if (!t) throw RequestError("tokens", "'tokens' is required (the token ids to decode)");
