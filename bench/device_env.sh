@@ -222,18 +222,26 @@ h200_rows_and_bars() {
   } | tee "$out/bench_8b.txt"
 }
 
+# ncu_capture FILE TIMEOUT "BENCH ARGS" NCU_ARGS...: $out/FILE.csv of Nsight Compute's
+# gpu__time_duration of `lg bench ARGS`' kernels, clocks and caches as they run.
+ncu_capture() {
+  local file=$1 limit=$2 args=$3
+  shift 3
+  local ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  # shellcheck disable=SC2086  # the bench arguments split
+  timeout "$limit" $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    "$@" $lg bench $args > "$out/$file.csv" 2>&1
+  echo "ncu rc $?"
+}
+
 # ncu_durations FILE COUNT "BENCH ARGS": $out/FILE.csv of Nsight Compute's gpu__time_duration for
 # COUNT kernels past the first 3,000 launches (the prefill's and the first steps'), clocks and
 # caches as they run, and $out/FILE_summary.txt, printed: per kernel name the count, sum, min,
 # median and max.
 ncu_durations() {
   local file=$1 count=$2 args=$3
-  local ncu
-  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  # shellcheck disable=SC2086  # the bench arguments split
-  timeout 150 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-    --launch-skip 3000 --launch-count "$count" $lg bench $args > "$out/$file.csv" 2>&1
-  echo "ncu rc $?"
+  ncu_capture "$file" 150 "$args" --launch-skip 3000 --launch-count "$count"
   python3 - "$out/$file.csv" <<'PY' | tee "$out/${file}_summary.txt"
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10 and r[-3] == "gpu__time_duration.sum"]
@@ -248,14 +256,12 @@ for k, v in sorted(by.items(), key=lambda kv: -sum(kv[1])):
 PY
 }
 
+# ncu_last_step FILE FIRST_RE LAST_RE "BENCH ARGS" [SKIP]: the kernels of the run's last step
+# (from the last launch matching FIRST_RE before the last one matching LAST_RE), per kernel and
+# grid: count, sum, share of the step, median; into $out/FILE_summary.txt.
 ncu_last_step() {
   local file=$1 first=$2 last=$3 args=$4 skip=${5:-0}
-  local ncu
-  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  # shellcheck disable=SC2086  # the bench arguments split
-  timeout 200 $ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-    --launch-skip "$skip" $lg bench $args > "$out/$file.csv" 2>&1
-  echo "ncu rc $?"
+  ncu_capture "$file" 200 "$args" --launch-skip "$skip"
   python3 - "$out/$file.csv" "$first" "$last" <<'PY' | tee "$out/${file}_summary.txt"
 import csv, re, sys, collections
 lines = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
