@@ -24,7 +24,10 @@ namespace lg::cli {
 struct BatchLine {
   nlohmann::json custom_id = nullptr;
   std::optional<server::Endpoint> kind;
-  nlohmann::json body;              ///< the request body, an object, when `kind` is set
+  /// The request body, an object, when `kind` is set; its keys in the line's order, as lg serve
+  /// reads a body (a chat template iterates the tools' and messages' objects: sorted keys made
+  /// another prompt than the server's).
+  nlohmann::ordered_json body;
   nlohmann::json error = nullptr;   ///< {"code", "message"} when the line is not a request
 };
 
@@ -38,7 +41,7 @@ inline nlohmann::json batch_line_error(const std::string& code, const std::strin
 /// first line with it is read as usual. A line that is not JSON still marks the custom_id it
 /// names as used, as it would be had it parsed. Throws nothing but std::bad_alloc.
 inline BatchLine parse_batch_line(const std::string& text, size_t n, std::unordered_map<std::string, size_t>& seen) {
-  using nlohmann::json;
+  using json = nlohmann::ordered_json;
   BatchLine l;
   const std::string where = fmt::format("line {}", n);
   auto recover = [&] {
@@ -49,7 +52,7 @@ inline BatchLine parse_batch_line(const std::string& text, size_t n, std::unorde
   };
   json j;
   try {
-    j = server::parse_json_limited(text);
+    j = server::parse_json_limited<json>(text);
   } catch (const json::exception& e) {
     // A request line is one line of JSON: its position is a column ("at line 1, column 51" beside
     // "line 2" read as two lines).

@@ -31,7 +31,8 @@ std::ifstream open_text_input(const std::filesystem::path& path, const std::stri
 std::string read_text_input(std::istream& in, const std::string& name, size_t cap = kMaxTextInputBytes);
 
 /// std::getline for a file of lines (a requests file): false at the end; a line longer than `cap`
-/// is lg::Error "NAME: line N is larger than 64 MiB ..." (`line` is its 1-based number).
+/// is lg::Error "NAME: line N is larger than 64 MiB ..." (`line` is its 1-based number), `out` then
+/// holding the line's first `cap` bytes.
 bool getline_capped(std::istream& in, std::string& out, const std::string& name, size_t line,
                     size_t cap = kMaxTextInputBytes);
 
