@@ -1,5 +1,8 @@
 #include "ir/cpu_executor.h"
 
+#include <fmt/format.h>
+
+#include <new>
 #include <string>
 #include <utility>
 
@@ -125,6 +128,15 @@ std::vector<Tensor> CpuExecutor::run_impl(std::span<const Tensor> inputs, bool l
         } catch (const Error& e) {
           throw Error(span_string(graph_, node.span) + ": " + node_string(graph_, static_cast<ValueId>(k)) +
                       (node.name.empty() ? "" : " (" + node.name + ")") + ": " + e.what());
+        } catch (const std::bad_alloc&) {
+          // A program can pass lg check with a value too large for this machine (a broadcast of
+          // 2^45 elements): name the statement rather than die of a bare std::bad_alloc.
+          const std::vector<int64_t> shape = concrete(node.shape);
+          double elements = 1;
+          for (int64_t d : shape) elements *= static_cast<double>(d);
+          throw Error(fmt::format("{}: {}: out of memory computing its {}{} ({:.3g} elements)",
+                                  span_string(graph_, node.span), node_string(graph_, static_cast<ValueId>(k)),
+                                  dtype_name(cpu::exec_dtype(node.dtype)), shape_str(shape), elements));
         }
       }
       for (ValueId o : node.operands)

@@ -139,5 +139,26 @@ TEST(CpuExecutor, BindingAndInputErrorsNameTheCulprit) {
   EXPECT_THROW(ex.run(step_inputs({1}, 32)), Error);
 }
 
+// A value too large for the machine (here 2^46 f32, past any address space, broadcast from two
+// vectors: a program can pass lg check with one) is an error naming its statement, not a bare
+// std::bad_alloc (new-user pass: `lg run` printed only "std::bad_alloc").
+TEST(CpuExecutor, AValueTooLargeForMemoryNamesItsStatement) {
+  test::Builder b;
+  const int64_t n = int64_t{1} << 17;  // T = 64: 2^23 elements a side
+  const ValueId x = b.input("x", DType::F32, {test::Tsym(n), test::C(1)});
+  const ValueId y = b.input("y", DType::F32, {test::C(1), test::Tsym(n)});
+  b.g.outputs.push_back(b.bin(Op::Mul, x, y, {test::Tsym(n), test::Tsym(n)}));
+  CpuExecutor ex(b.g, {});
+  const std::vector<Tensor> in = {Tensor::zeros(DType::F32, {64 * n, 1}), Tensor::zeros(DType::F32, {1, 64 * n})};
+  try {
+    ex.run(in);
+    FAIL() << "a 2^46-element value was computed";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("test.lg:3"), std::string::npos) << m;  // the multiply, the builder's third node
+    EXPECT_NE(m.find("out of memory computing its f32[8388608,8388608]"), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace lg::ir
