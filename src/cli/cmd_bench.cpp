@@ -237,10 +237,12 @@ lg::LaneOptions bench_lane_options(const BenchOpts& o) {
   const int64_t max_chunk = o.chunks.empty() ? 0 : *std::max_element(o.chunks.begin(), o.chunks.end());
   lane_options.max_seq =
       (std::max({max_prompt, max_chunk, max_context + o.decode_tokens + 2}) + 8 + bs - 1) / bs * bs;
-  if (lane_options.max_batch == 0) lane_options.max_batch = std::max<int64_t>(max_batch, 1);
-  if (lane_options.max_batch < max_batch)
-    throw lg::Error("lg bench: --batch " + std::to_string(max_batch) + " needs --max-batch of at least that (got " +
-                    std::to_string(lane_options.max_batch) + ")");
+  // A mixed step's chunk is one more sequence beside the batch's decodes.
+  const int64_t max_seqs = max_batch + (max_chunk > 0 ? 1 : 0);
+  if (lane_options.max_batch == 0) lane_options.max_batch = std::max<int64_t>(max_seqs, 1);
+  if (lane_options.max_batch < max_seqs)
+    throw lg::Error(fmt::format("lg bench: --batch {}{} needs --max-batch of at least {} (got {})", max_batch,
+                                max_chunk > 0 ? " with --prefill-chunk" : "", max_seqs, lane_options.max_batch));
   // A mixed step holds the largest batch's decodes and the largest chunk (resolve_limits' default
   // budget is a 2,048-token chunk or a full batch).
   if (max_chunk > 0) {
