@@ -8,7 +8,8 @@
 # 1. `lg bench --prefill-chunk` (never run on a GPU): the 128-sequence decode step and the same
 #    step with one prompt chunk of 128-1,024 tokens, 8B, at 512 and 1,024 positions.
 # 2. The serving load (session 40: 6,946 output tokens/s) at --max-step-tokens 2048 (default),
-#    512 and 768.
+#    512 and 384 (a model of the run's steps, fitted to session 15's trace, predicts 22.2, 21.2 and
+#    20.5 s: +8% at 384). Then, time allowing, the kernels of the 128 x 512 decode step.
 set -uo pipefail
 source bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -30,7 +31,8 @@ serve_load() {  # tag, then lg serve's extra arguments
 }
 serve_load t2048
 serve_load t512 --max-step-tokens 512
-serve_load t768 --max-step-tokens 768
-[ $SECONDS -lt 420 ] && serve_load t384 --max-step-tokens 384
+serve_load t384 --max-step-tokens 384
+[ $SECONDS -lt 420 ] && ncu_durations ncu_128x512 400 "--shape qwen3-8b --lane handwritten --prompt-len 8 \
+--decode-tokens 24 --batch 128 --context 512 --kv-tokens 80000"
 echo "done at ${SECONDS}s"
 exit 0
