@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Session 43, call 4 (any card): call 3's Nsight trace of a mixed step (128 decodes at 512
-# positions + a 512-token chunk, H100) put 28.6 us a layer in rope_kv_kernel (a block of Dh
-# threads per (token, head) for 24 MB) and 39 us in the SwiGLU. New: rope_kv as a warp per
-# (token, head) (LG_QWEN_ROPE_WARP, default on; 0 = the block form).
+# Session 43, call 4 (any card; not run: the session's device time ran out in failed starts).
+# Needs a build with bench/gpu-logs/session43/call4_rope_swiglu.patch applied. Call 3's Nsight
+# trace of a mixed step (128 decodes at 512 positions + a 512-token chunk, H100) put 28.6 us a
+# layer in rope_kv_kernel (a block of Dh threads per (token, head) for 24 MB) and 39 us in the
+# SwiGLU (79 MB at 2.0 TB/s, 8 bytes a thread in flight). New: rope_kv as a warp per (token, head) (LG_QWEN_ROPE_WARP, default on; 0 =
+# the block form) and the SwiGLU four pairs a thread (LG_QWEN_SWIGLU_VEC, default on).
 # 1. The hand-written kernels, mixed-attention and batch tests, then the Qwen locks on the
 #    hand-written lane, alone and with --batch-with 16 (every prefill runs the new kernel).
-# 2. Prefill at 512 and 2,048 tokens and the mixed steps, old form against new, two rounds (v9's
-#    three stages of call 3 left for a later call: device time).
+# 2. Prefill at 512 and 2,048 tokens and the mixed steps, old forms against new, two rounds.
 # 3. Nsight of the mixed step's kernels with the new form (kernel names carry a namespace: no ^).
 set -uo pipefail
 source bench/device_env.sh
@@ -18,7 +19,7 @@ qwen_tests 'QwenKernels.*:QwenMixedAttention.*:HandwrittenBatch.*' | tail -4
 grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_hw.txt" | tail -12
 echo "checks done at ${SECONDS}s"
 for round in 1 2; do
-  for v in "old:LG_QWEN_ROPE_WARP=0" "new:"; do
+  for v in "old:LG_QWEN_ROPE_WARP=0 LG_QWEN_SWIGLU_VEC=0" "new:"; do
     envs=${v#*:}
     echo "== round $round ${v%%:*}"
     # shellcheck disable=SC2086
