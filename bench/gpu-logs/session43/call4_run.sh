@@ -3,8 +3,9 @@
 # Needs a build with bench/gpu-logs/session43/call4_rope_swiglu.patch applied. Call 3's Nsight
 # trace of a mixed step (128 decodes at 512 positions + a 512-token chunk, H100) put 28.6 us a
 # layer in rope_kv_kernel (a block of Dh threads per (token, head) for 24 MB) and 39 us in the
-# SwiGLU (79 MB at 2.0 TB/s, 8 bytes a thread in flight). New: rope_kv as a warp per (token, head) (LG_QWEN_ROPE_WARP, default on; 0 =
-# the block form) and the SwiGLU four pairs a thread (LG_QWEN_SWIGLU_VEC, default on).
+# SwiGLU (79 MB at 2.0 TB/s, 8 bytes a thread in flight). New: rope_kv as a warp per (token,
+# head) (LG_QWEN_ROPE_WARP, default on; 0 = the block form) and the SwiGLU four pairs a thread
+# (LG_QWEN_SWIGLU_VEC, default on).
 # 1. The hand-written kernels, mixed-attention and batch tests, then the Qwen locks on the
 #    hand-written lane, alone and with --batch-with 16 (every prefill runs the new kernel).
 # 2. Prefill at 512 and 2,048 tokens and the mixed steps, old forms against new, two rounds.
