@@ -33,6 +33,8 @@
 #                        kernel matching LAST back to the kernel matching FIRST before it), summed
 #                        by kernel name and grid into FILE_summary.txt: a mixed step's kernels
 #                        (--prefill-chunk runs them last), which no launch-skip count finds
+#                        (Nsight names a kernel with its namespace, "dev::embed_kernel(...)":
+#                        FIRST '^embed_kernel' matches nothing, 'embed_kernel' does)
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
