@@ -15,12 +15,37 @@ constexpr int64_t kMaxLayers = 4096;
 // stages take at most this many too.
 constexpr int64_t kMaxExperts = 4096;
 
+/// A string const on one line, as the language spells it where it can (\" \\ \n \t); other
+/// control characters as \xNN and one that would act on a terminal (source.h's acts_on_terminal)
+/// as \u{XXXX}: `lg check`'s consts list printed them raw, a newline breaking the list.
+std::string render_string(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (const size_t n = utf8_len(s, i); n > 0) {
+      const uint32_t cp = utf8_code_point(s, i, n);
+      if (acts_on_terminal(cp)) out += fmt::format("\\u{{{:04X}}}", cp);
+      else out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (c == '"' || c == '\\') out += {'\\', static_cast<char>(c)};
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c < 0x20 || c >= 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+    ++i;
+  }
+  return out + "\"";
+}
+
 std::string render_value(const Value& v) {
   switch (v.kind) {
     case Value::Kind::Int: return std::to_string(v.i);
     case Value::Kind::Float: return fmt::format("{}", v.f);
     case Value::Kind::Bool: return v.b ? "true" : "false";
-    case Value::Kind::Str: return "\"" + v.s + "\"";
+    case Value::Kind::Str: return render_string(v.s);
     case Value::Kind::Null: return "none";
     case Value::Kind::DType: return std::string(dtype_name(v.dtype));
     default: return "?";

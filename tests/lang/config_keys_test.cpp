@@ -55,6 +55,15 @@ TEST(ConfigKeys, HasTellsAPresentKeyNullIncludedFromAnAbsentOne) {
                                                    "g = false", "h = false", "k = none", "n = 4096"}));
 }
 
+// A string const is listed on one line, escaped: it was printed raw, so a "\n" in it broke
+// `lg check`'s consts list across lines (docs pass).
+TEST(ConfigKeys, StringConstsAreListedEscapedOnOneLine) {
+  const auto out = lg::lang::check_source(
+      "m.lg", program("  const s = \"a\\\"b\\\\c\\n\\t\u202e\"\n"), tiny_qwen3_config(), {});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  EXPECT_EQ(consts(out), (std::vector<std::string>{"s = \"a\\\"b\\\\c\\n\\t\\u{202E}\""}));
+}
+
 void expect_one_error(const std::string& text, const nlohmann::json& config, int line, int col, const std::string& message) {
   SCOPED_TRACE(text);
   const auto out = lg::lang::check_source("m.lg", text, config, {});
