@@ -288,7 +288,8 @@ TEST(LgBatch, LinesThatAreNotJsonKeepTheirCustomId) {
 }
 
 // A line past the 64 MiB a line may hold is that line's error (as any bad line's), under the
-// custom_id its first 64 MiB name: the lines before and after it run. (An endless line, `-i /dev/zero`, still fails the command: CliUsage.)
+// custom_id its first 64 MiB name: the lines before and after it run. (An endless line, `-i
+// /dev/zero`, still fails the command: CliUsage.)
 TEST(LgBatch, ALineLargerThanTheCapIsItsOwnErrorAndTheRestRun) {
   const fs::path in = fs::temp_directory_path() / ("lg_batch_huge_" + std::to_string(::getpid()) + ".jsonl");
   const std::string ok = R"({"custom_id": "ID", "method": "POST", "url": "/v1/completions", "body": {"prompt": "def f(", "max_tokens": 1}})";
@@ -457,12 +458,12 @@ TEST(LgBatch, ChatLinesKeepTheirKeysInTheLinesOrder) {
                     << R"({"custom_id": "plain", "method": "POST", "url": "/v1/completions", "body": {"prompt": )"
                     << R"("zeta beta alpha ", "max_tokens": 8, "temperature": 0}})" << "\n";
   const CliRun r = run_lg("batch --model " + kModel + " -i " + in + " -o - -q --chat-template " + tmpl);
-  const std::vector<json> lines = answer_lines(r);
+  std::vector<json> lines = answer_lines(r);  // not const: a missing key reads as null
   ASSERT_EQ(lines.size(), 2u) << r.out;
-  const json& chat = lines[0]["response"]["body"];
-  const json& plain = lines[1]["response"]["body"];
   ASSERT_EQ(lines[0]["response"]["status_code"], 200) << lines[0].dump();
   ASSERT_EQ(lines[1]["response"]["status_code"], 200) << lines[1].dump();
+  const json& chat = lines[0]["response"]["body"];
+  const json& plain = lines[1]["response"]["body"];
   EXPECT_EQ(chat["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]) << lines[0].dump();
   EXPECT_EQ(chat["choices"][0]["message"]["content"], plain["choices"][0]["text"]) << lines[0].dump();
 }
