@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "chat/ordered_json.h"
 #include "cli/batch_custom_id.h"
 #include "server/request.h"
 
@@ -35,6 +36,15 @@ inline nlohmann::json batch_line_error(const std::string& code, const std::strin
   return {{"code", code}, {"message", message}};
 }
 
+/// The custom_id a line that could not be read names (recover_custom_id: `text` may be the line's
+/// first 64 MiB), marked used by line `n` in `seen`; null when it names none.
+inline nlohmann::json recovered_custom_id(std::string text, size_t n, std::unordered_map<std::string, size_t>& seen) {
+  const auto id = recover_custom_id(std::move(text));
+  if (!id) return nullptr;
+  seen.emplace(*id, n);
+  return *id;
+}
+
 /// Reads line `n` (1-based) of a requests file. `seen` maps each custom_id met so far to its line:
 /// a custom_id already there makes this line a "duplicate_custom_id" error (OpenAI's Batch API
 /// requires custom_id to be unique within a file, so that every answer names one request); the
@@ -44,25 +54,22 @@ inline BatchLine parse_batch_line(const std::string& text, size_t n, std::unorde
   using json = nlohmann::ordered_json;
   BatchLine l;
   const std::string where = fmt::format("line {}", n);
-  auto recover = [&] {
-    if (const auto id = recover_custom_id(text)) {
-      l.custom_id = *id;
-      seen.emplace(*id, n);
-    }
-  };
+  auto recover = [&] { l.custom_id = recovered_custom_id(text, n, seen); };
   json j;
   try {
-    j = server::parse_json_limited<json>(text);
+    // As lg serve reads a chat body (chat/ordered_json.h): keys in order, in linear time.
+    j = chat::parse_ordered_json(text, server::kMaxJsonDepth);
+  } catch (const chat::JsonTooDeep&) {
+    l.error = batch_line_error("invalid_json", fmt::format("{}: the JSON is nested more than {} levels deep", where,
+                                                           server::kMaxJsonDepth));
+    recover();
+    return l;
   } catch (const json::exception& e) {
     // A request line is one line of JSON: its position is a column ("at line 1, column 51" beside
     // "line 2" read as two lines).
     std::string m = server::json_error_message(e);
     if (const auto at = m.find("at line 1, column "); at != std::string::npos) m.replace(at, 18, "at column ");
     l.error = batch_line_error("invalid_json", where + ": not JSON: " + m);
-    recover();
-    return l;
-  } catch (const server::RequestError& e) {
-    l.error = batch_line_error("invalid_json", where + ": " + e.what());
     recover();
     return l;
   }

@@ -28,7 +28,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cli/batch_custom_id.h"
 #include "cli/batch_line.h"
 #include "cli/command.h"
 #include "cli/first_signal.h"
@@ -117,10 +116,7 @@ std::vector<Line> read_lines(std::istream& in, const std::string& in_name, lg::s
     } catch (const lg::Error& e) {
       Line l;
       l.error = lg::cli::batch_line_error("invalid_request", e.what());
-      if (const auto id = lg::cli::recover_custom_id(std::move(text))) {  // the line's first 64 MiB
-        l.custom_id = *id;
-        seen.emplace(*id, n);
-      }
+      l.custom_id = lg::cli::recovered_custom_id(std::move(text), n, seen);  // from its first 64 MiB
       lines.push_back(std::move(l));
       if (lg::skip_line_capped(in)) continue;
       input_error = fmt::format("{}; no line end within the next {} MiB either: the input after it was not read",

@@ -19,6 +19,15 @@
 
 namespace lg::server {
 
+nlohmann::json parse_json_limited(const std::string& text) {
+  const nlohmann::json::parser_callback_t limit = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth)
+      throw RequestError("", "the JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+    return true;
+  };
+  return nlohmann::json::parse(text, limit);
+}
+
 std::string json_error_message(const nlohmann::json::exception& e) { return json_error_text(e); }
 
 nlohmann::json parse_body_object(const std::string& body) {

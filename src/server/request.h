@@ -126,18 +126,9 @@ CompletionRequest parse_completion_request(const std::string& body);
 /// stack of the thread serving the request, and of `lg batch`).
 inline constexpr int kMaxJsonDepth = 10000;
 
-/// Parses `text` as JSON nested at most kMaxJsonDepth levels; `Json` nlohmann::ordered_json keeps
-/// the objects' keys in the text's order (a chat body's: templates iterate its objects). Throws
-/// nlohmann::json::exception for malformed JSON and RequestError (no param) for deeper nesting.
-template <class Json = nlohmann::json>
-Json parse_json_limited(const std::string& text) {
-  const typename Json::parser_callback_t limit = [](int depth, typename Json::parse_event_t, Json&) {
-    if (depth > kMaxJsonDepth)
-      throw RequestError("", "the JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-    return true;
-  };
-  return Json::parse(text, limit);
-}
+/// Parses `text` as JSON nested at most kMaxJsonDepth levels. Throws nlohmann::json::exception for
+/// malformed JSON and RequestError (no param) for deeper nesting.
+nlohmann::json parse_json_limited(const std::string& text);
 
 /// A request body parsed as parse_json_limited does; RequestError (no param) for malformed JSON
 /// ("the body is not valid JSON: ...") or a body that is not a JSON object.
