@@ -175,9 +175,7 @@ std::optional<std::string> read_json_body(const httplib::Request& req, const htt
   }
   if (!ok) {
     if (res.status == 413)
-      send_json(res, 413,
-                error_body(fmt::format("the request body is too large: more than {} bytes", max_bytes),
-                           "invalid_request_error", ""));
+      send_too_large(res, max_bytes);
     else
       send_json(res, 400, error_body("the request body could not be read", "invalid_request_error", ""));
     return std::nullopt;

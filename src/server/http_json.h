@@ -1,5 +1,5 @@
-// JSON answers over httplib, shared by the server's route files: a body with its status, and the
-// 503 of a busy or draining server.
+// JSON answers over httplib, shared by the server's route files: a body with its status, the 413
+// of a body past the limit and the 503 of a busy or draining server.
 #pragma once
 
 #include <httplib.h>
@@ -23,6 +23,13 @@ inline void send_json(httplib::Response& res, int status, const nlohmann::ordere
 inline void send_unavailable(httplib::Response& res, const std::string& message) {
   res.set_header("Retry-After", "1");
   send_json(res, 503, error_body(message, "service_unavailable", ""));
+}
+
+/// 413 naming the limit a body passed (a Content-Length over it, or a chunked body read past it).
+inline void send_too_large(httplib::Response& res, size_t max_bytes) {
+  send_json(res, 413,
+            error_body("the request body is too large: more than " + std::to_string(max_bytes) + " bytes",
+                       "invalid_request_error", ""));
 }
 
 }  // namespace lg::server

@@ -267,9 +267,7 @@ void Server::install_error_handlers() {
     if (res.status == 404)
       send_json(res, 404, error_body(fmt::format("no route {} {}", req.method, req.path), "NotFoundError", ""));
     else if (res.status == 413)
-      send_json(res, 413,
-                error_body(fmt::format("the request body is too large: more than {} bytes", options_.max_body_bytes),
-                           "invalid_request_error", ""));
+      send_too_large(res, options_.max_body_bytes);
     else if (res.status == 400)
       send_json(res, 400, error_body(unparsed_request_message(req), "invalid_request_error", ""));
     else if (res.status == 414)
