@@ -132,7 +132,14 @@ void launch_rope_kv(const float* qkv, const float* bias, const float* q_norm, co
   if (!pos || !slot || !cache.k || !cache.v) throw Error("hand-written RoPE: missing positions, slots or KV pool");
   if (T <= 0) return;
   dev::RopeKvArgs a{qkv, bias, q_norm, k_norm, inv_freq, pos, slot, eps, H, KV, Dh, cache.rows, q_out, cache.k, cache.v};
-  dev::rope_kv_kernel<<<dim3(H + 2 * KV, T), Dh, 0, s>>>(a);
+  // The warp form where head_dim is 64, 128 or 256 (LG_QWEN_ROPE_WARP=0: the block form always).
+  static const bool warp_form = lab_knob("LG_QWEN_ROPE_WARP", 1) != 0;
+  const int64_t items = static_cast<int64_t>(T) * (H + 2 * KV);
+  const dim3 blocks(static_cast<unsigned>((items + 3) / 4));
+  if (warp_form && Dh == 64) dev::rope_kv_warp_kernel<2><<<blocks, 128, 0, s>>>(a, T);
+  else if (warp_form && Dh == 128) dev::rope_kv_warp_kernel<4><<<blocks, 128, 0, s>>>(a, T);
+  else if (warp_form && Dh == 256) dev::rope_kv_warp_kernel<8><<<blocks, 128, 0, s>>>(a, T);
+  else dev::rope_kv_kernel<<<dim3(H + 2 * KV, T), Dh, 0, s>>>(a);
   LG_CUDA_CHECK_LAUNCH();
 }
 
@@ -143,6 +150,11 @@ void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_
 }
 
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t s) {
+  // Four pairs a thread where n and the pointers allow (LG_QWEN_SWIGLU_VEC=0: a pair a thread).
+  static const bool vec = lab_knob("LG_QWEN_SWIGLU_VEC", 1) != 0;
+  if (vec && n % 4 == 0 && reinterpret_cast<uintptr_t>(gu) % 16 == 0 && reinterpret_cast<uintptr_t>(act) % 8 == 0)
+    return launch_pdl(dev::swiglu4_kernel, dim3(grid_for(n / 4, 256)), dim3(256), 0, s,
+                      reinterpret_cast<const float4*>(gu), n / 4, reinterpret_cast<uint2*>(act));
   launch_pdl(dev::swiglu_kernel, dim3(grid_for(n, 256)), dim3(256), 0, s, reinterpret_cast<const float2*>(gu), n, act);
 }
 

@@ -15,7 +15,8 @@
 // 2: the TMA form up to 32), LG_QWEN_TMA_STAGES (2, 3, 4, 8),
 // LG_QWEN_TMA_KHALVES=1 (8 consumer warps a block), LG_QWEN_ROWS_SLICES=0 (o_proj and down sum
 // their own K splits), LG_QWEN_ROWS_ATOMIC_SPLITS=1 (the splits add atomically: not
-// deterministic), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS.
+// deterministic), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS; LG_QWEN_ROPE_WARP=0 (the
+// rows path's RoPE/KV kernel a block per (token, head)) and LG_QWEN_SWIGLU_VEC=0 (a pair a thread).
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
