@@ -10,20 +10,16 @@ void Choices::cancel() const {
 }
 
 Choices start_choices(Engine& engine, const PreparedRequest& p) {
-  Choices c;
-  GenerationRequest gen = p.gen;
-  try {
-    for (int64_t i = 0; i < p.gen.n; ++i) {
-      if (p.gen.seed) gen.seed = *p.gen.seed + static_cast<uint64_t>(i);
-      // Choice i's log line and metrics name it "i_ID" when there are several, as vLLM names a
-      // parent request's children.
-      const std::string id = p.gen.n == 1 ? p.id : std::to_string(i) + "_" + p.id;
-      c.jobs.push_back(engine.start(p.prompt_ids, gen, p.default_max, id, c.group));
-    }
-  } catch (...) {
-    c.cancel();  // a queued choice that is cancelled never runs
-    throw;
+  std::vector<Engine::JobSpec> specs;
+  for (int64_t i = 0; i < p.gen.n; ++i) {
+    Engine::JobSpec& spec = specs.emplace_back(Engine::JobSpec{p.gen, p.id});
+    if (p.gen.seed) spec.request.seed = *p.gen.seed + static_cast<uint64_t>(i);
+    // Choice i's log line and metrics name it "i_ID" when there are several, as vLLM names a
+    // parent request's children.
+    if (p.gen.n > 1) spec.id = std::to_string(i) + "_" + p.id;
   }
+  Choices c;
+  c.jobs = engine.start_all(p.prompt_ids, specs, p.default_max, c.group);
   return c;
 }
 

@@ -24,8 +24,8 @@ struct Choices {
 
 /// Starts p.gen.n choices of `p` on `engine`: choice i with seed + i when the request has a seed
 /// (as vLLM seeds the samples of one request), else each with a fresh random seed; with n > 1
-/// choice i's request log line names it "i_ID". Throws
-/// EngineBusy as Engine::start does, after cancelling the choices it started (they never run).
+/// choice i's request log line names it "i_ID". All start or none: throws EngineBusy as
+/// Engine::start_all does.
 Choices start_choices(Engine& engine, const PreparedRequest& p);
 
 /// What follow_choices reports: choice `index` produced `piece` (possibly empty), and when

@@ -389,8 +389,28 @@ EngineResult EngineJob::result() const {
 std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
                                          int64_t default_max_tokens, const std::string& id,
                                          std::shared_ptr<JobGroup> group) {
+  const JobSpec spec{request, id};
+  return start_all(prompt_ids, std::span<const JobSpec>(&spec, 1), default_max_tokens, std::move(group)).front();
+}
+
+std::vector<std::shared_ptr<EngineJob>> Engine::start_all(const std::vector<int32_t>& prompt_ids,
+                                                          std::span<const JobSpec> specs, int64_t default_max_tokens,
+                                                          std::shared_ptr<JobGroup> group) {
+  std::vector<std::shared_ptr<EngineJob>> jobs;
+  std::vector<std::unique_ptr<runtime::Request>> reqs;
+  for (const JobSpec& spec : specs) {
+    jobs.push_back(std::make_shared<EngineJob>());
+    reqs.push_back(prepare_job(jobs.back(), prompt_ids, spec.request, default_max_tokens, spec.id, group));
+  }
+  admit(reqs);
+  return jobs;
+}
+
+std::unique_ptr<runtime::Request> Engine::prepare_job(const std::shared_ptr<EngineJob>& job,
+                                                      const std::vector<int32_t>& prompt_ids,
+                                                      const GenerationRequest& request, int64_t default_max_tokens,
+                                                      const std::string& id, std::shared_ptr<JobGroup> group) {
   const auto& gc = generation_;
-  auto job = std::make_shared<EngineJob>();
   job->group_ = std::move(group);
   auto req = std::make_unique<runtime::Request>();
   req->prompt = prompt_ids;
@@ -446,6 +466,10 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
   gen.on_token = [state](int32_t token) { state->on_token(token); };
   gen.should_stop = [state] { return state->should_stop(); };
   req->on_done = [state](runtime::Generation&& g, const std::string& error) { state->on_done(std::move(g), error); };
+  return req;
+}
+
+void Engine::admit(std::vector<std::unique_ptr<runtime::Request>>& reqs) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
@@ -453,22 +477,33 @@ std::shared_ptr<EngineJob> Engine::start(const std::vector<int32_t>& prompt_ids,
       throw EngineBusy("shutting_down", "the server is shutting down");
     }
     // Waiting: not running and not about to run. Requests just handed over join the batch at the
-    // next step while it has free slots and nothing waits before them (for KV blocks).
+    // next step while it has free slots and nothing waits before them (for KV blocks). All of
+    // `reqs` are admitted or none: the choices of one request are one request to its client.
     const auto incoming = static_cast<int64_t>(incoming_.size()) + in_transit_;
     const int64_t free_slots = std::max<int64_t>(limits().max_batch - scheduler_running_, 0);
-    const int64_t waiting =
-        scheduler_waiting_ > 0 ? incoming + scheduler_waiting_ : std::max<int64_t>(incoming - free_slots, 0);
-    if (waiting >= max_waiting_) {
+    auto waiting_with = [&](int64_t more) {
+      return scheduler_waiting_ > 0 ? incoming + more + scheduler_waiting_
+                                    : std::max<int64_t>(incoming + more - free_slots, 0);
+    };
+    const auto n = static_cast<int64_t>(reqs.size());
+    if (waiting_with(n) > max_waiting_) {
       metrics_.rejected("queue_full");
-      throw EngineBusy("queue_full", fmt::format("the server is busy: {} {} waiting already (--max-waiting {}); retry "
-                                                 "later",
-                                                 waiting, waiting == 1 ? "request is" : "requests are", max_waiting_));
+      const int64_t waiting = waiting_with(0);
+      const std::string already =
+          fmt::format("{} {} waiting already", waiting, waiting == 1 ? "request is" : "requests are");
+      throw EngineBusy("queue_full",
+                       n == 1 ? fmt::format("the server is busy: {} (--max-waiting {}); retry later", already,
+                                            max_waiting_)
+                              : fmt::format("the server is busy: {}, and this request's {} choices ('n') would "
+                                            "make {} (--max-waiting {}); retry later",
+                                            already, n, waiting_with(n), max_waiting_));
     }
-    incoming_.push_back(std::move(req));
-    ++in_flight_;
+    for (auto& req : reqs) {
+      incoming_.push_back(std::move(req));
+      ++in_flight_;
+    }
   }
   cv_.notify_all();
-  return job;
 }
 
 EngineResult EngineJob::follow(const std::function<bool(const EnginePiece&)>& on_piece,

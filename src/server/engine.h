@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -243,6 +244,18 @@ class Engine {
                                    int64_t default_max_tokens, const std::string& id = "",
                                    std::shared_ptr<JobGroup> group = nullptr);
 
+  /// One of start_all's jobs: its request and its name in metrics and logs.
+  struct JobSpec {
+    GenerationRequest request;
+    std::string id;
+  };
+  /// start() for several jobs of one prompt (a request's `n` choices), all admitted or none: one
+  /// EngineBusy for the lot, naming the waiting they would make, with nothing started, logged or
+  /// counted but the rejection. Returns the jobs in the specs' order.
+  std::vector<std::shared_ptr<EngineJob>> start_all(const std::vector<int32_t>& prompt_ids,
+                                                    std::span<const JobSpec> specs, int64_t default_max_tokens,
+                                                    std::shared_ptr<JobGroup> group = nullptr);
+
   /// start(), then EngineJob::follow(). Throws lg::Error when the request failed in the lane,
   /// EngineBusy as start().
   EngineResult generate(const std::vector<int32_t>& prompt_ids, const GenerationRequest& request,
@@ -263,6 +276,14 @@ class Engine {
 
  private:
   void init(std::unique_ptr<Lane> lane, const EngineOptions& options);
+  /// The scheduler's request for `job` (its callbacks write to it); not yet handed over.
+  std::unique_ptr<runtime::Request> prepare_job(const std::shared_ptr<EngineJob>& job,
+                                                const std::vector<int32_t>& prompt_ids,
+                                                const GenerationRequest& request, int64_t default_max_tokens,
+                                                const std::string& id, std::shared_ptr<JobGroup> group);
+  /// Hands `reqs` to the worker, all or none (EngineBusy when the engine is stopping or they would
+  /// take the waiting requests past max_waiting).
+  void admit(std::vector<std::unique_ptr<runtime::Request>>& reqs);
   void work();
   void publish_stats();
 

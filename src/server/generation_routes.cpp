@@ -140,8 +140,9 @@ void stream_events(const PreparedRequest& p, const Choices& choices, httplib::Da
     }
     if (ok) write("data: [DONE]\n\n");
   } catch (const std::exception& e) {
-    // The status line is already sent: the error travels as an event, as vLLM does.
-    write(sse(error_body(e.what(), "server_error", "")));
+    // The status line is already sent: the error travels as an event, and the stream ends as
+    // every stream does, as vLLM's generators end theirs.
+    if (write(sse(error_body(e.what(), "server_error", "")))) write("data: [DONE]\n\n");
   }
   sink.done();
 }

@@ -14,8 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+
 #include "common/pool_lane.h"
 #include "server/engine.h"
+#include "server/server.h"
 #include "support/error.h"
 
 namespace {
@@ -129,6 +132,39 @@ TEST(EngineFaultTest, ASchedulerFaultEndsTheRequestsInFlightAndLaterOnesAreServe
   while (engine.stats().kv_blocks_used != 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
+
+/// The pool lane whose steps fail after its first: a lane error at a request's second token.
+class FailingLane : public PoolLane {
+ public:
+  using PoolLane::PoolLane;
+  std::vector<lg::SeqResult> step(std::span<const lg::SeqStep> batch) override {
+    if (steps_++ > 0) throw lg::Error("lane fault for the test");
+    return PoolLane::step(batch);
+  }
+
+ private:
+  int64_t steps_ = 0;
+};
+
+// A stream that fails after its status line carries the error as an event and then ends as every
+// stream does, with `data: [DONE]` (vLLM's generators send it after their error event; clients
+// that wait for it waited for the connection to close instead).
+TEST(EngineFaultTest, AStreamThatFailsSendsItsErrorThenDone) {
+  lg::model::ModelConfig config;
+  config.vocab_size = lg::testing::kPoolLaneVocab;
+  Engine engine(std::make_unique<FailingLane>(64, 256, 16, 4, 64), config, "pool", EngineOptions{});
+  Server server(engine, {"127.0.0.1", 0});
+  const int port = server.start();
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  auto r = c.Post("/v1/completions", R"({"prompt": [1, 2, 3], "max_tokens": 4, "stream": true})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const size_t error = r->body.find("data: {\"error\"");
+  ASSERT_NE(error, std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("lane fault for the test", error), std::string::npos) << r->body;
+  EXPECT_TRUE(r->body.ends_with("data: [DONE]\n\n")) << r->body;
 }
 
 }  // namespace

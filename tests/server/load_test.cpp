@@ -375,6 +375,42 @@ TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
 }
 
+// A request's `n` choices are admitted together or not at all: with one running and room for two
+// waiting, three choices are one 503 naming what they would make, and nothing of them runs, logs
+// or counts as aborted (they did: the first two were queued, then cancelled, as "abort"); two
+// choices still fit and answer.
+TEST(ServerQueueTest, ChoicesAreAdmittedAllOrNone) {
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
+  Server server(engine, {"127.0.0.1", 0});
+  const int port = server.start();
+  json body = {{"prompt", "def f():"}, {"max_tokens", 60}, {"temperature", 0}, {"ignore_eos", true}};
+  const int held = lg::test::send_post(port, "/v1/completions", body.dump());
+  ASSERT_TRUE(wait_for([&] { return engine.stats().running == 1; }));
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(60, 0);
+  body["max_tokens"] = 4;
+  body["n"] = 3;
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << r->body;
+  EXPECT_NE(r->body.find("0 requests are waiting already, and this request's 3 choices ('n') would make 3 "
+                         "(--max-waiting 2)"),
+            std::string::npos)
+      << r->body;
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(metric_value(m->body, "lg_requests_rejected_total{reason=\"queue_full\"}"), 1.0);
+  EXPECT_EQ(metric_value(m->body, "lg_requests_finished_total{finished_reason=\"abort\"}").value_or(0.0), 0.0);
+  EXPECT_EQ(engine.in_flight(), 1);
+  body["n"] = 2;
+  r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["choices"].size(), 2u);
+  ::close(held);
+  ASSERT_TRUE(wait_for([&] { return engine.in_flight() == 0; }));
+}
+
 // Clients that give up while their requests wait (a timeout, a closed tab) free their places in
 // the queue at once, streamed or not: the queue held them until the running request ended (only
 // its front was checked, and only when a slot was free; a stream's hang-up was seen only by a
