@@ -65,11 +65,15 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// The lane `lg run` runs on: --lane, else the device's (cpu by default, handwritten on cuda);
-/// the CPU reference with --fallback-cpu where a GPU lane has no device. Throws lg::Error for a
-/// lane that does not run on --device or is unknown (before the model loads).
+/// The lane `lg run` runs on: --lane, else the device's (cpu by default; on cuda the model's,
+/// lg::default_gpu_lane of its config.json: hand-written for the Qwen shapes it takes, else
+/// compiled); the CPU reference with --fallback-cpu where a GPU lane has no device. Throws
+/// lg::Error for a lane that does not run on --device or is unknown (before the model loads).
 std::string choose_lane(const RunOpts& o) {
-  std::string lane_name = !o.lane.empty() ? o.lane : (o.device == "cuda" ? "handwritten" : "cpu");
+  std::string lane_name = !o.lane.empty()      ? o.lane
+                          : o.device == "cuda" ? lg::default_gpu_lane(lg::model::load_config(
+                                                     std::filesystem::path(o.model) / "config.json"))
+                                               : "cpu";
   if (o.device == "cpu" && lg::is_gpu_lane(lane_name))
     throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
   // Otherwise `--device cuda --lane cpu` would run on the CPU and report CPU speeds as asked-for cuda.
@@ -342,7 +346,9 @@ LG_COMMAND("run", [](CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& s) -> std::string { return s == "cpu" || s == "cuda" ? "" : "must be cpu or cuda, got '" + s + "'"; },
           "cpu|cuda"));
-  sub->add_option("--lane", o->lane, "lane by name (cpu, compiled, handwritten); default: cpu, or handwritten with --device cuda")
+  sub->add_option("--lane", o->lane,
+                  "lane by name (cpu, compiled, handwritten); default: cpu, or with --device cuda the model's "
+                  "(handwritten for Qwen2/Qwen3 dense, else compiled)")
       ->check(lg::cli::lane_name());
   sub->add_flag("--fallback-cpu", o->fallback_cpu, "run the CPU reference when a GPU lane is asked for and there is no CUDA device");
   sub->add_option("--max-seq", o->max_seq, "context limit in tokens (default: max_position_embeddings)")->check(lg::cli::context_length());

@@ -142,6 +142,17 @@ TEST(CliUsage, RunRefusesALaneThatContradictsTheDeviceOrDoesNotExist) {
   EXPECT_NE(one.out.find("on lane cpu, 1 prompt token\n"), std::string::npos) << one.out;
 }
 
+// `--device cuda` without --lane took the hand-written lane for every model, which then refused
+// six of the eight families ("runs the Qwen2/Qwen3 family only"): it takes the model's GPU lane,
+// as lg bench and lg serve --shape do (compiled for Llama). Here without a GPU the compiled lane
+// then says there is none; on a GPU it runs.
+TEST(CliUsage, RunOnCudaTakesTheModelsGpuLane) {
+  const CliRun llama = run_lg("run -m " + kShared + "/fixtures/tiny-llama3 --prompt-ids 5,12,7 -n 1 --device cuda");
+  if (llama.out.find("unknown lane 'compiled'") != std::string::npos) GTEST_SKIP() << "this build has no GPU lanes";
+  EXPECT_NE(llama.out.find("on lane compiled, 3 prompt tokens"), std::string::npos) << llama.out;
+  EXPECT_EQ(llama.out.find("Qwen2/Qwen3 family only"), std::string::npos) << llama.out;
+}
+
 // `--lane ""` (an unset shell variable) ran lg run and lg serve on their default lane without a
 // word, cpu here, where lg batch refused it as an unknown lane; it is a usage error before the
 // model loads. The timeout ends a server that accepted it (it would serve until killed).
