@@ -397,6 +397,19 @@ TEST(CliLock, AProgramThatBindsOnlyBelowTheConfigsContextIsCheckedAtTheLocksLeng
   std::filesystem::remove_all(dir.parent_path());
 }
 
+// A window of zero or less gets its own refusal: it got "give --max-seq at most the window", which
+// no --max-seq (at least 1) can follow; mistral.lg and gemma3_text.lg already said so.
+TEST(CliRun, Phi3WindowThatIsNotPositiveIsRefusedAsSuch) {
+  for (const int window : {0, -4}) {
+    test::ModelCopy phi3(kShared + "/fixtures/tiny-phi3");
+    phi3.edit_json("config.json", [&](nlohmann::json& j) { j["sliding_window"] = window; });
+    const CliRun r = run_lg("run --lane cpu -m " + phi3.dir.string() + " --prompt-ids 5,12,7 -n 1");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("phi3.lg: config.sliding_window must be positive or null"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("--max-seq"), std::string::npos) << r.out;
+  }
+}
+
 // A lock recorded with --program names the program's file, and is run only with that program: a
 // check without it printed a lane's FAIL at its first difference (the default program's tokens
 // are other tokens), and an update would have made it the default program's lock silently.
