@@ -438,6 +438,18 @@ TEST(QwenKernels, RmsNormRowsSwiGLUEmbed) {
     for (size_t i = 0; i < n; ++i) want_act[i] = silu_ref(gu[2 * i]) * gu[2 * i + 1];
     EXPECT_LT(rel_err(download_bf16(act, n), want_act), 4e-3) << "n " << n;
   }
+  // The bf16 product's form (cuBLASLt's bf16 output): four pairs a thread, and the last n % 4
+  // pairs one a thread. The reference reads the same bf16 pairs; what is left is act's rounding.
+  for (const size_t n : {size_t{4} * 1001, size_t{4} * 1001 + 3, size_t{2}}) {
+    const auto gu = random_bf16(rng, 2 * n, -6, 6);
+    auto dgu = to_device(gu.raw);
+    auto act = poisoned_bf16(n);
+    launch_swiglu_bf16(as_bf16(dgu), n, act.as<bf16>(), s.get());
+    s.synchronize();
+    std::vector<double> want_act(n);
+    for (size_t i = 0; i < n; ++i) want_act[i] = silu_ref(gu.f[2 * i]) * gu.f[2 * i + 1];
+    EXPECT_LT(rel_err(download_bf16(act, n), want_act), 4e-3) << "bf16 product, n " << n;
+  }
 
   const int V = 300;
   auto table = random_bf16(rng, size_t(V) * D, -1, 1);
@@ -547,6 +559,12 @@ TEST(QwenKernels, CublasLtGemmWithResidual) {
     s.synchronize();
     for (size_t i = 0; i < y.size(); ++i) y[i] += resid[i];
     EXPECT_LT(rel_err(download_f32(xr, y.size()), y), 2e-5) << "accumulate " << c.T << "x" << c.N << "x" << c.K;
+    // The bf16 output: the same product rounded once more (unit roundoff 2^-9 an element).
+    auto out16 = poisoned_bf16(y.size());
+    gemm.matmul_bf16(as_bf16(din), as_bf16(dW), out16.as<__nv_bfloat16>(), c.T, c.N, c.K, s.get());
+    s.synchronize();
+    for (size_t i = 0; i < y.size(); ++i) y[i] -= resid[i];
+    EXPECT_LT(rel_err(download_bf16(out16, y.size()), y), 4e-3) << "bf16 output " << c.T << "x" << c.N << "x" << c.K;
   }
   // Split-K slices (the batched decode's o_proj and down): each slice is its own product over K/S.
   for (C c : {C{16, 192, 768}, C{37, 640, 1024}}) {

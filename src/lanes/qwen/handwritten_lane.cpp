@@ -525,8 +525,13 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
     }
     s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
     launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
-    s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);
-    launch_swiglu(s.gu.as<float>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
+    if (gate_up_in_bf16()) {
+      s.gemm.matmul_bf16(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<bf16_t>(), T, 2 * d.F, d.D, cs);
+      launch_swiglu_bf16(s.gu.as<bf16_t>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
+    } else {
+      s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);
+      launch_swiglu(s.gu.as<float>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
+    }
     s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), T, d.D, d.F, true, cs);
   }
   if (B == 1) {

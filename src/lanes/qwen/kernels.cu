@@ -149,6 +149,19 @@ void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_
   launch_pdl(dev::argmax_rows_kernel, dim3(B), dim3(dev::kArgmaxThreads), 0, s, logits, V, out);
 }
 
+bool gate_up_in_bf16() {
+  static const bool on = lab_knob("LG_QWEN_GU_BF16", 1) != 0;
+  return on;
+}
+
+void launch_swiglu_bf16(const bf16* gu, size_t n, bf16* act, cudaStream_t s) {
+  if (n == 0) return;
+  if (reinterpret_cast<uintptr_t>(gu) % 16 != 0 || reinterpret_cast<uintptr_t>(act) % 8 != 0)
+    throw Error("hand-written SwiGLU: the bf16 gate/up product must be 16-byte and the output 8-byte aligned");
+  const size_t items = n / 4 + n % 4;
+  launch_pdl(dev::swiglu_bf16_kernel, dim3(grid_for(items, 256)), dim3(256), 0, s, gu, n, act);
+}
+
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t s) {
   // Four pairs a thread where n and the pointers allow (LG_QWEN_SWIGLU_VEC=0: a pair a thread).
   static const bool vec = lab_knob("LG_QWEN_SWIGLU_VEC", 1) != 0;

@@ -16,7 +16,8 @@
 // LG_QWEN_TMA_KHALVES=1 (8 consumer warps a block), LG_QWEN_ROWS_SLICES=0 (o_proj and down sum
 // their own K splits), LG_QWEN_ROWS_ATOMIC_SPLITS=1 (the splits add atomically: not
 // deterministic), LG_QWEN_GEMV_ROWS_BPS and LG_QWEN_GEMV_ROWS_SPLITS; LG_QWEN_ROPE_WARP=0 (the
-// rows path's RoPE/KV kernel a block per (token, head)) and LG_QWEN_SWIGLU_VEC=0 (a pair a thread).
+// rows path's RoPE/KV kernel a block per (token, head)), LG_QWEN_SWIGLU_VEC=0 (a pair a thread)
+// and LG_QWEN_GU_BF16=0 (the gate/up GEMM's product in f32, gate_up_in_bf16).
 // Shapes are element counts; "bf16" is __nv_bfloat16, row-major everywhere.
 // The KV cache is paged (KvPages below, kernels/paged.cuh): kernels find a position's row through
 // the sequence's block table; block sizes are powers of two.
@@ -369,6 +370,15 @@ void launch_argmax_rows(const float* logits, int B, int V, int* out, cudaStream_
 /// act[i] = silu(gu[2i]) * gu[2i+1] for i < n; gu f32 [2n], act bf16 [n]. Launched with PDL (as
 /// launch_argmax_rows, behind the gate/up GEMM).
 void launch_swiglu(const float* gu, size_t n, bf16* act, cudaStream_t stream);
+
+/// launch_swiglu of a bf16 gate/up product (cuda::LtGemm::matmul_bf16): gu bf16 [2n], 16-byte
+/// aligned; act bf16 [n], 8-byte aligned (throws lg::Error otherwise). PDL launch.
+void launch_swiglu_bf16(const bf16* gu, size_t n, bf16* act, cudaStream_t stream);
+
+/// Whether the cuBLASLt steps (prefill, mixed and batched decode past the row GEMV) write the
+/// gate/up product in bf16 for launch_swiglu_bf16 (default) rather than f32 for launch_swiglu
+/// (lab knob LG_QWEN_GU_BF16=0).
+bool gate_up_in_bf16();
 
 /// x[t] = f32(table[tokens[t]]) for t < T; table bf16 [V, D]; tokens device int [T]. PDL launch.
 void launch_embed(const bf16* table, const int* tokens, int T, int D, float* x, cudaStream_t stream);

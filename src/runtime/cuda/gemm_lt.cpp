@@ -32,12 +32,13 @@ struct LtGemm::Impl {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  std::map<std::tuple<int, int, int, int>, Plan> plans;
+  std::map<std::tuple<int, int, int, int, bool>, Plan> plans;
 
   /// The plan of out = in @ W^T, or with S > 1 of its S slices of K as a strided batch (a slice
-  /// of A and B starts K/S elements after the last, keeping ld = K; C's partials are T * N apart).
-  Plan& plan(int T, int N, int K, int S = 1) {
-    auto key = std::make_tuple(T, N, K, S);
+  /// of A and B starts K/S elements after the last, keeping ld = K; C's partials are T * N apart);
+  /// out f32, or bf16 with bf16_out (fp32 accumulation and scaling either way).
+  Plan& plan(int T, int N, int K, int S = 1, bool bf16_out = false) {
+    auto key = std::make_tuple(T, N, K, S, bf16_out);
     auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     Plan p;
@@ -48,7 +49,7 @@ struct LtGemm::Impl {
     const int ks = K / S;
     lt_check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, ks, N, K), "layout A");
     lt_check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, ks, T, K), "layout B");
-    lt_check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, N, T, N), "layout C");
+    lt_check(cublasLtMatrixLayoutCreate(&p.c, bf16_out ? CUDA_R_16BF : CUDA_R_32F, N, T, N), "layout C");
     if (S > 1) {
       const int32_t count = S;
       const int64_t step_ab = ks, step_c = static_cast<int64_t>(T) * N;
@@ -74,7 +75,8 @@ struct LtGemm::Impl {
     lt_check(st, "AlgoGetHeuristic");
     if (found == 0)
       throw Error("cuBLASLt: no algorithm for bf16 GEMM T=" + std::to_string(T) + " N=" + std::to_string(N) +
-                  " K=" + std::to_string(K) + (S > 1 ? " in " + std::to_string(S) + " slices" : ""));
+                  " K=" + std::to_string(K) + (S > 1 ? " in " + std::to_string(S) + " slices" : "") +
+                  (bf16_out ? " with a bf16 output" : ""));
     p.algo = result.algo;
     return plans.emplace(key, p).first->second;
   }
@@ -99,6 +101,16 @@ void LtGemm::matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out,
   lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, out, p.c, out, p.c, &p.algo,
                           impl_->workspace.data(), kWorkspaceBytes, stream),
            "Matmul");
+  note_untriggered_launch(stream);
+}
+
+void LtGemm::matmul_bf16(const __nv_bfloat16* in, const __nv_bfloat16* W, __nv_bfloat16* out, int T, int N, int K,
+                         cudaStream_t stream) {
+  Impl::Plan& p = impl_->plan(T, N, K, 1, true);
+  const float alpha = 1.f, beta = 0.f;
+  lt_check(cublasLtMatmul(impl_->handle, p.op, &alpha, W, p.a, in, p.b, &beta, out, p.c, out, p.c, &p.algo,
+                          impl_->workspace.data(), kWorkspaceBytes, stream),
+           "Matmul (bf16 output)");
   note_untriggered_launch(stream);
 }
 

@@ -18,9 +18,9 @@ namespace lg::cuda {
 /// multiple of 8 bf16 values (16-byte aligned rows for the strided batch).
 inline bool split_k_fits(int K, int S) { return S >= 1 && K % S == 0 && (K / S) % 8 == 0; }
 
-/// One cuBLASLt handle, a workspace and a cache of chosen algorithms per (T, N, K, accumulate): the
-/// heuristic's first guess (timing its other candidates at the batched decode's shapes gained
-/// nothing on the H200: bench/RESULTS.md, "Batched decode").
+/// One cuBLASLt handle, a workspace and a cache of chosen algorithms per (T, N, K, slices, output
+/// type): the heuristic's first guess (timing its other candidates at the batched decode's shapes
+/// gained nothing on the H200: bench/RESULTS.md, "Batched decode").
 class LtGemm {
  public:
   LtGemm();
@@ -32,6 +32,12 @@ class LtGemm {
   /// all row-major and contiguous. Throws lg::Error when cuBLASLt has no algorithm or fails.
   void matmul(const __nv_bfloat16* in, const __nv_bfloat16* W, float* out, int T, int N, int K, bool accumulate,
               cudaStream_t stream);
+
+  /// out = in @ W^T rounded to bf16 (fp32 accumulation): in bf16 [T, K], W bf16 [N, K], out bf16
+  /// [T, N], row-major. Half matmul's output bytes, for a product that one elementwise kernel
+  /// reads next (the hand-written lane's gate/up before its SwiGLU). Throws as matmul does.
+  void matmul_bf16(const __nv_bfloat16* in, const __nv_bfloat16* W, __nv_bfloat16* out, int T, int N, int K,
+                   cudaStream_t stream);
 
   /// Split-K without a reduction: parts[s] = in[:, s*K/S : (s+1)*K/S] @ W[:, same]^T for s < S,
   /// one strided-batched GEMM; parts f32 [S, T, N], row-major. The caller sums the S partials where
