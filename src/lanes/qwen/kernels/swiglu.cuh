@@ -38,7 +38,7 @@ __global__ void swiglu4_kernel(const float4* __restrict__ gu, size_t n4, uint2* 
 /// 16-byte load, one 8-byte store (groups i < n / 4), and the last n % 4 pairs one a thread; gu
 /// 16-byte and act 8-byte aligned. The product rounded to bf16 before silu, as transformers' bf16
 /// forward has it (its gate_proj and up_proj outputs are bf16), halves the bytes the GEMM writes
-/// and this reads: H100, 8B, the 512-token prefill -3.4%, the mixed step of 128 decodes and a
+/// and this reads: H100, 8B, the 512-token prefill -3.8%, the mixed step of 128 decodes and a
 /// 512-token chunk -1.9%, the serving load +1.3% (bench/RESULTS.md, forty-fourth session).
 __global__ void swiglu_bf16_kernel(const __nv_bfloat16* __restrict__ gu, size_t n, bf16* __restrict__ act) {
   grid_dependency_wait();  // launched with PDL behind the gate/up GEMM (launch_swiglu_bf16)
