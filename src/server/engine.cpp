@@ -66,6 +66,7 @@ struct JobState {
   const std::atomic<bool>* stopping = nullptr;
   std::atomic<int64_t>* in_flight = nullptr;
   ServeMetrics* metrics = nullptr;
+  JobWaker* waker = nullptr;  ///< wakes the job's follower after the worker's step
   std::string id;
   bool log = false;
   int64_t prompt_tokens = 0;
@@ -85,8 +86,7 @@ struct JobState {
       for (auto& lp : piece.logprobs) job->pending_.logprobs.push_back(std::move(lp));
       job->result_.text += piece.text;
     }
-    job->cv_.notify_all();
-    if (job->group_) job->group_->notify();
+    waker->add(job);
   }
 
   void on_token(int32_t token) {
@@ -149,8 +149,7 @@ struct JobState {
       std::lock_guard<std::mutex> lock(job->mu_);
       job->done_ = true;
     }
-    job->cv_.notify_all();
-    if (job->group_) job->group_->notify();
+    waker->add(job);
   }
 };
 
@@ -452,6 +451,7 @@ std::unique_ptr<runtime::Request> Engine::prepare_job(const std::shared_ptr<Engi
   state->stopping = &stopping_;
   state->in_flight = &in_flight_;
   state->metrics = &metrics_;
+  state->waker = &waker_;
   state->id = id;
   state->log = log_requests_;
   state->prompt_tokens = n;
@@ -589,6 +589,47 @@ void Engine::work() {
       scheduler_->fail_all(e.what());
     }
     publish_stats();
+    waker_.flush();  // the step's output is out: its followers wake while the next step runs
+  }
+}
+
+JobWaker::JobWaker() : thread_([this] { run(); }) {}
+
+JobWaker::~JobWaker() {
+  flush();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void JobWaker::add(const std::shared_ptr<EngineJob>& job) {
+  if (queued_.empty() || queued_.back() != job) queued_.push_back(job);  // a job's token and end: one wake
+}
+
+void JobWaker::flush() {
+  if (queued_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handed_.insert(handed_.end(), queued_.begin(), queued_.end());
+  }
+  queued_.clear();
+  cv_.notify_one();
+}
+
+void JobWaker::run() {
+  std::vector<std::shared_ptr<EngineJob>> batch;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !handed_.empty(); });
+      if (handed_.empty()) return;  // stopping, nothing left to wake
+      batch.swap(handed_);
+    }
+    for (const auto& job : batch) job->wake();
+    batch.clear();
   }
 }
 

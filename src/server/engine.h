@@ -151,6 +151,12 @@ class EngineJob {
  private:
   friend class Engine;
   friend struct JobState;
+  friend class JobWaker;
+  /// Wakes whoever waits on the job or its group (after its state changed under mu_).
+  void wake() {
+    cv_.notify_all();
+    if (group_) group_->notify();
+  }
   mutable std::mutex mu_;
   std::condition_variable cv_;
   EnginePiece pending_;
@@ -159,6 +165,32 @@ class EngineJob {
   std::string error_;
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<JobGroup> group_;  ///< woken with cv_, when the job is one of several choices
+};
+
+/// Wakes the threads that follow jobs (EngineJob::wait, JobGroup) on a thread of its own, so that
+/// the engine's worker, which gives up to max_batch jobs their output each step, does not also
+/// pay a wake-up (a futex call, another thread scheduled) for each of them between two steps:
+/// the worker queues the jobs its step touched (add) and hands them over at once (flush).
+class JobWaker {
+ public:
+  JobWaker();
+  /// Wakes what is still queued, then stops the thread.
+  ~JobWaker();
+  JobWaker(const JobWaker&) = delete;
+  JobWaker& operator=(const JobWaker&) = delete;
+  /// Queues `job` to be woken at the next flush. The worker's alone (not thread-safe).
+  void add(const std::shared_ptr<EngineJob>& job);
+  /// Hands the queued jobs to the waking thread. The worker's alone.
+  void flush();
+
+ private:
+  void run();
+  std::vector<std::shared_ptr<EngineJob>> queued_;  ///< the worker's, since the last flush
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<EngineJob>> handed_;  ///< under mu_: flushed, not yet woken
+  bool stop_ = false;                                ///< under mu_
+  std::thread thread_;                               ///< last: starts once the rest is built
 };
 
 class Engine {
@@ -298,6 +330,7 @@ class Engine {
   int64_t context_ = 0;
   int64_t max_waiting_ = 0;
   bool log_requests_ = false;
+  JobWaker waker_;  ///< declared before the requests' holders (scheduler_), so destroyed after them
   std::unique_ptr<Lane> lane_;
   std::unique_ptr<runtime::Scheduler> scheduler_;  ///< the worker's alone
   ServeMetrics metrics_;
