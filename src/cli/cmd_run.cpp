@@ -65,15 +65,24 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// The lane `lg run` runs on: --lane, else the device's (cpu by default; on cuda the model's,
-/// lg::default_gpu_lane of its config.json: hand-written for the Qwen shapes it takes, else
-/// compiled); the CPU reference with --fallback-cpu where a GPU lane has no device. Throws
-/// lg::Error for a lane that does not run on --device or is unknown (before the model loads).
+/// The GPU lane `lg run --device cuda` takes without --lane: compiled for a --program (the
+/// hand-written lane runs none), else lg::default_gpu_lane of the model's config.json
+/// (hand-written for the Qwen shapes it takes, else compiled); hand-written where there is no
+/// config.json to read, whose absence ModelDir::open then names.
+std::string default_cuda_lane(const RunOpts& o) {
+  if (!o.program.empty()) return "compiled";
+  const std::filesystem::path config = std::filesystem::path(o.model) / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config, ec)) return "handwritten";
+  return lg::default_gpu_lane(lg::model::load_config(config));
+}
+
+/// The lane `lg run` runs on: --lane, else the device's (cpu by default; on cuda
+/// default_cuda_lane); the CPU reference with --fallback-cpu where a GPU lane has no device.
+/// Throws lg::Error for a lane that does not run on --device or is unknown (before the model
+/// loads).
 std::string choose_lane(const RunOpts& o) {
-  std::string lane_name = !o.lane.empty()      ? o.lane
-                          : o.device == "cuda" ? lg::default_gpu_lane(lg::model::load_config(
-                                                     std::filesystem::path(o.model) / "config.json"))
-                                               : "cpu";
+  std::string lane_name = !o.lane.empty() ? o.lane : o.device == "cuda" ? default_cuda_lane(o) : "cpu";
   if (o.device == "cpu" && lg::is_gpu_lane(lane_name))
     throw lg::Error("lane '" + lane_name + "' runs on cuda, not on --device cpu");
   // Otherwise `--device cuda --lane cpu` would run on the CPU and report CPU speeds as asked-for cuda.

@@ -613,7 +613,8 @@ void JobWaker::flush() {
   if (queued_.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    handed_.insert(handed_.end(), queued_.begin(), queued_.end());
+    handed_.insert(handed_.end(), std::make_move_iterator(queued_.begin()),
+                   std::make_move_iterator(queued_.end()));
   }
   queued_.clear();
   cv_.notify_one();

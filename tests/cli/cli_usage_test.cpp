@@ -151,6 +151,18 @@ TEST(CliUsage, RunOnCudaTakesTheModelsGpuLane) {
   if (llama.out.find("unknown lane 'compiled'") != std::string::npos) GTEST_SKIP() << "this build has no GPU lanes";
   EXPECT_NE(llama.out.find("on lane compiled, 3 prompt tokens"), std::string::npos) << llama.out;
   EXPECT_EQ(llama.out.find("Qwen2/Qwen3 family only"), std::string::npos) << llama.out;
+  // A --program runs on the compiled lane (the hand-written lane runs none), a Qwen model too.
+  const CliRun program = run_lg("run -m " + kModel + " -p def -n 1 --device cuda --program " + kSource +
+                                "/models/qwen3.lg");
+  EXPECT_NE(program.out.find("on lane compiled"), std::string::npos) << program.out;
+  // A directory without config.json is still named so by the model's loading.
+  const std::filesystem::path empty = std::filesystem::path(::testing::TempDir()) / "lg_no_config";
+  std::filesystem::create_directories(empty);
+  const CliRun none = run_lg("run -m " + empty.string() + " -p def -n 1 --device cuda");
+  EXPECT_EQ(none.code, 1) << none.out;
+  EXPECT_NE(none.out.find("config.json"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("cannot open (missing or unreadable)"), std::string::npos) << none.out;
+  std::filesystem::remove_all(empty);
 }
 
 // `--lane ""` (an unset shell variable) ran lg run and lg serve on their default lane without a

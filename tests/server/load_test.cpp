@@ -378,12 +378,13 @@ TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
 // A request's `n` choices are admitted together or not at all: with one running and room for two
 // waiting, three choices are one 503 naming what they would make, and nothing of them runs, logs
 // or counts as aborted (they did: the first two were queued, then cancelled, as "abort"); two
-// choices still fit and answer.
+// choices still fit and answer once the running request's client has gone.
 TEST(ServerQueueTest, ChoicesAreAdmittedAllOrNone) {
   Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
   Server server(engine, {"127.0.0.1", 0});
   const int port = server.start();
-  json body = {{"prompt", "def f():"}, {"max_tokens", 60}, {"temperature", 0}, {"ignore_eos", true}};
+  // Running until its client hangs up below (240 tokens: far more than the checks take).
+  json body = {{"prompt", "def f():"}, {"max_tokens", 240}, {"temperature", 0}, {"ignore_eos", true}};
   const int held = lg::test::send_post(port, "/v1/completions", body.dump());
   ASSERT_TRUE(wait_for([&] { return engine.stats().running == 1; }));
   httplib::Client c("127.0.0.1", port);
@@ -402,13 +403,13 @@ TEST(ServerQueueTest, ChoicesAreAdmittedAllOrNone) {
   EXPECT_EQ(metric_value(m->body, "lg_requests_rejected_total{reason=\"queue_full\"}"), 1.0);
   EXPECT_EQ(metric_value(m->body, "lg_requests_finished_total{finished_reason=\"abort\"}").value_or(0.0), 0.0);
   EXPECT_EQ(engine.in_flight(), 1);
+  ::close(held);
+  ASSERT_TRUE(wait_for([&] { return engine.in_flight() == 0; }));
   body["n"] = 2;
   r = c.Post("/v1/completions", body.dump(), "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(json::parse(r->body)["choices"].size(), 2u);
-  ::close(held);
-  ASSERT_TRUE(wait_for([&] { return engine.in_flight() == 0; }));
 }
 
 // Clients that give up while their requests wait (a timeout, a closed tab) free their places in

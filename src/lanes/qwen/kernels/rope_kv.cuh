@@ -1,6 +1,7 @@
 // After the fused QKV projection: q/k/v bias (Qwen2), per-head RMSNorm of q and k (Qwen3's
-// qk-norm), RoPE on q and k, and the KV-cache write, in one launch. One block per (token, head)
-// of the H + 2 KV heads, one thread per element of head_dim.
+// qk-norm), RoPE on q and k, and the KV-cache write, in one launch: a warp per (token, head) of the
+// H + 2 KV heads where head_dim is 64, 128 or 256 (rope_kv_warp_kernel), else a block per (token,
+// head), a thread per element of head_dim (rope_kv_kernel).
 // RoPE is HF's rotate-half form: for i < Dh/2, with angle = pos * inv_freq[i] in fp32 and
 // inv_freq[i] = theta^(-2i/Dh) (computed on the host in fp32 as transformers does):
 //   out[i]        = x[i] cos - x[i + Dh/2] sin
@@ -66,9 +67,10 @@ __global__ void rope_kv_kernel(RopeKvArgs a) {
 }
 
 /// rope_kv_kernel's math with a warp per (token, head), 4 warps a block, for Dh = 32 EPL with EPL
-/// even: lane l holds elements l + 32 j (j < EPL), so each load and store of the warp is 128
-/// contiguous bytes and the rotate-half partner of element j is the same lane's j + EPL / 2 (no
-/// shuffles, no block barrier; the qk-norm's sum is a warp reduction). Why: a block per (token,
+/// even: lane l holds elements l + 32 j (j < EPL), so each load and store of the warp is contiguous
+/// (128 bytes of f32, 64 of the cache's bf16) and the rotate-half partner of element j is the same
+/// lane's j + EPL / 2 (no shuffles, no block barrier; the qk-norm's sum is a warp reduction).
+/// Why: a block per (token,
 /// head) of Dh threads, each one element, took 28.6 us a layer of a 640-row step at 8B on the
 /// H100 (24 MB moved: ~8 us at the copy rate); this form 10.2 us, the 512-token prefill 14.1 ->
 /// 13.2 ms with the SwiGLU's four pairs a thread (bench/RESULTS.md, forty-fourth session).
