@@ -200,21 +200,9 @@ int HandwrittenQwenLane::enqueue_layer_lt(size_t l, int Bp, int table_stride, co
   mark("attention");
   const int o_parts = project(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), d.nq, decode_gemm_slices(d.nq, Bp, false), "gemm o");
   norm(ly.ln2.as<float>(), o_parts);
-  const bool gu_bf16 = gate_up_in_bf16();
-  if (!skipped("gemm gate/up")) {
-    if (gu_bf16)
-      s.gemm.matmul_bf16(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<bf16_t>(), Bp, 2 * d.F, d.D, cs);
-    else
-      s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), Bp, 2 * d.F, d.D, false, cs);
-  }
+  if (!skipped("gemm gate/up")) s.gate_up(d, l, Bp);
   mark("gemm gate/up");
-  if (!skipped("swiglu")) {
-    const size_t n = static_cast<size_t>(Bp) * d.F;
-    if (gu_bf16)
-      launch_swiglu_bf16(s.gu.as<bf16_t>(), n, s.act.as<bf16_t>(), cs);
-    else
-      launch_swiglu(s.gu.as<float>(), n, s.act.as<bf16_t>(), cs);
-  }
+  if (!skipped("swiglu")) s.swiglu(d, Bp);
   mark("swiglu");
   return project(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), d.F, decode_gemm_slices(d.F, Bp, true), "gemm down");
 }

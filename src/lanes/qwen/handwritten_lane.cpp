@@ -356,6 +356,22 @@ std::vector<SeqResult> HandwrittenQwenLane::step(std::span<const SeqStep> batch)
   return out;
 }
 
+void HandwrittenQwenLane::State::gate_up(const Dims& d, size_t l, int T) {
+  const auto* w = layers[l].wgu.as<__nv_bfloat16>();
+  if (gate_up_in_bf16())
+    gemm.matmul_bf16(h.as<__nv_bfloat16>(), w, gu.as<__nv_bfloat16>(), T, 2 * d.F, d.D, stream.get());
+  else
+    gemm.matmul(h.as<__nv_bfloat16>(), w, gu.as<float>(), T, 2 * d.F, d.D, false, stream.get());
+}
+
+void HandwrittenQwenLane::State::swiglu(const Dims& d, int T) {
+  const size_t n = static_cast<size_t>(T) * static_cast<size_t>(d.F);
+  if (gate_up_in_bf16())
+    launch_swiglu_bf16(gu.as<__nv_bfloat16>(), n, act.as<__nv_bfloat16>(), stream.get());
+  else
+    launch_swiglu(gu.as<float>(), n, act.as<__nv_bfloat16>(), stream.get());
+}
+
 QkvRopeArgs HandwrittenQwenLane::State::rope_args(const Dims& d, size_t l, const int* table) const {
   const Layer& ly = layers[l];
   QkvRopeArgs rope;
@@ -525,13 +541,8 @@ void HandwrittenQwenLane::run_rows(const FlatBatch& f, std::span<const SeqStep> 
     }
     s.gemm.matmul(s.attn.as<bf16_t>(), ly.wo.as<bf16_t>(), s.x.as<float>(), T, d.D, d.nq, true, cs);
     launch_rmsnorm_rows(s.x.as<float>(), ly.ln2.as<float>(), T, d.D, d.eps, s.h.as<bf16_t>(), cs);
-    if (gate_up_in_bf16()) {
-      s.gemm.matmul_bf16(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<bf16_t>(), T, 2 * d.F, d.D, cs);
-      launch_swiglu_bf16(s.gu.as<bf16_t>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
-    } else {
-      s.gemm.matmul(s.h.as<bf16_t>(), ly.wgu.as<bf16_t>(), s.gu.as<float>(), T, 2 * d.F, d.D, false, cs);
-      launch_swiglu(s.gu.as<float>(), static_cast<size_t>(T) * d.F, s.act.as<bf16_t>(), cs);
-    }
+    s.gate_up(d, l, T);
+    s.swiglu(d, T);
     s.gemm.matmul(s.act.as<bf16_t>(), ly.wd.as<bf16_t>(), s.x.as<float>(), T, d.D, d.F, true, cs);
   }
   if (B == 1) {

@@ -121,6 +121,10 @@ struct HandwrittenQwenLane::State {
   /// Layer l's arguments of the decode attention's fused bias/qk-norm/RoPE/KV write, reading the
   /// block tables at `table`.
   QkvRopeArgs rope_args(const Dims& d, size_t l, const int* table) const;
+  /// The cuBLASLt gate/up GEMM of T rows of h (layer l) into gu, and the SwiGLU of gu into act: the
+  /// product in bf16 or f32 as gate_up_in_bf16() says, the same form for both halves.
+  void gate_up(const Dims& d, size_t l, int T);
+  void swiglu(const Dims& d, int T);
 };
 
 /// The launch arguments of `sh` under the lane's limits.
