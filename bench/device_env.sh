@@ -35,6 +35,13 @@
 #                        (--prefill-chunk runs them last), which no launch-skip count finds
 #                        (Nsight names a kernel with its namespace, "dev::embed_kernel(...)":
 #                        FIRST '^embed_kernel' matches nothing, 'embed_kernel' does)
+#   hw_locks             the Qwen locks on the hand-written lane, alone and with --batch-with 16,
+#                        into $out/locks_hw.txt, verdicts printed
+#   serve_load TAG [ENV=VALUE...]  issue 14's serving load (8B shape, 512 requests, prompts
+#                        128-1024, outputs 128-512, concurrency 128) against `lg serve` under those
+#                        settings; logs $out/{serve,load}_TAG.*; SERVE_BIN=PATH serves another
+#                        binary, SERVE_TRACE=1 adds LG_STEP_TRACE ($out/trace_TAG.csv) and prints
+#                        the host's gaps between steps (TAG "" names the files without a suffix)
 out=${OUT:-gpu-out}
 mkdir -p "$out" /tmp/lgb /tmp/lgshared
 tar -C /tmp/lgb -xJf .carry/lg.tar.xz
@@ -144,6 +151,39 @@ attn_ncu_32k() {
   echo "$label rc $?"
   grep -E '"(gpu__time_duration.sum|smsp__inst_executed.sum|sm__warps_active.avg.pct_of_peak_sustained_active)"' \
     "$out/ncu_attn_32k_$label.csv" | awk -F'","' '{print $5, $(NF-2), $NF}' | tail -3
+}
+
+hw_locks() {
+  { timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared
+    timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --batch-with 16
+  } > "$out/locks_hw.txt" 2>&1
+  grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_hw.txt" | tail -12
+}
+
+serve_load() {
+  local tag=$1 bin=${SERVE_BIN:-$lg} sp
+  shift
+  local sfx=${tag:+_$tag} trace=()
+  [ "${SERVE_TRACE:-0}" = 1 ] && trace=(LG_STEP_TRACE="$out/trace$sfx.csv")
+  env "${trace[@]}" "$@" "$bin" serve --shape qwen3-8b --max-seq 2048 --max-batch 256 > "$out/serve$sfx.log" 2>&1 &
+  sp=$!
+  for _ in $(seq 1 120); do curl -s localhost:8000/health > /dev/null && break; sleep 1; done
+  echo "== ${tag:-serve} ($*), up at ${SECONDS}s"
+  timeout 120 python3 bench/load_gen.py -n 512 --prompt-len 128:1024 --output-len 128:512 --concurrency 128 \
+    --json "$out/load$sfx.json" > "$out/load$sfx.txt" 2>&1
+  grep -E "output|TTFT|ITL|completed" "$out/load$sfx.txt"
+  kill -INT "$sp"; timeout 30 tail --pid="$sp" -f /dev/null || kill -9 "$sp"
+  if [ ${#trace[@]} -gt 0 ]; then
+    python3 - "$out/trace$sfx.csv" <<'PY'
+import sys, statistics as st
+rows = [l.split(',') for l in open(sys.argv[1]) if l[0].isdigit()]
+rows = [(float(a), float(w)) for a, _, _, w, _ in rows]
+gaps = [rows[i + 1][0] - rows[i][0] - rows[i][1] for i in range(len(rows) - 1)]
+print(f"  host gaps: {len(gaps)} steps, sum {sum(gaps) / 1e3:.2f} s, median {st.median(gaps):.3f} ms")
+PY
+    xz -f "$out/trace$sfx.csv"
+  fi
+  xz -f "$out/load$sfx.json"
 }
 
 # qwen_tests FILTER [ENV=VALUE...]: the bundled qwen_lane_tests under a gtest filter and the given

@@ -14,10 +14,7 @@ set -uo pipefail
 source bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 qwen_tests 'QwenKernels.*:QwenMixedAttention.*:HandwrittenBatch.*' | tail -4
-{ timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared
-  timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --batch-with 16
-} > "$out/locks_hw.txt" 2>&1
-grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_hw.txt" | tail -12
+hw_locks
 echo "checks done at ${SECONDS}s"
 for round in 1 2; do
   for v in "old:LG_QWEN_ROPE_WARP=0 LG_QWEN_SWIGLU_VEC=0" "new:"; do

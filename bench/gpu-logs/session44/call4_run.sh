@@ -16,23 +16,8 @@ LG_SHARED_DIR=/tmp/lgshared timeout 200 /tmp/lgb/bin/flash_attention_tests \
   --gtest_filter='FlashAttentionGpu.*:FlashAttentionLaunch.*' > "$out/flash_tests.txt" 2>&1
 echo "flash tests rc $?"; grep -E "OK|FAILED|PASSED" "$out/flash_tests.txt" | tail -8
 qwen_tests 'HandwrittenBatch.*:QwenMixedAttention.*:HandwrittenLane.*:TinyFixture*' | tail -3
-{ timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared
-  timeout 100 $lg lock check --lane handwritten --locks "$(qwen_locks_dir)" --shared /tmp/lgshared --batch-with 16
-} > "$out/locks_hw.txt" 2>&1
-grep -E "^(ok|FAIL|ERROR)|locks" "$out/locks_hw.txt" | tail -12
+hw_locks
 echo "checks done at ${SECONDS}s"
-serve_load() {  # tag, then env assignments for lg serve
-  local tag=$1; shift
-  env "$@" $lg serve --shape qwen3-8b --max-seq 2048 --max-batch 256 > "$out/serve_$tag.log" 2>&1 &
-  local sp=$!
-  for _ in $(seq 1 120); do curl -s localhost:8000/health > /dev/null && break; sleep 1; done
-  echo "== $tag ($*), up at ${SECONDS}s"
-  timeout 120 python3 bench/load_gen.py -n 512 --prompt-len 128:1024 --output-len 128:512 --concurrency 128 \
-    --json "$out/load_$tag.json" > "$out/load_$tag.txt" 2>&1
-  grep -E "output|TTFT|ITL|completed" "$out/load_$tag.txt"
-  kill -INT "$sp"; timeout 30 tail --pid="$sp" -f /dev/null || kill -9 "$sp"
-  xz -f "$out/load_$tag.json"
-}
 for round in 1 2; do
   serve_load "apart$round" LG_QWEN_FLASH_RUNS=0
   serve_load "once$round" LG_QWEN_FLASH_RUNS=1

@@ -6,13 +6,6 @@
 set -uo pipefail
 source bench/device_env.sh
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-LG_STEP_TRACE="$out/trace.csv" $lg serve --shape qwen3-8b --max-seq 2048 --max-batch 256 > "$out/serve.log" 2>&1 &
-sp=$!
-for _ in $(seq 1 120); do curl -s localhost:8000/health > /dev/null && break; sleep 1; done
-timeout 120 python3 bench/load_gen.py -n 512 --prompt-len 128:1024 --output-len 128:512 --concurrency 128 \
-  --json "$out/load.json" > "$out/load.txt" 2>&1
-grep -E "output|TTFT|ITL|completed" "$out/load.txt"
-kill -INT "$sp"; timeout 30 tail --pid="$sp" -f /dev/null || kill -9 "$sp"
-xz -f "$out/load.json" "$out/trace.csv"
+SERVE_TRACE=1 serve_load ""
 echo "done at ${SECONDS}s"
 exit 0
