@@ -29,6 +29,14 @@ __device__ __forceinline__ void lg_launch_dependents() { asm volatile("griddepco
 __device__ __forceinline__ void lg_prefetch_l2(const void* p, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
+// A flag between the blocks of one launch (the experts pair's tickets, emit/cuda/experts.cpp):
+// the load is ordered before the thread's later reads, at device scope, so a reader that sees a
+// count also sees what its adders wrote (and fenced) before adding.
+__device__ __forceinline__ unsigned lg_ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 // A 16-byte load of data read once (decode weights): bypasses L1 so it does not evict what is reused.
 __device__ __forceinline__ uint4 lg_ld_stream(const uint4* p) {
   uint4 r;

@@ -29,6 +29,13 @@ Launcher::Launcher(const emit::cuda::CudaProgram& prog, const std::vector<cudaKe
   // skipped kernels would write hold realistic values: distinct routed experts, finite rows).
   skip_ = launch_skip_from_env("LG_COMPILED_SKIP", "decode steps");
   allocate_split_kv();
+  // Every experts pair launch leaves its counters at zero; they run one after another, so one
+  // set serves them all.
+  for (const auto& l : prog_.launches)
+    if (l.experts_pair && !pair_tickets_.data()) {
+      pair_tickets_ = cuda::DeviceBuffer(3 * sizeof(unsigned));
+      cuda::memset_device_now(pair_tickets_.data(), 0, pair_tickets_.bytes());
+    }
 }
 
 /// Splits of a split-KV attention launch over `rows` tokens: as many as keep the grid within
@@ -80,7 +87,7 @@ void Launcher::allocate_split_kv() {
 /// `splits` > 0: a split-KV attention kernel (its scratch after the buffers), on a grid of
 /// (blocks, splits).
 void Launcher::launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers, int64_t layer, int64_t blocks,
-                             int32_t block, int64_t T, int64_t splits, int64_t grid_y) {
+                             int32_t block, int64_t T, int64_t splits, int64_t grid_y, void* tickets) {
   long t = static_cast<long>(T), l = static_cast<long>(layer);
   void* part = split_part_.data();
   void* count = split_count_.data();
@@ -90,6 +97,7 @@ void Launcher::launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers
     args.push_back(&part);
     args.push_back(&count);
   }
+  if (tickets) args.push_back(&tickets);
   if (layer >= 0) args.push_back(&l);
   args.push_back(&t);
   cudaLaunchConfig_t cfg{};
@@ -121,22 +129,33 @@ void Launcher::launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers
 /// wave, and a cap above the occupancy made a partial second wave (bench/RESULTS.md, session 8).
 int64_t Launcher::gemv_blocks(const emit::cuda::LaunchPlan& l) {
   const int64_t blocks = l.grid(1);
-  int64_t cap = 0;
-  if (gemv_bps_ > 0) {
-    cap = static_cast<int64_t>(gemv_bps_) * cuda::sm_count();
-  } else {
-    int& occ = gemv_occupancy_[{l.kernel, l.block}];
-    if (occ == 0)
-      LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &occ, reinterpret_cast<const void*>(kernels_[static_cast<size_t>(l.kernel)]), l.block, 0));
-    cap = static_cast<int64_t>(std::max(occ, 1)) * cuda::sm_count();
-  }
+  const int64_t cap = static_cast<int64_t>(gemv_bps_ > 0 ? gemv_bps_ : resident_blocks_per_sm(l.kernel, l.block)) *
+                      cuda::sm_count();
   const int64_t rounds = (blocks + cap - 1) / cap;
   return (blocks + rounds - 1) / rounds;
 }
 
+/// Blocks of `block` threads of `kernel` an SM holds at once (its registers and shared memory), at least 1.
+int Launcher::resident_blocks_per_sm(int32_t kernel, int32_t block) {
+  int& occ = gemv_occupancy_[{kernel, block}];
+  if (occ == 0)
+    LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &occ, reinterpret_cast<const void*>(kernels_[static_cast<size_t>(kernel)]), block, 0));
+  return std::max(occ, 1);
+}
+
+/// Its warps take tickets until none is left, so any grid computes every output; one wave of
+/// resident blocks starts them all at once and leaves no block waiting for an SM.
+void Launcher::launch_experts_pair(const emit::cuda::LaunchPlan& l) {
+  const auto& ep = *l.experts_pair;
+  const int64_t blocks = static_cast<int64_t>(resident_blocks_per_sm(ep.kernel, 256)) * cuda::sm_count();
+  launch_kernel(ep.kernel, ep.args, ep.layer, blocks, 256, 1, 0, 1, pair_tickets_.data());
+}
+
 /// One launch over `T` rows (its kernels' T) in a step of B sequences.
 void Launcher::launch_one(const emit::cuda::LaunchPlan& l, int64_t T, int64_t B) {
+  if (T == 1 && l.experts_pair) return launch_experts_pair(l);
+  if (T == 1 && l.paired) return;  // the previous launch's experts pair ran it
   if (T == 1 && l.gemm && gemv_bps_ != 0) return launch_kernel(l.kernel, l.args, l.layer, gemv_blocks(l), l.block, T);
   // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
   // split-KV kernel serves decode rows and ragged batches).
@@ -227,9 +246,16 @@ void Launcher::profile(int64_t T, int64_t B) {
   for (size_t i = 0; i < prog_.launches.size(); ++i) {
     const auto& l = prog_.launches[i];
     const int64_t rows = l.rows_sym == 0 ? T : B;
-    kernel = prog_.kernels[static_cast<size_t>(l.split ? split_form(l, rows).first : l.kernel)].name;
-    const int64_t blocks = T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l) : l.grid(rows);
-    const int32_t threads = l.split ? split_form(l, rows).second.threads : l.block;
+    if (rows == 1 && l.paired) continue;  // in the previous launch's experts pair
+    const bool pair = rows == 1 && l.experts_pair;
+    kernel = prog_.kernels[static_cast<size_t>(pair      ? l.experts_pair->kernel
+                                               : l.split ? split_form(l, rows).first
+                                                         : l.kernel)]
+                 .name;
+    const int64_t blocks = pair ? resident_blocks_per_sm(l.experts_pair->kernel, 256) * cuda::sm_count()
+                           : T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l)
+                                                                : l.grid(rows);
+    const int32_t threads = pair ? 256 : l.split ? split_form(l, rows).second.threads : l.block;
     grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(threads) + ")";
     const size_t before = marks;
     launch_at(i, T, B);
