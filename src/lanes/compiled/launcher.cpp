@@ -137,14 +137,14 @@ int64_t Launcher::gemv_blocks(const emit::cuda::LaunchPlan& l) {
 
 /// Blocks of `block` threads of `kernel` an SM holds at once (its registers and shared memory), at least 1.
 int Launcher::resident_blocks_per_sm(int32_t kernel, int32_t block) {
-  int& occ = gemv_occupancy_[{kernel, block}];
+  int& occ = occupancy_[{kernel, block}];
   if (occ == 0)
     LG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &occ, reinterpret_cast<const void*>(kernels_[static_cast<size_t>(kernel)]), block, 0));
   return std::max(occ, 1);
 }
 
-/// Its warps take tickets until none is left, so any grid computes every output; one wave of
+/// Its blocks take tickets until none is left, so any grid computes every output; one wave of
 /// resident blocks starts them all at once and leaves no block waiting for an SM.
 void Launcher::launch_experts_pair(const emit::cuda::LaunchPlan& l) {
   const auto& ep = *l.experts_pair;

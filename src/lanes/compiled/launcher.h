@@ -72,7 +72,8 @@ class Launcher {
   int gemv_bps_ = -1;  ///< LG_COMPILED_GEMV_BPS: blocks per SM of a decode GEMV; 0 uncapped; -1 one wave
   std::optional<std::regex> skip_;  ///< LG_COMPILED_SKIP: kernels decode steps leave out (measurements)
   int64_t moe_mma_t_ = 0;  ///< LG_COMPILED_MOE_MMA_T: min_t of the experts' tensor-core form; 0: the plan's
-  std::map<std::pair<int32_t, int32_t>, int> gemv_occupancy_;  ///< (kernel, block size) -> blocks per SM
+  /// (kernel, block size) -> resident blocks per SM (resident_blocks_per_sm; decode GEMVs, experts pairs)
+  std::map<std::pair<int32_t, int32_t>, int> occupancy_;
 };
 
 }  // namespace lg::compiled
