@@ -181,8 +181,8 @@ __global__ void __launch_bounds__(256, 2) fused_kernel(Layer L) {
 
 // The fused form with a ticket a block (8 consecutive outputs of one stage): one atomic a block
 // and item rather than a warp and output (same-address atomics serialise in L2), the next ticket
-// asked for while this item runs, the gate/up outputs counted a block (writers fence, barrier, one
-// add), one poll a block.
+// asked for while this item runs, the gate/up outputs counted a block (a barrier, then one release
+// add, as CUTLASS's split-K semaphore), one poll a block.
 __global__ void __launch_bounds__(256, 2) fused_block_kernel(Layer L) {
   lg_wait_previous_launch();
   lg_launch_dependents();
@@ -199,9 +199,8 @@ __global__ void __launch_bounds__(256, 2) fused_block_kernel(Layer L) {
     if (item < UI) {
       const int o = (int)item * 8 + warp;
       if (o < GU_OUT) gate_up_output(L, o, lane, false);  // warp-uniform
-      if (lane == 0) __threadfence();
       __syncthreads();
-      if (threadIdx.x == 0) atomicAdd(L.ctr + 1, (unsigned)min(8, GU_OUT - (int)item * 8));
+      if (threadIdx.x == 0) red_release_add(L.ctr + 1, (unsigned)min(8, GU_OUT - (int)item * 8));
     } else {
       const int d = (int)(item - UI) * 8 + warp;
       uint4 rd[K][CF];

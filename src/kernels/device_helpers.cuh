@@ -29,9 +29,13 @@ __device__ __forceinline__ void lg_launch_dependents() { asm volatile("griddepco
 __device__ __forceinline__ void lg_prefetch_l2(const void* p, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
-// A flag between the blocks of one launch (the experts pair's tickets, emit/cuda/experts.cpp):
-// the load is ordered before the thread's later reads, at device scope, so a reader that sees a
-// count also sees what its adders wrote (and fenced) before adding.
+// A count between the blocks of one launch (the experts pair's tickets, emit/cuda/experts.cpp),
+// at device scope: the add is ordered after what the adding thread, and its block before a
+// barrier, wrote; the load before the reading thread's (and, after a barrier, its block's) later
+// reads. A reader that sees a count sees what its adders' blocks wrote before adding.
+__device__ __forceinline__ void lg_red_release_add(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 __device__ __forceinline__ unsigned lg_ld_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

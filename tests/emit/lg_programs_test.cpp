@@ -208,7 +208,7 @@ TEST(EmitLgPrograms, MoeGateUpAndDownRunAsOneKernelAtOneToken) {
     const std::string& k = prog.kernels[static_cast<size_t>(l.experts_pair->kernel)].source;
     EXPECT_NE(k.find("unsigned* __restrict__ lg_tickets"), std::string::npos);
     EXPECT_NE(k.find("__launch_bounds__(256, 2)"), std::string::npos);
-    const size_t release = k.find("atomicAdd(lg_tickets + 1, "), down = k.find("} else {", release),
+    const size_t release = k.find("lg_red_release_add(lg_tickets + 1, "), down = k.find("} else {", release),
                  rows = k.find("lg_ld_stream(", down), poll = k.find("lg_ld_acquire(lg_tickets + 1) < 6144u", down),
                  acts = k.find("__ldcg(xr)", down);
     ASSERT_NE(release, std::string::npos);

@@ -463,9 +463,10 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
 // leave. Here blocks take tickets from one counter (lg_tickets[0]), a ticket an item of 8 outputs
 // of one stage, a warp each: the first ceil(K * N_up / 8) items are moe_gate_up's, the rest
 // moe_down's. A block holding a moe_down item loads its warps' k rows into registers at once and
-// then waits (thread 0 polls with acquire loads) until every moe_gate_up output is written
-// (lg_tickets[1]: after an item, its writers fence, the block meets, thread 0 adds the item's
-// outputs), so moe_down's stream runs under moe_gate_up's tail. It cannot deadlock: tickets go out
+// then waits (thread 0 polls with acquire loads, the block meets) until every moe_gate_up output
+// is written (lg_tickets[1]: after an item the block meets and thread 0 adds the item's outputs
+// with a release, as CUTLASS's split-K semaphore publishes a tile), so moe_down's stream runs
+// under moe_gate_up's tail. It cannot deadlock: tickets go out
 // in order, so a block waits only once every moe_gate_up item went to a running block, and those
 // never wait. A ticket a block rather than a warp: same-address atomics serialise in L2, and the
 // next ticket is asked for while the item runs. The block that leaves last puts the counters back
@@ -508,10 +509,10 @@ void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row
     os << "          do {\n";
     gate_up_output(el, os);
     os << "          } while (0);\n"
-       << "          if (lane == 0) __threadfence();\n"
        << "        }\n"
-       << "        __syncthreads();\n"
-       << "        if (threadIdx.x == 0) atomicAdd(lg_tickets + 1, (unsigned)min(8L, " << UO << " - (long)lg_i * 8L));\n"
+       << "        __syncthreads();  // the item's outputs are written; the release below publishes them\n"
+       << "        if (threadIdx.x == 0) lg_red_release_add(lg_tickets + 1, (unsigned)min(8L, " << UO
+       << " - (long)lg_i * 8L));\n"
        << "      } else {\n"
        << "        // Every warp loads rows and meets the block at the wait: a warp past the last output\n"
        << "        // computes the last one again and does not write it.\n"
