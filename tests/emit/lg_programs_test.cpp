@@ -179,8 +179,8 @@ TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
 // (LaunchPlan::experts_pair): warps take the outputs as tickets, moe_down's warps load their
 // routed rows, then wait (an acquire poll) for every moe_gate_up output, then read the SwiGLU
 // products through L2 (written by the same launch: not the read-only path). The moe_down launch
-// is marked paired (left out at one row) and keeps its own kernel for steps of more tokens.
-// LG_COMPILED_MOE_PAIR=0: no pairs.
+// is marked paired (left out at one row) and keeps its own kernel for steps of more tokens; the
+// kernels compile for sm_90. LG_COMPILED_MOE_PAIR=1 asks for the form, =0 for none.
 TEST(EmitLgPrograms, MoeGateUpAndDownRunAsOneKernelAtOneToken) {
   auto emit_30b = [](const char* knob) {
     if (knob) {
@@ -192,7 +192,7 @@ TEST(EmitLgPrograms, MoeGateUpAndDownRunAsOneKernelAtOneToken) {
     unsetenv("LG_COMPILED_MOE_PAIR");
     return prog;
   };
-  const CudaProgram prog = emit_30b(nullptr);
+  const CudaProgram prog = emit_30b("1");
   int pairs = 0;
   for (size_t i = 0; i < prog.launches.size(); ++i) {
     const auto& l = prog.launches[i];
@@ -223,6 +223,7 @@ TEST(EmitLgPrograms, MoeGateUpAndDownRunAsOneKernelAtOneToken) {
             << "buffer " << b;
   }
   EXPECT_EQ(pairs, 48);
+  EXPECT_GT(nvrtc_compile(prog.source(), prog.model).size(), 1000u);
   for (const auto& l : emit_30b("0").launches) {
     EXPECT_FALSE(l.experts_pair);
     EXPECT_FALSE(l.paired);

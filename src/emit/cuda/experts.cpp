@@ -541,7 +541,7 @@ void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row
 }
 
 std::optional<RenderedLaunch> render_experts_pair(const lift::StagedProgram& p, int32_t up, int32_t down) {
-  if (knob_off("LG_COMPILED_MOE_PAIR")) return std::nullopt;
+  if (!experts_pair_enabled()) return std::nullopt;
   const auto& su = p.stages[static_cast<size_t>(up)];
   const auto& sd = p.stages[static_cast<size_t>(down)];
   if (su.kind != lift::StageKind::Experts || sd.kind != lift::StageKind::Experts) return std::nullopt;

@@ -91,7 +91,7 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
 /// launch) as one kernel (LaunchPlan::ExpertsPair), or nullopt where it does not apply: other
 /// stages, `down` not reading `up`'s activations as a stored f32 row (C % 4 == 0), or reading
 /// anything else `up` writes, or `down`'s k rows not fitting its registers (bf16, C % 256 == 0,
-/// k * C / 256 <= 32 uint4 a lane). LG_COMPILED_MOE_PAIR=0: never (A/B). (experts.cpp)
+/// k * C / 256 <= 32 uint4 a lane), or the form switched off (experts_pair_enabled). (experts.cpp)
 std::optional<RenderedLaunch> render_experts_pair(const lift::StagedProgram& p, int32_t up, int32_t down);
 
 /// True if v is a row a GEMM stage's prologue computes and stores for other stages: a store of

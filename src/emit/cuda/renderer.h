@@ -294,6 +294,9 @@ ir::ValueId experts_node(const lift::StagedProgram& p, int32_t s);
 
 /// Whether the A/B switch `name` (an environment variable) is set to "0". (renderer.cpp)
 bool knob_off(const char* name);
+/// Whether experts pairs are planned (LaunchPlan::experts_pair): LG_COMPILED_MOE_PAIR=1 on, =0
+/// off, unset kExpertsPairByDefault. (renderer.cpp)
+bool experts_pair_enabled();
 /// Emit-time switches (the program text, hence its NVRTC cache key, follows them; A/B in one
 /// binary). LG_COMPILED_EARLY_LAUNCH=0: no griddepcontrol.launch_dependents after each kernel's
 /// wait (the next launch is then scheduled only as this one's blocks exit). (renderer.cpp)
