@@ -466,9 +466,8 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
 // then waits (thread 0 polls with acquire loads, the block meets) until every moe_gate_up output
 // is written (lg_tickets[1]: after an item the block meets and thread 0 adds the item's outputs
 // with a release, as CUTLASS's split-K semaphore publishes a tile), so moe_down's stream runs
-// under moe_gate_up's tail. It cannot deadlock: tickets go out
-// in order, so a block waits only once every moe_gate_up item went to a running block, and those
-// never wait. A ticket a block rather than a warp: same-address atomics serialise in L2, and the
+// under moe_gate_up's tail. It cannot deadlock: tickets go out in order, so a block waits only
+// once every moe_gate_up item went to a running block, and those never wait. A ticket a block rather than a warp: same-address atomics serialise in L2, and the
 // next ticket is asked for while the item runs. The block that leaves last puts the counters back
 // to 0 (lg_tickets[2] counts the blocks gone), so every launch finds them zero. The activations
 // are read through L2 (__ldcg): this launch writes them.

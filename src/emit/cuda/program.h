@@ -107,7 +107,7 @@ struct LaunchPlan {
   /// (attention.cpp, split_shape). Grid (split.items_per_row, splits).
   std::optional<SplitForm> one_row;
   /// A moe_gate_up launch whose next launch is the moe_down that reads its activations: a step of
-  /// one row runs both as this one persistent kernel (experts.cpp, Renderer::experts_pair: warps
+  /// one row runs both as this one persistent kernel (experts.cpp, Renderer::experts_pair: blocks
   /// take the two stages' outputs as tickets, moe_down's rows stream under moe_gate_up's tail) on
   /// a grid of one wave, and skips the next launch (its `paired`). The kernel takes
   /// `unsigned* lg_tickets` (kExpertsPairParams: 3 counters, zero between launches, which the

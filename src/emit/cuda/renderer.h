@@ -246,8 +246,8 @@ struct Renderer {
   std::string experts_write(int32_t s, ir::ValueId v, const LambdaNames& name, const std::string& value,
                             const std::vector<std::string>& ix);
   /// moe_gate_up stage `up` and moe_down stage `down` (which reads up's activations, stored at
-  /// `act_row`: the row (t, kk)'s first float) as one kernel body for steps of one token, warps
-  /// taking their outputs as tickets (render_experts_pair; experts.cpp).
+  /// `act_row`: the row (t, kk)'s first float) as one kernel body for steps of one token, blocks
+  /// taking their outputs 8 at a time as tickets (render_experts_pair; experts.cpp).
   void experts_pair(int32_t up, int32_t down, const std::string& act_row, std::ostringstream& os);
   /// Its form at T > 1: the pairs grouped by expert inside each block (experts.cpp). `xrow`: the
   /// activation row's pointer expression when it is a stored buffer, else empty.
