@@ -5,20 +5,22 @@
 // Why: session 22's per-launch profile put the 30B-A3B step at 59 us a layer against a floor of
 // 26.6, with moe_gate_up streaming 50 MB at 3.1 TB/s and moe_down 25 MB at 1.9: each stream pays
 // its own ramp and tail, and moe_down's blocks get SMs only as moe_gate_up's leave. In the fused
-// form a warp takes tickets from one counter: the first K*F tickets are moe_gate_up outputs, the
-// next D moe_down outputs. A warp holding a moe_down ticket loads its k rows into registers at
-// once, then waits (an acquire poll) until every moe_gate_up output is written, so moe_down's
-// stream runs under moe_gate_up's tail. No deadlock: a moe_down ticket is taken only after every
-// moe_gate_up ticket has been taken by a running warp, and those never wait. The counters reset
-// themselves: the warp that leaves last zeroes them for the next launch.
+// forms warps (fused_kernel: a ticket a warp, 1 or 2 outputs) or blocks (fused_block_kernel: 8
+// outputs, the compiled lane's form, emit/cuda/experts.cpp) take tickets from one counter: the
+// moe_gate_up outputs first, then the moe_down ones. Whoever holds a moe_down ticket loads its k
+// rows into registers at once, then waits (an acquire poll) until every moe_gate_up output is
+// written, so moe_down's stream runs under moe_gate_up's tail. No deadlock: a moe_down ticket is
+// taken only after every moe_gate_up ticket has been taken by a running warp, and those never
+// wait. The counters reset themselves: the warp (block) that leaves last zeroes them for the next
+// launch.
 //
 // Timed as a step runs them: per layer a one-block "route" launch (the topk stage's place: it
 // writes the routed indices and weights the experts read), then the experts, L layers in a CUDA
 // graph, each layer on its own weights (16 experts a layer of which 8 are routed; L copies well
-// over L2). us a layer, both forms checked against a double-precision reference of one layer.
+// over L2). us a layer, every form checked against a double-precision reference of one layer.
 //
 // Build (from the repository root): nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/moe_fused_lab.cu -o moe_fused_lab
-// Run:   ./moe_fused_lab [layers=24] [graph replays=20]
+// Run:   ./moe_fused_lab [layers=24] [graph replays=20]   (not run yet: session 45 found no device)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
