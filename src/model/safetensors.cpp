@@ -236,19 +236,33 @@ void SafetensorsFile::parse_header() {
     tensors_.push_back(std::move(t));
   }
 
-  // Overlap check: sort the non-empty ranges by start; each must start at or after the previous end.
+  // The tensors' bytes must tile the data section: back to back from its start to its end, as
+  // the reference implementation (huggingface/safetensors, Metadata::validate) requires. An
+  // overlap would alias two tensors; a gap or trailing bytes mean the header does not describe
+  // the file (a truncated write, a damaged header), which HF's loaders refuse too.
   std::vector<const TensorInfo*> order;
-  for (auto& t : tensors_)
-    if (t.nbytes > 0) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    const TensorInfo& a = *order[i - 1];
-    const TensorInfo& b = *order[i];
-    if (b.offset < a.offset + a.nbytes)
-      throw Error(fmt::format("{}: tensor '{}' (bytes [{}, {})) overlaps tensor '{}' (bytes [{}, {}))",
-                              source_, b.name, b.offset, b.offset + b.nbytes, a.name, a.offset,
-                              a.offset + a.nbytes));
+  for (auto& t : tensors_) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) {
+    return a->offset != b->offset ? a->offset < b->offset : a->nbytes < b->nbytes;
+  });
+  uint64_t at = 0;
+  const TensorInfo* prev = nullptr;
+  for (const TensorInfo* t : order) {
+    if (t->offset < at)
+      throw Error(fmt::format("{}: tensor '{}' (bytes [{}, {})) overlaps tensor '{}' (bytes [{}, {}))", source_,
+                              t->name, t->offset, t->offset + t->nbytes, prev->name, prev->offset,
+                              prev->offset + prev->nbytes));
+    if (t->offset > at)
+      throw Error(fmt::format("{}: {} bytes of the data section before tensor '{}' (bytes [{}, {})) belong to no "
+                              "tensor: a safetensors file holds its tensors back to back",
+                              source_, t->offset - at, t->name, t->offset, t->offset + t->nbytes));
+    at = t->offset + t->nbytes;
+    prev = t;
   }
+  if (at != data_size)
+    throw Error(fmt::format("{}: {} bytes after the last tensor's data belong to no tensor (data section {} bytes, "
+                            "tensors {}): the header does not describe the file",
+                            source_, data_size - at, data_size, at));
 }
 
 // ---- writer ----

@@ -45,7 +45,8 @@ class SafetensorsFile {
  public:
   /// Maps `path` and validates its header. Throws lg::Error naming the file and the tensor/field
   /// at fault: truncated file, header length past EOF or above 100 MiB, malformed JSON, unknown
-  /// dtype, shape*dtype size != byte range, offsets outside the data section or overlapping.
+  /// dtype, shape*dtype size != byte range, offsets outside the data section, tensors that do
+  /// not tile it back to back (overlaps, gaps, trailing bytes: huggingface/safetensors refuses them too).
   static SafetensorsFile open(const std::filesystem::path& path);
   /// Same validation on a blob already in memory (copied); `source_name` names it in errors.
   static SafetensorsFile from_memory(std::span<const std::byte> blob, std::string source_name);

@@ -266,6 +266,27 @@ TEST_F(Corrupt, OverlappingRanges) {
   EXPECT_HAS(msg, "overlaps tensor 'a'");
 }
 
+// The tensors must tile the data section, as huggingface/safetensors requires (its
+// Metadata::validate and MetadataIncompleteBuffer): a gap, bytes before the first tensor or after
+// the last mean the header does not describe the file. A zero-size tensor takes no bytes.
+TEST_F(Corrupt, BytesThatBelongToNoTensor) {
+  auto msg = open_error(st_blob(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                std::string(12, 0)));
+  EXPECT_HAS(msg, "4 bytes of the data section before tensor 'b' (bytes [8, 12)) belong to no tensor");
+  msg = open_error(st_blob(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", std::string(6, 0)));
+  EXPECT_HAS(msg, "2 bytes of the data section before tensor 'a'");
+  msg = open_error(st_blob(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", std::string(7, 0)));
+  EXPECT_HAS(msg, "3 bytes after the last tensor's data belong to no tensor (data section 7 bytes, tensors 4)");
+  EXPECT_HAS(open_error(st_blob(R"({})", "xy")), "2 bytes after the last tensor's data");
+  // Back to back, in any order in the header, with a zero-size tensor among them: accepted.
+  write_file(path, st_blob(R"({"b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]},)"
+                           R"("e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
+                           R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})",
+                           "abcdef"));
+  EXPECT_EQ(SafetensorsFile::open(path).tensors().size(), 3u);
+}
+
 TEST_F(Corrupt, MalformedEntryFields) {
   EXPECT_HAS(open_error(st_blob(R"({"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,0]}})", "")),
              "field 'shape'");
