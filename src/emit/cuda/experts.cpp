@@ -139,6 +139,25 @@ std::string load_row(const std::string& name, const std::string& w, const std::s
          row + ") + c * 32 + lane);\n";
 }
 
+/// Whether moe_down's one-token form holds a token's k rows of C terms in registers: each a row
+/// in registers, at most 32 uint4 a lane in all (128 registers).
+bool down_rows_in_registers(bool bf16, int64_t C, int64_t K) { return row_in_registers(bf16, C) && K * (C / 256) <= 32; }
+
+/// The activation row an experts stage's dot products read, when an earlier stage stored it:
+/// that buffer, and the pointer expression of the row of (t) (moe_gate_up) or (t, kk) (moe_down)
+/// (f32, row-major, at a 256-byte aligned arena offset, so every row of C % 4 == 0 floats is
+/// 16-byte aligned: dot_registers reads it as float4). {-1, ""} otherwise.
+struct ActivationRow {
+  ir::ValueId buffer = -1;
+  std::string row;
+};
+ActivationRow activation_row(Renderer& r, int32_t s, ir::ValueId x, bool up, int64_t K, int64_t C) {
+  const ir::ValueId xb = r.stored_row(s, x);
+  if (xb < 0 || C % 4 != 0) return {};
+  return {xb, "p" + std::to_string(r.arg(xb, false)) + " + " + (up ? "t" : "(t * " + std::to_string(K) + "L + kk)") +
+                  " * " + std::to_string(C) + "L"};
+}
+
 /// The dot products of rows held in registers (load_row; `rows`: accumulator, register array)
 /// with one activation row: through `x`'s lambda, one element at a time, or, when `xrow` names
 /// the activation row's first float (a buffer an earlier stage stored), as two float4 loads per
@@ -419,20 +438,14 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   const std::string outputs = "(T * " + std::to_string(up ? K * N : N) + "L)";
   os << "    const int lane = threadIdx.x & 31;\n";
   if (E > 4096) throw Error("emit: the experts stage takes at most 4096 experts, found " + std::to_string(E));
-  // The activation row of (t) or (t, kk) as a float pointer, when an earlier stage stored it (f32,
-  // row-major, at a 256-byte aligned arena offset, so every row of C % 4 == 0 floats is 16-byte
-  // aligned): dot_registers then reads it as float4.
-  std::string xrow;
-  if (const ir::ValueId xb = stored_row(s, x); xb >= 0 && C % 4 == 0)
-    xrow = "p" + std::to_string(arg(xb, false)) + " + " + (up ? "t" : "(t * " + std::to_string(K) + "L + kk)") + " * " +
-           std::to_string(C) + "L";
+  const std::string xrow = activation_row(*this, s, x, up, K, C).row;
   // moe_down at T = 1 holds its k rows of each output in registers (below). Where the routed
   // indices are settled before this launch starts (the topk stage two launches back, not the
   // moe_gate_up stage just before), the rows are loaded before the wait on that launch, so their
   // stream starts while moe_gate_up's last blocks run. LG_COMPILED_MOE_EARLY_ROWS=0: after it.
   // (Its weights must be settled too: params, which no launch writes.)
-  const bool down_rows_in_registers = !up && row_in_registers(bf16(3), C) && K * (C / 256) <= 32;
-  const bool rows_early = down_rows_in_registers && p.stage_of[static_cast<size_t>(idx)] != s &&
+  const bool rows_in_registers = !up && down_rows_in_registers(bf16(3), C, K);
+  const bool rows_early = rows_in_registers && p.stage_of[static_cast<size_t>(idx)] != s &&
                           !p.is_inline[static_cast<size_t>(idx)] && settled(idx) && settled(n.operands[3]) &&
                           !knob_off("LG_COMPILED_MOE_EARLY_ROWS");
   const std::string wait = std::string("lg_wait_previous_launch();") + (early_launch() ? " lg_launch_dependents();" : "");
@@ -451,7 +464,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   if (up)
     gate_up_output(el, os);
   else
-    down_output(el, down_rows_in_registers, rows_early, wait, os);
+    down_output(el, rows_in_registers, rows_early, wait, os);
   os << "    }\n  }\n";
   wc.push_back((up ? K * N : N) * 32);  // a warp per output: threads of work per T
   wp.push_back(1);
@@ -461,12 +474,12 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
 // the moe_down that reads its activations. As two launches, each stream (50 and 25 MB a layer at
 // Qwen3-30B-A3B) pays its own ramp and tail, and moe_down's blocks get SMs only as moe_gate_up's
 // leave. Here blocks take tickets from one counter (lg_tickets[0]), a ticket an item of 8 outputs
-// of one stage, a warp each: the first ceil(K * N_up / 8) items are moe_gate_up's, the rest
-// moe_down's. A block holding a moe_down item loads its warps' k rows into registers at once and
+// of one stage, a warp each (ExpertsPair::kThreads): the first ceil(K * N_up / 8) items are
+// moe_gate_up's, the rest moe_down's. A block holding a moe_down item loads its warps' k rows into registers at once and
 // then waits (thread 0 polls with acquire loads, the block meets) until every moe_gate_up output
 // is written (lg_tickets[1]: after an item the block meets and thread 0 adds the item's outputs
-// with a release, as CUTLASS's split-K semaphore publishes a tile), so moe_down's stream runs
-// under moe_gate_up's tail. It cannot deadlock: tickets go out in order, so a block waits only
+// with a release, as CUTLASS's split-K semaphore publishes a tile), so that moe_down's stream can
+// run under moe_gate_up's tail (not yet measured: bench/RESULTS.md, forty-fifth session). It cannot deadlock: tickets go out in order, so a block waits only
 // once every moe_gate_up item went to a running block, and those never wait. A ticket a block rather than a warp: same-address atomics serialise in L2, and the
 // next ticket is asked for while the item runs. The block that leaves last puts the counters back
 // to 0 (lg_tickets[2] counts the blocks gone), so every launch finds them zero. The activations
@@ -479,11 +492,14 @@ void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row
   const ir::Shape& wds = g.at(nd.operands[3]).shape;
   const int64_t K = g.at(nu.operands[1]).shape[1].coeff;
   const int64_t up_outputs = K * wus[1].coeff, down_outputs = wds[1].coeff;
-  const int64_t up_items = (up_outputs + 7) / 8, items = up_items + (down_outputs + 7) / 8;
-  const std::string UO = std::to_string(up_outputs) + "L", UI = std::to_string(up_items) + "u";
+  // An item: an output a warp of the block.
+  const int64_t per = LaunchPlan::ExpertsPair::kThreads / 32;
+  const int64_t up_items = (up_outputs + per - 1) / per, items = up_items + (down_outputs + per - 1) / per;
+  const std::string UO = std::to_string(up_outputs) + "L", UI = std::to_string(up_items) + "u",
+                    P = std::to_string(per) + "L";
   os << "  if (T != 1) __trap();  // the pair form runs steps of one token only (LaunchPlan::ExpertsPair)\n"
      << "  {  // experts pair: " << ir::op_name(nu.op) << " items [0, " << up_items << "), " << ir::op_name(nd.op)
-     << " items [" << up_items << ", " << items << "), 8 outputs an item\n"
+     << " items [" << up_items << ", " << items << "), " << per << " outputs an item\n"
      << "    __shared__ unsigned lg_item;\n"
      << "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
      << "    if (threadIdx.x == 0) lg_item = atomicAdd(lg_tickets, 1u);\n"
@@ -494,14 +510,12 @@ void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row
      << "      unsigned lg_next = 0u;\n"
      << "      if (threadIdx.x == 0) lg_next = atomicAdd(lg_tickets, 1u);  // in flight while this item runs\n"
      << "      if (lg_i < " << UI << ") {\n"
-     << "        const long o = (long)lg_i * 8L + warp;\n"
+     << "        const long o = (long)lg_i * " << P << " + warp;\n"
      << "        if (o < " << UO << ") {\n"
      << "          float lg_moe = 0.0f;\n";
   {
     auto name = lambdas(up, closure(up), os, {{vu, "lg_moe"}});
-    std::string xrow;
-    if (const ir::ValueId xb = stored_row(up, nu.operands[0]); xb >= 0 && wus[2].coeff % 4 == 0)
-      xrow = "p" + std::to_string(arg(xb, false)) + " + t * " + std::to_string(wus[2].coeff) + "L";
+    const std::string xrow = activation_row(*this, up, nu.operands[0], true, K, wus[2].coeff).row;
     const ExpertsLoop el{*this, up, vu, name, wus[0].coeff, wus[1].coeff, wus[2].coeff, K, xrow, "__ldg", ""};
     // gate_up_output's `continue` (a routed index out of range) leaves the do-while: the item is
     // still counted, so the moe_down blocks never wait on an output that is not coming.
@@ -510,12 +524,13 @@ void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row
     os << "          } while (0);\n"
        << "        }\n"
        << "        __syncthreads();  // the item's outputs are written; the release below publishes them\n"
-       << "        if (threadIdx.x == 0) lg_red_release_add(lg_tickets + 1, (unsigned)min(8L, " << UO
-       << " - (long)lg_i * 8L));\n"
+       << "        if (threadIdx.x == 0) lg_red_release_add(lg_tickets + 1, (unsigned)min(" << P << ", " << UO
+       << " - (long)lg_i * " << P << "));\n"
        << "      } else {\n"
        << "        // Every warp loads rows and meets the block at the wait: a warp past the last output\n"
        << "        // computes the last one again and does not write it.\n"
-       << "        const long lg_o = (long)(lg_i - " << UI << ") * 8L + warp, o = min(lg_o, " << down_outputs - 1 << "L);\n"
+       << "        const long lg_o = (long)(lg_i - " << UI << ") * " << P << " + warp, o = min(lg_o, " << down_outputs - 1
+       << "L);\n"
        << "        float lg_moe = 0.0f;\n";
   }
   {
@@ -547,27 +562,23 @@ std::optional<RenderedLaunch> render_experts_pair(const lift::StagedProgram& p, 
   const ir::Graph& g = p.graph;
   const ir::ValueId vu = experts_node(p, up), vd = experts_node(p, down);
   if (g.at(vu).op != ir::Op::MoeGateUp || g.at(vd).op != ir::Op::MoeDown) return std::nullopt;
-  for (int32_t s : {up, down})
-    for (ir::ValueId u : p.stages[static_cast<size_t>(s)].stores)
-      if (!(g.at(u).shape == g.at(experts_node(p, s)).shape)) return std::nullopt;  // experts_stage refuses these
   const ir::Node& nd = g.at(vd);
   const ir::Shape& wds = g.at(nd.operands[3]).shape;  // [E, N, C]
   const int64_t K = g.at(nd.operands[1]).shape[1].coeff, C = wds[2].coeff;
-  if (!row_in_registers(g.at(nd.operands[3]).dtype == DType::BF16, C) || K * (C / 256) > 32 || C % 4 != 0)
-    return std::nullopt;
+  if (!down_rows_in_registers(g.at(nd.operands[3]).dtype == DType::BF16, C, K)) return std::nullopt;
   return with_layer_lifting(p, [&](Renderer& r) -> std::optional<RenderedLaunch> {
-    const ir::ValueId act = r.stored_row(down, nd.operands[0]);
-    if (act < 0 || p.stage_of[static_cast<size_t>(act)] != up) return std::nullopt;
+    const ActivationRow act = activation_row(r, down, nd.operands[0], false, K, C);
+    if (act.buffer < 0 || p.stage_of[static_cast<size_t>(act.buffer)] != up) return std::nullopt;
     // Everything else moe_down reads must be final before the launch: nothing of up's but `act`.
     for (ir::ValueId v : r.closure(down))
-      if (!r.here(down, v) && p.stage_of[static_cast<size_t>(buffer_node(g, v))] == up && buffer_node(g, v) != act)
+      if (!r.here(down, v) && p.stage_of[static_cast<size_t>(buffer_node(g, v))] == up &&
+          buffer_node(g, v) != act.buffer)
         return std::nullopt;
-    const std::string act_row =
-        "p" + std::to_string(r.arg(act, false)) + " + (t * " + std::to_string(K) + "L + kk) * " + std::to_string(C) + "L";
     std::ostringstream body;
-    r.experts_pair(up, down, act_row, body);
+    r.experts_pair(up, down, act.row, body);
     RenderedLaunch out;
-    out.source = r.kernel("__launch_bounds__(256, " + std::to_string(std::max(1, r.min_blocks_per_sm)) + ")",
+    out.source = r.kernel("__launch_bounds__(" + std::to_string(LaunchPlan::ExpertsPair::kThreads) + ", " +
+                              std::to_string(std::max(1, r.min_blocks_per_sm)) + ")",
                           kExpertsPairParams, "", body.str());
     out.args = r.args;
     out.layer = r.layer();

@@ -113,6 +113,7 @@ struct LaunchPlan {
   /// `unsigned* lg_tickets` (kExpertsPairParams: 3 counters, zero between launches, which the
   /// kernel leaves so; the runner allocates them zeroed once) after its buffers.
   struct ExpertsPair {
+    static constexpr int32_t kThreads = 256;  ///< a block: 8 warps, an output each an item
     int32_t kernel = -1;
     std::vector<int32_t> args;  ///< buffer ids: both stages' buffers
     int64_t layer = -1;         ///< as `layer`

@@ -31,11 +31,10 @@ Launcher::Launcher(const emit::cuda::CudaProgram& prog, const std::vector<cudaKe
   allocate_split_kv();
   // Every experts pair launch leaves its counters at zero; they run one after another, so one
   // set serves them all.
-  for (const auto& l : prog_.launches)
-    if (l.experts_pair && !pair_tickets_.data()) {
-      pair_tickets_ = cuda::DeviceBuffer(3 * sizeof(unsigned));
-      cuda::memset_device_now(pair_tickets_.data(), 0, pair_tickets_.bytes());
-    }
+  if (std::any_of(prog_.launches.begin(), prog_.launches.end(), [](const auto& l) { return l.experts_pair.has_value(); })) {
+    pair_tickets_ = cuda::DeviceBuffer(3 * sizeof(unsigned));
+    cuda::memset_device_now(pair_tickets_.data(), 0, pair_tickets_.bytes());
+  }
 }
 
 /// Splits of a split-KV attention launch over `rows` tokens: as many as keep the grid within
@@ -146,10 +145,13 @@ int Launcher::resident_blocks_per_sm(int32_t kernel, int32_t block) {
 
 /// Its blocks take tickets until none is left, so any grid computes every output; one wave of
 /// resident blocks starts them all at once and leaves no block waiting for an SM.
+int64_t Launcher::experts_pair_blocks(const emit::cuda::LaunchPlan::ExpertsPair& ep) {
+  return static_cast<int64_t>(resident_blocks_per_sm(ep.kernel, ep.kThreads)) * cuda::sm_count();
+}
+
 void Launcher::launch_experts_pair(const emit::cuda::LaunchPlan& l) {
   const auto& ep = *l.experts_pair;
-  const int64_t blocks = static_cast<int64_t>(resident_blocks_per_sm(ep.kernel, 256)) * cuda::sm_count();
-  launch_kernel(ep.kernel, ep.args, ep.layer, blocks, 256, 1, 0, 1, pair_tickets_.data());
+  launch_kernel(ep.kernel, ep.args, ep.layer, experts_pair_blocks(ep), ep.kThreads, 1, 0, 1, pair_tickets_.data());
 }
 
 /// One launch over `T` rows (its kernels' T) in a step of B sequences.
@@ -252,10 +254,10 @@ void Launcher::profile(int64_t T, int64_t B) {
                                                : l.split ? split_form(l, rows).first
                                                          : l.kernel)]
                  .name;
-    const int64_t blocks = pair ? resident_blocks_per_sm(l.experts_pair->kernel, 256) * cuda::sm_count()
+    const int64_t blocks = pair ? experts_pair_blocks(*l.experts_pair)
                            : T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l)
                                                                 : l.grid(rows);
-    const int32_t threads = pair ? 256 : l.split ? split_form(l, rows).second.threads : l.block;
+    const int32_t threads = pair ? l.experts_pair->kThreads : l.split ? split_form(l, rows).second.threads : l.block;
     grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(threads) + ")";
     const size_t before = marks;
     launch_at(i, T, B);

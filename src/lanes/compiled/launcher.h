@@ -54,6 +54,7 @@ class Launcher {
   int64_t gemv_blocks(const emit::cuda::LaunchPlan& l);
   /// The experts pair kernel of launch l (LaunchPlan::ExpertsPair) at one row, on one wave.
   void launch_experts_pair(const emit::cuda::LaunchPlan& l);
+  int64_t experts_pair_blocks(const emit::cuda::LaunchPlan::ExpertsPair& ep);
   void launch_one(const emit::cuda::LaunchPlan& l, int64_t T, int64_t B);
   void launch_prefill(const emit::cuda::LaunchPlan& l, int64_t T);
 

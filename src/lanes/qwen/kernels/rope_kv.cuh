@@ -70,10 +70,10 @@ __global__ void rope_kv_kernel(RopeKvArgs a) {
 /// even: lane l holds elements l + 32 j (j < EPL), so each load and store of the warp is contiguous
 /// (128 bytes of f32, 64 of the cache's bf16) and the rotate-half partner of element j is the same
 /// lane's j + EPL / 2 (no shuffles, no block barrier; the qk-norm's sum is a warp reduction).
-/// Why: a block per (token,
-/// head) of Dh threads, each one element, took 28.6 us a layer of a 640-row step at 8B on the
-/// H100 (24 MB moved: ~8 us at the copy rate); this form 10.2 us, the 512-token prefill 14.1 ->
-/// 13.2 ms with the SwiGLU's four pairs a thread (bench/RESULTS.md, forty-fourth session).
+/// Why: a block per (token, head) of Dh threads, each one element, took 28.6 us a layer of a
+/// 640-row step at 8B on the H100 (24 MB moved: ~8 us at the copy rate); this form 10.2 us, the
+/// 512-token prefill 14.1 -> 13.2 ms with the SwiGLU's four pairs a thread (bench/RESULTS.md,
+/// forty-fourth session).
 template <int EPL>
 __global__ void __launch_bounds__(128) rope_kv_warp_kernel(RopeKvArgs a, int T) {
   constexpr int Dh = 32 * EPL, half = EPL / 2;
