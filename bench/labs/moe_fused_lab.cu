@@ -182,9 +182,10 @@ __global__ void __launch_bounds__(256, 2) fused_kernel(Layer L) {
 }
 
 // The fused form with a ticket a block (8 consecutive outputs of one stage): one atomic a block
-// and item rather than a warp and output (same-address atomics serialise in L2), the next ticket
-// asked for while this item runs, the gate/up outputs counted a block (a barrier, then one release
-// add, as CUTLASS's split-K semaphore), one poll a block.
+// and item rather than a warp and output (the L2 takes atomics on one address one at a time: whether
+// that costs is what this form against fused_kernel asks), the next ticket asked for while this
+// item runs, the gate/up outputs counted a block (a barrier, then one release add, as CUTLASS's
+// split-K semaphore), one poll a block.
 __global__ void __launch_bounds__(256, 2) fused_block_kernel(Layer L) {
   lg_wait_previous_launch();
   lg_launch_dependents();

@@ -475,15 +475,18 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
 // Qwen3-30B-A3B) pays its own ramp and tail, and moe_down's blocks get SMs only as moe_gate_up's
 // leave. Here blocks take tickets from one counter (lg_tickets[0]), a ticket an item of 8 outputs
 // of one stage, a warp each (ExpertsPair::kThreads): the first ceil(K * N_up / 8) items are
-// moe_gate_up's, the rest moe_down's. A block holding a moe_down item loads its warps' k rows into registers at once and
-// then waits (thread 0 polls with acquire loads, the block meets) until every moe_gate_up output
-// is written (lg_tickets[1]: after an item the block meets and thread 0 adds the item's outputs
-// with a release, as CUTLASS's split-K semaphore publishes a tile), so that moe_down's stream can
-// run under moe_gate_up's tail (not yet measured: bench/RESULTS.md, forty-fifth session). It cannot deadlock: tickets go out in order, so a block waits only
-// once every moe_gate_up item went to a running block, and those never wait. A ticket a block rather than a warp: same-address atomics serialise in L2, and the
-// next ticket is asked for while the item runs. The block that leaves last puts the counters back
-// to 0 (lg_tickets[2] counts the blocks gone), so every launch finds them zero. The activations
-// are read through L2 (__ldcg): this launch writes them.
+// moe_gate_up's, the rest moe_down's. A block holding a moe_down item loads its warps' k rows into
+// registers at once and then waits (thread 0 polls with acquire loads, the block meets) until every
+// moe_gate_up output is written (lg_tickets[1]: after an item the block meets and thread 0 adds the
+// item's outputs with a release, as CUTLASS's split-K semaphore publishes a tile), so that
+// moe_down's stream can run under moe_gate_up's tail (not yet measured: bench/RESULTS.md,
+// forty-fifth session). It cannot deadlock: tickets go out in order, so a block waits only once every
+// moe_gate_up item went to a running block, and those never wait. A ticket a block rather than a
+// warp keeps the atomics on one address to about one a block and item (the L2 takes them one at a
+// time; the lab compares both forms), and the next ticket is asked for while the item runs. The
+// block that leaves last puts the counters back to 0 (lg_tickets[2] counts the blocks gone), so
+// every launch finds them zero. The activations are read through L2 (__ldcg): this launch writes
+// them.
 void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row, std::ostringstream& os) {
   const ir::ValueId vu = experts_node(p, up), vd = experts_node(p, down);
   const ir::Node& nu = g.at(vu);
