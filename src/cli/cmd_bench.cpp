@@ -215,7 +215,7 @@ std::optional<DecodeTiming> time_decode(lg::Lane& lane, int64_t B, int64_t conte
       int32_t next = r.argmax;
       if (sample == "lane") next = r.drawn;
       if (sample == "host") next = samplers[k].pick(r.logits, prompts[k], outputs[k]);
-      if (next < 0) throw lg::Error("lg bench: a sampled step's logits were not finite");
+      if (next < 0) throw lg::Error("lg bench: a step's logits were not finite (a NaN or Inf)");
       tokens[k] = next;
       if (sampling.penalties.active()) outputs[k].push_back(next);
     }

@@ -10,6 +10,7 @@
 #include <random>
 #include <nlohmann/json.hpp>
 
+#include "runtime/finite_logits.h"
 #include "runtime/kv_blocks.h"
 #include "runtime/solo_sequence.h"
 #include "support/error.h"
@@ -202,6 +203,7 @@ class Companions {
     for (size_t k = 0; k < planned_.size(); ++k) {
       planned_[k].first->seq.advance(planned_[k].second);
       planned_[k].first->next = results.at(first + k).argmax;
+      if (planned_[k].first->next < 0) throw Error("a companion sequence's logits were not finite (a NaN or Inf)");
     }
   }
 
@@ -260,14 +262,22 @@ CaseResult check_case(Lane& lane, const LockCase& c, const CheckRule& rule, Lane
   std::unique_ptr<Companions> others;
   if (options.companions > 0) others = std::make_unique<Companions>(lane, blocks, c, options.companions, options.seed);
   // The case's tokens at one step, with the companions' chunks beside them.
+  // A row the lane found not finite (SeqResult::argmax -1) is an error, as a lane's throw is.
   auto step = [&](std::span<const int32_t> tokens) {
-    if (!others) return seq.feed(tokens, compare);
-    std::vector<SeqStep> batch{seq.next(tokens, compare)};
-    others->plan(batch, lane.limits().max_tokens - static_cast<int64_t>(tokens.size()));
-    std::vector<SeqResult> out = lane.step(batch);
-    seq.advance(static_cast<int64_t>(tokens.size()));
-    others->done(out, 1);
-    return std::move(out[0]);
+    const int64_t last = seq.position() + static_cast<int64_t>(tokens.size()) - 1;
+    SeqResult r;
+    if (!others) {
+      r = seq.feed(tokens, compare);
+    } else {
+      std::vector<SeqStep> batch{seq.next(tokens, compare)};
+      others->plan(batch, lane.limits().max_tokens - static_cast<int64_t>(tokens.size()));
+      std::vector<SeqResult> out = lane.step(batch);
+      seq.advance(static_cast<int64_t>(tokens.size()));
+      others->done(out, 1);
+      r = std::move(out[0]);
+    }
+    if (r.argmax < 0) runtime::throw_non_finite_logits(last, tokens.size() > 1 || last == 0, lane.name());
+    return r;
   };
   SeqResult r = step(c.prompt_ids);
   if (compare) measure(r, ref->feed(c.prompt_ids, true));

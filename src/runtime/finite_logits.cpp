@@ -1,5 +1,6 @@
 #include "runtime/finite_logits.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "support/error.h"
@@ -16,6 +17,10 @@ std::string message(int64_t position, bool prefill, const std::string& lane, con
 }
 
 }  // namespace
+
+bool all_finite(std::span<const float> logits) {
+  return std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); });
+}
 
 void check_finite_logits(std::span<const float> logits, int64_t position, bool prefill, const std::string& lane) {
   size_t nan = 0, inf = 0;

@@ -9,6 +9,9 @@
 
 namespace lg::runtime {
 
+/// True if `logits` holds no NaN or Inf.
+bool all_finite(std::span<const float> logits);
+
 /// Throws lg::Error if `logits` (one position's row, f32[V]) holds a NaN or Inf, naming the lane,
 /// the step (prefill or decode), its position and the counts, and pointing at
 /// `lg inspect --check MODEL_DIR`. One pass over V floats: cheap next to the forward that made them.

@@ -259,6 +259,9 @@ bool Scheduler::advance(Seq& s, const SeqResult& r, bool prefill) {
       s.gen.logprobs.push_back(std::move(lp));
     }
   }
+  // The lane's argmax over a row it found not finite (SeqResult::argmax): this request fails,
+  // the step's others go on.
+  if (tok < 0) throw_non_finite_logits(position, prefill, lane_.name());
   ++stats_.generated_tokens;
   const auto now = Clock::now();
   if (s.gen.tokens.empty()) {

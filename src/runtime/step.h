@@ -36,7 +36,9 @@ struct SeqStep {
 
 /// What a step gives back for one sequence: about its last new token.
 struct SeqResult {
-  int32_t argmax = -1;        ///< greedy next token (lowest id wins a tie)
+  /// Greedy next token (lowest id wins a tie); -1 when the lane found the logits row not finite
+  /// (the cpu lane checks every row; the GPU lanes' argmax does not look).
+  int32_t argmax = -1;
   std::vector<float> logits;  ///< f32[V] when asked for, else empty
   /// The token SeqStep::draw drew; -1 when none was asked for, or when the logits row was not
   /// finite (a NaN or Inf: no draw is defined over it); any other negative value is a lane's fault.
