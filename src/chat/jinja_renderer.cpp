@@ -80,6 +80,14 @@ struct JinjaRenderer::Worker {
     return "closed its pipe";
   }
 
+  /// False if this idle worker has hung up (killed or out of memory between renders): it never
+  /// writes unasked, so a hang-up or anything to read means it is gone.
+  bool alive_when_idle() const {
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, 0);
+    return r == 0 || (r < 0 && errno == EINTR);
+  }
+
   Io send_all(const std::string& data, Clock::time_point deadline) {
     size_t done = 0;
     while (done < data.size()) {
@@ -146,10 +154,11 @@ JinjaRenderer::~JinjaRenderer() {
 std::unique_ptr<JinjaRenderer::Worker> JinjaRenderer::acquire() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (!idle_.empty()) {
+    while (!idle_.empty()) {
       auto w = std::move(idle_.back());
       idle_.pop_back();
-      return w;
+      if (w->alive_when_idle()) return w;
+      --running_;  // died between renders: not this request's fault, so a fresh one renders it
     }
     if (running_ < options_.max_workers) break;
     free_.wait(lock);  // every render ends within its timeout, so this wait is bounded too
@@ -261,8 +270,9 @@ json JinjaRenderer::call(const json& request) {
                                                        seconds_text(options_.timeout)));
   }
   if (io == Io::closed) {
+    const pid_t pid = w->pid;  // how_it_ended() reaps it and forgets the pid
     const std::string how =
-        fmt::format("the Jinja2 worker ('{}', pid {}) ended while rendering ({})", python_, w->pid, w->how_it_ended());
+        fmt::format("the Jinja2 worker ('{}', pid {}) ended while rendering ({})", python_, pid, w->how_it_ended());
     discard(std::move(w));
     throw ChatTemplateError(Kind::unavailable, how);
   }

@@ -167,6 +167,26 @@ TEST(JinjaRenderer, AWorkerThatDiesIsUnavailableForThatRenderOnly) {
   EXPECT_NE(msg.find("answered 'hello'"), std::string::npos) << msg;
 }
 
+// A worker that dies between renders (killed, out of memory) is replaced before the next render
+// rather than failing it: nothing of that request's was running.
+TEST(JinjaRenderer, AWorkerThatDiedWhileIdleIsReplacedBeforeTheNextRender) {
+  const fs::path gone = fs::temp_directory_path() / ("lg_jinja_gone_" + std::to_string(::getpid()));
+  fs::remove(gone);
+  // Answers one request, closes its socket, then leaves a mark (so the test knows it hung up).
+  Script once("echo '{\"ready\": true, \"jinja2\": \"3.1.9\", \"python\": \"3.0\"}'; read line; "
+              "echo '{\"ok\": true, \"text\": \"a\"}'; exec 0<&- 1>&-; touch '" + gone.string() + "'");
+  RendererOptions o;
+  o.python = once.path.string();
+  o.max_workers = 1;
+  JinjaRenderer r(o);
+  EXPECT_EQ(r.render("x", json::object()), "a");
+  for (int i = 0; i < 500 && !fs::exists(gone); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(gone)) << "the worker did not hang up";
+  fs::remove(gone);
+  EXPECT_EQ(r.render("x", json::object()), "a");  // a fresh worker (which hangs up in turn)
+  fs::remove(gone);
+}
+
 TEST(JinjaRenderer, WorkersInheritNoDescriptorsBeyondStdio) {
   // A descriptor without close-on-exec (as cpp-httplib's sockets are) must not stay open in a
   // worker: here a pipe whose write end, once closed by us, must read as closed.
