@@ -254,15 +254,19 @@ void Server::handle_generation(Endpoint kind, const httplib::Request& req, const
   // that the client left, so that a queued stream leaves the queue. Found here, where the
   // connection is the handler's; the provider runs later on the same connection.
   auto watch = std::make_shared<const ConnectionWatch>(req);
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [p, choices, watch](size_t, httplib::DataSink& sink) {
-        stream_events(*p, *choices, sink, *watch);
-        return true;
-      },
-      // Called when the response is done with, also when httplib never got to stream (the
-      // client left before the headers went out): the request must not run on unwatched.
-      [choices, answering](bool) { choices->cancel(); });
+  auto provider = [p, choices, watch](size_t, httplib::DataSink& sink) {
+    stream_events(*p, *choices, sink, *watch);
+    return true;
+  };
+  // Called when the response is done with, also when httplib never got to stream (the client
+  // left before the headers went out): the request must not run on unwatched.
+  auto release = [choices, answering](bool) { choices->cancel(); };
+  // HTTP/1.0 has no chunked encoding (RFC 1945): its clients read the stream to the connection's
+  // close, which httplib's provider without a length gives (Connection: close).
+  if (req.version == "HTTP/1.0")
+    res.set_content_provider("text/event-stream", std::move(provider), std::move(release));
+  else
+    res.set_chunked_content_provider("text/event-stream", std::move(provider), std::move(release));
 }
 
 void Server::install_generation_routes() {

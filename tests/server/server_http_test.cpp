@@ -121,6 +121,34 @@ TEST_F(ServerTest, AbsoluteFormTargetsAreRoutedByTheirPath) {
   EXPECT_NE(root.find("no route GET /\""), std::string::npos) << root;
 }
 
+// HTTP/1.0 has no chunked encoding (RFC 1945): a stream asked for in it is written as it is and
+// ends with the connection, where HTTP/1.1 gets chunks.
+TEST_F(ServerTest, AStreamAskedForInHttp10EndsWithTheConnectionNotInChunks) {
+  using namespace std::chrono_literals;
+  const std::string body = R"({"prompt": "def f(", "max_tokens": 3, "stream": true})";
+  for (const std::string version : {"HTTP/1.0", "HTTP/1.1"}) {
+    const int fd = lg::test::tcp_connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(lg::test::send_all(fd, "POST /v1/completions " + version +
+                                           "\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                                           std::to_string(body.size()) + "\r\n\r\n" + body));
+    const auto t0 = std::chrono::steady_clock::now();
+    // HTTP/1.0: everything up to the server's close; HTTP/1.1: up to the last chunk.
+    const std::string got = lg::test::read_until(fd, version == "HTTP/1.0" ? std::string(1, '\0') : "0\r\n\r\n", 30s);
+    ::close(fd);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 25s) << version << ": the stream did not end";
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+    const std::string payload = got.substr(got.find("\r\n\r\n") + 4);
+    if (version == "HTTP/1.0") {
+      EXPECT_EQ(lg::test::response_header(got, "Transfer-Encoding"), std::nullopt) << got;
+      EXPECT_EQ(payload.rfind("data: {", 0), 0u) << payload;  // no chunk size before the event
+      EXPECT_TRUE(payload.ends_with("data: [DONE]\n\n")) << payload;
+    } else {
+      EXPECT_EQ(lg::test::response_header(got, "Transfer-Encoding"), "chunked") << got;
+    }
+  }
+}
+
 TEST_F(ServerTest, UnknownModelIs404BeforeThePromptIsRead) {
   // A client pointed at the wrong model hears that first, as vLLM checks the model before the
   // prompt: a prompt too long for the context, or messages the template cannot render, answered
