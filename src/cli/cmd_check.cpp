@@ -109,6 +109,21 @@ LG_COMMAND("check", [](CLI::App& app) {
     const auto count = [](size_t n, const char* noun) { return lg::count_noun(static_cast<int64_t>(n), noun); };
     fmt::print("\nIR: {}, {}, {}, {}\n", count(r.graph.nodes.size(), "node"), count(r.graph.params.size(), "param"),
                count(r.graph.states.size(), "state"), count(r.graph.outputs.size(), "output"));
+    // A statement whose value nothing the forward returns or keeps reads (left over while editing):
+    // the cpu lane computes it, the compiler leaves it out; as a compiler's unused variable, said.
+    const std::vector<char> live = lg::ir::live_nodes(r.graph);
+    for (const auto& s : r.statements) {
+      bool seen = false, used = false;
+      for (size_t i = 0; i < r.graph.nodes.size() && !used; ++i) {
+        const lg::ir::Node& n = r.graph.nodes[i];
+        if (n.span.line != s.span.line || n.name != s.target) continue;
+        seen = true;
+        used = live[i] != 0;
+      }
+      if (seen && !used)
+        fmt::print("\nnote: line {}: `{}` is never used (nothing the forward returns or keeps reads it)\n",
+                   s.span.line, s.target);
+    }
     // Every lane runs batched steps (docs/language.md, "Batched steps"), so a program the batching
     // rewrite cannot page (a state read other than whole by attention, a state never written) is
     // refused by lg run, serve and batch at load, on the cpu lane too: say so here, where it

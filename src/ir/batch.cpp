@@ -418,6 +418,9 @@ void make_batched(Graph& g, const BatchOptions& opts) {
     m.operands.push_back(table);
     m.attrs.block_size = opts.block_size;
   }
+  // A value no output needs (an unused statement) must not count as a reader that keeps the
+  // rows it reads from being selected; select_rows leaves the nodes it replaced dead in turn.
+  remove_dead_nodes(g);
   select_rows(g, out_rows, B);
   remove_dead_nodes(g);
   g.batching = {opts.block_size, opts.num_blocks, S};

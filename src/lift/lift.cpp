@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lift/stage_merger.h"
+#include "ir/batch.h"
 #include "ir/print.h"
 #include "support/error.h"
 
@@ -265,10 +266,12 @@ StagedProgram lift(const ir::Graph& g) {
     check_node(g, v);
   }
   const std::vector<bool> dup = merge_common_subexpressions(p.graph);
+  // What no output or final state reads (a statement left unused, a duplicate) gets no stage.
+  const std::vector<char> live = ir::live_nodes(p.graph);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     auto v = static_cast<ir::ValueId>(i);
     const ir::Node& n = p.graph.nodes[i];
-    if (dup[i]) {  // unread: never evaluated, no stage
+    if (dup[i] || !live[i]) {  // unread: never evaluated, no stage
       p.is_inline[i] = true;
       continue;
     }

@@ -239,6 +239,21 @@ TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
   EXPECT_EQ(shape.out.find("do not fit the checkpoint"), std::string::npos) << shape.out;
 }
 
+// A statement nothing reads is noted, as a compiler notes an unused variable (the compiler leaves
+// it out; new-user pass, session 46: nothing said so); one whose value is read is not.
+TEST(CliUsage, CheckNotesAStatementNothingReads) {
+  const std::string file = ::testing::TempDir() + "/lg_check_unused.lg";
+  std::ofstream(file) << "model unused {\n  dims { V = config.vocab_size\n D = config.hidden_size }\n"
+                         "  param embed: f32[V, D] = \"model.embed_tokens.weight\"\n"
+                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[T, V] {\n"
+                         "    x = embed[tokens]\n    s = sum(x, axis=-1)\n    y = x * 2.0\n    return y @ embed.T\n  }\n}\n";
+  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: line 7: `s` is never used"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("`x` is never used"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("`y` is never used"), std::string::npos) << r.out;
+}
+
 // A program's errors point at its own lines; check, ir and compile then name the config they read
 // (a new user could not tell which config a failed `require` was about).
 TEST(CliUsage, ProgramErrorsNameTheConfigTheyRead) {

@@ -7,9 +7,12 @@
 // lg_programs_attention_test.cpp (split-KV attention, sliding windows) and lg_programs_gemv_test.cpp
 // (decode GEMVs, row reductions).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -55,6 +58,31 @@ TEST(EmitLgPrograms, OtherFamilyProgramsCompileForSm90) {
   nlohmann::json windowed = config_of(kShared + "/fixtures/tiny-mistral");
   windowed["sliding_window"] = 8;
   compiles("mistral.lg", windowed);
+}
+
+// A statement whose value nothing reads (left over while editing a program) changes nothing: it
+// gets no stage, and its read of the gate projection neither splits that GEMM from its SwiGLU
+// epilogue nor keeps the last layer from computing only the rows the logits need (it was two
+// launches more and the gate GEMM over every token).
+TEST(EmitLgPrograms, AnUnusedStatementChangesNothingEmitted) {
+  const std::string text = read_text(kSource + "/models/llama.lg");
+  const std::string gate = "      g = mlp_bias ? h @ l.wg.T + l.bg : h @ l.wg.T";
+  const size_t at = text.find(gate);
+  ASSERT_NE(at, std::string::npos) << "llama.lg's gate projection moved: update the test";
+  const size_t eol = text.find('\n', at);
+  const std::filesystem::path edited =
+      std::filesystem::temp_directory_path() / ("lg_unused_" + std::to_string(::getpid()) + ".lg");
+  std::ofstream(edited) << text.substr(0, eol + 1) << "      zz = sum(g, axis=-1)\n" << text.substr(eol + 1);
+  const nlohmann::json config = config_of(kShared + "/fixtures/tiny-llama3");
+  auto emitted = [&](const std::filesystem::path& file) {
+    ir::Graph g = lang::lower_file(file, config, lang::BindOptions{128});
+    return emit_batched(g, {16, 129, 64, 256});
+  };
+  const CudaProgram want = emitted(kSource + "/models/llama.lg"), got = emitted(edited);
+  std::filesystem::remove(edited);
+  EXPECT_EQ(got.launches.size(), want.launches.size());
+  EXPECT_EQ(got.source(), want.source());
+  EXPECT_EQ(got.plan_json(), want.plan_json());
 }
 
 // Qwen3-MoE: the topk and experts kernels compile, on the tiny fixture (f32 weights: the generic
