@@ -233,20 +233,50 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
       problems.push_back("tensor \"" + p.tensor + "\" has dtype " + std::string(dtype_name(info.dtype)) +
                          ", which param " + p.name + declared_at(graph, p) + " cannot be computed with");
   }
-  // Tensors of a bound form that no param binds: the layers of a deeper model of the family (a
-  // config.json with fewer layers than the checkpoint). One sentence per form.
-  std::set<std::string> bound, forms, reported;
+  // Tensors of a bound form that no param binds. Past the program's last layer: the layers of a
+  // deeper model of the family (a config.json with fewer layers than the checkpoint); within its
+  // layers: a config that gives those layers another form (Qwen3-MoE's mlp_only_layers). One
+  // sentence per form, with its count and layers.
+  std::set<std::string> bound, forms;
   for (const ir::ParamInfo& p : graph.params) {
     for (const std::string& name : p.parts.empty() ? std::vector<std::string>{p.tensor} : p.parts) {
       bound.insert(name);
       forms.insert(name_form(name));
     }
   }
+  struct Unbound {
+    std::string first;
+    int64_t count = 0;
+    std::set<int64_t> layers;
+  };
+  std::map<std::string, Unbound> unbound;
+  std::vector<std::string> order;
   for (const auto& name : checkpoint.names()) {
     const std::string form = name_form(name);
-    if (bound.count(name) || !forms.count(form) || !reported.insert(form).second) continue;
-    problems.push_back("tensor \"" + name + "\" is bound by no param, though the program binds others of its form \"" +
-                       form + "\" (a config.json from a shallower model: num_hidden_layers?)");
+    if (bound.count(name) || !forms.count(form)) continue;
+    Unbound& u = unbound[form];
+    if (u.count++ == 0) {
+      u.first = name;
+      order.push_back(form);
+    }
+    if (const int64_t l = tensor_layer(name); l >= 0) u.layers.insert(l);
+  }
+  int64_t last_layer = -1;  // the program's (a regex a name: only where something is unbound)
+  if (!order.empty())
+    for (const std::string& name : bound) last_layer = std::max(last_layer, tensor_layer(name));
+  for (const std::string& form : order) {
+    const Unbound& u = unbound[form];
+    const std::vector<int64_t> layers(u.layers.begin(), u.layers.end());
+    const bool deeper = !layers.empty() && layers.front() > last_layer;
+    std::string where = u.count > 1 ? std::to_string(u.count) + " of this form" : "";
+    if (!layers.empty())
+      where += std::string(where.empty() ? "" : ", ") + "layer" + (layers.size() > 1 ? "s " : " ") + layer_list(layers);
+    problems.push_back("tensor \"" + u.first + "\" is bound by no param, though the program binds others of its form \"" +
+                       form + "\" (" + (where.empty() ? "" : where + ": ") +
+                       (deeper ? "a config.json from a shallower model: num_hidden_layers?"
+                               : std::string("a config.json that gives ") + (layers.size() > 1 ? "these layers" : "this layer") +
+                                     " another form than the checkpoint's?") +
+                       ")");
   }
   for (std::string& p : unread_siblings(graph, checkpoint, bound, forms)) problems.push_back(std::move(p));
   if (!absent_layers.empty()) {

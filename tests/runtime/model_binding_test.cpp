@@ -163,6 +163,7 @@ TEST(ParamProblems, ConfigFromAnotherSizeIsReportedByTensorAndParam) {
   EXPECT_TRUE(has("model.layers.0.self_attn.o_proj.weight"));
   EXPECT_FALSE(has("model.layers.0.self_attn.k_proj")) << "num_key_value_heads did not change";
   EXPECT_TRUE(has("tensor \"model.layers.2.input_layernorm.weight\" is bound by no param"));
+  EXPECT_TRUE(has("(layer 2: a config.json from a shallower model: num_hidden_layers?)"));
   // resolve_program is the early refusal the commands that run a model make.
   m.dir = "tiny-qwen3";
   m.config = c;
@@ -214,6 +215,24 @@ TEST(ParamProblems, ALayerIndexPastInt64IsNoCrash) {
 // model_type "llama" ran as Llama, its q/k norms silently unread, and answered with other tokens.
 // Tensors of modules the program reads nothing of (a tied head's lm_head.weight) and saved
 // buffers (rotary_emb.inv_freq) stay accepted, as transformers and vLLM accept them.
+// A layer the config gives another form (Qwen3-MoE's mlp_only_layers makes layer 1 a dense MLP,
+// where the checkpoint holds experts): its unbound tensors are counted and the hint is that form,
+// not a shallower model's num_hidden_layers (new-user pass, session 46).
+TEST(ParamProblems, ALayerOfAnotherFormIsNotCalledAShallowerModel) {
+  auto m = model::ModelDir::open(std::string(LG_SHARED_DIR) + "/fixtures/tiny-qwen3-moe");
+  nlohmann::json j = m.config.raw;
+  j["mlp_only_layers"] = {1};
+  const model::ModelConfig c = model::parse_config(j, "config.json");
+  const auto issues = param_problems(forward_graph(c, 0, program_source(m)).graph, m.checkpoint);
+  std::string all;
+  for (const auto& i : issues) all += i + "\n";
+  EXPECT_NE(all.find("form \"model.layers.#.mlp.experts.#.gate_proj.weight\" (8 of this form, layer 1: a config.json "
+                     "that gives this layer another form than the checkpoint's?)"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("shallower"), std::string::npos) << all;
+}
+
 TEST(ParamProblems, TensorsBesideReadOnesThatNoParamBindsAreReported) {
   lg::test::ModelCopy copy(kShared + "/fixtures/tiny-qwen3");
   copy.edit_json("config.json", [](nlohmann::json& j) { j["model_type"] = "llama"; });
