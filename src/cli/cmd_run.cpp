@@ -24,6 +24,7 @@
 #include "model/model_dir.h"
 #include "runtime/forward_graph.h"
 #include "runtime/generate.h"
+#include "runtime/model_source.h"
 #include "support/count_noun.h"
 #include "support/error.h"
 #include "support/startup_clock.h"
@@ -263,10 +264,20 @@ int run(RunOpts o) {
   const auto n = static_cast<int64_t>(prompt.size());
   const int64_t max_seq = run_positions(o, dir, n);
 
-  if (!o.quiet)
+  if (!o.quiet) {
+    // The program that runs it: its name when it is a built-in one, else its path (--program, or
+    // one found through $LG_MODELS_DIR), so a user sees which program their run read.
+    const std::filesystem::path program = lg::runtime::program_source(dir);
+    const auto builtin = lg::runtime::builtin_model_source_dirs();
+    std::error_code ec;
+    const bool is_builtin = std::any_of(builtin.begin(), builtin.end(), [&](const std::filesystem::path& d) {
+      return std::filesystem::equivalent(d, program.parent_path(), ec);
+    });
     std::fprintf(stderr, "lg: %s (%s, %.1fM params) on lane %s, %lld prompt token%s\n", o.model.c_str(),
-                 dir.config.model_type.c_str(), static_cast<double>(dir.checkpoint.parameter_count()) / 1e6,
-                 lane_name.c_str(), static_cast<long long>(n), n == 1 ? "" : "s");
+                 (is_builtin ? program.filename() : program).c_str(),
+                 static_cast<double>(dir.checkpoint.parameter_count()) / 1e6, lane_name.c_str(), static_cast<long long>(n),
+                 n == 1 ? "" : "s");
+  }
   lg::LaneOptions lane_options = o.lane_options;
   lane_options.max_seq = max_seq;
   // The lane would say "one context ... (--max-seq)", but here the context is the run's own.

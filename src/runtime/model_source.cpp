@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <system_error>
 
@@ -48,6 +49,17 @@ std::filesystem::path find_model_source(const model::ModelConfig& config) {
   bool plain = !type.empty();
   for (char c : type) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
   if (!plain) throw Error("no .lg program covers " + what + ": not a valid model_type");
+  // A search path's missing folder is passed over, as PATH's are; but this one was set on purpose,
+  // and the program then read is another than the user meant: said once, on stderr.
+  if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) {
+    static bool warned = false;
+    std::error_code ec;
+    if (!fs::is_directory(env, ec) && !warned) {
+      warned = true;
+      std::fprintf(stderr, "lg: warning: LG_MODELS_DIR=%s is not a folder; looking for %s.lg in the built-in ones\n", env,
+                   type.c_str());
+    }
+  }
   std::string searched;
   for (const fs::path& dir : model_source_dirs()) {
     const fs::path file = dir / (type + ".lg");

@@ -226,6 +226,29 @@ TEST(CliUsage, ProgramHelpNamesTheFoldersSearched) {
   }
 }
 
+// Which program a run reads: its start-up line names a built-in one by its file name and any other
+// by its path, and an LG_MODELS_DIR that is not a folder is a warning, not passed over in silence
+// (new-user pass, session 46).
+TEST(CliUsage, RunNamesTheProgramItReads) {
+  const CliRun builtin = run_lg("run -m " + kModel + " --lane cpu -p hi -n 1");
+  EXPECT_EQ(builtin.code, 0) << builtin.out;
+  EXPECT_NE(builtin.out.find("(qwen3.lg, 22.6M params) on lane cpu"), std::string::npos) << builtin.out;
+  const CliRun missing = run_lg("run -m " + kModel + " --lane cpu -p hi -n 1", "LG_MODELS_DIR=/nonexistent/lg ");
+  EXPECT_EQ(missing.code, 0) << missing.out;
+  EXPECT_NE(missing.out.find("lg: warning: LG_MODELS_DIR=/nonexistent/lg is not a folder; looking for qwen3.lg in the "
+                             "built-in ones"),
+            std::string::npos)
+      << missing.out;
+  const std::string own = ::testing::TempDir() + "/lg_own_programs";
+  std::filesystem::create_directories(own);
+  std::filesystem::copy_file(kSource + "/models/qwen3.lg", own + "/qwen3.lg",
+                             std::filesystem::copy_options::overwrite_existing);
+  const CliRun theirs = run_lg("run -m " + kModel + " --lane cpu -p hi -n 1", "LG_MODELS_DIR=" + own + " ");
+  EXPECT_EQ(theirs.code, 0) << theirs.out;
+  EXPECT_NE(theirs.out.find("(" + own + "/qwen3.lg, 22.6M params)"), std::string::npos) << theirs.out;
+  std::filesystem::remove_all(own);
+}
+
 // An option that takes one value, given twice (under one spelling or two), is a usage error
 // naming it, its spellings and what it got; CLI11 said "--prompt: At Most 1 required but received
 // 2". Flags may repeat, and list options take their values from every time they are given.
