@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -82,27 +81,18 @@ std::string prefill_forms(const lg::emit::cuda::CudaProgram& cuda) {
   return line + "\n";
 }
 
-/// The summary's line on the one-row forms (one sequence's decode steps run them): split-KV
-/// attention launches with LaunchPlan::one_row, experts launches with LaunchPlan::experts_pair;
-/// empty when there is none.
+/// The summary's line on the split-KV attention launches with a one-row form (LaunchPlan::one_row:
+/// one sequence's decode steps run it); empty when none has.
 std::string one_row_forms(const lg::emit::cuda::CudaProgram& cuda) {
-  int64_t n = 0, blocks = 0, pairs = 0;
-  for (const auto& l : cuda.launches) {
+  int64_t n = 0, blocks = 0;
+  for (const auto& l : cuda.launches)
     if (l.one_row) {
       ++n;
       blocks = l.one_row->split.blocks_per_sm;
     }
-    pairs += l.experts_pair ? 1 : 0;
-  }
-  std::vector<std::string> parts;
-  if (n > 0)
-    parts.push_back(std::to_string(n) + " split-KV attention launches run " + lg::count_noun(blocks, "block") + " an SM");
-  if (pairs > 0)
-    parts.push_back(std::to_string(pairs) + " moe_gate_up launches run with the moe_down after them as one persistent kernel");
-  if (parts.empty()) return "";
-  std::string line = "one-row forms (one sequence's decode): " + parts[0];
-  for (size_t i = 1; i < parts.size(); ++i) line += "; " + parts[i];
-  return line + "\n";
+  if (n == 0) return "";
+  return "one-row forms (one sequence's decode): " + std::to_string(n) + " split-KV attention launches run " +
+         lg::count_noun(blocks, "block") + " an SM\n";
 }
 
 /// ", KV pool N tokens in blocks of B" for --explain's summary; empty for a program with no state

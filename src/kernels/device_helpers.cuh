@@ -29,18 +29,6 @@ __device__ __forceinline__ void lg_launch_dependents() { asm volatile("griddepco
 __device__ __forceinline__ void lg_prefetch_l2(const void* p, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
-// A count between the blocks of one launch (the experts pair's tickets, emit/cuda/experts.cpp),
-// at device scope: the add is ordered after what the adding thread, and its block before a
-// barrier, wrote; the load before the reading thread's (and, after a barrier, its block's) later
-// reads. A reader that sees a count sees what its adders' blocks wrote before adding.
-__device__ __forceinline__ void lg_red_release_add(unsigned* p, unsigned v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned lg_ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 // A 16-byte load of data read once (decode weights): bypasses L1 so it does not evict what is reused.
 __device__ __forceinline__ uint4 lg_ld_stream(const uint4* p) {
   uint4 r;

@@ -131,16 +131,8 @@ TEST(CliUsage, CompileSummaryNamesThePrefillForms) {
             std::string::npos)
       << moe.out.substr(moe.out.size() > 600 ? moe.out.size() - 600 : 0);
   // Its GQA group of 8 gives the split-KV attention a wide form on the tensor cores (all 8 query
-  // heads of a KV head a block, not 2), and a one-row form for one sequence's decode; so do its
-  // experts where the pair form is on: each layer's two launches as one kernel
-  // (LaunchPlan::experts_pair).
-  EXPECT_NE(moe.out.find("one-row forms (one sequence's decode): 48 split-KV attention launches run 3 blocks an SM"),
-            std::string::npos);
-  const CliRun paired = run_lg("compile " + kSource + "/models/qwen3_moe.lg -c " + kSource +
-                                   "/bench/shapes/qwen3-30b-a3b --explain --max-seq 256",
-                               "LG_COMPILED_MOE_PAIR=1 ");
-  EXPECT_NE(paired.out.find("one-row forms (one sequence's decode): 48 split-KV attention launches run 3 blocks an SM; "
-                            "48 moe_gate_up launches run with the moe_down after them as one persistent kernel\n"),
+  // heads of a KV head a block, not 2), and a one-row form for one sequence's decode.
+  EXPECT_NE(moe.out.find("one-row forms (one sequence's decode): 48 split-KV attention launches run 3 blocks an SM\n"),
             std::string::npos);
   // Gemma 3's head_dim 256 has no flash form: the summary says its attention stays split-KV, and why.
   const CliRun gemma = run_lg("compile " + kSource + "/models/gemma3_text.lg -c " + kSource +

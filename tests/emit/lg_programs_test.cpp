@@ -207,52 +207,6 @@ TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
     }
 }
 
-// At one token, each moe_gate_up launch and the moe_down after it run as one persistent kernel
-// (LaunchPlan::experts_pair): warps take the outputs as tickets, moe_down's warps load their
-// routed rows, then wait (an acquire poll) for every moe_gate_up output, then read the SwiGLU
-// products through L2 (written by the same launch: not the read-only path). The moe_down launch
-// is marked paired (left out at one row) and keeps its own kernel for steps of more tokens; the
-// kernels compile for sm_90. LG_COMPILED_MOE_PAIR=1 asks for the form, =0 for none.
-TEST(EmitLgPrograms, MoeGateUpAndDownRunAsOneKernelAtOneToken) {
-  auto emit_30b = [](const char* knob) { return emit_30b_a3b("LG_COMPILED_MOE_PAIR", knob); };
-  const CudaProgram prog = emit_30b("1");
-  int pairs = 0;
-  for (size_t i = 0; i < prog.launches.size(); ++i) {
-    const auto& l = prog.launches[i];
-    if (!l.experts_pair) {
-      EXPECT_TRUE(!l.paired || (i > 0 && prog.launches[i - 1].experts_pair)) << "launch " << i;
-      continue;
-    }
-    ++pairs;
-    ASSERT_LT(i + 1, prog.launches.size());
-    EXPECT_TRUE(prog.launches[i + 1].paired) << "launch " << i + 1;
-    EXPECT_NE(prog.kernels[static_cast<size_t>(l.kernel)].source.find("moe_gate_up"), std::string::npos);
-    EXPECT_NE(prog.kernels[static_cast<size_t>(prog.launches[i + 1].kernel)].source.find("moe_down"), std::string::npos);
-    const std::string& k = prog.kernels[static_cast<size_t>(l.experts_pair->kernel)].source;
-    EXPECT_NE(k.find("unsigned* __restrict__ lg_tickets"), std::string::npos);
-    EXPECT_NE(k.find("__launch_bounds__(256, 2)"), std::string::npos);
-    const size_t release = k.find("lg_red_release_add(lg_tickets + 1, "), down = k.find("} else {", release),
-                 rows = k.find("lg_ld_stream(", down), poll = k.find("lg_ld_acquire(lg_tickets + 1) < 6144u", down),
-                 acts = k.find("__ldcg(xr)", down);
-    ASSERT_NE(release, std::string::npos);
-    ASSERT_NE(poll, std::string::npos);
-    EXPECT_LT(rows, poll);
-    EXPECT_LT(poll, acts);
-    EXPECT_NE(acts, std::string::npos);
-    // Every buffer of both launches is the pair's: moe_gate_up's, then moe_down's.
-    for (const auto* la : {&l, &prog.launches[i + 1]})
-      for (int32_t b : la->args)
-        EXPECT_NE(std::find(l.experts_pair->args.begin(), l.experts_pair->args.end(), b), l.experts_pair->args.end())
-            << "buffer " << b;
-  }
-  EXPECT_EQ(pairs, 48);
-  EXPECT_GT(nvrtc_compile(prog.source(), prog.model).size(), 1000u);
-  for (const auto& l : emit_30b("0").launches) {
-    EXPECT_FALSE(l.experts_pair);
-    EXPECT_FALSE(l.paired);
-  }
-}
-
 // The post-attention RMSNorm of Qwen3-MoE is the router GEMM's prologue
 // (pass_gemm_reduce_prologue_shared), and that stage writes the normed rows the experts read: the
 // decode GEMV's grid after its prologue, and at T > 1 the pack kernel beside the bf16 copy it

@@ -78,16 +78,14 @@ ActivationRow activation_row(Renderer& r, int32_t s, ir::ValueId x, bool up, int
 /// the activation row's first float (a buffer an earlier stage stored), as two float4 loads per
 /// 8 weights, shared by the rows. The lambda form costs 8 scalar loads per 8 weights, each
 /// touching 8 cache lines across the warp (a lane's 8 values are 32 bytes from its neighbour's).
-/// `xload`: the float4 load of the stored row: __ldg (read-only path) for a row an earlier
-/// launch wrote, __ldcg (through L2) for one written by the same launch (experts_pair).
 template <class X>
 std::string dot_registers(const std::vector<std::pair<std::string, std::string>>& rows, int64_t C, X&& x,
-                          const std::string& xrow, const std::string& xload = "__ldg") {
+                          const std::string& xrow) {
   std::ostringstream os;
   os << "          #pragma unroll\n          for (int c = 0; c < " << C / 256 << "; ++c) {";
   if (!xrow.empty()) {
     os << " const float4* xr = reinterpret_cast<const float4*>(" << xrow << ") + (c * 32 + lane) * 2; const float4 x0 = "
-       << xload << "(xr), x1 = " << xload << "(xr + 1);\n";
+       << "__ldg(xr), x1 = __ldg(xr + 1);\n";
     for (const auto& [acc, name] : rows) os << bf16x8_dot(acc, name + "[c]", "            ");
     os << "          }\n";
     return os.str();
@@ -246,8 +244,6 @@ struct ExpertsLoop {
   const LambdaNames& name;
   int64_t E, N, C, K;
   std::string xrow;
-  std::string xload;     ///< dot_registers' load of xrow: "__ldg", or "__ldcg" where this launch wrote it
-  std::string write_if;  ///< a further condition on lane 0's write ("" none; experts_pair's clamped outputs)
   const ir::Node& node() const { return r.g.at(v); }
   /// The kernel parameter of weight operand i.
   std::string weight(size_t i) const { return "p" + std::to_string(r.arg(node().operands[i], false)); }
@@ -312,7 +308,7 @@ void down_output(const ExpertsLoop& el, bool rows_in_registers, bool rows_early,
        << "      #pragma unroll\n"
        << "      for (long kk = 0; kk < " << K << "L; ++kk) {\n"
        << "        float s = 0.0f;\n"
-       << dot_registers({{"s", "rd[kk]"}}, C, as, el.xrow, el.xload)
+       << dot_registers({{"s", "rd[kk]"}}, C, as, el.xrow)
        << "        acc += " << call(el.name, w, {"t", "kk"}) << " * s;\n"
        << "      }\n";
   } else {
@@ -324,7 +320,7 @@ void down_output(const ExpertsLoop& el, bool rows_in_registers, bool rows_early,
        << "      }\n";
   }
   os << "      acc = lg_warp_sum(acc);\n"
-     << "      if (lane == 0" << el.write_if << ") " << el.write("bad ? __int_as_float(0x7fc00000) : acc", {"t", "dd"})
+     << "      if (lane == 0) " << el.write("bad ? __int_as_float(0x7fc00000) : acc", {"t", "dd"})
      << "\n";
 }
 
@@ -375,7 +371,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   os << "    else\n"
      << "    for (long o = ((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; o < " << outputs
      << "; o += ((long)gridDim.x * blockDim.x) >> 5) {\n";
-  const ExpertsLoop el{*this, s, v, name, E, N, C, K, xrow, "__ldg", ""};
+  const ExpertsLoop el{*this, s, v, name, E, N, C, K, xrow};
   if (up)
     gate_up_output(el, os);
   else
@@ -383,127 +379,6 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   os << "    }\n  }\n";
   wc.push_back((up ? K * N : N) * 32);  // a warp per output: threads of work per T
   wp.push_back(1);
-}
-
-// The one-token experts pair (LaunchPlan::ExpertsPair): one persistent launch for moe_gate_up and
-// the moe_down that reads its activations. As two launches, each stream (50 and 25 MB a layer at
-// Qwen3-30B-A3B) pays its own ramp and tail, and moe_down's blocks get SMs only as moe_gate_up's
-// leave. Here blocks take tickets from one counter (lg_tickets[0]), a ticket an item of 8 outputs
-// of one stage, a warp each (ExpertsPair::kThreads): the first ceil(K * N_up / 8) items are
-// moe_gate_up's, the rest moe_down's. A block holding a moe_down item loads its warps' k rows into
-// registers at once and then waits (thread 0 polls with acquire loads, the block meets) until every
-// moe_gate_up output is written (lg_tickets[1]: after an item the block meets and thread 0 adds the
-// item's outputs with a release, as CUTLASS's split-K semaphore publishes a tile), so that
-// moe_down's stream can run under moe_gate_up's tail (not yet measured: bench/RESULTS.md,
-// forty-fifth session). It cannot deadlock: tickets go out in order, so a block waits only once every
-// moe_gate_up item went to a running block, and those never wait. A ticket a block rather than a
-// warp keeps the atomics on one address to about one a block and item (the L2 takes them one at a
-// time; the lab compares both forms), and the next ticket is asked for while the item runs. The
-// block that leaves last puts the counters back to 0 (lg_tickets[2] counts the blocks gone), so
-// every launch finds them zero. The activations are read through L2 (__ldcg): this launch writes
-// them.
-void Renderer::experts_pair(int32_t up, int32_t down, const std::string& act_row, std::ostringstream& os) {
-  const ir::ValueId vu = experts_node(p, up), vd = experts_node(p, down);
-  const ir::Node& nu = g.at(vu);
-  const ir::Node& nd = g.at(vd);
-  const ir::Shape& wus = g.at(nu.operands[2]).shape;  // [E, N, C]
-  const ir::Shape& wds = g.at(nd.operands[3]).shape;
-  const int64_t K = g.at(nu.operands[1]).shape[1].coeff;
-  const int64_t up_outputs = K * wus[1].coeff, down_outputs = wds[1].coeff;
-  // An item: an output a warp of the block.
-  const int64_t per = LaunchPlan::ExpertsPair::kThreads / 32;
-  const int64_t up_items = (up_outputs + per - 1) / per, items = up_items + (down_outputs + per - 1) / per;
-  const std::string UO = std::to_string(up_outputs) + "L", UI = std::to_string(up_items) + "u",
-                    P = std::to_string(per) + "L";
-  os << "  if (T != 1) __trap();  // the pair form runs steps of one token only (LaunchPlan::ExpertsPair)\n"
-     << "  {  // experts pair: " << ir::op_name(nu.op) << " items [0, " << up_items << "), " << ir::op_name(nd.op)
-     << " items [" << up_items << ", " << items << "), " << per << " outputs an item\n"
-     << "    __shared__ unsigned lg_item;\n"
-     << "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
-     << "    if (threadIdx.x == 0) lg_item = atomicAdd(lg_tickets, 1u);\n"
-     << "    __syncthreads();\n"
-     << "    unsigned lg_i = lg_item;\n"
-     << "    bool lg_waited = false;\n"
-     << "    while (lg_i < " << items << "u) {\n"
-     << "      unsigned lg_next = 0u;\n"
-     << "      if (threadIdx.x == 0) lg_next = atomicAdd(lg_tickets, 1u);  // in flight while this item runs\n"
-     << "      if (lg_i < " << UI << ") {\n"
-     << "        const long o = (long)lg_i * " << P << " + warp;\n"
-     << "        if (o < " << UO << ") {\n"
-     << "          float lg_moe = 0.0f;\n";
-  {
-    auto name = lambdas(up, closure(up), os, {{vu, "lg_moe"}});
-    const std::string xrow = activation_row(*this, up, nu.operands[0], true, K, wus[2].coeff).row;
-    const ExpertsLoop el{*this, up, vu, name, wus[0].coeff, wus[1].coeff, wus[2].coeff, K, xrow, "__ldg", ""};
-    // gate_up_output's `continue` (a routed index out of range) leaves the do-while: the item is
-    // still counted, so the moe_down blocks never wait on an output that is not coming.
-    os << "          do {\n";
-    gate_up_output(el, os);
-    os << "          } while (0);\n"
-       << "        }\n"
-       << "        __syncthreads();  // the item's outputs are written; the release below publishes them\n"
-       << "        if (threadIdx.x == 0) lg_red_release_add(lg_tickets + 1, (unsigned)min(" << P << ", " << UO
-       << " - (long)lg_i * " << P << "));\n"
-       << "      } else {\n"
-       << "        // Every warp loads rows and meets the block at the wait: a warp past the last output\n"
-       << "        // computes the last one again and does not write it.\n"
-       << "        const long lg_o = (long)(lg_i - " << UI << ") * " << P << " + warp, o = min(lg_o, " << down_outputs - 1
-       << "L);\n"
-       << "        float lg_moe = 0.0f;\n";
-  }
-  {
-    auto name = lambdas(down, closure(down), os, {{vd, "lg_moe"}});
-    const ExpertsLoop el{*this, down, vd,   name, wds[0].coeff, wds[1].coeff, wds[2].coeff,
-                         K,     act_row, "__ldcg", " && lg_o == o"};
-    const std::string wait = "if (threadIdx.x == 0) while (lg_ld_acquire(lg_tickets + 1) < " +
-                             std::to_string(up_outputs) + "u) __nanosleep(100); __syncthreads();";
-    down_output(el, true, true, wait, os);
-    os << "      }\n";
-  }
-  os << "      __syncthreads();  // every thread has read lg_item\n"
-     << "      if (threadIdx.x == 0) lg_item = lg_next;\n"
-     << "      __syncthreads();\n"
-     << "      lg_i = lg_item;\n"
-     << "    }\n"
-     << "    if (threadIdx.x == 0 && atomicAdd(lg_tickets + 2, 1u) == gridDim.x - 1u) {\n"
-     << "      lg_tickets[0] = 0u; lg_tickets[1] = 0u; lg_tickets[2] = 0u;  // every other block has left\n"
-     << "    }\n"
-     << "  }\n";
-  min_blocks_per_sm = 2;  // moe_down's k rows in registers: at most 128 a thread (experts_stage)
-}
-
-std::optional<RenderedLaunch> render_experts_pair(const lift::StagedProgram& p, int32_t up, int32_t down) {
-  if (!experts_pair_enabled()) return std::nullopt;
-  const auto& su = p.stages[static_cast<size_t>(up)];
-  const auto& sd = p.stages[static_cast<size_t>(down)];
-  if (su.kind != lift::StageKind::Experts || sd.kind != lift::StageKind::Experts) return std::nullopt;
-  const ir::Graph& g = p.graph;
-  const ir::ValueId vu = experts_node(p, up), vd = experts_node(p, down);
-  if (g.at(vu).op != ir::Op::MoeGateUp || g.at(vd).op != ir::Op::MoeDown) return std::nullopt;
-  const ir::Node& nd = g.at(vd);
-  const ir::Shape& wds = g.at(nd.operands[3]).shape;  // [E, N, C]
-  const int64_t K = g.at(nd.operands[1]).shape[1].coeff, C = wds[2].coeff;
-  if (!down_rows_in_registers(g.at(nd.operands[3]).dtype == DType::BF16, C, K)) return std::nullopt;
-  return with_layer_lifting(p, [&](Renderer& r) -> std::optional<RenderedLaunch> {
-    const ActivationRow act = activation_row(r, down, nd.operands[0], false, K, C);
-    if (act.buffer < 0 || p.stage_of[static_cast<size_t>(act.buffer)] != up) return std::nullopt;
-    // Everything else moe_down reads must be final before the launch: nothing of up's but `act`.
-    for (ir::ValueId v : r.closure(down))
-      if (!r.here(down, v) && p.stage_of[static_cast<size_t>(buffer_node(g, v))] == up &&
-          buffer_node(g, v) != act.buffer)
-        return std::nullopt;
-    std::ostringstream body;
-    r.experts_pair(up, down, act.row, body);
-    RenderedLaunch out;
-    out.source = r.kernel("__launch_bounds__(" + std::to_string(LaunchPlan::ExpertsPair::kThreads) + ", " +
-                              std::to_string(std::max(1, r.min_blocks_per_sm)) + ")",
-                          kExpertsPairParams, "", body.str());
-    out.args = r.args;
-    out.layer = r.layer();
-    out.work_const = {1};
-    out.work_t_power = {0};
-    return out;
-  });
 }
 
 }  // namespace lg::emit::cuda

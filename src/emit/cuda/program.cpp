@@ -151,10 +151,6 @@ std::string CudaProgram::plan_json() const {
       "`wide_split_kv` entry, steps of at least min_rows rows run that kernel instead, with its split_kv "
       "(tensor_cores: lg_dmma's form); with a `one_row_split_kv` entry, steps of one row run that kernel (checked "
       "before the wide form)";
-  j["experts_pair"] =
-      "moe_gate_up launches with an `experts_pair` entry run, at one row, that kernel instead (moe_gate_up and the "
-      "next launch's moe_down as one persistent kernel on a grid of one wave, taking unsigned* lg_tickets, 3 counters "
-      "zero between launches, after its buffers); launches marked `paired` are then left out";
   for (const auto& b : buffers) {
     nlohmann::json e = {{"kind", kind_name(b.kind)}, {"name", b.name}, {"dtype", std::string(dtype_name(b.dtype))},
                         {"elems", b.elems_const}, {"t_power", b.elems_t_power}, {"bytes_at_max_t", b.bytes}};
@@ -191,11 +187,6 @@ std::string CudaProgram::plan_json() const {
     if (l.one_row)
       e["one_row_split_kv"] = {{"kernel", kernels[static_cast<size_t>(l.one_row->kernel)].name},
                                {"split_kv", split_json(l.one_row->split)}};
-    if (l.experts_pair)
-      e["experts_pair"] = {{"kernel", kernels[static_cast<size_t>(l.experts_pair->kernel)].name},
-                           {"args", l.experts_pair->args},
-                           {"layer", l.experts_pair->layer}};
-    if (l.paired) e["paired"] = true;
     if (l.prefill) {
       nlohmann::json pf;
       for (const auto& pk : l.prefill->packs)
@@ -543,8 +534,6 @@ struct ProgramBuilder {
     lp.split = r.split;
     if (r.split) plan_wide_attention(stages, r, lp);
     if (r.split) plan_one_row_attention(stages, r, lp);
-    plan_experts_pair(li, lp);
-    lp.paired = li > 0 && prog.launches[li - 1].experts_pair.has_value();
     if (stages.size() == 1) {
       if (auto pre = render_gemm_prefill(p, stages[0], gemm_prefills)) lp.prefill = plan_gemm_prefill(*pre, l32);
       if (auto fa = render_attention_prefill(p, stages[0])) lp.prefill = plan_attention_prefill(*fa, stages[0], l32);
@@ -581,20 +570,6 @@ struct ProgramBuilder {
     const RenderedLaunch o = render_launch(p, stages, AttentionForm::kOneRow);
     if (o.split->blocks_per_sm == 0) return;
     lp.one_row = other_form(o, r, lp, "one-row");
-  }
-
-  /// The one-row form of an experts launch and the next (LaunchPlan::experts_pair), where
-  /// render_experts_pair gives one. Its kernel writes the next launch's stores too, so their
-  /// buffers are live from this launch on (args_of).
-  void plan_experts_pair(size_t li, LaunchPlan& lp) {
-    const auto& stages = p.launches[li].stages;
-    if (stages.size() != 1 || li + 1 >= p.launches.size() || p.launches[li + 1].stages.size() != 1) return;
-    const int32_t down = p.launches[li + 1].stages[0];
-    if (lift::stage_rows_symbol(p, down) != rows) return;
-    auto r = render_experts_pair(p, stages[0], down);
-    if (!r) return;
-    lp.experts_pair = LaunchPlan::ExpertsPair{kernel_for(r->source, "experts_pair"),
-                                              args_of(r->args, static_cast<int32_t>(li)), r->layer};
   }
 
   /// Launch `lp`'s other split-KV form `o` (rendered from the same stages as `r`): its kernel and

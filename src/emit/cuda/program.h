@@ -106,21 +106,6 @@ struct LaunchPlan {
   /// one sequence's long context more warps keep more loads in flight; at many rows it loses
   /// (attention.cpp, split_shape). Grid (split.items_per_row, splits).
   std::optional<SplitForm> one_row;
-  /// A moe_gate_up launch whose next launch is the moe_down that reads its activations: a step of
-  /// one row runs both as this one persistent kernel (experts.cpp, Renderer::experts_pair: blocks
-  /// take the two stages' outputs as tickets, moe_down's rows stream under moe_gate_up's tail) on
-  /// a grid of one wave, and skips the next launch (its `paired`). The kernel takes
-  /// `unsigned* lg_tickets` (kExpertsPairParams: 3 counters, zero between launches, which the
-  /// kernel leaves so; the runner allocates them zeroed once) after its buffers.
-  struct ExpertsPair {
-    static constexpr int32_t kThreads = 256;  ///< a block: 8 warps, an output each an item
-    int32_t kernel = -1;
-    std::vector<int32_t> args;  ///< buffer ids: both stages' buffers
-    int64_t layer = -1;         ///< as `layer`
-  };
-  std::optional<ExpertsPair> experts_pair;
-  /// The moe_down launch of the previous launch's experts_pair: steps of one row leave it out.
-  bool paired = false;
 
   /// Blocks for a step of T tokens.
   int64_t grid(int64_t T) const;

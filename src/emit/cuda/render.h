@@ -87,13 +87,6 @@ RenderedLaunch render_launch(const lift::StagedProgram& p, const std::vector<int
                              AttentionForm attention = AttentionForm::kNarrow,
                              const std::optional<std::set<ir::ValueId>>& unsettled = std::nullopt);
 
-/// The one-token form of experts stages `up` (moe_gate_up) and `down` (the moe_down of the next
-/// launch) as one kernel (LaunchPlan::ExpertsPair), or nullopt where it does not apply: other
-/// stages, `down` not reading `up`'s activations as a stored f32 row (C % 4 == 0), or reading
-/// anything else `up` writes, or `down`'s k rows not fitting its registers (bf16, C % 256 == 0,
-/// k * C / 256 <= 32 uint4 a lane), or the form switched off (experts_pair_enabled). (experts.cpp)
-std::optional<RenderedLaunch> render_experts_pair(const lift::StagedProgram& p, int32_t up, int32_t down);
-
 /// True if v is a row a GEMM stage's prologue computes and stores for other stages: a store of
 /// that stage that is the activation operand of one of its MatMuls (pass_gemm_reduce_prologue_shared).
 /// (gemm_prefill.cpp)

@@ -22,17 +22,6 @@ bool knob_off(const char* name) {
 
 bool early_launch() { return !knob_off("LG_COMPILED_EARLY_LAUNCH"); }
 
-// Off until it is measured on a GPU: the form was written in a session whose device calls found
-// no machine (bench/RESULTS.md, forty-fifth session); bench/gpu-logs/session45/call1_run.sh runs its
-// checks and its A/B.
-constexpr bool kExpertsPairByDefault = false;
-
-bool experts_pair_enabled() {
-  const char* e = std::getenv("LG_COMPILED_MOE_PAIR");
-  if (e && *e) return std::string(e) != "0";
-  return kExpertsPairByDefault;
-}
-
 std::string Renderer::layer_index(int64_t v) {
   if (!lift_layer) return std::to_string(v) + "L";
   layer_values.insert(v);

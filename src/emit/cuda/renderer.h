@@ -245,11 +245,7 @@ struct Renderer {
   /// or what an epilogue (the residual add) makes of it.
   std::string experts_write(int32_t s, ir::ValueId v, const LambdaNames& name, const std::string& value,
                             const std::vector<std::string>& ix);
-  /// moe_gate_up stage `up` and moe_down stage `down` (which reads up's activations, stored at
-  /// `act_row`: the row (t, kk)'s first float) as one kernel body for steps of one token, blocks
-  /// taking their outputs 8 at a time as tickets (render_experts_pair; experts.cpp).
-  void experts_pair(int32_t up, int32_t down, const std::string& act_row, std::ostringstream& os);
-  /// Its form at T > 1: the pairs grouped by expert inside each block (experts.cpp). `xrow`: the
+  /// An experts stage's form at T > 1: the pairs grouped by expert inside each block (experts.cpp). `xrow`: the
   /// activation row's pointer expression when it is a stored buffer, else empty.
   template <class Write>
   void grouped_experts(std::ostringstream& os, const ir::Node& n, bool up, const LambdaNames& name, Write&& write,
@@ -265,9 +261,6 @@ struct Renderer {
 
 /// The extra kernel parameters of a split-KV attention kernel, after its buffers (SplitKv).
 inline const std::vector<std::string> kSplitKvParams = {"float* __restrict__ lg_part", "int* __restrict__ lg_count"};
-
-/// The extra kernel parameter of an experts pair kernel, after its buffers (LaunchPlan::ExpertsPair).
-inline const std::vector<std::string> kExpertsPairParams = {"unsigned* __restrict__ lg_tickets"};
 
 /// Runs `render(r)` on a fresh Renderer with the layer index lifted to `lg_l`, and once more with
 /// constants when that kernel saw more than one layer.
@@ -294,9 +287,6 @@ ir::ValueId experts_node(const lift::StagedProgram& p, int32_t s);
 
 /// Whether the A/B switch `name` (an environment variable) is set to "0". (renderer.cpp)
 bool knob_off(const char* name);
-/// Whether experts pairs are planned (LaunchPlan::experts_pair): LG_COMPILED_MOE_PAIR=1 on, =0
-/// off, unset kExpertsPairByDefault. (renderer.cpp)
-bool experts_pair_enabled();
 /// Emit-time switches (the program text, hence its NVRTC cache key, follows them; A/B in one
 /// binary). LG_COMPILED_EARLY_LAUNCH=0: no griddepcontrol.launch_dependents after each kernel's
 /// wait (the next launch is then scheduled only as this one's blocks exit). (renderer.cpp)

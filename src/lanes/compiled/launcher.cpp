@@ -29,12 +29,6 @@ Launcher::Launcher(const emit::cuda::CudaProgram& prog, const std::vector<cudaKe
   // skipped kernels would write hold realistic values: distinct routed experts, finite rows).
   skip_ = launch_skip_from_env("LG_COMPILED_SKIP", "decode steps");
   allocate_split_kv();
-  // Every experts pair launch leaves its counters at zero; they run one after another, so one
-  // set serves them all.
-  if (std::any_of(prog_.launches.begin(), prog_.launches.end(), [](const auto& l) { return l.experts_pair.has_value(); })) {
-    pair_tickets_ = cuda::DeviceBuffer(3 * sizeof(unsigned));
-    cuda::memset_device_now(pair_tickets_.data(), 0, pair_tickets_.bytes());
-  }
 }
 
 /// Splits of a split-KV attention launch over `rows` tokens: as many as keep the grid within
@@ -86,7 +80,7 @@ void Launcher::allocate_split_kv() {
 /// `splits` > 0: a split-KV attention kernel (its scratch after the buffers), on a grid of
 /// (blocks, splits).
 void Launcher::launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers, int64_t layer, int64_t blocks,
-                             int32_t block, int64_t T, int64_t splits, int64_t grid_y, void* tickets) {
+                             int32_t block, int64_t T, int64_t splits, int64_t grid_y) {
   long t = static_cast<long>(T), l = static_cast<long>(layer);
   void* part = split_part_.data();
   void* count = split_count_.data();
@@ -96,7 +90,6 @@ void Launcher::launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers
     args.push_back(&part);
     args.push_back(&count);
   }
-  if (tickets) args.push_back(&tickets);
   if (layer >= 0) args.push_back(&l);
   args.push_back(&t);
   cudaLaunchConfig_t cfg{};
@@ -143,21 +136,8 @@ int Launcher::resident_blocks_per_sm(int32_t kernel, int32_t block) {
   return std::max(occ, 1);
 }
 
-/// Its blocks take tickets until none is left, so any grid computes every output; one wave of
-/// resident blocks starts them all at once and leaves no block waiting for an SM.
-int64_t Launcher::experts_pair_blocks(const emit::cuda::LaunchPlan::ExpertsPair& ep) {
-  return static_cast<int64_t>(resident_blocks_per_sm(ep.kernel, ep.kThreads)) * cuda::sm_count();
-}
-
-void Launcher::launch_experts_pair(const emit::cuda::LaunchPlan& l) {
-  const auto& ep = *l.experts_pair;
-  launch_kernel(ep.kernel, ep.args, ep.layer, experts_pair_blocks(ep), ep.kThreads, 1, 0, 1, pair_tickets_.data());
-}
-
 /// One launch over `T` rows (its kernels' T) in a step of B sequences.
 void Launcher::launch_one(const emit::cuda::LaunchPlan& l, int64_t T, int64_t B) {
-  if (T == 1 && l.experts_pair) return launch_experts_pair(l);
-  if (T == 1 && l.paired) return;  // the previous launch's experts pair ran it
   if (T == 1 && l.gemm && gemv_bps_ != 0) return launch_kernel(l.kernel, l.args, l.layer, gemv_blocks(l), l.block, T);
   // The prefill form at T > 1; a paged flash attention only for a step of one sequence (the
   // split-KV kernel serves decode rows and ragged batches).
@@ -248,16 +228,9 @@ void Launcher::profile(int64_t T, int64_t B) {
   for (size_t i = 0; i < prog_.launches.size(); ++i) {
     const auto& l = prog_.launches[i];
     const int64_t rows = l.rows_sym == 0 ? T : B;
-    if (rows == 1 && l.paired) continue;  // in the previous launch's experts pair
-    const bool pair = rows == 1 && l.experts_pair;
-    kernel = prog_.kernels[static_cast<size_t>(pair      ? l.experts_pair->kernel
-                                               : l.split ? split_form(l, rows).first
-                                                         : l.kernel)]
-                 .name;
-    const int64_t blocks = pair ? experts_pair_blocks(*l.experts_pair)
-                           : T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l)
-                                                                : l.grid(rows);
-    const int32_t threads = pair ? l.experts_pair->kThreads : l.split ? split_form(l, rows).second.threads : l.block;
+    kernel = prog_.kernels[static_cast<size_t>(l.split ? split_form(l, rows).first : l.kernel)].name;
+    const int64_t blocks = T == 1 && l.gemm && gemv_bps_ != 0 ? gemv_blocks(l) : l.grid(rows);
+    const int32_t threads = l.split ? split_form(l, rows).second.threads : l.block;
     grid = " (grid " + std::to_string(blocks) + " x " + std::to_string(threads) + ")";
     const size_t before = marks;
     launch_at(i, T, B);

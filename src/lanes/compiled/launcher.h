@@ -26,8 +26,7 @@ class Launcher {
  public:
   /// `prog`'s kernels loaded as `kernels` (one per prog.kernels entry), its buffers at `ptrs`
   /// (one device pointer per prog.buffers entry; neither vector may change size while the
-  /// launcher lives), launched on `stream`. Allocates the split-KV scratch and the experts pairs'
-/// tickets (zeroed counters) and
+  /// launcher lives), launched on `stream`. Allocates the split-KV scratch (zeroed counters) and
   /// reads the measurement knobs: LG_COMPILED_PDL=0 (no programmatic dependent launch),
   /// LG_COMPILED_GEMV_BPS, LG_COMPILED_MOE_MMA_T, LG_COMPILED_SKIP, LG_COMPILED_ATTN_BPS.
   Launcher(const emit::cuda::CudaProgram& prog, const std::vector<cudaKernel_t>& kernels, std::vector<void*>& ptrs,
@@ -49,12 +48,9 @@ class Launcher {
   static std::pair<int32_t, const emit::cuda::SplitKv&> split_form(const emit::cuda::LaunchPlan& l, int64_t rows);
   void allocate_split_kv();
   void launch_kernel(int32_t kernel, const std::vector<int32_t>& buffers, int64_t layer, int64_t blocks, int32_t block,
-                     int64_t T, int64_t splits = 0, int64_t grid_y = 1, void* tickets = nullptr);
+                     int64_t T, int64_t splits = 0, int64_t grid_y = 1);
   int resident_blocks_per_sm(int32_t kernel, int32_t block);
   int64_t gemv_blocks(const emit::cuda::LaunchPlan& l);
-  /// The experts pair kernel of launch l (LaunchPlan::ExpertsPair) at one row, on one wave.
-  void launch_experts_pair(const emit::cuda::LaunchPlan& l);
-  int64_t experts_pair_blocks(const emit::cuda::LaunchPlan::ExpertsPair& ep);
   void launch_one(const emit::cuda::LaunchPlan& l, int64_t T, int64_t B);
   void launch_prefill(const emit::cuda::LaunchPlan& l, int64_t T);
 
@@ -67,13 +63,12 @@ class Launcher {
   int64_t attn_blocks_ = 0;  ///< blocks a split-KV attention launch aims at (splits())
   bool attn_bps_knob_ = false;  ///< LG_COMPILED_ATTN_BPS set: attn_blocks_ for every form
   cuda::DeviceBuffer split_part_, split_count_;  ///< its scratch: f32 partials, int counters (zero)
-  cuda::DeviceBuffer pair_tickets_;  ///< the experts pair kernels' 3 counters (zero between launches)
   /// Set by profile() only: called after each kernel of a prefill launch with its part's label.
   std::function<void(const char*)> mark_;
   int gemv_bps_ = -1;  ///< LG_COMPILED_GEMV_BPS: blocks per SM of a decode GEMV; 0 uncapped; -1 one wave
   std::optional<std::regex> skip_;  ///< LG_COMPILED_SKIP: kernels decode steps leave out (measurements)
   int64_t moe_mma_t_ = 0;  ///< LG_COMPILED_MOE_MMA_T: min_t of the experts' tensor-core form; 0: the plan's
-  /// (kernel, block size) -> resident blocks per SM (resident_blocks_per_sm; decode GEMVs, experts pairs)
+  /// (kernel, block size) -> resident blocks per SM (resident_blocks_per_sm; decode GEMVs)
   std::map<std::pair<int32_t, int32_t>, int> occupancy_;
 };
 
