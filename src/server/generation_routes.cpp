@@ -262,7 +262,7 @@ void Server::handle_generation(Endpoint kind, const httplib::Request& req, const
   // left before the headers went out): the request must not run on unwatched.
   auto release = [choices, answering](bool) { choices->cancel(); };
   // HTTP/1.0 has no chunked encoding (RFC 1945): its clients read the stream to the connection's
-  // close, which httplib's provider without a length gives (Connection: close).
+  // close, which httplib's provider without a length gives (it closes the connection after).
   if (req.version == "HTTP/1.0")
     res.set_content_provider("text/event-stream", std::move(provider), std::move(release));
   else
