@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Session 46, call 1b (any card): call 1 cut to what ~6 device minutes hold after the session's
-# failed starts: the wide-rows MoE probe with the pair on, the 30B-A3B one-token step with the
-# pair on and off (two rounds), the MoE lock with the pair on, the lab at 48 layers.
+# Session 46, call 1b (any card; run on main a686d9e's binaries, where the pair still was):
+# session 45's call 1 cut to what ~6 device minutes hold after the session's failed starts: the
+# wide-rows MoE probe with the pair on, the 30B-A3B one-token step with the pair on and off (two
+# rounds), the MoE lock with the pair on, the lab at 48 layers.
 source bench/device_env.sh
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$out/gpu.txt"
 LG_COMPILED_MOE_PAIR=1 LG_SHARED_DIR=/tmp/lgshared timeout 90 /tmp/lgb/bin/compiled_lane_tests \
