@@ -153,25 +153,21 @@ TEST(EmitLgPrograms, Qwen3MoeCompilesForSm90AtTheTinyAnd30bA3bShapes) {
   EXPECT_GT(nvrtc_compile(prog.source(), g.model).size(), 1000u);
 }
 
-/// Qwen3-MoE at the Qwen3-30B-A3B shape, batched as the compiled lane makes it, emitted with the
-/// switch `knob` (an environment variable) set to `value` (nullptr: unset).
-CudaProgram emit_30b_a3b(const char* knob, const char* value) {
-  if (value) {
-    EXPECT_EQ(setenv(knob, value, 1), 0);
-  }
-  ir::Graph g = lang::lower_file(kSource + "/models/qwen3_moe.lg", config_of(kSource + "/bench/shapes/qwen3-30b-a3b"),
-                                 lang::BindOptions{4096});
-  CudaProgram prog = emit_batched(g, {16, 256, 64, 512});
-  unsetenv(knob);
-  return prog;
-}
-
 // moe_down's one-token form loads its routed rows before the wait on the previous launch: its
 // indices come from the topk stage two launches back, final when the kernel starts (every kernel
 // triggers its dependents only after its own wait). moe_gate_up reads the indices the launch just
 // before it writes, so it waits first. LG_COMPILED_MOE_EARLY_ROWS=0 keeps the wait at the head.
 TEST(EmitLgPrograms, MoeDownLoadsItsRoutedRowsBeforeTheWaitOnGateUp) {
-  auto emit_30b = [](const char* knob) { return emit_30b_a3b("LG_COMPILED_MOE_EARLY_ROWS", knob); };
+  auto emit_30b = [](const char* knob) {
+    if (knob) {
+      EXPECT_EQ(setenv("LG_COMPILED_MOE_EARLY_ROWS", knob, 1), 0);
+    }
+    ir::Graph g = lang::lower_file(kSource + "/models/qwen3_moe.lg", config_of(kSource + "/bench/shapes/qwen3-30b-a3b"),
+                                   lang::BindOptions{4096});
+    CudaProgram prog = emit_batched(g, {16, 256, 64, 512});
+    unsetenv("LG_COMPILED_MOE_EARLY_ROWS");
+    return prog;
+  };
   const std::string wait = "lg_wait_previous_launch();";
   int downs = 0, ups = 0;
   for (const auto& k : emit_30b(nullptr).kernels) {

@@ -58,19 +58,15 @@ std::string load_row(const std::string& name, const std::string& w, const std::s
 /// in registers, at most 32 uint4 a lane in all (128 registers).
 bool down_rows_in_registers(bool bf16, int64_t C, int64_t K) { return row_in_registers(bf16, C) && K * (C / 256) <= 32; }
 
-/// The activation row an experts stage's dot products read, when an earlier stage stored it:
-/// that buffer, and the pointer expression of the row of (t) (moe_gate_up) or (t, kk) (moe_down)
-/// (f32, row-major, at a 256-byte aligned arena offset, so every row of C % 4 == 0 floats is
-/// 16-byte aligned: dot_registers reads it as float4). {-1, ""} otherwise.
-struct ActivationRow {
-  ir::ValueId buffer = -1;
-  std::string row;
-};
-ActivationRow activation_row(Renderer& r, int32_t s, ir::ValueId x, bool up, int64_t K, int64_t C) {
+/// The activation row an experts stage's dot products read, when an earlier stage stored it: the
+/// pointer expression of the row of (t) (moe_gate_up) or (t, kk) (moe_down) (f32, row-major, at a
+/// 256-byte aligned arena offset, so every row of C % 4 == 0 floats is 16-byte aligned:
+/// dot_registers reads it as float4); empty otherwise.
+std::string activation_row(Renderer& r, int32_t s, ir::ValueId x, bool up, int64_t K, int64_t C) {
   const ir::ValueId xb = r.stored_row(s, x);
-  if (xb < 0 || C % 4 != 0) return {};
-  return {xb, "p" + std::to_string(r.arg(xb, false)) + " + " + (up ? "t" : "(t * " + std::to_string(K) + "L + kk)") +
-                  " * " + std::to_string(C) + "L"};
+  if (xb < 0 || C % 4 != 0) return "";
+  return "p" + std::to_string(r.arg(xb, false)) + " + " + (up ? "t" : "(t * " + std::to_string(K) + "L + kk)") + " * " +
+         std::to_string(C) + "L";
 }
 
 /// The dot products of rows held in registers (load_row; `rows`: accumulator, register array)
@@ -349,7 +345,7 @@ void Renderer::experts_stage(int32_t s, std::ostringstream& os, std::vector<int6
   const std::string outputs = "(T * " + std::to_string(up ? K * N : N) + "L)";
   os << "    const int lane = threadIdx.x & 31;\n";
   if (E > 4096) throw Error("emit: the experts stage takes at most 4096 experts, found " + std::to_string(E));
-  const std::string xrow = activation_row(*this, s, x, up, K, C).row;
+  const std::string xrow = activation_row(*this, s, x, up, K, C);
   // moe_down at T = 1 holds its k rows of each output in registers (below). Where the routed
   // indices are settled before this launch starts (the topk stage two launches back, not the
   // moe_gate_up stage just before), the rows are loaded before the wait on that launch, so their
