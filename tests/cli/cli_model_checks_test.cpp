@@ -165,7 +165,7 @@ TEST(CliModelChecks, NanWeightIsFoundByInspectCheckAndStopsRun) {
 }
 
 // A vocab_size of 2^40 used to compile, planning a petabyte arena; no GPU holds a buffer past 1 TiB,
-// so `lg compile` refuses it, naming the buffer and the config field to check.
+// so `lg compile` refuses it, naming the buffer, the .lg line declaring it and the config field to check.
 TEST(CliModelChecks, CompileRefusesABufferNoGpuHolds) {
   CopiedModel m(kShared + "/fixtures/tiny-qwen3");
   m.edit_config([](nlohmann::json& j) { j["vocab_size"] = int64_t{1} << 40; });
@@ -175,6 +175,8 @@ TEST(CliModelChecks, CompileRefusesABufferNoGpuHolds) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("model.embed_tokens.weight would need more than 1 TiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vocab_size"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(lg::test::source_position(kSource + "/models/qwen3.lg", "param embed:") + ": emit: the weight buffer"),
+            std::string::npos) << r.out;
   m.edit_config([](nlohmann::json& j) { j["vocab_size"] = 512; });
   EXPECT_EQ(run_lg("compile " + kSource + "/models/qwen3.lg --config " + (m.dir / "config.json").string() + " -o " +
                    out.string()).code, 0);
@@ -265,6 +267,33 @@ TEST(CliModelChecks, RopeScalingIsRefusedByTheQwenPrograms) {
       const CliRun r = run_lg(check);
       EXPECT_EQ(r.code, 0) << plain.dump() << "\n" << r.out;
     }
+  }
+}
+
+// A config with transformers 5's rope_parameters and the older rope_scaling both (hand-edited: a
+// Phi-3 config given a longrope rope_scaling) ran as rope_parameters said, where transformers reads
+// rope_scaling alone (Gemma 3: laid over rope_parameters.full_attention). The programs whose RoPE
+// reads fall back from one key to the other refuse such a config, naming both keys; a null
+// rope_scaling is still no scaling.
+TEST(CliModelChecks, RopeScalingBesideRopeParametersIsRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"llama", "tiny-llama3"}, {"mistral", "tiny-mistral"}, {"phi3", "tiny-phi3"}, {"gemma3_text", "tiny-gemma3"}};
+  for (const auto& [name, fixture] : cases) {
+    SCOPED_TRACE(name);
+    CopiedModel m(kShared + "/fixtures/" + fixture);
+    const std::string check = "check " + kSource + "/models/" + name + ".lg --config " + (m.dir / "config.json").string();
+    for (const char* key : {"rope_type", "type"}) {
+      m.edit_config([&](nlohmann::json& j) { j["rope_scaling"] = {{key, "linear"}, {"factor", 2.0}}; });
+      const CliRun r = run_lg(check);
+      EXPECT_EQ(r.code, 1) << key << "\n" << r.out;
+      EXPECT_NE(r.out.find("requirement failed: " + name + ".lg: config.json has both rope_scaling (the older key) and " +
+                           (name == "gemma3_text" ? "rope_parameters.full_attention" : "rope_parameters")),
+                std::string::npos)
+          << key << "\n" << r.out;
+    }
+    m.edit_config([&](nlohmann::json& j) { j["rope_scaling"] = nullptr; });
+    const CliRun r = run_lg(check);
+    EXPECT_EQ(r.code, 0) << r.out;
   }
 }
 
