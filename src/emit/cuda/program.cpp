@@ -13,6 +13,7 @@
 
 #include "emit/cuda/index.h"
 #include "emit/cuda/render.h"
+#include "ir/print.h"
 #include "support/error.h"
 
 namespace lg::emit::cuda {
@@ -98,9 +99,10 @@ const char* kind_name(BufferKind k) {
   return "?";
 }
 
-/// `max_sym[i]`: the largest value of runtime dim i (T, then B in a batched graph).
+/// `max_sym[i]`: the largest value of runtime dim i (T, then B in a batched graph); `where`: the
+/// .lg declaration or statement the buffer holds (ir::span_text), or empty, for the error.
 Buffer make_buffer(BufferKind kind, int32_t index, ir::ValueId node, std::string name, DType dt, const ir::Shape& shape,
-                   const std::vector<int64_t>& max_sym) {
+                   const std::vector<int64_t>& max_sym, const std::string& where = "") {
   Buffer b{kind, index, node, std::move(name), dt, 1, 0, 0, 0, 0, -1, -1};
   // A buffer no GPU could hold is a config's size gone wrong (vocab_size 2^40 planned a petabyte
   // arena and compiled): refused here, naming it, before any product can overflow.
@@ -118,9 +120,10 @@ Buffer make_buffer(BufferKind kind, int32_t index, ir::ValueId node, std::string
   for (int32_t k = 0; k < b.elems_t_power && !over; ++k)
     over = __builtin_mul_overflow(b.bytes, max_sym.at(static_cast<size_t>(b.sym)), &b.bytes);
   if (over || b.bytes > kMaxBufferBytes)
-    throw Error("emit: the " + std::string(kind_name(kind)) + " buffer " + b.name +
+    throw Error((where.empty() ? std::string() : where + ": ") + "emit: the " + std::string(kind_name(kind)) +
+                " buffer " + b.name +
                 " would need more than 1 TiB at the largest runtime sizes, more than any GPU holds: check the sizes "
-                "in config.json (vocab_size, hidden_size, ...) and --max-seq");
+                "in config.json (vocab_size, hidden_size, ...), the program's dims and --max-seq");
   return b;
 }
 
@@ -257,7 +260,7 @@ struct ProgramBuilder {
     for (size_t i = 0; i < g.params.size(); ++i)
       prog.buffers.push_back(make_buffer(BufferKind::Weight, static_cast<int32_t>(i), -1, g.params[i].tensor,
                                          g.params[i].dtype == DType::BF16 ? DType::BF16 : DType::F32, g.params[i].shape,
-                                         max_sym));
+                                         max_sym, where(g.params[i].span)));
     for (size_t i = 0; i < g.states.size(); ++i)
       prog.buffers.push_back(make_buffer(BufferKind::State, static_cast<int32_t>(i), -1, g.states[i].name,
                                          state_dtype(g.states[i].dtype), g.states[i].shape, max_sym));
@@ -266,9 +269,12 @@ struct ProgramBuilder {
         arena_of[v] = static_cast<int32_t>(prog.buffers.size());
         const ir::Node& n = g.at(v);
         prog.buffers.push_back(make_buffer(BufferKind::Arena, -1, v, n.name.empty() ? "%" + std::to_string(v) : n.name,
-                                           DType::F32, n.shape, max_sym));
+                                           DType::F32, n.shape, max_sym, where(n.span)));
       }
   }
+
+  /// The .lg place of a span for an error message, or empty where the graph has none.
+  std::string where(const ir::Span& span) const { return span.file >= 0 ? ir::span_text(g, span) : std::string(); }
 
   /// A state's dtype on the device: bf16 for a float state when asked (EmitOptions), else f32.
   DType state_dtype(DType declared) const {
