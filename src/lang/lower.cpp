@@ -163,6 +163,16 @@ Value Elaborator::unknown_name(const Span& span, const std::string& name) {
     for (const auto& [n, p] : params_) near.push_back(n);
     for (const auto& [n, st] : states_) near.push_back(n);
   }
+  // A dim, const or dtype the model declares further down (`Dh = F // H` above `F = ...`): declarations
+  // are bound in order, so say where the name is, not what it might be a typo of.
+  if ((frames_.empty() || !frames_.back().fn) && p_.model)
+    for (const Decl& d : p_.model->decls)
+      if ((d.kind == DeclKind::Dim || d.kind == DeclKind::Const || d.kind == DeclKind::DType) && d.name == name &&
+          d.name_span.file == span.file &&
+          (d.name_span.line > span.line || (d.name_span.line == span.line && d.name_span.col > span.col)))
+        return err(span, fmt::format("unknown name '{}' here: it is declared below, at line {}, and the model's dims, "
+                                     "consts and dtypes are bound in order",
+                                     name, d.name_span.line));
   return err(span, "unknown name '" + name + "'" + did_you_mean(name, std::move(near)));
 }
 

@@ -107,6 +107,10 @@ const Mistake kCases[] = {
    7, 11, "expected 'in', found 'layers'"},
   {"UnknownName", program("", "    y = z + x\n"),
    7, 9, "unknown name 'z'"},
+  // A const used above its declaration says where the name is (it was only "unknown name 'Z'").
+  {"ConstUsedAboveItsDeclaration", program("  const k = Z * 2\n  const Z = 4\n", ""),
+   5, 13, "unknown name 'Z' here: it is declared below, at line 6, and the model's dims, consts and dtypes are bound in "
+          "order"},
   {"UnknownFunction", program("", "    y = foo(x)\n"),
    7, 9, "unknown function 'foo'"},
   {"UnknownMethod", program("", "    y = x.frob()\n"),
