@@ -172,11 +172,12 @@ class Parser {
     expect(Tok::LBrace);
     skip_newlines();
     while (!at(Tok::RBrace) && !at(Tok::End)) {
-      const size_t start = pos_;
+      const size_t start = pos_, decls = m.decls.size();
       try {
         model_item(m);
         end_of_item();
       } catch (const SyntaxError&) {
+        m.decls.erase(m.decls.begin() + static_cast<std::ptrdiff_t>(decls), m.decls.end());  // as block()
         sync_item();
         note_dropped_names(start, pos_);
       }
@@ -201,8 +202,8 @@ class Parser {
             expect(Tok::Assign);
             d.value = expr();
             d.span = prev_end(d.span);
-            m.decls.push_back(std::move(d));
             end_of_item();
+            m.decls.push_back(std::move(d));
           } catch (const SyntaxError&) {
             sync_item();
             note_dropped_names(start, pos_);
@@ -396,8 +397,11 @@ class Parser {
     while (!at(Tok::RBrace) && !at(Tok::End)) {
       const size_t start = pos_;
       try {
-        body.push_back(stmt());
+        // Kept only once its line ends well: `q = h × w` parses as `q = h` up to the stray
+        // character, and binding that would raise false shape errors further on.
+        Stmt s = stmt();
         end_of_item();
+        body.push_back(std::move(s));
       } catch (const SyntaxError&) {
         sync_item();
         note_dropped_names(start, pos_);

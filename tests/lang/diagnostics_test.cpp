@@ -300,6 +300,24 @@ TEST(Diagnostics, NamesADroppedStatementWouldBindAreNotUnknown) {
   EXPECT_EQ(out.diagnostics[0].span.line, 8) << out.rendered;
 }
 
+// A stray character ends a statement's parse where it stands: `y = e[t] × 2` was kept as
+// `y = e[t]`, and the lines using y then failed with false shape errors (a new user's pass: an
+// empty slice of c_attn's output). Such a statement is dropped like any other with a syntax
+// error, its names hidden: one error. Likewise a dim with junk after its value.
+TEST(Diagnostics, AStatementCutByAStrayCharacterIsDropped) {
+  std::string src = program("", "    y = x \xc3\x97 e[t]\n    z = y[:, 0:32] + x[:, 0:32]\n", "    return z\n");
+  auto out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_EQ(out.diagnostics[0].span.line, 7) << out.rendered;
+  EXPECT_NE(out.diagnostics[0].message.find("unexpected character"), std::string::npos) << out.rendered;
+  src = "model m {\n  dims { D = config.hidden_size \xc3\x97 2; V = config.vocab_size }\n"
+        "  param e: f32[V, D] = \"model.embed_tokens.weight\"\n"
+        "  forward(t: i32[T]) -> f32[T, D] {\n    return e[t]\n  }\n}\n";
+  out = lg::lang::check_source("bad.lg", src, config(), {});
+  ASSERT_EQ(out.diagnostics.size(), 1u) << out.rendered;
+  EXPECT_NE(out.diagnostics[0].message.find("unexpected character"), std::string::npos) << out.rendered;
+}
+
 // The hiding is scoped: a use before the dropped statement, or in a fn when the forward dropped
 // the name, is still unknown (a third new-user pass found both hidden); a model-level declaration
 // dropped with an open bracket (which swallows the layers block too) hides its own name and the
