@@ -232,6 +232,9 @@ std::vector<std::string> param_problems(const ir::Graph& graph, const model::Che
     else if (!is_float(info.dtype) && info.dtype != DType::I32)
       problems.push_back("tensor \"" + p.tensor + "\" has dtype " + std::string(dtype_name(info.dtype)) +
                          ", which param " + p.name + declared_at(graph, p) + " cannot be computed with");
+    else if ((info.dtype == DType::I32) != (p.dtype == DType::I32))  // integers for a float param or floats for i32
+      problems.push_back("tensor \"" + p.tensor + "\" has dtype " + std::string(dtype_name(info.dtype)) + ", param " +
+                         p.name + declared_at(graph, p) + " declares " + std::string(dtype_name(p.dtype)));
   }
   // Tensors of a bound form that no param binds. Past the program's last layer: the layers of a
   // deeper model of the family (a config.json with fewer layers than the checkpoint); within its
