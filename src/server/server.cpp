@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -334,9 +336,20 @@ bool Server::answer_preflight(const httplib::Request& req, httplib::Response& re
 }
 
 namespace {
-std::string cannot_listen(const std::string& host, int port) {
-  return fmt::format("cannot listen on {}:{} (the port is in use, or the host is not an address of this machine)", host,
-                     port);
+/// `why`: what failed, when known (the resolver's or bind's error), else the likely causes.
+std::string cannot_listen(const std::string& host, int port, const std::string& why = "") {
+  return fmt::format("cannot listen on {}:{} ({})", host, port,
+                     why.empty() ? "the port is in use, or the host is not an address of this machine" : why);
+}
+
+/// bind(2)'s errno as the user's next step.
+std::string bind_failure(int err) {
+  switch (err) {
+    case EADDRINUSE: return "the port is in use";
+    case EADDRNOTAVAIL: return "the host is not an address of this machine";
+    case EACCES: return "permission denied: ports below 1024 need privileges";
+    default: return std::strerror(err);
+  }
 }
 }  // namespace
 
@@ -347,19 +360,21 @@ void check_can_listen(const std::string& host, int port) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr)
-    throw Error(cannot_listen(host, port));
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0 || !found)
+    throw Error(cannot_listen(host, port, rc != 0 ? fmt::format("the host does not resolve: {}", ::gai_strerror(rc)) : ""));
   bool ok = false;
+  int err = 0;
   for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {  // as httplib: the first that binds
     const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
     if (fd < 0) continue;
     int yes = 1;  // the server's own option (install_routes): a port a server just left is free
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     ok = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!ok) err = errno;
     ::close(fd);
   }
   ::freeaddrinfo(found);
-  if (!ok) throw Error(cannot_listen(host, port));
+  if (!ok) throw Error(cannot_listen(host, port, err != 0 ? bind_failure(err) : ""));
 }
 
 int Server::bind() {
