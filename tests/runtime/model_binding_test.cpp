@@ -277,8 +277,9 @@ TEST(ParamProblems, TensorsBesideReadOnesThatNoParamBindsAreReported) {
       {"l0.wq", "model.layers.0.self_attn.q_proj.weight", DType::F32, {Dim::constant(2), Dim::constant(2)}},
   });
   EXPECT_EQ(param_problems(g, ck), std::vector<std::string>{});
-  // Integers where the program declares floats (a corrupt or foreign checkpoint) are a problem of
-  // the fit, named with the declaration, not a CPU executor's error naming no file (new-user pass).
+  // Floats where the program declares integers, as integers where it declares floats (a corrupt
+  // checkpoint in a new-user pass), are a problem of the fit, named with the declaration: it was a
+  // CPU executor's error naming no file.
   const ir::Graph gi = graph_with_params({
       {"embed", "model.embed_tokens.weight", DType::I32, {Dim::constant(2), Dim::constant(2)}},
       {"l0.wq", "model.layers.0.self_attn.q_proj.weight", DType::F32, {Dim::constant(2), Dim::constant(2)}},
