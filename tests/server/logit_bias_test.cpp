@@ -3,6 +3,7 @@
 // gives the token its logprobs rank second; +100 makes a token every pick, sampled too; a stop
 // token id ends the answer there (in token_ids, not in the text: the text of the tokens before
 // it); min_tokens holds it back and keeps a stop string in the first tokens' text from matching.
+// A token-id prompt ending inside a character, its completion forced by a bias, pins the text.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +113,20 @@ TEST_F(ServerTest, MinTokensKeepsAStopStringInTheFirstTokensFromMatching) {
   EXPECT_EQ(kept["choices"][0]["finish_reason"], "length");
   EXPECT_TRUE(kept["choices"][0]["stop_reason"].is_null());
   EXPECT_EQ(post_stream("/v1/completions", greedy_body(g, 8, {{"stop", stop}, {"min_tokens", 8}})).first, text);
+}
+
+
+// A token-id prompt may end inside a UTF-8 character: the 22M model's tokenizer writes `'鸝` as 364
+// (`Ġ'`), 99202 (the character's first two bytes) and 251 (its last byte). With the prompt cut
+// after 99202 and 251 forced, the completion's text is the whole character, the prompt's bytes
+// included (docs/server.md), streamed or not; the next lone continuation byte is U+FFFD.
+TEST_F(ServerTest, APromptEndingInsideACharacterGivesItWholeToTheCompletion) {
+  const json body = {{"prompt", {750, 282, 4555, 470, 364, 99202}}, {"max_tokens", 2}, {"temperature", 0},
+                     {"ignore_eos", true}, {"logit_bias", {{"251", 100}}}, {"return_token_ids", true}};
+  const json answer = post_ok("/v1/completions", body);
+  ASSERT_EQ(token_ids(answer), (std::vector<int32_t>{251, 251}));
+  EXPECT_EQ(answer["choices"][0]["text"], "\xe9\xb8\x9d\xef\xbf\xbd");  // 鸝, then U+FFFD
+  EXPECT_EQ(post_stream("/v1/completions", body).first, "\xe9\xb8\x9d\xef\xbf\xbd");
 }
 
 }  // namespace
