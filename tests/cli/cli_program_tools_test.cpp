@@ -17,6 +17,18 @@
 namespace lg::cli_test {
 namespace {
 
+/// A program written to `name` in the test's temporary folder (`file`, for the positions messages
+/// give) and `lg check`'s run of it against tiny-qwen3's config.
+struct CheckedProgram {
+  std::string file;
+  CliRun run;
+};
+CheckedProgram check_program(const std::string& name, const std::string& text) {
+  const std::string file = ::testing::TempDir() + "/" + name;
+  std::ofstream(file) << text;
+  return {file, run_lg("check " + file + " -c " + kTiny)};
+}
+
 
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
@@ -162,9 +174,7 @@ TEST(CliUsage, CheckNotesAProgramNoLaneCanBatch) {
   const size_t at = text.find(attention);
   ASSERT_NE(at, std::string::npos) << "qwen3.lg's attention statement moved";
   text.replace(at, attention.size(), attention + " + vcache[l][:, 0:1, :].view(1, KV, Dh)[:, 0:1, :]");
-  const std::string file = ::testing::TempDir() + "/lg_check_cache_row.lg";
-  std::ofstream(file) << text;
-  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  const auto [file, r] = check_program("lg_check_cache_row.lg", text);
   EXPECT_EQ(r.code, 0) << r.out;
   const auto line = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n') + 1;
   EXPECT_NE(r.out.find("note: no lane would run this program (lg run, serve and batch refuse it at load):\n  "
@@ -191,9 +201,7 @@ TEST(CliUsage, CheckNotesLogitsThatAreNotF32) {
   const size_t ret = text.find(logits, sig);
   ASSERT_NE(ret, std::string::npos) << "qwen3.lg's return statement moved";
   text.replace(ret, logits.size(), "return (rms_norm(x, norm, eps) @ head.T).to(i32)");
-  const std::string file = ::testing::TempDir() + "/lg_check_int_logits.lg";
-  std::ofstream(file) << text;
-  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  const auto [file, r] = check_program("lg_check_int_logits.lg", text);
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("note: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n"
                        "  the forward returns i32[T,"),
@@ -207,11 +215,10 @@ TEST(CliUsage, CheckNotesLogitsThatAreNotF32) {
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
 // refuse it, naming the statement.
 TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
-  const std::string file = ::testing::TempDir() + "/lg_check_token_matmul.lg";
-  std::ofstream(file) << "model tok {\n  dims { D = config.hidden_size }\n  param w: f32[D, D] = \"w\"\n"
-                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[D, D] {\n"
-                         "    x = pos.to(f32).unsqueeze(-1) * w[0]\n    return x.T @ x\n  }\n}\n";
-  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  const auto [file, r] = check_program("lg_check_token_matmul.lg",
+                                       "model tok {\n  dims { D = config.hidden_size }\n  param w: f32[D, D] = \"w\"\n"
+                                       "  forward(tokens: i32[T], pos: i32[T]) -> f32[D, D] {\n"
+                                       "    x = pos.to(f32).unsqueeze(-1) * w[0]\n    return x.T @ x\n  }\n}\n");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("note: the compiled lane would refuse this program"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("lg_check_token_matmul.lg:6:5: cannot lift"), std::string::npos) << r.out;
@@ -234,12 +241,12 @@ TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
 // A statement nothing reads is noted, as a compiler notes an unused variable (the compiler leaves
 // it out; new-user pass, session 46: nothing said so); one whose value is read is not.
 TEST(CliUsage, CheckNotesAStatementNothingReads) {
-  const std::string file = ::testing::TempDir() + "/lg_check_unused.lg";
-  std::ofstream(file) << "model unused {\n  dims { V = config.vocab_size\n D = config.hidden_size }\n"
-                         "  param embed: f32[V, D] = \"model.embed_tokens.weight\"\n"
-                         "  forward(tokens: i32[T], pos: i32[T]) -> f32[T, V] {\n"
-                         "    x = embed[tokens]\n    s = sum(x, axis=-1)\n    y = x * 2.0\n    return y @ embed.T\n  }\n}\n";
-  const CliRun r = run_lg("check " + file + " -c " + kTiny);
+  const auto [file, r] = check_program(
+      "lg_check_unused.lg",
+      "model unused {\n  dims { V = config.vocab_size\n D = config.hidden_size }\n"
+      "  param embed: f32[V, D] = \"model.embed_tokens.weight\"\n"
+      "  forward(tokens: i32[T], pos: i32[T]) -> f32[T, V] {\n"
+      "    x = embed[tokens]\n    s = sum(x, axis=-1)\n    y = x * 2.0\n    return y @ embed.T\n  }\n}\n");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("note: line 7: `s` is never used"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("`x` is never used"), std::string::npos) << r.out;
