@@ -1,6 +1,7 @@
 #include "runtime/model_source.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -52,10 +53,9 @@ std::filesystem::path find_model_source(const model::ModelConfig& config) {
   // A search path's missing folder is passed over, as PATH's are; but this one was set on purpose,
   // and the program then read is another than the user meant: said once, on stderr.
   if (const char* env = std::getenv("LG_MODELS_DIR"); env && *env) {
-    static bool warned = false;
+    static std::atomic<bool> warned = false;  // a library function: any thread may call it
     std::error_code ec;
-    if (!fs::is_directory(env, ec) && !warned) {
-      warned = true;
+    if (!fs::is_directory(env, ec) && !warned.exchange(true)) {
       std::fprintf(stderr, "lg: warning: LG_MODELS_DIR=%s is not a folder; looking for %s.lg in the built-in ones\n", env,
                    type.c_str());
     }
