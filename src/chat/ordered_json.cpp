@@ -1,5 +1,7 @@
 #include "chat/ordered_json.h"
 
+#include "support/json_file.h"
+
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -106,6 +108,7 @@ class OrderedBuilder : public nlohmann::json_sax<json> {
 }  // namespace
 
 nlohmann::ordered_json parse_ordered_json(std::string_view text, size_t max_depth) {
+  refuse_nul_byte(text);
   OrderedBuilder b(max_depth);
   json::sax_parse(text, &b);
   return std::move(b.root);

@@ -276,7 +276,7 @@ LG_COMMAND("batch", [](CLI::App& app) {
       ->capture_default_str()
       ->check(lg::cli::lane_name());
   sub->add_option("--max-seq", o->max_seq, "context per request in tokens (default: max_position_embeddings, at most 4096)")
-      ->check(lg::cli::context_length());
+      ->check(lg::cli::request_context_length());
   lg::cli::add_lane_options(sub, o->lane_options);
   sub->add_flag("-q,--quiet", o->quiet, "no progress bar or summary on stderr");
   sub->add_flag("--no-prefix-cache", o->no_prefix_cache,

@@ -224,7 +224,7 @@ LG_COMMAND("serve", [](CLI::App& app) {
   sub->add_option("--host", o->host, "address to listen on")->capture_default_str();
   sub->add_option("--port", o->port, "port to listen on")->capture_default_str()->check(lg::cli::int_in_range(1, 65535));
   sub->add_option("--max-seq", o->max_seq, "context in tokens (default: max_position_embeddings, at most 4096)")
-      ->check(lg::cli::context_length());
+      ->check(lg::cli::request_context_length());
   lg::cli::add_chat_template(sub, o->chat_template);
   sub->add_option("--max-waiting", o->max_waiting,
                   "requests waiting to run beyond which new ones are answered 503 with Retry-After")

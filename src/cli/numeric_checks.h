@@ -43,6 +43,18 @@ inline CLI::Validator at_least_one() { return int_in_range(1); }
 /// lg ir printed a cache of 999999999999 positions and exited 0).
 inline CLI::Validator context_length() { return int_in_range(1, INT32_MAX); }
 
+/// --max-seq of the commands that answer requests (lg serve, lg batch): room for a one-token
+/// prompt and one generated token, at least 2 (with 1, lg serve started and refused every request).
+inline CLI::Validator request_context_length() {
+  const CLI::Validator range = int_in_range(2, INT32_MAX);
+  return CLI::Validator(
+      [range](std::string& s) {
+        const std::string m = range(s);
+        return m.empty() ? m : m + " (a request needs a prompt token and a generated one)";
+      },
+      "INT in [2, 2147483647]");
+}
+
 /// How a whole option value reads as a double (std::stod over all of it).
 enum class NumberText { kNumber, kNotANumber, kPastDouble };
 inline NumberText read_whole_double(const std::string& s, double& v) {

@@ -25,6 +25,11 @@ bool integral_float(const nlohmann::json& v);
 /// v as a double. Throws RequestError naming `name` when it is not a number.
 double number(const nlohmann::json& v, const char* name);
 
+/// A number as an error message quotes it: an integer from 2^64 to 10^25, which JSON parsed as a
+/// double (2^70, 1e20), in digits as the client wrote it (1180591620717411303424, not
+/// 1.1805916207174113e+21); anything else as dump() writes it.
+std::string number_text(const nlohmann::json& v);
+
 /// v as an int64. Throws RequestError naming `name` when it is not an integer (an integral float
 /// counts) or lies outside int64 (said as too large or too small, not as "not an integer").
 int64_t integer(const nlohmann::json& v, const char* name);

@@ -25,6 +25,7 @@ nlohmann::json parse_json_limited(const std::string& text) {
       throw RequestError("", "the JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
     return true;
   };
+  refuse_nul_byte(text);
   return nlohmann::json::parse(text, limit);
 }
 
@@ -128,7 +129,7 @@ GenerationRequest parse_common(const json& j, bool chat) {
     } else if (integral_float(*v) && (v->get<double>() >= kTwo64 || v->get<double>() <= -kTwo63)) {
       // An integer past them parsed as a double (2^64 reads 1.8446744073709552e+19, -2^63 - 1
       // reads -2^63 as a double, where -2^63 itself is an integer): say the range.
-      throw RequestError("seed", fmt::format("'seed' must be an integer in [-2^63, 2^64), got {}", v->dump()));
+      throw RequestError("seed", fmt::format("'seed' must be an integer in [-2^63, 2^64), got {}", number_text(*v)));
     } else {
       g.seed = static_cast<uint64_t>(integer(*v, "seed"));
     }

@@ -45,6 +45,12 @@ std::string json_error_text(const nlohmann::json::exception& e) {
   return m;
 }
 
+void refuse_nul_byte(std::string_view text) {
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw nlohmann::json::parse_error::create(101, nul + 1, "syntax error while parsing value - a NUL byte, which JSON text never holds",
+                                              nullptr);
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& source_name) {
   // nlohmann stops at a NUL byte and calls it "unexpected end of input" (a binary file read as JSON).
   if (const size_t nul = text.find('\0'); nul != std::string::npos)

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
 /// reports a malformed JSON file, header or body is built from it. The token it last read is cut
 /// to its last 60 bytes ("last read: '...aaaa"), however long it was.
 std::string json_error_text(const nlohmann::json::exception& e);
+
+/// Throws nlohmann::json::parse_error naming the offset of `text`'s first NUL byte, if any. JSON
+/// text holds none (a NUL in a string must be written \u0000), and nlohmann's lexer takes one for
+/// the end of its input: `{"a":1}\0garbage` parsed as `{"a":1}`, the rest dropped without a word.
+/// Every parse of a request body or batch line calls this first.
+void refuse_nul_byte(std::string_view text);
 
 /// Reads `path` (at most kMaxTextInputBytes) and parses it as parse_json_text does; lg::Error
 /// naming the file if it cannot be opened too.

@@ -12,6 +12,7 @@ namespace lg::chat {
 namespace {
 
 using json = nlohmann::ordered_json;
+using namespace std::string_literals;
 
 TEST(OrderedJson, KeepsKeyOrderAndPythonsRuleForRepeatedKeys) {
   const json j = parse_ordered_json(R"({"z": 1, "a": [true, null, {"y": "s", "b": 2.5}], "m": {}, "z": 3})");
@@ -28,6 +29,16 @@ TEST(OrderedJson, MalformedJsonThrowsNlohmannsParseError) {
   EXPECT_THROW(parse_ordered_json("\"\xff\""), json::parse_error);
   EXPECT_THROW(parse_ordered_json("{} x"), json::parse_error);
   EXPECT_THROW(parse_ordered_json("[1e400]"), json::out_of_range);
+  // nlohmann's lexer ends its input at a NUL byte: what follows one was dropped unread.
+  for (const std::string text : {"{\"a\": 1}\0{\"b\": 2}"s, "{\"a\": 1}\0"s,
+                                 "[1,\0 2]"s}) {
+    try {
+      parse_ordered_json(text);
+      ADD_FAILURE() << "parsed: " << text;
+    } catch (const json::parse_error& e) {
+      EXPECT_NE(std::string(e.what()).find("a NUL byte"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(OrderedJson, ManyKeysAndDeepNestingInLinearTime) {

@@ -269,6 +269,10 @@ TEST(LgBatch, LinesThatAreNotJsonKeepTheirCustomId) {
       << "\n"
       // The recovered id is taken: a later line with it is a duplicate, as had its line parsed.
       << R"({"custom_id": "before", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": 1}})"
+      << "\n"
+      // A NUL byte ended nlohmann's input: the first request ran, the second was dropped unread.
+      << R"({"custom_id": "nul", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x", "max_tokens": 1}})"
+      << '\0' << R"({"custom_id": "hidden", "method": "POST", "url": "/v1/completions", "body": {"prompt": "x"}})"
       << "\n";
   const fs::path out = fs::temp_directory_path() / ("lg_batch_overflow_out_" + std::to_string(::getpid()) + ".jsonl");
   const CliRun r = run_lg("batch --model " + kSource + "/models/qwen3-pycode-22m -i " + in.string() + " -o " + out.string());
@@ -276,10 +280,12 @@ TEST(LgBatch, LinesThatAreNotJsonKeepTheirCustomId) {
   const auto res = read_results(out);
   fs::remove(in);
   fs::remove(out);
-  ASSERT_EQ(res.size(), 7u) << r.out;
-  const json want_ids[] = {"before", "after", "cut", nullptr, nullptr, "ok", "before"};
+  ASSERT_EQ(res.size(), 8u) << r.out;
+  const json want_ids[] = {"before", "after", "cut", nullptr, nullptr, "ok", "before", "nul"};
   for (size_t i = 0; i < res.size(); ++i) EXPECT_EQ(res[i]["custom_id"], want_ids[i]) << res[i].dump();
-  for (size_t i : {0, 1, 2, 3, 4}) EXPECT_EQ(res[i]["error"]["code"], "invalid_json") << res[i].dump();
+  for (size_t i : {0, 1, 2, 3, 4, 7}) EXPECT_EQ(res[i]["error"]["code"], "invalid_json") << res[i].dump();
+  EXPECT_NE(res[7]["error"]["message"].get<std::string>().find("line 8: not JSON:"), std::string::npos) << res[7].dump();
+  EXPECT_NE(res[7]["error"]["message"].get<std::string>().find("a NUL byte"), std::string::npos) << res[7].dump();
   EXPECT_NE(res[0]["error"]["message"].get<std::string>().find("line 1: not JSON: number overflow parsing '1e400'"),
             std::string::npos)
       << res[0].dump();

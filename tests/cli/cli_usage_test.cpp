@@ -43,7 +43,10 @@ TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
     expect_usage_error(cmd + " " + kQwen3 + " -c " + kTiny + " --max-seq 999999999999",
                        "--max-seq: must be between 1 and 2147483647, got 999999999999");
   expect_usage_error("serve -m " + kModel + " --port 0", "--port: must be between 1 and 65535, got 0");
-  expect_usage_error("serve -m " + kModel + " --max-seq 0", "--max-seq: must be between 1 and 2147483647, got 0");
+  // A context of 1 has no room for a completion: lg serve started and refused every request.
+  for (const std::string cmd : {"serve -m " + kModel, "batch -m " + kModel + " -i /dev/null -o /dev/null"})
+    expect_usage_error(cmd + " --max-seq 1",
+                       "--max-seq: must be between 2 and 2147483647, got 1 (a request needs a prompt token and a generated one)");
   expect_usage_error("serve -m " + kModel + " --max-waiting 0", "--max-waiting: must be at least 1, got 0");
   expect_usage_error("serve -m " + kModel + " --shutdown-timeout=-1", "--shutdown-timeout: must be a number >= 0, got -1");
   expect_usage_error("bench --decode-tokens 1", "--decode-tokens: must be between 2 and 1048576, got 1");

@@ -158,17 +158,21 @@ TEST(CompletionRequest, HugeNumbersSayTooLarge) {
     }
     return std::string("accepted");
   };
-  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":100000000000000000000})"), "'max_tokens' is too large: 1e+20");
-  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":1e20})"), "'max_tokens' is too large: 1e+20");
+  // Quoted in digits (2^64 up to 10^25), as written, not as the double's 1e+20 (a new-user pass).
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":100000000000000000000})"),
+            "'max_tokens' is too large: 100000000000000000000");
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":1e20})"), "'max_tokens' is too large: 100000000000000000000");
+  EXPECT_EQ(message(R"({"prompt":"x","max_tokens":1180591620717411303424})"),
+            "'max_tokens' is too large: 1180591620717411303424");
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.0})"), "accepted");  // integral, as pydantic's lax mode
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":16.5})"), "'max_tokens' must be an integer, got 16.5");
   EXPECT_EQ(message(R"({"prompt":"x","max_tokens":-1e308})"), "'max_tokens' is too small: -1e+308");
   // A seed is any uint64, written as an integer or as an integral float below 2^64.
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":1e19})").gen.seed, 10000000000000000000u);
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":9.2e18})").gen.seed, 9200000000000000000u);
-  EXPECT_EQ(message(R"({"prompt":"x","seed":1.9e19})"), "'seed' must be an integer in [-2^63, 2^64), got 1.9e+19");
+  EXPECT_EQ(message(R"({"prompt":"x","seed":1.9e19})"), "'seed' must be an integer in [-2^63, 2^64), got 19000000000000000000");
   EXPECT_EQ(message(R"({"prompt":"x","seed":18446744073709551616})"),
-            "'seed' must be an integer in [-2^63, 2^64), got 1.8446744073709552e+19");
+            "'seed' must be an integer in [-2^63, 2^64), got 18446744073709551616");
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":-1})").gen.seed, UINT64_MAX);
   // -2^63 - 1 parses as the double -2^63 (an integer -2^63 stays one): past the range, not its end.
   EXPECT_EQ(message(R"({"prompt":"x","seed":-9223372036854775809})"),
