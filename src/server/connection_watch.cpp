@@ -33,9 +33,10 @@ struct Ends {
   std::string local_host, peer_host;
   int local_port = -1, peer_port = -1;
 };
-bool connected_ends(int fd, Ends& e) {
+bool connected_ends(int fd, Ends& e, ino_t& inode) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  inode = st.st_ino;
   sockaddr_storage local{}, peer{};
   socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
@@ -44,8 +45,8 @@ bool connected_ends(int fd, Ends& e) {
          numeric_endpoint(peer, peer_len, e.peer_host, e.peer_port);
 }
 
-// Calls visit(fd, ends) for each connected socket of this process (its /proc/self/fd), until
-// visit returns true.
+// Calls visit(fd, ends, inode) for each connected socket of this process (its /proc/self/fd),
+// until visit returns true.
 template <class Visit>
 void for_each_connection(Visit&& visit) {
   std::error_code ec;
@@ -57,15 +58,20 @@ void for_each_connection(Visit&& visit) {
       continue;
     }
     Ends e;
-    if (connected_ends(fd, e) && visit(fd, e)) return;
+    ino_t inode = 0;
+    if (connected_ends(fd, e, inode) && visit(fd, e, inode)) return;
   }
+}
+
+std::string key_of(const std::string& local_host, int local_port, const std::string& peer_host, int peer_port) {
+  return local_host + ":" + std::to_string(local_port) + " " + peer_host + ":" + std::to_string(peer_port);
 }
 
 }  // namespace
 
 ConnectionWatch::ConnectionWatch(const httplib::Request& req) {
   if (req.remote_port < 0 || req.local_port < 0) return;
-  for_each_connection([&](int fd, const Ends& e) {
+  for_each_connection([&](int fd, const Ends& e, ino_t) {
     if (e.local_port != req.local_port || e.peer_port != req.remote_port || e.local_host != req.local_addr ||
         e.peer_host != req.remote_addr)
       return false;
@@ -74,12 +80,19 @@ ConnectionWatch::ConnectionWatch(const httplib::Request& req) {
   });
 }
 
-void shut_connection_reads(int port) {
-  // A client's own socket to the server (a test's) has another local port.
-  for_each_connection([&](int fd, const Ends& e) {
-    if (e.local_port == port) ::shutdown(fd, SHUT_RD);
+std::string connection_key(const httplib::Request& req) {
+  return key_of(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+}
+
+void for_each_connection_on(int port, const std::function<void(int fd, ino_t inode, const std::string& key)>& visit) {
+  for_each_connection([&](int fd, const Ends& e, ino_t inode) {
+    if (e.local_port == port) visit(fd, inode, key_of(e.local_host, e.local_port, e.peer_host, e.peer_port));
     return false;
   });
+}
+
+void shut_connection_reads(int port) {
+  for_each_connection_on(port, [](int fd, ino_t, const std::string&) { ::shutdown(fd, SHUT_RD); });
 }
 
 bool ConnectionWatch::gone() const {

@@ -4,6 +4,11 @@
 // keep the lane (batch 1) busy for the whole max_tokens and stall every request behind it.
 #pragma once
 
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+
 namespace httplib {
 struct Request;
 }
@@ -29,6 +34,15 @@ class ConnectionWatch {
  private:
   int fd_ = -1;
 };
+
+/// The 4-tuple of the connection that carries `req` ("LOCAL_HOST:PORT PEER_HOST:PORT", numeric), as
+/// for_each_connection_on names a socket's.
+std::string connection_key(const httplib::Request& req);
+
+/// Calls visit(fd, inode, key) for each connected TCP socket of this process whose local port is
+/// `port` (the connections a server on that port accepted; a client's own socket to it has another
+/// local port); key as connection_key.
+void for_each_connection_on(int port, const std::function<void(int fd, ino_t inode, const std::string& key)>& visit);
 
 /// Shuts the read side of every connected TCP socket of this process whose local port is `port`
 /// (the connections a server on that port accepted): a thread blocked reading a request from one

@@ -282,8 +282,9 @@ void Server::install_generation_routes() {
   auto read_and_handle = [this, max_bytes = options_.max_body_bytes](Endpoint kind, const httplib::Request& req,
                                                                       httplib::Response& res,
                                                                       const httplib::ContentReader& reader) {
-    if (const std::optional<std::string> body = read_json_body(req, reader, max_bytes, res))
-      handle_generation(kind, req, *body, res);
+    const std::optional<std::string> body = read_json_body(req, reader, max_bytes, res);
+    request_read(req);
+    if (body) handle_generation(kind, req, *body, res);
   };
   http_->Post("/v1/completions",
               [read_and_handle](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
@@ -298,6 +299,7 @@ void Server::install_generation_routes() {
   const auto answer = [this, max_bytes = options_.max_body_bytes](const httplib::Request& req, httplib::Response& res,
                                                                    const httplib::ContentReader& reader, bool tokenize) {
     const std::optional<std::string> body = read_json_body(req, reader, max_bytes, res);
+    request_read(req);
     if (!body) return;
     try {
       send_json(res, 200, tokenize ? tokenize_body(engine_, chat_template_, *body) : detokenize_body(engine_, *body));

@@ -3,11 +3,16 @@
 #include <cstdio>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace lg::server {
 
-ElasticThreadPool::ElasticThreadPool(size_t max_threads, size_t keep_threads, std::chrono::milliseconds idle_exit)
-    : max_threads_(max_threads < 1 ? 1 : max_threads), keep_threads_(keep_threads), idle_exit_(idle_exit) {}
+ElasticThreadPool::ElasticThreadPool(size_t max_threads, size_t keep_threads, std::chrono::milliseconds idle_exit,
+                                     std::function<void(size_t)> on_waiting)
+    : max_threads_(max_threads < 1 ? 1 : max_threads),
+      keep_threads_(keep_threads),
+      idle_exit_(idle_exit),
+      on_waiting_(std::move(on_waiting)) {}
 
 ElasticThreadPool::~ElasticThreadPool() { shutdown(); }
 
@@ -25,7 +30,10 @@ void ElasticThreadPool::enqueue(std::function<void()> fn) {
     work_cv_.notify_one();
     return;
   }
-  if (threads_ >= max_threads_) return;  // queued: the next thread that is free takes it
+  if (threads_ >= max_threads_) {  // queued: the next thread that is free takes it
+    report_waiting();
+    return;
+  }
   ++threads_;
   try {
     // Detached: a thread that ends while idle is not joined; shutdown() waits for the count.
@@ -49,6 +57,7 @@ void ElasticThreadPool::work() {
     }
     std::function<void()> fn = std::move(jobs_.front());
     jobs_.pop_front();
+    report_waiting();
     lock.unlock();
     fn();
     fn = nullptr;  // what the job holds goes before the thread counts as free
@@ -58,6 +67,13 @@ void ElasticThreadPool::work() {
   // Notified under the lock: once shutdown() sees the count drop, this thread touches the pool
   // no more.
   done_cv_.notify_all();
+}
+
+void ElasticThreadPool::report_waiting() {
+  const size_t waiting = jobs_.size() > idle_ ? jobs_.size() - idle_ : 0;
+  if (!on_waiting_ || waiting == waiting_reported_) return;
+  waiting_reported_ = waiting;
+  on_waiting_(waiting);
 }
 
 void ElasticThreadPool::shutdown() {

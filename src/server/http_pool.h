@@ -21,8 +21,11 @@ namespace lg::server {
 class ElasticThreadPool : public httplib::TaskQueue {
  public:
   /// At most `max_threads` threads (>= 1); `keep_threads` of them stay when idle, the others end
-  /// after `idle_exit` without work.
-  ElasticThreadPool(size_t max_threads, size_t keep_threads, std::chrono::milliseconds idle_exit);
+  /// after `idle_exit` without work. `on_waiting` (if set) is told, under the pool's lock (it
+  /// must be quick and take no lock the pool's callers hold), how many jobs wait for a thread
+  /// each time that number changes: lg serve sheds that many stalled connections.
+  ElasticThreadPool(size_t max_threads, size_t keep_threads, std::chrono::milliseconds idle_exit,
+                    std::function<void(size_t)> on_waiting = {});
   ~ElasticThreadPool() override;
 
   /// Runs `fn` on an idle thread, else on a new one, else (at the cap, or when no thread can be
@@ -36,14 +39,17 @@ class ElasticThreadPool : public httplib::TaskQueue {
 
  private:
   void work();
+  /// Tells on_waiting_ the jobs no idle thread is about to take, if that changed (under mu_).
+  void report_waiting();
 
   const size_t max_threads_, keep_threads_;
   const std::chrono::milliseconds idle_exit_;
+  const std::function<void(size_t)> on_waiting_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  ///< jobs queued, or shutdown
   std::condition_variable done_cv_;  ///< a thread ended
   std::deque<std::function<void()>> jobs_;
-  size_t threads_ = 0, idle_ = 0;
+  size_t threads_ = 0, idle_ = 0, waiting_reported_ = 0;
   bool shutdown_ = false;
 };
 

@@ -98,6 +98,10 @@ std::string unparsed_request_message(const httplib::Request& req) {
 // 400, as vLLM's h11 answers). Checked before routing, the client hears at once which header is
 // wrong.
 std::optional<std::string> bad_content_length(const httplib::Request& req) {
+  // Two framings of one body: RFC 9112 6.1 has the server close the connection after answering
+  // (a proxy in front may have framed it the other way: request smuggling), as httplib did not.
+  if (req.has_header("Transfer-Encoding") && req.has_header("Content-Length"))
+    return fmt::format("{} {} has both Content-Length and Transfer-Encoding: send one", req.method, req.path);
   const auto [first, last] = req.headers.equal_range("Content-Length");
   for (auto it = first; it != last; ++it) {
     const std::string& v = it->second;
@@ -159,8 +163,11 @@ void Server::install_routes() {
   const size_t max_threads = static_cast<size_t>(engine_.limits().max_batch) +
                              static_cast<size_t>(std::min<int64_t>(engine_.max_waiting(), kMaxWaitingThreads)) +
                              kSpareThreads;
-  h.new_task_queue = [max_threads] {
-    return new ElasticThreadPool(max_threads, kKeptThreads, std::chrono::duration_cast<std::chrono::milliseconds>(kThreadIdleExit));
+  h.new_task_queue = [this, max_threads] {
+    return new ElasticThreadPool(max_threads, kKeptThreads, std::chrono::duration_cast<std::chrono::milliseconds>(kThreadIdleExit),
+                                 [this](size_t waiting) {
+                                   if (read_watch_) read_watch_->connections_waiting(waiting);
+                                 });
   };
   h.set_keep_alive_timeout(options_.keep_alive_s);
   // Clients that reuse connections (the OpenAI SDK's pool) are not made to reconnect every 5
@@ -171,6 +178,11 @@ void Server::install_routes() {
   install_info_routes();
   install_generation_routes();
   install_error_handlers();
+  // After each answer has gone out (error pages and streams too): the connection's deadline for
+  // its next request starts. httplib calls its logger there.
+  h.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+    if (read_watch_ && req.remote_port >= 0) read_watch_->answered(req);
+  });
   // Runs on every answer just before its headers are written (httplib has set its own by now),
   // error pages and event streams included.
   h.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -230,6 +242,9 @@ void Server::install_error_handlers() {
     if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
       const_cast<httplib::Request&>(req).set_header("Content-Length", "0");
     route_absolute_form(req);
+    // A request without a body is read whole now; one with a body, once its route has read it
+    // (read_json_body's callers) or httplib has (a route without a body reader).
+    if (!req.has_header("Transfer-Encoding") && req.get_header_value("Content-Length") == "0") request_read(req);
     if (req.has_header("Transfer-Encoding") && answer_transfer_encoding(req, res))
       return httplib::Server::HandlerResponse::Handled;
     const auto bad = bad_content_length(req);
@@ -388,7 +403,12 @@ int Server::bind() {
   // again on the bound socket sets the backlog (Linux); the kernel caps it at net.core.somaxconn.
   if (listen_fd_ >= 0) ::listen(listen_fd_, 4096);
   port_ = p;
+  read_watch_ = std::make_unique<RequestReadWatch>(port_, options_.request_timeout);
   return port_;
+}
+
+void Server::request_read(const httplib::Request& req) {
+  if (read_watch_ && req.remote_port >= 0) read_watch_->answering(req);
 }
 
 int Server::start() {

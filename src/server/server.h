@@ -21,6 +21,7 @@
 #include "chat/chat_template.h"
 #include "server/cors.h"
 #include "server/engine.h"
+#include "server/read_deadline.h"
 #include "server/request.h"
 
 namespace httplib {
@@ -41,6 +42,11 @@ struct ServerOptions {
   /// How long an idle keep-alive connection is kept open waiting for its next request (its
   /// thread polls meanwhile). httplib's default is 5 s.
   int keep_alive_s = 2;
+  /// How long a connection may take to send a whole request (head and body), counted from its
+  /// accept or its last answer, idle keep-alive time included; then it is closed
+  /// (RequestReadWatch). The per-read timeout (30 s) alone let a client trickling a byte at a time
+  /// hold a thread for ever.
+  std::chrono::milliseconds request_timeout{30000};
   /// Which web pages may call the server from a browser (docs/server.md, CORS): every origin by
   /// default, as vLLM.
   CorsOptions cors{};
@@ -115,6 +121,9 @@ class Server {
   /// has started (is_running() false), so a SIGTERM between bind() and the loop's start would
   /// leave run() listening forever.
   void stop_listening();
+  /// `req` is read whole (its body too, if a route reads one): its connection's read deadline
+  /// stops until the answer has gone out (RequestReadWatch).
+  void request_read(const httplib::Request& req);
 
   Engine& engine_;
   ServerOptions options_;
@@ -124,6 +133,8 @@ class Server {
   std::thread thread_;
   int port_ = 0;
   int listen_fd_ = -1;
+  /// Started by bind(), once the port is known; the thread pool asks it to shed a connection.
+  std::unique_ptr<RequestReadWatch> read_watch_;
   std::atomic<bool> draining_{false};
   /// Generation requests whose answer is not yet handed to httplib whole (a stream: not yet done
   /// with); end_connection_reads() waits for them.

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -373,6 +374,88 @@ TEST(ServerQueueTest, FullQueueIs503WithRetryAfter) {
     return engine.in_flight() == 0 && s.running == 0 && s.waiting == 0;
   }));
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
+
+// Slow clients (a new-user pass): connections that send a request's head a byte at a time, or
+// half of it and then nothing, each held an HTTP thread for 30 s a byte; as many of them as the
+// pool has threads (1 running + 2 waiting + 256 spare here) and /health waited as long as they
+// did. Now a connection that has to wait for a thread sheds the one reading longest, so /health
+// answers at once; and a request not whole within ServerOptions::request_timeout is cut.
+TEST(ServerSlowClientTest, StalledRequestHeadsAreShedForNewConnections) {
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
+  Server server(engine, {"127.0.0.1", 0});
+  const int port = server.start();
+  std::vector<int> stalled;
+  for (int k = 0; k < 300; ++k) {
+    const int fd = lg::test::tcp_connect(port);
+    ASSERT_GE(fd, 0) << "connection " << k;
+    lg::test::send_all(fd, "GET /health HTTP/1.1\r\n");
+    stalled.push_back(fd);
+  }
+  std::this_thread::sleep_for(RequestReadWatch::kShedMinAge + std::chrono::milliseconds(200));
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(10, 0);
+  for (int round = 0; round < 5; ++round) {
+    const auto t = clock_type::now();
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h) << "round " << round;
+    EXPECT_EQ(h->status, 200);
+    // The shed runs on the watch's thread (a scan of the process's sockets, then a shutdown):
+    // milliseconds; a second is room for a loaded machine, against the 30 s it took.
+    EXPECT_LT(secs(clock_type::now() - t), 1.0) << "round " << round;
+    c.stop();  // a new connection each round: each must find a thread
+  }
+  auto r = c.Post("/v1/completions", R"({"prompt": "def f():", "max_tokens": 2})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  for (int fd : stalled) ::close(fd);
+}
+
+TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
+  ServerOptions o{"127.0.0.1", 0};
+  o.request_timeout = std::chrono::milliseconds(1000);
+  Server server(engine, o);
+  const int port = server.start();
+  // A head trickled a byte every 100 ms: each byte well within the 30 s read timeout.
+  const int fd = lg::test::tcp_connect(port);
+  ASSERT_GE(fd, 0);
+  const auto t0 = clock_type::now();
+  lg::test::send_all(fd, "GET /health HTTP/1.1\r\nX-Slow: ");
+  double cut_after = -1;
+  while (secs(clock_type::now() - t0) < 5.0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    char b;
+    const ssize_t n = ::recv(fd, &b, 1, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) || !lg::test::send_all(fd, "a")) {
+      cut_after = secs(clock_type::now() - t0);
+      break;
+    }
+  }
+  ::close(fd);
+  // Due at 1 s; the watch looks every 250 ms.
+  EXPECT_GE(cut_after, 0.9) << "cut before its deadline";
+  EXPECT_LT(cut_after, 2.5) << "not cut (-1) or late";
+  // A keep-alive client whose requests each come whole in time is never cut: its deadline starts
+  // again at each answer (three requests over 1.5 s on one connection).
+  httplib::Client c("127.0.0.1", port);
+  c.set_keep_alive(true);
+  for (int k = 0; k < 3; ++k) {
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h) << "request " << k;
+    EXPECT_EQ(h->status, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  // A POST body is within the deadline too: its head, then half its body, then nothing.
+  const int post = lg::test::tcp_connect(port);
+  ASSERT_GE(post, 0);
+  const auto t1 = clock_type::now();
+  lg::test::send_all(post, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 40\r\n\r\n{\"prompt\": \"def");
+  const std::string got = lg::test::read_until(post, "\r\n\r\n", std::chrono::seconds(5));
+  ::close(post);
+  EXPECT_LT(secs(clock_type::now() - t1), 2.5) << "the half body was not cut";
+  EXPECT_EQ(got.find("200 OK"), std::string::npos) << got;
 }
 
 // A request's `n` choices are admitted together or not at all: with one running and room for two

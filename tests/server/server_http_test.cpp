@@ -24,6 +24,7 @@
 namespace {
 
 using nlohmann::json;
+using namespace std::string_literals;
 using namespace lg::server;
 using lg::test::kContext;
 using lg::test::ServerTest;
@@ -32,6 +33,9 @@ TEST_F(ServerTest, BadInputIs400NamingTheField) {
   const std::string c = "/v1/completions", chat = "/v1/chat/completions";
   expect_400(c, "{\"prompt\": ", "", "not valid JSON");
   expect_400(c, "{\"prompt\": \"\xff\"}", "", "not valid JSON");
+  // A NUL byte after a whole object: the rest of the body was dropped and the object answered.
+  expect_400(c, "{\"prompt\": \"x\", \"max_tokens\": 2}\0 garbage"s, "", "a NUL byte");
+  expect_400(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}\0"s, "", "a NUL byte");
   expect_400(c, "[]", "");
   expect_400(c, "{}", "prompt");
   expect_400(c, R"({"prompt": 5})", "prompt");
@@ -436,6 +440,14 @@ TEST_F(ServerTest, ChunkedBodiesAreCappedOrNotReadAtAll) {
   expect_answer(head("POST", "/nope", "chunked") + part, 404, "POST /nope");
   expect_answer(head("POST", "/health", "chunked") + part, 405, "POST /health");
   expect_answer(head("GET", "/health", "chunked") + part, 200, "GET /health");
+  // Both framings at once: a 400, and the connection closed (RFC 9112 6.1), where the body was
+  // read as chunked and the connection kept.
+  const std::string both = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk("{}") + "0\r\n\r\n";
+  const json two = expect_answer(both, 400, "Content-Length and Transfer-Encoding");
+  EXPECT_NE(two.value("error", json::object()).value("message", "").find("both Content-Length and Transfer-Encoding"),
+            std::string::npos)
+      << two.dump();
   // A transfer coding httplib cannot frame (it read such a body until the connection closed).
   expect_answer(head("POST", "/v1/completions", "gzip") + part, 501, "Transfer-Encoding: gzip");
   // A whole chunked request within the cap is served as before.

@@ -1,0 +1,83 @@
+// A deadline for reading each request, and a thread for a new connection when every HTTP thread
+// is taken. cpp-httplib 0.11 gives a connection one thread for its whole life and times a read out
+// only per recv (30 s a byte), so a client that sends a request a byte at a time holds a thread for
+// as long as it keeps sending; with as many such connections as the pool has threads (a new-user
+// pass: 265 of them with --max-batch 2 --max-waiting 2, 1,030 at the defaults) /health and every
+// request waited for as long as they trickled. httplib hides a connection's socket from the
+// server, so this watch finds the server's connections as the process's sockets on its port
+// (/proc/self/fd, as ConnectionWatch does) and tells a connection that is answering a request
+// from one that is reading (or idling between keep-alive requests) by the request's 4-tuple,
+// which the server reports when a request has been read and when its answer has gone out:
+//   - a connection that has not delivered a whole request within `deadline` of being accepted or
+//     of its last answer is shut down (nginx's client_header_timeout and client_body_timeout,
+//     taken together);
+//   - while connections wait for a thread (the pool is at its cap), as many of the connections
+//     reading longest (at least kShedMinAge each) are shut down, so the waiting ones are served;
+//     a busy server sheds its stalled or idle connections, never an answer.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace httplib {
+struct Request;
+}
+
+namespace lg::server {
+
+class RequestReadWatch {
+ public:
+  /// A connection reading for less than this is never shed for a new one: it is most likely a
+  /// request being read at the network's speed.
+  static constexpr std::chrono::milliseconds kShedMinAge{500};
+
+  /// Watches the connections accepted on local `port` (one server's), shutting down those that
+  /// take longer than `deadline` to send a request. Starts its thread.
+  RequestReadWatch(int port, std::chrono::milliseconds deadline);
+  ~RequestReadWatch();  ///< stops its thread; shuts nothing down
+  RequestReadWatch(const RequestReadWatch&) = delete;
+  RequestReadWatch& operator=(const RequestReadWatch&) = delete;
+
+  /// `req` has been read whole (its body too): its connection is answering, and no deadline runs
+  /// until answered(req).
+  void answering(const httplib::Request& req);
+  /// `req`'s answer has gone out: its connection's deadline for the next request starts now.
+  void answered(const httplib::Request& req);
+  /// How many accepted connections wait for a thread (the pool is at its cap). While some do, the
+  /// watch's thread shuts down as many of the connections reading longest (at least kShedMinAge
+  /// each), beyond those it already shut that have not closed yet; this returns at once.
+  void connections_waiting(size_t n);
+
+  /// Connections shut down so far: past their deadline, and shed for a new one.
+  size_t timed_out() const;
+  size_t shed() const;
+
+ private:
+  struct Connection {
+    ino_t inode = 0;  ///< the socket's inode: a new connection on the same 4-tuple has another
+    std::chrono::steady_clock::time_point since;  ///< accepted, or its last answer went out
+    bool answering = false;
+    bool shut = false;  ///< shut down by the watch: left alone until its thread closes it
+  };
+  void run();
+  void check();  ///< one pass over the port's sockets: learn new ones, shut down what is due
+
+  const int port_;
+  const std::chrono::milliseconds deadline_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::map<std::string, Connection> connections_;  ///< by 4-tuple (Request::local_addr ...)
+  std::atomic<size_t> waiting_{0};
+  size_t timed_out_ = 0, shed_ = 0;
+  bool stop_ = false, poked_ = false;  ///< poked_: connections wait, look now
+  std::thread thread_;
+};
+
+}  // namespace lg::server
