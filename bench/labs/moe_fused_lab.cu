@@ -20,7 +20,17 @@
 // over L2). us a layer, every form checked against a double-precision reference of one layer.
 //
 // Build (from the repository root): nvcc -O3 -std=c++17 -arch=sm_90 bench/labs/moe_fused_lab.cu -o moe_fused_lab
-// Run:   ./moe_fused_lab [layers=24] [graph replays=20]   (not run yet: session 45 found no device)
+// Run:   ./moe_fused_lab [layers=24] [graph replays=20]   (session 46: `48 30` on an H100)
+//
+// Session 48 adds what the step's 8 us of top-k a layer (sessions 23, 46, 47) and the experts'
+// 1.8 TB/s leave open: today's two launches without the route launch before them (what one
+// dependent launch between the router and the experts costs here, with no emitter around it),
+// and the same routed bytes read by a plain streaming kernel (a flat index space, 8 loads a thread
+// in flight), as one launch (with and without the
+// route launch) and as two (gate/up, then down): how near the copy rate this many bytes can come
+// in one launch a layer, and what splitting them in two costs. "two launches (today)" reads act
+// through the L2 (__ldcg, which the fused forms need); the compiled lane's moe_down reads it
+// through the L1 (`act via L1`), or a block can stage it in shared memory (`smem`).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -98,6 +108,9 @@ __device__ __forceinline__ void down_rows(const Layer& L, int d, int lane, uint4
 
 // `act` written by this launch (the fused form) must be read through L2 (__ldcg), not the
 // non-coherent path.
+// kThroughL1: act read through the L1 (__ldg), as the compiled lane's moe_down reads it, where
+// only an earlier launch wrote it (session 48).
+template <bool kThroughL1 = false>
 __device__ __forceinline__ void down_output(const Layer& L, int d, int lane, const uint4 (&rd)[K][CF]) {
   float acc = 0.f;
 #pragma unroll
@@ -106,9 +119,9 @@ __device__ __forceinline__ void down_output(const Layer& L, int d, int lane, con
 #pragma unroll
     for (int c = 0; c < CF; ++c) {
       const float4* ar = reinterpret_cast<const float4*>(L.act + kk * F) + (c * 32 + lane) * 2;
-      s += dot8(rd[kk][c], __ldcg(ar), __ldcg(ar + 1));
+      s += kThroughL1 ? dot8(rd[kk][c], __ldg(ar), __ldg(ar + 1)) : dot8(rd[kk][c], __ldcg(ar), __ldcg(ar + 1));
     }
-    acc += __ldcg(L.w + kk) * s;
+    acc += (kThroughL1 ? __ldg(L.w + kk) : __ldcg(L.w + kk)) * s;
   }
   acc = lg_warp_sum(acc);
   if (lane == 0) L.y[d] = acc;
@@ -123,6 +136,7 @@ __global__ void __launch_bounds__(256) gate_up_kernel(Layer L) {
     gate_up_output(L, o, lane, false);
 }
 
+template <bool kThroughL1>
 __global__ void __launch_bounds__(256, 2) down_kernel(Layer L) {
   const int lane = threadIdx.x & 31;
   bool waited = false;
@@ -130,9 +144,64 @@ __global__ void __launch_bounds__(256, 2) down_kernel(Layer L) {
     uint4 rd[K][CF];
     down_rows(L, d, lane, rd);  // idx: written two launches back, settled before this one starts
     if (!waited) { lg_wait_previous_launch(); lg_launch_dependents(); waited = true; }
-    down_output(L, d, lane, rd);
+    down_output<kThroughL1>(L, d, lane, rd);
   }
   if (!waited) { lg_wait_previous_launch(); lg_launch_dependents(); }
+}
+
+// ---- today's two launches with the activations in shared memory (session 48): every warp of
+// gate_up reads all of x (8 KB) per output and every warp of down all of act (24 KB), through the
+// L1 (gate_up) or the L2 (down: __ldcg): as many bytes again as the weights. Here a block stages
+// them once, after its weight rows are in flight. One output a warp, as today's.
+__global__ void __launch_bounds__(256) gate_up_smem_kernel(Layer L) {
+  __shared__ float4 xs[D / 4];
+  lg_wait_previous_launch();
+  lg_launch_dependents();
+  const int lane = threadIdx.x & 31, o = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const int kk = o / F, f = o % F, e = L.idx[kk];
+  const uint4* g = reinterpret_cast<const uint4*>(L.wg + ((size_t)e * F + f) * D);
+  const uint4* u = reinterpret_cast<const uint4*>(L.wu + ((size_t)e * F + f) * D);
+  uint4 rg[CD], ru[CD];
+#pragma unroll
+  for (int c = 0; c < CD; ++c) rg[c] = lg_ld_stream(g + c * 32 + lane);
+#pragma unroll
+  for (int c = 0; c < CD; ++c) ru[c] = lg_ld_stream(u + c * 32 + lane);
+  for (int i = threadIdx.x; i < D / 4; i += blockDim.x) xs[i] = __ldg(reinterpret_cast<const float4*>(L.x) + i);
+  __syncthreads();
+  float sg = 0.f, su = 0.f;
+#pragma unroll
+  for (int c = 0; c < CD; ++c) {
+    const float4 x0 = xs[(c * 32 + lane) * 2], x1 = xs[(c * 32 + lane) * 2 + 1];
+    sg += dot8(rg[c], x0, x1);
+    su += dot8(ru[c], x0, x1);
+  }
+  sg = lg_warp_sum(sg);
+  su = lg_warp_sum(su);
+  if (lane == 0) L.act[o] = sg / (1.0f + expf(-sg)) * su;
+}
+
+__global__ void __launch_bounds__(256, 2) down_smem_kernel(Layer L) {
+  __shared__ float4 as[K * F / 4];
+  const int lane = threadIdx.x & 31, d = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  uint4 rd[K][CF];
+  down_rows(L, d, lane, rd);  // idx: written two launches back, settled before this one starts
+  lg_wait_previous_launch();
+  lg_launch_dependents();
+  for (int i = threadIdx.x; i < K * F / 4; i += blockDim.x) as[i] = __ldg(reinterpret_cast<const float4*>(L.act) + i);
+  __syncthreads();
+  float acc = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < K; ++kk) {
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < CF; ++c) {
+      const int a = (kk * F) / 4 + (c * 32 + lane) * 2;
+      sum += dot8(rd[kk][c], as[a], as[a + 1]);
+    }
+    acc += __ldg(L.w + kk) * sum;
+  }
+  acc = lg_warp_sum(acc);
+  if (lane == 0) L.y[d] = acc;
 }
 
 // ---- the fused form: one persistent launch, warps taking tickets
@@ -229,6 +298,40 @@ __global__ void __launch_bounds__(256, 2) fused_block_kernel(Layer L) {
   }
 }
 
+// ---- the bytes alone (session 48): what a launch of the routed experts' rows could take. Each of
+// the K routed experts' gate, up and down matrices is one contiguous F x D block; a launch of
+// kParts (7: gate, up and down; 3: gate and up; 4: down) reads those blocks as one flat index
+// space, 8 independent 16-byte loads a thread in flight, and writes an XOR of what it read, so
+// nothing is dead code. Timing only: y is not the layer's output.
+template <int kParts>
+__global__ void __launch_bounds__(256) stream_kernel(Layer L) {
+  static_assert(kParts == 7 || kParts == 3 || kParts == 4, "gate+up+down, gate+up, or down");
+  constexpr size_t kBlock = (size_t)F * D / 8;  // uint4 in one expert's matrix
+  constexpr int kMats = (kParts == 7 ? 3 : kParts == 3 ? 2 : 1) * K;
+  __shared__ const uint4* base[kMats];
+  lg_wait_previous_launch();
+  lg_launch_dependents();
+  if (threadIdx.x < kMats) {
+    const int m = threadIdx.x, which = kParts == 4 ? 2 : m / K;
+    const __nv_bfloat16* mat = which == 0 ? L.wg : which == 1 ? L.wu : L.wd;
+    base[m] = reinterpret_cast<const uint4*>(mat + (size_t)L.idx[m % K] * F * D);
+  }
+  __syncthreads();
+  unsigned acc = 0;
+  const size_t stride = (size_t)gridDim.x * blockDim.x, n = kMats * kBlock;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += 8 * stride) {
+    uint4 r[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const size_t e = i + j * stride;
+      r[j] = e < n ? lg_ld_stream(base[e / kBlock] + e % kBlock) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc ^= r[j].x ^ r[j].y ^ r[j].z ^ r[j].w;
+  }
+  if (acc == 0x12345678u) L.y[threadIdx.x] = 1.f;  // keeps the loads; practically never taken
+}
+
 // ---- host
 static void launch(const void* fn, dim3 grid, int block, Layer L, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
@@ -244,20 +347,53 @@ static void launch(const void* fn, dim3 grid, int block, Layer L, cudaStream_t s
   CK(cudaLaunchKernelExC(&cfg, fn, args));
 }
 
-enum Form { kTwo, kFused1, kFused2, kFusedBlock };
+enum Form { kTwo, kFused1, kFused2, kFusedBlock, kTwoNoRoute, kStream, kStreamNoRoute, kStreamSplit, kTwoSmem, kGateUpOnly,
+            kDownOnly, kGateUpSmemOnly, kDownSmemOnly, kStreamGateUpOnly, kStreamDownOnly, kTwoL1, kDownL1Only };
 static const char* form_name(Form f) {
   return f == kTwo      ? "two launches (today)"
          : f == kFused1 ? "fused, a ticket a warp"
          : f == kFused2 ? "fused, 2 tickets a warp"
-                        : "fused, a ticket a block";
+         : f == kFusedBlock ? "fused, a ticket a block"
+         : f == kTwoNoRoute ? "two launches, no route"
+         : f == kStream ? "bytes alone, one launch"
+         : f == kStreamNoRoute ? "bytes alone, no route"
+         : f == kStreamSplit ? "bytes alone, two launches"
+         : f == kTwoSmem ? "two launches, smem x/act"
+         : f == kGateUpOnly ? "gate_up only"
+         : f == kDownOnly ? "down only"
+         : f == kGateUpSmemOnly ? "gate_up only, smem x"
+         : f == kDownSmemOnly ? "down only, smem act"
+         : f == kStreamGateUpOnly ? "bytes of gate_up only"
+         : f == kStreamDownOnly ? "bytes of down only"
+         : f == kTwoL1 ? "two launches, act via L1"
+                        : "down only, act via L1";
 }
 
-static void enqueue(Form f, const std::vector<Layer>& layers, cudaStream_t s, int fused_blocks) {
+static void enqueue(Form f, const std::vector<Layer>& layers, cudaStream_t s, int fused_blocks, int stream_blocks) {
   for (const Layer& L : layers) {
-    launch((const void*)route, dim3(1), 32, L, s);
-    if (f == kTwo) {
+    // Without the route launch the experts read the indices the last routed form wrote.
+    if (f != kTwoNoRoute && f != kStreamNoRoute) launch((const void*)route, dim3(1), 32, L, s);
+    if (f == kStream || f == kStreamNoRoute) {
+      launch((const void*)stream_kernel<7>, dim3(stream_blocks), 256, L, s);
+    } else if (f == kTwoSmem || f == kGateUpSmemOnly || f == kDownSmemOnly) {
+      if (f != kDownSmemOnly) launch((const void*)gate_up_smem_kernel, dim3(GU_OUT * 32 / 256), 256, L, s);
+      if (f != kGateUpSmemOnly) launch((const void*)down_smem_kernel, dim3(D * 32 / 256), 256, L, s);
+    } else if (f == kGateUpOnly) {
       launch((const void*)gate_up_kernel, dim3(GU_OUT * 32 / 256), 256, L, s);
-      launch((const void*)down_kernel, dim3(D * 32 / 256), 256, L, s);
+    } else if (f == kDownOnly || f == kDownL1Only) {
+      launch(f == kDownOnly ? (const void*)down_kernel<false> : (const void*)down_kernel<true>, dim3(D * 32 / 256), 256, L,
+             s);
+    } else if (f == kStreamGateUpOnly) {
+      launch((const void*)stream_kernel<3>, dim3(stream_blocks), 256, L, s);
+    } else if (f == kStreamDownOnly) {
+      launch((const void*)stream_kernel<4>, dim3(stream_blocks), 256, L, s);
+    } else if (f == kStreamSplit) {
+      launch((const void*)stream_kernel<3>, dim3(stream_blocks), 256, L, s);
+      launch((const void*)stream_kernel<4>, dim3(stream_blocks), 256, L, s);
+    } else if (f == kTwo || f == kTwoNoRoute || f == kTwoL1) {
+      launch((const void*)gate_up_kernel, dim3(GU_OUT * 32 / 256), 256, L, s);
+      launch(f == kTwoL1 ? (const void*)down_kernel<true> : (const void*)down_kernel<false>, dim3(D * 32 / 256), 256, L,
+             s);
     } else if (f == kFused1) {
       launch((const void*)fused_kernel<1>, dim3(fused_blocks), 256, L, s);
     } else if (f == kFused2) {
@@ -276,6 +412,9 @@ int main(int argc, char** argv) {
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_kernel<1>, 256, 0));
   const int fused_blocks = sms * per_sm;
+  int stream_per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&stream_per_sm, stream_kernel<7>, 256, 0));
+  const int stream_blocks = sms * stream_per_sm;
   const size_t wn = (size_t)EL * F * D;
   std::vector<Layer> layers(nl);
   float* x0;
@@ -339,14 +478,15 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::vector<float> first;
-  for (Form f : {kTwo, kFused1, kFused2, kFusedBlock, kTwo}) {
+  for (Form f : {kTwo, kTwoNoRoute, kTwoL1, kTwoSmem, kStream, kStreamNoRoute, kStreamSplit, kGateUpOnly,
+                 kGateUpSmemOnly, kStreamGateUpOnly, kDownOnly, kDownL1Only, kDownSmemOnly, kStreamDownOnly, kTwo}) {
     // Correctness: poison every output, run once, compare layer 0 with the reference and the last
     // layer with the first form's.
     for (const Layer& L : layers) {
       CK(cudaMemset(L.y, 0xff, D * sizeof(float)));
       CK(cudaMemset(L.act, 0xff, K * F * sizeof(float)));
     }
-    enqueue(f, layers, s, fused_blocks);
+    enqueue(f, layers, s, fused_blocks, stream_blocks);
     CK(cudaStreamSynchronize(s));
     std::vector<float> y0(D), yl(D);
     CK(cudaMemcpy(y0.data(), layers[0].y, D * 4, cudaMemcpyDeviceToHost));
@@ -362,7 +502,7 @@ int main(int argc, char** argv) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    enqueue(f, layers, s, fused_blocks);
+    enqueue(f, layers, s, fused_blocks, stream_blocks);
     CK(cudaStreamEndCapture(s, &graph));
     CK(cudaGraphInstantiate(&exec, graph, 0));
     CK(cudaGraphLaunch(exec, s));
@@ -382,10 +522,16 @@ int main(int argc, char** argv) {
     }
     std::sort(us.begin(), us.end());
     const double bytes = 3.0 * K * F * D * 2;
-    std::printf("%-26s us a layer: median %.2f (min %.2f, max %.2f), %.2f TB/s of routed weights; layer 0 max err %.2e "
-                "(scale %.2e); last layer %s the first form's\n",
-                form_name(f), us[us.size() / 2], us.front(), us.back(), bytes / (us[us.size() / 2] * 1e-6) / 1e12, err,
-                scale, same ? "bit-equal to" : "DIFFERS from");
+    const bool timing_only = f == kStream || f == kStreamNoRoute || f == kStreamSplit || f == kGateUpOnly ||
+                             f == kDownOnly || f == kGateUpSmemOnly || f == kDownSmemOnly || f == kStreamGateUpOnly ||
+                             f == kStreamDownOnly || f == kDownL1Only;
+    std::printf("%-26s us a layer: median %.2f (min %.2f, max %.2f), %.2f TB/s of routed weights; ", form_name(f),
+                us[us.size() / 2], us.front(), us.back(), bytes / (us[us.size() / 2] * 1e-6) / 1e12);
+    if (timing_only)
+      std::printf("timing only\n");
+    else
+      std::printf("layer 0 max err %.2e (scale %.2e); last layer %s the first form's\n", err, scale,
+                  same ? "bit-equal to" : "DIFFERS from");
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
   }
