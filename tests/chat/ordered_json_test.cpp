@@ -30,7 +30,7 @@ TEST(OrderedJson, MalformedJsonThrowsNlohmannsParseError) {
   EXPECT_THROW(parse_ordered_json("{} x"), json::parse_error);
   EXPECT_THROW(parse_ordered_json("[1e400]"), json::out_of_range);
   // nlohmann's lexer ends its input at a NUL byte: what follows one was dropped unread.
-  for (const std::string text : {"{\"a\": 1}\0{\"b\": 2}"s, "{\"a\": 1}\0"s,
+  for (const std::string& text : {"{\"a\": 1}\0{\"b\": 2}"s, "{\"a\": 1}\0"s,
                                  "[1,\0 2]"s}) {
     try {
       parse_ordered_json(text);

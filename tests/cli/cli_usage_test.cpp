@@ -44,7 +44,7 @@ TEST(CliUsage, NonPositiveCountsAreRefusedReadably) {
                        "--max-seq: must be between 1 and 2147483647, got 999999999999");
   expect_usage_error("serve -m " + kModel + " --port 0", "--port: must be between 1 and 65535, got 0");
   // A context of 1 has no room for a completion: lg serve started and refused every request.
-  for (const std::string cmd : {"serve -m " + kModel, "batch -m " + kModel + " -i /dev/null -o /dev/null"})
+  for (const std::string& cmd : {"serve -m " + kModel, "batch -m " + kModel + " -i /dev/null -o /dev/null"})
     expect_usage_error(cmd + " --max-seq 1",
                        "--max-seq: must be between 2 and 2147483647, got 1 (a request needs a prompt token and a generated one)");
   expect_usage_error("serve -m " + kModel + " --max-waiting 0", "--max-waiting: must be at least 1, got 0");
