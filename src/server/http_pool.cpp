@@ -41,6 +41,7 @@ void ElasticThreadPool::enqueue(std::function<void()> fn) {
   } catch (const std::system_error& e) {
     --threads_;  // out of threads (EAGAIN): the job waits for one of the running threads
     std::fprintf(stderr, "lg: cannot start an HTTP thread (%s); %zu threads serve\n", e.what(), threads_);
+    report_waiting();  // a cap of the system's: as full as the pool's own
   }
 }
 

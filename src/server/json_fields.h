@@ -26,8 +26,9 @@ bool integral_float(const nlohmann::json& v);
 double number(const nlohmann::json& v, const char* name);
 
 /// A number as an error message quotes it: an integer from 2^64 to 10^25, which JSON parsed as a
-/// double (2^70, 1e20), in digits as the client wrote it (1180591620717411303424, not
-/// 1.1805916207174113e+21); anything else as dump() writes it.
+/// double (2^70, 1e20), in digits (1180591620717411303424, not 1.1805916207174113e+21: the
+/// double's exact value, which is what the client wrote or the nearest double to it); anything
+/// else as dump() writes it.
 std::string number_text(const nlohmann::json& v);
 
 /// v as an int64. Throws RequestError naming `name` when it is not an integer (an integral float

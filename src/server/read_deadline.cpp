@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
@@ -16,12 +17,17 @@ namespace {
 // How often the watch looks at the port's sockets when no shed is asked for: a deadline is met
 // within this much.
 constexpr std::chrono::milliseconds kPeriod{250};
+// The least time between two passes when waiting connections poke the watch.
+constexpr std::chrono::milliseconds kMinGap{25};
 
-// Shuts `fd` down only if it is still the socket the pass saw (its number may have been closed
-// and given to a new connection since: a socket's inode is its own).
-void shut_if_same(int fd, ino_t inode) {
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_ino == inode) ::shutdown(fd, SHUT_RDWR);
+// Shuts each (fd, inode) down if the fd is still the socket the pass listed (its number may have
+// been closed and given to a new connection since: a socket's inode is its own; a close between
+// this check and the shutdown is a window of microseconds that only owning the fd would close).
+void shut_all(const std::vector<std::pair<int, ino_t>>& shut) {
+  for (const auto& [fd, inode] : shut) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_ino == inode) ::shutdown(fd, SHUT_RDWR);
+  }
 }
 
 }  // namespace
@@ -38,50 +44,41 @@ RequestReadWatch::~RequestReadWatch() {
   thread_.join();
 }
 
-void RequestReadWatch::answering(const httplib::Request& req) {
-  const std::string key = connection_key(req);
-  std::lock_guard<std::mutex> lock(mu_);
-  Connection& c = connections_[key];  // a connection the watch has not seen yet starts here
-  if (c.since == std::chrono::steady_clock::time_point{}) c.since = std::chrono::steady_clock::now();
-  c.answering = true;
-}
+void RequestReadWatch::answering(const httplib::Request& req) { report(req, true); }
 
-void RequestReadWatch::answered(const httplib::Request& req) {
+void RequestReadWatch::answered(const httplib::Request& req) { report(req, false); }
+
+void RequestReadWatch::report(const httplib::Request& req, bool answering) {
   const std::string key = connection_key(req);
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  Connection& c = connections_[key];
-  c.answering = false;
-  c.since = std::chrono::steady_clock::now();
+  Connection& c = connections_[key];  // a connection no pass has listed yet starts here
+  if (!answering || c.since == Clock::time_point{}) c.since = now;  // an answer out: the next request's time
+  c.answering = answering;
+  c.reported = now;
 }
 
 void RequestReadWatch::connections_waiting(size_t n) {
+  // Called under the pool's lock: no lock here (a pass holds mu_ for a while); a wake-up lost
+  // between the watch's check of poked_ and its wait is made up by the next period.
   waiting_.store(n);
   if (n == 0) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    poked_ = true;
-  }
+  poked_.store(true);
   wake_.notify_all();
-}
-
-size_t RequestReadWatch::timed_out() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return timed_out_;
-}
-
-size_t RequestReadWatch::shed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return shed_;
 }
 
 void RequestReadWatch::run() {
   std::unique_lock<std::mutex> lock(mu_);
+  auto last = Clock::now();
   while (!stop_) {
-    wake_.wait_for(lock, kPeriod, [this] { return stop_ || poked_; });
+    wake_.wait_for(lock, kPeriod, [this] { return stop_ || poked_.load(); });
+    // At the pool's cap every change of the waiting count pokes: passes at most every kMinGap.
+    if (!stop_ && Clock::now() - last < kMinGap) wake_.wait_for(lock, kMinGap - (Clock::now() - last), [this] { return stop_; });
     if (stop_) break;
-    poked_ = false;
+    poked_.store(false);
     lock.unlock();
     check();  // scans /proc/self/fd: not under the lock the connection threads take
+    last = Clock::now();
     lock.lock();
   }
 }
@@ -92,48 +89,58 @@ void RequestReadWatch::check() {
     ino_t inode;
     std::string key;
   };
+  const auto listed = Clock::now();  // a report from now on may be of a socket the listing missed
   std::vector<Seen> seen;
   for_each_connection_on(port_, [&](int fd, ino_t inode, const std::string& key) { seen.push_back({fd, inode, key}); });
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   std::vector<std::pair<int, ino_t>> shut;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::set<std::string> alive;
-    size_t closing = 0;  // shut down by the watch, not closed yet: each frees a thread soon
-    // The connections reading now, oldest first, for a shed.
-    std::multimap<std::chrono::steady_clock::time_point, const Seen*> reading;
-    for (const Seen& s : seen) {
-      alive.insert(s.key);
-      Connection& c = connections_[s.key];
-      if (c.inode != s.inode) {
-        // First seen, or a new connection on a closed one's 4-tuple: its time starts now, unless
-        // the server already reported it (answering() before this pass saw it).
-        const bool reported = c.inode == 0 && c.since != std::chrono::steady_clock::time_point{};
-        if (!reported) c = Connection{s.inode, now, false};
-        c.inode = s.inode;
-      }
-      if (c.shut) ++closing;
-      if (c.answering || c.shut) continue;
-      if (now - c.since > deadline_) {
-        shut.emplace_back(s.fd, s.inode);
-        ++timed_out_;
-        c.shut = true;
-      } else {
-        reading.emplace(c.since, &s);
-      }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> alive;
+  size_t closing = 0;  // shut down by the watch, not closed yet: each frees its thread soon
+  std::vector<std::pair<Clock::time_point, const Seen*>> reading;
+  for (const Seen& s : seen) {
+    alive.insert(s.key);
+    Connection& c = connections_[s.key];
+    if (c.inode != s.inode) {
+      // Listed for the first time. Its time starts now unless the server has reported it since
+      // the last pass (a report before the listing reached it, or of a new connection on a
+      // closed one's 4-tuple: an answering mark is kept, never guessed away).
+      const bool reported = c.reported >= last_listed_;
+      if (!reported) c = Connection{};
+      if (c.since == Clock::time_point{}) c.since = now;
+      c.inode = s.inode;
     }
-    for (auto it = connections_.begin(); it != connections_.end();)  // closed since the last pass
-      it = alive.count(it->first) ? std::next(it) : connections_.erase(it);
-    const size_t waiting = waiting_.load();
-    size_t to_shed = waiting > closing + shut.size() ? waiting - closing - shut.size() : 0;
-    for (auto it = reading.begin(); to_shed > 0 && it != reading.end() && now - it->first >= kShedMinAge; ++it) {
-      shut.emplace_back(it->second->fd, it->second->inode);
-      connections_[it->second->key].shut = true;
-      --to_shed;
-      ++shed_;
+    if (c.shut) ++closing;
+    if (c.answering || c.shut) continue;
+    if (now - c.since > deadline_) {
+      shut.emplace_back(s.fd, s.inode);
+      c.shut = true;
+    } else {
+      reading.emplace_back(c.since, &s);
     }
   }
-  for (const auto& [fd, inode] : shut) shut_if_same(fd, inode);
+  // Closed since the last pass; an entry reported after the listing began may be a socket it
+  // missed, and stays.
+  for (auto it = connections_.begin(); it != connections_.end();)
+    it = alive.count(it->first) || it->second.reported >= listed ? std::next(it) : connections_.erase(it);
+  last_listed_ = listed;
+  // Those that wait for a thread are the newest connections not answering (the pool takes them
+  // first in, first out, and a socket's inode grows with its creation): never shed, as shedding
+  // one frees no thread. The rest go oldest first.
+  const size_t waiting = waiting_.load();
+  size_t to_shed = waiting > closing + shut.size() ? waiting - closing - shut.size() : 0;
+  if (to_shed == 0 || reading.size() <= waiting) {
+    shut_all(shut);
+    return;
+  }
+  std::sort(reading.begin(), reading.end(), [](const auto& a, const auto& b) { return a.second->inode < b.second->inode; });
+  reading.resize(reading.size() - waiting);
+  std::stable_sort(reading.begin(), reading.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto it = reading.begin(); to_shed > 0 && it != reading.end() && now - it->first >= kShedMinAge; ++it, --to_shed) {
+    shut.emplace_back(it->second->fd, it->second->inode);
+    connections_[it->second->key].shut = true;
+  }
+  shut_all(shut);
 }
 
 }  // namespace lg::server

@@ -55,17 +55,16 @@ class RequestReadWatch {
   /// each), beyond those it already shut that have not closed yet; this returns at once.
   void connections_waiting(size_t n);
 
-  /// Connections shut down so far: past their deadline, and shed for a new one.
-  size_t timed_out() const;
-  size_t shed() const;
-
  private:
+  using Clock = std::chrono::steady_clock;
   struct Connection {
-    ino_t inode = 0;  ///< the socket's inode: a new connection on the same 4-tuple has another
-    std::chrono::steady_clock::time_point since;  ///< accepted, or its last answer went out
+    ino_t inode = 0;  ///< the socket's, once a pass listed it: a new connection on the 4-tuple has another
+    Clock::time_point since;     ///< accepted (first listed), or its last answer went out
+    Clock::time_point reported;  ///< the server's last report of it (answering / answered)
     bool answering = false;
     bool shut = false;  ///< shut down by the watch: left alone until its thread closes it
   };
+  void report(const httplib::Request& req, bool answering);
   void run();
   void check();  ///< one pass over the port's sockets: learn new ones, shut down what is due
 
@@ -75,8 +74,9 @@ class RequestReadWatch {
   std::condition_variable wake_;
   std::map<std::string, Connection> connections_;  ///< by 4-tuple (Request::local_addr ...)
   std::atomic<size_t> waiting_{0};
-  size_t timed_out_ = 0, shed_ = 0;
-  bool stop_ = false, poked_ = false;  ///< poked_: connections wait, look now
+  std::atomic<bool> poked_{false};  ///< connections wait: look now
+  Clock::time_point last_listed_;   ///< when the last pass began listing the sockets
+  bool stop_ = false;
   std::thread thread_;
 };
 

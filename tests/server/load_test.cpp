@@ -412,7 +412,7 @@ TEST(ServerSlowClientTest, StalledRequestHeadsAreShedForNewConnections) {
 }
 
 TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
-  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(512));
   ServerOptions o{"127.0.0.1", 0};
   o.request_timeout = std::chrono::milliseconds(1000);
   Server server(engine, o);
@@ -456,6 +456,24 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
   ::close(post);
   EXPECT_LT(secs(clock_type::now() - t1), 2.5) << "the half body was not cut";
   EXPECT_EQ(got.find("200 OK"), std::string::npos) << got;
+  // An answer is never cut, however long it takes: a generation of 400 tokens, streamed and not,
+  // each on a new connection, outlasts the 1 s deadline.
+  for (bool stream : {false, true}) {
+    httplib::Client g("127.0.0.1", port);
+    g.set_read_timeout(60, 0);
+    const json body = {{"prompt", "def f():"}, {"max_tokens", 400}, {"temperature", 0}, {"ignore_eos", true},
+                       {"stream", stream}};
+    const auto t = clock_type::now();
+    auto r = g.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r) << "stream " << stream;
+    EXPECT_EQ(r->status, 200) << r->body.substr(0, 300);
+    EXPECT_GT(secs(clock_type::now() - t), 1.5) << "the generation must outlast the deadline for this check";
+    if (stream) {
+      EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos) << r->body.substr(r->body.size() - 300);
+    } else {
+      EXPECT_EQ(json::parse(r->body)["usage"]["completion_tokens"], 400) << r->body.substr(0, 300);
+    }
+  }
 }
 
 // A request's `n` choices are admitted together or not at all: with one running and room for two
