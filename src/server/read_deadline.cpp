@@ -50,7 +50,7 @@ void RequestReadWatch::answered(const httplib::Request& req) { report(req, false
 
 void RequestReadWatch::report(const httplib::Request& req, bool answering) {
   const std::string key = connection_key(req);
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   Connection& c = connections_[key];  // a connection no pass has listed yet starts here
   if (!answering || c.since == Clock::time_point{}) c.since = now;  // an answer out: the next request's time
@@ -73,7 +73,8 @@ void RequestReadWatch::run() {
   while (!stop_) {
     wake_.wait_for(lock, kPeriod, [this] { return stop_ || poked_.load(); });
     // At the pool's cap every change of the waiting count pokes: passes at most every kMinGap.
-    if (!stop_ && Clock::now() - last < kMinGap) wake_.wait_for(lock, kMinGap - (Clock::now() - last), [this] { return stop_; });
+    if (!stop_ && Clock::now() - last < kMinGap)
+      wake_.wait_for(lock, kMinGap - (Clock::now() - last), [this] { return stop_; });
     if (stop_) break;
     poked_.store(false);
     lock.unlock();
@@ -109,6 +110,7 @@ void RequestReadWatch::check() {
       if (!reported) c = Connection{};
       if (c.since == Clock::time_point{}) c.since = now;
       c.inode = s.inode;
+      c.shut = false;  // a closed one's mark is not this connection's
     }
     if (c.shut) ++closing;
     if (c.answering || c.shut) continue;
