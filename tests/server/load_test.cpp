@@ -401,8 +401,9 @@ TEST(ServerSlowClientTest, StalledRequestHeadsAreShedForNewConnections) {
     ASSERT_TRUE(h) << "round " << round;
     EXPECT_EQ(h->status, 200);
     // The shed runs on the watch's thread (a scan of the process's sockets, then a shutdown):
-    // milliseconds; a second is room for a loaded machine, against the 30 s it took.
-    EXPECT_LT(secs(clock_type::now() - t), 1.0) << "round " << round;
+    // milliseconds; 5 s is room for a loaded machine (ctest runs suites side by side), against
+    // the 30 s read timeout it took.
+    EXPECT_LT(secs(clock_type::now() - t), 5.0) << "round " << round;
     c.stop();  // a new connection each round: each must find a thread
   }
   auto r = c.Post("/v1/completions", R"({"prompt": "def f():", "max_tokens": 2})", "application/json");
@@ -423,7 +424,7 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
   const auto t0 = clock_type::now();
   lg::test::send_all(fd, "GET /health HTTP/1.1\r\nX-Slow: ");
   double cut_after = -1;
-  while (secs(clock_type::now() - t0) < 5.0) {
+  while (secs(clock_type::now() - t0) < 15.0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     char b;
     const ssize_t n = ::recv(fd, &b, 1, MSG_DONTWAIT);
@@ -433,18 +434,20 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
     }
   }
   ::close(fd);
-  // Due at 1 s; the watch looks every 250 ms.
+  // Due at 1 s (the watch looks every 250 ms); never before it. Uncut, the trickle would go on
+  // for ever (each byte within the 30 s read timeout): 10 s is room for a loaded machine.
+  EXPECT_GT(cut_after, 0.0) << "not cut within 15 s";
   EXPECT_GE(cut_after, 0.9) << "cut before its deadline";
-  EXPECT_LT(cut_after, 2.5) << "not cut (-1) or late";
+  EXPECT_LT(cut_after, 10.0) << "cut late";
   // A keep-alive client whose requests each come whole in time is never cut: its deadline starts
-  // again at each answer (three requests over 1.5 s on one connection).
+  // again at each answer (four requests over 1.4 s on one connection).
   httplib::Client c("127.0.0.1", port);
   c.set_keep_alive(true);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 4; ++k) {
     auto h = c.Get("/health");
     ASSERT_TRUE(h) << "request " << k;
     EXPECT_EQ(h->status, 200);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
   }
   // A POST body is within the deadline too: its head, then half its body, then nothing.
   const int post = lg::test::tcp_connect(port);
@@ -452,9 +455,10 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
   const auto t1 = clock_type::now();
   lg::test::send_all(post, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                            "Content-Length: 40\r\n\r\n{\"prompt\": \"def");
-  const std::string got = lg::test::read_until(post, "\r\n\r\n", std::chrono::seconds(5));
+  const std::string got = lg::test::read_until(post, "\r\n\r\n", std::chrono::seconds(20));
   ::close(post);
-  EXPECT_LT(secs(clock_type::now() - t1), 2.5) << "the half body was not cut";
+  // Uncut, it waits for the 30 s read timeout.
+  EXPECT_LT(secs(clock_type::now() - t1), 10.0) << "the half body was not cut";
   EXPECT_EQ(got.find("200 OK"), std::string::npos) << got;
   // An answer is never cut, however long it takes: a generation of 400 tokens, streamed and not,
   // each on a new connection, outlasts the 1 s deadline.
