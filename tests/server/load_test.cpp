@@ -3,14 +3,15 @@
 // of the cost of one by one; bad requests and clients that hang up at the same moment leave the
 // good answers exact and the server up; /health, /v1/models, /metrics and a 400 answer within
 // 50 ms while 32 requests generate and hundreds of connections idle; the KV blocks come back
-// (read from /metrics); a full waiting queue is a 503 with Retry-After.
+// (read from /metrics); a full waiting queue is a 503 with Retry-After; slow clients are cut at
+// their deadline and shed when the threads run out.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <latch>
@@ -473,7 +474,7 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
     EXPECT_EQ(r->status, 200) << r->body.substr(0, 300);
     EXPECT_GT(secs(clock_type::now() - t), 1.5) << "the generation must outlast the deadline for this check";
     if (stream) {
-      EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos) << r->body.substr(r->body.size() - 300);
+      EXPECT_NE(r->body.find("data: [DONE]"), std::string::npos) << r->body.substr(r->body.size() > 300 ? r->body.size() - 300 : 0);
     } else {
       EXPECT_EQ(json::parse(r->body)["usage"]["completion_tokens"], 400) << r->body.substr(0, 300);
     }
