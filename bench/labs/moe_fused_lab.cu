@@ -30,7 +30,10 @@
 // route launch) and as two (gate/up, then down): how near the copy rate this many bytes can come
 // in one launch a layer, and what splitting them in two costs. "two launches (today)" reads act
 // through the L2 (__ldcg, which the fused forms need); the compiled lane's moe_down reads it
-// through the L1 (`act via L1`), or a block can stage it in shared memory (`smem`).
+// through the L1 (`act via L1`), or a block can stage it in shared memory (`smem`). And the
+// compiled lane's moe_gate_up at one token takes 128 registers (its grouped form's), two blocks an
+// SM where the lab's takes 61 and four: `2/SM` holds the lab's to two with shared memory
+// (prepared in session 48, not yet run: no device came).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -333,10 +336,16 @@ __global__ void __launch_bounds__(256) stream_kernel(Layer L) {
 }
 
 // ---- host
-static void launch(const void* fn, dim3 grid, int block, Layer L, cudaStream_t s) {
+// Dynamic shared memory that holds gate_up_kernel to two blocks an SM (228 KB an SM on sm_90):
+// the occupancy of the compiled lane's moe_gate_up at one token, whose kernel takes 128 registers
+// for its grouped form's sake (ptxas on the emitted 30B-A3B program; session 48).
+constexpr int kTwoPerSmSmem = 100 * 1024;
+
+static void launch(const void* fn, dim3 grid, int block, Layer L, cudaStream_t s, int smem = 0) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute at[1];
   at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -348,7 +357,8 @@ static void launch(const void* fn, dim3 grid, int block, Layer L, cudaStream_t s
 }
 
 enum Form { kTwo, kFused1, kFused2, kFusedBlock, kTwoNoRoute, kStream, kStreamNoRoute, kStreamSplit, kTwoSmem, kGateUpOnly,
-            kDownOnly, kGateUpSmemOnly, kDownSmemOnly, kStreamGateUpOnly, kStreamDownOnly, kTwoL1, kDownL1Only };
+            kDownOnly, kGateUpSmemOnly, kDownSmemOnly, kStreamGateUpOnly, kStreamDownOnly, kTwoL1, kDownL1Only,
+            kTwoL1TwoPerSm, kGateUpTwoPerSmOnly };
 static const char* form_name(Form f) {
   return f == kTwo      ? "two launches (today)"
          : f == kFused1 ? "fused, a ticket a warp"
@@ -366,7 +376,9 @@ static const char* form_name(Form f) {
          : f == kStreamGateUpOnly ? "bytes of gate_up only"
          : f == kStreamDownOnly ? "bytes of down only"
          : f == kTwoL1 ? "two launches, act via L1"
-                        : "down only, act via L1";
+         : f == kDownL1Only ? "down only, act via L1"
+         : f == kTwoL1TwoPerSm ? "as emitted: gate_up 2/SM"
+                        : "gate_up only, 2 blocks/SM";
 }
 
 static void enqueue(Form f, const std::vector<Layer>& layers, cudaStream_t s, int fused_blocks, int stream_blocks) {
@@ -378,8 +390,11 @@ static void enqueue(Form f, const std::vector<Layer>& layers, cudaStream_t s, in
     } else if (f == kTwoSmem || f == kGateUpSmemOnly || f == kDownSmemOnly) {
       if (f != kDownSmemOnly) launch((const void*)gate_up_smem_kernel, dim3(GU_OUT * 32 / 256), 256, L, s);
       if (f != kGateUpSmemOnly) launch((const void*)down_smem_kernel, dim3(D * 32 / 256), 256, L, s);
-    } else if (f == kGateUpOnly) {
-      launch((const void*)gate_up_kernel, dim3(GU_OUT * 32 / 256), 256, L, s);
+    } else if (f == kGateUpOnly || f == kGateUpTwoPerSmOnly) {
+      launch((const void*)gate_up_kernel, dim3(GU_OUT * 32 / 256), 256, L, s, f == kGateUpOnly ? 0 : kTwoPerSmSmem);
+    } else if (f == kTwoL1TwoPerSm) {
+      launch((const void*)gate_up_kernel, dim3(GU_OUT * 32 / 256), 256, L, s, kTwoPerSmSmem);
+      launch((const void*)down_kernel<true>, dim3(D * 32 / 256), 256, L, s);
     } else if (f == kDownOnly || f == kDownL1Only) {
       launch(f == kDownOnly ? (const void*)down_kernel<false> : (const void*)down_kernel<true>, dim3(D * 32 / 256), 256, L,
              s);
@@ -415,6 +430,12 @@ int main(int argc, char** argv) {
   int stream_per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&stream_per_sm, stream_kernel<7>, 256, 0));
   const int stream_blocks = sms * stream_per_sm;
+  CK(cudaFuncSetAttribute((const void*)gate_up_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kTwoPerSmSmem));
+  int gu_per_sm = 0, gu_two = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&gu_per_sm, gate_up_kernel, 256, 0));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&gu_two, gate_up_kernel, 256, kTwoPerSmSmem));
+  std::printf("gate_up_kernel: %d blocks an SM, %d with %d KB of dynamic shared memory\n", gu_per_sm, gu_two,
+              kTwoPerSmSmem / 1024);
   const size_t wn = (size_t)EL * F * D;
   std::vector<Layer> layers(nl);
   float* x0;
@@ -478,8 +499,9 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::vector<float> first;
-  for (Form f : {kTwo, kTwoNoRoute, kTwoL1, kTwoSmem, kStream, kStreamNoRoute, kStreamSplit, kGateUpOnly,
-                 kGateUpSmemOnly, kStreamGateUpOnly, kDownOnly, kDownL1Only, kDownSmemOnly, kStreamDownOnly, kTwo}) {
+  for (Form f : {kTwo, kTwoNoRoute, kTwoL1, kTwoL1TwoPerSm, kTwoSmem, kStream, kStreamNoRoute, kStreamSplit,
+                 kGateUpOnly, kGateUpTwoPerSmOnly, kGateUpSmemOnly, kStreamGateUpOnly, kDownOnly, kDownL1Only,
+                 kDownSmemOnly, kStreamDownOnly, kTwo}) {
     // Correctness: poison every output, run once, compare layer 0 with the reference and the last
     // layer with the first form's.
     for (const Layer& L : layers) {
@@ -524,7 +546,7 @@ int main(int argc, char** argv) {
     const double bytes = 3.0 * K * F * D * 2;
     const bool timing_only = f == kStream || f == kStreamNoRoute || f == kStreamSplit || f == kGateUpOnly ||
                              f == kDownOnly || f == kGateUpSmemOnly || f == kDownSmemOnly || f == kStreamGateUpOnly ||
-                             f == kStreamDownOnly || f == kDownL1Only;
+                             f == kStreamDownOnly || f == kDownL1Only || f == kGateUpTwoPerSmOnly;
     std::printf("%-26s us a layer: median %.2f (min %.2f, max %.2f), %.2f TB/s of routed weights; ", form_name(f),
                 us[us.size() / 2], us.front(), us.back(), bytes / (us[us.size() / 2] * 1e-6) / 1e12);
     if (timing_only)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 48, call 6 (any card): the experts lab again (bench/labs/moe_fused_lab.cu as committed
-# with this session), adding moe_down reading act through the L1 as the compiled lane does; and each
+# Session 48, call 6 (any card): the experts lab again (bench/labs/moe_fused_lab.cu as of commit efee240d
+# (call 6), adding moe_down reading act through the L1 as the compiled lane does; and each
 # launch alone against the bytes it reads alone; 48 layers, 30 graph replays, twice.
 set -uo pipefail
 out=${OUT:-gpu-out}
