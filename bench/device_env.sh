@@ -11,6 +11,7 @@
 #                        on the hand-written lane (a bundle without the other families' fixtures)
 #   moe_locks_dir        the same with the tiny-qwen3-moe lock only (bundle its fixture:
 #                        LG_BUNDLE_FIXTURES=tiny-qwen3-moe)
+#   moe_checks           the MoE tests of compiled_lane_tests and the MoE lock (logits; a batch of 16)
 #   compiled_checks [FILTER]  compiled_lane_tests (a gtest filter, or all) and the compiled lane's
 #                        locks (the checks the session 13 and 19 call scripts each repeated)
 #   moe_memcheck         compute-sanitizer memcheck of the MoE probe tests (compiled_lane_tests)
@@ -77,6 +78,19 @@ moe_locks_dir() {
 # tiny-qwen3-moe and tiny-gemma3 for all of them; FILTER, e.g. '-CompiledLane.LongContext*',
 # leaves the 85 s long-context test out), the MoE lock and the Qwen locks on the compiled lane,
 # with --compare-logits and with --batch-with 16. Logs in $out; prints the verdicts.
+# moe_checks: the MoE tests of compiled_lane_tests (bundled in bin/) and the MoE lock on the
+# compiled lane, with --compare-logits and with --batch-with 16 (bundle tiny-qwen3-moe); logs
+# $out/compiled_moe_tests.txt and $out/locks_moe.txt, verdicts printed.
+moe_checks() {
+  LG_SHARED_DIR=/tmp/lgshared timeout 150 /tmp/lgb/bin/compiled_lane_tests --gtest_filter='*Moe*' > "$out/compiled_moe_tests.txt" 2>&1
+  echo "compiled_lane_tests *Moe* rc $?"
+  grep -E "^\[  (PASSED|FAILED) |FAILED  \]" "$out/compiled_moe_tests.txt" | head
+  { timeout 60 $lg lock check --lane compiled --locks "$(moe_locks_dir)" --shared /tmp/lgshared --compare-logits
+    timeout 60 $lg lock check --lane compiled --locks "$(moe_locks_dir)" --shared /tmp/lgshared --batch-with 16
+  } > "$out/locks_moe.txt" 2>&1
+  grep -E "^(ok|FAIL|ERROR)|logits" "$out/locks_moe.txt"
+}
+
 compiled_checks() {
   local tests=/tmp/lgb/bin/compiled_lane_tests
   [ -x "$tests" ] || { unpack_xz compiled_lane_tests; tests=/tmp/compiled_lane_tests; }

@@ -69,19 +69,18 @@ std::string key_of(const std::string& local_host, int local_port, const std::str
 
 }  // namespace
 
+std::string connection_key(const httplib::Request& req) {
+  return key_of(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+}
+
 ConnectionWatch::ConnectionWatch(const httplib::Request& req) {
   if (req.remote_port < 0 || req.local_port < 0) return;
+  const std::string want = connection_key(req);
   for_each_connection([&](int fd, const Ends& e, ino_t) {
-    if (e.local_port != req.local_port || e.peer_port != req.remote_port || e.local_host != req.local_addr ||
-        e.peer_host != req.remote_addr)
-      return false;
+    if (key_of(e.local_host, e.local_port, e.peer_host, e.peer_port) != want) return false;
     fd_ = fd;
     return true;
   });
-}
-
-std::string connection_key(const httplib::Request& req) {
-  return key_of(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
 }
 
 void for_each_connection_on(int port, const std::function<void(int fd, ino_t inode, const std::string& key)>& visit) {

@@ -115,7 +115,6 @@ TEST_F(ServerTest, MinTokensKeepsAStopStringInTheFirstTokensFromMatching) {
   EXPECT_EQ(post_stream("/v1/completions", greedy_body(g, 8, {{"stop", stop}, {"min_tokens", 8}})).first, text);
 }
 
-
 // A token-id prompt may end inside a UTF-8 character: the 22M model's tokenizer writes `'鸝` as 364
 // (`Ġ'`), 99202 (the character's first two bytes) and 251 (its last byte). With the prompt cut
 // after 99202 and 251 forced, the completion's text is the whole character, the prompt's bytes

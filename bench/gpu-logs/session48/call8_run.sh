@@ -23,9 +23,4 @@ for r in 1 2; do
 done
 step_ms one_row bench/shapes/qwen3-30b-a3b
 step_ms own_kernel bench/shapes/qwen3-30b-a3b LG_COMPILED_MOE_ONE_ROW=0
-LG_SHARED_DIR=/tmp/lgshared timeout 150 /tmp/lgb/bin/compiled_lane_tests --gtest_filter='*Moe*' > "$out/compiled_moe_tests.txt" 2>&1
-echo "compiled_lane_tests *Moe* rc $?"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" "$out/compiled_moe_tests.txt" | head
-{ timeout 60 $lg lock check --lane compiled --locks "$(moe_locks_dir)" --shared /tmp/lgshared --compare-logits
-  timeout 60 $lg lock check --lane compiled --locks "$(moe_locks_dir)" --shared /tmp/lgshared --batch-with 16
-} > "$out/locks_moe.txt" 2>&1
-grep -E "^(ok|FAIL|ERROR)|logits" "$out/locks_moe.txt"
+moe_checks
