@@ -46,7 +46,6 @@ void ServeMetrics::next_token(double itl_s) {
 
 void ServeMetrics::finished(const FinishedRequest& r) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (r.ttft_s < 0) prompt_tokens_ += r.prompt_tokens;
   ++finished_[r.finish_reason];
   e2e_.observe(r.total_s);
 }

@@ -55,8 +55,9 @@ class ServeMetrics {
   void first_token(int64_t prompt_tokens, double ttft_s);
   /// A token after the first, `itl_s` after the one before.
   void next_token(double itl_s);
-  /// A request ended (any reason); counts it and its end-to-end time. A request that ended
-  /// before its first token adds its prompt tokens here.
+  /// A request ended (any reason); counts it and its end-to-end time. Its prompt tokens were
+  /// counted at its first token, if it had one (vLLM counts them there too): a request cancelled
+  /// while queued prefilled nothing.
   void finished(const FinishedRequest& r);
   /// A request refused before it ran (`reason`: "queue_full", "shutting_down").
   void rejected(const std::string& reason);

@@ -112,7 +112,9 @@ TEST(ServeMetrics, RendersEveryMetricInTheTextFormat) {
   m.next_token(0.004);
   m.next_token(0.006);
   m.finished({"cmpl-1", 12, 3, "length", 0.03, 0.05});
-  m.finished({"cmpl-2", 7, 0, "abort", -1, 0.2});  // gone before its first token
+  // Gone before its first token: its prompt is no prefilled prompt (vLLM counts prompt tokens at the
+  // first token too), though it is a finished request.
+  m.finished({"cmpl-2", 7, 0, "abort", -1, 0.2});
   m.rejected("queue_full");
   EngineStats s;
   s.running = 2;
@@ -127,7 +129,7 @@ TEST(ServeMetrics, RendersEveryMetricInTheTextFormat) {
   const std::string text = m.render(s);
   expect_valid_exposition(text);
   for (const char* line : {"lg_num_requests_running 2\n", "lg_num_requests_waiting 5\n", "lg_kv_blocks_used 3\n",
-                           "lg_kv_blocks_free 61\n", "lg_num_preemptions_total 4\n", "lg_prompt_tokens_total 19\n",
+                           "lg_kv_blocks_free 61\n", "lg_num_preemptions_total 4\n", "lg_prompt_tokens_total 12\n",
                            "lg_generation_tokens_total 3\n", "lg_requests_finished_total{finished_reason=\"length\"} 1\n",
                            "lg_requests_finished_total{finished_reason=\"abort\"} 1\n",
                            "lg_requests_finished_total{finished_reason=\"stop\"} 0\n",
