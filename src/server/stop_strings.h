@@ -1,6 +1,7 @@
 // Stop strings (OpenAI `stop`): generation ends at the first stop string to appear, and the text
-// is cut just before it. "First" is the occurrence that ends earliest (as vLLM, which checks after
-// each token): with stops "a\n\n" and "\n", the text "xa\n\n" is cut to "xa". While streaming,
+// is cut just before it. "First" is the occurrence that ends earliest: with stops "a\n\n" and
+// "\n", the text "xa\n\n" is cut to "xa". vLLM, which checks after each token, agrees unless one
+// token completes two stops (it then takes the first in the list). While streaming,
 // text that could still become the start of a stop string is held back, so a client never
 // receives text that a later token turns into a stop, and any split gives the same result.
 #pragma once
