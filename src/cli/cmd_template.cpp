@@ -3,7 +3,8 @@
 // transformers' `tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=...)`
 // returns (rendered by Jinja2 itself: src/chat/). The same template serves lg serve's chat
 // endpoint, which first normalizes what clients send (docs/server.md); this command renders the
-// messages exactly as the file holds them, as apply_chat_template does.
+// messages exactly as the file holds them, as apply_chat_template does, or with --as-served reads
+// the file as a chat request body and prints the prompt lg serve renders for it.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include "chat/chat_template.h"
 #include "chat/ordered_json.h"
 #include "cli/command.h"
+#include "server/openai.h"
+#include "server/request.h"
 #include "support/error.h"
 #include "support/json_file.h"
 #include "support/text_input.h"
@@ -26,19 +29,20 @@ using json = nlohmann::ordered_json;  // key order kept, as Python reads the fil
 struct TemplateArgs {
   std::string model, messages, chat_template;
   bool no_generation_prompt = false;
+  bool as_served = false;
 };
 
 // Python's json and Jinja2 recurse per level; deeper input is refused before them.
 constexpr size_t kMaxNesting = 200;
 
+std::string read_text(const std::string& path) {
+  if (path == "-") return lg::read_text_input(std::cin, "standard input");
+  std::ifstream f = lg::open_text_input(path, "messages file");
+  return lg::read_text_input(f, path);
+}
+
 json read_json(const std::string& path) {
-  std::string text;
-  if (path == "-") {
-    text = lg::read_text_input(std::cin, "standard input");
-  } else {
-    std::ifstream f = lg::open_text_input(path, "messages file");
-    text = lg::read_text_input(f, path);
-  }
+  const std::string text = read_text(path);
   try {
     return lg::chat::parse_ordered_json(text);
   } catch (const json::exception& e) {
@@ -92,6 +96,22 @@ lg::chat::ChatInput read_input(const std::string& path, bool add_generation_prom
   return in;
 }
 
+// --as-served: the prompt lg serve renders for the chat request body in `path` (an array alone is
+// its messages), after the server's checks and normalization (server/request.h: developer as
+// system, text parts joined, tool_calls' arguments parsed, tools as vLLM passes them).
+std::string render_as_served(const lg::chat::ChatTemplate& tmpl, const std::string& path, bool no_generation_prompt) {
+  std::string body = read_text(path);
+  if (const size_t first = body.find_first_not_of(" \t\r\n"); first != std::string::npos && body[first] == '[')
+    body = "{\"messages\": " + body + "\n}";
+  try {
+    lg::server::ChatRequest r = lg::server::parse_chat_request(body);
+    if (no_generation_prompt) r.add_generation_prompt = false;
+    return lg::server::render_chat(tmpl, r);
+  } catch (const lg::server::RequestError& e) {
+    throw lg::Error(fmt::format("{}: lg serve would answer 400: {}", path, e.what()));
+  }
+}
+
 }  // namespace
 
 LG_COMMAND("template", [](CLI::App& app) -> std::function<int()> {
@@ -110,13 +130,21 @@ LG_COMMAND("template", [](CLI::App& app) -> std::function<int()> {
                 "render without the assistant's generation prompt (add_generation_prompt=False)");
   sub->add_option("--chat-template", args->chat_template, "Jinja2 template file to use instead of the model's own")
       ->check(CLI::ExistingFile);
+  sub->add_flag("--as-served", args->as_served,
+                "read the file as a /v1/chat/completions body (or its messages array) and print the prompt lg serve "
+                "renders for it (messages normalized as vLLM does: developer as system, text parts joined, tool "
+                "call arguments parsed)");
   return [args] {
-    const lg::chat::ChatInput in = read_input(args->messages, !args->no_generation_prompt);
     std::optional<std::filesystem::path> file;
     if (!args->chat_template.empty()) file = args->chat_template;
     const auto tmpl = lg::chat::ChatTemplate::load(
         args->model, file, std::make_shared<lg::chat::JinjaRenderer>(lg::chat::RendererOptions{}));
     std::string text;
+    if (args->as_served) {
+      std::cout << render_as_served(tmpl, args->messages, args->no_generation_prompt) << std::flush;
+      return 0;
+    }
+    const lg::chat::ChatInput in = read_input(args->messages, !args->no_generation_prompt);
     try {
       text = tmpl.render(in);
     } catch (const lg::chat::ChatTemplateError& e) {

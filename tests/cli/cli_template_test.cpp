@@ -64,6 +64,43 @@ TEST(CliTemplate, TakesAnObjectWithToolsAndKwargs) {
       << t.out;
 }
 
+TEST(CliTemplate, AsServedRendersTheServersNormalizationOfAChatRequest) {
+  // What OpenAI clients send and apply_chat_template does not take as such: a developer turn, text
+  // parts, an assistant turn with only tool calls (content null, arguments a JSON string).
+  const std::string messages = R"([{"role": "developer", "content": "Be terse."},
+    {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+      "function": {"name": "get", "arguments": "{\"city\":\"Paris\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])";
+  const fs::path model = fs::path(kSource) / "models" / "qwen3-pycode-22m";
+  const std::string served =
+      "<|im_start|>system\nBe terse.<|im_end|>\n<|im_start|>user\na\nb<|im_end|>\n<|im_start|>assistant\n"
+      "<tool_call>\n{\"name\": \"get\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"
+      "<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n";
+  CliRun r = run_template(model, messages, "--as-served");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, served);
+  // The same messages as a request body, with the body's own generation-prompt switch.
+  r = run_template(model, R"({"model": "m", "add_generation_prompt": false, "messages": )" + messages + "}",
+                   "--as-served");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, served.substr(0, served.size() - std::string("<|im_start|>assistant\n").size()));
+  // As the file holds them (apply_chat_template's input), Qwen3's template fails on the parts.
+  r = run_template(model, messages);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("'list object' has no attribute 'startswith'"), std::string::npos) << r.out;
+  // What the server refuses, refused with its words and the file's name.
+  r = run_template(model, R"([{"role": "robot", "content": "x"}])", "--as-served");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(": lg serve would answer 400: 'messages[0].role' must be system, developer, user, assistant or "
+                       "tool, got 'robot'"),
+            std::string::npos)
+      << r.out;
+  r = run_template(model, "[{", "--as-served");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("lg serve would answer 400: the body is not valid JSON"), std::string::npos) << r.out;
+}
+
 TEST(CliTemplate, ExplainsWhatIsWrong) {
   const std::string hello = R"([{"role": "user", "content": "Hello!"}])";
   CliRun r = run_template(kTokenizers / "sentencepiece-bpe-32k", hello);
