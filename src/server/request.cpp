@@ -129,7 +129,9 @@ GenerationRequest parse_common(const json& j, bool chat) {
     } else if (integral_float(*v) && (v->get<double>() >= kTwo64 || v->get<double>() <= -kTwo63)) {
       // An integer past them parsed as a double (2^64 reads 1.8446744073709552e+19, -2^63 - 1
       // reads -2^63 as a double, where -2^63 itself is an integer): say the range.
-      throw RequestError("seed", fmt::format("'seed' must be an integer in [-2^63, 2^64), got {}", number_text(*v)));
+      // Below -2^63 the double's digits would read as -2^63 itself, in range: name the side.
+      throw RequestError("seed", fmt::format("'seed' must be an integer in [-2^63, 2^64), got {}",
+                                             v->get<double>() < 0 ? "one below -2^63" : number_text(*v)));
     } else {
       g.seed = static_cast<uint64_t>(integer(*v, "seed"));
     }

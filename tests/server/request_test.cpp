@@ -176,7 +176,7 @@ TEST(CompletionRequest, HugeNumbersSayTooLarge) {
   EXPECT_EQ(parse_completion_request(R"({"prompt":"x","seed":-1})").gen.seed, UINT64_MAX);
   // -2^63 - 1 parses as the double -2^63 (an integer -2^63 stays one): past the range, not its end.
   EXPECT_EQ(message(R"({"prompt":"x","seed":-9223372036854775809})"),
-            "'seed' must be an integer in [-2^63, 2^64), got -9.223372036854776e+18");
+            "'seed' must be an integer in [-2^63, 2^64), got one below -2^63");
   EXPECT_EQ(message(R"({"prompt":"x","top_k":-9223372036854775809})"), "'top_k' is too small: -9.223372036854776e+18");
   // Token ids as integral floats, as every integer field.
   EXPECT_EQ(parse_completion_request(R"({"prompt":[474.0,2643]})").prompt_ids, (std::vector<int32_t>{474, 2643}));
