@@ -46,9 +46,12 @@ size_t nucleus_head(std::vector<int32_t>& ids, const std::vector<uint64_t>& fixe
 // x86-64's baseline they are calls into libm (~4 ms a draw over a 152k vocabulary, half the cpu
 // lane's time per token); a clone for CPUs with FMA (Haswell, Zen and later), picked when the
 // process starts (GCC's target_clones), makes each one instruction, and flatten inlines the exp
-// into it. An FMA rounds once either way: the same weights.
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+// into it. An FMA rounds once either way: the same weights. Clang (the fuzz build) refuses
+// flatten on a multiversioned function: the clones alone there.
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__clang__)
 #define LG_FMA_CLONES [[gnu::target_clones("fma", "default"), gnu::flatten]]
+#elif defined(__x86_64__) && defined(__clang__) && defined(__ELF__)
+#define LG_FMA_CLONES [[gnu::target_clones("fma", "default")]]
 #else
 #define LG_FMA_CLONES
 #endif
