@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -92,6 +93,20 @@ void for_each_connection_on(int port, const std::function<void(int fd, ino_t ino
 
 void shut_connection_reads(int port) {
   for_each_connection_on(port, [](int fd, ino_t, const std::string&) { ::shutdown(fd, SHUT_RD); });
+}
+
+void ConnectionWatch::close_after_answer(std::chrono::milliseconds linger) const {
+  if (fd_ < 0) return;
+  ::shutdown(fd_, SHUT_WR);
+  const auto end = std::chrono::steady_clock::now() + linger;
+  char drop[4096];
+  for (auto now = std::chrono::steady_clock::now(); now < end; now = std::chrono::steady_clock::now()) {
+    pollfd p{fd_, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
+    if (::poll(&p, 1, static_cast<int>(left) + 1) <= 0) break;
+    if (::recv(fd_, drop, sizeof(drop), MSG_DONTWAIT) <= 0) break;  // closed by the client, or an error
+  }
+  ::shutdown(fd_, SHUT_RD);
 }
 
 bool ConnectionWatch::gone() const {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -30,6 +31,14 @@ class ConnectionWatch {
 
   /// Whether the request's socket was found.
   bool found() const { return fd_ >= 0; }
+
+  /// Ends the connection after an answer that said "Connection: close" (if the socket was found):
+  /// shuts its write side (the client reads the answer, then end-of-file), reads and drops what
+  /// the client still sends until it closes or for at most `linger` (closing with bytes unread
+  /// would reset the connection, and the client could lose the answer before reading it: nginx's
+  /// lingering close), then shuts the read side, so httplib's next read sees end-of-file and its
+  /// keep-alive loop ends, whatever the client sent after.
+  void close_after_answer(std::chrono::milliseconds linger) const;
 
  private:
   int fd_ = -1;

@@ -1,5 +1,7 @@
 #include "server/read_deadline.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -98,7 +100,9 @@ void RequestReadWatch::check() {
   std::lock_guard<std::mutex> lock(mu_);
   std::set<std::string> alive;
   size_t closing = 0;  // shut down by the watch, not closed yet: each frees its thread soon
-  std::vector<std::pair<Clock::time_point, const Seen*>> reading;
+  // Connections that may be shed, with the time since when they have not moved: reading a
+  // request (since accepted or last answered) or answering a client that stopped reading.
+  std::vector<std::pair<Clock::time_point, const Seen*>> reading, stalled;
   for (const Seen& s : seen) {
     alive.insert(s.key);
     Connection& c = connections_[s.key];
@@ -111,14 +115,25 @@ void RequestReadWatch::check() {
       if (c.since == Clock::time_point{}) c.since = now;
       c.inode = s.inode;
       c.shut = false;  // a closed one's mark is not this connection's
+      c.unsent = 0;
     }
-    if (c.shut) ++closing;
-    if (c.answering || c.shut) continue;
-    if (now - c.since > deadline_) {
-      shut.emplace_back(s.fd, s.inode);
-      c.shut = true;
-    } else {
+    // Bytes written and not yet acknowledged by the client: a count that stays above zero and
+    // unchanged is an answer the client has stopped reading (its receive window is full).
+    int unsent = 0;
+    if (::ioctl(s.fd, SIOCOUTQ, &unsent) != 0) unsent = 0;
+    if (unsent == 0 || unsent != c.unsent) c.unsent_since = now;
+    c.unsent = unsent;
+    if (c.shut) {
+      ++closing;
+      continue;
+    }
+    if (!c.answering) {
       reading.emplace_back(c.since, &s);
+    } else if (c.unsent > 0 && now - c.unsent_since > deadline_) {
+      shut.emplace_back(s.fd, s.inode);  // as httplib's write timeout would, and no later
+      c.shut = true;
+    } else if (c.unsent > 0) {
+      stalled.emplace_back(c.unsent_since, &s);
     }
   }
   // Closed since the last pass; an entry reported after the listing began may be a socket it
@@ -127,18 +142,26 @@ void RequestReadWatch::check() {
     it = alive.count(it->first) || it->second.reported >= listed ? std::next(it) : connections_.erase(it);
   last_listed_ = listed;
   // Those that wait for a thread are the newest connections not answering (the pool takes them
-  // first in, first out, and a socket's inode grows with its creation): never shed, as shedding
-  // one frees no thread. The rest go oldest first.
+  // first in, first out, and a socket's inode grows with its creation): nothing reads them, so
+  // their time starts once a thread has them, and shedding one would free no thread.
   const size_t waiting = waiting_.load();
-  size_t to_shed = waiting > closing + shut.size() ? waiting - closing - shut.size() : 0;
-  if (to_shed == 0 || reading.size() <= waiting) {
-    shut_all(shut);
-    return;
-  }
   std::sort(reading.begin(), reading.end(), [](const auto& a, const auto& b) { return a.second->inode < b.second->inode; });
-  reading.resize(reading.size() - waiting);
-  std::stable_sort(reading.begin(), reading.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto it = reading.begin(); to_shed > 0 && it != reading.end() && now - it->first >= kShedMinAge; ++it, --to_shed) {
+  const size_t queued = std::min(waiting, reading.size());
+  for (size_t k = reading.size() - queued; k < reading.size(); ++k) connections_[reading[k].second->key].since = now;
+  reading.resize(reading.size() - queued);
+  std::vector<std::pair<Clock::time_point, const Seen*>> sheddable = std::move(stalled);
+  for (const auto& r : reading) {
+    if (now - r.first > deadline_) {
+      shut.emplace_back(r.second->fd, r.second->inode);
+      connections_[r.second->key].shut = true;
+    } else {
+      sheddable.push_back(r);
+    }
+  }
+  // While connections wait for a thread, those stalled longest are shed, oldest first.
+  size_t to_shed = waiting > closing + shut.size() ? waiting - closing - shut.size() : 0;
+  std::stable_sort(sheddable.begin(), sheddable.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto it = sheddable.begin(); to_shed > 0 && it != sheddable.end() && now - it->first >= kShedMinAge; ++it, --to_shed) {
     shut.emplace_back(it->second->fd, it->second->inode);
     connections_[it->second->key].shut = true;
   }

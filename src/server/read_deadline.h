@@ -8,12 +8,16 @@
 // (/proc/self/fd, as ConnectionWatch does) and tells a connection that is answering a request
 // from one that is reading (or idling between keep-alive requests) by the request's 4-tuple,
 // which the server reports when a request has been read and when its answer has gone out:
-//   - a connection that has not delivered a whole request within `deadline` of being accepted or
-//     of its last answer is shut down (nginx's client_header_timeout and client_body_timeout,
+//   - a connection that has not delivered a whole request within `deadline` of getting a thread
+//     or of its last answer is shut down (nginx's client_header_timeout and client_body_timeout,
 //     taken together);
+//   - an answer whose client has stopped reading (its socket's send queue holds bytes that have
+//     not moved) is shut down after `deadline` stalled (nginx's send_timeout; httplib's write
+//     timeout is per write call, so a large answer could hold its thread a multiple of it);
 //   - while connections wait for a thread (the pool is at its cap), as many of the connections
-//     reading longest (at least kShedMinAge each) are shut down, so the waiting ones are served;
-//     a busy server sheds its stalled or idle connections, never an answer.
+//     stalled longest (at least kShedMinAge each: reading a request, or answering a client that
+//     stopped reading) are shut down, so the waiting ones are served; a busy server sheds its
+//     stalled or idle connections, never an answer that is still being read.
 #pragma once
 
 #include <sys/types.h>
@@ -34,12 +38,13 @@ namespace lg::server {
 
 class RequestReadWatch {
  public:
-  /// A connection reading for less than this is never shed for a new one: it is most likely a
-  /// request being read at the network's speed.
+  /// A connection reading for less than this (or an answer stalled for less) is never shed for
+  /// a new one: it is most likely a request being read at the network's speed.
   static constexpr std::chrono::milliseconds kShedMinAge{500};
 
   /// Watches the connections accepted on local `port` (one server's), shutting down those that
-  /// take longer than `deadline` to send a request. Starts its thread.
+  /// take longer than `deadline` to send a request, or whose client stops reading an answer for
+  /// that long. Starts its thread.
   RequestReadWatch(int port, std::chrono::milliseconds deadline);
   ~RequestReadWatch();  ///< stops its thread; shuts nothing down
   RequestReadWatch(const RequestReadWatch&) = delete;
@@ -51,7 +56,7 @@ class RequestReadWatch {
   /// `req`'s answer has gone out: its connection's deadline for the next request starts now.
   void answered(const httplib::Request& req);
   /// How many accepted connections wait for a thread (the pool is at its cap). While some do, the
-  /// watch's thread shuts down as many of the connections reading longest (at least kShedMinAge
+  /// watch's thread shuts down as many of the connections stalled longest (at least kShedMinAge
   /// each), beyond those it already shut that have not closed yet; this returns at once.
   void connections_waiting(size_t n);
 
@@ -63,6 +68,8 @@ class RequestReadWatch {
     Clock::time_point reported;  ///< the server's last report of it (answering / answered)
     bool answering = false;
     bool shut = false;  ///< shut down by the watch: left alone until its thread closes it
+    int unsent = 0;                  ///< its send queue's bytes at the last pass (SIOCOUTQ)
+    Clock::time_point unsent_since;  ///< since when that count has not changed (or was zero)
   };
   void report(const httplib::Request& req, bool answering);
   void run();

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "server/connection_watch.h"
 #include "server/http_json.h"
@@ -42,11 +43,28 @@ constexpr std::chrono::seconds kThreadIdleExit{30};
 // request. Set on the request (httplib's own non-const object, handed to the hooks as const):
 // httplib then writes one "Connection: close" and no Keep-Alive, where a header set on the
 // response came beside its own (twice "Connection: close", or with "Keep-Alive: timeout=2").
+// httplib decides whether to keep the connection from the request's own Connection header as
+// soon as it has read the head, so this changes only what the answer says: t_close_after_answer
+// has the logger (which runs once the answer is written, on the connection's thread) shut the
+// connection (ConnectionWatch::close_after_answer), and httplib's keep-alive loop then ends at once
+// instead of reading the rest as the next request (RFC 9112 9.6: no request after a close is served).
+thread_local bool t_close_after_answer = false;
+// How long a closing connection reads and drops what its client still sends (nginx lingers up to
+// 5 s a read, 30 s in all; a client closes once it has read the answer and its end).
+constexpr std::chrono::milliseconds kCloseLinger{1000};
 void close_connection(const httplib::Request& req, httplib::Response& res) {
   auto& r = const_cast<httplib::Request&>(req);
   r.headers.erase("Connection");
   r.set_header("Connection", "close");
   res.headers.erase("Connection");
+  t_close_after_answer = true;
+}
+
+// A Content-Length value as a byte count: 1 to 19 decimal digits, nothing else.
+std::optional<uint64_t> byte_count(const std::string& v) {
+  if (v.empty() || v.size() > 19 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoull(v);
 }
 
 // A request target in absolute form (`GET http://host:port/health HTTP/1.1`, as a client sends it
@@ -90,29 +108,31 @@ std::string unparsed_request_message(const httplib::Request& req) {
                      req.method, req.path);
 }
 
-// What is wrong with the Content-Length headers, if anything: a value that is not a byte count
-// (1 to 19 decimal digits), or two that differ. httplib reads the header with strtoull, which
-// takes "-5" for 2^64 - 5: past the body cap, it then reads for 2^64 - 5 bytes to discard them,
-// and answers 413 only when its 30 s read timeout ends. Of several values it reads the first,
+// What is wrong with the Content-Length headers (or a header's name), if anything: a value that
+// is not a byte count (1 to 19 decimal digits), or two that differ. httplib reads the header with
+// strtoull, which takes "-5" for 2^64 - 5: past the body cap, it then reads for 2^64 - 5 bytes to
+// discard them, and answers 413 only when its 30 s read timeout ends. Of several values it reads the first,
 // where a proxy in front may frame the body by another (request smuggling; RFC 9112 6.3 requires a
 // 400, as vLLM's h11 answers). Checked before routing, the client hears at once which header is
 // wrong.
 std::optional<std::string> bad_content_length(const httplib::Request& req) {
+  // Whitespace between a field's name and its colon (`Content-Length : 59`) must be a 400 (RFC
+  // 9112 5.1): httplib took it for another field, and the body it frames for the next request.
+  for (const auto& [name, value] : req.headers)
+    if (name.find_first_of(" \t") != std::string::npos)
+      return fmt::format("the header '{}' of {} {} has whitespace before its colon", name, req.method, req.path);
   // Two framings of one body: RFC 9112 6.1 has the server close the connection after answering
   // (a proxy in front may have framed it the other way: request smuggling), as httplib did not.
   if (req.has_header("Transfer-Encoding") && req.has_header("Content-Length"))
     return fmt::format("{} {} has both Content-Length and Transfer-Encoding: send one", req.method, req.path);
   const auto [first, last] = req.headers.equal_range("Content-Length");
   for (auto it = first; it != last; ++it) {
-    const std::string& v = it->second;
-    const bool digits = !v.empty() && v.size() <= 19 &&
-                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits)
+    if (!byte_count(it->second))
       return fmt::format("the header 'Content-Length: {}' of {} {} is not a byte count (a non-negative decimal integer)",
-                         v, req.method, req.path);
+                         it->second, req.method, req.path);
   }
   for (auto it = first; it != last; ++it)
-    if (std::stoull(it->second) != std::stoull(first->second))
+    if (byte_count(it->second) != byte_count(first->second))
       return fmt::format("{} {} has two Content-Length headers that differ ({} and {})", req.method, req.path,
                          first->second, it->second);
   return std::nullopt;
@@ -182,6 +202,16 @@ void Server::install_routes() {
   // its next request starts. httplib calls its logger there.
   h.set_logger([this](const httplib::Request& req, const httplib::Response&) {
     if (read_watch_ && req.remote_port >= 0) read_watch_->answered(req);
+    // The answer said "Connection: close" (close_connection): close it. A request whose head did
+    // not parse has no addresses to find its socket by; httplib holds it for the keep-alive wait.
+    if (std::exchange(t_close_after_answer, false) && req.remote_port >= 0)
+      ConnectionWatch(req).close_after_answer(kCloseLinger);
+  });
+  // A body past the cap is refused before the client sends it (RFC 9110 10.1.1), where httplib
+  // answered "100 Continue" and then read and discarded it.
+  h.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!answer_too_large(req, res)) return 100;
+    return res.status;
   });
   // Runs on every answer just before its headers are written (httplib has set its own by now),
   // error pages and event streams included.
@@ -234,6 +264,7 @@ void Server::install_info_routes() {
 void Server::install_error_handlers() {
   auto& h = *http_;
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    t_close_after_answer = false;  // this request's own: a write that failed left no logger call
     // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 6.3;
     // `curl -X POST URL` sends one), but httplib 0.11 reads the body of a POST, PUT, PATCH or
     // DELETE until the connection closes, so the client heard nothing until the 30 s read timeout
@@ -325,6 +356,18 @@ bool Server::answer_transfer_encoding(const httplib::Request& req, httplib::Resp
     bodyless.set_header("Content-Length", "0");
   }
   return false;
+}
+
+// A client that waits for "100 Continue" before sending a body past the cap is answered 413 at
+// once, the connection closed. (A body already on its way is read and dropped, as httplib does:
+// closing with it unread would reset the connection under the 413 the client has not read yet.)
+// Returns whether it answered.
+bool Server::answer_too_large(const httplib::Request& req, httplib::Response& res) const {
+  const std::optional<uint64_t> length = byte_count(req.get_header_value("Content-Length"));
+  if (!length || *length <= options_.max_body_bytes) return false;
+  close_connection(req, res);
+  send_too_large(res, options_.max_body_bytes);
+  return true;
 }
 
 // A browser asks before a cross-origin request that is not "simple" (a JSON POST, an

@@ -103,6 +103,9 @@ class Server {
   void install_error_handlers();
   /// Answers a CORS preflight (true), or leaves the request to the routes (false).
   bool answer_preflight(const httplib::Request& req, httplib::Response& res) const;
+  /// For a request that waits for "100 Continue": a Content-Length past
+  /// ServerOptions::max_body_bytes is answered 413, the connection closed (true), else false.
+  bool answer_too_large(const httplib::Request& req, httplib::Response& res) const;
   /// A request with a Transfer-Encoding: 501 for a coding other than chunked (true), else left to
   /// the routes (false), a chunked body made bodyless where no route reads it.
   bool answer_transfer_encoding(const httplib::Request& req, httplib::Response& res) const;

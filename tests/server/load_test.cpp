@@ -7,7 +7,10 @@
 // their deadline and shed when the threads run out.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -479,6 +482,50 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
       EXPECT_EQ(json::parse(r->body)["usage"]["completion_tokens"], 400) << r->body.substr(0, 300);
     }
   }
+}
+
+// A client that stops reading a large answer (a new-user pass: /detokenize answers of 6.5 MB to
+// clients that never read held their threads 61 s each, httplib's 30 s write timeout being per
+// write call, and a few hundred of them starved /health) is cut once its answer has not moved
+// for ServerOptions::request_timeout; a client that reads gets the whole answer.
+TEST(ServerSlowClientTest, AnAnswerItsClientStopsReadingIsCut) {
+  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
+  ServerOptions o{"127.0.0.1", 0};
+  o.request_timeout = std::chrono::milliseconds(1000);
+  Server server(engine, o);
+  const int port = server.start();
+  // Token 89180 decodes to 114 characters: 57,000 of them make an answer of ~6.5 MB.
+  const json body = {{"tokens", std::vector<int32_t>(57000, 89180)}};
+  const std::string request = lg::test::post_text("/detokenize", body.dump());
+  const auto answer = [&](bool reads) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;  // a small receive window: the server's send queue fills at once
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    lg::test::send_all(fd, request);
+    if (!reads) std::this_thread::sleep_for(std::chrono::seconds(4));
+    const std::string got = lg::test::read_until(fd, "never sent", std::chrono::seconds(60));  // to end-of-file
+    ::close(fd);
+    return got;
+  };
+  const std::string whole = answer(true);
+  const auto r = lg::test::first_response(whole);
+  ASSERT_EQ(r.status, 200) << whole.substr(0, 300);
+  ASSERT_GT(r.body.size(), 6000000u);
+  EXPECT_EQ(json::parse(r.body)["prompt"].get<std::string>().size() % 57000, 0u);
+  // Stalled for 4 s, then read to the end: what was sent before the cut, then end-of-file.
+  const std::string cut = answer(false);
+  EXPECT_NE(cut.rfind("HTTP/1.1 200 ", 0), std::string::npos) << cut.substr(0, 300);
+  EXPECT_LT(cut.size(), whole.size() / 2) << "the stalled answer was not cut";
+  // The server goes on serving.
+  httplib::Client c("127.0.0.1", port);
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
 }
 
 // A request's `n` choices are admitted together or not at all: with one running and room for two

@@ -371,6 +371,53 @@ TEST_F(ServerTest, ContentLengthThatIsNotAByteCountIs400AtOnce) {
   EXPECT_EQ(lg::test::first_response(same).status, 200) << same;
 }
 
+// An answer that says "Connection: close" closes the connection (RFC 9112 9.6): httplib decided
+// from the request's own header, so a request sent behind a framing error was served (request
+// smuggling through a proxy that frames the body otherwise), and the connection held its thread
+// for the keep-alive wait. Each case ends at once, with one answer and nothing after it.
+TEST_F(ServerTest, AnAnswerThatClosesItsConnectionServesNothingAfterIt) {
+  using namespace std::chrono_literals;
+  const std::string next = "GET /v1/models/SMUGGLED HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length : 2\r\n\r\n{}", 400},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501}};
+  for (const auto& [request, status] : cases) {
+    const int fd = lg::test::tcp_connect(port_);
+    ASSERT_GE(fd, 0);
+    lg::test::send_all(fd, request);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string got = lg::test::read_until(fd, "\"code\":null}}", 10s);  // the error body's end
+    // After the answer (httplib serves no pipelined requests), as a proxy's next request would come.
+    lg::test::send_all(fd, next);
+    got += lg::test::read_until(fd, "never sent", 10s);  // to end-of-file
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ::close(fd);
+    EXPECT_EQ(lg::test::first_response(got).status, status) << request << "\n" << got;
+    EXPECT_EQ(got.find("SMUGGLED"), std::string::npos) << request << "\n" << got;
+    EXPECT_EQ(got.find("HTTP/1.1", 1), std::string::npos) << "a second answer: " << got;
+    // At once, not after the 2 s keep-alive wait (1.5 s is room for a loaded machine).
+    EXPECT_LT(took, 1.5) << request;
+  }
+  // A body past the cap that waits for "100 Continue" is refused before it is sent.
+  const std::string expect = lg::test::exchange(
+      port_, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 99999999999\r\n\r\n",
+      10s);
+  EXPECT_EQ(expect.rfind("HTTP/1.1 413 ", 0), 0u) << expect;
+  EXPECT_NE(expect.find("Connection: close"), std::string::npos) << expect;
+  // A keep-alive connection without such an error still serves its next request (sent after
+  // the answer: httplib serves no pipelined requests).
+  const int fd = lg::test::tcp_connect(port_);
+  ASSERT_GE(fd, 0);
+  lg::test::send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string first = lg::test::read_until(fd, "\"ok\"}", 10s);
+  EXPECT_EQ(lg::test::first_response(first).status, 200) << first;
+  lg::test::send_all(fd, next);
+  const std::string second = lg::test::read_until(fd, "SMUGGLED", 10s);
+  ::close(fd);
+  EXPECT_NE(second.find("SMUGGLED"), std::string::npos) << second;
+}
+
 TEST_F(ServerTest, BodylessRequestWithoutContentLengthIsAnsweredAtOnce) {
   // `curl -X POST URL` sends neither Content-Length nor Transfer-Encoding: such a request has no
   // body (RFC 9112 6.3), but httplib 0.11 read one until its 30 s read timeout ended and only then
