@@ -138,6 +138,16 @@ std::optional<std::string> bad_content_length(const httplib::Request& req) {
   return std::nullopt;
 }
 
+// What is wrong with the Host header, if anything: an HTTP/1.1 request must carry exactly one
+// (RFC 9112 3.2: a server answers 400 otherwise, as vLLM's h11 does); HTTP/1.0 may omit it.
+std::optional<std::string> bad_host(const httplib::Request& req) {
+  const size_t hosts = req.get_header_value_count("Host");
+  if (hosts > 1) return fmt::format("{} {} has {} Host headers: send one", req.method, req.path, hosts);
+  if (hosts == 0 && req.version == "HTTP/1.1")
+    return fmt::format("{} {} is an HTTP/1.1 request without a Host header (RFC 9112 3.2)", req.method, req.path);
+  return std::nullopt;
+}
+
 // One entry of /v1/models: the served model under the name `id`.
 json model_json(const Engine& engine, const std::string& id) {
   return {{"id", id},
@@ -279,8 +289,15 @@ void Server::install_error_handlers() {
     if (req.has_header("Transfer-Encoding") && answer_transfer_encoding(req, res))
       return httplib::Server::HandlerResponse::Handled;
     const auto bad = bad_content_length(req);
-    if (!bad) return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
-                                                : httplib::Server::HandlerResponse::Unhandled;
+    if (!bad) {
+      if (const auto host = bad_host(req)) {
+        close_connection(req, res);  // answered before routing: a body is left unread on it
+        send_json(res, 400, error_body(*host, "invalid_request_error", ""));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
+                                        : httplib::Server::HandlerResponse::Unhandled;
+    }
     // The body's end is unknown: the client is told to drop the connection (httplib 0.11 keeps
     // reading it, and would take the body for the next request).
     close_connection(req, res);

@@ -418,6 +418,26 @@ TEST_F(ServerTest, AnAnswerThatClosesItsConnectionServesNothingAfterIt) {
   EXPECT_NE(second.find("SMUGGLED"), std::string::npos) << second;
 }
 
+// RFC 9112 3.2: an HTTP/1.1 request without a Host header, or with two, is a 400 (vLLM's h11
+// refuses it too); HTTP/1.0 may omit it.
+TEST_F(ServerTest, AnHttp11RequestNeedsOneHostHeader) {
+  using namespace std::chrono_literals;
+  const std::string none = lg::test::exchange(port_, "GET /health HTTP/1.1\r\n\r\n", 10s);
+  EXPECT_EQ(lg::test::first_response(none).status, 400) << none;
+  EXPECT_NE(none.find("GET /health is an HTTP/1.1 request without a Host header"), std::string::npos) << none;
+  const std::string body = R"({"prompt": "x", "max_tokens": 1})";
+  const std::string two = lg::test::exchange(
+      port_,
+      "POST /v1/completions HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Type: application/json\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body,
+      10s);
+  EXPECT_EQ(lg::test::first_response(two).status, 400) << two;
+  EXPECT_NE(two.find("POST /v1/completions has 2 Host headers: send one"), std::string::npos) << two;
+  EXPECT_EQ(lg::test::response_header(two, "Connection").value_or(""), "close") << two;
+  const std::string old = lg::test::exchange(port_, "GET /health HTTP/1.0\r\n\r\n", 10s);
+  EXPECT_EQ(lg::test::first_response(old).status, 200) << old;
+}
+
 TEST_F(ServerTest, BodylessRequestWithoutContentLengthIsAnsweredAtOnce) {
   // `curl -X POST URL` sends neither Content-Length nor Transfer-Encoding: such a request has no
   // body (RFC 9112 6.3), but httplib 0.11 read one until its 30 s read timeout ended and only then
