@@ -139,12 +139,12 @@ LG_COMMAND("template", [](CLI::App& app) -> std::function<int()> {
     if (!args->chat_template.empty()) file = args->chat_template;
     const auto tmpl = lg::chat::ChatTemplate::load(
         args->model, file, std::make_shared<lg::chat::JinjaRenderer>(lg::chat::RendererOptions{}));
-    std::string text;
     if (args->as_served) {
       std::cout << render_as_served(tmpl, args->messages, args->no_generation_prompt) << std::flush;
       return 0;
     }
     const lg::chat::ChatInput in = read_input(args->messages, !args->no_generation_prompt);
+    std::string text;
     try {
       text = tmpl.render(in);
     } catch (const lg::chat::ChatTemplateError& e) {

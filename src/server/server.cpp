@@ -288,18 +288,12 @@ void Server::install_error_handlers() {
     if (!req.has_header("Transfer-Encoding") && req.get_header_value("Content-Length") == "0") request_read(req);
     if (req.has_header("Transfer-Encoding") && answer_transfer_encoding(req, res))
       return httplib::Server::HandlerResponse::Handled;
-    const auto bad = bad_content_length(req);
-    if (!bad) {
-      if (const auto host = bad_host(req)) {
-        close_connection(req, res);  // answered before routing: a body is left unread on it
-        send_json(res, 400, error_body(*host, "invalid_request_error", ""));
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
-                                        : httplib::Server::HandlerResponse::Unhandled;
-    }
-    // The body's end is unknown: the client is told to drop the connection (httplib 0.11 keeps
-    // reading it, and would take the body for the next request).
+    std::optional<std::string> bad = bad_content_length(req);
+    if (!bad) bad = bad_host(req);
+    if (!bad) return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
+                                                : httplib::Server::HandlerResponse::Unhandled;
+    // The body's end is unknown, or the body is left unread by an answer before routing: the
+    // client is told to drop the connection (httplib 0.11 would take the body for the next request).
     close_connection(req, res);
     send_json(res, 400, error_body(*bad, "invalid_request_error", ""));
     return httplib::Server::HandlerResponse::Handled;
