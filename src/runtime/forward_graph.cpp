@@ -60,10 +60,7 @@ void check_logits_output(const ir::Graph& g, const std::filesystem::path& source
     throw Error(where + " has no runtime token count T: a model's forward takes tokens: i32[T], pos: i32[T]");
   if (const auto problem = forward_inputs_problem(g)) throw Error(where + " " + *problem);
   if (const auto problem = forward_logits_problem(g)) throw Error(where + " " + *problem);
-  const ir::Shape& shape = g.at(g.outputs[0]).shape;
-  if (config.vocab_size > 0 && shape[1].coeff != config.vocab_size)
-    throw Error(where + " returns logits [T, " + std::to_string(shape[1].coeff) + "], but " + config.source +
-                " has vocab_size " + std::to_string(config.vocab_size) + ": the logits must have one column per token id");
+  if (const auto problem = forward_vocab_problem(g, config.vocab_size, config.source)) throw Error(where + " " + *problem);
 }
 
 }  // namespace
@@ -77,6 +74,13 @@ std::optional<std::string> forward_logits_problem(const ir::Graph& g) {
   if (t_rows && g.at(g.outputs[0]).dtype == DType::F32) return std::nullopt;
   return "returns " + ir::type_string(g, g.at(g.outputs[0]).dtype, shape) +
          "; a model's forward returns the logits f32[T, V], one row per token";
+}
+
+std::optional<std::string> forward_vocab_problem(const ir::Graph& g, int64_t vocab_size, const std::string& config_source) {
+  const int64_t width = g.at(g.outputs.at(0)).shape.at(1).coeff;
+  if (vocab_size <= 0 || width == vocab_size) return std::nullopt;
+  return "returns logits [T, " + std::to_string(width) + "], but " + config_source + " has vocab_size " +
+         std::to_string(vocab_size) + ": the logits must have one column per token id";
 }
 
 std::optional<std::string> forward_inputs_problem(const ir::Graph& g) {

@@ -26,6 +26,11 @@ std::optional<std::string> forward_inputs_problem(const ir::Graph& g);
 /// constant), the logits a row per token every lane reads. nullopt when it is. The message starts
 /// "returns ...", to follow "the forward".
 std::optional<std::string> forward_logits_problem(const ir::Graph& g);
+/// Why `g`'s logits (one f32[T, V] output, forward_logits_problem nullopt) do not fit a config:
+/// V is not its `vocab_size` (`config_source` names the config in the message), so sampled ids
+/// would mean other tokens. nullopt when they fit or vocab_size <= 0 (not stated). The message
+/// starts "returns logits ...", to follow "the forward".
+std::optional<std::string> forward_vocab_problem(const ir::Graph& g, int64_t vocab_size, const std::string& config_source);
 
 /// The .lg program of `dir`: dir.program when set (`--program`), else the one its model_type names.
 std::filesystem::path program_source(const model::ModelDir& dir);

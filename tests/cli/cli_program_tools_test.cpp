@@ -212,6 +212,30 @@ TEST(CliUsage, CheckNotesLogitsThatAreNotF32) {
   EXPECT_NE(run.out.find("a model's forward returns the logits f32[T, V]"), std::string::npos) << run.out;
 }
 
+// Logits narrower than config.json's vocab_size check as a program (the type is the program's
+// own), but lg run refuses them at load: lg check said nothing, and lg compile wrote the program
+// (found by a new-user pass). qwen3.lg returning the first 256 of tiny-qwen3's 512 columns.
+TEST(CliUsage, CheckNotesLogitsNarrowerThanTheVocabulary) {
+  std::ifstream in(kQwen3);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t sig = text.find("-> f32[T, V]");
+  ASSERT_NE(sig, std::string::npos) << "qwen3.lg's forward signature moved";
+  text.replace(sig, 12, "-> f32[T, 256]");
+  const std::string logits = "return rms_norm(x, norm, eps) @ head.T";
+  const size_t ret = text.find(logits, sig);
+  ASSERT_NE(ret, std::string::npos) << "qwen3.lg's return statement moved";
+  text.replace(ret, logits.size(), "return (rms_norm(x, norm, eps) @ head.T)[:, 0:256]");
+  const auto [file, r] = check_program("lg_check_narrow_logits.lg", text);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n"
+                       "  the forward returns logits [T, 256], but " + kTiny + "/config.json has vocab_size 512"),
+            std::string::npos)
+      << r.out;
+  const CliRun run = run_lg("run --lane cpu --model " + kTiny + " --program " + file + " --prompt-ids 5 -n 1");
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("the forward returns logits [T, 256], but"), std::string::npos) << run.out;
+}
+
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
 // refuse it, naming the statement.
 TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
