@@ -151,9 +151,25 @@ class StatePaging {
           if (n.attrs.perm[i] == axis) out_axis = static_cast<int32_t>(i);
         break;
       case Op::Reshape: {
+        // The output axis with the same elements before it and the same size. Only a position
+        // axis of size 1 (S = 1: `lg run` of a one-token prompt and -n 1) can match several, a run
+        // of size-1 axes ([1, 1, 1, Dh] of kcache[l] with one KV head, viewed as [1, 1, Dh]); any
+        // of them lays the pool out alike, and the one as far from the run's right end as the
+        // axis is from its own run's end keeps attention's [KV, S, Dh] reading it (the first
+        // matching one refused the one-KV-head models at S = 1).
         const int64_t before = product(in, static_cast<size_t>(axis));
-        for (size_t k = 0; k < n.shape.size() && out_axis < 0; ++k)
-          if (product(n.shape, k) == before && n.shape[k] == in[static_cast<size_t>(axis)]) out_axis = static_cast<int32_t>(k);
+        const Dim size = in[static_cast<size_t>(axis)];
+        auto matches = [&](const Shape& s, size_t k) { return product(s, k) == before && s[k] == size; };
+        size_t in_end = static_cast<size_t>(axis);
+        while (in_end + 1 < in.size() && matches(in, in_end + 1)) ++in_end;
+        for (size_t k = 0; k < n.shape.size(); ++k) {
+          if (!matches(n.shape, k)) continue;
+          size_t end = k;
+          while (end + 1 < n.shape.size() && matches(n.shape, end + 1)) ++end;
+          const size_t from_end = in_end - static_cast<size_t>(axis);
+          out_axis = static_cast<int32_t>(end - k >= from_end ? end - from_end : k);
+          break;
+        }
         if (out_axis < 0) refuse(g_, u, "it reshapes the position axis of a state; " + why);
         break;
       }

@@ -233,5 +233,18 @@ TEST(CliGeneration, LgRunPromptIdsGivesTransformersGreedyIds) {
       << text.out;
 }
 
+// A one-token prompt with -n 1 runs at a context of one position; on a model with one KV head
+// (tiny-qwen3-untied-mqa) the batching rewrite refused that cache's view ("read only whole ... by
+// attention", found by a new-user pass). Its first greedy token is transformers'.
+TEST(CliGeneration, LgRunOneTokenPromptOneNewTokenOnOneKvHead) {
+  const std::string mqa = kShared + "/fixtures/tiny-qwen3-untied-mqa";
+  const nlohmann::json first = nlohmann::json::parse(std::ifstream(mqa + "/golden.json"))["cases"][0];
+  ASSERT_EQ(first["prompt_ids"].size(), 1u);
+  const std::string prompt = std::to_string(first["prompt_ids"][0].get<int>());
+  const CliRun r = run_lg("run -m " + mqa + " --prompt-ids " + prompt + " -n 1 --no-echo -q --temperature 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n') + 1), std::to_string(first["greedy_ids"][0].get<int>()) + "\n") << r.out;
+}
+
 }  // namespace
 }  // namespace lg::cli_test

@@ -80,6 +80,34 @@ TEST(StateAxis, TheBatchingRewriteRefusesAStateAxisOtherThanS) {
   EXPECT_NO_THROW(lg::ir::make_batched(g, {.block_size = 16, .num_blocks = 8}));
 }
 
+// At S = 1 (`lg run` of a one-token prompt with -n 1) a model with one KV head has a cache of
+// [L, 1, 1, Dh], and kcache[l]'s view [1, 1, Dh] has two axes of size 1 where the position axis
+// may be: the rewrite took the first, the KV axis, and refused the program ("read only whole ...
+// by attention"), so `lg run --prompt-ids 5 -n 1` failed on tiny-qwen3-untied-mqa (found by a
+// new-user pass). The pool now replaces attention's position axis, axis 1 of k and v.
+TEST(StateAxis, OneKvHeadAtOnePositionIsPagedAlongThePositionAxis) {
+  const auto config = load_json(kShared + "/fixtures/tiny-qwen3-untied-mqa/config.json");
+  ASSERT_EQ(config.at("num_key_value_heads"), 1);
+  const auto out = lg::lang::check_source("qwen3.lg", qwen3_text(), config, {.max_seq = 1});
+  ASSERT_TRUE(out.ok) << out.rendered;
+  lg::ir::Graph g = out.report.graph;
+  ASSERT_NO_THROW(lg::ir::make_batched(g, {.block_size = 4, .num_blocks = 3}));
+  const lg::ir::Dim pool = lg::ir::Dim::constant(12);
+  for (const auto& state : g.states) EXPECT_EQ(state.shape.at(2), pool) << state.name;
+  int attentions = 0;
+  for (const lg::ir::Node& n : g.nodes) {
+    if (n.op != lg::ir::Op::Attention) continue;
+    ++attentions;
+    for (size_t kv : {size_t{1}, size_t{2}}) {
+      const lg::ir::Shape& shape = g.at(n.operands.at(kv)).shape;
+      ASSERT_EQ(shape.size(), 3u);
+      EXPECT_EQ(shape[0], lg::ir::Dim::constant(1));
+      EXPECT_EQ(shape[1], pool);
+    }
+  }
+  EXPECT_EQ(attentions, 3);  // one per layer
+}
+
 // Attention over this step's keys and values rather than the cache checks (a program of one
 // sequence's prefill may mean it) but cannot be batched: in a step of several sequences their
 // tokens would attend to one another's. The rewrite refused only attention that read a state
