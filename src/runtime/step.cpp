@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "support/count_noun.h"
 #include "support/error.h"
 
 namespace lg {
@@ -28,8 +29,8 @@ LaneLimits resolve_limits(const LaneOptions& o, int64_t max_seq, int64_t default
   // A sequence alone must be able to reach the end of its context: with less, the scheduler
   // could only preempt it and run it again, forever (vLLM refuses such a cache at start too).
   if (pool < max_seq)
-    throw Error("a KV cache of " + std::to_string(pool) + " tokens " + pool_origin + " holds less than one context of " +
-                std::to_string(max_seq) + " tokens (--max-seq): give at least " + std::to_string(max_seq) +
+    throw Error("a KV cache of " + count_noun(pool, "token") + " " + pool_origin + " holds less than one context of " +
+                count_noun(max_seq, "token") + " (--max-seq): give at least " + std::to_string(max_seq) +
                 ", or a smaller --max-seq");
   // Block ids are int32 in the block tables.
   const int64_t blocks = pool / l.block_size + (pool % l.block_size != 0 ? 1 : 0);

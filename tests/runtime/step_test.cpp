@@ -46,6 +46,10 @@ TEST(LaneLimits, PoolsThatCannotWorkAreRefused) {
   EXPECT_NE(error_of({}, 128, 100).find("100 tokens (the default, with no --kv-tokens) holds less than one context"),
             std::string::npos);
   EXPECT_NO_THROW(resolve_limits({.kv_tokens = 128}, 128, 0));
+  // A count of 1 is said in the singular (lg compile --kv-tokens 1 said "a KV cache of 1 tokens").
+  EXPECT_NE(error_of({.kv_tokens = 1}, 128, 0).find("a KV cache of 1 token (--kv-tokens) holds less than one context of "
+                                                    "128 tokens (--max-seq)"),
+            std::string::npos);
   const std::string huge = error_of({.kv_tokens = INT64_MAX}, 128, 0);
   EXPECT_NE(huge.find("tokens (--kv-tokens) is more than 2^31 blocks"), std::string::npos) << huge;
   const std::string huge_default = error_of({}, int64_t{1} << 40, int64_t{1} << 40);
