@@ -313,20 +313,29 @@ void Elaborator::bind_experts(const Decl& d, int64_t layer, std::unordered_map<s
   frames_.pop_back();
 }
 
+bool Elaborator::require_message(const Expr* message, std::string& out) {
+  if (!message) return true;
+  const Value mv = eval(*message);
+  if (mv.is_error()) return false;
+  if (mv.kind != Value::Kind::Str) {
+    err(message->span, "a require's message must be a string, found " + show(mv));
+    return false;
+  }
+  out = mv.s;
+  return true;
+}
+
 void Elaborator::check_require(const Decl& d) {
   Value c = eval(*d.value);
+  std::string message;
+  const bool message_ok = require_message(d.value2.get(), message);
   if (c.is_error()) return;
   if (c.kind != Value::Kind::Bool) {
     err(d.value->span, "require needs a bool condition, found " + show(c));
     return;
   }
-  if (!c.b) {
-    std::string msg = "requirement failed";
-    if (d.value2) {
-      Value mv = eval(*d.value2);
-      if (mv.kind == Value::Kind::Str) msg += ": " + mv.s;
-    }
-    err(d.span, msg);
+  if (!c.b && message_ok) {
+    err(d.span, d.value2 ? "requirement failed: " + message : std::string("requirement failed"));
     config_refused_ = true;
   }
 }

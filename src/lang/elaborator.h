@@ -83,6 +83,10 @@ class Elaborator {
   /// family gets, not the missing keys or unsupported fields that family names otherwise.
   void check_config_requires();
   void check_require(const Decl& d);
+  /// A require's message (`message` null: none): its string into `out`, whether or not the
+  /// condition holds, so that a message that is no string, or names nothing, is an error where it
+  /// is written rather than on the config that fails the requirement. False when it is an error.
+  bool require_message(const Expr* message, std::string& out);
   /// The expert range of an `experts e in lo..hi` block: its params are stacked over it.
   struct ExpertRange {
     std::string var;

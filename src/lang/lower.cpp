@@ -232,7 +232,9 @@ void Elaborator::exec_let(const Stmt& s) {
 // Returns whether it holds (false too where its condition is an error, already reported).
 bool Elaborator::exec_require(const Stmt& s) {
   Value c = eval(*s.value);
-  if (c.is_error()) return false;
+  std::string message;
+  const bool message_ok = require_message(s.message.get(), message);
+  if (c.is_error() || !message_ok) return false;
   if (c.kind != K::Bool) {
     err(s.value->span, "require needs a compile-time bool condition, found " + show(c));
     return false;
@@ -240,10 +242,7 @@ bool Elaborator::exec_require(const Stmt& s) {
   if (c.b) return true;
   std::string msg = "requirement failed";
   if (cur_layer_ >= 0) msg += fmt::format(" in layer {}", cur_layer_ + layer_lo_);
-  if (s.message) {
-    Value mv = eval(*s.message);
-    if (mv.kind == K::Str) msg += ": " + mv.s;
-  }
+  if (s.message) msg += ": " + message;
   err(s.span, msg);
   return false;
 }

@@ -182,6 +182,17 @@ const Mistake kCases[] = {
    7, 9, "sum needs axis="},
   {"RequireFails", program("  require D == 65, \"hidden size must be 65\"\n", ""),
    5, 3, "requirement failed: hidden size must be 65"},
+  // A require's message is checked whether or not its condition holds: one that is no string was
+  // dropped ("requirement failed", no reason), and one naming nothing passed until a config failed
+  // the condition (found by a new-user pass).
+  {"RequireMessageNotAString", program("  require D == 65, D\n", ""),
+   5, 20, "a require's message must be a string, found int 64 (config.hidden_size)"},
+  {"RequireMessageNotAStringWhereItHolds", program("  require D == 64, 5\n", ""),
+   5, 20, "a require's message must be a string, found int 5"},
+  {"RequireMessageUnknownNameWhereItHolds", program("  require D == 64, mesage\n", ""),
+   5, 20, "unknown name 'mesage'"},
+  {"RequireMessageNotAStringInTheForward", program("", "    require D == 64, D\n"),
+   7, 22, "a require's message must be a string, found int 64 (config.hidden_size)"},
   // A fn whose require fails ends there: its `x @ x` would only add a shape mismatch.
   {"RequireFailsInAFn", program("", "    y = odd_only(x)\n", kReturn,
                                 "fn odd_only(x) {\n  require x.shape[-1] % 2 == 1, \"odd widths only\"\n  return x @ x\n}\n"),
