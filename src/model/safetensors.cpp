@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
+#include "support/git_lfs_pointer.h"
 #include "support/json_file.h"
 
 namespace lg::model {
@@ -149,6 +150,8 @@ std::span<const std::byte> SafetensorsFile::bytes(const TensorInfo& info) const 
 }
 
 void SafetensorsFile::parse_header() {
+  if (is_git_lfs_pointer({reinterpret_cast<const char*>(base_), static_cast<size_t>(std::min<uint64_t>(size_, 64))}))
+    throw Error(git_lfs_pointer_error(source_, size_));
   uint64_t header_len = 0;
   std::memcpy(&header_len, base_, 8);
   if (header_len > kMaxHeaderBytes)

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "support/error.h"
+#include "support/git_lfs_pointer.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/decoder.h"
@@ -178,6 +179,11 @@ TokenizerJson parse_file(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) throw Error(path.string() + ": is a directory, not a tokenizer.json file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path.string() + (std::filesystem::exists(path, ec) ? ": cannot open" : ": no such file"));
+  std::string head(64, '\0');
+  head.resize(static_cast<size_t>(in.read(head.data(), static_cast<std::streamsize>(head.size())).gcount()));
+  if (is_git_lfs_pointer(head)) throw Error(git_lfs_pointer_error(path.string(), std::filesystem::file_size(path, ec)));
+  in.clear();
+  in.seekg(0);
   return TokenizerJson::parse(in, path.string());
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,6 +115,31 @@ TEST(CliTokenize, ModelFilesThatAreDirectoriesAreNamedSo) {
     EXPECT_NE(r.out.find("lg: error: " + (dir / message).string()), std::string::npos) << cmd << "\n" << r.out;
   }
   fs::remove_all(root);
+}
+
+// A tokenizer.json or model.safetensors that is a Git LFS pointer (a repository cloned without Git
+// LFS) is named as one, with what to do: lg tokenize said "not valid JSON (byte 1)", lg run "not a
+// safetensors file or corrupt" (a new-user pass).
+TEST(CliTokenize, GitLfsPointersAreNamedSo) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "lg_git_lfs_pointers";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "tokenizer_config.json", "generation_config.json", "model.safetensors"})
+    fs::copy_file(fs::path(kModel) / f, dir / f);
+  const std::string pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:" + std::string(64, 'a') +
+                              "\nsize 11422654\n";
+  std::ofstream(dir / "tokenizer.json", std::ios::binary) << pointer;
+  const std::string says = ": a Git LFS pointer (" + std::to_string(pointer.size()) +
+                           " bytes), not the file it stands for: the model repository was cloned without Git LFS";
+  const CliRun tok = run_lg("tokenize --model " + dir.string() + " hi");
+  EXPECT_EQ(tok.code, 1) << tok.out;
+  EXPECT_NE(tok.out.find("lg: error: " + (dir / "tokenizer.json").string() + says), std::string::npos) << tok.out;
+  std::ofstream(dir / "model.safetensors", std::ios::binary | std::ios::trunc) << pointer;
+  const CliRun run = run_lg("run --lane cpu -n 1 --prompt-ids 5 --model " + dir.string());
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("lg: error: " + (dir / "model.safetensors").string() + says), std::string::npos) << run.out;
+  fs::remove_all(dir);
 }
 
 // -m naming a file, a missing folder, or a folder without tokenizer.json: each says which.

@@ -218,6 +218,18 @@ TEST_F(Corrupt, HeaderLengthAbsurd) {
   EXPECT_HAS(msg, "100 MiB");
 }
 
+// A repository cloned without Git LFS holds a pointer where the weights were: said as such, with
+// what to do (it was "header length 2336927755350992246 exceeds the 100 MiB limit ... not a
+// safetensors file or corrupt": a new-user pass).
+TEST_F(Corrupt, GitLfsPointer) {
+  const std::string pointer =
+      "version https://git-lfs.github.com/spec/v1\n"
+      "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 45195616\n";
+  const std::string msg = open_error(pointer);
+  EXPECT_HAS(msg, path + ": a Git LFS pointer (" + std::to_string(pointer.size()) + " bytes), not the file it stands for");
+  EXPECT_HAS(msg, "git lfs pull");
+}
+
 TEST_F(Corrupt, MalformedJson) {
   EXPECT_HAS(open_error(st_blob(R"({"a":{"dtype":"F32",)", "")), "malformed JSON header: parse error at line 1, column");
   EXPECT_EQ(open_error(st_blob(R"({"a":{"dtype":"F32",)", "")).find("json.exception"), std::string::npos);  // nlohmann's id
