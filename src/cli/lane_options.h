@@ -33,7 +33,7 @@ inline void add_model_options(CLI::App* sub, std::string& model, std::string& pr
   const CLI::Validator model_directory(
       [](std::string& path) -> std::string {
         if (std::filesystem::is_directory(path)) return "";
-        if (!std::filesystem::exists(path)) return "Directory does not exist: " + path;
+        if (!std::filesystem::exists(path)) return lg::model::missing_model_directory(path);
         return lg::model::not_a_model_directory(path);
       },
       "DIR");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 
@@ -21,9 +22,25 @@ std::string not_a_model_directory(const fs::path& path) {
   return fmt::format("{}: is a file, not a model directory (give the directory holding config.json)", path.string());
 }
 
+std::string missing_model_directory(const fs::path& path) {
+  // owner/name of letters, digits, '-', '_' and '.', as the Hub spells ids; not ./x or ../x.
+  const std::string p = path.string();
+  const size_t slash = p.find('/');
+  const bool hub_id = slash != std::string::npos && slash > 0 && slash + 1 < p.size() &&
+                      p.find('/', slash + 1) == std::string::npos && p[0] != '.' &&
+                      std::all_of(p.begin(), p.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/';
+                      });
+  return fmt::format("{}: model directory does not exist{}", p,
+                     hub_id ? fmt::format(" (lanegraph reads a local directory and downloads nothing; for the Hugging "
+                                          "Face model {0}: `huggingface-cli download {0} --local-dir DIR`, then -m DIR)",
+                                          p)
+                            : "");
+}
+
 ModelDir ModelDir::open(const fs::path& dir) {
   if (fs::exists(dir) && !fs::is_directory(dir)) throw Error(not_a_model_directory(dir));
-  if (!fs::is_directory(dir)) throw Error(fmt::format("{}: model directory does not exist", dir.string()));
+  if (!fs::is_directory(dir)) throw Error(missing_model_directory(dir));
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path))
     throw Error(fmt::format("{}: missing config.json (a Hugging Face model directory needs one)", dir.string()));

@@ -15,6 +15,10 @@ namespace lg::model {
 /// What a path given as a model directory that is a file is said to be: "PATH: is a file, not a
 /// model directory (...)", or for a .gguf, that it is llama.cpp's format and what to give instead.
 std::string not_a_model_directory(const std::filesystem::path& path);
+/// What a model directory that does not exist is said to be: "PATH: model directory does not
+/// exist", and for a path written as a Hugging Face id (Qwen/Qwen3-0.6B, as vLLM and llama.cpp's
+/// -hf take one), that lanegraph downloads nothing and how to fetch it.
+std::string missing_model_directory(const std::filesystem::path& path);
 
 /// Everything lanegraph reads from a model directory, loaded and validated.
 struct ModelDir {

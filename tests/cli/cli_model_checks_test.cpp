@@ -41,6 +41,24 @@ struct CopiedModel {
   void put_nan(const std::string& tensor, uint64_t index) const { test::put_nan(dir / "model.safetensors", tensor, index); }
 };
 
+// A Hugging Face id given as the model (as vLLM takes `Qwen/Qwen3-0.6B`) is not downloaded: lg
+// run, serve, batch and inspect say so, with the command that fetches it (they said "Directory
+// does not exist", and lg inspect "model directory does not exist": a new-user pass).
+TEST(CliModelChecks, AHuggingFaceIdGivenAsTheModelSaysHowToFetchIt) {
+  const std::string hint = "Qwen/Qwen3-0.6B: model directory does not exist (lanegraph reads a local directory and "
+                           "downloads nothing; for the Hugging Face model Qwen/Qwen3-0.6B: `huggingface-cli download "
+                           "Qwen/Qwen3-0.6B --local-dir DIR`, then -m DIR)";
+  ASSERT_FALSE(fs::exists("Qwen/Qwen3-0.6B"));
+  for (const std::string cmd : {"run -p x -m ", "serve -m ", "batch -i - -o - -m "}) {
+    const CliRun r = run_lg(cmd + "Qwen/Qwen3-0.6B < /dev/null");
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("--model: " + hint), std::string::npos) << cmd << "\n" << r.out;
+  }
+  const CliRun inspect = run_lg("inspect Qwen/Qwen3-0.6B");
+  EXPECT_EQ(inspect.code, 1) << inspect.out;
+  EXPECT_NE(inspect.out.find("lg: error: " + hint), std::string::npos) << inspect.out;
+}
+
 // A file given where a model directory goes (llama.cpp's model.gguf, a model.safetensors) is named
 // as a file, with what to give instead; lg run, serve and batch said "Directory is actually a
 // file" (CLI11's words), lg inspect nothing of GGUF.

@@ -617,6 +617,13 @@ TEST(ModelDir, Qwen3Pycode22m) {
 TEST(ModelDir, MissingDirectoryOrConfig) {
   TempDir dir;
   EXPECT_HAS(error_of([&] { ModelDir::open(dir / "nope"); }), "nope: model directory does not exist");
+  // A Hugging Face id (as vLLM takes one) is not downloaded: said, with the command that does.
+  EXPECT_EQ(error_of([&] { ModelDir::open("Qwen/Qwen3-0.6B"); }),
+            "Qwen/Qwen3-0.6B: model directory does not exist (lanegraph reads a local directory and downloads nothing; "
+            "for the Hugging Face model Qwen/Qwen3-0.6B: `huggingface-cli download Qwen/Qwen3-0.6B --local-dir DIR`, "
+            "then -m DIR)");
+  for (const std::string& path : {(dir / "nope").string(), std::string("./Qwen3-0.6B"), std::string("models/qwen/x")})
+    EXPECT_EQ(error_of([&] { ModelDir::open(path); }).find("downloads nothing"), std::string::npos) << path;
   EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "missing config.json");
   write_file(dir / "a_file", "{}");  // a path that exists, but is not a directory
   EXPECT_HAS(error_of([&] { ModelDir::open(dir / "a_file"); }), "a_file: is a file, not a model directory");
