@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,7 +64,16 @@ fs::path resolve_model(const locks::Lock& lock, const LockOptions& o) {
 /// window of 2047 of its 4096 positions), and lg lock took every such model for broken.
 model::ModelDir open_model(const fs::path& path, const LockOptions& o, int64_t positions) {
   auto dir = model::ModelDir::open(path);
-  runtime::resolve_program(dir, o.program, positions);
+  try {
+    runtime::resolve_program(dir, o.program, positions);
+  } catch (const Error& e) {
+    // The program's own advice names lg run's --max-seq (phi3.lg: "give --max-seq at most the
+    // window"), which lg lock has no use for: say what length it was lowered at, and why.
+    if (positions <= 0 || std::string_view(e.what()).find("--max-seq") == std::string_view::npos) throw;
+    throw Error(fmt::format("{}\nnote: lg lock lowers the program at {} positions, what its longest case needs (the "
+                            "prompt and the new tokens): shorter cases, or fewer new tokens, need fewer",
+                            e.what(), positions));
+  }
   return dir;
 }
 

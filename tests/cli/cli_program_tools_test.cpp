@@ -236,6 +236,30 @@ TEST(CliUsage, CheckNotesLogitsNarrowerThanTheVocabulary) {
   EXPECT_NE(run.out.find("the forward returns logits [T, 256], but"), std::string::npos) << run.out;
 }
 
+// A lock whose longest case needs more positions than the program checks at (phi3.lg past a
+// config's sliding_window) was refused with the program's advice alone, "give --max-seq at most
+// the window", an option lg lock does not have (found by a new-user pass): the refusal says the
+// length it lowered the program at, and that the cases make it.
+TEST(CliUsage, LockNewPastWhatTheProgramChecksAtSaysWhatLengthItTried) {
+  test::ModelCopy phi3(kShared + "/fixtures/tiny-phi3");
+  phi3.edit_json("config.json", [](nlohmann::json& j) { j["sliding_window"] = 8; });
+  const std::string golden = ::testing::TempDir() + "/lg_lock_phi3_window_golden.json";
+  std::ofstream(golden) << R"({"cases": [{"prompt_ids": [5, 6, 7, 8, 9]}]})";
+  const std::string lock = ::testing::TempDir() + "/lg_lock_phi3_window.lock.json";
+  const std::string cmd = "lock new -m " + phi3.dir.string() + " --golden " + golden + " -o " + lock;
+  const CliRun refused = run_lg(cmd + " --new-tokens 5");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("give --max-seq at most the window"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("note: lg lock lowers the program at 10 positions, what its longest case needs (the "
+                             "prompt and the new tokens)"),
+            std::string::npos)
+      << refused.out;
+  const CliRun made = run_lg(cmd + " --new-tokens 3");
+  EXPECT_EQ(made.code, 0) << made.out;
+  std::filesystem::remove(golden);
+  std::filesystem::remove(lock);
+}
+
 // `lg check` passes a well-typed program the lifter refuses, and says the compiled lane would
 // refuse it, naming the statement.
 TEST(CliUsage, CheckNotesWhatTheCompilerWouldRefuse) {
