@@ -45,6 +45,17 @@ ModelDir ModelDir::open(const fs::path& dir) {
   if (!fs::exists(config_path))
     throw Error(fmt::format("{}: missing config.json (a Hugging Face model directory needs one)", dir.string()));
   ModelConfig config = load_config(config_path);
+  // A quantized checkpoint (AWQ, GPTQ, FP8, bitsandbytes: what vLLM and llama.cpp users often hold)
+  // stores other tensors than the program's params (qweight, scales) or dtypes lanegraph does not
+  // read (F8_E4M3): refused by what config.json says it is, rather than as dozens of missing
+  // tensors or an unsupported dtype.
+  if (const auto q = config.raw.find("quantization_config"); q != config.raw.end() && !q->is_null()) {
+    const auto method = q->is_object() ? q->find("quant_method") : q->end();
+    throw Error(fmt::format("{}: quantization_config{}: a quantized checkpoint, which lanegraph does not run (it reads "
+                            "unquantized bf16, f16 and f32 weights): use the unquantized model",
+                            config_path.string(),
+                            method != q->end() && method->is_string() ? " (quant_method \"" + method->get<std::string>() + "\")" : ""));
+  }
   // An eos id outside the vocabulary is never sampled, so generation never stops on it. A warning,
   // not an error: some checkpoints list ids of added tokens that are handled elsewhere. Each id
   // is named with the file it came from (generation_config.json's are merged with config.json's).

@@ -632,5 +632,24 @@ TEST(ModelDir, MissingDirectoryOrConfig) {
   EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "no model.safetensors");
 }
 
+// A quantized checkpoint (config.json's quantization_config, as AWQ, GPTQ and FP8 checkpoints
+// have) is refused as such; its qweight/scales tensors or F8_E4M3 dtype were reported as 33
+// missing tensors or an unsupported dtype (found by a new-user pass). A null one is none.
+TEST(ModelDir, AQuantizedCheckpointIsRefusedAsSuch) {
+  TempDir dir;
+  const auto tiny = kSharedDir / "fixtures/tiny-qwen3";
+  std::filesystem::copy_file(tiny / "model.safetensors", dir / "model.safetensors");
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(tiny / "config.json"));
+  config["quantization_config"] = {{"bits", 4}, {"group_size", 128}, {"quant_method", "awq"}};
+  write_file(dir / "config.json", config.dump());
+  EXPECT_EQ(error_of([&] { ModelDir::open(dir.path()); }),
+            (dir / "config.json").string() +
+                ": quantization_config (quant_method \"awq\"): a quantized checkpoint, which lanegraph does not run (it "
+                "reads unquantized bf16, f16 and f32 weights): use the unquantized model");
+  config["quantization_config"] = nullptr;
+  write_file(dir / "config.json", config.dump());
+  EXPECT_EQ(ModelDir::open(dir.path()).config.hidden_size, 64);
+}
+
 }  // namespace
 }  // namespace lg::model
