@@ -43,7 +43,12 @@ ModelDir ModelDir::open(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw Error(missing_model_directory(dir));
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path))
-    throw Error(fmt::format("{}: missing config.json (a Hugging Face model directory needs one)", dir.string()));
+    throw Error(fmt::format("{}: missing config.json (a Hugging Face model directory needs one){}", dir.string(),
+                            fs::exists(dir / "adapter_config.json")
+                                ? "; adapter_config.json makes it a PEFT adapter (LoRA) of a base model, which lanegraph "
+                                  "does not apply: merge it into the base model (peft's merge_and_unload, then "
+                                  "save_pretrained) and give that directory"
+                                : ""));
   ModelConfig config = load_config(config_path);
   // A quantized checkpoint (AWQ, GPTQ, FP8, bitsandbytes: what vLLM and llama.cpp users often hold)
   // stores other tensors than the program's params (qweight, scales) or dtypes lanegraph does not

@@ -625,6 +625,13 @@ TEST(ModelDir, MissingDirectoryOrConfig) {
   for (const std::string& path : {(dir / "nope").string(), std::string("./Qwen3-0.6B"), std::string("models/qwen/x")})
     EXPECT_EQ(error_of([&] { ModelDir::open(path); }).find("downloads nothing"), std::string::npos) << path;
   EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }), "missing config.json");
+  EXPECT_EQ(error_of([&] { ModelDir::open(dir.path()); }).find("adapter"), std::string::npos);
+  // A LoRA adapter's folder (adapter_config.json, adapter_model.safetensors) is named as one.
+  write_file(dir / "adapter_config.json", R"({"peft_type": "LORA"})");
+  EXPECT_HAS(error_of([&] { ModelDir::open(dir.path()); }),
+             "missing config.json (a Hugging Face model directory needs one); adapter_config.json makes it a PEFT "
+             "adapter (LoRA) of a base model, which lanegraph does not apply");
+  std::filesystem::remove(dir / "adapter_config.json");
   write_file(dir / "a_file", "{}");  // a path that exists, but is not a directory
   EXPECT_HAS(error_of([&] { ModelDir::open(dir / "a_file"); }), "a_file: is a file, not a model directory");
   // A config but no weights.
