@@ -5,7 +5,9 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "support/error.h"
 
@@ -61,14 +63,22 @@ std::filesystem::path find_model_source(const model::ModelConfig& config) {
     }
   }
   std::string searched;
+  std::vector<std::string> known;  // the model_types the folders have a program for, said with the refusal
   for (const fs::path& dir : model_source_dirs()) {
     const fs::path file = dir / (type + ".lg");
     std::error_code ec;
     if (fs::is_regular_file(file, ec)) return file;
     searched += "\n  " + file.string();
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".lg") known.push_back(e.path().stem().string());
   }
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
   throw Error("no .lg program covers " + what + "; lanegraph knows the architectures with a <model_type>.lg file, looked for:" +
-              searched + "\n(write one and pass it with --program FILE.lg, or set LG_MODELS_DIR to a folder holding " + type +
+              searched + (list.empty() ? "" : "\n(those folders have programs for the model_types " + list + ")") +
+              "\n(write one and pass it with --program FILE.lg, or set LG_MODELS_DIR to a folder holding " + type +
               ".lg)");
 }
 

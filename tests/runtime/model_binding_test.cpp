@@ -47,6 +47,12 @@ TEST(ModelSource, PicksTheLgFileByModelTypeAndNamesAnUncoveredOne) {
   const std::string m = error_of([&] { find_model_source(c); });
   EXPECT_NE(m.find("no .lg program covers model_type 'mamba' (MambaForCausalLM) in some/config.json"), std::string::npos) << m;
   EXPECT_NE(m.find((tmp / "mamba.lg").string()), std::string::npos) << m;
+  // The model_types there are programs for are listed (a user of a multimodal gemma3 or of
+  // qwen2_5_vl learns that gemma3_text and qwen2 are; a new-user pass): the folder's qwen3 among
+  // them, and the built-in ones.
+  EXPECT_NE(m.find("(those folders have programs for the model_types "), std::string::npos) << m;
+  EXPECT_NE(m.find(", qwen3,"), std::string::npos) << m;
+  EXPECT_NE(m.find("gemma3_text, gpt2, llama, mistral, phi3, qwen2, qwen3, qwen3_moe)"), std::string::npos) << m;
   c.model_type = "../qwen3";
   EXPECT_NE(error_of([&] { find_model_source(c); }).find("not a valid model_type"), std::string::npos);
   ::unsetenv("LG_MODELS_DIR");
