@@ -76,6 +76,19 @@ __global__ void prefetch_evict_last(const char* p, size_t bytes) {
     asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p + o));
 }
 
+// cp.async.bulk.prefetch.L2 of 64 KB chunks with an evict_last policy, from ONE block: how the
+// step's one-block top-k launch (or any launch's idle warps) could send a whole GEMV's weights
+// to the L2 in a few hundred instructions.
+__global__ void bulk_prefetch_evict_last(const char* p, size_t bytes) {
+  const uint64_t pol = make_policy(kEvictLast);
+  constexpr size_t kChunk = 64 << 10;
+  for (size_t o = threadIdx.x * kChunk; o < bytes; o += blockDim.x * kChunk) {
+    const unsigned n = unsigned(bytes - o < kChunk ? bytes - o : kChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p + o), "r"(n), "l"(pol)
+                 : "memory");
+  }
+}
+
 // y = W x, a warp a row, all 8 of a lane's 16-byte loads in flight before the first use (as the
 // compiled lane's decode GEMV issues them).
 __global__ void __launch_bounds__(256) gemv(const __nv_bfloat16* W, const float* x, float* y) {
@@ -98,6 +111,15 @@ __global__ void __launch_bounds__(256) gemv(const __nv_bfloat16* W, const float*
   }
 }
 
+// About 10 us of one warp doing nothing (the step's router and top-k latency, in which a bulk
+// prefetch issued before it has time to land).
+__global__ void spin(unsigned* sink) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < 18000) {
+  }
+  if (threadIdx.x == 99) *sink = 0;
+}
+
 __global__ void fill_f32(float* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     unsigned h = unsigned(i) * 2654435761u ^ seed * 97531u;
@@ -114,7 +136,8 @@ struct Bufs {
   int sms;
 };
 
-// The steps before the timed GEMV, each a letter: p prefetch W evict_last, l load W evict_last,
+// The steps before the timed GEMV, each a letter: p prefetch W evict_last (every thread of a full
+// grid a line), b bulk-prefetch it evict_last from one block, w ~10 us of one idle warp, l load W evict_last,
 // n load W plainly, g the GEMV itself, E stream the experts evict_first, S stream them plainly.
 float run_case(const Bufs& b, const char* steps, cudaStream_t s) {
   CK(cudaCtxResetPersistingL2Cache());
@@ -123,6 +146,8 @@ float run_case(const Bufs& b, const char* steps, cudaStream_t s) {
   for (const char* c = steps; *c; ++c) {
     switch (*c) {
       case 'p': prefetch_evict_last<<<grid, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes); break;
+      case 'b': bulk_prefetch_evict_last<<<1, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes); break;
+      case 'w': spin<<<1, 32, 0, s>>>(b.sink); break;
       case 'l': touch<<<grid, 256, 0, s>>>(reinterpret_cast<const uint4*>(b.W), kWeightBytes / 16, kEvictLast, b.sink); break;
       case 'n': touch<<<grid, 256, 0, s>>>(reinterpret_cast<const uint4*>(b.W), kWeightBytes / 16, kNormal, b.sink); break;
       case 'g': gemv<<<N / 8, 256, 0, s>>>(b.W, b.x, b.y); break;
@@ -154,6 +179,7 @@ float time_step(const Bufs& b, char step, cudaStream_t s) {
   CK(cudaEventCreate(&e1));
   CK(cudaEventRecord(e0, s));
   const int grid = b.sms * 8;
+  if (step == 'b') bulk_prefetch_evict_last<<<1, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes);
   if (step == 'p') prefetch_evict_last<<<grid, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes);
   if (step == 'l') touch<<<grid, 256, 0, s>>>(reinterpret_cast<const uint4*>(b.W), kWeightBytes / 16, kEvictLast, b.sink);
   if (step == 'E') touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kEvictFirst, b.sink);
@@ -221,6 +247,9 @@ int main(int argc, char** argv) {
       {"", "cold (after a 256 MB flush)"},
       {"g", "after itself (its weights as the last GEMV left them)"},
       {"p", "after prefetch.global.L2::evict_last of W"},
+      {"b", "right after one block's bulk prefetch of W (evict_last)"},
+      {"bw", "bulk prefetch, then ~10 us of one idle warp"},
+      {"bwE", "bulk prefetch, ~10 us, then the experts evict_first"},
       {"l", "after loading W with an evict_last policy"},
       {"n", "after loading W plainly"},
       {"pE", "prefetch evict_last, then the experts' 75.5 MB evict_first"},
@@ -238,7 +267,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r) t.push_back(run_case(b, c.steps, s));
       std::printf("  %-4s %8.2f  %s\n", c.steps[0] ? c.steps : "-", median(t), c.what);
     }
-    for (const char step : {'p', 'l', 'E', 'S'}) {
+    for (const char step : {'p', 'b', 'l', 'E', 'S'}) {
       std::vector<float> t;
       for (int r = 0; r < reps; ++r) t.push_back(time_step(b, step, s));
       std::printf("  step %c alone: %8.2f us\n", step, median(t));
