@@ -14,6 +14,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -108,19 +109,30 @@ std::string unparsed_request_message(const httplib::Request& req) {
                      req.method, req.path);
 }
 
-// What is wrong with the Content-Length headers (or a header's name), if anything: a value that
-// is not a byte count (1 to 19 decimal digits), or two that differ. httplib reads the header with
+// What is wrong with the request's headers, if anything: a name with whitespace before its colon,
+// a value holding NUL or CR, a Transfer-Encoding header more than once, or Content-Length headers
+// with a value that is not a byte count (1 to 19 decimal digits), or two that differ. httplib reads the header with
 // strtoull, which takes "-5" for 2^64 - 5: past the body cap, it then reads for 2^64 - 5 bytes to
 // discard them, and answers 413 only when its 30 s read timeout ends. Of several values it reads the first,
 // where a proxy in front may frame the body by another (request smuggling; RFC 9112 6.3 requires a
 // 400, as vLLM's h11 answers). Checked before routing, the client hears at once which header is
 // wrong.
-std::optional<std::string> bad_content_length(const httplib::Request& req) {
+std::optional<std::string> bad_headers(const httplib::Request& req) {
   // Whitespace between a field's name and its colon (`Content-Length : 59`) must be a 400 (RFC
   // 9112 5.1): httplib took it for another field, and the body it frames for the next request.
-  for (const auto& [name, value] : req.headers)
+  // NUL or CR in a value is a 400 too (RFC 9110 5.5, as h11): httplib kept them, and a proxy
+  // may cut the value (or the head) where they stand.
+  for (const auto& [name, value] : req.headers) {
     if (name.find_first_of(" \t") != std::string::npos)
       return fmt::format("the header '{}' of {} {} has whitespace before its colon", name, req.method, req.path);
+    if (value.find_first_of(std::string_view("\0\r", 2)) != std::string::npos)
+      return fmt::format("the header '{}' of {} {} holds a NUL or CR byte in its value", name, req.method, req.path);
+  }
+  // Chunked applied twice, or named in two fields that a proxy may join otherwise (RFC 9112 6.1:
+  // a body is chunked once); httplib read the first and decoded the body once.
+  if (const size_t codings = req.get_header_value_count("Transfer-Encoding"); codings > 1)
+    return fmt::format("{} {} has {} Transfer-Encoding headers: send one ('Transfer-Encoding: chunked')", req.method,
+                       req.path, codings);
   // Two framings of one body: RFC 9112 6.1 has the server close the connection after answering
   // (a proxy in front may have framed it the other way: request smuggling), as httplib did not.
   if (req.has_header("Transfer-Encoding") && req.has_header("Content-Length"))
@@ -288,7 +300,7 @@ void Server::install_error_handlers() {
     if (!req.has_header("Transfer-Encoding") && req.get_header_value("Content-Length") == "0") request_read(req);
     if (req.has_header("Transfer-Encoding") && answer_transfer_encoding(req, res))
       return httplib::Server::HandlerResponse::Handled;
-    std::optional<std::string> bad = bad_content_length(req);
+    std::optional<std::string> bad = bad_headers(req);
     if (!bad) bad = bad_host(req);
     if (!bad) return answer_preflight(req, res) ? httplib::Server::HandlerResponse::Handled
                                                 : httplib::Server::HandlerResponse::Unhandled;
@@ -314,7 +326,7 @@ void Server::install_error_handlers() {
     // without a handler); both are a 405 naming the allowed method, as vLLM (Starlette) answers.
     const auto method = allowed_method(req.path);
     if (method && req.method != *method && !(*method == "GET" && req.method == "HEAD")) {
-      res.set_header("Allow", *method);
+      res.set_header("Allow", *method == "GET" ? "GET, HEAD" : *method);  // httplib answers HEAD where GET is
       send_json(res, 405,
                 error_body(fmt::format("Method Not Allowed: {} {} (this path answers {})", req.method, req.path, *method),
                            "invalid_request_error", ""));

@@ -287,11 +287,11 @@ TEST_F(ServerTest, WrongMethodOnAKnownPathIs405) {
   expect_405(client().Get("/v1/chat/completions"), "POST");
   expect_405(client().Delete("/v1/completions"), "POST");
   expect_405(client().Put("/v1/chat/completions", "{}", "application/json"), "POST");
-  expect_405(client().Post("/health", "{}", "application/json"), "GET");
-  expect_405(client().Post("/v1/models", "{}", "application/json"), "GET");
+  expect_405(client().Post("/health", "{}", "application/json"), "GET, HEAD");
+  expect_405(client().Post("/v1/models", "{}", "application/json"), "GET, HEAD");
   expect_405(client().Get("/tokenize"), "POST");
   expect_405(client().Get("/detokenize"), "POST");
-  expect_405(client().Post("/version", "{}", "application/json"), "GET");
+  expect_405(client().Post("/version", "{}", "application/json"), "GET, HEAD");
   auto head = client().Head("/health");
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 200);
@@ -381,7 +381,9 @@ TEST_F(ServerTest, AnAnswerThatClosesItsConnectionServesNothingAfterIt) {
   const std::vector<std::pair<std::string, int>> cases = {
       {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400},
       {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length : 2\r\n\r\n{}", 400},
-      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501}};
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+       400}};
   for (const auto& [request, status] : cases) {
     const int fd = lg::test::tcp_connect(port_);
     ASSERT_GE(fd, 0);
@@ -416,6 +418,35 @@ TEST_F(ServerTest, AnAnswerThatClosesItsConnectionServesNothingAfterIt) {
   const std::string second = lg::test::read_until(fd, "SMUGGLED", 10s);
   ::close(fd);
   EXPECT_NE(second.find("SMUGGLED"), std::string::npos) << second;
+}
+
+// A header value holding NUL or CR (RFC 9110 5.5: reject or replace; h11 rejects) and a
+// Transfer-Encoding header sent twice (RFC 9112 6.1: chunked once) are a 400 naming the header,
+// where httplib kept the bytes and read the first coding: a proxy in front may cut the value or
+// frame the body otherwise.
+TEST_F(ServerTest, HeadersAProxyMayReadOtherwiseAre400) {
+  using namespace std::chrono_literals;
+  const std::string body = R"({"prompt": "x", "max_tokens": 1})";
+  const auto post = [&](const std::string& extra) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {post(std::string("X-Note: a\0b\r\n", 13)), "the header 'X-Note' of POST /v1/completions holds a NUL or CR byte"},
+      {post("X-Note: a\rb\r\n"), "the header 'X-Note' of POST /v1/completions holds a NUL or CR byte"},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+       "chunked\r\nTransfer-Encoding: chunked\r\n\r\n" +
+           fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body),
+       "POST /v1/completions has 2 Transfer-Encoding headers: send one"}};
+  for (const auto& [request, message] : cases) {
+    const std::string got = lg::test::exchange(port_, request, 10s);
+    const auto r = lg::test::first_response(got);
+    EXPECT_EQ(r.status, 400) << got;
+    EXPECT_NE(r.body.find(message), std::string::npos) << r.body;
+    EXPECT_EQ(lg::test::response_header(got, "Connection").value_or(""), "close") << got;
+  }
+  // The same requests without the doubled or odd bytes are served.
+  EXPECT_EQ(lg::test::first_response(lg::test::exchange(port_, post("X-Note: ab\r\n"), 10s)).status, 200);
 }
 
 // RFC 9112 3.2: an HTTP/1.1 request without a Host header, or with two, is a 400 (vLLM's h11

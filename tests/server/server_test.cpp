@@ -78,7 +78,7 @@ TEST_F(ServerTest, ModelById) {
   auto post = client().Post("/v1/models/qwen3-pycode-22m", "{}", "application/json");
   ASSERT_TRUE(post);
   EXPECT_EQ(post->status, 405);
-  EXPECT_EQ(post->get_header_value("Allow"), "GET");
+  EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
   // The model directory as it was given (vLLM's default served name is the path), with a
   // trailing slash too: the same model.
   const std::string path = std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m";
