@@ -1,10 +1,12 @@
 #include "server/connection_watch.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -91,8 +93,18 @@ void for_each_connection_on(int port, const std::function<void(int fd, ino_t ino
   });
 }
 
+bool shutdown_if_same(int fd, ino_t inode, int how) {
+  const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return false;  // closed since
+  struct stat st {};
+  const bool same = ::fstat(own, &st) == 0 && st.st_ino == inode;
+  if (same) ::shutdown(own, how);
+  ::close(own);
+  return same;
+}
+
 void shut_connection_reads(int port) {
-  for_each_connection_on(port, [](int fd, ino_t, const std::string&) { ::shutdown(fd, SHUT_RD); });
+  for_each_connection_on(port, [](int fd, ino_t inode, const std::string&) { shutdown_if_same(fd, inode, SHUT_RD); });
 }
 
 void ConnectionWatch::close_after_answer(std::chrono::milliseconds linger) const {

@@ -53,6 +53,13 @@ std::string connection_key(const httplib::Request& req);
 /// local port); key as connection_key.
 void for_each_connection_on(int port, const std::function<void(int fd, ino_t inode, const std::string& key)>& visit);
 
+/// shutdown(2) `how` of the socket `fd` names, if it is still the one of `inode` (what
+/// for_each_connection_on listed: the number may have been closed and given to another socket
+/// since). The check and the shutdown go through a duplicate of the fd, which holds the socket it
+/// named then, so no close and reuse in between can turn them onto another connection. Returns
+/// whether it shut it.
+bool shutdown_if_same(int fd, ino_t inode, int how);
+
 /// Shuts the read side of every connected TCP socket of this process whose local port is `port`
 /// (the connections a server on that port accepted): a thread blocked reading a request from one
 /// returns at once with end-of-file. httplib then also stops writing on it (its is_writable

@@ -3,7 +3,6 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <set>
@@ -22,14 +21,9 @@ constexpr std::chrono::milliseconds kPeriod{250};
 // The least time between two passes when waiting connections poke the watch.
 constexpr std::chrono::milliseconds kMinGap{25};
 
-// Shuts each (fd, inode) down if the fd is still the socket the pass listed (its number may have
-// been closed and given to a new connection since: a socket's inode is its own; a close between
-// this check and the shutdown is a window of microseconds that only owning the fd would close).
+// Shuts each (fd, inode) down if the fd is still the socket the pass listed (shutdown_if_same).
 void shut_all(const std::vector<std::pair<int, ino_t>>& shut) {
-  for (const auto& [fd, inode] : shut) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_ino == inode) ::shutdown(fd, SHUT_RDWR);
-  }
+  for (const auto& [fd, inode] : shut) shutdown_if_same(fd, inode, SHUT_RDWR);
 }
 
 }  // namespace
