@@ -136,31 +136,39 @@ struct Bufs {
   int sms;
 };
 
-// The steps before the timed GEMV, each a letter: p prefetch W evict_last (every thread of a full
-// grid a line), b bulk-prefetch it evict_last from one block, w ~10 us of one idle warp, l load W evict_last,
-// n load W plainly, g the GEMV itself, E stream the experts evict_first, S stream them plainly.
-float run_case(const Bufs& b, const char* steps, cudaStream_t s) {
+// One step, a letter: p prefetch W evict_last (every thread of a full grid a line), b
+// bulk-prefetch it evict_last from one block, w ~10 us of one idle warp, l load W evict_last,
+// n load W plainly, g the GEMV, E stream the experts evict_first, S stream them plainly.
+void launch_step(const Bufs& b, char step, cudaStream_t s) {
+  const int grid = b.sms * 8;
+  const auto* w16 = reinterpret_cast<const uint4*>(b.W);
+  switch (step) {
+    case 'p': prefetch_evict_last<<<grid, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes); break;
+    case 'b': bulk_prefetch_evict_last<<<1, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes); break;
+    case 'w': spin<<<1, 32, 0, s>>>(b.sink); break;
+    case 'l': touch<<<grid, 256, 0, s>>>(w16, kWeightBytes / 16, kEvictLast, b.sink); break;
+    case 'n': touch<<<grid, 256, 0, s>>>(w16, kWeightBytes / 16, kNormal, b.sink); break;
+    case 'g': gemv<<<N / 8, 256, 0, s>>>(b.W, b.x, b.y); break;
+    case 'E': touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kEvictFirst, b.sink); break;
+    case 'S': touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kNormal, b.sink); break;
+    default: std::fprintf(stderr, "no step '%c'\n", step); std::exit(2);
+  }
+}
+
+// The L2 emptied of W: persisting lines reset to normal, then 256 MB read plainly.
+void flush_l2(const Bufs& b, cudaStream_t s) {
   CK(cudaCtxResetPersistingL2Cache());
   touch<<<b.sms * 8, 256, 0, s>>>(b.flush, kFlushBytes / 16, kNormal, b.sink);
-  const int grid = b.sms * 8;
-  for (const char* c = steps; *c; ++c) {
-    switch (*c) {
-      case 'p': prefetch_evict_last<<<grid, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes); break;
-      case 'b': bulk_prefetch_evict_last<<<1, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes); break;
-      case 'w': spin<<<1, 32, 0, s>>>(b.sink); break;
-      case 'l': touch<<<grid, 256, 0, s>>>(reinterpret_cast<const uint4*>(b.W), kWeightBytes / 16, kEvictLast, b.sink); break;
-      case 'n': touch<<<grid, 256, 0, s>>>(reinterpret_cast<const uint4*>(b.W), kWeightBytes / 16, kNormal, b.sink); break;
-      case 'g': gemv<<<N / 8, 256, 0, s>>>(b.W, b.x, b.y); break;
-      case 'E': touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kEvictFirst, b.sink); break;
-      case 'S': touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kNormal, b.sink); break;
-    }
-  }
-  CK(cudaMemsetAsync(b.y, 0xff, N * sizeof(float), s));  // poisoned: a GEMV that writes nothing fails the check
+}
+
+// us between events around what `launch` enqueues on s.
+template <class Launch>
+float timed_us(cudaStream_t s, Launch&& launch) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   CK(cudaEventRecord(e0, s));
-  gemv<<<N / 8, 256, 0, s>>>(b.W, b.x, b.y);
+  launch();
   CK(cudaEventRecord(e1, s));
   CK(cudaEventSynchronize(e1));
   float ms = 0;
@@ -170,27 +178,19 @@ float run_case(const Bufs& b, const char* steps, cudaStream_t s) {
   return ms * 1000.f;
 }
 
-// The time of one launch of a step alone (after a flush), us: how long the prefetch and the
-// streams take.
+// The GEMV's time after the steps (letters of launch_step) from an empty L2.
+float run_case(const Bufs& b, const char* steps, cudaStream_t s) {
+  flush_l2(b, s);
+  for (const char* c = steps; *c; ++c) launch_step(b, *c, s);
+  CK(cudaMemsetAsync(b.y, 0xff, N * sizeof(float), s));  // poisoned: a GEMV that writes nothing fails the check
+  return timed_us(s, [&] { gemv<<<N / 8, 256, 0, s>>>(b.W, b.x, b.y); });
+}
+
+// One step's own time from an empty L2, us: how long the prefetches take to issue and the
+// streams to run.
 float time_step(const Bufs& b, char step, cudaStream_t s) {
-  touch<<<b.sms * 8, 256, 0, s>>>(b.flush, kFlushBytes / 16, kNormal, b.sink);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventRecord(e0, s));
-  const int grid = b.sms * 8;
-  if (step == 'b') bulk_prefetch_evict_last<<<1, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes);
-  if (step == 'p') prefetch_evict_last<<<grid, 256, 0, s>>>(reinterpret_cast<const char*>(b.W), kWeightBytes);
-  if (step == 'l') touch<<<grid, 256, 0, s>>>(reinterpret_cast<const uint4*>(b.W), kWeightBytes / 16, kEvictLast, b.sink);
-  if (step == 'E') touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kEvictFirst, b.sink);
-  if (step == 'S') touch<<<grid, 256, 0, s>>>(b.experts, kExpertBytes / 16, kNormal, b.sink);
-  CK(cudaEventRecord(e1, s));
-  CK(cudaEventSynchronize(e1));
-  float ms = 0;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  return ms * 1000.f;
+  flush_l2(b, s);
+  return timed_us(s, [&] { launch_step(b, step, s); });
 }
 
 float median(std::vector<float> v) {
