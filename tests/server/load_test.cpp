@@ -520,7 +520,9 @@ TEST(ServerSlowClientTest, AnAnswerItsClientStopsReadingIsCut) {
   // Stalled for 4 s, then read to the end: what was sent before the cut, then end-of-file.
   const std::string cut = answer(false);
   EXPECT_NE(cut.rfind("HTTP/1.1 200 ", 0), std::string::npos) << cut.substr(0, 300);
-  EXPECT_LT(cut.size(), whole.size() / 2) << "the stalled answer was not cut";
+  // Shorter than the whole answer (the same request's): how much went out before the cut is the
+  // kernel's send buffer, which autotuning may grow to megabytes on another host.
+  EXPECT_LT(cut.size(), whole.size()) << "the stalled answer was not cut";
   // The server goes on serving.
   httplib::Client c("127.0.0.1", port);
   auto h = c.Get("/health");
