@@ -111,12 +111,12 @@ std::string unparsed_request_message(const httplib::Request& req) {
 
 // What is wrong with the request's headers, if anything: a name with whitespace before its colon,
 // a value holding NUL or CR, a Transfer-Encoding header more than once, or Content-Length headers
-// with a value that is not a byte count (1 to 19 decimal digits), or two that differ. httplib reads the header with
-// strtoull, which takes "-5" for 2^64 - 5: past the body cap, it then reads for 2^64 - 5 bytes to
-// discard them, and answers 413 only when its 30 s read timeout ends. Of several values it reads the first,
-// where a proxy in front may frame the body by another (request smuggling; RFC 9112 6.3 requires a
-// 400, as vLLM's h11 answers). Checked before routing, the client hears at once which header is
-// wrong.
+// with a value that is not a byte count (1 to 19 decimal digits), or two that differ. httplib
+// reads Content-Length with strtoull, which takes "-5" for 2^64 - 5: past the body cap, it then
+// reads for 2^64 - 5 bytes to discard them, and answers 413 only when its 30 s read timeout ends.
+// Of several values it reads the first, where a proxy in front may frame the body by another
+// (request smuggling; RFC 9112 6.3 requires a 400, as vLLM's h11 answers). Checked before
+// routing, the client hears at once which header is wrong.
 std::optional<std::string> bad_headers(const httplib::Request& req) {
   // Whitespace between a field's name and its colon (`Content-Length : 59`) must be a 400 (RFC
   // 9112 5.1): httplib took it for another field, and the body it frames for the next request.
