@@ -29,6 +29,36 @@ CheckedProgram check_program(const std::string& name, const std::string& text) {
   return {file, run_lg("check " + file + " -c " + kTiny)};
 }
 
+/// qwen3.lg with its forward's logits typed `signature` (for "f32[T, V]") and returned as
+/// `logits` (for "rms_norm(x, norm, eps) @ head.T").
+std::string qwen3_with_logits(const std::string& signature, const std::string& logits) {
+  std::ifstream in(kQwen3);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string old_sig = "-> f32[T, V]", old_ret = "return rms_norm(x, norm, eps) @ head.T";
+  const size_t sig = text.find(old_sig);
+  EXPECT_NE(sig, std::string::npos) << "qwen3.lg's forward signature moved";
+  if (sig == std::string::npos) return text;
+  text.replace(sig, old_sig.size(), "-> " + signature);
+  const size_t ret = text.find(old_ret, sig);
+  EXPECT_NE(ret, std::string::npos) << "qwen3.lg's return statement moved";
+  if (ret != std::string::npos) text.replace(ret, old_ret.size(), "return " + logits);
+  return text;
+}
+
+/// `lg check` of a program that checks clean passes with the note that no lane runs it, ending
+/// in `forward_note`, and lg run refuses the program at load saying `refusal`.
+void expect_noted_and_refused(const CheckedProgram& checked, const std::string& forward_note,
+                              const std::string& refusal) {
+  EXPECT_EQ(checked.run.code, 0) << checked.run.out;
+  EXPECT_NE(checked.run.out.find("note: no lane would run this program as a model (lg run, serve and batch refuse it "
+                                 "at load):\n  the forward " + forward_note),
+            std::string::npos)
+      << checked.run.out;
+  const CliRun run = run_lg("run --lane cpu --model " + kTiny + " --program " + checked.file + " --prompt-ids 5 -n 1");
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find(refusal), std::string::npos) << run.out;
+}
+
 
 TEST(CliUsage, CompileWithNothingToProduceIsAUsageError) {
   expect_usage_error("compile " + kQwen3 + " -c " + kTiny, "lg compile needs -o OUTDIR");
@@ -192,48 +222,19 @@ TEST(CliUsage, CheckNotesAProgramNoLaneCanBatch) {
 // and lg run refuses the program at load (it read an i32 output as floats and crashed: a new-user
 // pass).
 TEST(CliUsage, CheckNotesLogitsThatAreNotF32) {
-  std::ifstream in(kQwen3);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t sig = text.find("-> f32[T, V]");
-  ASSERT_NE(sig, std::string::npos) << "qwen3.lg's forward signature moved";
-  text.replace(sig, 12, "-> i32[T, V]");
-  const std::string logits = "return rms_norm(x, norm, eps) @ head.T";
-  const size_t ret = text.find(logits, sig);
-  ASSERT_NE(ret, std::string::npos) << "qwen3.lg's return statement moved";
-  text.replace(ret, logits.size(), "return (rms_norm(x, norm, eps) @ head.T).to(i32)");
-  const auto [file, r] = check_program("lg_check_int_logits.lg", text);
-  EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("note: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n"
-                       "  the forward returns i32[T,"),
-            std::string::npos)
-      << r.out;
-  const CliRun run = run_lg("run --lane cpu --model " + kTiny + " --program " + file + " --prompt-ids 5 -n 1");
-  EXPECT_EQ(run.code, 1) << run.out;
-  EXPECT_NE(run.out.find("a model's forward returns the logits f32[T, V]"), std::string::npos) << run.out;
+  expect_noted_and_refused(
+      check_program("lg_check_int_logits.lg", qwen3_with_logits("i32[T, V]", "(rms_norm(x, norm, eps) @ head.T).to(i32)")),
+      "returns i32[T,", "a model's forward returns the logits f32[T, V]");
 }
 
 // Logits narrower than config.json's vocab_size check as a program (the type is the program's
 // own), but lg run refuses them at load: lg check said nothing, and lg compile wrote the program
 // (found by a new-user pass). qwen3.lg returning the first 256 of tiny-qwen3's 512 columns.
 TEST(CliUsage, CheckNotesLogitsNarrowerThanTheVocabulary) {
-  std::ifstream in(kQwen3);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t sig = text.find("-> f32[T, V]");
-  ASSERT_NE(sig, std::string::npos) << "qwen3.lg's forward signature moved";
-  text.replace(sig, 12, "-> f32[T, 256]");
-  const std::string logits = "return rms_norm(x, norm, eps) @ head.T";
-  const size_t ret = text.find(logits, sig);
-  ASSERT_NE(ret, std::string::npos) << "qwen3.lg's return statement moved";
-  text.replace(ret, logits.size(), "return (rms_norm(x, norm, eps) @ head.T)[:, 0:256]");
-  const auto [file, r] = check_program("lg_check_narrow_logits.lg", text);
-  EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("note: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n"
-                       "  the forward returns logits [T, 256], but " + kTiny + "/config.json has vocab_size 512"),
-            std::string::npos)
-      << r.out;
-  const CliRun run = run_lg("run --lane cpu --model " + kTiny + " --program " + file + " --prompt-ids 5 -n 1");
-  EXPECT_EQ(run.code, 1) << run.out;
-  EXPECT_NE(run.out.find("the forward returns logits [T, 256], but"), std::string::npos) << run.out;
+  expect_noted_and_refused(check_program("lg_check_narrow_logits.lg", qwen3_with_logits("f32[T, 256]",
+                                                                                      "(rms_norm(x, norm, eps) @ head.T)[:, 0:256]")),
+                           "returns logits [T, 256], but " + kTiny + "/config.json has vocab_size 512",
+                           "the forward returns logits [T, 256], but");
 }
 
 // A lock whose longest case needs more positions than the program checks at (phi3.lg past a
