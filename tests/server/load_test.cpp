@@ -52,6 +52,23 @@ EngineOptions one_at_a_time(int64_t max_seq) {
   return eo;
 }
 
+/// The 22M model served one sequence at a time (contexts of `max_seq`) with a request deadline
+/// of 1 s (ServerOptions::request_timeout): what the slow-client tests watch being cut.
+struct OneSecondDeadlineServer {
+  Engine engine;
+  Server server;
+  int port;
+  explicit OneSecondDeadlineServer(int64_t max_seq)
+      : engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(max_seq)),
+        server(engine, options()),
+        port(server.start()) {}
+  static ServerOptions options() {
+    ServerOptions o{"127.0.0.1", 0};
+    o.request_timeout = std::chrono::milliseconds(1000);
+    return o;
+  }
+};
+
 /// CPU seconds (user + system) of this process, all threads: the server's and the clients'.
 double cpu_seconds() {
   rusage r{};
@@ -417,11 +434,8 @@ TEST(ServerSlowClientTest, StalledRequestHeadsAreShedForNewConnections) {
 }
 
 TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
-  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(512));
-  ServerOptions o{"127.0.0.1", 0};
-  o.request_timeout = std::chrono::milliseconds(1000);
-  Server server(engine, o);
-  const int port = server.start();
+  OneSecondDeadlineServer served(512);
+  const int port = served.port;
   // A head trickled a byte every 100 ms: each byte well within the 30 s read timeout.
   const int fd = lg::test::tcp_connect(port);
   ASSERT_GE(fd, 0);
@@ -489,11 +503,8 @@ TEST(ServerSlowClientTest, ARequestNotWholeWithinTheTimeoutIsCut) {
 // write call, and a few hundred of them starved /health) is cut once its answer has not moved
 // for ServerOptions::request_timeout; a client that reads gets the whole answer.
 TEST(ServerSlowClientTest, AnAnswerItsClientStopsReadingIsCut) {
-  Engine engine(std::string(LG_SOURCE_DIR) + "/models/qwen3-pycode-22m", one_at_a_time(256));
-  ServerOptions o{"127.0.0.1", 0};
-  o.request_timeout = std::chrono::milliseconds(1000);
-  Server server(engine, o);
-  const int port = server.start();
+  OneSecondDeadlineServer served(256);
+  const int port = served.port;
   // Token 89180 decodes to 114 characters: 57,000 of them make an answer of ~6.5 MB.
   const json body = {{"tokens", std::vector<int32_t>(57000, 89180)}};
   const std::string request = lg::test::post_text("/detokenize", body.dump());
