@@ -137,9 +137,9 @@ LG_COMMAND("check", [](CLI::App& app) {
       }
     // Logits one column per token id of this config, as lg run requires (a program returning a
     // slice of them, or sized by another key, checked clean here and was refused only there).
-    const fs::path config_file = fs::is_directory(opts->config) ? fs::path(opts->config) / "config.json" : fs::path(opts->config);
     if (const auto v = config.find("vocab_size"); batches && v != config.end() && v->is_number_integer())
-      if (const auto problem = lg::runtime::forward_vocab_problem(r.graph, v->get<int64_t>(), config_file.string())) {
+      if (const auto problem = lg::runtime::forward_vocab_problem(r.graph, v->get<int64_t>(),
+                                                                  lg::model::config_json_path(opts->config).string())) {
         batches = false;
         fmt::print("\nnote: no lane would run this program as a model (lg run, serve and batch refuse it at load):\n  "
                    "the forward {}\n", *problem);
