@@ -445,7 +445,7 @@ TEST_F(ServerTest, HeadersAProxyMayReadOtherwiseAre400) {
     EXPECT_NE(r.body.find(message), std::string::npos) << r.body;
     EXPECT_EQ(lg::test::response_header(got, "Connection").value_or(""), "close") << got;
   }
-  // The same requests without the doubled or odd bytes are served.
+  // The same request with a plain value in that header is served.
   EXPECT_EQ(lg::test::first_response(lg::test::exchange(port_, post("X-Note: ab\r\n"), 10s)).status, 200);
 }
 
